@@ -1,0 +1,155 @@
+/*
+ * hviske: speech-to-text for Hviske / Cohere Transcribe models, in C11.
+ *
+ * The public API. Everything not declared here is private.
+ *
+ * Typical use:
+ *
+ *     char err[1024];
+ *     hv_model_params mp = hv_model_default_params();
+ *     hv_model *model;
+ *     if (hv_model_load("path/to/checkpoint", &mp, &model, err, sizeof err))
+ *         { fprintf(stderr, "%s\n", err); exit(1); }
+ *     hv_context *ctx = hv_context_new(model, 0);   // 0: model's thread count
+ *     hv_transcribe_params tp = hv_transcribe_default_params();
+ *     tp.language = "da";
+ *     hv_result *res;
+ *     if (hv_transcribe(ctx, pcm, n_frames, 44100, 2, &tp, &res))
+ *         fprintf(stderr, "%s\n", hv_context_error(ctx));
+ *     else
+ *         puts(hv_result_text(res));
+ *     hv_result_free(res);
+ *     hv_context_free(ctx);
+ *     hv_model_free(model);
+ *
+ * Threading: a model is read-only once loaded. Each thread that transcribes
+ * uses its own context; any number of contexts may share one model and run
+ * at the same time.
+ */
+#ifndef HVISKE_H
+#define HVISKE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HV_VERSION "0.1.0"
+
+/* Status codes. 0 is success; every failure comes with a message. */
+typedef enum hv_status {
+    HV_OK = 0,
+    HV_ERR_IO = 1,          /* a file could not be opened or read */
+    HV_ERR_FORMAT = 2,      /* a file or buffer is malformed */
+    HV_ERR_INVALID_ARG = 3, /* a parameter is out of range */
+    HV_ERR_NOMEM = 4,       /* an allocation failed */
+    HV_ERR_UNSUPPORTED = 5, /* valid, but not something hviske can run */
+    HV_ERR_LIMIT = 6        /* input exceeds what the model allows */
+} hv_status;
+
+/* A short English name of a status ("format error", ...). Static string. */
+const char *hv_status_name(hv_status status);
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct hv_model hv_model;
+
+typedef struct hv_model_params {
+    int n_threads; /* default worker threads for contexts; 0 = all cores */
+} hv_model_params;
+
+hv_model_params hv_model_default_params(void);
+
+/*
+ * Loads a checkpoint directory (config.json, generation_config.json,
+ * tokenizer.model, model.safetensors or a sharded index). On failure returns
+ * a non-zero status, sets *out to NULL and writes a message naming the file
+ * and the problem into errbuf (always NUL-terminated when errbuf_size > 0).
+ * The caller owns the model and frees it with hv_model_free.
+ */
+hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
+                        hv_model **out, char *errbuf, size_t errbuf_size);
+
+void hv_model_free(hv_model *model); /* NULL is allowed */
+
+/* Model facts, for display. Strings are owned by the model. */
+int hv_model_sample_rate(const hv_model *model);
+int hv_model_n_languages(const hv_model *model);
+const char *hv_model_language(const hv_model *model, int i);
+
+/* -------------------------------------------------------------- context */
+
+typedef struct hv_context hv_context;
+
+/*
+ * Creates a context: the per-thread run state (worker threads, scratch
+ * memory). n_threads 0 takes the model's default. Returns NULL when out of
+ * memory. The model must outlive the context. Free with hv_context_free.
+ */
+hv_context *hv_context_new(const hv_model *model, int n_threads);
+void hv_context_free(hv_context *ctx); /* NULL is allowed */
+
+/* The message of the last failed call on this context ("" if none).
+ * Owned by the context; valid until the next call on it. */
+const char *hv_context_error(const hv_context *ctx);
+
+/* ---------------------------------------------------------- transcribe */
+
+typedef struct hv_transcribe_params {
+    const char *language; /* a code from the model's supported_languages;
+                             NULL = "da" if supported, else the first */
+    int punctuation;      /* 1: <|pnc|> (default), 0: <|nopnc|> */
+    int max_new_tokens;   /* 0 = model default (256, capped by the
+                             decoder's max_sequence_length) */
+    float dither;         /* < 0: use the model's config value (default);
+                             0: off; > 0: this amount */
+    uint64_t dither_seed; /* seed of the deterministic dither noise */
+} hv_transcribe_params;
+
+hv_transcribe_params hv_transcribe_default_params(void);
+
+typedef struct hv_result hv_result;
+
+typedef struct hv_timings {
+    double frontend_ms; /* resampling + log-mel features */
+    double encoder_ms;  /* encoder + projection */
+    double decoder_ms;  /* cross-attention setup, prefill and every step */
+    int n_tokens;       /* generated tokens, EOS excluded */
+} hv_timings;
+
+/*
+ * Transcribes interleaved float PCM (n_frames frames of `channels` samples
+ * each, any sample rate; channels are averaged, the rate is converted to the
+ * model's). On success *out is a new result the caller frees with
+ * hv_result_free; on failure *out is NULL and hv_context_error() says why.
+ * params may be NULL for the defaults.
+ */
+hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
+                        int sample_rate, int channels,
+                        const hv_transcribe_params *params, hv_result **out);
+
+const char *hv_result_text(const hv_result *res);  /* UTF-8, trimmed */
+int hv_result_n_tokens(const hv_result *res);      /* EOS excluded */
+const int32_t *hv_result_tokens(const hv_result *res);
+hv_timings hv_result_timings(const hv_result *res);
+void hv_result_free(hv_result *res); /* NULL is allowed */
+
+/* --------------------------------------------------------------- audio */
+
+/*
+ * Reads an audio file (any format libsndfile reads: WAV, FLAC, OGG/Opus,
+ * MP3, ...) as interleaved float PCM at its own rate. On success the caller
+ * owns *pcm and frees it with hv_audio_free. On failure writes a message
+ * naming the file into errbuf.
+ */
+hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames,
+                        int *sample_rate, int *channels, char *errbuf,
+                        size_t errbuf_size);
+void hv_audio_free(float *pcm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HVISKE_H */

@@ -1,0 +1,334 @@
+/* The FastConformer encoder, step by step as MODEL.md describes it.
+ * Activations are row-major [time x features]; the subsampling keeps its
+ * images channel-last [time x freq x channels] so that the pointwise
+ * convolutions are plain matrix products. */
+#include "encoder.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+static int halve(int n) { return n <= 0 ? 0 : (n + 2 - 3) / 2 + 1; }
+
+int hv_encoder_out_len(const hv_config *c, int n) {
+    for (int s = c->sub_factor; s > 1; s >>= 1) n = halve(n);
+    return n;
+}
+
+/* ------------------------------------------------------- subsampling */
+
+typedef struct conv_job {
+    const float *in;    /* [T x F x Cin] */
+    float *out;         /* [T2 x F2 x C] */
+    int T, F, T2, F2, C;
+    const float *w;     /* [C x 3 x 3] */
+    const float *b;     /* [C] */
+    int depthwise;      /* 0: 1 -> C channels (Cin = 1); 1: C -> C per channel */
+    int relu;
+} conv_job;
+
+/* 3x3 convolution, stride 2, padding 1, over output time rows. */
+static void conv_task(void *arg, int task, int n_tasks) {
+    const conv_job *j = arg;
+    int cin = j->depthwise ? j->C : 1;
+    for (int t = task; t < j->T2; t += n_tasks) {
+        for (int f = 0; f < j->F2; f++) {
+            float *o = j->out + ((long)t * j->F2 + f) * j->C;
+            for (int c = 0; c < j->C; c++) o[c] = j->b[c];
+            for (int kt = 0; kt < 3; kt++) {
+                int ti = 2 * t - 1 + kt;
+                if (ti < 0 || ti >= j->T) continue;
+                for (int kf = 0; kf < 3; kf++) {
+                    int fi = 2 * f - 1 + kf;
+                    if (fi < 0 || fi >= j->F) continue;
+                    const float *x = j->in + ((long)ti * j->F + fi) * cin;
+                    for (int c = 0; c < j->C; c++)
+                        o[c] += j->w[c * 9 + kt * 3 + kf] * x[j->depthwise ? c : 0];
+                }
+            }
+            if (j->relu)
+                for (int c = 0; c < j->C; c++) o[c] = o[c] > 0 ? o[c] : 0;
+        }
+    }
+}
+
+/* Zeroes time rows >= len of a [T x row] buffer. */
+static void mask_rows(float *x, int T, long row, int len) {
+    if (len < T) memset(x + (long)len * row, 0, (size_t)(T - len) * row * sizeof *x);
+}
+
+/* dw_striding subsampling: returns [T_enc x d_model] and the valid length. */
+static float *subsample(const hv_config *c, const hv_encoder_weights *w,
+                        hv_pool *pool, const float *feat, int T, int n_valid,
+                        int *T_out, int *len_out) {
+    int C = c->sub_channels, F = c->feat_in, len = n_valid;
+    float *in = malloc((size_t)T * F * sizeof *in);
+    if (!in) return NULL;
+    memcpy(in, feat, (size_t)T * F * sizeof *in);
+    mask_rows(in, T, F, len);
+
+    int T2 = halve(T), F2 = halve(F);
+    float *img = malloc((size_t)T2 * F2 * C * sizeof *img);
+    if (!img) { free(in); return NULL; }
+    conv_job j0 = {in, img, T, F, T2, F2, C, w->conv0_w, w->conv0_b, 0, 1};
+    hv_pool_run(pool, hv_pool_size(pool), conv_task, &j0);
+    free(in);
+    T = T2; F = F2; len = halve(len);
+
+    for (int s = 1; s < w->n_stages; s++) {
+        mask_rows(img, T, (long)F * C, len);
+        T2 = halve(T); F2 = halve(F);
+        float *dw = malloc((size_t)T2 * F2 * C * sizeof *dw);
+        float *pw = malloc((size_t)T2 * F2 * C * sizeof *pw);
+        if (!dw || !pw) { free(dw); free(pw); free(img); return NULL; }
+        conv_job j = {img, dw, T, F, T2, F2, C, w->dw_w[s], w->dw_b[s], 1, 0};
+        hv_pool_run(pool, hv_pool_size(pool), conv_task, &j);
+        free(img);
+        T = T2; F = F2; len = halve(len);
+        mask_rows(dw, T, (long)F * C, len);
+        hv_linear(pool, pw, dw, T * F, &w->pw[s], w->pw_b[s]);
+        hv_relu(pw, (long)T * F * C);
+        free(dw);
+        img = pw;
+    }
+
+    /* Flatten each time step channel-major (index c * F + f), as the
+     * checkpoint's Linear expects, then project to d_model. */
+    float *flat = malloc((size_t)T * C * F * sizeof *flat);
+    float *x = malloc((size_t)T * c->d_model * sizeof *x);
+    if (!flat || !x) { free(flat); free(x); free(img); return NULL; }
+    for (int t = 0; t < T; t++)
+        for (int f = 0; f < F; f++)
+            for (int ch = 0; ch < C; ch++)
+                flat[((long)t * C + ch) * F + f] = img[((long)t * F + f) * C + ch];
+    free(img);
+    hv_linear(pool, x, flat, T, &w->pre_out, w->pre_out_b);
+    free(flat);
+    *T_out = T;
+    *len_out = len;
+    return x;
+}
+
+/* ----------------------------------------------------- conformer layer */
+
+/* Scratch for one layer pass, sized for n frames. */
+typedef struct enc_scratch {
+    float *norm;    /* [n x d] */
+    float *big;     /* [n x 4d]: feed-forward hidden, GLU input */
+    float *q, *k, *v, *ctx, *tmp; /* [n x d] */
+    float *pos;     /* [(2n-1) x d]: sinusoids */
+    float *p;       /* [(2n-1) x d]: linear_pos(pos) */
+    float *att;     /* [H x head_scratch(n, dh)] */
+} enc_scratch;
+
+static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x,
+                              int n, enc_scratch *s, const float *nw,
+                              const float *nb, const hv_mat *up,
+                              const float *up_b, const hv_mat *down,
+                              const float *down_b) {
+    int d = c->d_model;
+    hv_layernorm(s->norm, x, n, d, nw, nb, 1e-5f);
+    hv_linear(pool, s->big, s->norm, n, up, up_b);
+    hv_silu(s->big, (long)n * up->rows);
+    hv_linear(pool, s->tmp, s->big, n, down, down_b);
+    hv_add_scaled(x, s->tmp, (long)n * d, 0.5f);
+}
+
+typedef struct attn_job {
+    const enc_scratch *s;
+    const hv_enc_layer *y;
+    int n, len, d, H, dh;
+} attn_job;
+
+/* Floats of per-head attention scratch: (q + u), (q + v) [n x dh], the
+ * content scores ac [n x n] and the position scores bd [n x (2n-1)]. */
+static long head_scratch(int n, int dh) {
+    return 2L * n * dh + (long)n * n + (long)n * (2 * n - 1);
+}
+
+/* Relative-position attention for one head. */
+static void attn_head(void *arg, int h, int n_tasks) {
+    (void)n_tasks;
+    const attn_job *j = arg;
+    const enc_scratch *s = j->s;
+    int n = j->n, d = j->d, dh = j->dh, len = j->len, P = 2 * n - 1;
+    float *qu = s->att + (long)h * head_scratch(n, dh);
+    float *qv = qu + (long)n * dh;
+    float *ac = qv + (long)n * dh;
+    float *bd = ac + (long)n * n;
+    float scale = 1.0f / sqrtf((float)dh);
+    const float *u = j->y->pos_bias_u + h * dh, *vb = j->y->pos_bias_v + h * dh;
+
+    for (int i = 0; i < len; i++) {
+        const float *q = s->q + (long)i * d + h * dh;
+        for (int t = 0; t < dh; t++) {
+            qu[(long)i * dh + t] = q[t] + u[t];
+            qv[(long)i * dh + t] = q[t] + vb[t];
+        }
+    }
+    /* ac = (q + u) k^T over valid keys; bd = (q + v) p^T over all 2n-1
+     * relative positions. */
+    hv_gemm(len, len, dh, 1.0f, qu, dh, s->k + h * dh, d, 1, 0.0f, ac, n);
+    hv_gemm(len, P, dh, 1.0f, qv, dh, s->p + h * dh, d, 1, 0.0f, bd, P);
+    for (int i = 0; i < n; i++) {
+        float *ctx = s->ctx + (long)i * d + h * dh;
+        if (i >= len) { /* padded query: probabilities masked to 0 */
+            memset(ctx, 0, (size_t)dh * sizeof *ctx);
+            continue;
+        }
+        /* rel-shift: key j of query i sits at relative column n-1-i+j */
+        float *sc = ac + (long)i * n;
+        const float *b = bd + (long)i * P + (n - 1 - i);
+        for (int jj = 0; jj < len; jj++) sc[jj] = (sc[jj] + b[jj]) * scale;
+        hv_softmax(sc, len); /* padded keys would get exactly 0 */
+        hv_gemm(1, dh, len, 1.0f, sc, len, s->v + h * dh, d, 0, 0.0f, ctx, dh);
+    }
+}
+
+static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n,
+                           int len, enc_scratch *s, const hv_enc_layer *y) {
+    int d = c->d_model, H = c->enc_heads;
+    hv_layernorm(s->norm, x, n, d, y->att_norm_w, y->att_norm_b, 1e-5f);
+    hv_linear(pool, s->q, s->norm, n, &y->wq, y->bq);
+    hv_linear(pool, s->k, s->norm, n, &y->wk, y->bk);
+    hv_linear(pool, s->v, s->norm, n, &y->wv, y->bv);
+    hv_linear(pool, s->p, s->pos, 2 * n - 1, &y->wpos, NULL);
+    attn_job j = {s, y, n, len, d, H, d / H};
+    hv_pool_run(pool, H, attn_head, &j);
+    hv_linear(pool, s->tmp, s->ctx, n, &y->wo, y->bo);
+    hv_add_scaled(x, s->tmp, (long)n * d, 1.0f);
+}
+
+typedef struct dwconv_job {
+    const float *in;   /* [n x d] GLU output, padded rows zero */
+    float *out;        /* [n x d] */
+    const float *w, *b; /* [d x K] (BatchNorm folded), [d] */
+    int n, d, K;
+} dwconv_job;
+
+/* Depthwise conv over time + folded BatchNorm + SiLU, over time rows. */
+static void dwconv_task(void *arg, int task, int n_tasks) {
+    const dwconv_job *j = arg;
+    int pad = (j->K - 1) / 2;
+    for (int t = task; t < j->n; t += n_tasks) {
+        float *o = j->out + (long)t * j->d;
+        for (int ch = 0; ch < j->d; ch++) o[ch] = j->b[ch];
+        for (int k = 0; k < j->K; k++) {
+            int ti = t + k - pad;
+            if (ti < 0 || ti >= j->n) continue;
+            const float *xi = j->in + (long)ti * j->d;
+            for (int ch = 0; ch < j->d; ch++) o[ch] += j->w[(long)ch * j->K + k] * xi[ch];
+        }
+        hv_silu(o, j->d);
+    }
+}
+
+static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n,
+                        int len, enc_scratch *s, const hv_enc_layer *y) {
+    int d = c->d_model;
+    hv_layernorm(s->norm, x, n, d, y->conv_norm_w, y->conv_norm_b, 1e-5f);
+    hv_linear(pool, s->big, s->norm, n, &y->pw1, y->pw1_b);   /* [n x 2d] */
+    /* GLU over channels: first half * sigmoid(second half); then the padded
+     * time steps are zeroed so they do not leak into the convolution. */
+    for (int t = 0; t < n; t++) {
+        const float *a = s->big + (long)t * 2 * d;
+        float *g = s->q + (long)t * d;
+        for (int ch = 0; ch < d; ch++)
+            g[ch] = t < len ? a[ch] / (1.0f + expf(-a[d + ch])) : 0.0f;
+    }
+    dwconv_job j = {s->q, s->k, y->dw_w, y->dw_b, n, d, c->conv_kernel};
+    hv_pool_run(pool, hv_pool_size(pool), dwconv_task, &j);
+    hv_linear(pool, s->tmp, s->k, n, &y->pw2, y->pw2_b);
+    hv_add_scaled(x, s->tmp, (long)n * d, 1.0f);
+}
+
+/* Transformer-XL sinusoids for positions n-1 down to -(n-1), computed in
+ * float32 as the reference implementation does. */
+static void rel_positions(float *pos, int n, int d) {
+    float k = -logf(10000.0f) / (float)d;
+    for (int r = 0; r < 2 * n - 1; r++) {
+        float p = (float)(n - 1 - r);
+        for (int i = 0; 2 * i < d; i++) {
+            float wi = expf((float)(2 * i) * k);
+            pos[(long)r * d + 2 * i] = sinf(p * wi);
+            if (2 * i + 1 < d) pos[(long)r * d + 2 * i + 1] = cosf(p * wi);
+        }
+    }
+}
+
+hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
+                             hv_pool *pool, const float *feat, int n_frames,
+                             int n_valid, float **out, int *n_enc,
+                             int *enc_len, hv_error *e) {
+    *out = NULL;
+    int n, len;
+    if (n_valid > n_frames) n_valid = n_frames;
+    if (hv_encoder_out_len(c, n_valid) < 1)
+        return hv_err(e, HV_ERR_INVALID_ARG, "audio too short for the encoder");
+    if (2 * hv_encoder_out_len(c, n_frames) - 1 > 2 * c->pos_emb_max_len - 1)
+        return hv_err(e, HV_ERR_LIMIT,
+                      "audio too long: %d encoder frames exceed pos_emb_max_len %d",
+                      hv_encoder_out_len(c, n_frames), c->pos_emb_max_len);
+    float *x = subsample(c, w, pool, feat, n_frames, n_valid, &n, &len);
+    if (!x) return hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
+
+    int d = c->d_model, H = c->enc_heads, P = 2 * n - 1;
+    enc_scratch s = {0};
+    s.norm = malloc((size_t)n * d * sizeof(float));
+    s.big = malloc((size_t)n * d * (c->ff_expansion > 2 ? c->ff_expansion : 2) * sizeof(float));
+    s.q = malloc((size_t)n * d * sizeof(float));
+    s.k = malloc((size_t)n * d * sizeof(float));
+    s.v = malloc((size_t)n * d * sizeof(float));
+    s.ctx = malloc((size_t)n * d * sizeof(float));
+    s.tmp = malloc((size_t)n * d * sizeof(float));
+    s.pos = malloc((size_t)P * d * sizeof(float));
+    s.p = malloc((size_t)P * d * sizeof(float));
+    s.att = malloc((size_t)H * head_scratch(n, d / H) * sizeof(float));
+    float *res = NULL;
+    hv_status st = HV_OK;
+    if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp ||
+        !s.pos || !s.p || !s.att) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
+        goto done;
+    }
+    rel_positions(s.pos, n, d);
+
+    for (int i = 0; i < c->enc_layers; i++) {
+        const hv_enc_layer *y = &w->layers[i];
+        /* half-step feed-forward */
+        feed_forward_half(c, pool, x, n, &s, y->ff1_norm_w, y->ff1_norm_b,
+                          &y->ff1_up, y->ff1_up_b, &y->ff1_down, y->ff1_down_b);
+        /* relative-position multi-head self-attention */
+        self_attention(c, pool, x, n, len, &s, y);
+        /* convolution module */
+        conv_module(c, pool, x, n, len, &s, y);
+        /* second half-step feed-forward */
+        feed_forward_half(c, pool, x, n, &s, y->ff2_norm_w, y->ff2_norm_b,
+                          &y->ff2_up, y->ff2_up_b, &y->ff2_down, y->ff2_down_b);
+        /* layer output norm */
+        hv_layernorm(x, x, n, d, y->out_norm_w, y->out_norm_b, 1e-5f);
+    }
+
+    if (w->proj.data) {
+        res = malloc((size_t)n * c->dec_hidden * sizeof *res);
+        if (!res) {
+            st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
+            goto done;
+        }
+        hv_linear(pool, res, x, n, &w->proj, w->proj_b);
+    } else {
+        res = x;
+        x = NULL;
+    }
+    *out = res;
+    *n_enc = n;
+    *enc_len = len;
+done:
+    free(x);
+    free(s.norm); free(s.big); free(s.q); free(s.k); free(s.v);
+    free(s.ctx); free(s.tmp); free(s.pos); free(s.p); free(s.att);
+    return st;
+}

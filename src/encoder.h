@@ -1,0 +1,21 @@
+/* FastConformer encoder: features -> encoder states (MODEL.md "Encoder"). */
+#ifndef HV_ENCODER_H
+#define HV_ENCODER_H
+
+#include "kernels/threads.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+/* Subsampled length of n frames (three stride-2 convolutions for factor 8). */
+int hv_encoder_out_len(const hv_config *c, int n_frames);
+
+/* feat: [n_frames x feat_in] time-major, rows >= n_valid ignored.
+ * On success *out is malloc'ed [*n_enc x dec_hidden] (after the
+ * encoder-decoder projection), *enc_len its valid rows. */
+hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
+                             hv_pool *pool, const float *feat, int n_frames,
+                             int n_valid, float **out, int *n_enc,
+                             int *enc_len, hv_error *e);
+
+#endif

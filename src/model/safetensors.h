@@ -1,0 +1,67 @@
+/* Read-only access to safetensors checkpoints, single file or sharded.
+ * Files are mmap'ed; every header field is validated before use. */
+#ifndef HV_SAFETENSORS_H
+#define HV_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef enum hv_dtype {
+    HV_DT_F32, HV_DT_F16, HV_DT_BF16,
+    /* present in files, never used for compute */
+    HV_DT_F64, HV_DT_I64, HV_DT_I32, HV_DT_I16, HV_DT_I8, HV_DT_U8,
+    HV_DT_BOOL
+} hv_dtype;
+
+#define HV_ST_MAX_DIMS 8
+
+typedef struct hv_st_tensor {
+    char *name;                    /* owned */
+    hv_dtype dtype;
+    int ndim;
+    int64_t shape[HV_ST_MAX_DIMS];
+    int64_t numel;
+    const void *data;              /* inside the mapping; may be unaligned */
+    size_t nbytes;
+    int file;                      /* index into the file list */
+} hv_st_tensor;
+
+typedef struct hv_st_file {
+    char *path;                    /* owned */
+    void *map;                     /* whole file */
+    size_t size;
+} hv_st_file;
+
+typedef struct hv_safetensors {
+    hv_st_file *files;
+    int n_files;
+    hv_st_tensor *tensors;         /* sorted by name */
+    int n_tensors;
+} hv_safetensors;
+
+/* Opens model_dir/model.safetensors, or the shards listed in
+ * model_dir/model.safetensors.index.json when that exists. */
+hv_status hv_st_open_dir(hv_safetensors *st, const char *model_dir, hv_error *e);
+
+/* Opens one file. */
+hv_status hv_st_open_file(hv_safetensors *st, const char *path, hv_error *e);
+
+void hv_st_close(hv_safetensors *st);
+
+/* NULL when absent. */
+const hv_st_tensor *hv_st_find(const hv_safetensors *st, const char *name);
+
+const char *hv_dtype_name(hv_dtype dt);
+size_t hv_dtype_size(hv_dtype dt);
+
+/* Converts an F32/F16/BF16 tensor to n = numel floats at dst. Returns
+ * HV_ERR_UNSUPPORTED for other dtypes. */
+hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e);
+
+/* Scalar conversions (also used by kernels and tests). */
+float hv_f16_to_f32(uint16_t h);
+float hv_bf16_to_f32(uint16_t b);
+
+#endif

@@ -1,0 +1,281 @@
+/* Maps checkpoint tensors onto hv_weights. Every expected tensor is looked
+ * up and shape-checked before anything is reported, so that one error lists
+ * all missing or misshapen tensors. */
+#include "model/weights.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct loader {
+    hv_weights *w;
+    const hv_safetensors *st;
+    int n_problems;
+    char problems[768];     /* the first few, one per line */
+    bool oom;
+    hv_error conv_err;      /* first conversion failure */
+} loader;
+
+static void problem(loader *L, const char *fmt, ...) {
+    if (L->n_problems++ >= 8) return;
+    size_t used = strlen(L->problems);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(L->problems + used, sizeof L->problems - used, fmt, ap);
+    va_end(ap);
+}
+
+static void *track(loader *L, void *p) {
+    hv_weights *w = L->w;
+    if (!p) { L->oom = true; return NULL; }
+    if (w->n_allocs == w->cap_allocs) {
+        int cap = w->cap_allocs ? w->cap_allocs * 2 : 256;
+        void **a = realloc(w->allocs, (size_t)cap * sizeof *a);
+        if (!a) { free(p); L->oom = true; return NULL; }
+        w->allocs = a;
+        w->cap_allocs = cap;
+    }
+    w->allocs[w->n_allocs++] = p;
+    return p;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ",%lld" : "%lld",
+                                 (long long)shape[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+/* Looks up a tensor and converts it to f32. shape[0] < 0 means "at least
+ * -shape[0] rows" (position tables may be longer than used). Returns NULL
+ * when absent (a problem unless optional) or wrong. */
+static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape,
+                     const char *fmt, ...) {
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    const hv_st_tensor *t = hv_st_find(L->st, name);
+    if (!t) {
+        if (!optional) problem(L, "\n  %s: missing", name);
+        return NULL;
+    }
+    bool ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++)
+        ok = shape[i] < 0 ? t->shape[i] >= -shape[i] : t->shape[i] == shape[i];
+    if (!ok) {
+        char want[96], have[96];
+        int64_t w0[HV_ST_MAX_DIMS];
+        for (int i = 0; i < ndim; i++) w0[i] = shape[i] < 0 ? -shape[i] : shape[i];
+        shape_str(want, sizeof want, ndim, w0);
+        shape_str(have, sizeof have, t->ndim, t->shape);
+        problem(L, "\n  %s: shape %s, expected %s", name, have, want);
+        return NULL;
+    }
+    if (t->dtype != HV_DT_F32 && t->dtype != HV_DT_F16 && t->dtype != HV_DT_BF16) {
+        problem(L, "\n  %s: dtype %s is not F32, F16 or BF16", name,
+                hv_dtype_name(t->dtype));
+        return NULL;
+    }
+    if (L->oom || L->n_problems) return NULL; /* only checking from here on */
+    float *p = track(L, malloc((size_t)t->numel * sizeof(float)));
+    if (p && hv_st_to_f32(t, p, &L->conv_err) != HV_OK) {
+        problem(L, "\n  %s: %s", name, L->conv_err.msg);
+        return NULL;
+    }
+    return p;
+}
+
+#define S(...) (const int64_t[]){__VA_ARGS__}
+#define NEED(ndim, shape, ...) tensor(L, false, ndim, shape, __VA_ARGS__)
+#define OPT(ndim, shape, ...) tensor(L, true, ndim, shape, __VA_ARGS__)
+
+static hv_mat mat(const float *data, int rows, int cols) {
+    hv_mat m = {HV_W_F32, rows, cols, data};
+    return m;
+}
+
+/* A Linear layer: weight [out x in] required, bias [out] required or not. */
+static hv_mat linear(loader *L, float **bias, bool bias_optional, int out,
+                     int in, const char *prefix) {
+    float *w = NEED(2, S(out, in), "%s.weight", prefix);
+    if (bias) *bias = tensor(L, bias_optional, 1, S(out), "%s.bias", prefix);
+    return mat(w, out, in);
+}
+
+static void norm(loader *L, float **w, float **b, int d, const char *prefix) {
+    *w = NEED(1, S(d), "%s.weight", prefix);
+    *b = NEED(1, S(d), "%s.bias", prefix);
+}
+
+/* Zero-filled stand-in for an absent optional bias, so kernels need no
+ * special case. */
+static float *zeros_if_null(loader *L, float *p, int n) {
+    return p ? p : track(L, calloc((size_t)n, sizeof(float)));
+}
+
+static void load_enc_layer(loader *L, const hv_config *c, int i,
+                           hv_enc_layer *y) {
+    int d = c->d_model, ff = c->d_model * c->ff_expansion, H = c->enc_heads;
+    int K = c->conv_kernel;
+    char p[160];
+#define P(sub) (snprintf(p, sizeof p, "encoder.layers.%d.%s", i, sub), p)
+    norm(L, &y->ff1_norm_w, &y->ff1_norm_b, d, P("norm_feed_forward1"));
+    y->ff1_up = linear(L, &y->ff1_up_b, true, ff, d, P("feed_forward1.linear1"));
+    y->ff1_down = linear(L, &y->ff1_down_b, true, d, ff, P("feed_forward1.linear2"));
+
+    norm(L, &y->att_norm_w, &y->att_norm_b, d, P("norm_self_att"));
+    y->wq = linear(L, &y->bq, false, d, d, P("self_attn.linear_q"));
+    y->wk = linear(L, &y->bk, false, d, d, P("self_attn.linear_k"));
+    y->wv = linear(L, &y->bv, false, d, d, P("self_attn.linear_v"));
+    y->wo = linear(L, &y->bo, false, d, d, P("self_attn.linear_out"));
+    y->wpos = linear(L, NULL, false, d, d, P("self_attn.linear_pos"));
+    y->pos_bias_u = NEED(2, S(H, d / H), "%s", P("self_attn.pos_bias_u"));
+    y->pos_bias_v = NEED(2, S(H, d / H), "%s", P("self_attn.pos_bias_v"));
+
+    norm(L, &y->conv_norm_w, &y->conv_norm_b, d, P("norm_conv"));
+    y->pw1 = mat(NEED(3, S(2 * d, d, 1), "%s", P("conv.pointwise_conv1.weight")), 2 * d, d);
+    y->pw1_b = OPT(1, S(2 * d), "%s", P("conv.pointwise_conv1.bias"));
+    y->dw_w = NEED(3, S(d, 1, K), "%s", P("conv.depthwise_conv.weight"));
+    y->dw_b = OPT(1, S(d), "%s", P("conv.depthwise_conv.bias"));
+    float *bn_w = NEED(1, S(d), "%s", P("conv.batch_norm.weight"));
+    float *bn_b = NEED(1, S(d), "%s", P("conv.batch_norm.bias"));
+    float *bn_mean = NEED(1, S(d), "%s", P("conv.batch_norm.running_mean"));
+    float *bn_var = NEED(1, S(d), "%s", P("conv.batch_norm.running_var"));
+    y->pw2 = mat(NEED(3, S(d, d, 1), "%s", P("conv.pointwise_conv2.weight")), d, d);
+    y->pw2_b = OPT(1, S(d), "%s", P("conv.pointwise_conv2.bias"));
+
+    norm(L, &y->ff2_norm_w, &y->ff2_norm_b, d, P("norm_feed_forward2"));
+    y->ff2_up = linear(L, &y->ff2_up_b, true, ff, d, P("feed_forward2.linear1"));
+    y->ff2_down = linear(L, &y->ff2_down_b, true, d, ff, P("feed_forward2.linear2"));
+    norm(L, &y->out_norm_w, &y->out_norm_b, d, P("norm_out"));
+#undef P
+    if (L->n_problems || L->oom) return;
+
+    y->ff1_up_b = zeros_if_null(L, y->ff1_up_b, ff);
+    y->ff1_down_b = zeros_if_null(L, y->ff1_down_b, d);
+    y->ff2_up_b = zeros_if_null(L, y->ff2_up_b, ff);
+    y->ff2_down_b = zeros_if_null(L, y->ff2_down_b, d);
+    y->pw1_b = zeros_if_null(L, y->pw1_b, 2 * d);
+    y->pw2_b = zeros_if_null(L, y->pw2_b, d);
+    y->dw_b = zeros_if_null(L, y->dw_b, d);
+    if (L->oom) return;
+    /* Fold eval-mode BatchNorm into the depthwise convolution:
+     * bn(z) = z * scale + shift with scale = w / sqrt(var + eps). */
+    for (int ch = 0; ch < d; ch++) {
+        float scale = bn_w[ch] / sqrtf(bn_var[ch] + 1e-5f);
+        float shift = bn_b[ch] - bn_mean[ch] * scale;
+        for (int k = 0; k < K; k++) y->dw_w[(long)ch * K + k] *= scale;
+        y->dw_b[ch] = y->dw_b[ch] * scale + shift;
+    }
+}
+
+static void load_encoder(loader *L, const hv_config *c, hv_encoder_weights *E) {
+    int C = c->sub_channels, f = c->feat_in;
+    int stages = 0;
+    for (int s = c->sub_factor; s > 1; s >>= 1) stages++;
+    if (stages > HV_MAX_SUB_STAGES) {
+        problem(L, "\n  encoder.subsampling_factor %d: too many stages", c->sub_factor);
+        return;
+    }
+    E->n_stages = stages;
+    E->conv0_w = NEED(4, S(C, 1, 3, 3), "encoder.pre_encode.conv.0.weight");
+    E->conv0_b = NEED(1, S(C), "encoder.pre_encode.conv.0.bias");
+    f = (f + 2 - 3) / 2 + 1;
+    for (int s = 1; s < stages; s++) {
+        E->dw_w[s] = NEED(4, S(C, 1, 3, 3), "encoder.pre_encode.conv.%d.weight", 3 * s - 1);
+        E->dw_b[s] = NEED(1, S(C), "encoder.pre_encode.conv.%d.bias", 3 * s - 1);
+        E->pw[s] = mat(NEED(4, S(C, C, 1, 1), "encoder.pre_encode.conv.%d.weight", 3 * s), C, C);
+        E->pw_b[s] = NEED(1, S(C), "encoder.pre_encode.conv.%d.bias", 3 * s);
+        f = (f + 2 - 3) / 2 + 1;
+    }
+    E->pre_out = linear(L, &E->pre_out_b, false, c->d_model, C * f,
+                        "encoder.pre_encode.out");
+    E->layers = track(L, calloc((size_t)c->enc_layers, sizeof *E->layers));
+    if (!E->layers) return;
+    for (int i = 0; i < c->enc_layers; i++) load_enc_layer(L, c, i, &E->layers[i]);
+    if (c->d_model != c->dec_hidden)
+        E->proj = linear(L, &E->proj_b, false, c->dec_hidden, c->d_model,
+                         "encoder_decoder_proj");
+}
+
+static void load_decoder(loader *L, const hv_config *c, hv_decoder_weights *D) {
+    int h = c->dec_hidden, V = c->vocab_size, I = c->dec_inner;
+    D->tok_emb = mat(NEED(2, S(V, h), "transf_decoder._embedding.token_embedding.weight"), V, h);
+    D->pos_enc = NEED(2, S(-c->dec_max_seq, h),
+                      "transf_decoder._embedding.position_embedding.pos_enc");
+    norm(L, &D->emb_ln_w, &D->emb_ln_b, h, "transf_decoder._embedding.layer_norm");
+    D->layers = track(L, calloc((size_t)c->dec_layers, sizeof *D->layers));
+    if (!D->layers) return;
+    for (int i = 0; i < c->dec_layers; i++) {
+        hv_dec_layer *y = &D->layers[i];
+        char p[160];
+#define P(sub) (snprintf(p, sizeof p, "transf_decoder._decoder.layers.%d.%s", i, sub), p)
+        norm(L, &y->ln1_w, &y->ln1_b, h, P("layer_norm_1"));
+        y->sq = linear(L, &y->sq_b, false, h, h, P("first_sub_layer.query_net"));
+        y->sk = linear(L, &y->sk_b, false, h, h, P("first_sub_layer.key_net"));
+        y->sv = linear(L, &y->sv_b, false, h, h, P("first_sub_layer.value_net"));
+        y->so = linear(L, &y->so_b, false, h, h, P("first_sub_layer.out_projection"));
+        norm(L, &y->ln2_w, &y->ln2_b, h, P("layer_norm_2"));
+        y->cq = linear(L, &y->cq_b, false, h, h, P("second_sub_layer.query_net"));
+        y->ck = linear(L, &y->ck_b, false, h, h, P("second_sub_layer.key_net"));
+        y->cv = linear(L, &y->cv_b, false, h, h, P("second_sub_layer.value_net"));
+        y->co = linear(L, &y->co_b, false, h, h, P("second_sub_layer.out_projection"));
+        norm(L, &y->ln3_w, &y->ln3_b, h, P("layer_norm_3"));
+        y->ff_in = linear(L, &y->ff_in_b, false, I, h, P("third_sub_layer.dense_in"));
+        y->ff_out = linear(L, &y->ff_out_b, false, h, I, P("third_sub_layer.dense_out"));
+#undef P
+    }
+    norm(L, &D->final_ln_w, &D->final_ln_b, h, "transf_decoder._decoder.final_layer_norm");
+    /* The classifier's weight is tied to the token embedding; a checkpoint
+     * may still carry its own copy. */
+    float *cls = OPT(2, S(V, h), "log_softmax.mlp.layer0.weight");
+    D->cls = cls ? mat(cls, V, h) : D->tok_emb;
+    D->cls_b = NEED(1, S(V), "log_softmax.mlp.layer0.bias");
+}
+
+static void load_frontend(loader *L, const hv_config *c, hv_weights *w) {
+    int bins = c->n_fft / 2 + 1;
+    w->fe_window = OPT(1, S(c->win_length), "preprocessor.featurizer.window");
+    const hv_st_tensor *fb = hv_st_find(L->st, "preprocessor.featurizer.fb");
+    if (fb && fb->ndim == 2)
+        w->fe_fb = NEED(2, S(c->n_mels, bins), "preprocessor.featurizer.fb");
+    else
+        w->fe_fb = OPT(3, S(1, c->n_mels, bins), "preprocessor.featurizer.fb");
+}
+
+hv_status hv_weights_load(hv_weights *w, const hv_config *c,
+                          const hv_safetensors *st, hv_error *e) {
+    memset(w, 0, sizeof *w);
+    loader L = {.w = w, .st = st};
+    /* Pass 1 checks everything (no conversion once a problem is seen);
+     * the conversion happens in the same pass when all is well so far. */
+    load_frontend(&L, c, w);
+    load_encoder(&L, c, &w->enc);
+    load_decoder(&L, c, &w->dec);
+    if (L.oom) {
+        hv_weights_free(w);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory loading the weights");
+    }
+    if (L.n_problems) {
+        hv_weights_free(w);
+        return hv_err(e, HV_ERR_FORMAT,
+                      "model.safetensors: %d tensor%s missing or wrong "
+                      "for this config.json:%s%s",
+                      L.n_problems, L.n_problems == 1 ? "" : "s", L.problems,
+                      L.n_problems > 8 ? "\n  ..." : "");
+    }
+    return HV_OK;
+}
+
+void hv_weights_free(hv_weights *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n_allocs; i++) free(w->allocs[i]);
+    free(w->allocs);
+    memset(w, 0, sizeof *w);
+}

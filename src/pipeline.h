@@ -1,0 +1,53 @@
+/* The objects behind the public API, and the transcription pipeline with
+ * optional taps on its intermediate tensors (for the parity tools). */
+#ifndef HV_PIPELINE_H
+#define HV_PIPELINE_H
+
+#include "audio/frontend.h"
+#include "decoder.h"
+#include "hviske.h"
+#include "kernels/threads.h"
+#include "model/config.h"
+#include "model/tokenizer.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+struct hv_model {
+    hv_config cfg;
+    hv_tokenizer tok;
+    hv_weights w;
+    hv_frontend fe;
+    int n_threads;
+};
+
+struct hv_context {
+    const hv_model *model;
+    hv_pool *pool;
+    hv_decoder dec;
+    hv_error err;
+};
+
+struct hv_result {
+    char *text;
+    int32_t *tokens;
+    int n_tokens;
+    hv_timings timings;
+};
+
+/* Copies of the intermediate tensors of one run, owned by the caller
+ * (free with hv_taps_free). */
+typedef struct hv_taps {
+    float *samples; size_t n_samples;            /* 16 kHz mono */
+    float *features; int n_frames, n_valid;      /* [n_frames x n_mels] */
+    float *enc; int n_enc, enc_len;              /* [n_enc x dec_hidden] */
+    float *logprobs0;                            /* [vocab] */
+    int32_t prompt[HV_PROMPT_MAX]; int n_prompt;
+} hv_taps;
+
+hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
+                             int sample_rate, int channels,
+                             const hv_transcribe_params *params,
+                             hv_result **out, hv_taps *taps);
+void hv_taps_free(hv_taps *t);
+
+#endif

@@ -1,0 +1,143 @@
+/* hviske-dump: transcribes one file and writes the pipeline's intermediate
+ * tensors as .npy files plus result.json, for the parity tests against the
+ * PyTorch reference (format: docs/CONVENTIONS.md). Dither defaults to 0. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hviske.h"
+#include "pipeline.h"
+
+/* Writes a little-endian float32 array of the given shape as .npy 1.0. */
+static int write_npy(const char *dir, const char *name, const float *x, int ndim,
+                     const long *shape) {
+    char path[4096], hdr[256], dims[128] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t n = 1, used = 0;
+    for (int i = 0; i < ndim; i++) {
+        n *= (size_t)shape[i];
+        used += (size_t)snprintf(dims + used, sizeof dims - used, "%ld,%s", shape[i],
+                                 i + 1 < ndim ? " " : "");
+    }
+    int len = snprintf(hdr, sizeof hdr,
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+    int total = 10 + len + 1, pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    unsigned short hl = (unsigned short)(len + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hl & 0xff, f);
+    fputc(hl >> 8, f);
+    fwrite(hdr, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++) fputc(' ', f);
+    fputc('\n', f);
+    size_t w = fwrite(x, sizeof *x, n, f);
+    return (fclose(f) == 0 && w == n) ? 0 : -1;
+}
+
+static cJSON *int_array(const int32_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: hviske-dump -m MODEL_DIR -o OUT_DIR [-l LANG] "
+                    "[--no-punctuation] [--max-tokens N] [-t N] [--dither X] AUDIO\n");
+}
+
+int main(int argc, char **argv) {
+    const char *model_dir = NULL, *out_dir = NULL;
+    hv_transcribe_params tp = hv_transcribe_default_params();
+    int threads = 0;
+    tp.dither = 0.0f;
+    static const struct option opts[] = {
+        {"no-punctuation", no_argument, 0, 'P'},
+        {"max-tokens", required_argument, 0, 'M'},
+        {"dither", required_argument, 0, 'D'},
+        {0, 0, 0, 0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "m:o:l:t:", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': model_dir = optarg; break;
+        case 'o': out_dir = optarg; break;
+        case 'l': tp.language = optarg; break;
+        case 't': threads = atoi(optarg); break;
+        case 'P': tp.punctuation = 0; break;
+        case 'M': tp.max_new_tokens = atoi(optarg); break;
+        case 'D': tp.dither = strtof(optarg, NULL); break;
+        default: usage(); return 2;
+        }
+    }
+    if (!model_dir || !out_dir || optind != argc - 1) {
+        usage();
+        return 2;
+    }
+    const char *audio = argv[optind];
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
+        perror(out_dir);
+        return 1;
+    }
+
+    char err[1024];
+    hv_model_params mp = hv_model_default_params();
+    mp.n_threads = threads;
+    hv_model *model;
+    if (hv_model_load(model_dir, &mp, &model, err, sizeof err)) {
+        fprintf(stderr, "hviske-dump: %s\n", err);
+        return 1;
+    }
+    float *pcm;
+    size_t n_frames;
+    int rate, channels;
+    if (hv_audio_read(audio, &pcm, &n_frames, &rate, &channels, err, sizeof err)) {
+        fprintf(stderr, "hviske-dump: %s\n", err);
+        hv_model_free(model);
+        return 1;
+    }
+    hv_context *ctx = hv_context_new(model, threads);
+    hv_result *res = NULL;
+    hv_taps taps;
+    int rc = 1;
+    if (!ctx) {
+        fprintf(stderr, "hviske-dump: out of memory\n");
+    } else if (hv_transcribe_taps(ctx, pcm, n_frames, rate, channels, &tp, &res, &taps)) {
+        fprintf(stderr, "hviske-dump: %s: %s\n", audio, hv_context_error(ctx));
+    } else {
+        const hv_config *c = &model->cfg;
+        long s1[1] = {(long)taps.n_samples};
+        long s2[2] = {taps.n_frames, c->n_mels};
+        long s3[2] = {taps.n_enc, c->dec_hidden};
+        long s4[1] = {c->vocab_size};
+        rc = write_npy(out_dir, "samples.npy", taps.samples, 1, s1) ||
+             write_npy(out_dir, "features.npy", taps.features, 2, s2) ||
+             write_npy(out_dir, "encoder.npy", taps.enc, 2, s3) ||
+             write_npy(out_dir, "logprobs0.npy", taps.logprobs0, 1, s4);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "n_valid_frames", taps.n_valid);
+        cJSON_AddNumberToObject(j, "enc_len", taps.enc_len);
+        cJSON_AddItemToObject(j, "prompt", int_array(taps.prompt, taps.n_prompt));
+        cJSON_AddItemToObject(j, "tokens", int_array(hv_result_tokens(res),
+                                                     hv_result_n_tokens(res)));
+        cJSON_AddStringToObject(j, "text", hv_result_text(res));
+        char *s = cJSON_PrintUnformatted(j);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/result.json", out_dir);
+        FILE *f = fopen(path, "w");
+        if (!f || !s || fputs(s, f) < 0) rc = 1;
+        if (f && fclose(f) != 0) rc = 1;
+        free(s);
+        cJSON_Delete(j);
+        if (rc) fprintf(stderr, "hviske-dump: cannot write to %s\n", out_dir);
+        hv_taps_free(&taps);
+    }
+    hv_result_free(res);
+    hv_context_free(ctx);
+    hv_audio_free(pcm);
+    hv_model_free(model);
+    return rc;
+}

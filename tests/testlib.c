@@ -1,0 +1,37 @@
+#include "testlib.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int hv_test_passed, hv_test_failed;
+
+const char *hv_test_env(const char *name, const char *fallback) {
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
+const char *hv_test_path(const char *dir, const char *name) {
+    static char bufs[8][4096];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+    return b;
+}
+
+int hv_test_write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(data, 1, n, f);
+    return (fclose(f) == 0 && w == n) ? 0 : -1;
+}
+
+const char *hv_test_tmpdir(void) {
+    static char buf[256];
+    snprintf(buf, sizeof buf, "/tmp/hviske-test-XXXXXX");
+    if (!mkdtemp(buf)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    return buf;
+}

@@ -1,0 +1,40 @@
+/* A minimal test harness: CHECK records a failure and goes on; each test
+ * program ends with TEST_END, which prints "N passed, M failed". */
+#ifndef HV_TESTLIB_H
+#define HV_TESTLIB_H
+
+#include <stdio.h>
+
+extern int hv_test_passed, hv_test_failed;
+
+#define CHECK(cond) CHECK_MSG(cond, "%s", #cond)
+#define CHECK_MSG(cond, ...)                                            \
+    do {                                                                \
+        if (cond) {                                                     \
+            hv_test_passed++;                                           \
+        } else {                                                        \
+            hv_test_failed++;                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fputc('\n', stderr);                                        \
+        }                                                               \
+    } while (0)
+
+/* Path helpers: env var value (or fallback) and a joined path in a static
+ * rotating buffer. */
+const char *hv_test_env(const char *name, const char *fallback);
+const char *hv_test_path(const char *dir, const char *name);
+
+/* Writes bytes to a file; returns 0 on success. */
+int hv_test_write_file(const char *path, const void *data, size_t n);
+
+/* A fresh empty temporary directory (static buffer). */
+const char *hv_test_tmpdir(void);
+
+#define TEST_END()                                                      \
+    do {                                                                \
+        printf("%d passed, %d failed\n", hv_test_passed, hv_test_failed); \
+        return hv_test_failed ? 1 : 0;                                  \
+    } while (0)
+
+#endif
