@@ -53,6 +53,9 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
     hv_st_close(&sf); /* everything needed was converted */
     if ((st = hv_frontend_init(&m->fe, &m->cfg, m->w.fe_window, m->w.fe_fb, &e)))
         goto fail;
+    /* The reference rounds a computed window and filterbank to bf16, as the
+     * checkpoints that carry them store them. */
+    if (!m->w.fe_window && !m->w.fe_fb) hv_frontend_round_bf16(&m->fe);
     *out = m;
     return HV_OK;
 fail:
@@ -185,12 +188,14 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, c->sample_rate,
                                &samples, &n, e)))
         goto done;
-    double max_s = c->max_audio_clip_s;
+    /* MODEL.md: longer audio than this is cut into chunks, which this
+     * version does not do yet. */
+    double max_s = c->max_audio_clip_s - c->overlap_chunk_second;
     if ((double)n > max_s * c->sample_rate) {
         st = hv_err(e, HV_ERR_LIMIT,
                     "audio is %.1f s long; this version transcribes at most "
-                    "max_audio_clip_s = %.0f s in one piece", (double)n / c->sample_rate,
-                    max_s);
+                    "%g s (max_audio_clip_s - overlap_chunk_second) in one piece",
+                    (double)n / c->sample_rate, max_s);
         goto done;
     }
 

@@ -56,12 +56,19 @@ typedef struct hv_config {
     int max_new_tokens;  /* generation_config max_new_tokens, else 256 */
 } hv_config;
 
-/* Reads model_dir/config.json and model_dir/generation_config.json.
- * Every missing or nonsensical value is an error naming file and key.
- * On failure c is left empty (nothing to free). */
+/* Reads model_dir/config.json and model_dir/generation_config.json (each
+ * at most 16 MiB). Every missing or nonsensical value is an error naming
+ * file and key ("config.json: encoder.n_heads: must be positive, got 0");
+ * values that are valid but not what hviske computes (model_type, window,
+ * hidden_act, ...) give HV_ERR_UNSUPPORTED, the rest HV_ERR_FORMAT. Sizes
+ * are bounded (e.g. d_model <= 65536, sample_rate <= 384000,
+ * max_audio_clip_s <= 3600) so that products of them fit in an int.
+ * pad_to 0 (NeMo's "no padding") is stored as 1; a null max_new_tokens
+ * counts as absent. On failure c is left empty (nothing to free). */
 hv_status hv_config_load(hv_config *c, const char *model_dir, hv_error *e);
 
-/* Same from JSON text (for tests and fuzzing); names are used in messages. */
+/* Same from JSON text (for tests and fuzzing); names are used in messages.
+ * A NULL text is reported as a missing file. */
 hv_status hv_config_parse(hv_config *c, const char *config_json,
                           const char *config_name, const char *gen_json,
                           const char *gen_name, hv_error *e);

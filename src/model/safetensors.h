@@ -42,7 +42,12 @@ typedef struct hv_safetensors {
 } hv_safetensors;
 
 /* Opens model_dir/model.safetensors, or the shards listed in
- * model_dir/model.safetensors.index.json when that exists. */
+ * model_dir/model.safetensors.index.json when that exists ("weight_map":
+ * tensor -> plain file name in model_dir; each shard is opened once, every
+ * indexed tensor must be in its shard, a tensor in two shards is an error).
+ * Every header is validated (dtypes, shapes, offsets inside the data,
+ * byte lengths, no overlaps, no duplicate names); messages name the file.
+ * On failure st is left empty (nothing to close). */
 hv_status hv_st_open_dir(hv_safetensors *st, const char *model_dir, hv_error *e);
 
 /* Opens one file. */
@@ -60,8 +65,12 @@ size_t hv_dtype_size(hv_dtype dt);
  * HV_ERR_UNSUPPORTED for other dtypes. */
 hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e);
 
-/* Scalar conversions (also used by kernels and tests). */
+/* Scalar conversions (also used by kernels and tests). Widening is exact;
+ * narrowing rounds to nearest, ties to even (as torch does), overflows to
+ * inf and keeps NaN a NaN. */
 float hv_f16_to_f32(uint16_t h);
 float hv_bf16_to_f32(uint16_t b);
+uint16_t hv_f32_to_f16(float f);
+uint16_t hv_f32_to_bf16(float f);
 
 #endif

@@ -23,8 +23,8 @@ void hv_err_prefix(hv_error *e, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
-    /* a message cut short is still better than none */
-    if (snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old) < 0) e->msg[0] = '\0';
+    /* bounded so the result always fits; a long message is cut short */
+    snprintf(e->msg, sizeof e->msg, "%.200s: %.800s", prefix, old);
 }
 
 void hv_err_clear(hv_error *e) {

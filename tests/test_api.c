@@ -1,0 +1,187 @@
+/* The public API: lifecycle, errors, parameters, and two contexts on one
+ * model used from two threads at once. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hviske.h"
+#include "testlib.h"
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Resolves a manifest path (absolute, or relative to the fixtures dir). */
+static const char *fixture(const char *fx, const char *p) {
+    return p[0] == '/' ? p : hv_test_path(fx, p);
+}
+
+typedef struct run_job {
+    hv_context *ctx;
+    const float *pcm;
+    size_t n;
+    int rate, ch;
+    char text[4096];
+    int32_t tokens[1024];
+    int n_tokens;
+    int status;
+} run_job;
+
+static void *run_thread(void *arg) {
+    run_job *j = arg;
+    for (int rep = 0; rep < 3; rep++) {
+        hv_result *r;
+        j->status = hv_transcribe(j->ctx, j->pcm, j->n, j->rate, j->ch, NULL, &r);
+        if (j->status) return NULL;
+        snprintf(j->text, sizeof j->text, "%s", hv_result_text(r));
+        j->n_tokens = hv_result_n_tokens(r);
+        memcpy(j->tokens, hv_result_tokens(r), sizeof(int32_t) * (size_t)j->n_tokens);
+        hv_result_free(r);
+    }
+    return NULL;
+}
+
+static void test_load_errors(void) {
+    char err[1024];
+    hv_model *m = (hv_model *)1;
+    CHECK(hv_model_load("/nonexistent/dir", NULL, &m, err, sizeof err) != HV_OK);
+    CHECK(m == NULL);
+    CHECK_MSG(strstr(err, "/nonexistent/dir") != NULL, "message names the path: %s", err);
+    CHECK(hv_model_load(NULL, NULL, &m, err, sizeof err) == HV_ERR_INVALID_ARG);
+    CHECK(hv_model_load("", NULL, &m, NULL, 0) == HV_ERR_INVALID_ARG);
+    hv_model_free(NULL);
+    hv_context_free(NULL);
+    hv_result_free(NULL);
+    CHECK(strcmp(hv_status_name(HV_OK), "ok") == 0);
+    CHECK(strlen(hv_status_name(HV_ERR_FORMAT)) > 0);
+}
+
+static void test_model(const char *fx, const char *model_dir, const char *audio) {
+    char err[1024];
+    hv_model_params mp = hv_model_default_params();
+    mp.n_threads = 2;
+    hv_model *m;
+    hv_status st = hv_model_load(model_dir, &mp, &m, err, sizeof err);
+    CHECK_MSG(st == HV_OK, "load %s: %s", model_dir, err);
+    if (st) return;
+    CHECK(hv_model_sample_rate(m) > 0);
+    CHECK(hv_model_n_languages(m) > 0 && hv_model_language(m, 0) != NULL);
+    CHECK(hv_model_language(m, -1) == NULL);
+    CHECK(hv_model_language(m, hv_model_n_languages(m)) == NULL);
+
+    float *pcm;
+    size_t n;
+    int rate, ch;
+    st = hv_audio_read(audio, &pcm, &n, &rate, &ch, err, sizeof err);
+    CHECK_MSG(st == HV_OK, "read %s: %s", audio, err);
+    if (st) { hv_model_free(m); return; }
+
+    /* two contexts, two threads, same input: same output */
+    hv_context *a = hv_context_new(m, 1), *b = hv_context_new(m, 2);
+    CHECK(a && b);
+    run_job ja = {.ctx = a, .pcm = pcm, .n = n, .rate = rate, .ch = ch};
+    run_job jb = ja;
+    jb.ctx = b;
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, run_thread, &ja);
+    pthread_create(&tb, NULL, run_thread, &jb);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK_MSG(ja.status == HV_OK && jb.status == HV_OK, "threads: %s / %s",
+              hv_context_error(a), hv_context_error(b));
+    CHECK(ja.n_tokens == jb.n_tokens &&
+          memcmp(ja.tokens, jb.tokens, sizeof(int32_t) * (size_t)ja.n_tokens) == 0);
+    CHECK(strcmp(ja.text, jb.text) == 0);
+
+    /* the result carries timings and tokens */
+    hv_result *r;
+    hv_transcribe_params tp = hv_transcribe_default_params();
+    tp.max_new_tokens = 2;
+    CHECK(hv_transcribe(a, pcm, n, rate, ch, &tp, &r) == HV_OK);
+    CHECK(hv_result_n_tokens(r) <= 2);
+    hv_timings t = hv_result_timings(r);
+    CHECK(t.frontend_ms >= 0 && t.encoder_ms >= 0 && t.decoder_ms >= 0);
+    CHECK(t.n_tokens == hv_result_n_tokens(r));
+    hv_result_free(r);
+
+    /* bad parameters are errors, not crashes */
+    tp = hv_transcribe_default_params();
+    tp.language = "xx-not-a-language";
+    r = (hv_result *)1;
+    CHECK(hv_transcribe(a, pcm, n, rate, ch, &tp, &r) == HV_ERR_INVALID_ARG);
+    CHECK(r == NULL);
+    CHECK(strstr(hv_context_error(a), "xx-not-a-language") != NULL);
+    tp = hv_transcribe_default_params();
+    tp.max_new_tokens = 1 << 30;
+    CHECK(hv_transcribe(a, pcm, n, rate, ch, &tp, &r) == HV_ERR_INVALID_ARG);
+    tp.max_new_tokens = -1;
+    CHECK(hv_transcribe(a, pcm, n, rate, ch, &tp, &r) == HV_ERR_INVALID_ARG);
+    CHECK(hv_transcribe(a, pcm, n, 0, ch, NULL, &r) != HV_OK);
+    CHECK(hv_transcribe(a, pcm, n, rate, 0, NULL, &r) != HV_OK);
+    CHECK(hv_transcribe(a, NULL, n, rate, ch, NULL, &r) != HV_OK);
+    CHECK(hv_transcribe(a, pcm, 10, rate, ch, NULL, &r) != HV_OK); /* too short */
+    CHECK(strlen(hv_context_error(a)) > 0);
+    /* NaN samples are rejected */
+    float *bad = malloc(sizeof(float) * n * (size_t)ch);
+    memcpy(bad, pcm, sizeof(float) * n * (size_t)ch);
+    bad[n / 2] = NAN;
+    CHECK(hv_transcribe(a, bad, n, rate, ch, NULL, &r) != HV_OK);
+    free(bad);
+    /* a context still works after errors */
+    CHECK(hv_transcribe(a, pcm, n, rate, ch, NULL, &r) == HV_OK);
+    CHECK(r && strcmp(hv_result_text(r), ja.text) == 0);
+    hv_result_free(r);
+
+    /* mono audio duplicated into two channels gives the same transcript */
+    if (ch == 1) {
+        float *st2 = malloc(sizeof(float) * n * 2);
+        for (size_t i = 0; i < n; i++) st2[2 * i] = st2[2 * i + 1] = pcm[i];
+        CHECK(hv_transcribe(a, st2, n, rate, 2, NULL, &r) == HV_OK);
+        CHECK(r && strcmp(hv_result_text(r), ja.text) == 0);
+        hv_result_free(r);
+        free(st2);
+    }
+    hv_context_free(a);
+    hv_context_free(b);
+    hv_audio_free(pcm);
+    hv_model_free(m);
+    (void)fx;
+}
+
+int main(void) {
+    test_load_errors();
+    const char *fx = hv_test_env("HV_FIXTURES", NULL);
+    CHECK_MSG(fx != NULL, "HV_FIXTURES is set");
+    char *man = fx ? read_text(hv_test_path(fx, "manifest.json")) : NULL;
+    cJSON *j = man ? cJSON_Parse(man) : NULL;
+    CHECK_MSG(j != NULL, "fixtures manifest readable");
+    cJSON *models = cJSON_GetObjectItem(j, "models"), *audio = cJSON_GetObjectItem(j, "audio");
+    cJSON *a0 = cJSON_GetArrayItem(audio, 0);
+    const char *apath = cJSON_GetStringValue(cJSON_GetObjectItem(a0, "path"));
+    cJSON *mo;
+    int n_models = 0;
+    cJSON_ArrayForEach(mo, models) {
+        const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(mo, "path"));
+        if (!p || !apath) continue;
+        char mdir[4096], adir[4096];
+        snprintf(mdir, sizeof mdir, "%s", fixture(fx, p));
+        snprintf(adir, sizeof adir, "%s", fixture(fx, apath));
+        test_model(fx, mdir, adir);
+        n_models++;
+    }
+    CHECK_MSG(n_models >= 2, "at least two fixture models (%d)", n_models);
+    cJSON_Delete(j);
+    free(man);
+    TEST_END();
+}

@@ -1,0 +1,126 @@
+/* Kernels against naive double-precision versions; the thread pool. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/threads.h"
+#include "testlib.h"
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) / 16777216.0 * 2.0 - 1.0);
+}
+
+typedef struct { atomic_int *hits; } count_job;
+static void count_task(void *arg, int task, int n_tasks) {
+    count_job *j = arg;
+    (void)n_tasks;
+    atomic_fetch_add(&j->hits[task], 1);
+}
+
+static void test_pool(void) {
+    for (int threads = 1; threads <= 4; threads++) {
+        hv_pool *p = hv_pool_new(threads);
+        CHECK(p != NULL);
+        CHECK(hv_pool_size(p) == threads);
+        for (int round = 0; round < 50; round++) {
+            int n = 1 + round % 17;
+            atomic_int hits[17];
+            for (int i = 0; i < 17; i++) atomic_init(&hits[i], 0);
+            count_job j = {hits};
+            hv_pool_run(p, n, count_task, &j);
+            int ok = 1;
+            for (int i = 0; i < 17; i++) ok &= atomic_load(&hits[i]) == (i < n);
+            CHECK_MSG(ok, "pool(%d) round %d: every task exactly once", threads, round);
+        }
+        hv_pool_free(p);
+    }
+    hv_pool_free(NULL);
+}
+
+static void test_linear(void) {
+    unsigned s = 1;
+    const int shapes[][3] = {{1, 7, 5}, {1, 300, 64}, {3, 33, 17}, {40, 130, 96},
+                             {17, 1000, 40}, {64, 64, 64}};
+    for (int threads = 1; threads <= 3; threads++) {
+        hv_pool *p = hv_pool_new(threads);
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            int n = shapes[k][0], out = shapes[k][1], in = shapes[k][2];
+            float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * out * in);
+            float *b = malloc(sizeof(float) * out), *y = malloc(sizeof(float) * n * out);
+            for (int i = 0; i < n * in; i++) x[i] = frand(&s);
+            for (int i = 0; i < out * in; i++) w[i] = frand(&s);
+            for (int i = 0; i < out; i++) b[i] = frand(&s);
+            hv_mat W = {HV_W_F32, out, in, w};
+            hv_linear(p, y, x, n, &W, b);
+            double worst = 0;
+            for (int i = 0; i < n; i++)
+                for (int o = 0; o < out; o++) {
+                    double acc = b[o];
+                    for (int t = 0; t < in; t++) acc += (double)x[i * in + t] * w[o * in + t];
+                    double d = fabs(acc - y[i * out + o]);
+                    if (d > worst) worst = d;
+                }
+            CHECK_MSG(worst < 1e-4, "linear %dx%dx%d threads %d: max diff %g", n, out, in,
+                      threads, worst);
+            hv_linear(p, y, x, n, &W, NULL);
+            double acc = 0;
+            for (int t = 0; t < in; t++) acc += (double)x[t] * w[t];
+            CHECK(fabs(acc - y[0]) < 1e-4);
+            free(x); free(w); free(b); free(y);
+        }
+        hv_pool_free(p);
+    }
+}
+
+static void test_gemm(void) {
+    /* C = A . B^T and C = A . B with leading dimensions larger than sizes */
+    float A[2 * 4] = {1, 2, 3, 0, 4, 5, 6, 0};      /* 2x3, lda 4 */
+    float Bt[2 * 3] = {1, 0, 1, 0, 1, 0};           /* 2x3 (n x k) */
+    float B[3 * 2] = {1, 0, 0, 1, 1, 0};            /* 3x2 (k x n) */
+    float C[2 * 2];
+    hv_gemm(2, 2, 3, 1.0f, A, 4, Bt, 3, 1, 0.0f, C, 2);
+    CHECK(C[0] == 4 && C[1] == 2 && C[2] == 10 && C[3] == 5);
+    hv_gemm(2, 2, 3, 2.0f, A, 4, B, 2, 0, 0.0f, C, 2);
+    CHECK(C[0] == 8 && C[1] == 4 && C[2] == 20 && C[3] == 10);
+}
+
+static void test_ops(void) {
+    float x[6] = {1, 2, 3, 4, 5, 9}, w[3] = {1, 2, 3}, b[3] = {0, 1, -1}, y[6];
+    hv_layernorm(y, x, 2, 3, w, b, 1e-5f);
+    /* row 0: mean 2, var 2/3 */
+    double inv = 1.0 / sqrt(2.0 / 3.0 + 1e-5);
+    CHECK(fabs(y[0] - (-1 * inv * 1 + 0)) < 1e-5);
+    CHECK(fabs(y[1] - 1.0) < 1e-6);
+    CHECK(fabs(y[2] - (1 * inv * 3 - 1)) < 1e-5);
+    hv_layernorm(x, x, 2, 3, w, b, 1e-5f); /* in place */
+    CHECK(memcmp(x, y, sizeof y) == 0);
+
+    float s[4] = {1000, 1001, 999, -1e30f};
+    hv_softmax(s, 4);
+    double e1 = exp(-1), e2 = exp(-2), z = e1 + 1 + e2;
+    CHECK(fabs(s[0] - e1 / z) < 1e-6 && fabs(s[1] - 1 / z) < 1e-6 && s[3] == 0);
+    float l[3] = {0, log(2.0), log(5.0)};
+    hv_log_softmax(l, 3);
+    CHECK(fabs(l[0] - log(1 / 8.0)) < 1e-6 && fabs(l[2] - log(5 / 8.0)) < 1e-6);
+
+    float a[4] = {-2, 0, 3, -0.5f};
+    hv_relu(a, 4);
+    CHECK(a[0] == 0 && a[2] == 3 && a[3] == 0);
+    float si[2] = {0, 2};
+    hv_silu(si, 2);
+    CHECK(si[0] == 0 && fabs(si[1] - 2 / (1 + exp(-2))) < 1e-6);
+    float m[5] = {1, 7, 7, -3, 2};
+    CHECK(hv_argmax(m, 5) == 1);
+}
+
+int main(void) {
+    test_pool();
+    test_linear();
+    test_gemm();
+    test_ops();
+    TEST_END();
+}
