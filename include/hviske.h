@@ -106,6 +106,18 @@ typedef struct hv_transcribe_params {
     float dither;         /* < 0: use the model's config value (default);
                              0: off; > 0: this amount */
     uint64_t dither_seed; /* seed of the deterministic dither noise */
+
+    /* Decoding (MODEL.md "Decoding modes"). Defaults: greedy. */
+    int num_beams;        /* 1: greedy or sampling; > 1: beam search */
+    float length_penalty; /* beam search: hypotheses compared by
+                             score / max(1, length)^length_penalty; > 0,
+                             default 1.0 */
+    int do_sample;        /* 1: sample each token (needs num_beams == 1) */
+    float temperature;    /* sampling: logits / temperature; > 0, default 1 */
+    int top_k;            /* sampling: keep the k most likely; 0 = all */
+    float top_p;          /* sampling: keep the smallest most-likely set whose
+                             probability reaches top_p; (0, 1], default 1 */
+    uint64_t seed;        /* sampling: same seed + same input = same output */
 } hv_transcribe_params;
 
 hv_transcribe_params hv_transcribe_default_params(void);
@@ -133,6 +145,13 @@ hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
 const char *hv_result_text(const hv_result *res);  /* UTF-8, trimmed */
 int hv_result_n_tokens(const hv_result *res);      /* EOS excluded */
 const int32_t *hv_result_tokens(const hv_result *res);
+/* Log-prob of each generated token under the model (before temperature or
+ * truncation), [hv_result_n_tokens]. */
+const float *hv_result_token_logprobs(const hv_result *res);
+/* Sequence score: the summed log-probs of the tokens (and of EOS when the
+ * model emitted it); for beam search, divided by
+ * max(1, length)^length_penalty where length counts the EOS step. */
+double hv_result_score(const hv_result *res);
 hv_timings hv_result_timings(const hv_result *res);
 void hv_result_free(hv_result *res); /* NULL is allowed */
 

@@ -1,4 +1,5 @@
-/* The pre-LN Transformer decoder, as MODEL.md describes it. */
+/* The pre-LN Transformer decoder, as MODEL.md describes it, over a batch of
+ * sequences with a block-structured, copy-on-write self-attention cache. */
 #include "decoder.h"
 
 #include <math.h>
@@ -8,58 +9,165 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
-static float *alloc_floats(long n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(float)); }
+#define BS HV_KV_BLOCK
+
+static float *alloc_floats(long n) {
+    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
 
 hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c,
                           const hv_decoder_weights *w, hv_error *e) {
+    (void)e;
     memset(dec, 0, sizeof *dec);
     dec->c = c;
     dec->w = w;
-    int h = c->dec_hidden, rows = c->dec_max_seq;
-    dec->max_rows = rows;
-    long cache = (long)c->dec_layers * rows * h;
-    dec->k_cache = alloc_floats(cache);
-    dec->v_cache = alloc_floats(cache);
-    dec->x = alloc_floats((long)rows * h);
-    dec->norm = alloc_floats((long)rows * h);
-    dec->q = alloc_floats((long)rows * h);
-    dec->ctx = alloc_floats((long)rows * h);
-    dec->tmp = alloc_floats((long)rows * h);
-    dec->ff = alloc_floats((long)rows * c->dec_inner);
-    dec->logits = alloc_floats(c->vocab_size);
-    if (!dec->k_cache || !dec->v_cache || !dec->x || !dec->norm || !dec->q ||
-        !dec->ctx || !dec->tmp || !dec->ff || !dec->logits) {
-        hv_decoder_free(dec);
-        return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder");
-    }
+    dec->blocks_per_seq = (c->dec_max_seq + BS - 1) / BS;
     return HV_OK;
 }
 
 void hv_decoder_free(hv_decoder *dec) {
     if (!dec) return;
     free(dec->cross_k); free(dec->cross_v);
-    free(dec->k_cache); free(dec->v_cache);
-    free(dec->x); free(dec->norm); free(dec->q); free(dec->ctx);
-    free(dec->tmp); free(dec->ff); free(dec->scores); free(dec->logits);
+    for (int i = 0; i < dec->n_blocks; i++) {
+        free(dec->blocks[i].k);
+        free(dec->blocks[i].v);
+    }
+    free(dec->blocks);
+    free(dec->table); free(dec->seq_len);
+    free(dec->scratch_table); free(dec->scratch_len);
+    free(dec->x); free(dec->norm); free(dec->q); free(dec->kv);
+    free(dec->ctx); free(dec->tmp); free(dec->ff); free(dec->scores);
+    free(dec->logits);
     memset(dec, 0, sizeof *dec);
 }
 
+/* ------------------------------------------------------------ the cache */
+
+static int n_blocks_of(int len) { return (len + BS - 1) / BS; }
+
+static int *seq_table(hv_decoder *dec, int s) {
+    return dec->table + (long)s * dec->blocks_per_seq;
+}
+
+static void release_seq(hv_decoder *dec, int s) {
+    int *t = seq_table(dec, s);
+    for (int i = 0; i < n_blocks_of(dec->seq_len[s]); i++) dec->blocks[t[i]].refs--;
+    dec->seq_len[s] = 0;
+}
+
+/* A block no sequence uses, allocated if needed; -1 when out of memory. */
+static int alloc_block(hv_decoder *dec) {
+    for (int i = 0; i < dec->n_blocks; i++)
+        if (dec->blocks[i].refs == 0) {
+            dec->blocks[i].refs = 1;
+            return i;
+        }
+    long n = (long)dec->c->dec_layers * BS * dec->c->dec_hidden;
+    hv_kv_block *b = realloc(dec->blocks, (size_t)(dec->n_blocks + 1) * sizeof *b);
+    if (!b) return -1;
+    dec->blocks = b;
+    b = &dec->blocks[dec->n_blocks];
+    b->k = alloc_floats(n);
+    b->v = alloc_floats(n);
+    if (!b->k || !b->v) {
+        free(b->k);
+        free(b->v);
+        return -1;
+    }
+    b->refs = 1;
+    return dec->n_blocks++;
+}
+
+/* Makes sure sequence s owns the blocks for positions len .. len+n-1:
+ * fresh blocks where a block starts, a private copy of a shared, partly
+ * filled last block (copy-on-write). */
+static int prepare_append(hv_decoder *dec, int s, int n) {
+    int *t = seq_table(dec, s), len = dec->seq_len[s];
+    long layer_rows = (long)dec->c->dec_layers * BS * dec->c->dec_hidden;
+    for (int p = len; p < len + n; p++) {
+        int bi = p / BS;
+        if (p % BS == 0) {
+            if ((t[bi] = alloc_block(dec)) < 0) return -1;
+        } else if (p == len && dec->blocks[t[bi]].refs > 1) {
+            int nb = alloc_block(dec);
+            if (nb < 0) return -1;
+            /* whole blocks are copied; rows past p are rewritten before use */
+            memcpy(dec->blocks[nb].k, dec->blocks[t[bi]].k, (size_t)layer_rows * sizeof(float));
+            memcpy(dec->blocks[nb].v, dec->blocks[t[bi]].v, (size_t)layer_rows * sizeof(float));
+            dec->blocks[t[bi]].refs--;
+            t[bi] = nb;
+        }
+    }
+    return 0;
+}
+
+hv_status hv_decoder_reorder(hv_decoder *dec, const int *parents, int n,
+                             hv_error *e) {
+    int bps = dec->blocks_per_seq;
+    if (n < 0 || n > dec->max_seqs)
+        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences, room for %d", n,
+                      dec->max_seqs);
+    for (int i = 0; i < n; i++) {
+        int p = parents[i];
+        if (p < 0 || p >= dec->max_seqs)
+            return hv_err(e, HV_ERR_INVALID_ARG, "decoder: no sequence %d", p);
+        memcpy(dec->scratch_table + (long)i * bps, seq_table(dec, p), (size_t)bps * sizeof(int));
+        dec->scratch_len[i] = dec->seq_len[p];
+        for (int b = 0; b < n_blocks_of(dec->seq_len[p]); b++)
+            dec->blocks[seq_table(dec, p)[b]].refs++;
+    }
+    for (int s = 0; s < dec->max_seqs; s++) release_seq(dec, s);
+    memcpy(dec->table, dec->scratch_table, (size_t)n * bps * sizeof(int));
+    memcpy(dec->seq_len, dec->scratch_len, (size_t)n * sizeof(int));
+    return HV_OK;
+}
+
+/* ------------------------------------------------------------ utterance */
+
+static int grow(float **p, long *cap, long need) {
+    if (need <= *cap) return 0;
+    float *q = alloc_floats(need);
+    if (!q) return -1;
+    free(*p);
+    *p = q;
+    *cap = need;
+    return 0;
+}
+
 hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc,
-                           int n_enc, int enc_len, hv_error *e) {
+                           int n_enc, int enc_len, int max_seqs, hv_error *e) {
     const hv_config *c = dec->c;
     int h = c->dec_hidden, L = c->dec_layers;
     if (enc_len < 1 || enc_len > n_enc)
         return hv_err(e, HV_ERR_INVALID_ARG, "decoder: bad encoder length %d of %d",
                       enc_len, n_enc);
+    if (max_seqs < 1)
+        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences", max_seqs);
+    for (int s = 0; s < dec->max_seqs; s++) release_seq(dec, s);
+    if (max_seqs > dec->max_seqs) {
+        long tn = (long)max_seqs * dec->blocks_per_seq;
+        int *t = malloc((size_t)tn * sizeof *t), *st = malloc((size_t)tn * sizeof *st);
+        int *l = calloc((size_t)max_seqs, sizeof *l), *sl = calloc((size_t)max_seqs, sizeof *sl);
+        float *lg = alloc_floats((long)max_seqs * c->vocab_size);
+        if (!t || !st || !l || !sl || !lg) {
+            free(t); free(st); free(l); free(sl); free(lg);
+            return hv_err(e, HV_ERR_NOMEM, "out of memory for %d decoder sequences", max_seqs);
+        }
+        free(dec->table); free(dec->scratch_table); free(dec->seq_len);
+        free(dec->scratch_len); free(dec->logits);
+        dec->table = t; dec->scratch_table = st; dec->seq_len = l;
+        dec->scratch_len = sl; dec->logits = lg;
+        dec->max_seqs = max_seqs;
+    }
     if (n_enc > dec->cross_cap) {
-        free(dec->cross_k); free(dec->cross_v); free(dec->scores);
+        free(dec->cross_k);
+        free(dec->cross_v);
         dec->cross_k = alloc_floats((long)L * n_enc * h);
         dec->cross_v = alloc_floats((long)L * n_enc * h);
-        int cols = n_enc > dec->max_rows ? n_enc : dec->max_rows;
-        dec->scores = alloc_floats((long)c->dec_heads * cols);
-        if (!dec->cross_k || !dec->cross_v || !dec->scores) {
-            free(dec->cross_k); free(dec->cross_v); free(dec->scores);
-            dec->cross_k = dec->cross_v = dec->scores = NULL;
+        if (!dec->cross_k || !dec->cross_v) {
+            free(dec->cross_k);
+            free(dec->cross_v);
+            dec->cross_k = dec->cross_v = NULL;
             dec->cross_cap = 0;
             return hv_err(e, HV_ERR_NOMEM, "out of memory for cross-attention");
         }
@@ -73,101 +181,175 @@ hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc,
     }
     dec->n_enc = n_enc;
     dec->enc_len = enc_len;
-    dec->n_past = 0;
     return HV_OK;
 }
 
+/* Activation buffers for `rows` rows. */
+static int ensure_rows(hv_decoder *dec, int rows) {
+    if (rows <= dec->rows) return 0;
+    const hv_config *c = dec->c;
+    long h = c->dec_hidden;
+    float **bufs[] = {&dec->x, &dec->norm, &dec->q, &dec->kv, &dec->ctx, &dec->tmp};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(*bufs[i]);
+        *bufs[i] = alloc_floats(rows * h);
+    }
+    free(dec->ff);
+    dec->ff = alloc_floats((long)rows * c->dec_inner);
+    dec->rows = rows;
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (!*bufs[i]) dec->rows = 0;
+    if (!dec->ff) dec->rows = 0;
+    return dec->rows ? 0 : -1;
+}
+
+/* ------------------------------------------------------------ attention */
+
 typedef struct attn_job {
     hv_decoder *dec;
-    const float *keys, *values; /* [n_keys x h] */
-    int n_rows;                 /* query rows in dec->q */
-    int first_pos;              /* absolute position of query row 0 */
-    int n_keys;                 /* keys visible to the last row */
-    int causal;                 /* row i sees keys 0 .. first_pos + i */
+    const int *seqs;
+    int n_tok;
+    int layer;
+    int cross;
+    long cols;          /* scores per (row, head) */
 } attn_job;
 
-/* Scaled dot-product attention of one head over all query rows. */
-static void attn_head(void *arg, int hd, int n_tasks) {
+/* One (row, head): scaled dot-product attention over the sequence's cached
+ * positions (causal: up to the row's own) or over the valid encoder frames. */
+static void attn_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     const attn_job *j = arg;
     hv_decoder *dec = j->dec;
-    int h = dec->c->dec_hidden, dh = h / dec->c->dec_heads;
-    int cols = dec->cross_cap > dec->max_rows ? dec->cross_cap : dec->max_rows;
-    float *sc = dec->scores + (long)hd * cols;
+    int h = dec->c->dec_hidden, H = dec->c->dec_heads, dh = h / H;
+    int r = task / H, hd = task % H;
+    const float *q = dec->q + (long)r * h + hd * dh;
+    float *out = dec->ctx + (long)r * h + hd * dh;
+    float *sc = dec->scores + (long)task * j->cols;
     float scale = 1.0f / sqrtf((float)dh);
-    for (int i = 0; i < j->n_rows; i++) {
-        int nk = j->causal ? j->first_pos + i + 1 : j->n_keys;
-        const float *q = dec->q + (long)i * h + hd * dh;
-        hv_gemm(1, nk, dh, scale, q, dh, j->keys + hd * dh, h, 1, 0.0f, sc, nk);
+
+    if (j->cross) {
+        long off = (long)j->layer * dec->n_enc * h + hd * dh;
+        int nk = dec->enc_len;
+        hv_gemm(1, nk, dh, scale, q, dh, dec->cross_k + off, h, 1, 0.0f, sc, nk);
         hv_softmax(sc, nk);
-        hv_gemm(1, dh, nk, 1.0f, sc, nk, j->values + hd * dh, h, 0, 0.0f,
-                dec->ctx + (long)i * h + hd * dh, dh);
+        hv_gemm(1, dh, nk, 1.0f, sc, nk, dec->cross_v + off, h, 0, 0.0f, out, dh);
+        return;
+    }
+    int s = j->seqs[r / j->n_tok];
+    int nk = dec->seq_len[s] + r % j->n_tok + 1;
+    const int *t = seq_table(dec, s);
+    long off = (long)j->layer * BS * h + hd * dh;
+    for (int b = 0; b * BS < nk; b++) {
+        int cnt = nk - b * BS < BS ? nk - b * BS : BS;
+        hv_gemm(1, cnt, dh, scale, q, dh, dec->blocks[t[b]].k + off, h, 1, 0.0f,
+                sc + b * BS, cnt);
+    }
+    hv_softmax(sc, nk);
+    for (int b = 0; b * BS < nk; b++) {
+        int cnt = nk - b * BS < BS ? nk - b * BS : BS;
+        hv_gemm(1, dh, cnt, 1.0f, sc + b * BS, cnt, dec->blocks[t[b]].v + off, h, 0,
+                b ? 1.0f : 0.0f, out, dh);
     }
 }
 
-hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool,
-                             const int32_t *tokens, int n, hv_error *e) {
+/* Copies rows of src [rows x h] into each row's cache slot of `layer`. */
+static void store_cache(hv_decoder *dec, const attn_job *j, int rows,
+                        const float *src, int values) {
+    int h = dec->c->dec_hidden;
+    for (int r = 0; r < rows; r++) {
+        int s = j->seqs[r / j->n_tok], p = dec->seq_len[s] + r % j->n_tok;
+        hv_kv_block *b = &dec->blocks[seq_table(dec, s)[p / BS]];
+        float *dst = (values ? b->v : b->k) + ((long)j->layer * BS + p % BS) * h;
+        memcpy(dst, src + (long)r * h, (size_t)h * sizeof(float));
+    }
+}
+
+/* -------------------------------------------------------------- forward */
+
+hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
+                             int n_seq, const int32_t *tokens, int n_tok,
+                             hv_error *e) {
     const hv_config *c = dec->c;
     const hv_decoder_weights *w = dec->w;
-    int h = c->dec_hidden, V = c->vocab_size, p0 = dec->n_past;
-    if (n < 1 || p0 + n > dec->max_rows)
-        return hv_err(e, HV_ERR_LIMIT,
-                      "decoder: %d positions exceed max_sequence_length %d",
-                      p0 + n, dec->max_rows);
+    int h = c->dec_hidden, V = c->vocab_size, H = c->dec_heads;
+    int rows = n_seq * n_tok;
     if (!dec->cross_k)
         return hv_err(e, HV_ERR_INVALID_ARG, "decoder: no encoder states");
+    if (n_seq < 1 || n_tok < 1 || n_seq > dec->max_seqs)
+        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences of %d tokens",
+                      n_seq, n_tok);
+    for (int i = 0; i < n_seq; i++) {
+        int s = seqs[i];
+        if (s < 0 || s >= dec->max_seqs)
+            return hv_err(e, HV_ERR_INVALID_ARG, "decoder: no sequence %d", s);
+        for (int k = 0; k < i; k++)
+            if (seqs[k] == s)
+                return hv_err(e, HV_ERR_INVALID_ARG, "decoder: sequence %d twice", s);
+        if (dec->seq_len[s] + n_tok > c->dec_max_seq)
+            return hv_err(e, HV_ERR_LIMIT,
+                          "decoder: %d positions exceed max_sequence_length %d",
+                          dec->seq_len[s] + n_tok, c->dec_max_seq);
+    }
+    for (int r = 0; r < rows; r++)
+        if (tokens[r] < 0 || tokens[r] >= V)
+            return hv_err(e, HV_ERR_INVALID_ARG, "decoder: token id %d out of range",
+                          (int)tokens[r]);
+    long cols = c->dec_max_seq > dec->n_enc ? c->dec_max_seq : dec->n_enc;
+    if (ensure_rows(dec, rows) || grow(&dec->scores, &dec->scores_cap, rows * H * cols))
+        return hv_err(e, HV_ERR_NOMEM, "out of memory in the decoder");
+    for (int i = 0; i < n_seq; i++)
+        if (prepare_append(dec, seqs[i], n_tok))
+            return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder cache");
 
     /* token embedding + stored sinusoidal positions, then LayerNorm */
-    for (int i = 0; i < n; i++) {
-        if (tokens[i] < 0 || tokens[i] >= V)
-            return hv_err(e, HV_ERR_INVALID_ARG, "decoder: token id %d out of range",
-                          (int)tokens[i]);
-        const float *te = (const float *)w->tok_emb.data + (long)tokens[i] * h;
-        const float *pe = w->pos_enc + (long)(p0 + i) * h;
-        float *x = dec->x + (long)i * h;
+    for (int r = 0; r < rows; r++) {
+        int p = dec->seq_len[seqs[r / n_tok]] + r % n_tok;
+        const float *te = (const float *)w->tok_emb.data + (long)tokens[r] * h;
+        const float *pe = w->pos_enc + (long)p * h;
+        float *x = dec->x + (long)r * h;
         for (int k = 0; k < h; k++) x[k] = te[k] + pe[k];
     }
-    hv_layernorm(dec->x, dec->x, n, h, w->emb_ln_w, w->emb_ln_b, 1e-5f);
+    hv_layernorm(dec->x, dec->x, rows, h, w->emb_ln_w, w->emb_ln_b, 1e-5f);
 
     for (int l = 0; l < c->dec_layers; l++) {
         const hv_dec_layer *y = &w->layers[l];
-        float *kc = dec->k_cache + (long)l * dec->max_rows * h;
-        float *vc = dec->v_cache + (long)l * dec->max_rows * h;
+        attn_job j = {dec, seqs, n_tok, l, 0, cols};
 
-        /* causal self-attention; new keys and values go into the cache */
-        hv_layernorm(dec->norm, dec->x, n, h, y->ln1_w, y->ln1_b, 1e-5f);
-        hv_linear(pool, dec->q, dec->norm, n, &y->sq, y->sq_b);
-        hv_linear(pool, kc + (long)p0 * h, dec->norm, n, &y->sk, y->sk_b);
-        hv_linear(pool, vc + (long)p0 * h, dec->norm, n, &y->sv, y->sv_b);
-        attn_job sj = {dec, kc, vc, n, p0, p0 + n, 1};
-        hv_pool_run(pool, c->dec_heads, attn_head, &sj);
-        hv_linear(pool, dec->tmp, dec->ctx, n, &y->so, y->so_b);
-        hv_add_scaled(dec->x, dec->tmp, (long)n * h, 1.0f);
+        /* causal self-attention; the new keys and values join the cache */
+        hv_layernorm(dec->norm, dec->x, rows, h, y->ln1_w, y->ln1_b, 1e-5f);
+        hv_linear(pool, dec->q, dec->norm, rows, &y->sq, y->sq_b);
+        hv_linear(pool, dec->kv, dec->norm, rows, &y->sk, y->sk_b);
+        store_cache(dec, &j, rows, dec->kv, 0);
+        hv_linear(pool, dec->kv, dec->norm, rows, &y->sv, y->sv_b);
+        store_cache(dec, &j, rows, dec->kv, 1);
+        hv_pool_run(pool, rows * H, attn_task, &j);
+        hv_linear(pool, dec->tmp, dec->ctx, rows, &y->so, y->so_b);
+        hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
 
         /* cross-attention over the valid encoder frames */
-        hv_layernorm(dec->norm, dec->x, n, h, y->ln2_w, y->ln2_b, 1e-5f);
-        hv_linear(pool, dec->q, dec->norm, n, &y->cq, y->cq_b);
-        attn_job cj = {dec, dec->cross_k + (long)l * dec->n_enc * h,
-                       dec->cross_v + (long)l * dec->n_enc * h, n, p0,
-                       dec->enc_len, 0};
-        hv_pool_run(pool, c->dec_heads, attn_head, &cj);
-        hv_linear(pool, dec->tmp, dec->ctx, n, &y->co, y->co_b);
-        hv_add_scaled(dec->x, dec->tmp, (long)n * h, 1.0f);
+        hv_layernorm(dec->norm, dec->x, rows, h, y->ln2_w, y->ln2_b, 1e-5f);
+        hv_linear(pool, dec->q, dec->norm, rows, &y->cq, y->cq_b);
+        j.cross = 1;
+        hv_pool_run(pool, rows * H, attn_task, &j);
+        hv_linear(pool, dec->tmp, dec->ctx, rows, &y->co, y->co_b);
+        hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
 
         /* ReLU feed-forward */
-        hv_layernorm(dec->norm, dec->x, n, h, y->ln3_w, y->ln3_b, 1e-5f);
-        hv_linear(pool, dec->ff, dec->norm, n, &y->ff_in, y->ff_in_b);
-        hv_relu(dec->ff, (long)n * c->dec_inner);
-        hv_linear(pool, dec->tmp, dec->ff, n, &y->ff_out, y->ff_out_b);
-        hv_add_scaled(dec->x, dec->tmp, (long)n * h, 1.0f);
+        hv_layernorm(dec->norm, dec->x, rows, h, y->ln3_w, y->ln3_b, 1e-5f);
+        hv_linear(pool, dec->ff, dec->norm, rows, &y->ff_in, y->ff_in_b);
+        hv_relu(dec->ff, (long)rows * c->dec_inner);
+        hv_linear(pool, dec->tmp, dec->ff, rows, &y->ff_out, y->ff_out_b);
+        hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
     }
-    dec->n_past = p0 + n;
+    for (int i = 0; i < n_seq; i++) dec->seq_len[seqs[i]] += n_tok;
 
-    /* final norm and classifier, for the last position only */
-    float *last = dec->norm;
-    hv_layernorm(last, dec->x + (long)(n - 1) * h, 1, h, w->final_ln_w,
-                 w->final_ln_b, 1e-5f);
-    hv_linear(pool, dec->logits, last, 1, &w->cls, w->cls_b);
-    if (c->log_softmax) hv_log_softmax(dec->logits, V);
+    /* final norm and classifier for each sequence's last position, as one
+     * matrix product; log-softmax (the head's, or ours when the head gives
+     * raw logits: every decoding mode scores with log-probs) */
+    for (int i = 0; i < n_seq; i++)
+        hv_layernorm(dec->norm + (long)i * h, dec->x + ((long)i * n_tok + n_tok - 1) * h,
+                     1, h, w->final_ln_w, w->final_ln_b, 1e-5f);
+    hv_linear(pool, dec->logits, dec->norm, n_seq, &w->cls, w->cls_b);
+    for (int i = 0; i < n_seq; i++) hv_log_softmax(dec->logits + (long)i * V, V);
     return HV_OK;
 }

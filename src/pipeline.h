@@ -29,8 +29,10 @@ struct hv_context {
 
 struct hv_result {
     char *text;
-    int32_t *tokens;
+    int32_t *tokens;     /* [n_tokens], EOS excluded */
+    float *logprobs;     /* [n_tokens] */
     int n_tokens;
+    double score;
     hv_timings timings;
 };
 

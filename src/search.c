@@ -1,24 +1,274 @@
+/* Greedy decoding, sampling and beam search, exactly as docs/DECODING.md
+ * states the rules (the PyTorch reference implements the same). */
 #include "search.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "sampling.h"
 
-hv_status hv_search_greedy(hv_decoder *dec, hv_pool *pool,
-                           const int32_t *prompt, int n_prompt, int max_new,
-                           int32_t eos, int32_t *out, int *n_out,
-                           float *first_logprobs, hv_error *e) {
-    *n_out = 0;
-    hv_status st = hv_decoder_forward(dec, pool, prompt, n_prompt, e);
+/* ------------------------------------------------ greedy and sampling */
+
+static hv_status search_single(hv_decoder *dec, hv_pool *pool,
+                               const hv_search_params *p, hv_search_out *out,
+                               hv_error *e) {
+    int V = dec->c->vocab_size, seq = 0;
+    hv_sample_cand *cand = NULL;
+    hv_rng rng;
+    hv_sampler sp = {p->temperature, p->top_k, p->top_p};
+    hv_status st = HV_OK;
+    if (p->do_sample) {
+        hv_rng_seed(&rng, p->seed);
+        if (!(cand = malloc((size_t)V * sizeof *cand)))
+            return hv_err(e, HV_ERR_NOMEM, "out of memory for sampling");
+    }
+    for (int step = 0; step < p->max_new; step++) {
+        const float *lp = dec->logits;
+        int32_t tok = p->do_sample ? hv_sample(lp, V, &sp, &rng, cand, NULL)
+                                   : hv_argmax(lp, V);
+        out->score += lp[tok];
+        if (tok == p->eos) break;
+        out->tokens[out->n] = tok;
+        out->logprobs[out->n++] = lp[tok];
+        if (step + 1 == p->max_new) break; /* no pass for an unused step */
+        if ((st = hv_decoder_forward(dec, pool, &seq, 1, &tok, 1, e))) break;
+    }
+    free(cand);
+    return st;
+}
+
+/* --------------------------------------------------------- beam search */
+
+typedef struct hyp {
+    int32_t *tokens;   /* [max_new] */
+    float *lps;        /* [max_new] */
+    int len;           /* tokens, EOS excluded */
+    double sum;        /* summed log-probs (EOS included when finished by it) */
+    double norm;       /* sum / max(1, length)^length_penalty */
+    long order;        /* when it was added, for ties */
+} hyp;
+
+typedef struct cand {
+    double score;
+    int beam;
+    int32_t tok;
+} cand;
+
+static int by_score_desc(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->tok != y->tok) return x->tok < y->tok ? -1 : 1;
+    return x->beam - y->beam;
+}
+
+static double normalise(double sum, int len, float lp) {
+    return sum / pow(len > 1 ? len : 1, lp);
+}
+
+typedef struct beam_state {
+    int N, max_new;
+    float length_penalty;
+    hyp *live, *next, *fin;   /* N each */
+    int n_live, n_next, n_fin;
+    long added;
+    cand *cands;              /* [N * 2N] */
+    int32_t *step_tokens;     /* [N] */
+    int *parents;             /* [N] */
+} beam_state;
+
+static int hyps_alloc(hyp *h, int n, int max_new) {
+    for (int i = 0; i < n; i++) {
+        h[i].tokens = malloc((size_t)max_new * sizeof(int32_t));
+        h[i].lps = malloc((size_t)max_new * sizeof(float));
+        if (!h[i].tokens || !h[i].lps) return -1;
+    }
+    return 0;
+}
+
+static void hyps_free(hyp *h, int n) {
+    for (int i = 0; h && i < n; i++) {
+        free(h[i].tokens);
+        free(h[i].lps);
+    }
+    free(h);
+}
+
+/* Copies src's tokens into dst and appends tok (when tok >= 0). */
+static void hyp_extend(hyp *dst, const hyp *src, int32_t tok, float lp) {
+    memcpy(dst->tokens, src->tokens, (size_t)src->len * sizeof(int32_t));
+    memcpy(dst->lps, src->lps, (size_t)src->len * sizeof(float));
+    dst->len = src->len;
+    dst->sum = src->sum + lp;
+    if (tok >= 0) {
+        dst->tokens[dst->len] = tok;
+        dst->lps[dst->len++] = lp;
+    }
+}
+
+/* Adds src (plus tok, or only lp's score when tok < 0: the EOS step) as a
+ * finished hypothesis, keeping the best N by normalised score; the worst
+ * (earliest added among equals) drops out. */
+static void add_finished(beam_state *b, const hyp *src, int32_t tok, float lp,
+                         int length) {
+    double norm = normalise(src->sum + lp, length, b->length_penalty);
+    int slot;
+    if (b->n_fin < b->N) {
+        slot = b->n_fin++;
+    } else {
+        slot = 0;
+        for (int i = 1; i < b->n_fin; i++) {
+            const hyp *w = &b->fin[slot], *h = &b->fin[i];
+            if (h->norm < w->norm || (h->norm == w->norm && h->order < w->order)) slot = i;
+        }
+        if (!(norm > b->fin[slot].norm)) return;
+    }
+    hyp *d = &b->fin[slot];
+    hyp_extend(d, src, tok, lp);
+    d->norm = norm;
+    d->order = b->added++;
+}
+
+/* The 2N best tokens of one beam's log-probs (ties: lower id first). */
+static int top_tokens(const float *lp, int V, int k, int32_t *ids) {
+    int n = 0;
+    for (int t = 0; t < V; t++) {
+        if (n == k && lp[t] <= lp[ids[n - 1]]) continue;
+        int i = n < k ? n++ : k - 1;
+        while (i > 0 && lp[ids[i - 1]] < lp[t]) {
+            ids[i] = ids[i - 1];
+            i--;
+        }
+        ids[i] = t;
+    }
+    return n;
+}
+
+static void beam_free(beam_state *b) {
+    hyps_free(b->live, b->N);
+    hyps_free(b->next, b->N);
+    hyps_free(b->fin, b->N);
+    free(b->cands);
+    free(b->step_tokens);
+    free(b->parents);
+}
+
+static hv_status search_beams(hv_decoder *dec, hv_pool *pool,
+                              const hv_search_params *p, hv_search_out *out,
+                              hv_error *e) {
+    int V = dec->c->vocab_size, N = p->num_beams, K = 2 * N;
+    beam_state b = {.N = N, .max_new = p->max_new, .length_penalty = p->length_penalty};
+    b.live = calloc((size_t)N, sizeof(hyp));
+    b.next = calloc((size_t)N, sizeof(hyp));
+    b.fin = calloc((size_t)N, sizeof(hyp));
+    b.cands = malloc((size_t)N * K * sizeof(cand));
+    b.step_tokens = malloc((size_t)N * sizeof(int32_t));
+    b.parents = malloc((size_t)N * sizeof(int));
+    int32_t *ids = malloc((size_t)K * sizeof(int32_t));
+    int seqs[64];
+    hv_status st = HV_OK;
+    if (!b.live || !b.next || !b.fin || !b.cands || !b.step_tokens || !b.parents ||
+        !ids || hyps_alloc(b.live, N, p->max_new) || hyps_alloc(b.next, N, p->max_new) ||
+        hyps_alloc(b.fin, N, p->max_new)) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory for beam search");
+        goto done;
+    }
+    for (int i = 0; i < N; i++) seqs[i] = i;
+    b.n_live = 1; /* the prompt, already in sequence 0 */
+
+    for (int step = 0; step < p->max_new; step++) {
+        /* every live beam proposes its 2N best tokens */
+        int nc = 0;
+        for (int i = 0; i < b.n_live; i++) {
+            const float *lp = dec->logits + (long)i * V;
+            int n = top_tokens(lp, V, K, ids);
+            for (int k = 0; k < n; k++)
+                b.cands[nc++] = (cand){b.live[i].sum + lp[ids[k]], i, ids[k]};
+        }
+        qsort(b.cands, (size_t)nc, sizeof *b.cands, by_score_desc);
+
+        b.n_next = 0;
+        for (int r = 0; r < nc && b.n_next < N; r++) {
+            const cand *c = &b.cands[r];
+            const hyp *parent = &b.live[c->beam];
+            float lp = dec->logits[(long)c->beam * V + c->tok];
+            if (c->tok == p->eos) {
+                if (r < N) add_finished(&b, parent, -1, lp, step + 1);
+                continue;
+            }
+            hyp_extend(&b.next[b.n_next], parent, c->tok, lp);
+            b.parents[b.n_next] = c->beam;
+            b.step_tokens[b.n_next++] = c->tok;
+        }
+        if (step == p->max_new - 1) {
+            for (int i = 0; i < b.n_next; i++) add_finished(&b, &b.next[i], -1, 0.0f, step + 1);
+            b.n_live = 0;
+            break;
+        }
+        if (b.n_next == 0) {
+            b.n_live = 0;
+            break;
+        }
+        if (b.n_fin == N) {
+            double worst = b.fin[0].norm, best = b.next[0].sum;
+            for (int i = 1; i < N; i++) if (b.fin[i].norm < worst) worst = b.fin[i].norm;
+            for (int i = 1; i < b.n_next; i++) if (b.next[i].sum > best) best = b.next[i].sum;
+            if (worst >= normalise(best, step + 1, p->length_penalty)) {
+                hyp *t = b.live; b.live = b.next; b.next = t;
+                b.n_live = b.n_next;
+                break;
+            }
+        }
+        /* the survivors become the live beams, as one decoder batch */
+        hyp *t = b.live; b.live = b.next; b.next = t;
+        b.n_live = b.n_next;
+        if ((st = hv_decoder_reorder(dec, b.parents, b.n_live, e)) ||
+            (st = hv_decoder_forward(dec, pool, seqs, b.n_live, b.step_tokens, 1, e)))
+            goto done;
+    }
+
+    /* the best finished hypothesis (first added on ties), else the best
+     * live beam */
+    const hyp *best = NULL;
+    double best_norm = 0;
+    for (int i = 0; i < b.n_fin; i++)
+        if (!best || b.fin[i].norm > best_norm ||
+            (b.fin[i].norm == best_norm && b.fin[i].order < best->order)) {
+            best = &b.fin[i];
+            best_norm = b.fin[i].norm;
+        }
+    for (int i = 0; !b.n_fin && i < b.n_live; i++) {
+        double nrm = normalise(b.live[i].sum, b.live[i].len, p->length_penalty);
+        if (!best || nrm > best_norm) {
+            best = &b.live[i];
+            best_norm = nrm;
+        }
+    }
+    if (best) {
+        memcpy(out->tokens, best->tokens, (size_t)best->len * sizeof(int32_t));
+        memcpy(out->logprobs, best->lps, (size_t)best->len * sizeof(float));
+        out->n = best->len;
+        out->score = best_norm;
+    }
+done:
+    free(ids);
+    beam_free(&b);
+    return st;
+}
+
+hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt,
+                    int n_prompt, const hv_search_params *p, hv_search_out *out,
+                    float *first_logprobs, hv_error *e) {
+    int seq = 0;
+    out->n = 0;
+    out->score = 0;
+    if (p->num_beams > 64)
+        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: at most 64", p->num_beams);
+    hv_status st = hv_decoder_forward(dec, pool, &seq, 1, prompt, n_prompt, e);
     if (st) return st;
     if (first_logprobs)
         memcpy(first_logprobs, dec->logits, (size_t)dec->c->vocab_size * sizeof(float));
-    for (int step = 0; step < max_new; step++) {
-        int32_t tok = hv_argmax(dec->logits, dec->c->vocab_size);
-        if (tok == eos) break;
-        out[(*n_out)++] = tok;
-        if (step + 1 == max_new) break; /* no forward pass for an unused step */
-        if ((st = hv_decoder_forward(dec, pool, &tok, 1, e))) return st;
-    }
-    return HV_OK;
+    return p->num_beams > 1 ? search_beams(dec, pool, p, out, e)
+                            : search_single(dec, pool, p, out, e);
 }

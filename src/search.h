@@ -1,4 +1,4 @@
-/* Decoding strategies on top of the decoder. */
+/* Decoding strategies on top of the decoder (docs/DECODING.md). */
 #ifndef HV_SEARCH_H
 #define HV_SEARCH_H
 
@@ -6,13 +6,31 @@
 
 #include "decoder.h"
 
-/* Greedy decoding: prefill the prompt, then take the argmax each step until
- * eos (not stored) or max_new tokens. out has room for max_new ids.
- * first_logprobs, when not NULL, receives the log-probs of the first step
- * ([vocab]). */
-hv_status hv_search_greedy(hv_decoder *dec, hv_pool *pool,
-                           const int32_t *prompt, int n_prompt, int max_new,
-                           int32_t eos, int32_t *out, int *n_out,
-                           float *first_logprobs, hv_error *e);
+typedef struct hv_search_params {
+    int max_new;          /* >= 1 generated tokens at most */
+    int32_t eos;
+    int num_beams;        /* 1 = greedy or sampling */
+    float length_penalty; /* beam search */
+    int do_sample;
+    float temperature;
+    int top_k;
+    float top_p;
+    uint64_t seed;
+} hv_search_params;
+
+/* The chosen sequence. tokens and logprobs are caller arrays of max_new. */
+typedef struct hv_search_out {
+    int32_t *tokens;
+    float *logprobs;
+    int n;
+    double score;
+} hv_search_out;
+
+/* Decodes after the prompt. first_logprobs, when not NULL, receives the
+ * log-probs of the first step ([vocab]). The decoder must have been begun
+ * with at least num_beams sequences. */
+hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt,
+                    int n_prompt, const hv_search_params *p, hv_search_out *out,
+                    float *first_logprobs, hv_error *e);
 
 #endif

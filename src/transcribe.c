@@ -116,7 +116,35 @@ hv_transcribe_params hv_transcribe_default_params(void) {
     p.max_new_tokens = 0;
     p.dither = -1.0f;
     p.dither_seed = 0;
+    p.num_beams = 1;
+    p.length_penalty = 1.0f;
+    p.do_sample = 0;
+    p.temperature = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.seed = 0;
     return p;
+}
+
+/* Checks the decoding options (docs/DECODING.md, "Validation"). */
+static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
+    if (p->num_beams < 1 || p->num_beams > 64)
+        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: must be between 1 and 64",
+                      p->num_beams);
+    if (!isfinite(p->length_penalty) || p->length_penalty <= 0)
+        return hv_err(e, HV_ERR_INVALID_ARG, "length_penalty %g: must be finite and > 0",
+                      p->length_penalty);
+    if (p->do_sample && p->num_beams != 1)
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "sampling works with one beam only (num_beams is %d)", p->num_beams);
+    if (!isfinite(p->temperature) || p->temperature <= 0)
+        return hv_err(e, HV_ERR_INVALID_ARG, "temperature %g: must be finite and > 0",
+                      p->temperature);
+    if (p->top_k < 0)
+        return hv_err(e, HV_ERR_INVALID_ARG, "top_k %d: must be >= 0", p->top_k);
+    if (!(p->top_p > 0 && p->top_p <= 1))
+        return hv_err(e, HV_ERR_INVALID_ARG, "top_p %g: must be in (0, 1]", p->top_p);
+    return HV_OK;
 }
 
 static double now_ms(void) {
@@ -177,6 +205,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                       p.max_new_tokens, room, c->dec_max_seq, n_prompt);
     int max_new = p.max_new_tokens ? p.max_new_tokens
                                    : (c->max_new_tokens < room ? c->max_new_tokens : room);
+    if ((st = check_decoding(&p, e))) return st;
     float dither = p.dither < 0 ? c->dither : p.dither;
     if (!isfinite(dither))
         return hv_err(e, HV_ERR_INVALID_ARG, "dither must be finite");
@@ -213,17 +242,24 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
 
     /* decoder */
     res = calloc(1, sizeof *res);
-    if (res) res->tokens = malloc((size_t)max_new * sizeof *res->tokens);
+    if (res) {
+        res->tokens = malloc((size_t)max_new * sizeof *res->tokens);
+        res->logprobs = malloc((size_t)max_new * sizeof *res->logprobs);
+    }
     if (taps) taps->logprobs0 = malloc((size_t)c->vocab_size * sizeof(float));
-    if (!res || !res->tokens || (taps && !taps->logprobs0)) {
+    if (!res || !res->tokens || !res->logprobs || (taps && !taps->logprobs0)) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, e)) ||
-        (st = hv_search_greedy(&ctx->dec, ctx->pool, prompt, n_prompt, max_new,
-                               c->eos_token_id, res->tokens, &res->n_tokens,
-                               taps ? taps->logprobs0 : NULL, e)))
+    hv_search_params sp = {max_new, c->eos_token_id, p.num_beams, p.length_penalty,
+                           p.do_sample, p.temperature, p.top_k, p.top_p, p.seed};
+    hv_search_out so = {res->tokens, res->logprobs, 0, 0};
+    if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p.num_beams, e)) ||
+        (st = hv_search(&ctx->dec, ctx->pool, prompt, n_prompt, &sp, &so,
+                        taps ? taps->logprobs0 : NULL, e)))
         goto done;
+    res->n_tokens = so.n;
+    res->score = so.score;
     res->text = hv_tokenizer_decode(&m->tok, res->tokens, res->n_tokens);
     if (!res->text) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
@@ -268,10 +304,13 @@ const char *hv_result_text(const hv_result *r) { return r->text; }
 int hv_result_n_tokens(const hv_result *r) { return r->n_tokens; }
 const int32_t *hv_result_tokens(const hv_result *r) { return r->tokens; }
 hv_timings hv_result_timings(const hv_result *r) { return r->timings; }
+const float *hv_result_token_logprobs(const hv_result *r) { return r->logprobs; }
+double hv_result_score(const hv_result *r) { return r->score; }
 
 void hv_result_free(hv_result *r) {
     if (!r) return;
     free(r->text);
     free(r->tokens);
+    free(r->logprobs);
     free(r);
 }

@@ -143,6 +143,66 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
     CHECK(r && strcmp(hv_result_text(r), ja.text) == 0);
     hv_result_free(r);
 
+    /* decoding modes: one beam and top-k 1 sampling are greedy; beams and
+     * sampling run and report scores; bad options are errors */
+    {
+        hv_transcribe_params g = hv_transcribe_default_params();
+        hv_result *rg, *rx;
+        CHECK(hv_transcribe(a, pcm, n, rate, ch, &g, &rg) == HV_OK);
+        double sum = 0;
+        for (int i = 0; i < hv_result_n_tokens(rg); i++) sum += hv_result_token_logprobs(rg)[i];
+        CHECK(hv_result_score(rg) <= sum + 1e-6); /* plus EOS's log-prob, if any */
+        hv_transcribe_params q = g;
+        q.num_beams = 1;
+        q.length_penalty = 2.0f;
+        CHECK(hv_transcribe(a, pcm, n, rate, ch, &q, &rx) == HV_OK);
+        CHECK(rx && strcmp(hv_result_text(rx), hv_result_text(rg)) == 0);
+        hv_result_free(rx);
+        q = g;
+        q.do_sample = 1;
+        q.top_k = 1;
+        q.temperature = 2.5f;
+        q.seed = 99;
+        CHECK(hv_transcribe(a, pcm, n, rate, ch, &q, &rx) == HV_OK);
+        CHECK(rx && hv_result_n_tokens(rx) == hv_result_n_tokens(rg) &&
+              memcmp(hv_result_tokens(rx), hv_result_tokens(rg),
+                     sizeof(int32_t) * (size_t)hv_result_n_tokens(rg)) == 0);
+        hv_result_free(rx);
+        for (int beams = 2; beams <= 5; beams += 3) {
+            q = g;
+            q.num_beams = beams;
+            CHECK_MSG(hv_transcribe(a, pcm, n, rate, ch, &q, &rx) == HV_OK, "beams %d: %s",
+                      beams, hv_context_error(a));
+            if (rx) {
+                double s2 = 0;
+                for (int i = 0; i < hv_result_n_tokens(rx); i++)
+                    s2 += hv_result_token_logprobs(rx)[i];
+                CHECK(isfinite(hv_result_score(rx)) && hv_result_score(rx) <= 1e-6);
+                CHECK(s2 <= 1e-6);
+            }
+            hv_result_free(rx);
+        }
+        const struct { int beams, sample, top_k; float lp, temp, top_p; } bad[] = {
+            {0, 0, 0, 1, 1, 1}, {65, 0, 0, 1, 1, 1}, {2, 1, 0, 1, 1, 1},
+            {2, 0, 0, 0, 1, 1}, {2, 0, 0, -1, 1, 1}, {2, 0, 0, NAN, 1, 1},
+            {1, 1, 0, 1, 0, 1}, {1, 1, 0, 1, INFINITY, 1}, {1, 1, -1, 1, 1, 1},
+            {1, 1, 0, 1, 1, 0}, {1, 1, 0, 1, 1, 1.5f}, {1, 1, 0, 1, 1, NAN}};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            q = g;
+            q.num_beams = bad[i].beams;
+            q.do_sample = bad[i].sample;
+            q.top_k = bad[i].top_k;
+            q.length_penalty = bad[i].lp;
+            q.temperature = bad[i].temp;
+            q.top_p = bad[i].top_p;
+            rx = (hv_result *)1;
+            CHECK_MSG(hv_transcribe(a, pcm, n, rate, ch, &q, &rx) == HV_ERR_INVALID_ARG,
+                      "bad decoding option set %zu is refused", i);
+            CHECK(rx == NULL);
+        }
+        hv_result_free(rg);
+    }
+
     /* mono audio duplicated into two channels gives the same transcript */
     if (ch == 1) {
         float *st2 = malloc(sizeof(float) * n * 2);
