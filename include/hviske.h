@@ -97,6 +97,21 @@ const char *hv_context_error(const hv_context *ctx);
 
 /* ---------------------------------------------------------- transcribe */
 
+/* How audio longer than one model window is cut into chunks. */
+typedef enum hv_chunking {
+    HV_CHUNKING_AUTO = 0,   /* up to max_audio_clip_s - overlap_chunk_second
+                               (30 s) in one piece; longer: as ENERGY */
+    HV_CHUNKING_ENERGY = 1, /* chunks of at most max_audio_clip_s, each cut at
+                               the quietest window of the last
+                               overlap_chunk_second seconds */
+    HV_CHUNKING_FIXED = 2,  /* every chunk_seconds */
+    HV_CHUNKING_NONE = 3    /* one piece; an error when too long for the
+                               model */
+} hv_chunking;
+
+/* Parses "auto", "energy", "fixed", "none"; returns 0 on success. */
+int hv_chunking_parse(const char *name, hv_chunking *out);
+
 typedef struct hv_transcribe_params {
     const char *language; /* a code from the model's supported_languages;
                              NULL = "da" if supported, else the first */
@@ -118,6 +133,15 @@ typedef struct hv_transcribe_params {
     float top_p;          /* sampling: keep the smallest most-likely set whose
                              probability reaches top_p; (0, 1], default 1 */
     uint64_t seed;        /* sampling: same seed + same input = same output */
+
+    /* Long audio (MODEL.md "Long audio"). */
+    hv_chunking chunking; /* default HV_CHUNKING_AUTO */
+    float chunk_seconds;  /* HV_CHUNKING_FIXED: chunk length, > 0 */
+
+    /* Called after each chunk with the audio seconds done and in total, on
+     * the calling thread; NULL for none. */
+    void (*progress)(void *user, double done_s, double total_s);
+    void *progress_user;
 } hv_transcribe_params;
 
 hv_transcribe_params hv_transcribe_default_params(void);
@@ -142,17 +166,38 @@ hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
                         int sample_rate, int channels,
                         const hv_transcribe_params *params, hv_result **out);
 
-const char *hv_result_text(const hv_result *res);  /* UTF-8, trimmed */
-int hv_result_n_tokens(const hv_result *res);      /* EOS excluded */
+/* The whole transcript: the segments' texts joined with a space (no
+ * separator for ja and zh). UTF-8, trimmed. */
+const char *hv_result_text(const hv_result *res);
+int hv_result_n_tokens(const hv_result *res);      /* all segments, EOS excluded */
 const int32_t *hv_result_tokens(const hv_result *res);
 /* Log-prob of each generated token under the model (before temperature or
  * truncation), [hv_result_n_tokens]. */
 const float *hv_result_token_logprobs(const hv_result *res);
 /* Sequence score: the summed log-probs of the tokens (and of EOS when the
  * model emitted it); for beam search, divided by
- * max(1, length)^length_penalty where length counts the EOS step. */
+ * max(1, length)^length_penalty where length counts the EOS step. For
+ * chunked audio, the sum over the chunks. */
 double hv_result_score(const hv_result *res);
 hv_timings hv_result_timings(const hv_result *res);
+double hv_result_duration(const hv_result *res);      /* seconds of audio */
+const char *hv_result_language(const hv_result *res); /* the code used */
+
+/* Each chunk with a non-empty transcript is a segment. Pointers stay valid
+ * until hv_result_free. */
+typedef struct hv_segment {
+    double start, end;            /* seconds */
+    int64_t start_sample;         /* at the model's sample rate */
+    int64_t end_sample;           /* exclusive */
+    const char *text;             /* trimmed */
+    const int32_t *tokens;        /* EOS excluded */
+    const float *token_logprobs;
+    int n_tokens;
+    double score;
+} hv_segment;
+
+int hv_result_n_segments(const hv_result *res);
+hv_segment hv_result_segment(const hv_result *res, int i);
 void hv_result_free(hv_result *res); /* NULL is allowed */
 
 /* --------------------------------------------------------------- audio */

@@ -28,12 +28,16 @@ struct hv_context {
 };
 
 struct hv_result {
-    char *text;
-    int32_t *tokens;     /* [n_tokens], EOS excluded */
+    char *text;          /* segments joined */
+    int32_t *tokens;     /* [n_tokens], all segments, EOS excluded */
     float *logprobs;     /* [n_tokens] */
-    int n_tokens;
-    double score;
+    int n_tokens, cap_tokens;
+    double score;        /* summed over segments */
     hv_timings timings;
+    double duration;     /* seconds */
+    char language[40];
+    hv_segment *segs;    /* [n_segs]; texts owned */
+    int n_segs;
 };
 
 /* Copies of the intermediate tensors of one run, owned by the caller

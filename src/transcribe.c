@@ -1,12 +1,14 @@
 /* The public API: model loading, contexts, and the transcription pipeline
  * samples -> features -> encoder states -> tokens -> text. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "audio/audio.h"
+#include "audio/chunking.h"
 #include "encoder.h"
 #include "pipeline.h"
 #include "search.h"
@@ -166,10 +168,148 @@ void hv_taps_free(hv_taps *t) {
     memset(t, 0, sizeof *t);
 }
 
-static float *dup_floats(const float *x, size_t n) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    if (p && n) memcpy(p, x, n * sizeof *p);
-    return p;
+/* Appends n floats/ints to the result's token arrays. */
+static int result_append(hv_result *r, const int32_t *tok, const float *lp, int n) {
+    if (r->n_tokens + n > r->cap_tokens) {
+        int cap = (r->n_tokens + n) * 2 + 16;
+        int32_t *t = realloc(r->tokens, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        r->tokens = t;
+        float *l = realloc(r->logprobs, (size_t)cap * sizeof *l);
+        if (!l) return -1;
+        r->logprobs = l;
+        r->cap_tokens = cap;
+    }
+    memcpy(r->tokens + r->n_tokens, tok, (size_t)n * sizeof *tok);
+    memcpy(r->logprobs + r->n_tokens, lp, (size_t)n * sizeof *lp);
+    r->n_tokens += n;
+    return 0;
+}
+
+/* What every chunk of one call shares. */
+typedef struct run {
+    hv_context *ctx;
+    const hv_transcribe_params *p;
+    int32_t prompt[HV_PROMPT_MAX];
+    int n_prompt;
+    int max_new;
+    float dither;
+    int32_t *tok_buf;       /* [max_new] */
+    float *lp_buf;          /* [max_new] */
+} run;
+
+/* One piece of audio: features -> encoder -> decoder; appends a segment
+ * when its transcript is not empty. */
+static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offset,
+                                  hv_result *res, hv_taps *taps) {
+    hv_context *ctx = R->ctx;
+    const hv_model *m = ctx->model;
+    const hv_config *c = &m->cfg;
+    const hv_transcribe_params *p = R->p;
+    hv_error *e = &ctx->err;
+    float *feat = NULL, *enc = NULL, *lp0 = NULL;
+    int n_fr, n_valid, n_enc, enc_len;
+    hv_status st;
+    double t0 = now_ms(), t1, t2;
+
+    if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + offset,
+                                  ctx->pool, &feat, &n_fr, &n_valid, e)))
+        goto done;
+    t1 = now_ms();
+    if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid, &enc,
+                                 &n_enc, &enc_len, e)))
+        goto done;
+    t2 = now_ms();
+    if (taps && !(lp0 = malloc((size_t)c->vocab_size * sizeof *lp0))) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    hv_search_params sp = {R->max_new, c->eos_token_id, p->num_beams, p->length_penalty,
+                           p->do_sample, p->temperature, p->top_k, p->top_p, p->seed};
+    hv_search_out so = {R->tok_buf, R->lp_buf, 0, 0};
+    if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p->num_beams, e)) ||
+        (st = hv_search(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, &sp, &so, lp0, e)))
+        goto done;
+    res->timings.frontend_ms += t1 - t0;
+    res->timings.encoder_ms += t2 - t1;
+    res->timings.decoder_ms += now_ms() - t2;
+    res->score += so.score;
+
+    char *text = hv_tokenizer_decode(&m->tok, so.tokens, so.n);
+    if (!text) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (!*text) { /* empty transcripts are dropped */
+        free(text);
+        goto tapped;
+    }
+    hv_segment *segs = realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *segs);
+    if (!segs || result_append(res, so.tokens, so.logprobs, so.n)) {
+        if (segs) res->segs = segs;
+        free(text);
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    res->segs = segs;
+    /* token pointers are set once all chunks are in (the arrays may move);
+     * until then `tokens` holds the offset */
+    hv_segment *g = &segs[res->n_segs++];
+    memset(g, 0, sizeof *g);
+    g->start_sample = (int64_t)offset;
+    g->end_sample = (int64_t)(offset + n);
+    g->start = (double)offset / c->sample_rate;
+    g->end = (double)(offset + n) / c->sample_rate;
+    g->text = text;
+    g->n_tokens = so.n;
+    g->tokens = (const int32_t *)(uintptr_t)(res->n_tokens - so.n);
+    g->score = so.score;
+tapped:
+    if (taps) {
+        taps->features = feat; taps->n_frames = n_fr; taps->n_valid = n_valid; feat = NULL;
+        taps->enc = enc; taps->n_enc = n_enc; taps->enc_len = enc_len; enc = NULL;
+        taps->logprobs0 = lp0; lp0 = NULL;
+        memcpy(taps->prompt, R->prompt, sizeof R->prompt);
+        taps->n_prompt = R->n_prompt;
+    }
+done:
+    free(feat);
+    free(enc);
+    free(lp0);
+    return st;
+}
+
+/* Joins the segments' texts and points the segments at their tokens. */
+static hv_status result_finish(hv_result *r, hv_error *e) {
+    int no_space = !strcmp(r->language, "ja") || !strcmp(r->language, "zh");
+    size_t len = 1;
+    for (int i = 0; i < r->n_segs; i++) len += strlen(r->segs[i].text) + 1;
+    if (!(r->text = malloc(len))) return hv_err(e, HV_ERR_NOMEM, "out of memory");
+    char *o = r->text;
+    for (int i = 0; i < r->n_segs; i++) {
+        if (i && !no_space) *o++ = ' ';
+        size_t k = strlen(r->segs[i].text);
+        memcpy(o, r->segs[i].text, k);
+        o += k;
+        uintptr_t off = (uintptr_t)r->segs[i].tokens;
+        r->segs[i].tokens = r->tokens + off;
+        r->segs[i].token_logprobs = r->logprobs + off;
+    }
+    *o = '\0';
+    r->timings.n_tokens = r->n_tokens;
+    return HV_OK;
+}
+
+static hv_chunk_plan_params chunk_params(const hv_config *c, const hv_transcribe_params *p) {
+    hv_chunk_plan_params cp;
+    double sr = c->sample_rate;
+    cp.mode = (hv_chunk_mode)p->chunking;
+    cp.chunk = (size_t)llround(c->max_audio_clip_s * sr);
+    cp.context = (size_t)llround(c->overlap_chunk_second * sr);
+    cp.window = (size_t)c->min_energy_window_samples;
+    cp.single = (size_t)llround((c->max_audio_clip_s - c->overlap_chunk_second) * sr);
+    cp.fixed = (size_t)llround((double)p->chunk_seconds * sr);
+    return cp;
 }
 
 hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
@@ -180,107 +320,86 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     const hv_config *c = &m->cfg;
     hv_error *e = &ctx->err;
     hv_transcribe_params p = params ? *params : hv_transcribe_default_params();
-    float *samples = NULL, *feat = NULL, *enc = NULL;
+    run R = {.ctx = ctx, .p = &p};
+    float *samples = NULL;
+    size_t *bounds = NULL, n = 0;
+    int n_chunks = 0;
     hv_result *res = NULL;
     hv_status st;
-    size_t n = 0;
-    int n_fr = 0, n_valid = 0, n_enc = 0, enc_len = 0;
-    double t0 = now_ms(), t1, t2;
+    double t0 = now_ms();
     hv_err_clear(e);
     *out = NULL;
     if (taps) memset(taps, 0, sizeof *taps);
 
     /* options */
     const char *lang = p.language ? p.language : default_language(c);
-    int32_t prompt[HV_PROMPT_MAX];
-    int n_prompt;
-    if ((st = hv_tokenizer_prompt(&m->tok, c, lang, p.punctuation != 0, prompt,
-                                  &n_prompt, e)))
+    if ((st = hv_tokenizer_prompt(&m->tok, c, lang, p.punctuation != 0, R.prompt,
+                                  &R.n_prompt, e)))
         return st;
-    int room = c->dec_max_seq - n_prompt;
+    int room = c->dec_max_seq - R.n_prompt;
     if (p.max_new_tokens < 0 || room < 1 || p.max_new_tokens > room)
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "max_new_tokens %d: must be between 1 and %d (the "
                       "decoder's max_sequence_length %d minus the %d-token prompt)",
-                      p.max_new_tokens, room, c->dec_max_seq, n_prompt);
-    int max_new = p.max_new_tokens ? p.max_new_tokens
-                                   : (c->max_new_tokens < room ? c->max_new_tokens : room);
+                      p.max_new_tokens, room, c->dec_max_seq, R.n_prompt);
+    R.max_new = p.max_new_tokens ? p.max_new_tokens
+                                 : (c->max_new_tokens < room ? c->max_new_tokens : room);
     if ((st = check_decoding(&p, e))) return st;
-    float dither = p.dither < 0 ? c->dither : p.dither;
-    if (!isfinite(dither))
+    R.dither = p.dither < 0 ? c->dither : p.dither;
+    if (!isfinite(R.dither))
         return hv_err(e, HV_ERR_INVALID_ARG, "dither must be finite");
+    if ((unsigned)p.chunking > HV_CHUNKING_NONE)
+        return hv_err(e, HV_ERR_INVALID_ARG, "chunking %d: unknown mode", (int)p.chunking);
+    if (p.chunking == HV_CHUNKING_FIXED &&
+        !(isfinite(p.chunk_seconds) && p.chunk_seconds >= 1 &&
+          p.chunk_seconds <= c->max_audio_clip_s))
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "chunk_seconds %g: must be between 1 and max_audio_clip_s (%g)",
+                      p.chunk_seconds, c->max_audio_clip_s);
     if (!pcm || channels < 1 || sample_rate < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)",
                       channels, sample_rate);
 
-    /* samples at the model's rate */
+    /* samples at the model's rate, then the chunk plan */
     if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, c->sample_rate,
                                &samples, &n, e)))
         goto done;
-    /* MODEL.md: longer audio than this is cut into chunks, which this
-     * version does not do yet. */
-    double max_s = c->max_audio_clip_s - c->overlap_chunk_second;
-    if ((double)n > max_s * c->sample_rate) {
-        st = hv_err(e, HV_ERR_LIMIT,
-                    "audio is %.1f s long; this version transcribes at most "
-                    "%g s (max_audio_clip_s - overlap_chunk_second) in one piece",
-                    (double)n / c->sample_rate, max_s);
-        goto done;
-    }
+    hv_chunk_plan_params cp = chunk_params(c, &p);
+    if ((st = hv_chunk_plan(samples, n, &cp, &bounds, &n_chunks, e))) goto done;
 
-    /* features */
-    if ((st = hv_frontend_compute(&m->fe, samples, n, dither, p.dither_seed,
-                                  ctx->pool, &feat, &n_fr, &n_valid, e)))
-        goto done;
-    t1 = now_ms();
-
-    /* encoder */
-    if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid,
-                                 &enc, &n_enc, &enc_len, e)))
-        goto done;
-    t2 = now_ms();
-
-    /* decoder */
     res = calloc(1, sizeof *res);
-    if (res) {
-        res->tokens = malloc((size_t)max_new * sizeof *res->tokens);
-        res->logprobs = malloc((size_t)max_new * sizeof *res->logprobs);
-    }
-    if (taps) taps->logprobs0 = malloc((size_t)c->vocab_size * sizeof(float));
-    if (!res || !res->tokens || !res->logprobs || (taps && !taps->logprobs0)) {
+    R.tok_buf = malloc((size_t)R.max_new * sizeof *R.tok_buf);
+    R.lp_buf = malloc((size_t)R.max_new * sizeof *R.lp_buf);
+    if (!res || !R.tok_buf || !R.lp_buf) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
-    hv_search_params sp = {max_new, c->eos_token_id, p.num_beams, p.length_penalty,
-                           p.do_sample, p.temperature, p.top_k, p.top_p, p.seed};
-    hv_search_out so = {res->tokens, res->logprobs, 0, 0};
-    if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p.num_beams, e)) ||
-        (st = hv_search(&ctx->dec, ctx->pool, prompt, n_prompt, &sp, &so,
-                        taps ? taps->logprobs0 : NULL, e)))
-        goto done;
-    res->n_tokens = so.n;
-    res->score = so.score;
-    res->text = hv_tokenizer_decode(&m->tok, res->tokens, res->n_tokens);
-    if (!res->text) {
-        st = hv_err(e, HV_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    res->timings.frontend_ms = t1 - t0;
-    res->timings.encoder_ms = t2 - t1;
-    res->timings.decoder_ms = now_ms() - t2;
-    res->timings.n_tokens = res->n_tokens;
+    snprintf(res->language, sizeof res->language, "%s", lang);
+    res->duration = (double)n / c->sample_rate;
+    res->timings.frontend_ms = now_ms() - t0; /* resampling and planning */
 
-    if (taps) {
-        taps->samples = samples; taps->n_samples = n; samples = NULL;
-        taps->features = feat; taps->n_frames = n_fr; taps->n_valid = n_valid; feat = NULL;
-        taps->enc = dup_floats(enc, (size_t)n_enc * c->dec_hidden);
-        taps->n_enc = n_enc; taps->enc_len = enc_len;
-        memcpy(taps->prompt, prompt, sizeof prompt);
-        taps->n_prompt = n_prompt;
-        if (!taps->enc) {
-            st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+    /* a too-short whole input is an error; a too-short last chunk is
+     * silence to the model and is skipped */
+    size_t min_piece = 2 * (size_t)c->hop_length;
+    if (n < min_piece) {
+        st = hv_err(e, HV_ERR_INVALID_ARG,
+                    "audio too short: %zu samples at %d Hz (at least %zu needed)", n,
+                    c->sample_rate, min_piece);
+        goto done;
+    }
+    for (int i = 0; i < n_chunks; i++) {
+        size_t a = bounds[i], len = bounds[i + 1] - a;
+        if (len < min_piece && n_chunks > 1) continue;
+        if ((st = transcribe_piece(&R, samples + a, len, a, res, i == 0 ? taps : NULL)))
             goto done;
-        }
+        if (p.progress) p.progress(p.progress_user, (double)bounds[i + 1] / c->sample_rate,
+                                   res->duration);
+    }
+    if ((st = result_finish(res, e))) goto done;
+    if (taps) {
+        taps->samples = samples;
+        taps->n_samples = n;
+        samples = NULL;
     }
     *out = res;
     res = NULL;
@@ -288,8 +407,9 @@ done:
     if (st && taps) hv_taps_free(taps);
     hv_result_free(res);
     free(samples);
-    free(feat);
-    free(enc);
+    free(bounds);
+    free(R.tok_buf);
+    free(R.lp_buf);
     return st;
 }
 
@@ -307,8 +427,29 @@ hv_timings hv_result_timings(const hv_result *r) { return r->timings; }
 const float *hv_result_token_logprobs(const hv_result *r) { return r->logprobs; }
 double hv_result_score(const hv_result *r) { return r->score; }
 
+double hv_result_duration(const hv_result *r) { return r->duration; }
+const char *hv_result_language(const hv_result *r) { return r->language; }
+int hv_result_n_segments(const hv_result *r) { return r->n_segs; }
+
+hv_segment hv_result_segment(const hv_result *r, int i) {
+    hv_segment none = {0};
+    return i >= 0 && i < r->n_segs ? r->segs[i] : none;
+}
+
+int hv_chunking_parse(const char *name, hv_chunking *out) {
+    static const char *names[] = {"auto", "energy", "fixed", "none"};
+    for (int i = 0; i < 4; i++)
+        if (name && !strcmp(name, names[i])) {
+            *out = (hv_chunking)i;
+            return 0;
+        }
+    return -1;
+}
+
 void hv_result_free(hv_result *r) {
     if (!r) return;
+    for (int i = 0; i < r->n_segs; i++) free((char *)r->segs[i].text);
+    free(r->segs);
     free(r->text);
     free(r->tokens);
     free(r->logprobs);
