@@ -152,6 +152,10 @@ typedef struct hv_timings {
     double frontend_ms; /* resampling + log-mel features */
     double encoder_ms;  /* encoder + projection */
     double decoder_ms;  /* cross-attention setup, prefill and every step */
+    double prefill_ms;  /* of decoder_ms: the prompt passes */
+    double steps_ms;    /* of decoder_ms: the one-token (or one-beam-batch)
+                           passes after the prompt */
+    int n_steps;        /* how many such passes */
     int n_tokens;       /* generated tokens, EOS excluded */
 } hv_timings;
 

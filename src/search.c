@@ -5,9 +5,26 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/ops.h"
 #include "sampling.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One decoder pass after the prompt, timed into out. */
+static hv_status timed_pass(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
+                      const int32_t *tokens, hv_search_out *out, hv_error *e) {
+    double t0 = now_ms();
+    hv_status st = hv_decoder_forward(dec, pool, seqs, n_seq, tokens, 1, e);
+    out->steps_ms += now_ms() - t0;
+    out->n_steps++;
+    return st;
+}
 
 /* ------------------------------------------------ greedy and sampling */
 
@@ -33,7 +50,7 @@ static hv_status search_single(hv_decoder *dec, hv_pool *pool,
         out->tokens[out->n] = tok;
         out->logprobs[out->n++] = lp[tok];
         if (step + 1 == p->max_new) break; /* no pass for an unused step */
-        if ((st = hv_decoder_forward(dec, pool, &seq, 1, &tok, 1, e))) break;
+        if ((st = timed_pass(dec, pool, &seq, 1, &tok, out, e))) break;
     }
     free(cand);
     return st;
@@ -224,7 +241,7 @@ static hv_status search_beams(hv_decoder *dec, hv_pool *pool,
         hyp *t = b.live; b.live = b.next; b.next = t;
         b.n_live = b.n_next;
         if ((st = hv_decoder_reorder(dec, b.parents, b.n_live, e)) ||
-            (st = hv_decoder_forward(dec, pool, seqs, b.n_live, b.step_tokens, 1, e)))
+            (st = timed_pass(dec, pool, seqs, b.n_live, b.step_tokens, out, e)))
             goto done;
     }
 
@@ -263,9 +280,13 @@ hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt,
     int seq = 0;
     out->n = 0;
     out->score = 0;
+    out->prefill_ms = out->steps_ms = 0;
+    out->n_steps = 0;
     if (p->num_beams > 64)
         return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: at most 64", p->num_beams);
+    double t0 = now_ms();
     hv_status st = hv_decoder_forward(dec, pool, &seq, 1, prompt, n_prompt, e);
+    out->prefill_ms = now_ms() - t0;
     if (st) return st;
     if (first_logprobs)
         memcpy(first_logprobs, dec->logits, (size_t)dec->c->vocab_size * sizeof(float));

@@ -24,6 +24,9 @@ typedef struct hv_search_out {
     float *logprobs;
     int n;
     double score;
+    double prefill_ms;    /* the prompt pass */
+    double steps_ms;      /* every later pass */
+    int n_steps;
 } hv_search_out;
 
 /* Decodes after the prompt. first_logprobs, when not NULL, receives the

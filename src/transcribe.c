@@ -226,13 +226,16 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offse
     }
     hv_search_params sp = {R->max_new, c->eos_token_id, p->num_beams, p->length_penalty,
                            p->do_sample, p->temperature, p->top_k, p->top_p, p->seed};
-    hv_search_out so = {R->tok_buf, R->lp_buf, 0, 0};
+    hv_search_out so = {.tokens = R->tok_buf, .logprobs = R->lp_buf};
     if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p->num_beams, e)) ||
         (st = hv_search(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, &sp, &so, lp0, e)))
         goto done;
     res->timings.frontend_ms += t1 - t0;
     res->timings.encoder_ms += t2 - t1;
     res->timings.decoder_ms += now_ms() - t2;
+    res->timings.prefill_ms += so.prefill_ms;
+    res->timings.steps_ms += so.steps_ms;
+    res->timings.n_steps += so.n_steps;
     res->score += so.score;
 
     char *text = hv_tokenizer_decode(&m->tok, so.tokens, so.n);
