@@ -1,6 +1,9 @@
 /* hviske-dump: transcribes one file and writes the pipeline's intermediate
- * tensors as .npy files plus result.json, for the parity tests against the
- * PyTorch reference (format: docs/CONVENTIONS.md). Dither defaults to 0. */
+ * tensors as .npy files plus result.json (n_valid_frames, enc_len, prompt,
+ * tokens, token_logprobs, score, text), for the parity tests against the
+ * PyTorch reference (format: docs/CONVENTIONS.md). Dither defaults to 0.
+ * --beams N / --length-penalty X select beam search (docs/DECODING.md);
+ * the library validates them. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -45,9 +48,16 @@ static cJSON *int_array(const int32_t *v, int n) {
     return a;
 }
 
+static cJSON *float_array(const float *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: hviske-dump -m MODEL_DIR -o OUT_DIR [-l LANG] "
-                    "[--no-punctuation] [--max-tokens N] [-t N] [--dither X] AUDIO\n");
+                    "[--no-punctuation] [--max-tokens N] [-t N] [--dither X]\n"
+                    "                   [--beams N] [--length-penalty X] AUDIO\n");
 }
 
 int main(int argc, char **argv) {
@@ -59,6 +69,8 @@ int main(int argc, char **argv) {
         {"no-punctuation", no_argument, 0, 'P'},
         {"max-tokens", required_argument, 0, 'M'},
         {"dither", required_argument, 0, 'D'},
+        {"beams", required_argument, 0, 'B'},
+        {"length-penalty", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:o:l:t:", opts, NULL)) != -1) {
@@ -70,6 +82,8 @@ int main(int argc, char **argv) {
         case 'P': tp.punctuation = 0; break;
         case 'M': tp.max_new_tokens = atoi(optarg); break;
         case 'D': tp.dither = strtof(optarg, NULL); break;
+        case 'B': tp.num_beams = atoi(optarg); break;
+        case 'L': tp.length_penalty = strtof(optarg, NULL); break;
         default: usage(); return 2;
         }
     }
@@ -123,6 +137,10 @@ int main(int argc, char **argv) {
         cJSON_AddItemToObject(j, "prompt", int_array(taps.prompt, taps.n_prompt));
         cJSON_AddItemToObject(j, "tokens", int_array(hv_result_tokens(res),
                                                      hv_result_n_tokens(res)));
+        cJSON_AddItemToObject(j, "token_logprobs",
+                              float_array(hv_result_token_logprobs(res),
+                                          hv_result_n_tokens(res)));
+        cJSON_AddNumberToObject(j, "score", hv_result_score(res));
         cJSON_AddStringToObject(j, "text", hv_result_text(res));
         char *s = cJSON_PrintUnformatted(j);
         char path[4096];

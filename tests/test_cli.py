@@ -8,7 +8,10 @@ Environment (set by CTest, see tests/CMakeLists.txt):
 Covers option parsing (exit 2), model-load failures (exit 1, a message naming
 the broken file, nothing on stdout), per-file failures in a batch, hostile
 audio (too long, too short, empty, garbage, silence, clipping), plain and
---json output, and that the thread count does not change the result.
+--json output, that the thread count does not change the result, and the
+decoding options (--beams, --length-penalty, --sample, --temperature,
+--top-k, --top-p, --seed: validation, --beams 1 and degenerate sampling equal
+greedy, seeds reproduce and differ).
 Prints one line per case and ends with "N passed, M failed".
 """
 import glob
@@ -31,6 +34,8 @@ SOURCE_DIR = os.environ.get(
 TIMEOUT = 900
 AUDIO_EXT = (".wav", ".flac", ".ogg", ".opus", ".mp3")
 TIMING_KEYS = {"frontend_ms", "encoder_ms", "decoder_ms", "n_tokens"}
+JSON_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings"}
+LOGPROB_EPS = 1e-4  # a log-prob may round a hair above 0
 
 passed = 0
 failed = 0
@@ -103,6 +108,10 @@ def expect_failure(name, args, mentions, rc=(1,)):
           f"expected exit {rc}, empty stdout, stderr naming {missing}")
 
 
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def parse_json_lines(run):
     """The --json lines of a run, or None with a reason."""
     objs = []
@@ -115,8 +124,7 @@ def parse_json_lines(run):
             o = json.loads(line)
         except ValueError as e:
             return None, f"bad JSON line {line!r}: {e}"
-        if not isinstance(o, dict) or set(o) != {"file", "text", "tokens",
-                                                 "timings"}:
+        if not isinstance(o, dict) or set(o) != JSON_KEYS:
             return None, f"wrong keys in {line!r}"
         if not isinstance(o["text"], str) or not isinstance(o["file"], str):
             return None, f"file/text not strings in {line!r}"
@@ -125,6 +133,15 @@ def parse_json_lines(run):
                 isinstance(t, int) and not isinstance(t, bool) and t >= 0
                 for t in toks):
             return None, f"tokens not non-negative ints in {line!r}"
+        lps = o["token_logprobs"]
+        if not isinstance(lps, list) or len(lps) != len(toks) or not all(
+                is_number(x) and math.isfinite(x) and x <= LOGPROB_EPS
+                for x in lps):
+            return None, (f"token_logprobs not {len(toks)} finite numbers "
+                          f"<= 0 in {line!r}")
+        if not (is_number(o["score"]) and math.isfinite(o["score"])
+                and o["score"] <= LOGPROB_EPS):
+            return None, f"score not a finite number <= 0 in {line!r}"
         t = o["timings"]
         if not isinstance(t, dict) or set(t) != TIMING_KEYS:
             return None, f"wrong timings keys in {line!r}"
@@ -343,6 +360,8 @@ def test_options(model, wav, wav2):
     for opts in ([["-l", lang] for lang in langs] +
                  [["--language", langs[0]]] * bool(langs) +
                  [["--no-punctuation"], ["--dither", "0"], ["--dither", "1e-5"],
+                  ["--beams", "2"], ["--beams", "5", "--length-penalty", "0.7"],
+                  ["--sample"], ["--sample", "--seed", "11", "--top-k", "40"],
                   ["-t", "1"], ["--threads", "3"], ["--max-tokens", "5"], []]):
         r = Run(opts + ["-m", model, wav])
         check(f"option {' '.join(opts) or '(none)'}", r,
@@ -373,6 +392,202 @@ def test_options(model, wav, wav2):
     r1, r2 = Run(["-t", "1"] + base), Run(["-t", "2"] + base)
     check("-t 1 and -t 2 identical with dither", r2,
           r1.rc == 0 and r2.rc == 0 and r1.out == r2.out, f"{r1}")
+
+
+# ---------------------------------------------------------------- decoding
+
+def decoded(objs):
+    """What decoding decides, per file: everything but the timings."""
+    return [(o["file"], o["text"], o["tokens"], o["token_logprobs"],
+             o["score"]) for o in objs]
+
+
+def same_decoding(a, b, tol=1e-5):
+    """Same files, texts and tokens; log-probs and scores within tol (the
+    same numbers, perhaps summed in another order)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if (x["file"], x["text"], x["tokens"]) != (y["file"], y["text"],
+                                                   y["tokens"]):
+            return False
+        if abs(x["score"] - y["score"]) > tol or any(
+                abs(p - q) > tol for p, q in zip(x["token_logprobs"],
+                                                 y["token_logprobs"])):
+            return False
+    return True
+
+
+def json_run(args):
+    """Runs with --json; (run, objects or None, why)."""
+    r = Run(["--json"] + args)
+    objs, why = parse_json_lines(r)
+    if r.rc != 0:
+        objs = None
+    return r, objs, why
+
+
+def test_decoding_usage(model, wav):
+    bad = [
+        ["--beams", "0"], ["--beams", "-1"], ["--beams", "abc"],
+        ["--beams", "1.5"], ["--beams", ""], ["--beams", "99999999999999"],
+        ["--length-penalty", "0"], ["--length-penalty", "-1"],
+        ["--length-penalty", "nan"], ["--length-penalty", "inf"],
+        ["--length-penalty", "1e99"], ["--length-penalty", "1x"],
+        ["--length-penalty", ""],
+        ["--temperature", "0"], ["--temperature", "-0.5"],
+        ["--temperature", "nan"], ["--temperature", "inf"],
+        ["--temperature", "abc"], ["--temperature", ""],
+        ["--top-k", "-1"], ["--top-k", "1.5"], ["--top-k", "abc"],
+        ["--top-k", ""], ["--top-k", "99999999999999"],
+        ["--top-p", "0"], ["--top-p", "-0.1"], ["--top-p", "1.5"],
+        ["--top-p", "1.0001"], ["--top-p", "nan"], ["--top-p", "inf"],
+        ["--top-p", "abc"], ["--top-p", ""],
+        ["--seed", "-1"], ["--seed", "abc"], ["--seed", "1.5"],
+        ["--seed", ""], ["--seed", "18446744073709551616"],
+        ["--seed", "99999999999999999999999"], ["--seed", "+1"],
+        ["--seed", " 1"], ["--seed", "0x10"],
+    ]
+    for opt in bad:
+        # --sample too, so the value is the only thing wrong
+        args = opt + (["--sample"] if opt[0] not in ("--beams",
+                                                      "--length-penalty")
+                      else [])
+        r = Run(args + ["-m", model, wav])
+        check(f"bad decoding value {' '.join(opt)!r}", r,
+              r.rc == 2 and r.out == "" and r.err.startswith("hviske: ")
+              and opt[0] in r.err and (opt[1] == "" or opt[1] in r.err),
+              "expected exit 2, nothing on stdout, a message naming the "
+              "option and the value")
+    for args in (["--sample", "--beams", "2"], ["--beams", "3", "--sample"],
+                 ["--sample", "--seed", "1", "--beams", "4"]):
+        r = Run(args + ["-m", model, wav])
+        check(f"{' '.join(args)} is a usage error", r,
+              r.rc == 2 and r.out == "" and "--sample" in r.err
+              and "--beams" in r.err,
+              "expected exit 2 and a message naming --sample and --beams")
+    # accepted boundary values
+    for args in (["--beams", "1"], ["--length-penalty", "1e-3", "--beams", "2"],
+                 ["--sample", "--top-k", "0"], ["--sample", "--top-p", "1"],
+                 ["--sample", "--seed", "0"],
+                 ["--sample", "--seed", "18446744073709551615"],
+                 ["--sample", "--temperature", "1e-3"],
+                 ["--sample", "--beams", "1"]):
+        r = Run(args + ["-m", model, wav])
+        check(f"accepted: {' '.join(args)}", r,
+              r.rc == 0 and len(r.lines()) == 1 and "warning" not in r.err,
+              "expected exit 0, one line, no warning")
+    # beyond what the library supports: the library's error, exit 1
+    r = Run(["--beams", "1000000", "-m", model, wav])
+    check("--beams 1000000: the library refuses it (exit 1)", r,
+          r.rc == 1 and r.out == "" and wav in r.err and "beams" in r.err,
+          "expected exit 1, nothing on stdout, a message naming the file "
+          "and num_beams")
+
+
+def test_decoding(model, wav, wav2, models, audio):
+    files = [wav, wav2]
+    r, greedy, why = json_run(["-m", model] + files)
+    check("greedy --json has token_logprobs and score", r,
+          greedy is not None and len(greedy) == 2, why)
+    if greedy is None:
+        return
+    g = decoded(greedy)
+    for o in greedy:
+        s = sum(o["token_logprobs"])
+        # EOS, when it ended the sequence, adds its (negative) log-prob
+        report(f"greedy score <= sum of token log-probs "
+               f"{os.path.basename(o['file'])}",
+               o["score"] <= s + 1e-3, f"score {o['score']} sum {s}")
+
+    r, objs, why = json_run(["--beams", "1", "-m", model] + files)
+    check("--beams 1 == greedy (json)", r,
+          objs is not None and decoded(objs) == g, why or f"{objs} != {g}")
+    r1, r2 = Run(["-m", model] + files), Run(["--beams", "1", "-m", model]
+                                             + files)
+    check("--beams 1 == greedy (text)", r2,
+          r1.rc == 0 and r2.rc == 0 and r1.out == r2.out, f"{r1}")
+
+    # beam search on every model, two files
+    for m in models:
+        for beams, extra in ((3, []), (2, ["--length-penalty", "0.5"]),
+                             (4, ["--length-penalty", "2"])):
+            args = ["--beams", str(beams)] + extra + ["-m", m] + files
+            r, objs, why = json_run(args)
+            check(f"{os.path.basename(m)} "
+                  f"{' '.join(['--beams', str(beams)] + extra)} --json", r,
+                  objs is not None and len(objs) == 2
+                  and [o["file"] for o in objs] == files,
+                  why or "expected exit 0 and two JSON lines")
+    r, objs, why = json_run(["--beams", "3", "--max-tokens", "2", "-m", model]
+                            + files)
+    check("--beams 3 --max-tokens 2 caps the tokens", r,
+          objs is not None and all(len(o["tokens"]) <= 2 for o in objs), why)
+    r1 = Run(["--json", "-t", "1", "--beams", "4", "-m", model] + files)
+    r2 = Run(["--json", "-t", "2", "--beams", "4", "-m", model] + files)
+    o1, _ = parse_json_lines(r1)
+    o2, _ = parse_json_lines(r2)
+    # tokens identical; log-probs may differ in the last bits (the kernels
+    # split sums by thread), as in greedy decoding
+    check("--beams 4: -t 1 and -t 2 give the same tokens", r2,
+          r1.rc == 0 and r2.rc == 0 and o1 is not None and o2 is not None
+          and same_decoding(o1, o2, 1e-4), f"{r1}")
+
+    # sampling: reproducible, degenerate settings are greedy
+    args = ["--sample", "--seed", "7", "-m", model] + files
+    r1, o1, _ = json_run(args)
+    r2, o2, why = json_run(args)
+    check("--sample --seed 7 twice: identical", r2,
+          o1 is not None and o2 is not None and decoded(o1) == decoded(o2),
+          why or f"{r1}")
+    r1, r2 = Run(args), Run(args)
+    check("--sample --seed 7 twice: identical text", r2,
+          r1.rc == 0 and r2.rc == 0 and r1.out == r2.out, f"{r1}")
+    for m in models:
+        r, gm, why = json_run(["-m", m] + audio)
+        if gm is None:
+            check(f"greedy {os.path.basename(m)}", r, False, why)
+            continue
+        for extra in (["--top-k", "1"], ["--top-k", "1", "--temperature", "3"],
+                      ["--top-p", "1e-6"],
+                      ["--top-p", "1e-6", "--temperature", "0.5"]):
+            args = ["--sample", "--seed", "3"] + extra
+            r, objs, why = json_run(args + ["-m", m] + audio)
+            # token log-probs are the model's, before temperature and
+            # truncation, so the whole result equals greedy
+            check(f"{os.path.basename(m)} {' '.join(args)} == greedy", r,
+                  objs is not None and same_decoding(objs, gm),
+                  why or "output differs from greedy")
+
+    # different seeds give different outputs: at temperature 2 on this
+    # random-weight model, four seeds all agreeing on every file would take
+    # a vanishingly unlikely coincidence (the runs are deterministic)
+    outs = set()
+    for seed in ("1", "2", "3", "4"):
+        r = Run(["--sample", "--temperature", "2", "--seed", seed,
+                 "-m", model] + files)
+        if r.rc == 0:
+            outs.add(r.out)
+    check("--sample --temperature 2: seeds 1..4 do not all agree", r,
+          len(outs) >= 2, f"{len(outs)} distinct outputs")
+    r, objs, why = json_run(["--sample", "--temperature", "2", "--seed", "5",
+                             "--top-k", "20", "--top-p", "0.9", "-m", model]
+                            + files)
+    check("--sample with temperature, top-k and top-p", r,
+          objs is not None and len(objs) == 2, why)
+
+    # options of the other mode: a warning, then the default decoding
+    for opts, mentions in ((["--temperature", "2"], "--temperature"),
+                           (["--top-k", "5"], "--top-k"),
+                           (["--top-p", "0.5"], "--top-p"),
+                           (["--seed", "9"], "--seed"),
+                           (["--length-penalty", "2"], "--length-penalty")):
+        r, objs, why = json_run(opts + ["-m", model] + files)
+        check(f"{' '.join(opts)} alone: a warning, greedy output", r,
+              objs is not None and decoded(objs) == g
+              and "warning" in r.err and mentions in r.err,
+              why or "expected exit 0, greedy output and a warning naming "
+              f"{mentions}")
 
 
 def test_batch(model, wav, tmp):
@@ -489,6 +704,8 @@ def main():
         test_model_errors(model, wav, tmp)
         test_transcribe_fixtures(models, audio, entries)
         test_options(model, wav, wav2)
+        test_decoding_usage(model, wav)
+        test_decoding(model, wav, wav2, models, audio[:3])
         test_batch(model, wav, tmp)
         test_hostile_audio(model, tmp)
 

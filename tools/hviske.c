@@ -32,6 +32,13 @@ typedef struct options {
     int n_threads;         /* 0: all cores */
     int max_tokens;        /* 0: the model's default */
     float dither;          /* < 0: the model's config value */
+    int num_beams;         /* 1: greedy or sampling */
+    float length_penalty;  /* beam search */
+    int do_sample;
+    float temperature;     /* sampling */
+    int top_k;
+    float top_p;
+    uint64_t seed;
     int json;
     char **files;          /* argv tail */
     int n_files;
@@ -55,7 +62,20 @@ static void usage(FILE *f)
         "      --dither X         dither amount, X >= 0 (default: the\n"
         "                         model's; 0 turns it off)\n"
         "      --json             one JSON object per file: file, text,\n"
-        "                         tokens, timings\n"
+        "                         tokens, token_logprobs, score, timings\n"
+        "\n"
+        "Decoding (default: greedy):\n"
+        "      --beams N          beam search with N beams, N >= 1 (1: greedy)\n"
+        "      --length-penalty X beam search compares hypotheses by\n"
+        "                         score / length^X; X > 0 (default 1)\n"
+        "      --sample           sample each token instead (one beam only)\n"
+        "      --temperature T    sampling temperature, T > 0 (default 1)\n"
+        "      --top-k K          sample from the K most likely tokens;\n"
+        "                         K >= 0, 0 = all (default)\n"
+        "      --top-p P          sample from the smallest most-likely set\n"
+        "                         reaching probability P, 0 < P <= 1 (default 1)\n"
+        "      --seed S           sampling seed, 0..2^64-1 (default 0); the\n"
+        "                         same seed and input give the same output\n"
         "  -h, --help             show this help and exit\n"
         "      --version          show the version and exit\n"
         "\n"
@@ -102,12 +122,38 @@ static int parse_nonneg_float(const char *s, float *out)
     return 0;
 }
 
+/* Whole-string finite float > 0 and <= hi; 0 on success. */
+static int parse_pos_float(const char *s, float hi, float *out)
+{
+    float v;
+    if (parse_nonneg_float(s, &v) || !(v > 0.0f) || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Whole-string unsigned decimal 0..UINT64_MAX (no sign, no spaces); 0 on
+ * success. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (*s < '0' || *s > '9') /* strtoull would accept " 1", "+1", "-1" */
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0' || errno == ERANGE || v > UINT64_MAX)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
 /* Fills o from argv. Returns -1 to go on, otherwise the exit status
  * (0 after --help or --version). */
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { OPT_NO_PUNCT = 256, OPT_MAX_TOKENS, OPT_DITHER, OPT_JSON,
-           OPT_VERSION };
+           OPT_VERSION, OPT_BEAMS, OPT_LENGTH_PENALTY, OPT_SAMPLE,
+           OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"language", required_argument, NULL, 'l'},
@@ -116,11 +162,26 @@ static int parse_options(int argc, char **argv, options *o)
         {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
         {"dither", required_argument, NULL, OPT_DITHER},
         {"json", no_argument, NULL, OPT_JSON},
+        {"beams", required_argument, NULL, OPT_BEAMS},
+        {"length-penalty", required_argument, NULL, OPT_LENGTH_PENALTY},
+        {"sample", no_argument, NULL, OPT_SAMPLE},
+        {"temperature", required_argument, NULL, OPT_TEMPERATURE},
+        {"top-k", required_argument, NULL, OPT_TOP_K},
+        {"top-p", required_argument, NULL, OPT_TOP_P},
+        {"seed", required_argument, NULL, OPT_SEED},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    *o = (options){.punctuation = 1, .dither = -1.0f};
+    hv_transcribe_params defaults = hv_transcribe_default_params();
+    *o = (options){.punctuation = 1, .dither = -1.0f,
+                   .num_beams = defaults.num_beams,
+                   .length_penalty = defaults.length_penalty,
+                   .temperature = defaults.temperature,
+                   .top_k = defaults.top_k, .top_p = defaults.top_p,
+                   .seed = defaults.seed};
+    /* options that only matter in one decoding mode, for the warnings */
+    const char *lp_opt = NULL, *sampling_opt = NULL;
 
     opterr = 0; /* our own messages */
     int c;
@@ -145,6 +206,42 @@ static int parse_options(int argc, char **argv, options *o)
                                    "number >= 0)", optarg);
             break;
         case OPT_JSON: o->json = 1; break;
+        case OPT_BEAMS:
+            if (parse_int(optarg, 1, INT_MAX, &o->num_beams))
+                return usage_error("invalid --beams '%s' (expected an "
+                                   "integer >= 1)", optarg);
+            break;
+        case OPT_LENGTH_PENALTY:
+            if (parse_pos_float(optarg, INFINITY, &o->length_penalty))
+                return usage_error("invalid --length-penalty '%s' (expected "
+                                   "a finite number > 0)", optarg);
+            lp_opt = "--length-penalty";
+            break;
+        case OPT_SAMPLE: o->do_sample = 1; break;
+        case OPT_TEMPERATURE:
+            if (parse_pos_float(optarg, INFINITY, &o->temperature))
+                return usage_error("invalid --temperature '%s' (expected a "
+                                   "finite number > 0)", optarg);
+            sampling_opt = "--temperature";
+            break;
+        case OPT_TOP_K:
+            if (parse_int(optarg, 0, INT_MAX, &o->top_k))
+                return usage_error("invalid --top-k '%s' (expected an "
+                                   "integer >= 0)", optarg);
+            sampling_opt = "--top-k";
+            break;
+        case OPT_TOP_P:
+            if (parse_pos_float(optarg, 1.0f, &o->top_p))
+                return usage_error("invalid --top-p '%s' (expected a number "
+                                   "> 0 and <= 1)", optarg);
+            sampling_opt = "--top-p";
+            break;
+        case OPT_SEED:
+            if (parse_u64(optarg, &o->seed))
+                return usage_error("invalid --seed '%s' (expected an integer "
+                                   "0..18446744073709551615)", optarg);
+            sampling_opt = "--seed";
+            break;
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf("hviske %s\n", HV_VERSION); return 0;
         case ':':
@@ -156,12 +253,22 @@ static int parse_options(int argc, char **argv, options *o)
             return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (o->do_sample && o->num_beams > 1)
+        return usage_error("--sample and --beams %d cannot be combined "
+                           "(sampling uses one beam)", o->num_beams);
     if (!o->model_dir)
         return usage_error("no model given (use -m MODEL_DIR)");
     if (optind >= argc)
         return usage_error("no input files");
     o->files = argv + optind;
     o->n_files = argc - optind;
+    /* Harmless but probably not what was meant: say so, and go on. */
+    if (sampling_opt && !o->do_sample)
+        fprintf(stderr, "hviske: warning: %s has no effect without "
+                "--sample\n", sampling_opt);
+    if (lp_opt && o->num_beams <= 1)
+        fprintf(stderr, "hviske: warning: %s has no effect without "
+                "--beams N (N > 1)\n", lp_opt);
     return -1;
 }
 
@@ -226,25 +333,46 @@ static char *utf8_clean(const char *s)
  * 1.5070889999624342. */
 static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
 
+/* A float as the double of its shortest decimal form that reads back as
+ * the same float, so JSON shows -0.30528 rather than -0.30527999997138977. */
+static double float_for_json(float v)
+{
+    char buf[32];
+    if (!isfinite(v))
+        return v; /* cJSON writes null */
+    for (int prec = 6; prec <= 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v)
+            break;
+    }
+    return strtod(buf, NULL);
+}
+
 /* Prints one result as a single-line JSON object; 0 on success. */
 static int print_json(const char *path, const hv_result *res)
 {
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
+    const float *lps = hv_result_token_logprobs(res);
     char *file = utf8_clean(path), *text = utf8_clean(hv_result_text(res));
-    cJSON *obj = cJSON_CreateObject(), *arr = NULL, *tim = NULL;
+    cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL,
+          *tim = NULL;
 
     int ok = file && text && obj &&
              cJSON_AddStringToObject(obj, "file", file) &&
              cJSON_AddStringToObject(obj, "text", text) &&
              (arr = cJSON_AddArrayToObject(obj, "tokens")) &&
+             (lparr = cJSON_AddArrayToObject(obj, "token_logprobs")) &&
+             cJSON_AddNumberToObject(obj, "score", hv_result_score(res)) &&
              (tim = cJSON_AddObjectToObject(obj, "timings")) &&
              cJSON_AddNumberToObject(tim, "frontend_ms", ms3(t.frontend_ms)) &&
              cJSON_AddNumberToObject(tim, "encoder_ms", ms3(t.encoder_ms)) &&
              cJSON_AddNumberToObject(tim, "decoder_ms", ms3(t.decoder_ms)) &&
              cJSON_AddNumberToObject(tim, "n_tokens", t.n_tokens);
     for (int i = 0; ok && i < hv_result_n_tokens(res); i++)
-        ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(tokens[i]));
+        ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(tokens[i])) &&
+             cJSON_AddItemToArray(lparr, cJSON_CreateNumber(
+                                             lps ? float_for_json(lps[i]) : 0.0));
     char *line = ok ? cJSON_PrintUnformatted(obj) : NULL;
     int rc = line ? 0 : -1;
     if (line)
@@ -288,6 +416,13 @@ static int transcribe_file(hv_context *ctx, const options *o,
     tp.max_new_tokens = o->max_tokens;
     if (o->dither >= 0.0f)
         tp.dither = o->dither;
+    tp.num_beams = o->num_beams;
+    tp.length_penalty = o->length_penalty;
+    tp.do_sample = o->do_sample;
+    tp.temperature = o->temperature;
+    tp.top_k = o->top_k;
+    tp.top_p = o->top_p;
+    tp.seed = o->seed;
 
     hv_result *res = NULL;
     int rc = 0;

@@ -40,14 +40,22 @@ Importable API (used by test_parity.py):
   features(model, samples, dither=0.0, seed=0) -> (feats [frames, mels] f32, n_valid)
   encode(model, feats, n_valid) -> (enc [n_enc, h] after projection, enc_len)
   Decoder(model, enc, enc_len): .prefill(prompt) / .step(token) -> log-probs [V]
-  greedy(model, enc, enc_len, prompt, max_new_tokens) -> tokens
+  greedy(model, enc, enc_len, prompt, max_new_tokens[, return_scores=True])
+      -> tokens (or {tokens, token_logprobs, score, eos})
+  beam_search(model, enc, enc_len, prompt, max_new_tokens, num_beams,
+              length_penalty) -> {tokens, token_logprobs, score, length, eos,
+                                  min_margin}   (docs/DECODING.md)
   build_prompt(model, language, punctuation) -> ids
   decode_text(model, ids) -> str
-  run(model, samples, language, punctuation, max_new_tokens) -> dict
+  run(model, samples, language, punctuation, max_new_tokens, dither,
+      num_beams, length_penalty) -> dict (tokens, token_logprobs, score, ...)
 
 Command line:
   reference.py --model DIR --samples samples.npy --out OUTDIR
                [--language da] [--no-punctuation] [--max-new-tokens N]
+               [--beams N] [--length-penalty X]
+  (result.json: n_valid_frames, enc_len, prompt, tokens, token_logprobs,
+  score, text)
   reference.py --selftest [--fixtures DIR]
 """
 
@@ -588,27 +596,232 @@ def resolve_max_new_tokens(m, prompt_len, requested=None):
     return max(0, min(n, m.max_seq - prompt_len))
 
 
-def greedy(m, enc, enc_len, prompt, max_new_tokens, return_logprobs0=False, gaps=None):
+def log_probs(m, out):
+    """The decoder's output as log-probs: as it is when the head applies
+    log_softmax, else normalised here (docs/DECODING.md: every mode scores
+    with log-probs)."""
+    return out if m.log_softmax else torch.log_softmax(out, dim=-1)
+
+
+def greedy(m, enc, enc_len, prompt, max_new_tokens, return_logprobs0=False, gaps=None,
+           return_scores=False):
     """Argmax decoding (first index on ties) until eos_token_id (not
     included) or max_new_tokens tokens. gaps, when a list, receives the
-    top-1 minus top-2 log-prob of every step (diagnostics)."""
+    top-1 minus top-2 log-prob of every step (diagnostics).
+
+    Returns tokens; with return_logprobs0 (tokens, logprobs0); with
+    return_scores a dict {"tokens", "token_logprobs", "score", "eos"}
+    (and "logprobs0" when return_logprobs0 is also set). The score is the
+    sum of the chosen tokens' log-probs, plus the EOS log-prob when EOS
+    ended the sequence (docs/DECODING.md "Greedy"), summed in float64."""
     dec = Decoder(m, enc, enc_len)
     lp = dec.prefill(prompt)
     lp0 = lp
-    tokens = []
+    tokens, token_lps = [], []
+    score, eos = 0.0, False
     for i in range(max_new_tokens):
+        nlp = log_probs(m, lp)
         t = int(torch.argmax(lp).item())
         if gaps is not None:
             top = torch.topk(lp, 2).values
             gaps.append(float(top[0] - top[1]))
+        score += float(nlp[t])
         if t == m.eos_id:
+            eos = True
             break
         tokens.append(t)
+        token_lps.append(float(nlp[t]))
         if i + 1 < max_new_tokens:
             lp = dec.step(t)
+    if return_scores:
+        r = {"tokens": tokens, "token_logprobs": token_lps, "score": score, "eos": eos}
+        if return_logprobs0:
+            r["logprobs0"] = lp0
+        return r
     if return_logprobs0:
         return tokens, lp0
     return tokens
+
+
+# -------------------------------------------------------------- beam search
+
+def norm_score(s, length, length_penalty):
+    """docs/DECODING.md: norm(s, len) = s / max(1, len)^length_penalty."""
+    return s / (max(1, length) ** length_penalty)
+
+
+def _best_tokens(lp, k):
+    """The k largest entries of lp, ties broken by the lower id: ids sorted
+    by (-lp, id)."""
+    v = lp.detach().to(torch.float64).numpy()
+    order = np.argsort(-v, kind="stable")         # stable: equal values keep id order
+    return [int(i) for i in order[:k]]
+
+
+class _Beam:
+    """A live beam: its decoder state, tokens (no EOS), summed log-prob s,
+    per-token log-probs, and the log-probs for its next token."""
+
+    def __init__(self, state, tokens, s, token_lps, lp):
+        self.state, self.tokens, self.s, self.token_lps, self.lp = state, tokens, s, token_lps, lp
+
+
+def _fork(dec):
+    """A copy of a Decoder sharing the cross-attention keys/values and the
+    self-attention cache so far. Decoder.forward replaces the per-layer
+    cache tensors (torch.cat makes new ones), never writes into them, so a
+    shallow copy of the list is a correct copy-on-write."""
+    d = Decoder.__new__(Decoder)
+    d.__dict__.update(dec.__dict__)
+    d.cache = list(dec.cache)
+    return d
+
+
+def beam_search(m, enc, enc_len, prompt, max_new_tokens, num_beams, length_penalty=1.0, trace=None,
+                recompute=False):
+    """Beam search exactly as docs/DECODING.md "Beam search" states it (the
+    rules are in beam_search_core; this binds them to the model).
+
+    Each live beam is its own Decoder (with a shared-prefix KV cache, see
+    _fork); running them one after another equals running them as a batch.
+    recompute=True instead feeds every beam's whole prefix (prompt and
+    tokens) through a fresh decoder each step: slower, no cache at all (the
+    self-test checks both agree). Log-probs are the model's dtype (float32)
+    values; sums are float64."""
+    if max_new_tokens <= 0:
+        return beam_search_core(None, None, None, m.eos_id, 0, num_beams, length_penalty, trace)
+    dec = Decoder(m, enc, enc_len)
+    first_lp = log_probs(m, dec.prefill(prompt))
+
+    def advance(state, tokens):
+        """state: the parent's decoder; tokens: the child's tokens (the last
+        one new). Returns (child decoder, log-probs of its next token)."""
+        if recompute:
+            d = Decoder(m, enc, enc_len)
+            return d, log_probs(m, d.forward(list(prompt) + list(tokens))[-1])
+        d = _fork(state)
+        return d, log_probs(m, d.step(tokens[-1]))
+
+    return beam_search_core(dec, first_lp, advance, m.eos_id, max_new_tokens, num_beams,
+                            length_penalty, trace)
+
+
+def beam_search_core(root_state, first_lp, advance, eos, max_new_tokens, num_beams,
+                     length_penalty=1.0, trace=None):
+    """The rules of docs/DECODING.md "Beam search", independent of the model:
+    first_lp is the log-prob vector (1-D tensor) after the prompt;
+    advance(parent_state, child_tokens) -> (child_state, child's next
+    log-probs) extends a beam by its last token.
+
+    Returns {"tokens" (EOS excluded), "token_logprobs", "score" (the
+    normalised score of the winner), "length" (its length, counting the EOS
+    step), "eos" (whether it ended with EOS), "min_margin" (diagnostics: the
+    smallest gap between consecutive ranked candidate scores among the
+    ranks that decided the search, and between the early-stop comparison's
+    sides; tiny values mean float rounding could flip a choice)}.
+
+    trace, when a list, receives one dict per step: the walked candidates
+    (rank, summed score, token, beam, "finish"/"skip"/"live"), the live
+    beams' tokens and summed scores after the step, and the finished
+    hypotheses."""
+    N = int(num_beams)
+    if N < 1:
+        raise ValueError("num_beams must be >= 1")
+    if not (math.isfinite(length_penalty) and length_penalty > 0):
+        raise ValueError("length_penalty must be finite and > 0")
+    live = [_Beam(root_state, [], 0.0, [], first_lp)]
+    finished = []          # (norm, order added, tokens, token_lps, length, eos)
+    n_added = 0
+    min_margin = float("inf")
+
+    def add_finished(tokens, token_lps, s, length, ended_by_eos):
+        nonlocal n_added
+        h = (norm_score(s, length, length_penalty), n_added, list(tokens), list(token_lps),
+             length, ended_by_eos)
+        n_added += 1
+        if len(finished) < N:
+            finished.append(h)
+        else:
+            # kept to the best N by normalised score: a hypothesis enters
+            # only when it beats the worst kept one; on ties among the
+            # worst, the latest added leaves (the first added stays)
+            worst = min(finished, key=lambda x: (x[0], -x[1]))
+            if h[0] > worst[0]:
+                finished.remove(worst)
+                finished.append(h)
+
+    for step in range(max_new_tokens):
+        # 1-2. (all live beams have `step` tokens and their next log-probs)
+        # each live beam proposes its 2N best tokens (ties: lower id)
+        cands = []
+        for b, beam in enumerate(live):
+            for t in _best_tokens(beam.lp, 2 * N):
+                lpt = float(beam.lp[t])
+                cands.append((beam.s + lpt, t, b, lpt))
+        # 3. rank: summed score descending, then lower token id, then lower beam
+        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+        # 4. walk the ranked candidates
+        new_live = []
+        walked = []
+        for r, (sc, t, b, lpt) in enumerate(cands):
+            beam = live[b]
+            if r + 1 < len(cands):
+                min_margin = min(min_margin, sc - cands[r + 1][0])
+            if t == eos:
+                if r < N:
+                    add_finished(beam.tokens, beam.token_lps, sc, step + 1, True)
+                    walked.append((r, sc, t, b, "finish"))
+                else:
+                    walked.append((r, sc, t, b, "skip"))
+            else:
+                new_live.append((b, t, sc, lpt))
+                walked.append((r, sc, t, b, "live"))
+                if len(new_live) == N:
+                    break
+        # 5. the last allowed step: the new live beams finish
+        if step == max_new_tokens - 1:
+            for b, t, sc, lpt in new_live:
+                beam = live[b]
+                add_finished(beam.tokens + [t], beam.token_lps + [lpt], sc, step + 1, False)
+            live = []
+        else:
+            # the new live beams: run their last token through the decoder
+            nxt = []
+            for b, t, sc, lpt in new_live:
+                toks = live[b].tokens + [t]
+                state, lp = advance(live[b].state, toks)
+                nxt.append(_Beam(state, toks, sc, live[b].token_lps + [lpt], lp))
+            live = nxt
+        if trace is not None:
+            trace.append({"step": step, "walked": walked,
+                          "live": [(list(bm.tokens), bm.s) for bm in live],
+                          "finished": [(h[0], list(h[2]), h[4]) for h in finished]})
+        if step == max_new_tokens - 1:
+            break
+        # 6. early stop
+        if len(finished) == N and live:
+            worst = min(h[0] for h in finished)
+            bound = norm_score(max(bm.s for bm in live), step + 1, length_penalty)
+            min_margin = min(min_margin, abs(worst - bound))
+            if worst >= bound:
+                break
+        # 7. no live beam left
+        if not live:
+            break
+
+    if finished:
+        best = max(finished, key=lambda h: (h[0], -h[1]))     # first added on ties
+        score, _, tokens, token_lps, length, ended = best
+    else:
+        # none finished (only when max_new_tokens == 0): the best live beam
+        L = len(live[0].tokens) if live else 0
+        bi = max(range(len(live)), key=lambda i: (norm_score(live[i].s, L, length_penalty), -i))
+        bm = live[bi]
+        score, tokens, token_lps, length, ended = (norm_score(bm.s, L, length_penalty), bm.tokens,
+                                                   bm.token_lps, L, False)
+    return {"tokens": [int(t) for t in tokens], "token_logprobs": [float(x) for x in token_lps],
+            "score": float(score), "length": int(length), "eos": bool(ended),
+            "min_margin": min_margin}
 
 
 # -------------------------------------------------------------- tokenizer
@@ -769,26 +982,37 @@ def _user_defined_ids(m):
 # -------------------------------------------------------------- whole pipeline
 
 @torch.no_grad()
-def run(m, samples, language="da", punctuation=True, max_new_tokens=None, dither=0.0):
+def run(m, samples, language="da", punctuation=True, max_new_tokens=None, dither=0.0,
+        num_beams=1, length_penalty=1.0):
     """The whole pipeline on 16 kHz mono samples; returns every value of the
-    parity dump (plus "gaps", the top-1/top-2 log-prob gap of each step)."""
+    parity dump (plus "gaps", the top-1/top-2 log-prob gap of each greedy
+    step, and for beam search "min_margin", see beam_search). num_beams 1
+    is greedy; > 1 beam search with length_penalty."""
     feats, T = features(m, samples, dither=dither)
     enc, L = encode(m, feats, T)
     prompt = build_prompt(m, language, punctuation)
     n_new = resolve_max_new_tokens(m, len(prompt), max_new_tokens)
     gaps = []
-    tokens, lp0 = greedy(m, enc, L, prompt, n_new, return_logprobs0=True, gaps=gaps)
-    return {
+    g = greedy(m, enc, L, prompt, n_new, return_logprobs0=True, gaps=gaps, return_scores=True)
+    res = {
         "gaps": gaps,
         "features": feats.numpy().astype(np.float32),
         "n_valid_frames": int(T),
         "encoder": enc.detach().to(torch.float32).numpy(),
         "enc_len": int(L),
-        "logprobs0": lp0.detach().to(torch.float32).numpy(),
+        "logprobs0": g["logprobs0"].detach().to(torch.float32).numpy(),
         "prompt": [int(i) for i in prompt],
-        "tokens": [int(t) for t in tokens],
-        "text": decode_text(m, tokens),
     }
+    if num_beams > 1:
+        b = beam_search(m, enc, L, prompt, n_new, num_beams, length_penalty)
+        res["min_margin"] = b["min_margin"]
+    else:
+        b = g
+    res["tokens"] = [int(t) for t in b["tokens"]]
+    res["token_logprobs"] = [float(x) for x in b["token_logprobs"]]
+    res["score"] = float(b["score"])
+    res["text"] = decode_text(m, res["tokens"])
+    return res
 
 
 def write_dump(res, out_dir):
@@ -797,7 +1021,8 @@ def write_dump(res, out_dir):
     np.save(os.path.join(out_dir, "encoder.npy"), np.ascontiguousarray(res["encoder"], dtype=np.float32))
     np.save(os.path.join(out_dir, "logprobs0.npy"), np.ascontiguousarray(res["logprobs0"], dtype=np.float32))
     with open(os.path.join(out_dir, "result.json"), "w", encoding="utf-8") as f:
-        json.dump({k: res[k] for k in ("n_valid_frames", "enc_len", "prompt", "tokens", "text")},
+        json.dump({k: res[k] for k in ("n_valid_frames", "enc_len", "prompt", "tokens", "token_logprobs",
+                                       "score", "text")},
                   f, ensure_ascii=False)
         f.write("\n")
 
@@ -811,6 +1036,97 @@ def load_audio_16k(path, rate=16000):
     r = subprocess.run(["sox", "-V1", path, "-r", str(rate), "-c", "1", "-t", "f32", "-"],
                        stdout=subprocess.PIPE, check=True)
     return np.frombuffer(r.stdout, dtype=np.float32).copy()
+
+
+def _toy_lp(table, default_v):
+    """advance() and first_lp for a toy 'model': table maps a prefix tuple
+    to next-token probabilities (uniform when absent)."""
+    def lp_of(prefix):
+        p = table.get(tuple(prefix), [1.0 / default_v] * default_v)
+        return torch.log(torch.tensor(p, dtype=torch.float64))
+
+    def advance(state, tokens):
+        return None, lp_of(tokens)
+    return lp_of(()), advance
+
+
+def teacher_forced(m, enc, enc_len, prompt, tokens, with_eos):
+    """Log-probs of tokens (and EOS) fed through a fresh decoder at once."""
+    seq = list(tokens) + ([m.eos_id] if with_eos else [])
+    if not seq:
+        return []
+    out = log_probs(m, Decoder(m, enc, enc_len).forward(list(prompt) + seq[:-1]))
+    rows = out[len(prompt) - 1:]
+    return [float(rows[i, t]) for i, t in enumerate(seq)]
+
+
+def beam_selftest(models, audio, check):
+    """Beam search: hand-worked toy cases of the rules in docs/DECODING.md,
+    then on the fixture models: N = 1 is greedy, the KV-cache search equals
+    the recompute-everything search, the winner's token log-probs and score
+    equal a teacher-forced pass and follow norm(s, len)."""
+    ln = math.log
+    # toy 1: the EOS step counts in the length. V 5, eos 0, N 2.
+    table = {(): [.5, .3, .1, .06, .04], (1,): [.9, .04, .03, .02, .01]}
+    first, adv = _toy_lp(table, 5)
+    r = beam_search_core(None, first, adv, 0, 10, 2, 1.0)
+    want = (ln(.3) + ln(.9)) / 2
+    check(r["tokens"] == [1] and r["eos"] and r["length"] == 2 and abs(r["score"] - want) < 1e-12,
+          "beam toy 1 (lp 1.0): [1]+EOS wins with (ln .3 + ln .9) / 2: %s" % r)
+    r = beam_search_core(None, first, adv, 0, 10, 2, 0.5)
+    check(r["tokens"] == [] and r["eos"] and r["length"] == 1 and abs(r["score"] - ln(.5)) < 1e-12,
+          "beam toy 1 (lp 0.5): immediate EOS wins with ln .5: %s" % r)
+    # toy 2: an EOS candidate at rank >= N is skipped; at the last step the
+    # live beams finish. V 4, eos 0, N 2, max_new 2.
+    table = {(): [.05, .5, .4, .05], (1,): [.3, .6, .05, .05], (2,): [.5, .1, .3, .1]}
+    first, adv = _toy_lp(table, 4)
+    tr = []
+    r = beam_search_core(None, first, adv, 0, 2, 2, 1.0, trace=tr)
+    acts = [(w[2], w[3], w[4]) for w in tr[1]["walked"]]
+    check(acts == [(1, 0, "live"), (0, 1, "finish"), (0, 0, "skip"), (2, 1, "live")],
+          "beam toy 2: step 1 walks A+1 live, B+EOS finish, A+EOS skipped (rank 2), B+2 live: %s" % acts)
+    fin = sorted((h[1], h[2]) for h in tr[1]["finished"])
+    check(fin == [([1, 1], 2), ([2], 2)] and r["tokens"] == [1, 1] and not r["eos"]
+          and abs(r["score"] - (ln(.5) + ln(.6)) / 2) < 1e-12,
+          "beam toy 2: the last step finishes the live beams, [1, 1] wins: %s %s" % (fin, r))
+    # toy 3: ties go to the lower token id. V 4 uniform, eos 3, N 1, 3 steps
+    first, adv = _toy_lp({}, 4)
+    r = beam_search_core(None, first, adv, 3, 3, 1, 1.0)
+    check(r["tokens"] == [0, 0, 0] and abs(r["score"] - ln(.25)) < 1e-12,
+          "beam toy 3: ties take the lowest id: %s" % r)
+    # toy 4: max_new 0 is the empty sequence with score 0
+    r = beam_search_core(None, first, adv, 3, 0, 3, 1.0)
+    check(r["tokens"] == [] and r["score"] == 0.0, "beam toy 4: max_new 0: %s" % r)
+
+    for name, m in models.items():
+        for an, samples in audio[:2]:
+            feats, T = features(m, samples)
+            enc, L = encode(m, feats, T)
+            prompt = build_prompt(m, "da", True)
+            n_new = resolve_max_new_tokens(m, len(prompt), None)
+            g = greedy(m, enc, L, prompt, n_new, return_scores=True)
+            tf = teacher_forced(m, enc, L, prompt, g["tokens"], g["eos"])
+            ok = (len(g["token_logprobs"]) == len(g["tokens"])
+                  and np.allclose(g["token_logprobs"], tf[:len(g["tokens"])], atol=1e-4)
+                  and abs(g["score"] - sum(tf)) < 1e-4)
+            check(ok, "%s %s: greedy token log-probs and score (%.4f, %d tokens, eos %d) = teacher-forced"
+                  % (name, an, g["score"], len(g["tokens"]), g["eos"]))
+            b1 = beam_search(m, enc, L, prompt, n_new, 1, 1.0)
+            glen = len(g["tokens"]) + g["eos"]
+            check(b1["tokens"] == g["tokens"] and abs(b1["score"] - g["score"] / max(1, glen)) < 1e-9,
+                  "%s %s: beam N=1 == greedy" % (name, an))
+            for N, lpen, mx in ((2, 0.5, n_new), (4, 2.0, n_new), (3, 1.0, 3), (5, 1.0, 1)):
+                b = beam_search(m, enc, L, prompt, mx, N, lpen)
+                br = beam_search(m, enc, L, prompt, mx, N, lpen, recompute=True)
+                tf = teacher_forced(m, enc, L, prompt, b["tokens"], b["eos"])
+                ok = (b["tokens"] == br["tokens"] and abs(b["score"] - br["score"]) < 1e-5
+                      and b["length"] == len(b["tokens"]) + b["eos"]
+                      and (b["eos"] or len(b["tokens"]) == mx)
+                      and np.allclose(b["token_logprobs"], tf[:len(b["tokens"])], atol=1e-4)
+                      and abs(b["score"] - norm_score(sum(tf), b["length"], lpen)) < 1e-4)
+                check(ok, "%s %s: beam N=%d lp=%g max_new=%d: %d tokens eos %d score %.4f margin %.2g; "
+                      "cached == recomputed, score = norm(teacher-forced sum)"
+                      % (name, an, N, lpen, mx, len(b["tokens"]), b["eos"], b["score"], b["min_margin"]))
 
 
 def selftest(fixtures):
@@ -910,6 +1226,7 @@ def selftest(fixtures):
         d = float(np.abs(r32["logprobs0"] - r64["logprobs0"]).max())
         check(r32["tokens"] == r64["tokens"] and d < 1e-4,
               "%s: float32 == float64 reference (logprobs0 diff %.2e)" % (name, d))
+    beam_selftest(models, audio, check)
     print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
     return 1 if failures else 0
 
@@ -923,6 +1240,8 @@ def main(argv=None):
     ap.add_argument("--no-punctuation", action="store_true")
     ap.add_argument("--max-new-tokens", type=int, default=None)
     ap.add_argument("--dither", type=float, default=0.0)
+    ap.add_argument("--beams", type=int, default=1, help="beam count (1: greedy)")
+    ap.add_argument("--length-penalty", type=float, default=1.0, help="beam search length penalty (> 0)")
     ap.add_argument("--float64", action="store_true", help="run encoder and decoder in float64 (debugging)")
     ap.add_argument("--selftest", action="store_true")
     ap.add_argument("--fixtures", default=os.environ.get("HV_FIXTURES"))
@@ -934,11 +1253,16 @@ def main(argv=None):
         return selftest(a.fixtures)
     if not (a.model and a.samples and a.out):
         ap.error("--model, --samples and --out are required")
+    if a.beams < 1:
+        ap.error("--beams must be >= 1")
+    if not (math.isfinite(a.length_penalty) and a.length_penalty > 0):
+        ap.error("--length-penalty must be finite and > 0")
     m = load_model(a.model, torch.float64 if a.float64 else torch.float32)
     samples = np.load(a.samples).astype(np.float32).reshape(-1)
     with torch.no_grad():
         res = run(m, samples, language=a.language, punctuation=not a.no_punctuation,
-                  max_new_tokens=a.max_new_tokens, dither=a.dither)
+                  max_new_tokens=a.max_new_tokens, dither=a.dither,
+                  num_beams=a.beams, length_penalty=a.length_penalty)
     write_dump(res, a.out)
     return 0
 
