@@ -187,8 +187,9 @@ hv_timings hv_result_timings(const hv_result *res);
 double hv_result_duration(const hv_result *res);      /* seconds of audio */
 const char *hv_result_language(const hv_result *res); /* the code used */
 
-/* Each chunk with a non-empty transcript is a segment. Pointers stay valid
- * until hv_result_free. */
+/* Each chunk with a non-empty transcript is a segment (the tokens of
+ * chunks whose text is empty still count in hv_result_tokens). Pointers
+ * stay valid until hv_result_free. */
 typedef struct hv_segment {
     double start, end;            /* seconds */
     int64_t start_sample;         /* at the model's sample rate */

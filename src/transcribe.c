@@ -238,18 +238,20 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offse
     res->timings.n_steps += so.n_steps;
     res->score += so.score;
 
+    /* every generated token is part of the result; a chunk whose text is
+     * empty (silence, or only pieces that print nothing) is no segment */
     char *text = hv_tokenizer_decode(&m->tok, so.tokens, so.n);
-    if (!text) {
+    if (!text || result_append(res, so.tokens, so.logprobs, so.n)) {
+        free(text);
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if (!*text) { /* empty transcripts are dropped */
+    if (!*text) {
         free(text);
         goto tapped;
     }
     hv_segment *segs = realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *segs);
-    if (!segs || result_append(res, so.tokens, so.logprobs, so.n)) {
-        if (segs) res->segs = segs;
+    if (!segs) {
         free(text);
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;

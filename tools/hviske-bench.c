@@ -1,7 +1,7 @@
 /* hviske-bench: times the pipeline's stages on real work.
  *
- *   hviske-bench -m MODEL_DIR [-t N] [--beams N] [--runs R] [--warmup W]
- *                [--json] FILE...
+ *   hviske-bench -m MODEL_DIR [-t N] [--beams N] [--max-tokens N] [--runs R]
+ *                [--warmup W] [--json] FILE...
  *
  * Loads the model once (timed), then per file runs W warm-up and R measured
  * transcriptions and reports the median and spread (min-max) of each
@@ -19,7 +19,7 @@
 
 typedef struct opts {
     const char *model;
-    int threads, beams, runs, warmup, json;
+    int threads, beams, max_tokens, runs, warmup, json;
 } opts;
 
 static double now_ms(void) {
@@ -61,8 +61,8 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--beams N] [--runs R] "
-               "[--warmup W] [--json] FILE...\n");
+    fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--beams N] [--max-tokens N] "
+               "[--runs R] [--warmup W] [--json] FILE...\n");
 }
 
 static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *jfiles) {
@@ -79,6 +79,7 @@ static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *j
     for (int k = 0; k < N_STATS; k++) v[k] = calloc((size_t)o->runs, sizeof(double));
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.num_beams = o->beams;
+    tp.max_new_tokens = o->max_tokens;
     tp.dither = 0;
     int rc = 0, tokens = 0;
     double duration = (double)n / rate;
@@ -138,9 +139,10 @@ static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *j
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, 0, 1, 5, 1, 0};
+    opts o = {NULL, 0, 1, 0, 5, 1, 0};
     static const struct option lo[] = {
         {"threads", required_argument, 0, 't'}, {"beams", required_argument, 0, 'b'},
+        {"max-tokens", required_argument, 0, 'n'},
         {"runs", required_argument, 0, 'r'},    {"warmup", required_argument, 0, 'w'},
         {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -151,6 +153,7 @@ int main(int argc, char **argv) {
         case 'm': o.model = optarg; break;
         case 't': bad = parse_int(optarg, 1, 256, &o.threads); break;
         case 'b': bad = parse_int(optarg, 1, 64, &o.beams); break;
+        case 'n': bad = parse_int(optarg, 1, 1 << 20, &o.max_tokens); break;
         case 'r': bad = parse_int(optarg, 1, 100000, &o.runs); break;
         case 'w': bad = parse_int(optarg, 0, 100000, &o.warmup); break;
         case 'j': o.json = 1; break;

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Runs the C engine (hviske-bench) and the PyTorch reference on the same
+model and audio with the same thread count, in one go, and prints each
+stage's median time and the ratio reference / hviske (> 1: hviske faster).
+
+    compare.py --model DIR --audio FILE [--bench build/hviske-bench]
+               [-t N] [--runs R] [--max-tokens N] [--beams N] [--json]
+
+The reference runs in float32 (weights converted at load, as hviske does
+by default), its frontend in float64 as the parity oracle does.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+import reference as ref  # noqa: E402
+
+
+def ms(t0):
+    return (time.perf_counter() - t0) * 1e3
+
+
+def reference_times(m, samples, max_tokens, runs):
+    # looked up piece by piece (the benchmark model's word-level tokenizer
+    # does not encode the prompt string the way the real one does)
+    lang = "da" if "da" in m.languages else m.languages[0]
+    prompt = [m.start_id] + [m.sp.piece_to_id(p) for p in ref.prompt_pieces(lang)]
+    n_new = ref.resolve_max_new_tokens(m, len(prompt), max_tokens)
+    rows = []
+    with torch.no_grad():
+        for r in range(runs + 1):  # the first is a warm-up
+            t = {}
+            t0 = time.perf_counter()
+            feats, n_valid = ref.features(m, samples)
+            t["frontend_ms"] = ms(t0)
+            t0 = time.perf_counter()
+            enc, enc_len = ref.encode(m, feats, n_valid)
+            t["encoder_ms"] = ms(t0)
+            t0 = time.perf_counter()
+            dec = ref.Decoder(m, enc, enc_len)
+            t["cross_ms"] = ms(t0)
+            t0 = time.perf_counter()
+            lp = dec.prefill(prompt)
+            t["prefill_ms"] = ms(t0)
+            t0 = time.perf_counter()
+            steps = 0
+            for _ in range(n_new - 1):
+                tok = int(torch.argmax(lp))
+                if tok == m.eos_id:
+                    break
+                lp = dec.step(tok)
+                steps += 1
+            t["per_token_ms"] = ms(t0) / max(1, steps)
+            if r:
+                rows.append(t)
+    return {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--audio", required=True)
+    ap.add_argument("--bench", default="build/hviske-bench")
+    ap.add_argument("-t", "--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+
+    cmd = [a.bench, "-m", a.model, "-t", str(a.threads), "--runs", str(a.runs),
+           "--max-tokens", str(a.max_tokens), "--json", a.audio]
+    ours = json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout)
+    f = ours["files"][0]
+
+    torch.set_num_threads(a.threads)
+    t0 = time.perf_counter()
+    m = ref.load_model(a.model, dtype=torch.float32)
+    ref_load = ms(t0)
+    samples = ref.load_audio_16k(a.audio, m.sample_rate)
+    theirs = reference_times(m, samples, a.max_tokens, a.runs)
+
+    stages = ["frontend_ms", "encoder_ms", "cross_ms", "prefill_ms", "per_token_ms"]
+    out = {"model": a.model, "audio": a.audio, "audio_s": f["audio_s"], "threads": a.threads,
+           "load_ms": {"hviske": ours["load_ms"], "reference": ref_load},
+           "peak_rss_mb_hviske": ours["peak_rss_mb"], "stages": {}}
+    for s in stages:
+        h, r = f[s]["median"], theirs[s]
+        out["stages"][s] = {"hviske": h, "reference": r, "ratio": r / h if h > 0 else None}
+    if a.json:
+        print(json.dumps(out))
+        return
+    print("model %s, audio %s (%.1f s), %d threads, median of %d runs"
+          % (a.model, a.audio, f["audio_s"], a.threads, a.runs))
+    print("%-14s %12s %12s %8s" % ("stage", "hviske ms", "reference ms", "ratio"))
+    for s in stages:
+        v = out["stages"][s]
+        print("%-14s %12.2f %12.2f %7.2fx" % (s, v["hviske"], v["reference"], v["ratio"] or 0))
+    print("%-14s %12.1f %12.1f" % ("load", ours["load_ms"], ref_load))
+    print("hviske peak RSS %.0f MB" % ours["peak_rss_mb"])
+
+
+if __name__ == "__main__":
+    main()
