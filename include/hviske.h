@@ -56,8 +56,24 @@ const char *hv_status_name(hv_status status);
 
 typedef struct hv_model hv_model;
 
+/* The type the weight matrices are computed in. */
+typedef enum hv_weight_type {
+    HV_WEIGHTS_AUTO = 0, /* the checkpoint's own type (f32, f16 or bf16),
+                            read in place from the file without a copy */
+    HV_WEIGHTS_F32 = 1,
+    HV_WEIGHTS_F16 = 2,
+    HV_WEIGHTS_BF16 = 3,
+    HV_WEIGHTS_Q8_0 = 4  /* 8-bit blocks of 32 with one scale; matrices
+                            whose width is not a multiple of 32 stay f32 */
+} hv_weight_type;
+
+/* Parses "auto", "f32", "f16", "bf16", "q8_0"; returns 0 on success. */
+int hv_weight_type_parse(const char *name, hv_weight_type *out);
+
 typedef struct hv_model_params {
-    int n_threads; /* default worker threads for contexts; 0 = all cores */
+    int n_threads;               /* default worker threads for contexts;
+                                    0 = all cores */
+    hv_weight_type weight_type;  /* default HV_WEIGHTS_AUTO */
 } hv_model_params;
 
 hv_model_params hv_model_default_params(void);
@@ -75,6 +91,7 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
 void hv_model_free(hv_model *model); /* NULL is allowed */
 
 /* Model facts, for display. Strings are owned by the model. */
+size_t hv_model_weight_bytes(const hv_model *model); /* weight matrices */
 int hv_model_sample_rate(const hv_model *model);
 int hv_model_n_languages(const hv_model *model);
 const char *hv_model_language(const hv_model *model, int i);

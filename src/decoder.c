@@ -304,10 +304,10 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
     /* token embedding + stored sinusoidal positions, then LayerNorm */
     for (int r = 0; r < rows; r++) {
         int p = dec->seq_len[seqs[r / n_tok]] + r % n_tok;
-        const float *te = (const float *)w->tok_emb.data + (long)tokens[r] * h;
         const float *pe = w->pos_enc + (long)p * h;
         float *x = dec->x + (long)r * h;
-        for (int k = 0; k < h; k++) x[k] = te[k] + pe[k];
+        hv_mat_row_f32(&w->tok_emb, tokens[r], x);
+        for (int k = 0; k < h; k++) x[k] += pe[k];
     }
     hv_layernorm(dec->x, dec->x, rows, h, w->emb_ln_w, w->emb_ln_b, 1e-5f);
 

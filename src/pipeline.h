@@ -8,6 +8,7 @@
 #include "hviske.h"
 #include "kernels/threads.h"
 #include "model/config.h"
+#include "model/safetensors.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
 #include "util/error.h"
@@ -15,6 +16,7 @@
 struct hv_model {
     hv_config cfg;
     hv_tokenizer tok;
+    hv_safetensors st;   /* kept mapped: weights may point into it */
     hv_weights w;
     hv_frontend fe;
     int n_threads;

@@ -24,7 +24,6 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
                         hv_model **out, char *errbuf, size_t errbuf_size) {
     hv_error e = {0};
     hv_status st;
-    hv_safetensors sf = {0};
     *out = NULL;
     if (!model_dir || !*model_dir) {
         st = hv_err(&e, HV_ERR_INVALID_ARG, "no model directory given");
@@ -47,12 +46,18 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
                     m->tok.n_pieces, m->cfg.vocab_size);
         goto fail;
     }
-    if ((st = hv_st_open_dir(&sf, model_dir, &e))) goto fail;
-    if ((st = hv_weights_load(&m->w, &m->cfg, &sf, &e))) {
+    hv_weight_type wt = params ? params->weight_type : HV_WEIGHTS_AUTO;
+    static const hv_wtype types[] = {HV_W_F32, HV_W_F32, HV_W_F16, HV_W_BF16, HV_W_Q8_0};
+    if ((unsigned)wt > HV_WEIGHTS_Q8_0) {
+        st = hv_err(&e, HV_ERR_INVALID_ARG, "weight_type %d: unknown", (int)wt);
+        goto fail;
+    }
+    if ((st = hv_st_open_dir(&m->st, model_dir, &e))) goto fail;
+    if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt == HV_WEIGHTS_AUTO, types[wt],
+                              &e))) {
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }
-    hv_st_close(&sf); /* everything needed was converted */
     if ((st = hv_frontend_init(&m->fe, &m->cfg, m->w.fe_window, m->w.fe_fb, &e)))
         goto fail;
     /* The reference rounds a computed window and filterbank to bf16, as the
@@ -61,7 +66,6 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
     *out = m;
     return HV_OK;
 fail:
-    hv_st_close(&sf);
     hv_model_free(m);
 fail_early:
     hv_err_copy(&e, errbuf, errbuf_size);
@@ -72,12 +76,24 @@ void hv_model_free(hv_model *m) {
     if (!m) return;
     hv_frontend_free(&m->fe);
     hv_weights_free(&m->w);
+    hv_st_close(&m->st);
     hv_tokenizer_free(&m->tok);
     hv_config_free(&m->cfg);
     free(m);
 }
 
 int hv_model_sample_rate(const hv_model *m) { return m->cfg.sample_rate; }
+size_t hv_model_weight_bytes(const hv_model *m) { return m->w.mat_bytes; }
+
+int hv_weight_type_parse(const char *name, hv_weight_type *out) {
+    static const char *names[] = {"auto", "f32", "f16", "bf16", "q8_0"};
+    for (int i = 0; i < 5; i++)
+        if (name && !strcmp(name, names[i])) {
+            *out = (hv_weight_type)i;
+            return 0;
+        }
+    return -1;
+}
 int hv_model_n_languages(const hv_model *m) { return m->cfg.n_languages; }
 const char *hv_model_language(const hv_model *m, int i) {
     return i >= 0 && i < m->cfg.n_languages ? m->cfg.languages[i] : NULL;

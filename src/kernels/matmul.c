@@ -1,11 +1,26 @@
-/* Matrix products through OpenBLAS. Threads come from our own pool: each
- * task multiplies a slice of the weight's output rows, and OpenBLAS itself
- * runs single-threaded so that its threads never compete with ours and
- * concurrent contexts stay independent. */
+/* Matrix products: the f32 path through OpenBLAS, conversions to the
+ * reduced-precision weight types, and the driver that runs their kernels
+ * (matmul_scalar.c, matmul_avx2.c) over the thread pool.
+ *
+ * Threads come from our own pool and OpenBLAS itself runs single-threaded,
+ * so that its threads never compete with ours and concurrent contexts stay
+ * independent. */
 #include "kernels/matmul.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/matmul_impl.h"
+#include "model/safetensors.h"
+
+#ifdef HV_MM_HAVE_AVX2
+#include <cpuid.h>
+#endif
 
 /* Provided by OpenBLAS; declared here since cblas.h variants differ. */
 void openblas_set_num_threads(int num_threads);
@@ -21,44 +36,331 @@ void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda,
                 m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+/* ------------------------------------------------------------ types */
+
+static const char *const wtype_names[] = {"f32", "f16", "bf16", "q8_0"};
+#define N_WTYPES (int)(sizeof wtype_names / sizeof wtype_names[0])
+
+const char *hv_wtype_name(hv_wtype type) {
+    return (int)type >= 0 && (int)type < N_WTYPES ? wtype_names[type] : "?";
+}
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+int hv_wtype_parse(const char *name, hv_wtype *out) {
+    for (int t = 0; name && t < N_WTYPES; t++) {
+        const char *a = name, *b = wtype_names[t];
+        while (*a && lower((unsigned char)*a) == *b) a++, b++;
+        if (!*a && !*b) {
+            *out = (hv_wtype)t;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Bytes of one row of cols weights. */
+static size_t row_bytes(hv_wtype type, int cols) {
+    switch (type) {
+    case HV_W_F32: return (size_t)cols * 4;
+    case HV_W_F16:
+    case HV_W_BF16: return (size_t)cols * 2;
+    case HV_W_Q8_0: return (size_t)(cols / HV_Q8_BLOCK) * sizeof(hv_q8_0_block);
+    }
+    return 0;
+}
+
+size_t hv_mat_bytes(const hv_mat *m) {
+    return m->rows > 0 && m->cols > 0 ? (size_t)m->rows * row_bytes(m->type, m->cols) : 0;
+}
+
+/* One q8_0 block from 32 values. The scale is amax / 127 rounded up to an
+ * f16, so that |v / d| <= 127: no value is clipped and each is off by at
+ * most d / 2. Returns 0, or -1 for a non-finite value or a scale beyond
+ * f16's range. */
+static int quantize_block(hv_q8_0_block *blk, const float *v) {
+    float amax = 0.0f;
+    for (int t = 0; t < HV_Q8_BLOCK; t++) {
+        if (!isfinite(v[t])) return -1;
+        if (fabsf(v[t]) > amax) amax = fabsf(v[t]);
+    }
+    float d = amax / 127.0f;
+    uint16_t h = hv_f32_to_f16(d);
+    if (hv_f16_to_f32(h) < d) h++; /* next f16 up (d >= 0: no sign bit) */
+    if (h >= 0x7c00) return -1;
+    float dd = hv_f16_to_f32(h);
+    blk->d = h;
+    for (int t = 0; t < HV_Q8_BLOCK; t++) {
+        float q = dd > 0.0f ? rintf(v[t] / dd) : 0.0f;
+        blk->q[t] = (int8_t)(q > 127.0f ? 127 : q < -127.0f ? -127 : q);
+    }
+    return 0;
+}
+
+hv_status hv_mat_from_f32(hv_mat *m, hv_wtype type, const float *src, int rows,
+                          int cols, void **storage, hv_error *e) {
+    *storage = NULL;
+    if (rows < 1 || cols < 1)
+        return hv_err(e, HV_ERR_INVALID_ARG, "matrix %dx%d: empty", rows, cols);
+    if ((int)type < 0 || (int)type >= N_WTYPES)
+        return hv_err(e, HV_ERR_INVALID_ARG, "weight type %d unknown", (int)type);
+    if (type == HV_W_Q8_0 && cols % HV_Q8_BLOCK)
+        return hv_err(e, HV_ERR_UNSUPPORTED,
+                      "matrix %dx%d: q8_0 needs a multiple of %d columns", rows,
+                      cols, HV_Q8_BLOCK);
+    size_t bytes = (size_t)rows * row_bytes(type, cols);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes) != 0)
+        return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d as %s: out of memory", rows,
+                      cols, hv_wtype_name(type));
+    size_t count = (size_t)rows * cols;
+    const char *why = NULL;
+    switch (type) {
+    case HV_W_F32:
+        memcpy(p, src, count * sizeof(float));
+        break;
+    case HV_W_F16:
+    case HV_W_BF16: {
+        uint16_t *dst = p;
+        for (size_t i = 0; i < count && !why; i++) {
+            dst[i] = type == HV_W_F16 ? hv_f32_to_f16(src[i]) : hv_f32_to_bf16(src[i]);
+            if ((dst[i] & 0x7fff) == (type == HV_W_F16 ? 0x7c00 : 0x7f80) && isfinite(src[i]))
+                why = "a weight overflows";
+        }
+        break;
+    }
+    case HV_W_Q8_0: {
+        hv_q8_0_block *dst = p;
+        for (size_t b = 0; b < count / HV_Q8_BLOCK && !why; b++)
+            if (quantize_block(&dst[b], src + b * HV_Q8_BLOCK) != 0)
+                why = "a block has a non-finite weight or a scale beyond f16";
+        break;
+    }
+    }
+    if (why) {
+        free(p);
+        return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d as %s: %s", rows, cols,
+                      hv_wtype_name(type), why);
+    }
+    m->type = type;
+    m->rows = rows;
+    m->cols = cols;
+    m->data = p;
+    *storage = p;
+    return HV_OK;
+}
+
+/* count values of W starting at row r, column c (q8_0: c and count
+ * multiples of 32) widened to f32 at dst. */
+static void widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c,
+                  long count, float *dst) {
+    long at = (long)r * W->cols + c;
+    switch (W->type) {
+    case HV_W_F32: memcpy(dst, (const float *)W->data + at, count * sizeof(float)); break;
+    case HV_W_F16: k->widen_f16(dst, (const uint16_t *)W->data + at, count); break;
+    case HV_W_BF16: k->widen_bf16(dst, (const uint16_t *)W->data + at, count); break;
+    case HV_W_Q8_0:
+        k->widen_q8_0(dst, (const hv_q8_0_block *)W->data + at / HV_Q8_BLOCK, count);
+        break;
+    }
+}
+
+void hv_mat_row_f32(const hv_mat *m, int row, float *dst) {
+    widen(hv_mm_best(), m, row, 0, m->cols, dst);
+}
+
+/* ------------------------------------------------------ kernel choice */
+
+static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
+static const hv_mm_kernels *simd_kernels;
+
+/* AVX2 and FMA through the compiler's builtin (which also checks that the
+ * OS saves the AVX registers); F16C from CPUID leaf 1, ECX bit 29, since
+ * older clang does not know "f16c" as a feature name. */
+static void detect_simd(void) {
+#ifdef HV_MM_HAVE_AVX2
+    unsigned a, b, c, d;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1))
+        simd_kernels = &hv_mm_avx2;
+#endif
+}
+
+const hv_mm_kernels *hv_mm_simd(void) {
+    pthread_once(&simd_once, detect_simd);
+    return simd_kernels;
+}
+
+const hv_mm_kernels *hv_mm_best(void) {
+    const hv_mm_kernels *k = hv_mm_simd();
+    return k ? k : &hv_mm_scalar;
+}
+
+/* ------------------------------------------------------------ linear */
+
 typedef struct linear_job {
     float *y;
     const float *x;
     int n;
     const hv_mat *W;
     const float *bias;
+    const hv_mm_kernels *k;
+    const hv_q8_act *xq;    /* q8_0 with n <= HV_LINEAR_GEMV_MAX_N */
+    int tiled;              /* n > HV_LINEAR_GEMV_MAX_N: sgemm per chunk */
+    int chunk, n_chunks;    /* output rows in fixed chunks of `chunk` rows */
+    atomic_int next;        /* next chunk to take */
 } linear_job;
 
-/* Output rows in slices of a multiple of 16 so tasks write whole cache
- * lines. */
-static void linear_task(void *arg, int task, int n_tasks) {
-    const linear_job *j = arg;
-    int rows = j->W->rows, cols = j->W->cols;
-    int per = (rows + n_tasks - 1) / n_tasks;
-    per = (per + 15) & ~15;
-    int r0 = task * per, r1 = r0 + per < rows ? r0 + per : rows;
-    if (r0 >= r1) return;
-    const float *w = (const float *)j->W->data + (long)r0 * cols;
-    if (j->n == 1) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, r1 - r0, cols, 1.0f, w, cols,
-                    j->x, 1, 0.0f, j->y + r0, 1);
-    } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0,
-                    cols, 1.0f, j->x, cols, w, cols, 0.0f, j->y + r0, rows);
+static void add_bias(const linear_job *j, int r0, int r1) {
+    if (!j->bias) return;
+    int rows = j->W->rows;
+    for (int i = 0; i < j->n; i++) {
+        float *yi = j->y + (long)i * rows;
+        for (int r = r0; r < r1; r++) yi[r] += j->bias[r];
     }
-    if (j->bias)
-        for (int i = 0; i < j->n; i++) {
-            float *yi = j->y + (long)i * rows;
-            for (int r = r0; r < r1; r++) yi[r] += j->bias[r];
+}
+
+/* Rows per chunk: a chunk is the unit of work a task takes, and in the
+ * tiled regime the rows of one sgemm call (widened to f32 first unless
+ * they are f32). Fixed by the shape alone, never by the thread count, and
+ * multiples of 16 so that tasks write whole cache lines. Each sgemm call
+ * packs x again, which costs ~1/tile of the work: tiles of 128..256 rows
+ * keep that near 3% (measured: 256-row tiles match one whole sgemm) while
+ * leaving >= 8 tiles to balance over the threads when rows >= 1024. */
+#define GEMV_CHUNK 32
+
+static int tile_rows(int rows) {
+    int t = (rows / 8) & ~15;
+    return t < 128 ? 128 : t > 256 ? 256 : t;
+}
+
+/* Rows r0..r1 without any buffer: widens 256 weights at a time on the
+ * stack. Only used when an allocation failed. */
+static void rows_unbuffered(const linear_job *j, int r0, int r1) {
+    const hv_mat *W = j->W;
+    float buf[256];
+    for (int r = r0; r < r1; r++) {
+        for (int i = 0; i < j->n; i++) j->y[(long)i * W->rows + r] = 0.0f;
+        for (int c = 0; c < W->cols; c += 256) {
+            int len = W->cols - c < 256 ? W->cols - c : 256;
+            widen(j->k, W, r, c, len, buf);
+            for (int i = 0; i < j->n; i++) {
+                const float *xi = j->x + (long)i * W->cols + c;
+                float s = 0.0f;
+                for (int t = 0; t < len; t++) s += buf[t] * xi[t];
+                j->y[(long)i * W->rows + r] += s;
+            }
         }
+    }
+}
+
+static void gemv_rows(const linear_job *j, int r0, int r1) {
+    const hv_mat *W = j->W;
+    int rows = W->rows, cols = W->cols;
+    float *y = j->y + r0;
+    switch (W->type) {
+    case HV_W_F32: {
+        const float *w = (const float *)W->data + (long)r0 * cols;
+        if (j->n == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, r1 - r0, cols, 1.0f, w, cols,
+                        j->x, 1, 0.0f, y, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, cols,
+                        1.0f, j->x, cols, w, cols, 0.0f, y, rows);
+        break;
+    }
+    case HV_W_F16:
+        j->k->gemv_f16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
+                       r1 - r0, cols);
+        break;
+    case HV_W_BF16:
+        j->k->gemv_bf16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
+                        r1 - r0, cols);
+        break;
+    case HV_W_Q8_0:
+        if (!j->xq) {
+            rows_unbuffered(j, r0, r1);
+            break;
+        }
+        j->k->gemv_q8_0(y, rows, j->xq,
+                        (const hv_q8_0_block *)W->data + (long)r0 * (cols / HV_Q8_BLOCK),
+                        r1 - r0, cols);
+        break;
+    }
+}
+
+/* One task: takes chunks until none are left. A chunk is computed the same
+ * way whichever task takes it, so results do not depend on the number of
+ * tasks (OpenBLAS's sgemm does not promise that for different extents). */
+static void linear_task(void *arg, int task, int n_tasks) {
+    linear_job *j = arg;
+    (void)task;
+    (void)n_tasks;
+    int rows = j->W->rows, cols = j->W->cols;
+    int f32 = j->W->type == HV_W_F32;
+    float *tile = NULL;
+    if (j->tiled && !f32) {
+        int tr = rows < j->chunk ? rows : j->chunk;
+        tile = malloc((size_t)tr * cols * sizeof(float));
+    }
+    for (;;) {
+        int c = atomic_fetch_add(&j->next, 1);
+        if (c >= j->n_chunks) break;
+        int r0 = c * j->chunk, r1 = r0 + j->chunk < rows ? r0 + j->chunk : rows;
+        if (j->tiled && (tile || f32)) {
+            const float *w = (const float *)j->W->data + (long)r0 * cols;
+            if (tile) {
+                widen(j->k, j->W, r0, 0, (long)(r1 - r0) * cols, tile);
+                w = tile;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, cols,
+                        1.0f, j->x, cols, w, cols, 0.0f, j->y + r0, rows);
+        } else if (j->tiled) {
+            rows_unbuffered(j, r0, r1);
+        } else {
+            gemv_rows(j, r0, r1);
+        }
+        add_bias(j, r0, r1);
+    }
+    free(tile);
+}
+
+/* The regimes (docs/KERNELS.md): f32 weights go to OpenBLAS, sgemv per
+ * 32-row chunk for n == 1 and sgemm per tile otherwise; the other types
+ * take the gemv kernels for n <= HV_LINEAR_GEMV_MAX_N and widened tiles +
+ * sgemm above. Small products run on the calling thread alone. */
+void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y,
+                    const float *x, int n, const hv_mat *W, const float *bias) {
+    if (n <= 0 || W->rows <= 0) return;
+    pthread_once(&blas_once, blas_single_threaded);
+    linear_job job = {y, x, n, W, bias, k, NULL, 0, 0, 0, 0};
+    double flops = 2.0 * n * W->rows * W->cols;
+    int tasks = hv_pool_size(pool);
+    if (flops < 2e5 || W->rows < 32) tasks = 1;
+    job.tiled = n > HV_LINEAR_GEMV_MAX_N;
+    int sgemm = job.tiled || (W->type == HV_W_F32 && n > 1);
+    job.chunk = sgemm ? tile_rows(W->rows) : GEMV_CHUNK;
+    job.n_chunks = (W->rows + job.chunk - 1) / job.chunk;
+    atomic_init(&job.next, 0);
+    if (tasks > job.n_chunks) tasks = job.n_chunks;
+    hv_q8_act xq;
+    void *xq_buf = NULL;
+    if (W->type == HV_W_Q8_0 && !job.tiled) {
+        int nb = W->cols / HV_Q8_BLOCK;
+        xq_buf = malloc((size_t)n * nb * (sizeof(float) + HV_Q8_BLOCK));
+        if (xq_buf) {
+            xq.d = xq_buf;
+            xq.q = (int8_t *)(xq.d + (size_t)n * nb);
+            hv_q8_act_quantize(&xq, x, n, W->cols);
+            job.xq = &xq;
+        }
+    }
+    hv_pool_run(pool, tasks, linear_task, &job);
+    free(xq_buf);
 }
 
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
                const float *bias) {
-    pthread_once(&blas_once, blas_single_threaded);
-    linear_job job = {y, x, n, W, bias};
-    double flops = 2.0 * n * W->rows * W->cols;
-    int tasks = hv_pool_size(pool);
-    if (flops < 2e5 || W->rows < 32) tasks = 1;
-    hv_pool_run(pool, tasks, linear_task, &job);
+    hv_linear_with(hv_mm_best(), pool, y, x, n, W, bias);
 }

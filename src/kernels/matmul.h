@@ -1,21 +1,74 @@
 /* Matrix products. Weights are row-major [rows = out][cols = in], as
  * PyTorch stores Linear weights; activations are row-major [n][features].
- * The weight type is a tag so that reduced-precision weights slot in. */
+ * A weight is stored as f32 or in a reduced-precision type (docs/KERNELS.md
+ * has the formats, the kernels and measured speeds):
+ *
+ *   HV_W_F32   4 bytes/weight.
+ *   HV_W_F16   IEEE binary16, 2 bytes/weight.
+ *   HV_W_BF16  bfloat16 (the top half of an f32), 2 bytes/weight.
+ *   HV_W_Q8_0  each row in blocks of 32 consecutive weights, one f16 scale
+ *              d per block and 32 int8 q in [-127, 127]: w = d * q. 34 bytes
+ *              per 32 weights (8.5 bits/weight); cols % 32 == 0. */
 #ifndef HV_MATMUL_H
 #define HV_MATMUL_H
 
-#include "kernels/threads.h"
+#include <stddef.h>
 
-typedef enum hv_wtype { HV_W_F32 = 0 } hv_wtype;
+#include "kernels/threads.h"
+#include "util/error.h"
+
+typedef enum hv_wtype { HV_W_F32 = 0, HV_W_F16, HV_W_BF16, HV_W_Q8_0 } hv_wtype;
 
 typedef struct hv_mat {
     hv_wtype type;
     int rows;           /* output features */
     int cols;           /* input features */
-    const void *data;   /* rows x cols elements of `type` */
+    const void *data;   /* rows x cols weights of `type`, row by row */
 } hv_mat;
 
-/* y[n x W.rows] = x[n x W.cols] . W^T (+ bias[W.rows] when not NULL). */
+/* "f32", "f16", "bf16", "q8_0" ("?" for a value outside the enum). */
+const char *hv_wtype_name(hv_wtype type);
+
+/* The inverse of hv_wtype_name, ignoring case. Returns 0 and sets *out, or
+ * -1 (and leaves *out alone) for an unknown name. */
+int hv_wtype_parse(const char *name, hv_wtype *out);
+
+/* Bytes that m->data spans for m's type and shape. */
+size_t hv_mat_bytes(const hv_mat *m);
+
+/* Converts the row-major [rows x cols] f32 matrix src to `type` in a new
+ * buffer: *storage receives it (64-byte aligned; the caller frees it with
+ * free()) and m describes it (m->data == *storage). f16 and bf16 round to
+ * nearest, ties to even; q8_0 takes per block d = amax / 127 rounded up to
+ * the next f16 (so |q| <= 127 without clipping) and q = round(w / d), an
+ * error of at most d / 2 per weight. HV_W_F32 copies.
+ * Returns HV_ERR_UNSUPPORTED, with *storage NULL and m untouched, when the
+ * matrix cannot be held in `type` and should stay f32: q8_0 with cols not a
+ * multiple of 32, a q8_0 block with a non-finite weight or with amax too
+ * large for an f16 scale (> ~8.3e6), or a finite weight that would become
+ * infinite in f16/bf16 (|w| >= 65520 in f16). HV_ERR_INVALID_ARG for
+ * rows or cols < 1 or a bad type, HV_ERR_NOMEM when out of memory. */
+hv_status hv_mat_from_f32(hv_mat *m, hv_wtype type, const float *src, int rows,
+                          int cols, void **storage, hv_error *e);
+
+/* Writes row `row` of m, widened to f32 (exactly: every stored value is
+ * representable), into dst[m->cols]: an embedding lookup in any type. */
+void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
+
+/* y[n x W.rows] = x[n x W.cols] . W^T (+ bias[W.rows] when not NULL).
+ * f32 weights go to OpenBLAS (sgemv/sgemm). For the other types:
+ * - n <= HV_LINEAR_GEMV_MAX_N (decoder steps, beams, short prompts): a
+ *   kernel that streams the weights once and widens them on the fly; for
+ *   q8_0 it quantises x to int8 blocks of 32 (one f32 scale each) and uses
+ *   integer dot products, which adds activation-rounding error;
+ * - larger n (encoder, cross-attention keys/values): tiles of weight rows
+ *   are widened to f32 and multiplied with OpenBLAS sgemm; the result is
+ *   that of f32 weights equal to the stored ones.
+ * Every output element is computed the same way whatever the number of
+ * threads, so results do not depend on the pool size. AVX2+FMA+F16C
+ * kernels are used when the CPU has them (detected at run time); the
+ * portable fallback gives bit-identical results. */
+#define HV_LINEAR_GEMV_MAX_N 16
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
                const float *bias);
 

@@ -4,6 +4,7 @@
 #include "model/weights.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@ typedef struct loader {
     char problems[768];     /* the first few, one per line */
     bool oom;
     hv_error conv_err;      /* first conversion failure */
+    int keep_types;         /* matrices in the checkpoint's own type */
+    hv_wtype want;          /* else this type */
 } loader;
 
 static void problem(loader *L, const char *fmt, ...) {
@@ -50,16 +53,13 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
-/* Looks up a tensor and converts it to f32. shape[0] < 0 means "at least
- * -shape[0] rows" (position tables may be longer than used). Returns NULL
- * when absent (a problem unless optional) or wrong. */
-static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape,
-                     const char *fmt, ...) {
+/* Looks up a tensor and checks its shape and dtype. shape[0] < 0 means
+ * "at least -shape[0] rows" (position tables may be longer than used).
+ * NULL when absent (a problem unless optional) or wrong. */
+static const hv_st_tensor *find_v(loader *L, bool optional, int ndim,
+                                  const int64_t *shape, const char *fmt, va_list ap) {
     char name[256];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
     const hv_st_tensor *t = hv_st_find(L->st, name);
     if (!t) {
         if (!optional) problem(L, "\n  %s: missing", name);
@@ -82,30 +82,90 @@ static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape,
                 hv_dtype_name(t->dtype));
         return NULL;
     }
-    if (L->oom || L->n_problems) return NULL; /* only checking from here on */
-    float *p = track(L, malloc((size_t)t->numel * sizeof(float)));
-    if (p && hv_st_to_f32(t, p, &L->conv_err) != HV_OK) {
-        problem(L, "\n  %s: %s", name, L->conv_err.msg);
+    return t;
+}
+
+/* The tensor's values as f32, in a buffer of its own (untracked). */
+static float *to_f32(loader *L, const hv_st_tensor *t) {
+    float *p = malloc((size_t)t->numel * sizeof(float));
+    if (!p) {
+        L->oom = true;
+        return NULL;
+    }
+    if (hv_st_to_f32(t, p, &L->conv_err) != HV_OK) {
+        problem(L, "\n  %s: %s", t->name, L->conv_err.msg);
+        free(p);
         return NULL;
     }
     return p;
+}
+
+/* A small tensor (norms, biases, convolutions) as f32. */
+static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape,
+                     const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const hv_st_tensor *t = find_v(L, optional, ndim, shape, fmt, ap);
+    va_end(ap);
+    if (!t || L->oom || L->n_problems) return NULL; /* only checking from here on */
+    return track(L, to_f32(L, t));
+}
+
+static hv_wtype disk_type(hv_dtype dt) {
+    return dt == HV_DT_F16 ? HV_W_F16 : dt == HV_DT_BF16 ? HV_W_BF16 : HV_W_F32;
+}
+
+/* A weight matrix [rows x cols] in the compute type: the checkpoint's own
+ * type by default, read in place from the mapping when it is already that
+ * type (no copy), else converted. A matrix that cannot take the type
+ * (q8_0 needs cols % 32 == 0) stays f32. */
+static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols,
+                     const char *fmt, ...) {
+    hv_mat m = {HV_W_F32, rows, cols, NULL};
+    va_list ap;
+    va_start(ap, fmt);
+    const hv_st_tensor *t = find_v(L, false, ndim, shape, fmt, ap);
+    va_end(ap);
+    if (!t || L->oom || L->n_problems) return m;
+    hv_wtype want = L->keep_types ? disk_type(t->dtype) : L->want;
+    size_t esize = hv_dtype_size(t->dtype);
+    if (want == disk_type(t->dtype) && (uintptr_t)t->data % esize == 0) {
+        m.type = want;
+        m.data = t->data;
+        L->w->mat_bytes += t->nbytes;
+        return m;
+    }
+    float *f = to_f32(L, t);
+    if (!f) return m;
+    void *storage = NULL;
+    hv_error err;
+    hv_status st = want == HV_W_F32 ? HV_ERR_UNSUPPORTED
+                                    : hv_mat_from_f32(&m, want, f, rows, cols, &storage, &err);
+    if (st == HV_OK) {
+        free(f);
+        track(L, storage);
+    } else if (st == HV_ERR_UNSUPPORTED) {
+        m.type = HV_W_F32;
+        m.data = track(L, f);
+    } else {
+        free(f);
+        L->oom = true;
+        return m;
+    }
+    L->w->mat_bytes += hv_mat_bytes(&m);
+    return m;
 }
 
 #define S(...) (const int64_t[]){__VA_ARGS__}
 #define NEED(ndim, shape, ...) tensor(L, false, ndim, shape, __VA_ARGS__)
 #define OPT(ndim, shape, ...) tensor(L, true, ndim, shape, __VA_ARGS__)
 
-static hv_mat mat(const float *data, int rows, int cols) {
-    hv_mat m = {HV_W_F32, rows, cols, data};
-    return m;
-}
-
 /* A Linear layer: weight [out x in] required, bias [out] required or not. */
 static hv_mat linear(loader *L, float **bias, bool bias_optional, int out,
                      int in, const char *prefix) {
-    float *w = NEED(2, S(out, in), "%s.weight", prefix);
+    hv_mat m = matrix(L, 2, S(out, in), out, in, "%s.weight", prefix);
     if (bias) *bias = tensor(L, bias_optional, 1, S(out), "%s.bias", prefix);
-    return mat(w, out, in);
+    return m;
 }
 
 static void norm(loader *L, float **w, float **b, int d, const char *prefix) {
@@ -139,7 +199,7 @@ static void load_enc_layer(loader *L, const hv_config *c, int i,
     y->pos_bias_v = NEED(2, S(H, d / H), "%s", P("self_attn.pos_bias_v"));
 
     norm(L, &y->conv_norm_w, &y->conv_norm_b, d, P("norm_conv"));
-    y->pw1 = mat(NEED(3, S(2 * d, d, 1), "%s", P("conv.pointwise_conv1.weight")), 2 * d, d);
+    y->pw1 = matrix(L, 3, S(2 * d, d, 1), 2 * d, d, "%s", P("conv.pointwise_conv1.weight"));
     y->pw1_b = OPT(1, S(2 * d), "%s", P("conv.pointwise_conv1.bias"));
     y->dw_w = NEED(3, S(d, 1, K), "%s", P("conv.depthwise_conv.weight"));
     y->dw_b = OPT(1, S(d), "%s", P("conv.depthwise_conv.bias"));
@@ -147,7 +207,7 @@ static void load_enc_layer(loader *L, const hv_config *c, int i,
     float *bn_b = NEED(1, S(d), "%s", P("conv.batch_norm.bias"));
     float *bn_mean = NEED(1, S(d), "%s", P("conv.batch_norm.running_mean"));
     float *bn_var = NEED(1, S(d), "%s", P("conv.batch_norm.running_var"));
-    y->pw2 = mat(NEED(3, S(d, d, 1), "%s", P("conv.pointwise_conv2.weight")), d, d);
+    y->pw2 = matrix(L, 3, S(d, d, 1), d, d, "%s", P("conv.pointwise_conv2.weight"));
     y->pw2_b = OPT(1, S(d), "%s", P("conv.pointwise_conv2.bias"));
 
     norm(L, &y->ff2_norm_w, &y->ff2_norm_b, d, P("norm_feed_forward2"));
@@ -190,7 +250,7 @@ static void load_encoder(loader *L, const hv_config *c, hv_encoder_weights *E) {
     for (int s = 1; s < stages; s++) {
         E->dw_w[s] = NEED(4, S(C, 1, 3, 3), "encoder.pre_encode.conv.%d.weight", 3 * s - 1);
         E->dw_b[s] = NEED(1, S(C), "encoder.pre_encode.conv.%d.bias", 3 * s - 1);
-        E->pw[s] = mat(NEED(4, S(C, C, 1, 1), "encoder.pre_encode.conv.%d.weight", 3 * s), C, C);
+        E->pw[s] = matrix(L, 4, S(C, C, 1, 1), C, C, "encoder.pre_encode.conv.%d.weight", 3 * s);
         E->pw_b[s] = NEED(1, S(C), "encoder.pre_encode.conv.%d.bias", 3 * s);
         f = (f + 2 - 3) / 2 + 1;
     }
@@ -206,7 +266,7 @@ static void load_encoder(loader *L, const hv_config *c, hv_encoder_weights *E) {
 
 static void load_decoder(loader *L, const hv_config *c, hv_decoder_weights *D) {
     int h = c->dec_hidden, V = c->vocab_size, I = c->dec_inner;
-    D->tok_emb = mat(NEED(2, S(V, h), "transf_decoder._embedding.token_embedding.weight"), V, h);
+    D->tok_emb = matrix(L, 2, S(V, h), V, h, "transf_decoder._embedding.token_embedding.weight");
     D->pos_enc = NEED(2, S(-c->dec_max_seq, h),
                       "transf_decoder._embedding.position_embedding.pos_enc");
     norm(L, &D->emb_ln_w, &D->emb_ln_b, h, "transf_decoder._embedding.layer_norm");
@@ -234,8 +294,9 @@ static void load_decoder(loader *L, const hv_config *c, hv_decoder_weights *D) {
     norm(L, &D->final_ln_w, &D->final_ln_b, h, "transf_decoder._decoder.final_layer_norm");
     /* The classifier's weight is tied to the token embedding; a checkpoint
      * may still carry its own copy. */
-    float *cls = OPT(2, S(V, h), "log_softmax.mlp.layer0.weight");
-    D->cls = cls ? mat(cls, V, h) : D->tok_emb;
+    D->cls = hv_st_find(L->st, "log_softmax.mlp.layer0.weight")
+                 ? matrix(L, 2, S(V, h), V, h, "log_softmax.mlp.layer0.weight")
+                 : D->tok_emb;
     D->cls_b = NEED(1, S(V), "log_softmax.mlp.layer0.bias");
 }
 
@@ -250,9 +311,10 @@ static void load_frontend(loader *L, const hv_config *c, hv_weights *w) {
 }
 
 hv_status hv_weights_load(hv_weights *w, const hv_config *c,
-                          const hv_safetensors *st, hv_error *e) {
+                          const hv_safetensors *st, int keep_types, hv_wtype want,
+                          hv_error *e) {
     memset(w, 0, sizeof *w);
-    loader L = {.w = w, .st = st};
+    loader L = {.w = w, .st = st, .keep_types = keep_types, .want = want};
     /* Pass 1 checks everything (no conversion once a problem is seen);
      * the conversion happens in the same pass when all is well so far. */
     load_frontend(&L, c, w);

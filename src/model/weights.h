@@ -74,14 +74,19 @@ typedef struct hv_weights {
     float *fe_fb;                     /* [n_mels x n_fft/2+1] or NULL */
     hv_encoder_weights enc;
     hv_decoder_weights dec;
+    size_t mat_bytes;                 /* bytes of all weight matrices */
     void **allocs;                    /* every buffer above, for freeing */
     int n_allocs, cap_allocs;
 } hv_weights;
 
 /* Checks every tensor MODEL.md needs against the config (listing all
- * missing or misshapen ones in one error) and converts them to f32. */
+ * missing or misshapen ones in one error). Weight matrices take the
+ * checkpoint's own type (keep_types) or `want`, and are read in place from
+ * the mapping when their stored type is the compute type, so st must stay
+ * open while w is used; everything else is converted to f32. */
 hv_status hv_weights_load(hv_weights *w, const hv_config *c,
-                          const hv_safetensors *st, hv_error *e);
+                          const hv_safetensors *st, int keep_types, hv_wtype want,
+                          hv_error *e);
 void hv_weights_free(hv_weights *w);
 
 #endif

@@ -1,0 +1,93 @@
+/* Private to the matmul kernels and their tests: the q8_0 block layout and
+ * the per-type kernels, as a table per instruction set, so that tests can
+ * run the portable and the SIMD variants side by side.
+ *
+ * Every kernel computes each output element in one fixed order that does
+ * not depend on which rows it is given (so slicing rows over threads never
+ * changes a result), and the scalar and SIMD variants use the same order
+ * and the same roundings, so they agree bit for bit:
+ *
+ * f16/bf16 dot of a weight row w with an f32 activation row x, cols c,
+ *   c16 = c & ~15, c8 = c & ~7: 16 lane sums, for k = 0, 16, ... below c16
+ *   and j < 8: a[j] = fma(w[k+j], x[k+j], a[j]) and b[j] = fma(w[k+8+j],
+ *   x[k+8+j], b[j]); if c8 > c16, once more a[j] = fma(w[c16+j], x[c16+j],
+ *   a[j]); then a[j] += b[j]; s = ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7));
+ *   then s = fma(w[k], x[k], s) for the tail k = c8 .. c-1.
+ * q8_0 dot of a weight row with an activation row quantised to blocks of
+ *   32 (f32 scale dx, int8 qx): for each block b in order, d = dw * dx
+ *   (f32), and for lane j < 8, p = sum of the 4 products qw*qx at
+ *   positions 4j .. 4j+3 (an exact integer), a[j] = fma(d, (float)p, a[j]);
+ *   then the same sum of lanes.
+ * Products are fused explicitly (fmaf, _mm256_fmadd_ps) on both sides, so
+ * the compiler's contraction setting cannot make them differ. */
+#ifndef HV_MATMUL_IMPL_H
+#define HV_MATMUL_IMPL_H
+
+#include <stdint.h>
+
+#include "kernels/matmul.h"
+
+#define HV_Q8_BLOCK 32
+
+/* One q8_0 weight block: 34 bytes, no padding (the layout of llama.cpp's
+ * block_q8_0). A row of cols weights is cols / 32 consecutive blocks. */
+typedef struct hv_q8_0_block {
+    uint16_t d;                 /* scale, IEEE f16 */
+    int8_t q[HV_Q8_BLOCK];      /* weights / d, in [-127, 127] */
+} hv_q8_0_block;
+
+/* Activations quantised for the q8_0 dot product: n rows of cols values
+ * (cols % 32 == 0) as nb = cols / 32 blocks per row. */
+typedef struct hv_q8_act {
+    int n, nb;
+    float *d;                   /* [n][nb] scales, amax / 127 */
+    int8_t *q;                  /* [n][nb * 32] round(x / d), in [-127, 127] */
+} hv_q8_act;
+
+/* Fills a (allocated by the caller for n x cols) from x[n x cols]. Per
+ * block d = amax / 127 and q = rint(x / d), so |x - d q| <= d / 2. A block
+ * whose d would be subnormal (amax < 127 * FLT_MIN, ~1.5e-36) becomes
+ * zeros; a block with a NaN or infinity gets d = NaN and q = 0, so that its
+ * outputs become NaN. */
+void hv_q8_act_quantize(hv_q8_act *a, const float *x, int n, int cols);
+
+/* Kernels for one instruction set. The gemv kernels compute, for the
+ * n_w weight rows starting at w and the n activation rows,
+ *   y[i * ldy + r] = dot(w row r, activation row i)  (no bias),
+ * with activation row i at x + i * cols (or row i of a). The widen kernels
+ * write count f32 values (q8_0: count / 32 blocks) to dst, exactly. */
+typedef struct hv_mm_kernels {
+    const char *name;
+    void (*gemv_f16)(float *y, int ldy, const float *x, int n,
+                     const uint16_t *w, int n_w, int cols);
+    void (*gemv_bf16)(float *y, int ldy, const float *x, int n,
+                      const uint16_t *w, int n_w, int cols);
+    void (*gemv_q8_0)(float *y, int ldy, const hv_q8_act *a,
+                      const hv_q8_0_block *w, int n_w, int cols);
+    void (*widen_f16)(float *dst, const uint16_t *src, long count);
+    void (*widen_bf16)(float *dst, const uint16_t *src, long count);
+    void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
+} hv_mm_kernels;
+
+/* Portable C; always available. */
+extern const hv_mm_kernels hv_mm_scalar;
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define HV_MM_HAVE_AVX2 1
+/* Compiled with target("avx2,fma,f16c"): call only when the CPU has them. */
+extern const hv_mm_kernels hv_mm_avx2;
+#endif
+
+/* AVX2 + FMA + F16C, or NULL when not compiled in (not x86) or the CPU
+ * lacks one of them. Detected once. */
+const hv_mm_kernels *hv_mm_simd(void);
+
+/* The kernels hv_linear uses: hv_mm_simd() when not NULL, else scalar. */
+const hv_mm_kernels *hv_mm_best(void);
+
+/* hv_linear with a given kernel table (tests run the whole driver, with
+ * threads and tiles, on each table). */
+void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y,
+                    const float *x, int n, const hv_mat *W, const float *bias);
+
+#endif

@@ -1,0 +1,603 @@
+/* Reduced-precision weights: conversions, hv_linear for every weight type
+ * against double-precision references on the dequantised weights, thread
+ * and SIMD independence, special values. `test_matmul_types --bench`
+ * instead prints speeds (docs/KERNELS.md). */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/matmul.h"
+#include "kernels/matmul_impl.h"
+#include "model/safetensors.h"
+#include "testlib.h"
+
+static const hv_wtype all_types[] = {HV_W_F32, HV_W_F16, HV_W_BF16, HV_W_Q8_0};
+#define N_TYPES (int)(sizeof all_types / sizeof all_types[0])
+
+static unsigned rng = 12345;
+static float frand(void) { /* [-1, 1) */
+    rng = rng * 1664525u + 1013904223u;
+    return (float)((rng >> 8) / 16777216.0 * 2.0 - 1.0);
+}
+static int irand(int lo, int hi) { /* [lo, hi] */
+    rng = rng * 1664525u + 1013904223u;
+    return lo + (int)((rng >> 8) % (unsigned)(hi - lo + 1));
+}
+
+static float *falloc(size_t n) {
+    float *p = malloc(n * sizeof(float) + 1);
+    if (!p) abort();
+    return p;
+}
+
+/* The weights as hv_linear sees them, widened with the scalar kernels. */
+static float *dequant(const hv_mat *W) {
+    float *w = falloc((size_t)W->rows * W->cols);
+    for (int r = 0; r < W->rows; r++) hv_mat_row_f32(W, r, w + (size_t)r * W->cols);
+    return w;
+}
+
+static int same_bits(const float *a, const float *b, size_t n) {
+    return memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+/* ------------------------------------------------------------ names */
+
+static void test_names(void) {
+    for (int t = 0; t < N_TYPES; t++) {
+        hv_wtype out = (hv_wtype)99;
+        CHECK(hv_wtype_parse(hv_wtype_name(all_types[t]), &out) == 0 && out == all_types[t]);
+    }
+    hv_wtype out = HV_W_F32;
+    CHECK(hv_wtype_parse("BF16", &out) == 0 && out == HV_W_BF16);
+    CHECK(hv_wtype_parse("Q8_0", &out) == 0 && out == HV_W_Q8_0);
+    CHECK(strcmp(hv_wtype_name(HV_W_F16), "f16") == 0);
+    CHECK(strcmp(hv_wtype_name(HV_W_Q8_0), "q8_0") == 0);
+    CHECK(strcmp(hv_wtype_name((hv_wtype)42), "?") == 0);
+    out = HV_W_F16;
+    CHECK(hv_wtype_parse("q8", &out) == -1 && out == HV_W_F16);
+    CHECK(hv_wtype_parse("f16x", &out) == -1 && hv_wtype_parse("", &out) == -1);
+    CHECK(hv_wtype_parse("f1", &out) == -1 && hv_wtype_parse(NULL, &out) == -1);
+}
+
+/* ------------------------------------------------------- conversions */
+
+/* Converts src[count] as one row; returns the status, storage in *st. */
+static hv_status conv(hv_mat *m, hv_wtype t, const float *src, int rows, int cols,
+                      void **st) {
+    hv_error e;
+    return hv_mat_from_f32(m, t, src, rows, cols, st, &e);
+}
+
+static void test_f16_bf16_roundtrip(void) {
+    /* every finite f16/bf16 value and the infinities (NaNs apart) survive
+     * f32 -> type -> f32 exactly: zeros, negative zero, subnormals, max */
+    for (int bf = 0; bf < 2; bf++) {
+        float *v = falloc(65536);
+        uint16_t *bits = malloc(65536 * sizeof *bits);
+        int n = 0;
+        for (uint32_t h = 0; h < 65536; h++) {
+            float f = bf ? hv_bf16_to_f32((uint16_t)h) : hv_f16_to_f32((uint16_t)h);
+            if (isnan(f)) continue;
+            bits[n] = (uint16_t)h;
+            v[n++] = f;
+        }
+        hv_mat m;
+        void *st;
+        CHECK(conv(&m, bf ? HV_W_BF16 : HV_W_F16, v, 1, n, &st) == HV_OK);
+        CHECK(m.data == st && m.rows == 1 && m.cols == n);
+        CHECK(((uintptr_t)st & 63) == 0);
+        CHECK(hv_mat_bytes(&m) == (size_t)n * 2);
+        CHECK_MSG(memcmp(st, bits, (size_t)n * 2) == 0, "%s stores the exact bits",
+                  bf ? "bf16" : "f16");
+        float *back = dequant(&m);
+        CHECK_MSG(same_bits(back, v, n), "%s widens exactly", bf ? "bf16" : "f16");
+        /* the SIMD widening agrees bit for bit, NaNs included */
+        const hv_mm_kernels *simd = hv_mm_simd();
+        if (simd) {
+            uint16_t *allb = malloc(65536 * sizeof *allb);
+            float *a = falloc(65536), *b = falloc(65536);
+            for (uint32_t h = 0; h < 65536; h++) allb[h] = (uint16_t)h;
+            (bf ? hv_mm_scalar.widen_bf16 : hv_mm_scalar.widen_f16)(a, allb, 65536);
+            (bf ? simd->widen_bf16 : simd->widen_f16)(b, allb, 65536);
+            int ok = 1;
+            for (int i = 0; i < 65536; i++)
+                ok &= isnan(a[i]) ? isnan(b[i]) != 0 : memcmp(&a[i], &b[i], 4) == 0;
+            CHECK_MSG(ok, "%s: SIMD widening == scalar", bf ? "bf16" : "f16");
+            free(allb); free(a); free(b);
+        }
+        free(back); free(st); free(v); free(bits);
+    }
+
+    /* rounding: to nearest, ties to even; NaN stays NaN */
+    float r[6] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-20f,
+                  65519.0f, 0x1p-25f, NAN};
+    hv_mat m;
+    void *st;
+    CHECK(conv(&m, HV_W_F16, r, 2, 3, &st) == HV_OK);
+    const uint16_t *h = st;
+    CHECK(h[0] == 0x3c00 && h[1] == 0x3c02 && h[2] == 0x3c01);
+    CHECK(h[3] == 0x7bff && h[4] == 0x0000 && isnan(hv_f16_to_f32(h[5])));
+    free(st);
+    float rb[4] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -0.0f, NAN};
+    CHECK(conv(&m, HV_W_BF16, rb, 1, 4, &st) == HV_OK);
+    h = st;
+    CHECK(h[0] == 0x3f80 && h[1] == 0x3f82 && h[2] == 0x8000 && isnan(hv_bf16_to_f32(h[3])));
+    free(st);
+
+    /* overflow to infinity is refused (the matrix stays f32) */
+    float big[3] = {1.0f, 65520.0f, 2.0f};
+    st = &m;
+    CHECK(conv(&m, HV_W_F16, big, 1, 3, &st) == HV_ERR_UNSUPPORTED && st == NULL);
+    big[1] = FLT_MAX;
+    CHECK(conv(&m, HV_W_BF16, big, 1, 3, &st) == HV_ERR_UNSUPPORTED && st == NULL);
+    big[1] = 1e38f;
+    CHECK(conv(&m, HV_W_BF16, big, 3, 1, &st) == HV_OK);
+    free(st);
+    big[1] = INFINITY; /* already infinite: kept */
+    CHECK(conv(&m, HV_W_F16, big, 1, 3, &st) == HV_OK);
+    CHECK(((const uint16_t *)st)[1] == 0x7c00);
+    free(st);
+
+    /* f32 copies; bad arguments */
+    CHECK(conv(&m, HV_W_F32, r, 1, 5, &st) == HV_OK && memcmp(st, r, 5 * 4) == 0);
+    CHECK(hv_mat_bytes(&m) == 20);
+    free(st);
+    CHECK(conv(&m, HV_W_F32, r, 0, 5, &st) == HV_ERR_INVALID_ARG && st == NULL);
+    CHECK(conv(&m, HV_W_F16, r, 1, -1, &st) == HV_ERR_INVALID_ARG);
+    CHECK(conv(&m, (hv_wtype)9, r, 1, 1, &st) == HV_ERR_INVALID_ARG);
+}
+
+static void test_q8_0_convert(void) {
+    /* columns not a multiple of 32 are refused with UNSUPPORTED */
+    float *v = falloc(64 * 96);
+    for (int i = 0; i < 64 * 96; i++) v[i] = frand();
+    hv_mat m = {HV_W_F32, 0, 0, NULL};
+    void *st = &m;
+    hv_error e;
+    const int bad_cols[] = {1, 16, 31, 33, 48, 95};
+    for (size_t i = 0; i < sizeof bad_cols / sizeof bad_cols[0]; i++) {
+        CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, v, 2, bad_cols[i], &st, &e) == HV_ERR_UNSUPPORTED);
+        CHECK(st == NULL && m.data == NULL && e.status == HV_ERR_UNSUPPORTED);
+    }
+
+    /* blocks of every kind: magnitudes from subnormal to 1e6, all zero,
+     * negative zeros, one outlier */
+    const int rows = 64, cols = 96, nb = cols / 32;
+    for (int b = 0; b < rows * nb; b++) {
+        float *blk = v + b * 32;
+        int kind = b % 8;
+        float scale = powf(10.0f, (float)irand(-6, 6));
+        for (int t = 0; t < 32; t++) {
+            switch (kind) {
+            case 0: blk[t] = frand() * scale; break;
+            case 1: blk[t] = 0.0f; break;
+            case 2: blk[t] = t % 2 ? -0.0f : 0.0f; break;
+            case 3: blk[t] = frand() * 1e-40f; break;           /* f32 subnormals */
+            case 4: blk[t] = frand() * 1e-6f; break;            /* f16-subnormal scale */
+            case 5: blk[t] = t == 7 ? 1e6f : frand(); break;    /* outlier */
+            case 6: blk[t] = frand() * 4e-9f; break;            /* scale < 2^-24 */
+            default: blk[t] = (float)irand(-127, 127) / 128.0f; break;
+            }
+        }
+    }
+    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, v, rows, cols, &st, &e) == HV_OK);
+    CHECK(m.type == HV_W_Q8_0 && m.rows == rows && m.cols == cols && m.data == st);
+    CHECK(hv_mat_bytes(&m) == (size_t)rows * nb * 34 && sizeof(hv_q8_0_block) == 34);
+    float *w = dequant(&m);
+    const hv_q8_0_block *q = st;
+    int ok_err = 1, ok_scale = 1, ok_q = 1;
+    for (int b = 0; b < rows * nb; b++) {
+        float amax = 0;
+        for (int t = 0; t < 32; t++) amax = fmaxf(amax, fabsf(v[b * 32 + t]));
+        double d = hv_f16_to_f32(q[b].d), want = amax / 127.0;
+        /* the scale is amax/127 rounded up to an f16 (at least the smallest) */
+        if (!(d >= (double)(amax / 127.0f) &&
+              d <= want * (1 + 0x1p-10) + 0x1p-24 && (amax > 0 || d == 0)))
+            ok_scale = 0;
+        for (int t = 0; t < 32; t++) {
+            if (q[b].q[t] < -127) ok_q = 0;
+            double err = fabs((double)w[b * 32 + t] - v[b * 32 + t]);
+            if (err > d / 2 * (1 + 1e-6)) ok_err = 0;
+            if (w[b * 32 + t] != hv_f16_to_f32(q[b].d) * q[b].q[t]) ok_err = 0;
+        }
+    }
+    CHECK_MSG(ok_err, "q8_0: every weight within scale/2 of the original");
+    CHECK_MSG(ok_scale, "q8_0: scale = amax/127 rounded up to f16");
+    CHECK(ok_q);
+    CHECK(w[32] == 0.0f && w[63] == 0.0f && q[1].d == 0); /* block 1: zeros */
+    /* values of the form k/128 with amax 127/128 come back exactly */
+    int exact = 1;
+    for (int b = 7; b < rows * nb; b += 8) {
+        float amax = 0;
+        for (int t = 0; t < 32; t++) amax = fmaxf(amax, fabsf(v[b * 32 + t]));
+        if (amax == 127.0f / 128.0f)
+            for (int t = 0; t < 32; t++) exact &= w[b * 32 + t] == v[b * 32 + t];
+    }
+    CHECK(exact);
+    /* SIMD widening == scalar */
+    const hv_mm_kernels *simd = hv_mm_simd();
+    if (simd) {
+        float *a = falloc((size_t)rows * cols), *c = falloc((size_t)rows * cols);
+        hv_mm_scalar.widen_q8_0(a, q, (long)rows * cols);
+        simd->widen_q8_0(c, q, (long)rows * cols);
+        CHECK(same_bits(a, c, (size_t)rows * cols));
+        free(a); free(c);
+    }
+    free(w);
+    free(st);
+
+    /* refused: a scale beyond f16 (amax > 65504 * 127), NaN, infinity */
+    float blk[32];
+    for (int t = 0; t < 32; t++) blk[t] = 1.0f;
+    blk[5] = 65504.0f * 127.0f; /* the largest amax that fits */
+    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_OK);
+    CHECK(((const hv_q8_0_block *)st)->d == 0x7bff && ((const hv_q8_0_block *)st)->q[5] == 127);
+    free(st);
+    blk[5] = 1e7f;
+    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
+    blk[5] = NAN;
+    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
+    blk[5] = -INFINITY;
+    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
+    free(v);
+}
+
+static void test_q8_act(void) {
+    /* activation blocks: scale amax/127, |q| <= 127, error <= scale/2 */
+    float x[96];
+    for (int t = 0; t < 32; t++) x[t] = frand() * 3.0f;
+    for (int t = 32; t < 64; t++) x[t] = 0.0f;
+    for (int t = 64; t < 96; t++) x[t] = frand() * 1e-37f; /* d would be subnormal */
+    x[70] = 1e-37f;
+    float d[3];
+    int8_t q[96];
+    hv_q8_act a = {0, 0, d, q};
+    hv_q8_act_quantize(&a, x, 1, 96);
+    CHECK(a.n == 1 && a.nb == 3);
+    int ok = 1;
+    for (int t = 0; t < 64; t++) {
+        if (q[t] < -127) ok = 0;
+        if (fabs((double)d[t / 32] * q[t] - x[t]) > d[t / 32] / 2 * (1 + 1e-6)) ok = 0;
+    }
+    for (int t = 64; t < 96; t++) ok &= q[t] == 0;
+    CHECK(ok && d[0] > 0.0f && d[1] == 0.0f && d[2] == 0.0f);
+    x[40] = NAN;
+    x[70] = INFINITY;
+    hv_q8_act_quantize(&a, x, 1, 96);
+    CHECK(isnan(d[1]) && isnan(d[2]) && !isnan(d[0]));
+}
+
+/* ------------------------------------------------------------ linear */
+
+typedef struct shape { int rows, cols; } shape;
+
+/* Fills x[n x cols], weights src[rows x cols] and bias either with values
+ * whose products and sums are exact in f32 (exact = 1: every summation
+ * order gives the same, exact result) or with random values at mixed
+ * scales. For q8_0 the exact values also survive both quantisations. */
+static void fill(hv_wtype t, int exact, float *x, int n, float *src, int rows,
+                 int cols, float *bias) {
+    if (!exact) {
+        for (int i = 0; i < n * cols; i++) x[i] = frand();
+        for (int r = 0; r < rows; r++) {
+            float s = powf(10.0f, frand());
+            for (int c = 0; c < cols; c++) src[(size_t)r * cols + c] = frand() * s;
+        }
+        for (int r = 0; r < rows; r++) bias[r] = frand();
+        return;
+    }
+    if (t != HV_W_Q8_0) { /* k/8 . k/16: multiples of 2^-7, |sum| <= cols */
+        for (int i = 0; i < n * cols; i++) x[i] = (float)irand(-8, 8) / 8.0f;
+        for (int i = 0; i < rows * cols; i++) src[i] = (float)irand(-16, 16) / 16.0f;
+        for (int r = 0; r < rows; r++) bias[r] = (float)irand(-128, 128) / 128.0f;
+        return;
+    }
+    /* q8_0: blocks of k/64 and k/128 with a +-127 in each, so the scales
+     * are 2^-6 and 2^-7 exactly; the sums stay below 2^24 * 2^-13 */
+    for (int i = 0; i < n * cols; i++)
+        x[i] = (float)(i % 32 == 5 ? (i & 64 ? 127 : -127) : irand(-127, 127)) / 64.0f;
+    for (int i = 0; i < rows * cols; i++)
+        src[i] = (float)(i % 32 == 17 ? (i & 32 ? 127 : -127) : irand(-127, 127)) / 128.0f;
+    for (int r = 0; r < rows; r++) bias[r] = (float)irand(-8192, 8192) / 8192.0f;
+}
+
+/* How far y may be from the exact result: f32 rounding of the sums
+ * (~eps sqrt(cols) sum|x w|), plus, for q8_0 decoder steps, the rounding
+ * of x to its blocks: at most d_x / 2 per value. */
+static double tolerance(hv_wtype t, int n, const float *xi, const float *wr, int cols,
+                        float b) {
+    double s = fabs(b), q = 0;
+    for (int c = 0; c < cols; c++) s += fabs((double)xi[c] * wr[c]);
+    if (t == HV_W_Q8_0 && n <= HV_LINEAR_GEMV_MAX_N)
+        for (int c0 = 0; c0 < cols; c0 += 32) {
+            double amax = 0, wsum = 0;
+            for (int c = c0; c < c0 + 32; c++) {
+                amax = fmax(amax, fabs(xi[c]));
+                wsum += fabs(wr[c]);
+            }
+            q += amax / 127.0 / 2.0 * wsum * (1 + 1e-5);
+        }
+    return q + 2.0 * FLT_EPSILON * sqrt(cols + 1.0) * s + 1e-30;
+}
+
+static void test_linear(hv_wtype t, int exact) {
+    static const shape gen[] = {{1, 1},    {5, 3},     {17, 9},  {33, 31}, {64, 100},
+                                {130, 257}, {40, 1000}, {300, 24}, {200, 520}};
+    static const shape q8[] = {{1, 32},   {3, 64},    {37, 96},
+                               {130, 256}, {40, 1024}, {200, 512}};
+    const shape *shapes = t == HV_W_Q8_0 ? q8 : gen;
+    int n_shapes = t == HV_W_Q8_0 ? (int)(sizeof q8 / sizeof q8[0])
+                                  : (int)(sizeof gen / sizeof gen[0]);
+    static const int ns[] = {1, 2, 3, 7, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 64, 200};
+    hv_pool *pools[3];
+    for (int p = 0; p < 3; p++) pools[p] = hv_pool_new(p + 1);
+    const hv_mm_kernels *simd = hv_mm_simd();
+    int worst_shape = -1;
+    double worst = 0; /* |y - ref| / tolerance */
+
+    for (int s = 0; s < n_shapes; s++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            int rows = shapes[s].rows, cols = shapes[s].cols, n = ns[ni];
+            if ((double)n * rows * cols > 3e7) n = 64; /* keep it quick */
+            float *x = falloc((size_t)n * cols), *src = falloc((size_t)rows * cols);
+            float *bias = falloc(rows);
+            fill(t, exact, x, n, src, rows, cols, bias);
+            hv_mat W;
+            void *st;
+            hv_error e;
+            hv_status rc = hv_mat_from_f32(&W, t, src, rows, cols, &st, &e);
+            CHECK_MSG(rc == HV_OK, "%s %dx%d: %s", hv_wtype_name(t), rows, cols, e.msg);
+            if (rc != HV_OK) {
+                free(x); free(src); free(bias);
+                continue;
+            }
+            float *w = dequant(&W);
+            size_t ny = (size_t)n * rows;
+            float *y = falloc(ny), *y0 = falloc(ny), *yb = falloc(ny);
+            int same_threads = 1, same_simd = 1, bias_ok = 1;
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                const float *b = with_bias ? bias : NULL;
+                hv_linear(pools[0], y0, x, n, &W, b);
+                for (int p = 1; p < 3; p++) {
+                    hv_linear(pools[p], y, x, n, &W, b);
+                    same_threads &= same_bits(y, y0, ny);
+                }
+                if (simd && t != HV_W_F32) {
+                    hv_linear_with(&hv_mm_scalar, pools[1], y, x, n, &W, b);
+                    same_simd &= same_bits(y, y0, ny);
+                    hv_linear_with(simd, pools[2], y, x, n, &W, b);
+                    same_simd &= same_bits(y, y0, ny);
+                }
+                if (!with_bias) {
+                    memcpy(yb, y0, ny * sizeof(float));
+                    continue;
+                }
+                /* bias is added after the product: y(b) == y(NULL) + b */
+                for (int i = 0; i < n; i++)
+                    for (int r = 0; r < rows; r++)
+                        bias_ok &= y0[(size_t)i * rows + r] ==
+                                   yb[(size_t)i * rows + r] + bias[r];
+            }
+            double shape_worst = 0;
+            for (int i = 0; i < n; i++)
+                for (int r = 0; r < rows; r++) {
+                    const float *xi = x + (size_t)i * cols, *wr = w + (size_t)r * cols;
+                    double ref = bias[r];
+                    for (int c = 0; c < cols; c++) ref += (double)xi[c] * wr[c];
+                    double d = fabs(ref - y0[(size_t)i * rows + r]);
+                    double tol = exact ? 0 : tolerance(t, n, xi, wr, cols, bias[r]);
+                    double rel = exact ? (d > 0 ? INFINITY : 0) : d / tol;
+                    if (isnan(rel) || rel > shape_worst) shape_worst = isnan(rel) ? INFINITY : rel;
+                }
+            CHECK_MSG(shape_worst <= 1, "%s %s n=%d %dx%d: error %g x tolerance",
+                      hv_wtype_name(t), exact ? "exact" : "random", n, rows, cols,
+                      shape_worst);
+            if (shape_worst > worst) worst = shape_worst, worst_shape = s;
+            CHECK_MSG(same_threads, "%s n=%d %dx%d: same bits on 1, 2, 3 threads",
+                      hv_wtype_name(t), n, rows, cols);
+            CHECK_MSG(same_simd, "%s n=%d %dx%d: scalar == %s", hv_wtype_name(t), n,
+                      rows, cols, simd ? simd->name : "-");
+            CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_wtype_name(t), n,
+                      rows, cols);
+            free(x); free(src); free(bias); free(w); free(y); free(y0); free(yb);
+            free(st);
+        }
+    if (!exact)
+        printf("%-5s random: worst error %.3f of tolerance (shape %d)\n", hv_wtype_name(t),
+               worst, worst_shape);
+    for (int p = 0; p < 3; p++) hv_pool_free(pools[p]);
+}
+
+/* Direct kernel calls on odd row counts and strides: scalar == SIMD. */
+static void test_kernels_direct(void) {
+    const hv_mm_kernels *simd = hv_mm_simd();
+    if (!simd) {
+        printf("no AVX2+FMA+F16C here: SIMD comparisons skipped\n");
+        return;
+    }
+    printf("SIMD kernels: %s\n", simd->name);
+    int cols = 96, n_w = 11, n = 5, ldy = 13;
+    uint16_t w16[11 * 96];
+    float x[5 * 96], ya[5 * 13], yb[5 * 13];
+    for (int i = 0; i < n * cols; i++) x[i] = frand();
+    for (int bf = 0; bf < 2; bf++)
+        for (int c = 1; c <= cols; c += 5) {
+            for (int i = 0; i < n_w * c; i++)
+                w16[i] = bf ? hv_f32_to_bf16(frand()) : hv_f32_to_f16(frand());
+            for (int w0 = 0; w0 < 5; w0++) {
+                memset(ya, 0, sizeof ya);
+                memset(yb, 0, sizeof yb);
+                (bf ? hv_mm_scalar.gemv_bf16 : hv_mm_scalar.gemv_f16)(
+                    ya + w0, ldy, x, n, w16 + w0 * c, n_w - w0, c);
+                (bf ? simd->gemv_bf16 : simd->gemv_f16)(yb + w0, ldy, x, n,
+                                                       w16 + w0 * c, n_w - w0, c);
+                CHECK_MSG(same_bits(ya, yb, 5 * 13), "%s gemv cols %d from row %d",
+                          bf ? "bf16" : "f16", c, w0);
+            }
+        }
+    hv_q8_0_block wq[11 * 3];
+    float xd[5 * 3];
+    int8_t xq[5 * 96];
+    for (int b = 0; b < 11 * 3; b++) {
+        wq[b].d = hv_f32_to_f16(frand() * 0.01f);
+        for (int t = 0; t < 32; t++) wq[b].q[t] = (int8_t)irand(-127, 127);
+    }
+    hv_q8_act a;
+    a.d = xd;
+    a.q = xq;
+    hv_q8_act_quantize(&a, x, n, cols);
+    xq[7] = -127; /* extremes */
+    xq[8] = 127;
+    wq[0].q[7] = -127;
+    wq[0].q[8] = -127;
+    for (int w0 = 0; w0 < 8; w0++) {
+        memset(ya, 0, sizeof ya);
+        memset(yb, 0, sizeof yb);
+        hv_mm_scalar.gemv_q8_0(ya + w0, ldy, &a, wq + w0 * 3, n_w - w0, cols);
+        simd->gemv_q8_0(yb + w0, ldy, &a, wq + w0 * 3, n_w - w0, cols);
+        CHECK_MSG(same_bits(ya, yb, 5 * 13), "q8_0 gemv from row %d", w0);
+    }
+}
+
+/* Big values, zeros, negative zeros, subnormals, NaN and infinity in x. */
+static void test_special(void) {
+    hv_pool *pool = hv_pool_new(2);
+    int rows = 64, cols = 64;
+    const int big_n = HV_LINEAR_GEMV_MAX_N + 1; /* the tiled regime */
+    float *src = falloc(rows * cols), *x = falloc(big_n * cols), *y = falloc(big_n * rows);
+    for (int ti = 1; ti < N_TYPES; ti++) {
+        hv_wtype t = all_types[ti];
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                float v = frand();
+                switch (r % 4) {
+                case 0: v *= t == HV_W_F16 ? 60000.0f : t == HV_W_BF16 ? 1e30f : 8e6f; break;
+                case 1: v = c % 2 ? -0.0f : 0.0f; break;
+                case 2: v = t == HV_W_F16 ? v * 0x1p-20f : v * 1e-39f; break;
+                default: break;
+                }
+                src[r * cols + c] = v;
+            }
+        hv_mat W;
+        void *st;
+        hv_error e;
+        CHECK(hv_mat_from_f32(&W, t, src, rows, cols, &st, &e) == HV_OK);
+        float *w = dequant(&W);
+        for (int n = 1; n <= big_n; n += big_n - 1) {
+            for (int i = 0; i < n * cols; i++) x[i] = frand();
+            hv_linear(pool, y, x, n, &W, NULL);
+            int ok = 1;
+            for (int i = 0; i < n; i++)
+                for (int r = 0; r < rows; r++) {
+                    double ref = 0;
+                    for (int c = 0; c < cols; c++)
+                        ref += (double)x[i * cols + c] * w[r * cols + c];
+                    double tol = tolerance(t, n, x + i * cols, w + r * cols, cols, 0);
+                    float v = y[i * rows + r];
+                    if (!(fabs(v - ref) <= tol)) ok = 0;
+                    if (r % 4 == 1 && v != 0.0f) ok = 0;
+                }
+            CHECK_MSG(ok, "%s n=%d: big, zero, subnormal rows", hv_wtype_name(t), n);
+            /* a NaN or infinity in x makes that row's outputs non-finite */
+            x[3] = NAN;
+            x[(n - 1) * cols + 40] = INFINITY;
+            hv_linear(pool, y, x, n, &W, NULL);
+            ok = 1;
+            for (int r = 0; r < rows; r++)
+                ok &= isnan(y[r]) && !isfinite(y[(n - 1) * rows + r]);
+            CHECK_MSG(ok, "%s n=%d: NaN and infinity reach the output", hv_wtype_name(t), n);
+        }
+        free(w);
+        free(st);
+    }
+    free(src); free(x); free(y);
+    hv_pool_free(pool);
+}
+
+/* --------------------------------------------------------- benchmark */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void bench(void) {
+    const struct { int n, rows, cols; const char *what; } cases[] = {
+        {1, 1024, 4096, "decoder dense_out"},
+        {1, 4096, 1024, "decoder dense_in"},
+        {1, 16384, 1024, "vocab head"},
+        {375, 5120, 1280, "encoder ff linear1"},
+    };
+    const hv_mm_kernels *k = hv_mm_best();
+    printf("kernels: %s; best of repeated runs (>= 0.4 s per row); GB/s counts the\n"
+           "weight bytes only; f32 is OpenBLAS sgemv/sgemm\n", k->name);
+    printf("%-16s %-18s %-11s %3s %9s %9s %8s\n", "n x rows x cols", "layer", "type",
+           "thr", "ms", "GFLOP/s", "GB/s");
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int n = cases[ci].n, rows = cases[ci].rows, cols = cases[ci].cols;
+        float *src = falloc((size_t)rows * cols), *x = falloc((size_t)n * cols);
+        float *y = falloc((size_t)n * rows), *b = falloc(rows);
+        for (size_t i = 0; i < (size_t)rows * cols; i++) src[i] = frand() * 0.05f;
+        for (int i = 0; i < n * cols; i++) x[i] = frand();
+        for (int i = 0; i < rows; i++) b[i] = frand();
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            hv_mat W;
+            void *st;
+            hv_error e;
+            if (hv_mat_from_f32(&W, all_types[ti], src, rows, cols, &st, &e) != HV_OK) continue;
+            /* 1 and 2 threads with the best kernels; the portable ones on
+             * 1 thread for the decoder shapes */
+            for (int run = 0; run < 3; run++) {
+                int threads = run == 2 ? 1 : run + 1;
+                const hv_mm_kernels *kr = run == 2 ? &hv_mm_scalar : k;
+                if (run == 2 && (n > HV_LINEAR_GEMV_MAX_N || all_types[ti] == HV_W_F32 ||
+                                 kr == k))
+                    continue;
+                hv_pool *pool = hv_pool_new(threads);
+                hv_linear_with(kr, pool, y, x, n, &W, b); /* warm up */
+                double best = 1e30, t0 = now();
+                int reps = 0;
+                while (reps < 3 || now() - t0 < 0.4) {
+                    double t1 = now();
+                    hv_linear_with(kr, pool, y, x, n, &W, b);
+                    double dt = now() - t1;
+                    if (dt < best) best = dt;
+                    reps++;
+                }
+                char sh[32], ty[16];
+                snprintf(sh, sizeof sh, "%dx%dx%d", n, rows, cols);
+                snprintf(ty, sizeof ty, "%s%s", hv_wtype_name(all_types[ti]),
+                         run == 2 ? " scalar" : "");
+                printf("%-16s %-18s %-11s %3d %9.3f %9.1f %8.1f\n", sh, cases[ci].what, ty,
+                       threads, best * 1e3, 2.0 * n * rows * cols / best * 1e-9,
+                       hv_mat_bytes(&W) / best * 1e-9);
+                hv_pool_free(pool);
+            }
+            free(st);
+        }
+        free(src); free(x); free(y); free(b);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+        bench();
+        return 0;
+    }
+    test_names();
+    test_f16_bf16_roundtrip();
+    test_q8_0_convert();
+    test_q8_act();
+    test_kernels_direct();
+    for (int t = 0; t < N_TYPES; t++) {
+        test_linear(all_types[t], 1);
+        test_linear(all_types[t], 0);
+    }
+    test_special();
+    TEST_END();
+}
