@@ -72,11 +72,13 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--weight-type", default="f32",
+                    help="hviske's weight type (the reference always runs f32)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
     cmd = [a.bench, "-m", a.model, "-t", str(a.threads), "--runs", str(a.runs),
-           "--max-tokens", str(a.max_tokens), "--json", a.audio]
+           "--max-tokens", str(a.max_tokens), "--weight-type", a.weight_type, "--json", a.audio]
     ours = json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout)
     f = ours["files"][0]
 
@@ -89,6 +91,7 @@ def main():
 
     stages = ["frontend_ms", "encoder_ms", "cross_ms", "prefill_ms", "per_token_ms"]
     out = {"model": a.model, "audio": a.audio, "audio_s": f["audio_s"], "threads": a.threads,
+           "weight_type": a.weight_type, "weight_mb": ours["weight_mb"],
            "load_ms": {"hviske": ours["load_ms"], "reference": ref_load},
            "peak_rss_mb_hviske": ours["peak_rss_mb"], "stages": {}}
     for s in stages:
@@ -97,8 +100,8 @@ def main():
     if a.json:
         print(json.dumps(out))
         return
-    print("model %s, audio %s (%.1f s), %d threads, median of %d runs"
-          % (a.model, a.audio, f["audio_s"], a.threads, a.runs))
+    print("model %s, audio %s (%.1f s), %d threads, hviske weights %s (%.0f MB), median of %d runs"
+          % (a.model, a.audio, f["audio_s"], a.threads, a.weight_type, ours["weight_mb"], a.runs))
     print("%-14s %12s %12s %8s" % ("stage", "hviske ms", "reference ms", "ratio"))
     for s in stages:
         v = out["stages"][s]

@@ -92,6 +92,9 @@ void hv_model_free(hv_model *model); /* NULL is allowed */
 
 /* Model facts, for display. Strings are owned by the model. */
 size_t hv_model_weight_bytes(const hv_model *model); /* weight matrices */
+/* Of those, the bytes one decoder step reads (every decoder matrix but the
+ * cross-attention key/value projections, which run once per chunk). */
+size_t hv_model_decoder_weight_bytes(const hv_model *model);
 int hv_model_sample_rate(const hv_model *model);
 int hv_model_n_languages(const hv_model *model);
 const char *hv_model_language(const hv_model *model, int i);

@@ -84,6 +84,7 @@ void hv_model_free(hv_model *m) {
 
 int hv_model_sample_rate(const hv_model *m) { return m->cfg.sample_rate; }
 size_t hv_model_weight_bytes(const hv_model *m) { return m->w.mat_bytes; }
+size_t hv_model_decoder_weight_bytes(const hv_model *m) { return m->w.dec_mat_bytes; }
 
 int hv_weight_type_parse(const char *name, hv_weight_type *out) {
     static const char *names[] = {"auto", "f32", "f16", "bf16", "q8_0"};

@@ -1,7 +1,7 @@
 /* hviske-bench: times the pipeline's stages on real work.
  *
- *   hviske-bench -m MODEL_DIR [-t N] [--beams N] [--max-tokens N] [--runs R]
- *                [--warmup W] [--json] FILE...
+ *   hviske-bench -m MODEL_DIR [-t N] [--weight-type T] [--beams N]
+ *                [--max-tokens N] [--runs R] [--warmup W] [--json] FILE...
  *
  * Loads the model once (timed), then per file runs W warm-up and R measured
  * transcriptions and reports the median and spread (min-max) of each
@@ -9,17 +9,20 @@
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hviske.h"
 
 typedef struct opts {
     const char *model;
-    int threads, beams, max_tokens, runs, warmup, json;
+    const char *weight_type;
+    int threads, beams, max_tokens, runs, warmup, json, bandwidth;
 } opts;
 
 static double now_ms(void) {
@@ -32,6 +35,44 @@ static double peak_rss_mb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss / 1024.0; /* Linux reports KiB */
+}
+
+/* Memory read bandwidth: threads sum disjoint parts of a buffer much
+ * larger than the caches; the best of a few passes, in GB/s. */
+typedef struct bw_job { const double *p; size_t n; double sum; } bw_job;
+
+static void *bw_read(void *arg) {
+    bw_job *j = arg;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= j->n; i += 4) {
+        s0 += j->p[i];
+        s1 += j->p[i + 1];
+        s2 += j->p[i + 2];
+        s3 += j->p[i + 3];
+    }
+    j->sum = s0 + s1 + s2 + s3;
+    return NULL;
+}
+
+static double read_bandwidth_gbs(int threads) {
+    size_t n = (size_t)1 << 27; /* 1 GiB of doubles */
+    double *buf = malloc(n * sizeof *buf), best = 0;
+    if (!buf) return 0;
+    for (size_t i = 0; i < n; i++) buf[i] = (double)(i & 1023);
+    pthread_t th[256];
+    bw_job jobs[256];
+    for (int pass = 0; pass < 4; pass++) {
+        double t0 = now_ms();
+        for (int t = 0; t < threads; t++) {
+            jobs[t] = (bw_job){buf + n / threads * t, n / threads, 0};
+            pthread_create(&th[t], NULL, bw_read, &jobs[t]);
+        }
+        for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+        double gbs = n * sizeof *buf / ((now_ms() - t0) / 1e3) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    free(buf);
+    return best;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -61,8 +102,9 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--beams N] [--max-tokens N] "
-               "[--runs R] [--warmup W] [--json] FILE...\n");
+    fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--weight-type auto|f32|f16|bf16|q8_0]\n"
+               "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W] "
+               "[--bandwidth] [--json] FILE...\n");
 }
 
 static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *jfiles) {
@@ -139,10 +181,12 @@ static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *j
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, 0, 1, 0, 5, 1, 0};
+    opts o = {NULL, "auto", 0, 1, 0, 5, 1, 0, 0};
     static const struct option lo[] = {
         {"threads", required_argument, 0, 't'}, {"beams", required_argument, 0, 'b'},
         {"max-tokens", required_argument, 0, 'n'},
+        {"weight-type", required_argument, 0, 'W'},
+        {"bandwidth", no_argument, 0, 'B'},
         {"runs", required_argument, 0, 'r'},    {"warmup", required_argument, 0, 'w'},
         {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -156,7 +200,9 @@ int main(int argc, char **argv) {
         case 'n': bad = parse_int(optarg, 1, 1 << 20, &o.max_tokens); break;
         case 'r': bad = parse_int(optarg, 1, 100000, &o.runs); break;
         case 'w': bad = parse_int(optarg, 0, 100000, &o.warmup); break;
+        case 'W': o.weight_type = optarg; break;
         case 'j': o.json = 1; break;
+        case 'B': o.bandwidth = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -172,6 +218,10 @@ int main(int argc, char **argv) {
     char err[1024];
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.threads;
+    if (hv_weight_type_parse(o.weight_type, &mp.weight_type)) {
+        fprintf(stderr, "hviske-bench: unknown weight type '%s'\n", o.weight_type);
+        return 2;
+    }
     hv_model *model;
     double t0 = now_ms();
     if (hv_model_load(o.model, &mp, &model, err, sizeof err)) {
@@ -180,7 +230,21 @@ int main(int argc, char **argv) {
     }
     double load_ms = now_ms() - t0;
     cJSON *root = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(root, "files");
-    if (!o.json) printf("model %s: loaded in %.1f ms\n", o.model, load_ms);
+    /* the decoder's bound: its weights are read once per token */
+    int bw_threads = o.threads ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    double bw = o.bandwidth ? read_bandwidth_gbs(bw_threads < 256 ? bw_threads : 256) : 0;
+    double dec_mb = hv_model_decoder_weight_bytes(model) / 1e6;
+    if (o.bandwidth && !o.json)
+        printf("memory read bandwidth %.1f GB/s: decoder weights %.1f MB -> bound %.3f ms/token\n",
+               bw, dec_mb, dec_mb / 1e3 / bw * 1e3);
+    if (o.bandwidth) {
+        cJSON_AddNumberToObject(root, "read_bandwidth_gbs", bw);
+        cJSON_AddNumberToObject(root, "token_bound_ms", dec_mb / 1e3 / bw * 1e3);
+    }
+    cJSON_AddNumberToObject(root, "decoder_weight_mb", dec_mb);
+    if (!o.json)
+        printf("model %s: loaded in %.1f ms, weights %s, %.1f MB\n", o.model, load_ms,
+               o.weight_type, hv_model_weight_bytes(model) / 1e6);
     int rc = 0;
     for (int i = optind; i < argc; i++) rc |= bench_file(model, &o, argv[i], files);
     if (o.json) {
@@ -188,6 +252,8 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(root, "threads", o.threads);
         cJSON_AddNumberToObject(root, "beams", o.beams);
         cJSON_AddNumberToObject(root, "load_ms", load_ms);
+        cJSON_AddStringToObject(root, "weight_type", o.weight_type);
+        cJSON_AddNumberToObject(root, "weight_mb", hv_model_weight_bytes(model) / 1e6);
         cJSON_AddNumberToObject(root, "peak_rss_mb", peak_rss_mb());
         char *s = cJSON_PrintUnformatted(root);
         puts(s);

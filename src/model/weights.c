@@ -265,6 +265,7 @@ static void load_encoder(loader *L, const hv_config *c, hv_encoder_weights *E) {
 }
 
 static void load_decoder(loader *L, const hv_config *c, hv_decoder_weights *D) {
+    size_t before = L->w->mat_bytes;
     int h = c->dec_hidden, V = c->vocab_size, I = c->dec_inner;
     D->tok_emb = matrix(L, 2, S(V, h), V, h, "transf_decoder._embedding.token_embedding.weight");
     D->pos_enc = NEED(2, S(-c->dec_max_seq, h),
@@ -298,6 +299,11 @@ static void load_decoder(loader *L, const hv_config *c, hv_decoder_weights *D) {
                  ? matrix(L, 2, S(V, h), V, h, "log_softmax.mlp.layer0.weight")
                  : D->tok_emb;
     D->cls_b = NEED(1, S(V), "log_softmax.mlp.layer0.bias");
+    /* per token: every decoder matrix but the cross-attention key and
+     * value projections, which run once per utterance */
+    L->w->dec_mat_bytes = L->w->mat_bytes - before;
+    for (int i = 0; i < c->dec_layers && !L->n_problems && !L->oom; i++)
+        L->w->dec_mat_bytes -= hv_mat_bytes(&D->layers[i].ck) + hv_mat_bytes(&D->layers[i].cv);
 }
 
 static void load_frontend(loader *L, const hv_config *c, hv_weights *w) {

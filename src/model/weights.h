@@ -75,6 +75,7 @@ typedef struct hv_weights {
     hv_encoder_weights enc;
     hv_decoder_weights dec;
     size_t mat_bytes;                 /* bytes of all weight matrices */
+    size_t dec_mat_bytes;             /* of which read per decoder step */
     void **allocs;                    /* every buffer above, for freeing */
     int n_allocs, cap_allocs;
 } hv_weights;
