@@ -236,6 +236,12 @@ void hv_result_free(hv_result *res); /* NULL is allowed */
 hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames,
                         int *sample_rate, int *channels, char *errbuf,
                         size_t errbuf_size);
+/* The same for a whole audio file's bytes in memory (for example standard
+ * input read to its end, so that formats which seek work from a pipe);
+ * `name` stands for the file in messages (NULL: "<memory>"). */
+hv_status hv_audio_read_buffer(const void *data, size_t size, const char *name,
+                               float **pcm, size_t *n_frames, int *sample_rate,
+                               int *channels, char *errbuf, size_t errbuf_size);
 void hv_audio_free(float *pcm);
 
 #ifdef __cplusplus

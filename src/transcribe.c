@@ -187,6 +187,7 @@ void hv_taps_free(hv_taps *t) {
 
 /* Appends n floats/ints to the result's token arrays. */
 static int result_append(hv_result *r, const int32_t *tok, const float *lp, int n) {
+    if (n <= 0) return 0;
     if (r->n_tokens + n > r->cap_tokens) {
         int cap = (r->n_tokens + n) * 2 + 16;
         int32_t *t = realloc(r->tokens, (size_t)cap * sizeof *t);
@@ -382,12 +383,25 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)",
                       channels, sample_rate);
 
-    /* samples at the model's rate, then the chunk plan */
-    if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, c->sample_rate,
-                               &samples, &n, e)))
-        goto done;
+    /* samples at the model's rate (the caller's own buffer when it already
+     * is mono at that rate: hours of audio are not copied), then the plan */
+    const float *x = pcm;
+    n = n_frames;
+    if (channels == 1 && sample_rate == c->sample_rate) {
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(pcm[i])) {
+                st = hv_err(e, HV_ERR_FORMAT, "sample %zu (%.3f s) is %s", i,
+                            (double)i / sample_rate, isnan(pcm[i]) ? "NaN" : "infinite");
+                goto done;
+            }
+    } else {
+        if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, c->sample_rate,
+                                   &samples, &n, e)))
+            goto done;
+        x = samples;
+    }
     hv_chunk_plan_params cp = chunk_params(c, &p);
-    if ((st = hv_chunk_plan(samples, n, &cp, &bounds, &n_chunks, e))) goto done;
+    if ((st = hv_chunk_plan(x, n, &cp, &bounds, &n_chunks, e))) goto done;
 
     res = calloc(1, sizeof *res);
     R.tok_buf = malloc((size_t)R.max_new * sizeof *R.tok_buf);
@@ -412,13 +426,19 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     for (int i = 0; i < n_chunks; i++) {
         size_t a = bounds[i], len = bounds[i + 1] - a;
         if (len < min_piece && n_chunks > 1) continue;
-        if ((st = transcribe_piece(&R, samples + a, len, a, res, i == 0 ? taps : NULL)))
+        if ((st = transcribe_piece(&R, x + a, len, a, res, i == 0 ? taps : NULL)))
             goto done;
         if (p.progress) p.progress(p.progress_user, (double)bounds[i + 1] / c->sample_rate,
                                    res->duration);
     }
     if ((st = result_finish(res, e))) goto done;
     if (taps) {
+        if (!samples && (samples = malloc((n ? n : 1) * sizeof *samples)))
+            memcpy(samples, x, n * sizeof *samples);
+        if (!samples) {
+            st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+            goto done;
+        }
         taps->samples = samples;
         taps->n_samples = n;
         samples = NULL;

@@ -1,17 +1,24 @@
 /* hviske-dump: transcribes one file and writes the pipeline's intermediate
  * tensors as .npy files plus result.json (n_valid_frames, enc_len, prompt,
- * tokens, token_logprobs, score, text), for the parity tests against the
- * PyTorch reference (format: docs/CONVENTIONS.md). Dither defaults to 0.
- * --beams N / --length-penalty X select beam search (docs/DECODING.md);
- * the library validates them. */
+ * tokens, token_logprobs, score, text, bounds, segments), for the parity
+ * tests against the PyTorch reference (format: docs/CONVENTIONS.md).
+ * Dither defaults to 0. --beams N / --length-penalty X select beam search
+ * (docs/DECODING.md); --chunking MODE / --chunk-seconds S the long-audio
+ * chunking (MODEL.md "Long audio"); the library validates them. For chunked
+ * audio the tensors are those of the first chunk; "bounds" is the chunk
+ * plan (hv_chunk_plan on samples.npy with the model's settings) and
+ * "segments" the result's segments ({start_sample, end_sample, text,
+ * tokens, token_logprobs, score}). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "audio/chunking.h"
 #include "hviske.h"
 #include "pipeline.h"
 
@@ -57,7 +64,9 @@ static cJSON *float_array(const float *v, int n) {
 static void usage(void) {
     fprintf(stderr, "usage: hviske-dump -m MODEL_DIR -o OUT_DIR [-l LANG] "
                     "[--no-punctuation] [--max-tokens N] [-t N] [--dither X]\n"
-                    "                   [--beams N] [--length-penalty X] AUDIO\n");
+                    "                   [--beams N] [--length-penalty X]\n"
+                    "                   [--chunking auto|energy|fixed|none] "
+                    "[--chunk-seconds S] AUDIO\n");
 }
 
 int main(int argc, char **argv) {
@@ -71,6 +80,8 @@ int main(int argc, char **argv) {
         {"dither", required_argument, 0, 'D'},
         {"beams", required_argument, 0, 'B'},
         {"length-penalty", required_argument, 0, 'L'},
+        {"chunking", required_argument, 0, 'C'},
+        {"chunk-seconds", required_argument, 0, 'S'},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:o:l:t:", opts, NULL)) != -1) {
@@ -84,6 +95,13 @@ int main(int argc, char **argv) {
         case 'D': tp.dither = strtof(optarg, NULL); break;
         case 'B': tp.num_beams = atoi(optarg); break;
         case 'L': tp.length_penalty = strtof(optarg, NULL); break;
+        case 'C':
+            if (hv_chunking_parse(optarg, &tp.chunking)) {
+                fprintf(stderr, "hviske-dump: unknown chunking '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'S': tp.chunk_seconds = strtof(optarg, NULL); break;
         default: usage(); return 2;
         }
     }
@@ -142,6 +160,46 @@ int main(int argc, char **argv) {
                                           hv_result_n_tokens(res)));
         cJSON_AddNumberToObject(j, "score", hv_result_score(res));
         cJSON_AddStringToObject(j, "text", hv_result_text(res));
+        /* the chunk plan, as the library makes it (transcribe.c) */
+        hv_chunk_plan_params cp;
+        double sr = c->sample_rate;
+        cp.mode = (hv_chunk_mode)tp.chunking;
+        cp.chunk = (size_t)llround(c->max_audio_clip_s * sr);
+        cp.context = (size_t)llround(c->overlap_chunk_second * sr);
+        cp.window = (size_t)c->min_energy_window_samples;
+        cp.single = (size_t)llround((c->max_audio_clip_s - c->overlap_chunk_second) * sr);
+        cp.fixed = (size_t)llround((double)tp.chunk_seconds * sr);
+        size_t *bounds = NULL;
+        int n_chunks = 0;
+        hv_error pe = {0};
+        cJSON *b = cJSON_CreateArray();
+        if (hv_chunk_plan(taps.samples, taps.n_samples, &cp, &bounds, &n_chunks, &pe) == HV_OK)
+            for (int i = 0; i <= n_chunks; i++)
+                cJSON_AddItemToArray(b, cJSON_CreateNumber((double)bounds[i]));
+        else {
+            fprintf(stderr, "hviske-dump: chunk plan: %s\n", pe.msg);
+            rc = 1;
+        }
+        free(bounds);
+        cJSON_AddItemToObject(j, "bounds", b);
+        cJSON *segs = cJSON_CreateArray();
+        for (int i = 0; i < hv_result_n_segments(res); i++) {
+            hv_segment g = hv_result_segment(res, i);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "start_sample", (double)g.start_sample);
+            cJSON_AddNumberToObject(o, "end_sample", (double)g.end_sample);
+            cJSON_AddNumberToObject(o, "start", g.start);
+            cJSON_AddNumberToObject(o, "end", g.end);
+            cJSON_AddStringToObject(o, "text", g.text);
+            cJSON_AddItemToObject(o, "tokens", int_array(g.tokens, g.n_tokens));
+            cJSON_AddItemToObject(o, "token_logprobs",
+                                  float_array(g.token_logprobs, g.n_tokens));
+            cJSON_AddNumberToObject(o, "score", g.score);
+            cJSON_AddItemToArray(segs, o);
+        }
+        cJSON_AddItemToObject(j, "segments", segs);
+        cJSON_AddNumberToObject(j, "duration", hv_result_duration(res));
+        cJSON_AddStringToObject(j, "language", hv_result_language(res));
         char *s = cJSON_PrintUnformatted(j);
         char path[4096];
         snprintf(path, sizeof path, "%s/result.json", out_dir);

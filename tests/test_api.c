@@ -52,6 +52,34 @@ static void *run_thread(void *arg) {
     return NULL;
 }
 
+/* hv_audio_read_buffer decodes what hv_audio_read decodes, and names its
+ * input in errors. */
+static void test_read_buffer(const char *path) {
+    char err[1024];
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    static unsigned char bytes[1 << 22];
+    size_t size = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    float *a, *b;
+    size_t na, nb;
+    int ra, rb, ca, cb;
+    CHECK(hv_audio_read(path, &a, &na, &ra, &ca, err, sizeof err) == HV_OK);
+    CHECK_MSG(hv_audio_read_buffer(bytes, size, "clip", &b, &nb, &rb, &cb, err, sizeof err) ==
+                  HV_OK, "%s", err);
+    CHECK(na == nb && ra == rb && ca == cb && !memcmp(a, b, na * (size_t)ca * sizeof *a));
+    hv_audio_free(a);
+    hv_audio_free(b);
+    CHECK(hv_audio_read_buffer(bytes, 0, "clip", &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
+    CHECK(strstr(err, "clip") != NULL);
+    memset(bytes, 'x', 4096);
+    CHECK(hv_audio_read_buffer(bytes, 4096, "junk", &b, &nb, &rb, &cb, err, sizeof err) ==
+          HV_ERR_FORMAT);
+    CHECK(strstr(err, "junk") != NULL && b == NULL);
+    CHECK(hv_audio_read_buffer(bytes, size / 2, NULL, &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
+}
+
 static void test_load_errors(void) {
     char err[1024];
     hv_model *m = (hv_model *)1;
@@ -241,6 +269,7 @@ int main(void) {
         n_models++;
     }
     CHECK_MSG(n_models >= 2, "at least two fixture models (%d)", n_models);
+    if (apath) test_read_buffer(fixture(fx, apath));
     cJSON_Delete(j);
     free(man);
     TEST_END();

@@ -4,26 +4,56 @@
  *     hviske -m MODEL_DIR [options] FILE...
  *
  * Loads the model once, makes one context, then reads and transcribes each
- * file in order: one line on stdout per file that succeeds (the transcript,
- * or a JSON object with --json), one "hviske: FILE: message" line on stderr
- * per file that fails. Exit status: 0 all files done, 1 a file or the model
- * failed, 2 the command line is wrong.
+ * input in order ("-" is a WAV or other audio file on standard input).
+ * Audio longer than one model window is cut into chunks (--chunking); each
+ * chunk with a transcript is a segment with start and end times.
  *
- * Built on the public API (hviske.h) only.
+ * Output (--format): txt (the transcript, one line per input), jsonl (one
+ * JSON object per line per input; --json is its shorthand), json (one
+ * indented JSON document), srt or vtt (subtitles, one cue per segment).
+ * It goes to standard output, to -o FILE, or with --output-dir DIR to one
+ * file per input named after it. Files are written to a temporary file in
+ * the same directory and renamed into place when complete, so an
+ * interrupted or failed run never leaves a partial output file.
+ *
+ * A failing input is reported on stderr ("hviske: FILE: message") and the
+ * others go on. Exit status: 0 all inputs done, 1 an input, the model or
+ * the output failed, 2 the command line is wrong.
+ *
+ * Built on the public API (hviske.h).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "hviske.h"
 
 enum { EXIT_USAGE = 2 };
+
+typedef enum out_format { FMT_TXT, FMT_JSONL, FMT_JSON, FMT_SRT, FMT_VTT,
+                          N_FORMATS } out_format;
+static const char *const FORMAT_NAMES[N_FORMATS] = {"txt", "jsonl", "json",
+                                                     "srt", "vtt"};
+
+/* Formats that hold one result per line, so that several inputs can share
+ * one stream; the others are one document per input. */
+static int format_is_stream(out_format f)
+{
+    return f == FMT_TXT || f == FMT_JSONL;
+}
 
 typedef struct options {
     const char *model_dir;
@@ -39,18 +69,25 @@ typedef struct options {
     int top_k;
     float top_p;
     uint64_t seed;
-    int json;
+    hv_chunking chunking;
+    float chunk_seconds;   /* 0: not given */
+    out_format format;
+    const char *output;    /* -o FILE; NULL or "-": standard output */
+    const char *output_dir;
+    int quiet;
     char **files;          /* argv tail */
     int n_files;
+    char **out_paths;      /* --output-dir: one per input */
 } options;
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "Usage: hviske -m MODEL_DIR [options] FILE...\n"
-        "Transcribes audio files (WAV, FLAC, OGG/Opus, MP3, ...) to text:\n"
-        "one line per file on stdout, in order (line breaks inside a\n"
-        "transcript become spaces); errors go to stderr.\n"
+        "Transcribes audio files (WAV, FLAC, OGG/Opus, MP3, ...; '-' reads\n"
+        "one from standard input) to text. By default one line per file on\n"
+        "stdout, in order (line breaks inside a transcript become spaces);\n"
+        "errors go to stderr.\n"
         "\n"
         "  -m, --model DIR        checkpoint directory (config.json,\n"
         "                         tokenizer.model, model.safetensors, ...)\n"
@@ -58,11 +95,36 @@ static void usage(FILE *f)
         "                         supports it, else its first language)\n"
         "      --no-punctuation   ask for text without punctuation\n"
         "  -t, --threads N        worker threads, 1..256 (default: all cores)\n"
-        "      --max-tokens N     stop after N generated tokens (N >= 1)\n"
+        "      --max-tokens N     stop each chunk after N generated tokens\n"
+        "                         (N >= 1)\n"
         "      --dither X         dither amount, X >= 0 (default: the\n"
         "                         model's; 0 turns it off)\n"
-        "      --json             one JSON object per file: file, text,\n"
-        "                         tokens, token_logprobs, score, timings\n"
+        "  -q, --quiet            no progress display and no warnings\n"
+        "\n"
+        "Long audio:\n"
+        "      --chunking MODE    auto (default): up to 30 s in one piece,\n"
+        "                         longer audio cut at the quietest moment\n"
+        "                         near each chunk limit; energy: always cut\n"
+        "                         that way; fixed: cut every --chunk-seconds;\n"
+        "                         none: one piece (an error when too long)\n"
+        "      --chunk-seconds S  chunk length for --chunking fixed (S > 0,\n"
+        "                         at most the model's max_audio_clip_s)\n"
+        "\n"
+        "Output:\n"
+        "      --format F         txt (default): the transcript, one line\n"
+        "                         per file; jsonl: one JSON object per line\n"
+        "                         per file (file, text, tokens,\n"
+        "                         token_logprobs, score, timings, segments);\n"
+        "                         json: one indented JSON document per file\n"
+        "                         (adds language and duration); srt, vtt:\n"
+        "                         subtitles, one cue per segment\n"
+        "      --json             same as --format jsonl\n"
+        "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
+        "                         stdout); with several inputs only for txt\n"
+        "                         and jsonl (one line per input)\n"
+        "      --output-dir DIR   one output file per input in DIR, named\n"
+        "                         after it with the format's extension\n"
+        "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
         "\n"
         "Decoding (default: greedy):\n"
         "      --beams N          beam search with N beams, N >= 1 (1: greedy)\n"
@@ -79,7 +141,12 @@ static void usage(FILE *f)
         "  -h, --help             show this help and exit\n"
         "      --version          show the version and exit\n"
         "\n"
-        "Exit status: 0 success, 1 a file or the model failed, 2 bad usage.\n");
+        "Output files are written whole or not at all (a temporary file in\n"
+        "the same directory, renamed when complete). Progress (percentage,\n"
+        "speed, time left) is shown on stderr when it is a terminal.\n"
+        "\n"
+        "Exit status: 0 success, 1 a file, the model or the output failed,\n"
+        "2 bad usage.\n");
 }
 
 /* Prints "hviske: <message>" and the usage hint; returns EXIT_USAGE. */
@@ -147,13 +214,40 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+/* DIR/NAME.EXT for an input: its base name with the last extension
+ * replaced by ext ("rec.wav" -> "rec.EXT", "rec" -> "rec.EXT",
+ * ".hidden" -> ".hidden.EXT"); standard input ("-") is "stdin.EXT".
+ * malloc'ed; NULL when out of memory. */
+static char *output_path_for(const char *dir, const char *input,
+                             const char *ext)
+{
+    const char *base = "stdin";
+    size_t blen = 5;
+    if (strcmp(input, "-") != 0) {
+        const char *slash = strrchr(input, '/');
+        base = slash ? slash + 1 : input;
+        blen = strlen(base);
+        const char *dot = strrchr(base, '.');
+        if (dot && dot != base)
+            blen = (size_t)(dot - base);
+    }
+    size_t dlen = strlen(dir);
+    const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/";
+    size_t n = dlen + 1 + blen + 1 + strlen(ext) + 1;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s%.*s.%s", dir, sep, (int)blen, base, ext);
+    return p;
+}
+
 /* Fills o from argv. Returns -1 to go on, otherwise the exit status
  * (0 after --help or --version). */
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { OPT_NO_PUNCT = 256, OPT_MAX_TOKENS, OPT_DITHER, OPT_JSON,
            OPT_VERSION, OPT_BEAMS, OPT_LENGTH_PENALTY, OPT_SAMPLE,
-           OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED };
+           OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_CHUNKING,
+           OPT_CHUNK_SECONDS, OPT_FORMAT, OPT_OUTPUT_DIR };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"language", required_argument, NULL, 'l'},
@@ -162,6 +256,12 @@ static int parse_options(int argc, char **argv, options *o)
         {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
         {"dither", required_argument, NULL, OPT_DITHER},
         {"json", no_argument, NULL, OPT_JSON},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"output", required_argument, NULL, 'o'},
+        {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+        {"quiet", no_argument, NULL, 'q'},
+        {"chunking", required_argument, NULL, OPT_CHUNKING},
+        {"chunk-seconds", required_argument, NULL, OPT_CHUNK_SECONDS},
         {"beams", required_argument, NULL, OPT_BEAMS},
         {"length-penalty", required_argument, NULL, OPT_LENGTH_PENALTY},
         {"sample", no_argument, NULL, OPT_SAMPLE},
@@ -179,13 +279,16 @@ static int parse_options(int argc, char **argv, options *o)
                    .length_penalty = defaults.length_penalty,
                    .temperature = defaults.temperature,
                    .top_k = defaults.top_k, .top_p = defaults.top_p,
-                   .seed = defaults.seed};
-    /* options that only matter in one decoding mode, for the warnings */
+                   .seed = defaults.seed, .chunking = defaults.chunking,
+                   .format = FMT_TXT};
+    /* options that only matter in one mode, for the warnings */
     const char *lp_opt = NULL, *sampling_opt = NULL;
+    const char *format_opt = NULL; /* the --format value given */
+    int json = 0;
 
     opterr = 0; /* our own messages */
     int c;
-    while ((c = getopt_long(argc, argv, ":m:l:t:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:l:t:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': o->model_dir = optarg; break;
         case 'l': o->language = optarg; break;
@@ -205,7 +308,42 @@ static int parse_options(int argc, char **argv, options *o)
                 return usage_error("invalid --dither '%s' (expected a finite "
                                    "number >= 0)", optarg);
             break;
-        case OPT_JSON: o->json = 1; break;
+        case OPT_JSON: json = 1; break;
+        case OPT_FORMAT: {
+            int f;
+            for (f = 0; f < N_FORMATS; f++)
+                if (strcmp(optarg, FORMAT_NAMES[f]) == 0)
+                    break;
+            if (f == N_FORMATS)
+                return usage_error("invalid --format '%s' (expected txt, "
+                                   "json, jsonl, srt or vtt)", optarg);
+            o->format = (out_format)f;
+            format_opt = optarg;
+            break;
+        }
+        case 'o':
+            if (!*optarg)
+                return usage_error("invalid --output '' (expected a file "
+                                   "name, or - for standard output)");
+            o->output = optarg;
+            break;
+        case OPT_OUTPUT_DIR:
+            if (!*optarg)
+                return usage_error("invalid --output-dir '' (expected a "
+                                   "directory)");
+            o->output_dir = optarg;
+            break;
+        case 'q': o->quiet = 1; break;
+        case OPT_CHUNKING:
+            if (hv_chunking_parse(optarg, &o->chunking))
+                return usage_error("invalid --chunking '%s' (expected auto, "
+                                   "energy, fixed or none)", optarg);
+            break;
+        case OPT_CHUNK_SECONDS:
+            if (parse_pos_float(optarg, INFINITY, &o->chunk_seconds))
+                return usage_error("invalid --chunk-seconds '%s' (expected "
+                                   "a finite number > 0)", optarg);
+            break;
         case OPT_BEAMS:
             if (parse_int(optarg, 1, INT_MAX, &o->num_beams))
                 return usage_error("invalid --beams '%s' (expected an "
@@ -253,24 +391,69 @@ static int parse_options(int argc, char **argv, options *o)
             return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (json) {
+        if (format_opt && o->format != FMT_JSONL)
+            return usage_error("--json (= --format jsonl) and --format %s "
+                               "cannot be combined", format_opt);
+        o->format = FMT_JSONL;
+    }
     if (o->do_sample && o->num_beams > 1)
         return usage_error("--sample and --beams %d cannot be combined "
                            "(sampling uses one beam)", o->num_beams);
+    if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
+        return usage_error("--chunking fixed needs --chunk-seconds S");
+    if (o->output && o->output_dir)
+        return usage_error("--output and --output-dir cannot be combined");
     if (!o->model_dir)
         return usage_error("no model given (use -m MODEL_DIR)");
     if (optind >= argc)
         return usage_error("no input files");
     o->files = argv + optind;
     o->n_files = argc - optind;
+    int n_stdin = 0;
+    for (int i = 0; i < o->n_files; i++)
+        n_stdin += strcmp(o->files[i], "-") == 0;
+    if (n_stdin > 1)
+        return usage_error("'-' (standard input) given %d times", n_stdin);
+    if (o->n_files > 1 && !o->output_dir && !format_is_stream(o->format))
+        return usage_error("--format %s writes one document per input: with "
+                           "%d inputs use --output-dir DIR",
+                           FORMAT_NAMES[o->format], o->n_files);
+    if (o->output_dir) {
+        o->out_paths = calloc((size_t)o->n_files, sizeof *o->out_paths);
+        if (!o->out_paths) {
+            fputs("hviske: out of memory\n", stderr);
+            return 1;
+        }
+        for (int i = 0; i < o->n_files; i++) {
+            o->out_paths[i] = output_path_for(o->output_dir, o->files[i],
+                                              FORMAT_NAMES[o->format]);
+            if (!o->out_paths[i]) {
+                fputs("hviske: out of memory\n", stderr);
+                return 1;
+            }
+            for (int k = 0; k < i; k++)
+                if (strcmp(o->out_paths[k], o->out_paths[i]) == 0)
+                    return usage_error("inputs '%s' and '%s' would both "
+                                       "write %s", o->files[k], o->files[i],
+                                       o->out_paths[i]);
+        }
+    }
     /* Harmless but probably not what was meant: say so, and go on. */
-    if (sampling_opt && !o->do_sample)
-        fprintf(stderr, "hviske: warning: %s has no effect without "
-                "--sample\n", sampling_opt);
-    if (lp_opt && o->num_beams <= 1)
-        fprintf(stderr, "hviske: warning: %s has no effect without "
-                "--beams N (N > 1)\n", lp_opt);
+    if (!o->quiet) {
+        if (sampling_opt && !o->do_sample)
+            fprintf(stderr, "hviske: warning: %s has no effect without "
+                    "--sample\n", sampling_opt);
+        if (lp_opt && o->num_beams <= 1)
+            fprintf(stderr, "hviske: warning: %s has no effect without "
+                    "--beams N (N > 1)\n", lp_opt);
+        if (o->chunk_seconds > 0.0f && o->chunking != HV_CHUNKING_FIXED)
+            fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
+                    "without --chunking fixed\n");
+    }
     return -1;
 }
+
 
 /* 1 if the model lists lang among its supported languages. */
 static int model_has_language(const hv_model *model, const char *lang)
@@ -348,67 +531,444 @@ static double float_for_json(float v)
     return strtod(buf, NULL);
 }
 
-/* Prints one result as a single-line JSON object; 0 on success. */
-static int print_json(const char *path, const hv_result *res)
+
+/* ------------------------------------------------------ atomic output */
+
+/* The temporary file being written, if any, for the signal handler: it
+ * removes it so that an interrupted run leaves nothing behind. Set before
+ * mkstemp fills in the name (a signal in between removes at most a name
+ * that does not exist yet) and cleared after the rename (a signal in
+ * between removes a name that no longer exists). */
+static char g_tmp[PATH_MAX + 64];
+static volatile sig_atomic_t g_tmp_set;
+
+static void on_fatal_signal(int sig)
+{
+    if (g_tmp_set)
+        unlink(g_tmp); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig); /* die of the same signal, as the caller expects */
+}
+
+static void install_signal_handlers(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old;
+        /* keep "ignored" as it was (nohup, background jobs) */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* An output file written whole or not at all: a temporary file next to
+ * `path` (same directory, so that rename is atomic), renamed onto path by
+ * out_commit, removed by out_abort. */
+typedef struct out_file {
+    FILE *f;
+    const char *path;
+} out_file;
+
+/* Opens a temporary file for path; 0 on success, else -1 with a message
+ * on stderr. */
+static int out_open(out_file *of, const char *path)
+{
+    of->f = NULL;
+    of->path = path;
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = slash ? slash + 1 : path;
+    int n = snprintf(g_tmp, sizeof g_tmp, "%.*s.%s.hviske-XXXXXX", (int)dlen,
+                     path, base);
+    if (n < 0 || (size_t)n >= sizeof g_tmp) {
+        fprintf(stderr, "hviske: %s: file name too long\n", path);
+        return -1;
+    }
+    g_tmp_set = 1;
+    int fd = mkstemp(g_tmp);
+    if (fd < 0) {
+        g_tmp_set = 0;
+        fprintf(stderr, "hviske: %s: cannot create: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    /* mkstemp makes it 0600; give the file the usual 0666 & ~umask */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0 || !(of->f = fdopen(fd, "w"))) {
+        fprintf(stderr, "hviske: %s: cannot create: %s\n", path,
+                strerror(errno));
+        close(fd);
+        unlink(g_tmp);
+        g_tmp_set = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* Drops the temporary file; path is left as it was. */
+static void out_abort(out_file *of)
+{
+    if (!of->f)
+        return;
+    fclose(of->f);
+    of->f = NULL;
+    unlink(g_tmp);
+    g_tmp_set = 0;
+}
+
+/* Flushes the temporary file to disk and renames it onto path; 0 on
+ * success, else -1 with a message (and the temporary file removed). */
+static int out_commit(out_file *of)
+{
+    FILE *f = of->f;
+    int err = 0;
+    errno = 0;
+    if (fflush(f) != 0 || ferror(f))
+        err = errno ? errno : EIO;
+    else if (fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
+        err = errno;
+    of->f = NULL;
+    if (fclose(f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (!err && rename(g_tmp, of->path) != 0)
+        err = errno;
+    if (err) {
+        unlink(g_tmp);
+        g_tmp_set = 0;
+        fprintf(stderr, "hviske: %s: cannot write: %s\n", of->path,
+                strerror(err));
+        return -1;
+    }
+    g_tmp_set = 0;
+    return 0;
+}
+
+/* 1 if a and b name the same existing file. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* ------------------------------------------------------ standard input */
+
+/*
+ * Reads an audio file (any format libsndfile reads) from standard input:
+ * all of it into memory first, so that formats which need to seek work from
+ * a pipe too, then decoded by the library with the same checks as a file.
+ */
+static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate,
+                                  int *channels, char *err, size_t err_size)
+{
+    *pcm = NULL;
+    *n_frames = 0;
+    if (isatty(STDIN_FILENO)) {
+        snprintf(err, err_size, "-: standard input is a terminal (pipe an "
+                 "audio file into it)");
+        return HV_ERR_INVALID_ARG;
+    }
+    unsigned char *data = NULL;
+    size_t size = 0, cap = 0;
+    for (;;) {
+        if (size == cap) {
+            size_t ncap = cap ? cap * 2 : (size_t)1 << 20;
+            unsigned char *nd = ncap > cap ? realloc(data, ncap) : NULL;
+            if (!nd) {
+                free(data);
+                snprintf(err, err_size, "-: out of memory reading standard "
+                         "input");
+                return HV_ERR_NOMEM;
+            }
+            data = nd;
+            cap = ncap;
+        }
+        ssize_t r = read(STDIN_FILENO, data + size, cap - size);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, err_size, "-: cannot read standard input: %s",
+                     strerror(errno));
+            free(data);
+            return HV_ERR_IO;
+        }
+        if (r == 0)
+            break;
+        size += (size_t)r;
+    }
+    hv_status st = hv_audio_read_buffer(data, size, "-", pcm, n_frames, rate,
+                                        channels, err, err_size);
+    free(data);
+    return st;
+}
+
+/* Reads one input (a path, or "-" for standard input); 0 on success, else
+ * -1 with the failure reported. The caller frees *pcm with free(). */
+static int read_input(const char *path, float **pcm, size_t *n_frames,
+                      int *rate, int *channels)
+{
+    char err[1024] = "";
+    hv_status st;
+    if (strcmp(path, "-") == 0)
+        st = read_stdin_audio(pcm, n_frames, rate, channels, err, sizeof err);
+    else
+        st = hv_audio_read(path, pcm, n_frames, rate, channels, err,
+                           sizeof err);
+    if (st != HV_OK) {
+        file_error(path, st, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ formats */
+
+/* "HH:MM:SS,mmm" (srt, sep ',') or "HH:MM:SS.mmm" (vtt, sep '.') for a
+ * sample position, rounded to the millisecond. */
+static void cue_time(char *buf, size_t n, int64_t sample, int rate, char sep)
+{
+    int64_t ms = (sample * 1000 + rate / 2) / rate;
+    snprintf(buf, n, "%02lld:%02lld:%02lld%c%03lld",
+             (long long)(ms / 3600000), (long long)(ms / 60000 % 60),
+             (long long)(ms / 1000 % 60), sep, (long long)(ms % 1000));
+}
+
+/* Writes cue text on one line: line breaks become spaces; for WebVTT,
+ * '&', '<' and '>' are escaped (cue text is markup there, and must not
+ * hold "-->"). */
+static void put_cue_text(FILE *f, const char *text, int vtt)
+{
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n' || *p == '\r')
+            fputc(' ', f);
+        else if (vtt && *p == '&')
+            fputs("&amp;", f);
+        else if (vtt && *p == '<')
+            fputs("&lt;", f);
+        else if (vtt && *p == '>')
+            fputs("&gt;", f);
+        else
+            fputc(*p, f);
+    }
+}
+
+/* SubRip: cues numbered from 1, "start --> end", the text, a blank line. */
+static int write_srt(FILE *f, const hv_result *res, int rate)
+{
+    char a[32], b[32];
+    for (int i = 0; i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        char *text = utf8_clean(g.text);
+        if (!text)
+            return -1;
+        cue_time(a, sizeof a, g.start_sample, rate, ',');
+        cue_time(b, sizeof b, g.end_sample, rate, ',');
+        fprintf(f, "%d\n%s --> %s\n", i + 1, a, b);
+        put_cue_text(f, text, 0);
+        fputs("\n\n", f);
+        free(text);
+    }
+    return 0;
+}
+
+/* WebVTT: the header, then per cue "start --> end", the text, a blank
+ * line. */
+static int write_vtt(FILE *f, const hv_result *res, int rate)
+{
+    char a[32], b[32];
+    fputs("WEBVTT\n\n", f);
+    for (int i = 0; i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        char *text = utf8_clean(g.text);
+        if (!text)
+            return -1;
+        cue_time(a, sizeof a, g.start_sample, rate, '.');
+        cue_time(b, sizeof b, g.end_sample, rate, '.');
+        fprintf(f, "%s --> %s\n", a, b);
+        put_cue_text(f, text, 1);
+        fputs("\n\n", f);
+        free(text);
+    }
+    return 0;
+}
+
+/* A transcript as one line: line breaks inside it (a model can emit them
+ * as byte pieces) become spaces, so each input gets exactly one line. */
+static void write_text_line(FILE *f, const char *text)
+{
+    for (const char *p = text; *p; p++)
+        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
+    fputc('\n', f);
+}
+
+static cJSON *json_int_array(const int32_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* The JSON object of one result. full (--format json) adds language and
+ * duration. NULL when out of memory. */
+static cJSON *result_json(const char *path, const hv_result *res, int full)
 {
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
     char *file = utf8_clean(path), *text = utf8_clean(hv_result_text(res));
     cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL,
-          *tim = NULL;
+          *tim = NULL, *segs = cJSON_CreateArray();
 
-    int ok = file && text && obj &&
+    int ok = file && text && obj && segs &&
              cJSON_AddStringToObject(obj, "file", file) &&
-             cJSON_AddStringToObject(obj, "text", text) &&
-             (arr = cJSON_AddArrayToObject(obj, "tokens")) &&
-             (lparr = cJSON_AddArrayToObject(obj, "token_logprobs")) &&
-             cJSON_AddNumberToObject(obj, "score", hv_result_score(res)) &&
-             (tim = cJSON_AddObjectToObject(obj, "timings")) &&
-             cJSON_AddNumberToObject(tim, "frontend_ms", ms3(t.frontend_ms)) &&
-             cJSON_AddNumberToObject(tim, "encoder_ms", ms3(t.encoder_ms)) &&
-             cJSON_AddNumberToObject(tim, "decoder_ms", ms3(t.decoder_ms)) &&
-             cJSON_AddNumberToObject(tim, "n_tokens", t.n_tokens);
+             cJSON_AddStringToObject(obj, "text", text);
+    if (ok && full)
+        ok = cJSON_AddStringToObject(obj, "language",
+                                     hv_result_language(res)) &&
+             cJSON_AddNumberToObject(obj, "duration",
+                                     hv_result_duration(res));
+    ok = ok && (arr = cJSON_AddArrayToObject(obj, "tokens")) &&
+         (lparr = cJSON_AddArrayToObject(obj, "token_logprobs")) &&
+         cJSON_AddNumberToObject(obj, "score", hv_result_score(res)) &&
+         (tim = cJSON_AddObjectToObject(obj, "timings")) &&
+         cJSON_AddNumberToObject(tim, "frontend_ms", ms3(t.frontend_ms)) &&
+         cJSON_AddNumberToObject(tim, "encoder_ms", ms3(t.encoder_ms)) &&
+         cJSON_AddNumberToObject(tim, "decoder_ms", ms3(t.decoder_ms)) &&
+         cJSON_AddNumberToObject(tim, "n_tokens", t.n_tokens);
     for (int i = 0; ok && i < hv_result_n_tokens(res); i++)
         ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(tokens[i])) &&
              cJSON_AddItemToArray(lparr, cJSON_CreateNumber(
                                              lps ? float_for_json(lps[i]) : 0.0));
-    char *line = ok ? cJSON_PrintUnformatted(obj) : NULL;
-    int rc = line ? 0 : -1;
-    if (line)
-        puts(line);
-
-    cJSON_free(line);
-    cJSON_Delete(obj); /* owns arr and tim */
+    for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        char *st = utf8_clean(g.text);
+        cJSON *so = cJSON_CreateObject(), *toks = NULL;
+        ok = st && so && cJSON_AddNumberToObject(so, "start", g.start) &&
+             cJSON_AddNumberToObject(so, "end", g.end) &&
+             cJSON_AddStringToObject(so, "text", st) &&
+             (toks = json_int_array(g.tokens, g.n_tokens));
+        if (ok && !cJSON_AddItemToObject(so, "tokens", toks))
+            ok = 0;                /* toks is not so's: delete it below */
+        else if (ok)
+            toks = NULL;           /* so owns it now */
+        cJSON_Delete(toks);
+        if (ok && !cJSON_AddItemToArray(segs, so))
+            ok = 0;
+        if (!ok)
+            cJSON_Delete(so);
+        free(st);
+    }
+    if (ok)
+        ok = cJSON_AddItemToObject(obj, "segments", segs);
+    if (!ok) {
+        cJSON_Delete(segs);
+        cJSON_Delete(obj);
+        obj = NULL;
+    }
     free(text);
     free(file);
-    return rc;
+    return obj;
 }
 
-/* Prints a transcript as one line: line breaks inside it (a model can emit
- * them as byte pieces) become spaces, so each file that succeeds
- * gets exactly one line. */
-static void print_text_line(const char *text)
+/* Writes one result in the chosen format; 0 on success, -1 when out of
+ * memory (write errors show in ferror(f)). */
+static int write_result(FILE *f, out_format fmt, const char *path,
+                        const hv_result *res, int rate)
 {
-    for (const char *p = text; *p; p++)
-        putchar(*p == '\n' || *p == '\r' ? ' ' : *p);
-    putchar('\n');
+    switch (fmt) {
+    case FMT_TXT:
+        write_text_line(f, hv_result_text(res));
+        return 0;
+    case FMT_SRT:
+        return write_srt(f, res, rate);
+    case FMT_VTT:
+        return write_vtt(f, res, rate);
+    case FMT_JSON:
+    case FMT_JSONL:
+    default: {
+        cJSON *obj = result_json(path, res, fmt == FMT_JSON);
+        char *s = !obj ? NULL : fmt == FMT_JSON ? cJSON_Print(obj)
+                                                : cJSON_PrintUnformatted(obj);
+        cJSON_Delete(obj);
+        if (!s)
+            return -1;
+        fputs(s, f);
+        fputc('\n', f);
+        cJSON_free(s);
+        return 0;
+    }
+    }
 }
 
-/* Reads and transcribes one file, printing its line; 0 on success. */
-static int transcribe_file(hv_context *ctx, const options *o,
-                           const char *path)
+/* ------------------------------------------------------------ progress */
+
+typedef struct progress {
+    const char *name;
+    double t0;  /* seconds, monotonic */
+    int shown;
+} progress;
+
+static double now_s(void)
 {
-    char err[1024];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* "1h02m03s", "2m03s", "45s". */
+static void format_duration(char *buf, size_t n, double s)
+{
+    long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
+    if (t >= 3600)
+        snprintf(buf, n, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
+    else if (t >= 60)
+        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, n, "%lds", t);
+}
+
+/* The library's progress callback: one status line on stderr, redrawn in
+ * place after each chunk (only installed when stderr is a terminal). */
+static void on_progress(void *user, double done, double total)
+{
+    progress *p = user;
+    if (!(total > 0) || done >= total)
+        return; /* the last chunk: the caller clears the line */
+    double elapsed = now_s() - p->t0;
+    double speed = elapsed > 0 ? done / elapsed : 0;
+    char d[32], t[32], eta[32];
+    format_duration(d, sizeof d, done);
+    format_duration(t, sizeof t, total);
+    format_duration(eta, sizeof eta, speed > 0 ? (total - done) / speed : 0);
+    fprintf(stderr, "\r\033[Khviske: %s: %3.0f%% (%s of %s), %.1f s of "
+            "audio per second, ETA %s", p->name, 100.0 * done / total, d, t,
+            speed, eta);
+    fflush(stderr);
+    p->shown = 1;
+}
+
+/* ---------------------------------------------------------- transcribe */
+
+/* Reads and transcribes one input; the result, or NULL with the failure
+ * reported. */
+static hv_result *transcribe_input(hv_context *ctx, const options *o,
+                                   const char *path, int show_progress)
+{
     float *pcm = NULL;
     size_t n_frames = 0;
     int rate = 0, channels = 0;
-    hv_status st = hv_audio_read(path, &pcm, &n_frames, &rate, &channels,
-                                 err, sizeof err);
-    if (st != HV_OK) {
-        file_error(path, st, err);
-        return -1;
-    }
+    if (read_input(path, &pcm, &n_frames, &rate, &channels) != 0)
+        return NULL;
 
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.language = o->language;
@@ -423,25 +983,57 @@ static int transcribe_file(hv_context *ctx, const options *o,
     tp.top_k = o->top_k;
     tp.top_p = o->top_p;
     tp.seed = o->seed;
+    tp.chunking = o->chunking;
+    tp.chunk_seconds = o->chunk_seconds;
+    const char *slash = strrchr(path, '/');
+    progress pr = {slash && slash[1] ? slash + 1 : path, now_s(), 0};
+    if (show_progress) {
+        tp.progress = on_progress;
+        tp.progress_user = &pr;
+    }
 
     hv_result *res = NULL;
-    int rc = 0;
-    st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp, &res);
-    if (st != HV_OK) {
-        file_error(path, st, hv_context_error(ctx));
-        rc = -1;
-    } else if (o->json) {
-        if (print_json(path, res) != 0) {
-            file_error(path, HV_ERR_NOMEM, "out of memory writing JSON");
-            rc = -1;
-        }
-    } else {
-        print_text_line(hv_result_text(res));
+    hv_status st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp,
+                                 &res);
+    free(pcm); /* hv_audio_free, or ours from standard input */
+    if (pr.shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
     }
-    fflush(stdout);
-    hv_result_free(res);
-    hv_audio_free(pcm);
-    return rc;
+    if (st != HV_OK) {
+        const char *msg = hv_context_error(ctx);
+        if (st == HV_ERR_LIMIT && o->chunking == HV_CHUNKING_NONE) {
+            char buf[1200];
+            snprintf(buf, sizeof buf, "%s (--chunking none takes the audio "
+                     "in one piece; use --chunking auto for long audio)", msg);
+            file_error(path, st, buf);
+        } else {
+            file_error(path, st, msg);
+        }
+        return NULL;
+    }
+    return res;
+}
+
+/* Writes one result to its own file under --output-dir; 0 on success. */
+static int write_output_file(const options *o, const char *input,
+                             const char *out_path, const hv_result *res,
+                             int rate)
+{
+    if (strcmp(input, "-") != 0 && same_file(input, out_path)) {
+        fprintf(stderr, "hviske: %s: not overwriting the input %s\n",
+                out_path, input);
+        return -1;
+    }
+    out_file of;
+    if (out_open(&of, out_path) != 0)
+        return -1;
+    if (write_result(of.f, o->format, input, res, rate) != 0) {
+        out_abort(&of);
+        file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
+        return -1;
+    }
+    return out_commit(&of);
 }
 
 int main(int argc, char **argv)
@@ -449,16 +1041,50 @@ int main(int argc, char **argv)
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)
-        return rc;
+        goto free_options;
+    install_signal_handlers();
+
+    /* Open the destination before the long work, so that a bad path fails
+     * at once. */
+    int to_file = o.output && strcmp(o.output, "-") != 0;
+    out_file shared = {NULL, NULL};
+    FILE *out = stdout;
+    if (to_file) {
+        for (int i = 0; i < o.n_files; i++)
+            if (strcmp(o.files[i], "-") != 0 && same_file(o.files[i], o.output)) {
+                rc = usage_error("--output %s is also an input", o.output);
+                goto free_options;
+            }
+        if (out_open(&shared, o.output) != 0) {
+            rc = 1;
+            goto free_options;
+        }
+        out = shared.f;
+    }
+    if (o.output_dir) {
+        struct stat sd;
+        if (mkdir(o.output_dir, 0777) != 0 &&
+            (errno != EEXIST || stat(o.output_dir, &sd) != 0 ||
+             !S_ISDIR(sd.st_mode))) {
+            fprintf(stderr, "hviske: %s: cannot create the directory: %s\n",
+                    o.output_dir, errno == EEXIST ? "a file of that name "
+                    "exists" : strerror(errno));
+            rc = 1;
+            goto free_options;
+        }
+    }
 
     char err[1024] = "";
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
     hv_model *model = NULL;
+    hv_context *ctx = NULL;
+    int n_ok = 0, ran = 0;
     hv_status st = hv_model_load(o.model_dir, &mp, &model, err, sizeof err);
     if (st != HV_OK) {
         fprintf(stderr, "hviske: %s\n", err[0] ? err : hv_status_name(st));
-        return 1;
+        rc = 1;
+        goto done;
     }
     if (o.language && !model_has_language(model, o.language)) {
         fprintf(stderr, "hviske: language '%s' is not supported by %s "
@@ -466,26 +1092,66 @@ int main(int argc, char **argv)
         for (int i = 0; i < hv_model_n_languages(model); i++)
             fprintf(stderr, " %s", hv_model_language(model, i));
         fputs(")\n", stderr);
-        hv_model_free(model);
-        return EXIT_USAGE;
+        rc = EXIT_USAGE;
+        goto done;
     }
-    hv_context *ctx = hv_context_new(model, o.n_threads);
+    ctx = hv_context_new(model, o.n_threads);
     if (!ctx) {
         fputs("hviske: out of memory creating a context\n", stderr);
-        hv_model_free(model);
-        return 1;
+        rc = 1;
+        goto done;
     }
 
+    int show_progress = !o.quiet && isatty(STDERR_FILENO);
+    int rate = hv_model_sample_rate(model);
     rc = 0;
-    for (int i = 0; i < o.n_files; i++)
-        if (transcribe_file(ctx, &o, o.files[i]) != 0)
+    ran = 1;
+    for (int i = 0; i < o.n_files; i++) {
+        const char *path = o.files[i];
+        hv_result *res = transcribe_input(ctx, &o, path, show_progress);
+        if (!res) {
             rc = 1;
+            continue;
+        }
+        if (o.output_dir) {
+            if (write_output_file(&o, path, o.out_paths[i], res, rate) != 0)
+                rc = 1;
+            else
+                n_ok++;
+        } else if (write_result(out, o.format, path, res, rate) != 0) {
+            file_error(path, HV_ERR_NOMEM, "out of memory formatting the "
+                       "output");
+            rc = 1;
+        } else {
+            n_ok++;
+            if (!to_file)
+                fflush(stdout);
+        }
+        hv_result_free(res);
+    }
 
+done:
     hv_context_free(ctx);
     hv_model_free(model);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    if (to_file) {
+        /* the results of the inputs that succeeded, whole, or no file */
+        if (n_ok > 0 && rc != EXIT_USAGE) {
+            if (out_commit(&shared) != 0)
+                rc = 1;
+        } else {
+            out_abort(&shared);
+            if (ran)
+                fprintf(stderr, "hviske: %s: not written (no input "
+                        "succeeded)\n", o.output);
+        }
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {
         fputs("hviske: error writing the output\n", stderr);
         rc = 1;
     }
+free_options:
+    if (o.out_paths)
+        for (int i = 0; i < o.n_files; i++)
+            free(o.out_paths[i]);
+    free(o.out_paths);
     return rc;
 }

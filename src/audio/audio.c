@@ -4,6 +4,7 @@
 #include "audio/audio.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +33,10 @@ static uint64_t max_samples(void) {
 static const char *sample_problem(float v) {
     return isnan(v) ? "NaN" : "infinite";
 }
+
+static hv_status decode(SNDFILE *sf, const SF_INFO *info, const char *path,
+                        float **pcm, size_t *n_frames, int *sample_rate,
+                        int *channels, hv_error *e);
 
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
                              int *sample_rate, int *channels, hv_error *e) {
@@ -63,7 +68,15 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
                       "%s: not a readable audio file (%s)", path,
                       sf_strerror(NULL));
     }
+    return decode(sf, &info, path, pcm, n_frames, sample_rate, channels, e);
+}
 
+/* Decodes an open file with every check; closes it. `path` names it in
+ * messages. */
+static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
+                        float **pcm, size_t *n_frames, int *sample_rate,
+                        int *channels, hv_error *e) {
+    SF_INFO info = *inf;
     hv_status rc = HV_OK;
     float *buf = NULL;
     size_t got = 0, cap = 0;
@@ -164,6 +177,63 @@ done:
     free(buf);
     sf_close(sf);
     return rc;
+}
+
+/* An in-memory file for libsndfile's virtual I/O. */
+typedef struct mem_file {
+    const unsigned char *data;
+    sf_count_t size, pos;
+} mem_file;
+
+static sf_count_t mem_len(void *u) { return ((mem_file *)u)->size; }
+
+static sf_count_t mem_seek(sf_count_t off, int whence, void *u) {
+    mem_file *m = u;
+    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+    if (off > 0 ? base > m->size - off : base + off < 0) return -1;
+    m->pos = base + off;
+    return m->pos;
+}
+
+static sf_count_t mem_read(void *ptr, sf_count_t count, void *u) {
+    mem_file *m = u;
+    sf_count_t left = m->size - m->pos;
+    if (count > left) count = left;
+    if (count <= 0) return 0;
+    memcpy(ptr, m->data + m->pos, (size_t)count);
+    m->pos += count;
+    return count;
+}
+
+static sf_count_t mem_write(const void *ptr, sf_count_t count, void *u) {
+    (void)ptr, (void)count, (void)u;
+    return 0;
+}
+
+static sf_count_t mem_tell(void *u) { return ((mem_file *)u)->pos; }
+
+hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
+                               float **pcm, size_t *n_frames, int *sample_rate,
+                               int *channels, hv_error *e) {
+    if (!pcm || !n_frames || !sample_rate || !channels)
+        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_memory: NULL output");
+    *pcm = NULL;
+    *n_frames = 0;
+    *sample_rate = 0;
+    *channels = 0;
+    if (!name) name = "<memory>";
+    if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+    if ((uint64_t)size > (uint64_t)INT64_MAX)
+        return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
+    mem_file mf = {data, (sf_count_t)size, 0};
+    SF_VIRTUAL_IO vio = {mem_len, mem_seek, mem_read, mem_write, mem_tell};
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &info, &mf);
+    if (!sf)
+        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                      sf_strerror(NULL));
+    return decode(sf, &info, name, pcm, n_frames, sample_rate, channels, e);
 }
 
 hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels,

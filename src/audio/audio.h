@@ -25,6 +25,12 @@
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
                              int *sample_rate, int *channels, hv_error *e);
 
+/* The same for a whole file's bytes in memory (a pipe read to its end);
+ * `name` stands for the file in messages. */
+hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
+                               float **pcm, size_t *n_frames, int *sample_rate,
+                               int *channels, hv_error *e);
+
 /* Averages channels and resamples to target_rate (soxr, SOXR_HQ, linear
  * phase, delay compensated: output sample j is at time j / target_rate).
  * *out is malloc'ed (caller frees), *n_out its length: n_frames when the

@@ -49,13 +49,19 @@ Importable API (used by test_parity.py):
   decode_text(model, ids) -> str
   run(model, samples, language, punctuation, max_new_tokens, dither,
       num_beams, length_penalty) -> dict (tokens, token_logprobs, score, ...)
+  chunk_plan(model, samples, mode, chunk_seconds) -> [0, ..., n]
+      (MODEL.md "Long audio"; mode auto | energy | fixed | none)
+  run_long(model, samples, chunking, chunk_seconds, language, ...) -> run()'s
+      dict for the first chunk plus bounds, segments and the joined text
 
 Command line:
   reference.py --model DIR --samples samples.npy --out OUTDIR
                [--language da] [--no-punctuation] [--max-new-tokens N]
                [--beams N] [--length-penalty X]
+               [--chunking auto|energy|fixed|none [--chunk-seconds S]]
   (result.json: n_valid_frames, enc_len, prompt, tokens, token_logprobs,
-  score, text)
+  score, text; with --chunking also bounds and segments, the tensors being
+  those of the first chunk)
   reference.py --selftest [--fixtures DIR]
 """
 
@@ -252,6 +258,11 @@ def load_model(model_dir, dtype=torch.float32):
     m.bos_id = int(_get(gen, "bos_token_id", gpath))
     m.start_id = int(_get(gen, "decoder_start_token_id", gpath))
     m.gen_max_new = int(gen.get("max_new_tokens", 256))
+
+    # long audio (MODEL.md "Long audio")
+    m.max_audio_clip_s = float(_get(cfg, "max_audio_clip_s", cpath))
+    m.overlap_chunk_second = float(_get(cfg, "overlap_chunk_second", cpath))
+    m.min_energy_window = int(_get(cfg, "min_energy_window_samples", cpath))
 
     m.sp = spm.SentencePieceProcessor(model_file=os.path.join(model_dir, "tokenizer.model"))
     if m.sp.get_piece_size() != m.vocab_size:
@@ -1015,15 +1026,126 @@ def run(m, samples, language="da", punctuation=True, max_new_tokens=None, dither
     return res
 
 
+# -------------------------------------------------------------- long audio
+
+CHUNKING_MODES = ("auto", "energy", "fixed", "none")
+
+
+def _round_half_up(x):
+    """C's llround for x >= 0 (Python's round() rounds half to even)."""
+    return int(math.floor(x + 0.5))
+
+
+def chunk_plan(m, samples, mode="auto", chunk_seconds=None):
+    """MODEL.md "Long audio", literally, on the 16 kHz samples: returns the
+    chunk boundaries [0, b1, ..., n] (chunk i is [b[i], b[i+1])).
+      auto:   up to max_audio_clip_s - overlap_chunk_second seconds in one
+              piece, longer audio as energy;
+      energy: chunk = round(max_audio_clip_s * sr), context =
+              round(overlap_chunk_second * sr), w = min_energy_window_samples;
+              from idx = 0: if idx + chunk >= total the last chunk is
+              [idx, total); else search [idx + chunk - context, idx + chunk):
+              a span of at most w samples is cut at its midpoint, otherwise
+              windows of w samples stepping by w (i < span - w) are ranked
+              by RMS and the cut is the start of the quietest (the first on
+              ties); the next chunk starts at the cut;
+      fixed:  a cut every round(chunk_seconds * sr) samples;
+      none:   one piece."""
+    x = np.asarray(samples, dtype=np.float32).reshape(-1)
+    n = len(x)
+    sr = m.sample_rate
+    if mode not in CHUNKING_MODES:
+        raise ValueError("chunking %r: not one of %s" % (mode, ", ".join(CHUNKING_MODES)))
+    if n == 0:
+        return [0]
+    single = _round_half_up((m.max_audio_clip_s - m.overlap_chunk_second) * sr)
+    if mode == "none" or (mode == "auto" and n <= single):
+        return [0, n]
+    if mode == "fixed":
+        if chunk_seconds is None or not (chunk_seconds > 0):
+            raise ValueError("fixed chunking needs chunk_seconds > 0")
+        chunk = _round_half_up(chunk_seconds * sr)
+    else:
+        chunk = _round_half_up(m.max_audio_clip_s * sr)
+    context = _round_half_up(m.overlap_chunk_second * sr)
+    w = m.min_energy_window
+    bounds, idx = [0], 0
+    while idx < n:
+        if idx + chunk >= n:
+            cut = n
+        elif mode == "fixed":
+            cut = idx + chunk
+        else:
+            a, span = idx + chunk - context, context
+            if span <= w:
+                cut = a + span // 2
+            else:
+                best, best_rms = None, None
+                for i in range(0, span - w, w):
+                    win = x[a + i:a + i + w].astype(np.float64)
+                    rms = math.sqrt(float(np.dot(win, win)) / w)
+                    if best_rms is None or rms < best_rms:
+                        best, best_rms = i, rms
+                cut = a + best
+        bounds.append(cut)
+        idx = cut
+    return bounds
+
+
+@torch.no_grad()
+def run_long(m, samples, chunking="auto", chunk_seconds=None, language="da", punctuation=True,
+             max_new_tokens=None, num_beams=1, length_penalty=1.0):
+    """Long audio: the chunk plan, then run() on each chunk; a chunk
+    shorter than two hops after the first is skipped (too short to be
+    anything but silence to the model), transcripts are trimmed, empty ones
+    dropped, and the rest joined with a space (no separator for ja and zh).
+    Returns run()'s dict for the first chunk (the dump's tensors) with
+    "bounds", "segments" [{start_sample, end_sample, text, tokens,
+    token_logprobs, score}] (the chunks with text), and "tokens",
+    "token_logprobs" (of every transcribed chunk, those whose text is empty
+    included), "score" (summed over the transcribed chunks), "text" (the
+    segments' texts joined)."""
+    x = np.asarray(samples, dtype=np.float32).reshape(-1)
+    bounds = chunk_plan(m, x, chunking, chunk_seconds)
+    n_chunks = len(bounds) - 1
+    first, segments, score, tokens, token_lps = None, [], 0.0, [], []
+    for i in range(n_chunks):
+        a, b = bounds[i], bounds[i + 1]
+        if b - a < 2 * m.hop and n_chunks > 1:
+            continue
+        r = run(m, x[a:b], language=language, punctuation=punctuation,
+                max_new_tokens=max_new_tokens, num_beams=num_beams, length_penalty=length_penalty)
+        if first is None:
+            first = r
+        score += r["score"]
+        tokens += r["tokens"]
+        token_lps += r["token_logprobs"]
+        if r["text"]:
+            segments.append({"start_sample": a, "end_sample": b, "text": r["text"],
+                              "tokens": r["tokens"], "token_logprobs": r["token_logprobs"],
+                              "score": r["score"], "min_gap": min(r["gaps"]) if r["gaps"] else None})
+    if first is None:
+        raise ValueError("audio too short: %d samples" % len(x))
+    res = dict(first)
+    sep = "" if language in ("ja", "zh") else " "
+    res["bounds"] = bounds
+    res["segments"] = segments
+    res["text"] = sep.join(s["text"] for s in segments)
+    res["tokens"] = tokens
+    res["token_logprobs"] = token_lps
+    res["score"] = score
+    return res
+
+
 def write_dump(res, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     np.save(os.path.join(out_dir, "features.npy"), np.ascontiguousarray(res["features"], dtype=np.float32))
     np.save(os.path.join(out_dir, "encoder.npy"), np.ascontiguousarray(res["encoder"], dtype=np.float32))
     np.save(os.path.join(out_dir, "logprobs0.npy"), np.ascontiguousarray(res["logprobs0"], dtype=np.float32))
+    keys = ("n_valid_frames", "enc_len", "prompt", "tokens", "token_logprobs", "score", "text",
+            "bounds", "segments")
     with open(os.path.join(out_dir, "result.json"), "w", encoding="utf-8") as f:
-        json.dump({k: res[k] for k in ("n_valid_frames", "enc_len", "prompt", "tokens", "token_logprobs",
-                                       "score", "text")},
-                  f, ensure_ascii=False)
+        json.dump({k: res[k] for k in keys if k in res}, f, ensure_ascii=False)
         f.write("\n")
 
 
@@ -1242,6 +1364,9 @@ def main(argv=None):
     ap.add_argument("--dither", type=float, default=0.0)
     ap.add_argument("--beams", type=int, default=1, help="beam count (1: greedy)")
     ap.add_argument("--length-penalty", type=float, default=1.0, help="beam search length penalty (> 0)")
+    ap.add_argument("--chunking", choices=CHUNKING_MODES, default=None,
+                    help="long audio (MODEL.md \"Long audio\"); without it the samples are one piece")
+    ap.add_argument("--chunk-seconds", type=float, default=None, help="--chunking fixed: chunk length")
     ap.add_argument("--float64", action="store_true", help="run encoder and decoder in float64 (debugging)")
     ap.add_argument("--selftest", action="store_true")
     ap.add_argument("--fixtures", default=os.environ.get("HV_FIXTURES"))
@@ -1259,10 +1384,20 @@ def main(argv=None):
         ap.error("--length-penalty must be finite and > 0")
     m = load_model(a.model, torch.float64 if a.float64 else torch.float32)
     samples = np.load(a.samples).astype(np.float32).reshape(-1)
+    if a.chunking == "fixed" and not (a.chunk_seconds is not None and a.chunk_seconds > 0):
+        ap.error("--chunking fixed needs --chunk-seconds S (S > 0)")
+    if a.chunking is not None and a.dither != 0:
+        ap.error("--chunking works with --dither 0 only")
     with torch.no_grad():
-        res = run(m, samples, language=a.language, punctuation=not a.no_punctuation,
-                  max_new_tokens=a.max_new_tokens, dither=a.dither,
-                  num_beams=a.beams, length_penalty=a.length_penalty)
+        if a.chunking is not None:
+            res = run_long(m, samples, chunking=a.chunking, chunk_seconds=a.chunk_seconds,
+                           language=a.language, punctuation=not a.no_punctuation,
+                           max_new_tokens=a.max_new_tokens, num_beams=a.beams,
+                           length_penalty=a.length_penalty)
+        else:
+            res = run(m, samples, language=a.language, punctuation=not a.no_punctuation,
+                      max_new_tokens=a.max_new_tokens, dither=a.dither,
+                      num_beams=a.beams, length_penalty=a.length_penalty)
     write_dump(res, a.out)
     return 0
 
