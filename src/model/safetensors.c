@@ -7,6 +7,9 @@
  * then the data section; offsets are relative to its start. Every file is
  * hostile: lengths, offsets, shapes and names are checked so that no tensor
  * can point outside its mapping or alias another. */
+/* madvise(MADV_DONTNEED) is not in POSIX: glibc's posix_madvise makes
+ * POSIX_MADV_DONTNEED a no-op. */
+#define _DEFAULT_SOURCE
 #include "model/safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -502,4 +505,13 @@ const hv_st_tensor *hv_st_find(const hv_safetensors *st, const char *name) {
         else hi = mid - 1;
     }
     return NULL;
+}
+
+void hv_st_release(const hv_st_tensor *t) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || !t || !t->nbytes) return;
+    uintptr_t a = (uintptr_t)t->data, b = a + t->nbytes;
+    a = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    b &= ~((uintptr_t)page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED); /* advice only */
 }

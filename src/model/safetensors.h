@@ -55,6 +55,11 @@ hv_status hv_st_open_file(hv_safetensors *st, const char *path, hv_error *e);
 
 void hv_st_close(hv_safetensors *st);
 
+/* Drops the tensor's whole pages from this process's memory (they are
+ * read back from the file if touched again): for tensors converted at load,
+ * so that the mapping and the converted copy are not both resident. */
+void hv_st_release(const hv_st_tensor *t);
+
 /* NULL when absent. */
 const hv_st_tensor *hv_st_find(const hv_safetensors *st, const char *name);
 

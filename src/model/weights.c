@@ -97,6 +97,7 @@ static float *to_f32(loader *L, const hv_st_tensor *t) {
         free(p);
         return NULL;
     }
+    hv_st_release(t); /* converted: its file pages need not stay resident */
     return p;
 }
 
