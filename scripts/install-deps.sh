@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
   libcjson-dev libopenblas-dev libsndfile1-dev libsoxr-dev libkissfft-dev
+  libmicrohttpd-dev curl
   python3 python3-numpy python3-torch python3-sentencepiece
   sentencepiece espeak-ng sox
 )

@@ -392,6 +392,23 @@ def test_options(model, wav, wav2):
         check(f"option {' '.join(opts) or '(none)'}", r,
               r.rc == 0 and len(r.lines()) == 1, "expected exit 0, one line")
 
+    # weight types: all run; f16 of an f32 model keeps this file's tokens
+    # (test_weight_types measures the others); bad names are usage errors
+    base = Run(["--json", "-m", model, wav])
+    base_objs, _ = parse_json_lines(base)
+    for wt in ("auto", "f32", "f16", "bf16", "q8_0"):
+        r = Run(["--json", "--weight-type", wt, "-m", model, wav])
+        objs, why = parse_json_lines(r)
+        ok = r.rc == 0 and objs is not None and len(objs) == 1
+        if ok and wt in ("auto", "f32", "f16") and base_objs:
+            ok = objs[0]["tokens"] == base_objs[0]["tokens"]
+            why = why or "tokens differ from the default run"
+        check(f"--weight-type {wt}", r, ok, why)
+    for bad in ("q4", "", "F32x"):
+        r = Run(["--weight-type", bad, "-m", model, wav])
+        check(f"--weight-type {bad!r} is a usage error", r,
+              r.rc == 2 and not r.out and "weight-type" in r.err, "expected exit 2")
+
     r = Run(["--json", "--max-tokens", "1", "-m", model, wav])
     objs, why = parse_json_lines(r)
     check("--max-tokens 1 caps the tokens", r,

@@ -60,6 +60,7 @@ typedef struct options {
     const char *language;  /* NULL: the library's default */
     int punctuation;       /* 1 unless --no-punctuation */
     int n_threads;         /* 0: all cores */
+    hv_weight_type weight_type; /* HV_WEIGHTS_AUTO: the checkpoint's own */
     int max_tokens;        /* 0: the model's default */
     float dither;          /* < 0: the model's config value */
     int num_beams;         /* 1: greedy or sampling */
@@ -95,6 +96,8 @@ static void usage(FILE *f)
         "                         supports it, else its first language)\n"
         "      --no-punctuation   ask for text without punctuation\n"
         "  -t, --threads N        worker threads, 1..256 (default: all cores)\n"
+        "      --weight-type T    auto (default: the checkpoint's own type,\n"
+        "                         read in place), f32, f16, bf16 or q8_0\n"
         "      --max-tokens N     stop each chunk after N generated tokens\n"
         "                         (N >= 1)\n"
         "      --dither X         dither amount, X >= 0 (default: the\n"
@@ -247,7 +250,7 @@ static int parse_options(int argc, char **argv, options *o)
     enum { OPT_NO_PUNCT = 256, OPT_MAX_TOKENS, OPT_DITHER, OPT_JSON,
            OPT_VERSION, OPT_BEAMS, OPT_LENGTH_PENALTY, OPT_SAMPLE,
            OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_CHUNKING,
-           OPT_CHUNK_SECONDS, OPT_FORMAT, OPT_OUTPUT_DIR };
+           OPT_CHUNK_SECONDS, OPT_FORMAT, OPT_OUTPUT_DIR, OPT_WEIGHT_TYPE };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"language", required_argument, NULL, 'l'},
@@ -261,6 +264,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
         {"quiet", no_argument, NULL, 'q'},
         {"chunking", required_argument, NULL, OPT_CHUNKING},
+        {"weight-type", required_argument, NULL, OPT_WEIGHT_TYPE},
         {"chunk-seconds", required_argument, NULL, OPT_CHUNK_SECONDS},
         {"beams", required_argument, NULL, OPT_BEAMS},
         {"length-penalty", required_argument, NULL, OPT_LENGTH_PENALTY},
@@ -334,6 +338,11 @@ static int parse_options(int argc, char **argv, options *o)
             o->output_dir = optarg;
             break;
         case 'q': o->quiet = 1; break;
+        case OPT_WEIGHT_TYPE:
+            if (hv_weight_type_parse(optarg, &o->weight_type))
+                return usage_error("invalid --weight-type '%s' (expected auto, "
+                                   "f32, f16, bf16 or q8_0)", optarg);
+            break;
         case OPT_CHUNKING:
             if (hv_chunking_parse(optarg, &o->chunking))
                 return usage_error("invalid --chunking '%s' (expected auto, "
@@ -1077,6 +1086,7 @@ int main(int argc, char **argv)
     char err[1024] = "";
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
+    mp.weight_type = o.weight_type;
     hv_model *model = NULL;
     hv_context *ctx = NULL;
     int n_ok = 0, ran = 0;

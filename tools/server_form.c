@@ -1,0 +1,410 @@
+/*
+ * hviske-server: the fields of a transcription request (see
+ * server_form.h). Every byte comes from the network: sizes are checked
+ * before anything is copied, and values are parsed whole and strictly.
+ */
+#include "server_form.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    MAX_PARTS = 32,       /* parts in one body */
+    FILE_CHUNK = 1 << 16  /* first allocation of the file buffer */
+};
+
+static const struct {
+    const char *name;
+    size_t max_len;       /* bytes */
+} FIELDS[SRV_N_FIELDS] = {
+    [SRV_F_MODEL] = {"model", 127},
+    [SRV_F_LANGUAGE] = {"language", 31},
+    [SRV_F_PROMPT] = {"prompt", 16384},
+    [SRV_F_RESPONSE_FORMAT] = {"response_format", 64},
+    [SRV_F_TEMPERATURE] = {"temperature", 64},
+    [SRV_F_PUNCTUATION] = {"punctuation", 64},
+    [SRV_F_NUM_BEAMS] = {"num_beams", 64},
+    [SRV_F_LENGTH_PENALTY] = {"length_penalty", 64},
+    [SRV_F_TOP_K] = {"top_k", 64},
+    [SRV_F_TOP_P] = {"top_p", 64},
+    [SRV_F_SEED] = {"seed", 64},
+    [SRV_F_MAX_TOKENS] = {"max_tokens", 64},
+    [SRV_F_STREAM] = {"stream", 64},
+    [SRV_F_TIMESTAMP_GRANULARITIES] = {"timestamp_granularities[]", 64},
+};
+
+void srv_error_set(srv_error *e, int status, const char *code,
+                   const char *param, const char *fmt, ...)
+{
+    e->status = status;
+    e->type = status >= 500 ? "server_error" : "invalid_request_error";
+    e->code = code;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+void srv_form_init(srv_form *f, size_t max_file)
+{
+    memset(f, 0, sizeof *f);
+    f->max_file = max_file;
+    f->cur = -1;
+}
+
+void srv_form_free(srv_form *f)
+{
+    for (int i = 0; i < SRV_N_FIELDS; i++) {
+        free(f->value[i]);
+        f->value[i] = NULL;
+    }
+    free(f->file);
+    f->file = NULL;
+    f->file_len = f->file_cap = 0;
+}
+
+/* A field name as it may appear in a message or in param: printable
+ * ASCII, at most 24 bytes ("..." after). */
+static void safe_name(char *out, size_t n, const char *key)
+{
+    size_t w = 0;
+    for (const char *p = key; *p && w + 4 < n; p++, w++)
+        out[w] = *p >= 0x20 && *p < 0x7F ? *p : '?';
+    if (key[w] && w + 4 <= n) {
+        memcpy(out + w, "...", 3);
+        w += 3;
+    }
+    out[w] = '\0';
+}
+
+static int field_index(const char *key)
+{
+    if (strcmp(key, "timestamp_granularities") == 0)
+        return SRV_F_TIMESTAMP_GRANULARITIES;
+    for (int i = 0; i < SRV_N_FIELDS; i++)
+        if (strcmp(key, FIELDS[i].name) == 0)
+            return i;
+    return -1;
+}
+
+int srv_form_add(srv_form *f, const char *key, const char *filename,
+                 const char *data, uint64_t off, size_t size)
+{
+    (void)filename; /* the file part is known by its name, "file" */
+    if (f->err.status)
+        return -1;
+    if (!key)
+        key = "";
+    int idx = strcmp(key, "file") == 0 ? SRV_N_FIELDS : field_index(key);
+    if (idx < 0) {
+        char name[28];
+        safe_name(name, sizeof name, key);
+        srv_error_set(&f->err, 400, "unknown_parameter", name,
+                      "Unrecognized request argument supplied: %s", name);
+        return -1;
+    }
+    const char *name = idx == SRV_N_FIELDS ? "file" : FIELDS[idx].name;
+
+    /* A new part starts at offset 0 (a first call with no bytes may be
+     * followed by another at offset 0 for the same part). */
+    if (off == 0 && !(f->cur == idx && f->cur_len == 0)) {
+        if (++f->n_parts > MAX_PARTS) {
+            srv_error_set(&f->err, 400, "too_many_parts", NULL,
+                          "too many form fields (at most %d)", MAX_PARTS);
+            return -1;
+        }
+        int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
+        if (seen) {
+            srv_error_set(&f->err, 400, "duplicate_parameter", name,
+                          "the field '%s' is given more than once", name);
+            return -1;
+        }
+        if (idx == SRV_N_FIELDS) {
+            f->have_file = 1;
+        } else if (!(f->value[idx] = calloc(1, 1))) {
+            srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+            return -1;
+        }
+        f->cur = idx;
+        f->cur_len = 0;
+    }
+    if (idx != f->cur || off != f->cur_len) {
+        srv_error_set(&f->err, 400, "invalid_multipart", NULL,
+                      "malformed multipart/form-data body");
+        return -1;
+    }
+    if (size == 0)
+        return 0;
+
+    if (idx == SRV_N_FIELDS) {
+        if (size > f->max_file - f->file_len) {
+            srv_error_set(&f->err, 413, "file_too_large", "file",
+                          "the file is larger than the server's limit of "
+                          "%zu bytes", f->max_file);
+            return -1;
+        }
+        if (f->file_len + size > f->file_cap) {
+            size_t cap = f->file_cap ? f->file_cap : FILE_CHUNK;
+            while (cap < f->file_len + size)
+                cap = cap > f->max_file / 2 ? f->max_file : cap * 2;
+            unsigned char *nb = realloc(f->file, cap);
+            if (!nb) {
+                srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+                return -1;
+            }
+            f->file = nb;
+            f->file_cap = cap;
+        }
+        memcpy(f->file + f->file_len, data, size);
+        f->file_len += size;
+    } else {
+        size_t len = f->len[idx];
+        if (size > FIELDS[idx].max_len - len) {
+            srv_error_set(&f->err, 400, "field_too_long", name,
+                          "the field '%s' is too long (at most %zu bytes)",
+                          name, FIELDS[idx].max_len);
+            return -1;
+        }
+        char *nv = realloc(f->value[idx], len + size + 1);
+        if (!nv) {
+            srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+            return -1;
+        }
+        memcpy(nv + len, data, size);
+        nv[len + size] = '\0';
+        f->value[idx] = nv;
+        f->len[idx] = len + size;
+    }
+    f->cur_len += size;
+    return 0;
+}
+
+/* ------------------------------------------------------------- values */
+
+/* An unsigned decimal integer, the whole string (digits only: no sign,
+ * no spaces), at most hi; 0 on success. */
+static int parse_uint(const char *s, uint64_t hi, uint64_t *out)
+{
+    if (!*s)
+        return -1;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    if (v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A finite decimal number, the whole string: [+-]digits[.digits][e[+-]
+ * digits] (or .digits); no spaces, hex, inf or nan. 0 on success. */
+static int parse_decimal(const char *s, double *out)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    size_t digits = 0;
+    while (*p >= '0' && *p <= '9')
+        p++, digits++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++, digits++;
+    }
+    if (digits == 0)
+        return -1;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p != '\0')
+        return -1;
+    errno = 0;
+    double v = strtod(s, NULL);
+    if (!isfinite(v) || errno == ERANGE)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A float-sized finite number in the range lo..hi (lo excluded when
+ * lo_open); 0 on success. */
+static int parse_float(const char *s, double lo, int lo_open, double hi,
+                       float *out, double *as_given)
+{
+    double v;
+    if (parse_decimal(s, &v) || !(lo_open ? v > lo : v >= lo) || v > hi)
+        return -1;
+    float fv = (float)v;
+    if (!isfinite(fv) || (lo_open && !(fv > (float)lo)))
+        return -1;
+    *out = fv;
+    if (as_given)
+        *as_given = v;
+    return 0;
+}
+
+static int model_has_language(const hv_model *model, const char *lang)
+{
+    for (int i = 0; i < hv_model_n_languages(model); i++)
+        if (strcmp(hv_model_language(model, i), lang) == 0)
+            return 1;
+    return 0;
+}
+
+/* "en, da, de" into buf. */
+static void language_list(const hv_model *model, char *buf, size_t n)
+{
+    size_t w = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < hv_model_n_languages(model) && w < n; i++) {
+        int r = snprintf(buf + w, n - w, "%s%s", i ? ", " : "",
+                         hv_model_language(model, i));
+        if (r < 0)
+            break;
+        w += (size_t)r;
+    }
+}
+
+/* The field's value when given, else NULL. Values hold no NUL byte
+ * (a value with one is refused as malformed). */
+static const char *val(const srv_form *f, srv_field i) { return f->value[i]; }
+
+static int has_nul(const srv_form *f, srv_field i)
+{
+    return f->value[i] && strlen(f->value[i]) != f->len[i];
+}
+
+#define BAD(param, ...) \
+    do { srv_error_set(e, 400, "invalid_value", param, __VA_ARGS__); \
+         return -1; } while (0)
+
+int srv_form_params(const srv_form *f, const hv_model *model, srv_params *p,
+                    srv_error *e)
+{
+    memset(p, 0, sizeof *p);
+    p->tp = hv_transcribe_default_params();
+    p->format = SRV_FMT_JSON;
+    const char *v;
+
+    if (!f->have_file) {
+        srv_error_set(e, 400, "missing_file", "file",
+                      "no file: send the audio as the multipart field "
+                      "'file'");
+        return -1;
+    }
+    if (f->file_len == 0) {
+        srv_error_set(e, 400, "empty_file", "file", "the file is empty");
+        return -1;
+    }
+    for (int i = 0; i < SRV_N_FIELDS; i++)
+        if (i != SRV_F_PROMPT && has_nul(f, (srv_field)i))
+            BAD(FIELDS[i].name, "the field '%s' holds a NUL byte",
+                FIELDS[i].name);
+
+    if ((v = val(f, SRV_F_MODEL))) {
+        int ok = *v != '\0';
+        for (const char *q = v; *q; q++)
+            ok = ok && *q > 0x20 && *q < 0x7F;
+        if (!ok)
+            BAD("model", "model must be 1 to %zu visible ASCII characters",
+                FIELDS[SRV_F_MODEL].max_len);
+        snprintf(p->model, sizeof p->model, "%s", v);
+    }
+    if ((v = val(f, SRV_F_LANGUAGE))) {
+        if (!model_has_language(model, v)) {
+            char list[256], shown[40];
+            language_list(model, list, sizeof list);
+            size_t k = 0;
+            for (; v[k] && k + 1 < sizeof shown; k++)
+                shown[k] = v[k] >= 0x20 && v[k] < 0x7F ? v[k] : '?';
+            shown[k] = '\0';
+            BAD("language", "language '%s' is not supported by this model "
+                "(supported: %s)", shown, list);
+        }
+        snprintf(p->language, sizeof p->language, "%s", v);
+        p->tp.language = p->language;
+    }
+    /* prompt: accepted and ignored (the model takes no text prompt) */
+    if ((v = val(f, SRV_F_RESPONSE_FORMAT)) && srv_format_parse(v, &p->format))
+        BAD("response_format", "response_format must be json, text, "
+            "verbose_json, srt or vtt");
+    if ((v = val(f, SRV_F_TEMPERATURE))) {
+        float t;
+        if (parse_float(v, 0.0, 0, INFINITY, &t, &p->temperature))
+            BAD("temperature", "temperature must be a finite number >= 0 "
+                "(0: greedy; > 0: sampling at that temperature)");
+        if (t > 0.0f) {
+            p->tp.do_sample = 1;
+            p->tp.temperature = t;
+        } else {
+            p->temperature = 0.0;
+        }
+    }
+    if ((v = val(f, SRV_F_PUNCTUATION))) {
+        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+            p->tp.punctuation = 1;
+        else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+            p->tp.punctuation = 0;
+        else
+            BAD("punctuation", "punctuation must be true or false");
+    }
+    uint64_t u;
+    if ((v = val(f, SRV_F_NUM_BEAMS))) {
+        if (parse_uint(v, 64, &u) || u < 1)
+            BAD("num_beams", "num_beams must be an integer from 1 to 64");
+        p->tp.num_beams = (int)u;
+    }
+    if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
+        parse_float(v, 0.0, 1, INFINITY, &p->tp.length_penalty, NULL))
+        BAD("length_penalty", "length_penalty must be a finite number > 0");
+    if ((v = val(f, SRV_F_TOP_K))) {
+        if (parse_uint(v, INT_MAX, &u))
+            BAD("top_k", "top_k must be an integer >= 0 (0: all tokens)");
+        p->tp.top_k = (int)u;
+    }
+    if ((v = val(f, SRV_F_TOP_P)) &&
+        parse_float(v, 0.0, 1, 1.0, &p->tp.top_p, NULL))
+        BAD("top_p", "top_p must be a number > 0 and <= 1");
+    if ((v = val(f, SRV_F_SEED))) {
+        if (parse_uint(v, UINT64_MAX, &u))
+            BAD("seed", "seed must be an integer from 0 to "
+                "18446744073709551615");
+        p->tp.seed = u;
+    }
+    if ((v = val(f, SRV_F_MAX_TOKENS))) {
+        if (parse_uint(v, INT_MAX, &u) || u < 1)
+            BAD("max_tokens", "max_tokens must be an integer >= 1");
+        p->tp.max_new_tokens = (int)u;
+    }
+    if ((v = val(f, SRV_F_STREAM)) && strcmp(v, "false") != 0) {
+        if (strcmp(v, "true") == 0)
+            BAD("stream", "streaming is not supported");
+        BAD("stream", "stream must be true or false");
+    }
+    if ((v = val(f, SRV_F_TIMESTAMP_GRANULARITIES)) &&
+        strcmp(v, "segment") != 0)
+        BAD("timestamp_granularities[]", "only segment timestamps are "
+            "supported");
+    if (p->tp.do_sample && p->tp.num_beams > 1)
+        BAD("num_beams", "temperature > 0 (sampling) and num_beams > 1 "
+            "cannot be combined");
+    return 0;
+}
