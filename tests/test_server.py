@@ -1,0 +1,1040 @@
+#!/usr/bin/env python3
+"""Tests of `hviske-server`: a real server on 127.0.0.1 (a free port, chosen
+by the server with --port 0 and read from its first line), real HTTP.
+
+Environment (set by CTest, see tests/CMakeLists.txt):
+  HV_SERVER      the hviske-server program
+  HV_CLI         the hviske program (the oracle for every response)
+  HV_FIXTURES    generated fixtures (manifest.json, models/*/, audio)
+  HV_SOURCE_DIR  the source tree (README.md, examples/)
+
+Covers, on the fixture model multi-f32 and the fixture audio:
+  * /health, /v1/models; every response_format (json, text, verbose_json,
+    srt, vtt) against the CLI's output for the same file and options
+    (jsonl, txt, json, srt, vtt), and the decoding fields (temperature,
+    seed, top_k, top_p, num_beams, length_penalty, punctuation, language,
+    max_tokens) against the CLI's options;
+  * concurrency: 8 client threads, 50 requests, --workers 2: every answer
+    the CLI's text, none lost; memory flat over a second batch (VmRSS);
+  * the queue limit: one worker, a queue of one, eight concurrent long
+    requests: some 503 with Retry-After, the rest the right text;
+  * hostile requests, each followed by a good request: truncated
+    multipart, missing / empty / non-audio file, oversized upload (by
+    Content-Length, with Expect: 100-continue, chunked), audio too long,
+    huge header, huge URL, garbage request line, wrong method, unknown
+    path, wrong content type, every field's bad values, unknown and
+    repeated fields, too many parts, a client stalled in its headers or
+    its body and one trickling its body (timed out while others are
+    served);
+  * --api-key: missing or wrong key 401, right key 200, /health open;
+  * SIGTERM during a request: it and the one queued behind it finish,
+    exit 0; a second signal answers the queued ones 503;
+  * the curl command of README.md's "Server" section, verbatim but for the
+    port.
+Every server must exit 0 on SIGTERM / SIGINT with no sanitizer report.
+Prints one line per case and ends with "N passed, M failed".
+"""
+import http.client
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import wave
+
+SERVER = os.environ.get("HV_SERVER", "hviske-server")
+CLI = os.environ.get("HV_CLI", "hviske")
+FIXTURES = os.environ.get("HV_FIXTURES", "")
+SOURCE_DIR = os.environ.get(
+    "HV_SOURCE_DIR",
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL_NAME = "multi-f32"
+TIMEOUT = 300
+ERROR_KEYS = {"message", "type", "param", "code"}
+
+passed = 0
+failed = 0
+
+
+def report(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok    {name}")
+    else:
+        failed += 1
+        print(f"FAIL  {name}: {detail}")
+    sys.stdout.flush()
+
+
+# ------------------------------------------------------------- the server
+
+class Server:
+    """hviske-server on 127.0.0.1 with --port 0; the port is read from its
+    "listening on" line. stderr goes to a file (read at the end)."""
+
+    def __init__(self, model, *args, tmp):
+        self.log_path = os.path.join(tmp, f"server-{uuid.uuid4().hex}.log")
+        self.log = open(self.log_path, "wb")
+        self.args = [SERVER, "-m", model, "--host", "127.0.0.1", "--port",
+                     "0"] + [str(a) for a in args]
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL,
+                                     stderr=self.log)
+        self.port = None
+        deadline = time.time() + 60
+        while time.time() < deadline and self.proc.poll() is None:
+            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)",
+                          self.stderr_bytes())
+            if m:
+                self.port = int(m.group(1))
+                break
+            time.sleep(0.05)
+        self.rc = None
+
+    def stderr_bytes(self):
+        with open(self.log_path, "rb") as f:
+            return f.read()
+
+    def stderr(self):
+        return self.stderr_bytes().decode("utf-8", "replace")
+
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return None
+
+    def sanitized(self):
+        """True when the server runs under AddressSanitizer (its RSS then
+        holds ASan's quarantine of freed memory)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/maps") as f:
+                return "libasan" in f.read()
+        except OSError:
+            return False
+
+    def stop(self, sig=signal.SIGTERM, timeout=TIMEOUT):
+        """Signals the server (sig None: it was) and waits; returns its
+        exit status."""
+        if sig is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.rc = self.proc.wait()
+            self.rc = ("timeout", self.rc)
+        self.log.close()
+        return self.rc
+
+    def clean_exit(self):
+        """(ok, why) after stop(): exit 0 and no sanitizer report."""
+        err = self.stderr()
+        bad = [m for m in ("Sanitizer", "runtime error", "LeakSanitizer")
+               if m in err]
+        return self.rc == 0 and not bad, f"rc={self.rc} stderr={err[-1500:]!r}"
+
+
+def multipart(fields, file=None, filename="audio.wav", boundary=None):
+    """(body, content type) of a multipart/form-data form: fields is a list
+    of (name, value) pairs; file, if not None, the bytes of the 'file'
+    part."""
+    b = boundary or "hv" + uuid.uuid4().hex
+    parts = []
+    for k, v in fields:
+        if isinstance(v, str):
+            v = v.encode("utf-8")
+        parts.append(f'--{b}\r\nContent-Disposition: form-data; name="{k}"'
+                     f'\r\n\r\n'.encode() + v + b"\r\n")
+    if file is not None:
+        parts.append(f'--{b}\r\nContent-Disposition: form-data; name="file";'
+                     f' filename="{filename}"\r\nContent-Type: '
+                     f'application/octet-stream\r\n\r\n'.encode() + file
+                     + b"\r\n")
+    return (b"".join(parts) + f"--{b}--\r\n".encode(),
+            f"multipart/form-data; boundary={b}")
+
+
+class Reply:
+    def __init__(self, status=None, headers=None, body=b"", error=None):
+        self.status = status
+        self.headers = headers or {}
+        self.body = body
+        self.error = error
+
+    def json(self):
+        try:
+            return json.loads(self.body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+
+    def text(self):
+        return self.body.decode("utf-8", "replace")
+
+    def __str__(self):
+        return (f"status={self.status} error={self.error} "
+                f"body={self.body[:300]!r}")
+
+
+def request(port, method, path, body=None, headers=None, timeout=TIMEOUT,
+            chunked=False, sent=None):
+    """One request on a new connection; sent (a threading.Event), if
+    given, is set once the whole request is written."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {},
+                  encode_chunked=chunked)
+        if sent:
+            sent.set()
+        r = c.getresponse()
+        data = r.read()
+        return Reply(r.status, {k.lower(): v for k, v in r.getheaders()},
+                     data)
+    except (OSError, http.client.HTTPException) as e:
+        return Reply(error=repr(e))
+    finally:
+        c.close()
+
+
+def transcribe(port, audio, fields=(), headers=None, filename="audio.wav"):
+    body, ctype = multipart(list(fields), audio, filename)
+    h = {"Content-Type": ctype}
+    h.update(headers or {})
+    return request(port, "POST", "/v1/audio/transcriptions", body, h)
+
+
+def raw_exchange(port, data, timeout=30):
+    """Sends data on a raw socket and reads until the server closes;
+    (response bytes, error)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    out, err = b"", None
+    try:
+        s.sendall(data)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except OSError as e:
+        err = repr(e)
+    finally:
+        s.close()
+    return out, err
+
+
+def raw_status(resp):
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", resp)
+    return int(m.group(1)) if m else None
+
+
+def is_error(reply, status, param="", code=None):
+    """reply is status with OpenAI's error shape (and the given param)."""
+    o = reply.json()
+    if reply.status != status or not isinstance(o, dict) or set(o) != {"error"}:
+        return False
+    e = o["error"]
+    if not isinstance(e, dict) or set(e) != ERROR_KEYS:
+        return False
+    if not isinstance(e["message"], str) or not e["message"]:
+        return False
+    if not isinstance(e["type"], str):
+        return False
+    if param != "" and e["param"] != param:
+        return False
+    if code is not None and e["code"] != code:
+        return False
+    return reply.headers.get("content-type", "").startswith("application/json")
+
+
+# ------------------------------------------------------------ the oracle
+
+def cli(args):
+    p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True,
+                       timeout=TIMEOUT)
+    if p.returncode != 0:
+        raise RuntimeError(f"{CLI} {args}: rc={p.returncode} "
+                           f"{p.stderr.decode('utf-8', 'replace')}")
+    return p.stdout
+
+
+def cli_texts(model, files, opts=()):
+    """{file: text} from one --format jsonl run."""
+    out = cli(["-m", model, "-t", "1", "-q", "--format", "jsonl"]
+              + list(opts) + list(files))
+    texts = {}
+    for line in out.decode("utf-8").splitlines():
+        o = json.loads(line)
+        texts[o["file"]] = o["text"]
+    return texts
+
+
+def cli_docs(model, files, fmt, tmp):
+    """{file: bytes} of --format fmt, one document per input."""
+    d = tempfile.mkdtemp(dir=tmp)
+    cli(["-m", model, "-t", "1", "-q", "--format", fmt, "--output-dir", d]
+        + list(files))
+    docs = {}
+    for f in files:
+        base = os.path.splitext(os.path.basename(f))[0]
+        with open(os.path.join(d, f"{base}.{fmt}"), "rb") as h:
+            docs[f] = h.read()
+    return docs
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_wav(path, frames, rate=16000):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(frames)
+    return path
+
+
+def long_wav(path, seconds, clips):
+    """The fixture sentences (16 kHz) in turn with 0.5 s pauses."""
+    pause = b"\0\0" * 8000
+    parts, size, i, n = [], 0, 0, int(seconds * 16000) * 2
+    while size < n:
+        parts += [clips[i % len(clips)], pause]
+        size += len(clips[i % len(clips)]) + len(pause)
+        i += 1
+    return write_wav(path, b"".join(parts)[:n])
+
+
+# ------------------------------------------------------------------ cases
+
+def test_basics(port):
+    r = request(port, "GET", "/health")
+    report("GET /health", r.status == 200 and r.json() == {"status": "ok"},
+           str(r))
+    r = request(port, "GET", "/v1/models")
+    o = r.json()
+    ok = (r.status == 200 and isinstance(o, dict) and o.get("object") == "list"
+          and isinstance(o.get("data"), list) and len(o["data"]) == 1
+          and o["data"][0].get("object") == "model"
+          and o["data"][0].get("owned_by") == "hviske"
+          and isinstance(o["data"][0].get("id"), str))
+    report("GET /v1/models", ok, str(r))
+    r = request(port, "HEAD", "/health")
+    report("HEAD /health", r.status == 200 and r.body == b"", str(r))
+    # two requests on one keep-alive connection
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        statuses = []
+        for _ in range(2):
+            c.request("GET", "/health")
+            resp = c.getresponse()
+            resp.read()
+            statuses.append(resp.status)
+        report("keep-alive: two requests on one connection",
+               statuses == [200, 200], f"{statuses}")
+    except (OSError, http.client.HTTPException) as e:
+        report("keep-alive: two requests on one connection", False, repr(e))
+    finally:
+        c.close()
+
+
+def test_formats(port, model, files, tmp):
+    """Every response_format of every file against the CLI."""
+    texts = cli_texts(model, files)
+    txt = cli(["-m", model, "-t", "1", "-q", "--format", "txt"] + files)
+    txt_lines = txt.decode("utf-8").split("\n")
+    docs = {fmt: cli_docs(model, files, fmt, tmp)
+            for fmt in ("json", "srt", "vtt")}
+    for i, f in enumerate(files):
+        name = os.path.basename(f)
+        audio = read(f)
+        r = transcribe(port, audio, [("model", "hviske"),
+                                     ("response_format", "json")],
+                       filename=name)
+        report(f"json {name}", r.status == 200 and r.json() ==
+               {"text": texts[f]} and r.headers.get("openai-model") ==
+               "hviske", f"{r} want {texts[f]!r}")
+        r = transcribe(port, audio, [("response_format", "text")])
+        report(f"text {name}", r.status == 200 and r.text() ==
+               txt_lines[i] + "\n" and "text/plain" in
+               r.headers.get("content-type", ""), f"{r} want {txt_lines[i]!r}")
+        r = transcribe(port, audio, [("response_format", "verbose_json")])
+        o, want = r.json(), json.loads(docs["json"][f])
+        ok = (r.status == 200 and isinstance(o, dict) and
+              o.get("task") == "transcribe" and
+              o.get("language") == want["language"] and
+              o.get("duration") == want["duration"] and
+              o.get("text") == want["text"] and
+              isinstance(o.get("segments"), list) and
+              len(o["segments"]) == len(want["segments"]))
+        for k, (g, w) in enumerate(zip(o.get("segments") or [],
+                                       want["segments"]) if ok else []):
+            ok = ok and g.get("id") == k and all(
+                g.get(key) == w[key] for key in ("start", "end", "text",
+                                                 "tokens")) and \
+                isinstance(g.get("avg_logprob"), (int, float)) and \
+                g.get("avg_logprob") <= 1e-4 and g.get("temperature") == 0 \
+                and isinstance(g.get("seek"), int)
+        report(f"verbose_json {name}", ok, f"{r} want {want}")
+        for fmt in ("srt", "vtt"):
+            r = transcribe(port, audio, [("response_format", fmt)])
+            report(f"{fmt} {name}", r.status == 200 and
+                   r.body == docs[fmt][f], f"{r} want {docs[fmt][f]!r}")
+    return texts
+
+
+def test_decoding(port, model, wav):
+    """The decoding fields give what the CLI's options give."""
+    cases = [
+        ([("temperature", "0")], []),
+        ([("temperature", "0.7"), ("seed", "5")],
+         ["--sample", "--temperature", "0.7", "--seed", "5"]),
+        ([("temperature", "1.3"), ("top_k", "5"), ("seed", "11")],
+         ["--sample", "--temperature", "1.3", "--top-k", "5", "--seed", "11"]),
+        ([("temperature", "1"), ("top_p", "0.8"), ("seed", "18446744073709551615")],
+         ["--sample", "--top-p", "0.8", "--seed", "18446744073709551615"]),
+        ([("num_beams", "3"), ("length_penalty", "1.5")],
+         ["--beams", "3", "--length-penalty", "1.5"]),
+        ([("punctuation", "false")], ["--no-punctuation"]),
+        ([("language", "en")], ["-l", "en"]),
+        ([("max_tokens", "5")], ["--max-tokens", "5"]),
+        ([("prompt", "Ignored context, any text: æøå"),
+          ("stream", "false"), ("timestamp_granularities[]", "segment")], []),
+    ]
+    audio = read(wav)
+    for fields, opts in cases:
+        want = cli_texts(model, [wav], opts)[wav]
+        r = transcribe(port, audio, fields)
+        label = " ".join(f"{k}={v}" for k, v in fields)
+        report(f"decoding {label} = CLI {' '.join(opts) or '(defaults)'}",
+               r.status == 200 and r.json() == {"text": want},
+               f"{r} want {want!r}")
+
+
+def run_batch(port, jobs, n_threads):
+    """Sends jobs [(audio bytes, format, expected body check)] from
+    n_threads threads; returns the list of failures."""
+    lock = threading.Lock()
+    todo = list(enumerate(jobs))
+    problems = []
+    done = []
+
+    def client():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i, (audio, fields, check) = todo.pop()
+            r = transcribe(port, audio, fields)
+            ok = r.status == 200 and check(r)
+            with lock:
+                done.append(i)
+                if not ok:
+                    problems.append(f"#{i}: {r}")
+
+    threads = [threading.Thread(target=client) for _ in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if len(done) != len(jobs):
+        problems.append(f"{len(done)} of {len(jobs)} answered")
+    return problems
+
+
+def test_concurrency(srv, files, texts):
+    jobs = []
+    for i in range(50):
+        f = files[i % len(files)]
+        want = texts[f]
+        if i % 2:
+            jobs.append((read(f), [("response_format", "json")],
+                         lambda r, w=want: r.json() == {"text": w}))
+        else:
+            jobs.append((read(f), [("response_format", "verbose_json")],
+                         lambda r, w=want: (r.json() or {}).get("text") == w))
+    t0 = time.time()
+    problems = run_batch(srv.port, jobs, 8)
+    report(f"concurrency: 8 clients, 50 requests, 2 workers "
+           f"({time.time() - t0:.1f} s)", not problems, "; ".join(problems[:5]))
+    rss0 = srv.rss_kib()
+    problems = run_batch(srv.port, jobs, 8)
+    rss1 = srv.rss_kib()
+    report("concurrency: a second batch of 50", not problems,
+           "; ".join(problems[:5]))
+    if srv.sanitized():
+        report(f"memory after a second batch: {rss0} -> {rss1} KiB "
+               "(not compared under ASan: its quarantine holds freed memory)",
+               True)
+    else:
+        margin = 4096 + rss0 // 10
+        report(f"memory flat over a second batch: VmRSS {rss0} -> {rss1} KiB",
+               rss1 <= rss0 + margin, f"grew by {rss1 - rss0} KiB (margin "
+               f"{margin})")
+
+
+def check_alive(port, wav, want, label):
+    r = transcribe(port, read(wav), [("response_format", "json")])
+    report(f"  ... then a good request: {label}",
+           r.status == 200 and r.json() == {"text": want}, str(r))
+
+
+def test_hostile(port, wav, want, tmp, too_long):
+    audio = read(wav)
+    url = "/v1/audio/transcriptions"
+
+    def after(label):
+        check_alive(port, wav, want, label)
+
+    # truncated multipart: the body stops inside the file part
+    body, ctype = multipart([("model", "hviske")], audio)
+    cut = body[:len(body) // 2]
+    r = request(port, "POST", url, cut, {"Content-Type": ctype})
+    report("truncated multipart body: 400", is_error(r, 400), str(r))
+    r = request(port, "POST", url, body[:-10], {"Content-Type": ctype})
+    report("multipart without its closing boundary: 400", is_error(r, 400),
+           str(r))
+    r = request(port, "POST", url, b"", {"Content-Type": ctype})
+    report("empty multipart body: 400 (no file)",
+           is_error(r, 400, "file"), str(r))
+    after("truncated multipart")
+
+    body, ctype = multipart([("response_format", "json")], audio)
+    r = request(port, "POST", url,
+                (body[i:i + 1000] for i in range(0, len(body), 1000)),
+                {"Content-Type": ctype, "Transfer-Encoding": "chunked"},
+                chunked=True)
+    report("chunked upload within the limit: 200",
+           r.status == 200 and r.json() == {"text": want}, str(r))
+    b = "hvhugepart"
+    body = (f'--{b}\r\nContent-Disposition: form-data; name="{"n" * 50000}"'
+            f'\r\n\r\nv\r\n--{b}--\r\n').encode()
+    r = request(port, "POST", url, body,
+                {"Content-Type": f"multipart/form-data; boundary={b}"})
+    report("a part header of 50 kB: 400", is_error(r, 400), str(r))
+    r = transcribe(port, None, [("model", "hviske")])
+    report("missing file: 400 param=file", is_error(r, 400, "file"), str(r))
+    r = transcribe(port, b"", [])
+    report("0-byte file: 400 param=file", is_error(r, 400, "file"), str(r))
+    r = transcribe(port, os.urandom(5000), [])
+    report("random bytes as the file: 400", is_error(r, 400, "file"), str(r))
+    short = os.path.join(tmp, "short.wav")
+    write_wav(short, b"\1\0" * 100)
+    r = transcribe(port, read(short), [])
+    report("audio of 100 samples (too short): 400 param=file",
+           is_error(r, 400, "file"), str(r))
+    r = transcribe(port, audio[:40], [])
+    report("a WAV cut inside its header: 400", is_error(r, 400, "file"),
+           str(r))
+    r = transcribe(port, b"RIFF\xff\xff\xff\x7fWAVEfmt " + os.urandom(2000), [])
+    report("a WAV header with garbage: 400", is_error(r, 400, "file"), str(r))
+    after("non-audio files")
+
+    # uploads over --max-upload-mb 1
+    big = os.urandom(3 << 20)
+    body, ctype = multipart([], big)
+    resp, err = raw_exchange(port, (
+        f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n").encode())
+    report("oversized upload (Content-Length): 413 before the body",
+           raw_status(resp) == 413 and b'"error"' in resp, f"{resp[:300]!r} {err}")
+    resp, err = raw_exchange(port, (
+        f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        f"Expect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n").encode())
+    report("oversized upload with Expect: 100-continue: 413, no 100",
+           raw_status(resp) == 413, f"{resp[:300]!r} {err}")
+    body, ctype = multipart([], os.urandom((1 << 20) + 1000))
+    r = request(port, "POST", url, body, {"Content-Type": ctype})
+    report("file just over the limit, body within it: 413",
+           is_error(r, 413, "file"), str(r))
+    body, ctype = multipart([], big)
+    r = request(port, "POST", url,
+                (body[i:i + 65536] for i in range(0, len(body), 65536)),
+                {"Content-Type": ctype, "Transfer-Encoding": "chunked"},
+                chunked=True)
+    report("oversized chunked upload: 413", is_error(r, 413), str(r))
+    resp, err = raw_exchange(port, (
+        f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        f"Content-Length: 99999999999999999999999\r\n\r\n").encode())
+    report("absurd Content-Length: 4xx", (raw_status(resp) or 0) in
+           (400, 413), f"{resp[:300]!r} {err}")
+    after("oversized uploads")
+
+    r = transcribe(port, read(too_long), [])
+    report("audio over --max-audio-seconds: 413", is_error(r, 413, "file"),
+           str(r))
+
+    # headers and URL beyond MHD's per-connection memory
+    resp, err = raw_exchange(port, (
+        f"GET /health HTTP/1.1\r\nHost: x\r\nX-Junk: {'a' * 100000}\r\n\r\n"
+    ).encode())
+    report("huge header: 4xx, connection closed",
+           400 <= (raw_status(resp) or 0) < 500 or (not resp and err is None),
+           f"{resp[:200]!r} {err}")
+    resp, err = raw_exchange(port, (
+        f"GET /{'a' * 100000} HTTP/1.1\r\nHost: x\r\n\r\n").encode())
+    report("huge URL: 4xx",
+           400 <= (raw_status(resp) or 0) < 500 or (not resp and err is None),
+           f"{resp[:200]!r} {err}")
+    resp, err = raw_exchange(port, b"\x00\xffGARBAGE \x01\r\n\r\n")
+    report("garbage request line: 4xx or closed",
+           not resp or 400 <= (raw_status(resp) or 400) < 500,
+           f"{resp[:200]!r} {err}")
+    after("huge headers and garbage")
+
+    r = request(port, "GET", url)
+    report("GET /v1/audio/transcriptions: 405 Allow: POST",
+           is_error(r, 405) and r.headers.get("allow") == "POST", str(r))
+    r = request(port, "DELETE", "/v1/models")
+    report("DELETE /v1/models: 405", is_error(r, 405), str(r))
+    body, ctype = multipart([], audio)
+    r = request(port, "PUT", url, body, {"Content-Type": ctype})
+    report("PUT with a body: 405", is_error(r, 405), str(r))
+    r = request(port, "GET", "/v1/nothing")
+    report("unknown path: 404", is_error(r, 404), str(r))
+    r = request(port, "POST", "/v1/audio/translations", body,
+                {"Content-Type": ctype})
+    report("POST to an unknown path with a body: 404", is_error(r, 404),
+           str(r))
+    after("wrong method and path")
+
+    for ct in ("application/json", "application/x-www-form-urlencoded",
+               "text/plain", "multipart/form-datax; boundary=x"):
+        r = request(port, "POST", url, b'{"file": "x"}', {"Content-Type": ct})
+        report(f"Content-Type {ct}: 415", is_error(r, 415), str(r))
+    r = request(port, "POST", url, b"abc")
+    report("no Content-Type: 415", is_error(r, 415), str(r))
+    r = request(port, "POST", url, b"abc",
+                {"Content-Type": "multipart/form-data"})
+    report("multipart without a boundary: 400", is_error(r, 400), str(r))
+    after("wrong content types")
+
+    bad = [
+        ("temperature", ["-1", "nan", "inf", "1e999", "0x1", "", " 0.5",
+                         "0.5 ", "1,5", "--1", "1e", "."]),
+        ("num_beams", ["0", "65", "1.5", "-1", "+2", "", "99999999999999999999"]),
+        ("length_penalty", ["0", "-1", "nan", "x"]),
+        ("top_k", ["-1", "1.0", "2147483648", "k"]),
+        ("top_p", ["0", "1.01", "-0.5", "nan"]),
+        ("seed", ["-1", "18446744073709551616", "1.0", "0x10", " 1"]),
+        ("max_tokens", ["0", "-5", "100000", "x"]),
+        ("punctuation", ["yes", "TRUE ", "", "2"]),
+        ("response_format", ["xml", "JSON", "", "srt\n"]),
+        ("language", ["xx", "", "da\x00", "d" * 31]),
+        ("model", ["", "two words", "m\r\nX-Evil: 1"]),
+        ("stream", ["true", "maybe"]),
+        ("timestamp_granularities[]", ["word"]),
+    ]
+    for field, values in bad:
+        results = []
+        for v in values:
+            r = transcribe(port, audio, [(field, v)])
+            if not is_error(r, 400, field):
+                results.append(f"{v!r}: {r}")
+        report(f"bad {field} values {values!r}: 400 param={field}",
+               not results, "; ".join(results))
+    r = transcribe(port, audio, [("temperature", "0.5"), ("num_beams", "2")])
+    report("temperature > 0 with num_beams > 1: 400",
+           is_error(r, 400, "num_beams"), str(r))
+    r = transcribe(port, audio, [("colour", "blue")])
+    report("unknown field: 400", is_error(r, 400, "colour"), str(r))
+    r = transcribe(port, audio, [("temperature", "0"), ("temperature", "0")])
+    report("repeated field: 400", is_error(r, 400, "temperature"), str(r))
+    body, ctype = multipart([("file", "x")], audio)
+    r = request(port, "POST", url, body, {"Content-Type": ctype})
+    report("two file parts: 400", is_error(r, 400, "file"), str(r))
+    r = transcribe(port, audio, [("language", "d" * 100)])
+    report("field too long: 400", is_error(r, 400, "language"), str(r))
+    r = transcribe(port, audio, [("prompt", "p" * 20000)])
+    report("prompt too long: 400", is_error(r, 400, "prompt"), str(r))
+    r = transcribe(port, audio, [("model", "m")] * 40)
+    report("too many parts: 400", is_error(r, 400), str(r))
+    after("bad field values")
+
+
+def test_slow_clients(port, wav, want, timeout):
+    """Clients that stall or trickle: the server times them out and keeps
+    serving others meanwhile."""
+    url = "/v1/audio/transcriptions"
+    audio = read(wav)
+
+    def stalled(first, label, limit):
+        s = socket.create_connection(("127.0.0.1", port), timeout=limit + 20)
+        t0 = time.time()
+        s.sendall(first)
+        r = transcribe(port, audio, [])
+        report(f"{label}: others are served meanwhile",
+               r.status == 200 and r.json() == {"text": want}, str(r))
+        try:
+            data = s.recv(65536)
+            while data and time.time() - t0 < limit + 20:
+                more = s.recv(65536)
+                if not more:
+                    break
+                data += more
+            closed = True
+        except OSError as e:
+            data, closed = repr(e).encode(), "reset" in repr(e).lower()
+        dt = time.time() - t0
+        s.close()
+        report(f"{label}: closed after {dt:.1f} s (limit {limit} s)",
+               closed and limit - 1 <= dt <= limit + 10, f"{data[:200]!r}")
+
+    stalled(f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Ty".encode(),
+            "client stalled in its headers", timeout)
+    body, ctype = multipart([], audio)
+    stalled((f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+             f"Content-Length: {len(body)}\r\n\r\n").encode() + body[:100],
+            "client stalled in its body", timeout)
+
+    # trickling: a byte every 0.5 s never trips the idle timeout; the
+    # request deadline (--request-timeout 4) cuts it off
+    result = {}
+
+    def trickle():
+        s = socket.create_connection(("127.0.0.1", port), timeout=60)
+        t0 = time.time()
+        try:
+            s.sendall((f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                       f"{ctype}\r\nContent-Length: {len(body)}\r\n\r\n")
+                      .encode())
+            for b in body[:60]:
+                s.sendall(bytes([b]))
+                time.sleep(0.5)
+            result["outcome"] = "still open after 30 s"
+        except OSError as e:
+            result["outcome"] = f"closed ({e!r})"
+        result["dt"] = time.time() - t0
+        s.close()
+
+    t = threading.Thread(target=trickle)
+    t.start()
+    time.sleep(1)
+    r = transcribe(port, audio, [])
+    report("trickling client: others are served meanwhile",
+           r.status == 200 and r.json() == {"text": want}, str(r))
+    t.join()
+    report(f"trickling client: cut off after {result.get('dt', 0):.1f} s "
+           f"(--request-timeout 4)",
+           result.get("outcome", "").startswith("closed")
+           and result["dt"] < 15, str(result))
+
+
+def test_api_key(model, wav, want, tmp):
+    key = "s3cr3t-key"
+    srv = Server(model, "--api-key", key, "-t", "1", tmp=tmp)
+    if not srv.port:
+        report("--api-key server starts", False, srv.stderr())
+        srv.stop()
+        return
+    p = srv.port
+    r = request(p, "GET", "/v1/models")
+    report("--api-key: no key: 401", is_error(r, 401) and
+           "bearer" in r.headers.get("www-authenticate", "").lower(), str(r))
+    for h in (f"Bearer {key}x", f"Bearer {key[:-1]}", "Bearer ", key,
+              f"Basic {key}", f"Bearer {key} {key}"):
+        r = request(p, "GET", "/v1/models", headers={"Authorization": h})
+        report(f"--api-key: Authorization {h!r}: 401", is_error(r, 401),
+               str(r))
+    r = transcribe(p, read(wav), [], headers={"Authorization": "Bearer nope"})
+    report("--api-key: transcription with a wrong key: 401",
+           is_error(r, 401), str(r))
+    r = request(p, "GET", "/v1/models",
+                headers={"Authorization": f"Bearer {key}"})
+    report("--api-key: right key: 200", r.status == 200, str(r))
+    r = request(p, "GET", "/v1/models",
+                headers={"Authorization": f"bearer  {key}"})
+    report("--api-key: scheme in any case: 200", r.status == 200, str(r))
+    r = transcribe(p, read(wav), [],
+                   headers={"Authorization": f"Bearer {key}"})
+    report("--api-key: transcription with the right key: 200",
+           r.status == 200 and r.json() == {"text": want}, str(r))
+    r = request(p, "GET", "/health")
+    report("--api-key: /health needs no key", r.status == 200, str(r))
+    srv.stop(signal.SIGINT)
+    report("--api-key server: SIGINT, exit 0", *srv.clean_exit())
+
+
+def test_queue_limit(model, long_path, tmp):
+    want = cli_texts(model, [long_path])[long_path]
+    srv = Server(model, "--workers", "1", "--queue", "1", "-t", "1",
+                 "--max-upload-mb", "16", tmp=tmp)
+    if not srv.port:
+        report("queue server starts", False, srv.stderr())
+        srv.stop()
+        return
+    audio = read(long_path)
+    body, ctype = multipart([("response_format", "json")], audio)
+    replies = [None] * 8
+    go = threading.Barrier(8)
+
+    def client(i):
+        go.wait()
+        replies[i] = request(srv.port, "POST", "/v1/audio/transcriptions",
+                             body, {"Content-Type": ctype})
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ok200 = [r for r in replies if r.status == 200]
+    busy = [r for r in replies if r.status == 503]
+    retry_ok = all(re.fullmatch(r"[1-9]\d*", r.headers.get("retry-after", ""))
+                   and is_error(r, 503) for r in busy)
+    right = all(r.json() == {"text": want} for r in ok200)
+    report(f"queue of 1, one worker, 8 concurrent: {len(ok200)} x 200, "
+           f"{len(busy)} x 503",
+           len(ok200) >= 2 and busy and len(ok200) + len(busy) == 8
+           and retry_ok and right,
+           "; ".join(str(r) for r in replies))
+    r = transcribe(srv.port, read(long_path), [])
+    report("after the burst: served again", r.status == 200 and
+           r.json() == {"text": want}, str(r))
+    srv.stop()
+    report("queue server: SIGTERM, exit 0", *srv.clean_exit())
+
+
+def test_sigterm(model, long_path, wav, want_short, tmp):
+    """SIGTERM while one request runs and another waits: both finish."""
+    want = cli_texts(model, [long_path])[long_path]
+    # 64 beams: about three times as long, to be running when the signal
+    # comes
+    want_longer = cli_texts(model, [long_path], ["--beams", "64"])[long_path]
+    srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
+                 tmp=tmp)
+    if not srv.port:
+        report("SIGTERM server starts", False, srv.stderr())
+        srv.stop()
+        return
+    replies = {}
+    body_long, ct_long = multipart([], read(long_path))
+    body_longer, ct_longer = multipart([("num_beams", "64")], read(long_path))
+    body_short, ct_short = multipart([], read(wav))
+
+    def send(key, body, ctype, sent):
+        replies[key] = request(srv.port, "POST", "/v1/audio/transcriptions",
+                               body, {"Content-Type": ctype}, sent=sent)
+
+    sent = [threading.Event(), threading.Event()]
+    threads = [threading.Thread(target=send, args=("long", body_longer,
+                                                   ct_longer, sent[0])),
+               threading.Thread(target=send, args=("short", body_short,
+                                                   ct_short, sent[1]))]
+    threads[0].start()
+    sent[0].wait(60)
+    time.sleep(0.2)  # the server has read it all: it runs (about 1.3 s)
+    threads[1].start()
+    sent[1].wait(60)
+    time.sleep(0.2)  # the server has the second one: it waits
+    t0 = time.time()
+    srv.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join()
+    srv.stop(None)
+    dt = time.time() - t0
+    r1, r2 = replies.get("long"), replies.get("short")
+    log = srv.stderr()
+    sig_at = log.find("SIGTERM: finishing")
+    done_at = log.find("POST /v1/audio/transcriptions 200")
+    second_at = log.find("POST /v1/audio/transcriptions 200", done_at + 1)
+    report("SIGTERM during a request: it finishes (200, right text)",
+           r1 and r1.status == 200 and r1.json() == {"text": want_longer},
+           str(r1))
+    report("SIGTERM came while it ran and the other waited (the server's "
+           "log: the signal, then both answers)",
+           0 <= sig_at < done_at < second_at, log[-1000:])
+    report("SIGTERM: the request queued behind it finishes too",
+           r2 and r2.status == 200 and r2.json() == {"text": want_short},
+           str(r2))
+    report(f"SIGTERM: exit 0 {dt:.1f} s after the signal, clean",
+           *srv.clean_exit())
+
+    # a second signal answers the queued requests with 503 at once
+    srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
+                 "--queue", "8", tmp=tmp)
+    if not srv.port:
+        report("second-signal server starts", False, srv.stderr())
+        srv.stop()
+        return
+    replies = {}
+    stop_trickle = threading.Event()
+
+    def trickle():
+        # an upload in progress, a byte every 0.3 s: not waited for after
+        # the second signal
+        try:
+            with socket.create_connection(("127.0.0.1", srv.port),
+                                          timeout=60) as t:
+                t.sendall((f"POST /v1/audio/transcriptions HTTP/1.1\r\n"
+                           f"Host: x\r\nContent-Type: {ct_long}\r\n"
+                           f"Content-Length: {len(body_long)}\r\n\r\n")
+                          .encode())
+                for b in body_long:
+                    if stop_trickle.is_set():
+                        break
+                    t.sendall(bytes([b]))
+                    time.sleep(0.3)
+        except OSError:
+            pass
+
+    trickler = threading.Thread(target=trickle)
+    trickler.start()
+    sent = [threading.Event() for _ in range(5)]
+    threads = [threading.Thread(target=send, args=(i, body_long, ct_long,
+                                                   sent[i]))
+               for i in range(5)]
+    for t in threads:
+        t.start()
+    for e in sent:
+        e.wait(60)
+    time.sleep(0.15)
+    srv.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.1)
+    t0 = time.time()
+    srv.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join()
+    srv.stop(None)
+    dt = time.time() - t0
+    stop_trickle.set()
+    trickler.join()
+    statuses = sorted(replies[i].status if i in replies else 0
+                      for i in range(5))
+    report(f"second SIGTERM: the running request finishes, the queued ones "
+           f"get 503 ({statuses})",
+           200 in statuses and 503 in statuses and
+           all(s in (200, 503) for s in statuses) and
+           all(is_error(r, 503) for r in replies.values()
+               if r.status == 503) and
+           all(r.json() == {"text": want} for r in replies.values()
+               if r.status == 200), str(statuses))
+    ok, why = srv.clean_exit()
+    report(f"second SIGTERM: exit 0 {dt:.1f} s after it, not waiting for a "
+           f"trickling upload, clean", ok and dt < 20, why)
+
+
+def readme_curl():
+    """The curl command of README.md's Server section."""
+    with open(os.path.join(SOURCE_DIR, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^## Server\n(.*?)(?=^## )", text, re.S | re.M)
+    if not m:
+        return None
+    for line in m.group(1).splitlines():
+        if line.startswith("curl http://127.0.0.1:8080/v1/audio/transcriptions"):
+            return line
+    return None
+
+
+def test_readme_curl(port, model):
+    line = readme_curl()
+    if not line:
+        report("README's Server section has the curl example", False,
+               "no line starting with 'curl http://127.0.0.1:8080/v1/audio/"
+               "transcriptions'")
+        return
+    if not shutil.which("curl"):
+        print("skip  README curl command: curl is not installed")
+        return
+    args = [a.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+            for a in shlex.split(line)]
+    p = subprocess.run(args + ["-sS"], capture_output=True, cwd=SOURCE_DIR,
+                       timeout=TIMEOUT)
+    wav = os.path.join(SOURCE_DIR, "examples", "da-example.wav")
+    want = cli_texts(model, [wav])[wav]
+    try:
+        o = json.loads(p.stdout.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        o = None
+    report(f"README curl command: {line}", p.returncode == 0 and
+           o == {"text": want}, f"rc={p.returncode} out={p.stdout[:300]!r} "
+           f"err={p.stderr[:300]!r} want {want!r}")
+
+
+def test_usage(model):
+    for args in (["--port", "70000"], ["--workers", "0"], ["-t", "x"],
+                 ["--queue", "-1"], ["--max-upload-mb", "0"],
+                 ["--max-audio-seconds", "nan"], ["--api-key", ""],
+                 ["--timeout", "0"], ["--max-connections-per-ip", "x"],
+                 ["--bogus"], ["stray"]):
+        p = subprocess.run([SERVER, "-m", model] + args, capture_output=True,
+                           timeout=60)
+        report(f"usage error {' '.join(args)}: exit 2",
+               p.returncode == 2 and b"hviske-server: " in p.stderr,
+               f"rc={p.returncode} {p.stderr[-300:]!r}")
+    p = subprocess.run([SERVER, "-m", "/nonexistent", "--port", "0"],
+                       capture_output=True, timeout=60)
+    report("missing model: exit 1 with a message",
+           p.returncode == 1 and b"/nonexistent" in p.stderr,
+           f"rc={p.returncode} {p.stderr[-300:]!r}")
+
+
+def main():
+    if not FIXTURES or not os.path.isfile(
+            os.path.join(FIXTURES, "manifest.json")):
+        print(f"FAIL  no fixtures: HV_FIXTURES={FIXTURES!r}")
+        print("0 passed, 1 failed")
+        return 1
+    with open(os.path.join(FIXTURES, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    model = os.path.join(FIXTURES, "models", MODEL_NAME)
+    audio = {a["name"]: os.path.join(FIXTURES, a["path"])
+             for a in manifest["audio"]}
+    files = [audio[n] for n in ("da1_16k", "da2_44100_stereo", "da3_8k",
+                                "da5_16k_flac") if n in audio]
+    all_files = sorted(set(audio.values()))
+    print(f"# {SERVER}\n# model {model}\n# audio {len(all_files)} files")
+    t_start = time.time()
+
+    with tempfile.TemporaryDirectory(prefix="hv-test-server-") as tmp:
+        clips = []
+        for n in ("da1_16k", "da2_16k", "da3_16k", "da4_16k", "da5_16k"):
+            with wave.open(audio[n], "rb") as w:
+                clips.append(w.readframes(w.getnframes()))
+        long_path = long_wav(os.path.join(tmp, "long300.wav"), 300, clips)
+        too_long = os.path.join(tmp, "long25_8k.wav")
+        write_wav(too_long, b"\0\0" * (25 * 8000), rate=8000)
+
+        test_usage(model)
+        srv = Server(model, "--workers", "2", "-t", "1", "--max-upload-mb",
+                     "1", "--max-audio-seconds", "20", "--timeout", "2",
+                     "--request-timeout", "4", tmp=tmp)
+        report("server starts and prints its port", srv.port is not None,
+               srv.stderr())
+        if srv.port:
+            wav = audio["da1_16k"]
+            test_basics(srv.port)
+            texts = test_formats(srv.port, model, files, tmp)
+            texts.update(cli_texts(model, all_files))
+            want = texts[wav]
+            test_decoding(srv.port, model, audio["da2_16k"])
+            test_concurrency(srv, all_files, texts)
+            test_hostile(srv.port, wav, want, tmp, too_long)
+            test_slow_clients(srv.port, wav, want, 2)
+            test_readme_curl(srv.port, model)
+        srv.stop()
+        report("main server: SIGTERM, exit 0, no sanitizer report",
+               *srv.clean_exit())
+        if srv.port:
+            test_api_key(model, wav, want, tmp)
+            test_queue_limit(model, long_path, tmp)
+            test_sigterm(model, long_path, wav, want, tmp)
+
+    print(f"# {time.time() - t_start:.1f} s")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

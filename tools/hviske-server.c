@@ -1,0 +1,1208 @@
+/*
+ * hviske-server: a transcription server with OpenAI's API.
+ *
+ *     hviske-server -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [-t N]
+ *                   [--workers W] [--queue Q] [--max-upload-mb M]
+ *                   [--max-audio-seconds S] [--api-key KEY] ...
+ *
+ *     POST /v1/audio/transcriptions   multipart/form-data: file, model,
+ *                                     language, prompt, response_format,
+ *                                     temperature, and hviske's own
+ *                                     decoding fields
+ *     GET  /v1/models                 the one model served
+ *     GET  /health                    {"status":"ok"}
+ *
+ * Threads and the queue
+ *
+ *   libmicrohttpd's internal polling thread (epoll) does all network I/O:
+ *   it reads each request, streams a multipart body through MHD's post
+ *   processor into the request's srv_form (limits enforced as bytes
+ *   arrive), answers errors and writes responses. It never runs a
+ *   transcription, so health checks, uploads and errors are served while
+ *   the workers are busy.
+ *
+ *   W worker threads, each with its own hv_context on the one loaded model
+ *   (weights shared, read-only), decode the audio and transcribe.
+ *
+ *   Between them is a bounded FIFO of complete, validated requests. When a
+ *   body is in, the polling thread admits the request if fewer than W + Q
+ *   are running or waiting: it suspends the connection
+ *   (MHD_suspend_connection: MHD stops polling it and its idle timeout
+ *   stops) and appends the request. Otherwise it answers 503 with
+ *   Retry-After at once; nothing piles up. A worker takes the oldest
+ *   request, builds the whole response, and resumes the connection
+ *   (MHD_resume_connection, safe from any thread); MHD then calls the
+ *   handler again, which queues the response.
+ *
+ *   The main thread loads the model, starts everything, and waits for
+ *   SIGINT or SIGTERM (blocked in every thread, taken with sigtimedwait).
+ *   The first signal stops accepting connections, answers new requests on
+ *   open connections with 503, and lets every request already begun finish
+ *   and be answered; a second one answers the requests still waiting in
+ *   the queue with 503 (running transcriptions always finish: the library
+ *   cannot stop one midway). Then the workers are joined, the daemon
+ *   stopped, everything freed, and the exit status is 0.
+ *
+ * Every byte of a request is hostile: headers are bounded by MHD's
+ * per-connection memory limit, idle connections time out, a body must
+ * arrive within --request-timeout, the body, the file and every field are
+ * bounded while they stream, and every value is parsed strictly
+ * (server_form.c).
+ *
+ * Built on the public API (hviske.h) and libmicrohttpd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+
+#include "hviske.h"
+#include "server_audio.h"
+#include "server_form.h"
+#include "server_format.h"
+
+#define MIB ((size_t)1 << 20)
+
+enum {
+    EXIT_USAGE = 2,
+    CONN_MEMORY = 32 * 1024,  /* MHD's per-connection pool: headers and
+                                 read buffer must fit */
+    PP_BUFFER = 16 * 1024     /* the post processor's parse buffer */
+};
+
+/* ------------------------------------------------------------- options */
+
+typedef struct options {
+    const char *model_dir;
+    const char *host;
+    int port;                  /* 0: any free port (printed) */
+    int n_threads;             /* per worker context; 0: cores / workers */
+    int n_workers;
+    int queue;                 /* waiting requests beyond the running ones */
+    int max_upload_mb;
+    double max_audio_s;
+    const char *api_key;       /* NULL: no authentication */
+    const char *model_name;    /* the id in /v1/models */
+    unsigned timeout_s;        /* idle connection timeout */
+    unsigned request_timeout_s;/* headers-to-end-of-body deadline */
+    unsigned max_connections;
+    unsigned max_per_ip;       /* 0: no limit */
+    int quiet;                 /* no access log */
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "Usage: hviske-server -m MODEL_DIR [options]\n"
+        "Serves transcription over HTTP with OpenAI's API:\n"
+        "POST /v1/audio/transcriptions, GET /v1/models, GET /health.\n"
+        "\n"
+        "  -m, --model DIR          checkpoint directory\n"
+        "      --host HOST          address to listen on (default 127.0.0.1)\n"
+        "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
+        "                           free port, printed at start)\n"
+        "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
+        "  -t, --threads N          threads per worker, 1..256 (default: the\n"
+        "                           cores divided among the workers)\n"
+        "      --queue Q            requests that may wait for a worker,\n"
+        "                           0..4096 (default 16); beyond: 503\n"
+        "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
+        "                           (default 25)\n"
+        "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
+        "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
+        "                           /v1/ paths\n"
+        "      --model-name NAME    the model id in /v1/models (default\n"
+        "                           hviske)\n"
+        "      --timeout S          close a connection idle for S seconds,\n"
+        "                           1..86400 (default 30)\n"
+        "      --request-timeout S  a request's body must be in within S\n"
+        "                           seconds of its headers, 1..86400\n"
+        "                           (default 600)\n"
+        "      --max-connections N  open connections at most, 1..65536\n"
+        "                           (default 64)\n"
+        "      --max-connections-per-ip N  from one address, 0..65536\n"
+        "                           (default 0: no limit of its own)\n"
+        "  -q, --quiet              no access log on stderr\n"
+        "  -h, --help               show this help and exit\n"
+        "      --version            show the version and exit\n"
+        "\n"
+        "SIGINT or SIGTERM: stop accepting, finish the requests begun, exit\n"
+        "0; a second signal answers the requests still queued with 503.\n");
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hviske-server: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\nTry 'hviske-server --help' for more information.\n", stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+/* Whole-string integer in [lo, hi]; 0 on success. */
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    if (!(*s >= '0' && *s <= '9'))
+        return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end != '\0' || errno == ERANGE || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Fills o from argv. Returns -1 to go on, otherwise the exit status. */
+static int parse_options(int argc, char **argv, options *o)
+{
+    enum { OPT_HOST = 256, OPT_PORT, OPT_WORKERS, OPT_QUEUE, OPT_MAX_UPLOAD,
+           OPT_MAX_AUDIO, OPT_API_KEY, OPT_MODEL_NAME, OPT_TIMEOUT,
+           OPT_REQUEST_TIMEOUT, OPT_MAX_CONN, OPT_MAX_PER_IP, OPT_VERSION };
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"host", required_argument, NULL, OPT_HOST},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"threads", required_argument, NULL, 't'},
+        {"workers", required_argument, NULL, OPT_WORKERS},
+        {"queue", required_argument, NULL, OPT_QUEUE},
+        {"max-upload-mb", required_argument, NULL, OPT_MAX_UPLOAD},
+        {"max-audio-seconds", required_argument, NULL, OPT_MAX_AUDIO},
+        {"api-key", required_argument, NULL, OPT_API_KEY},
+        {"model-name", required_argument, NULL, OPT_MODEL_NAME},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONN},
+        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_PER_IP},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (options){.host = "127.0.0.1", .port = 8080, .n_workers = 1,
+                   .queue = 16, .max_upload_mb = 25, .max_audio_s = 3600,
+                   .model_name = "hviske", .timeout_s = 30,
+                   .request_timeout_s = 600, .max_connections = 64};
+    opterr = 0;
+    int c;
+    long v;
+    while ((c = getopt_long(argc, argv, ":m:t:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': o->model_dir = optarg; break;
+        case OPT_HOST:
+            if (!*optarg)
+                return usage_error("invalid --host '' (expected an address)");
+            o->host = optarg;
+            break;
+        case OPT_PORT:
+            if (parse_long(optarg, 0, 65535, &v))
+                return usage_error("invalid --port '%s' (expected 0..65535)",
+                                   optarg);
+            o->port = (int)v;
+            break;
+        case 't':
+            if (parse_long(optarg, 1, 256, &v))
+                return usage_error("invalid thread count '%s' (expected an "
+                                   "integer 1..256)", optarg);
+            o->n_threads = (int)v;
+            break;
+        case OPT_WORKERS:
+            if (parse_long(optarg, 1, 64, &v))
+                return usage_error("invalid --workers '%s' (expected an "
+                                   "integer 1..64)", optarg);
+            o->n_workers = (int)v;
+            break;
+        case OPT_QUEUE:
+            if (parse_long(optarg, 0, 4096, &v))
+                return usage_error("invalid --queue '%s' (expected an "
+                                   "integer 0..4096)", optarg);
+            o->queue = (int)v;
+            break;
+        case OPT_MAX_UPLOAD:
+            if (parse_long(optarg, 1, 4096, &v))
+                return usage_error("invalid --max-upload-mb '%s' (expected "
+                                   "an integer 1..4096)", optarg);
+            o->max_upload_mb = (int)v;
+            break;
+        case OPT_MAX_AUDIO: {
+            char *end;
+            errno = 0;
+            double d = strtod(optarg, &end);
+            if (end == optarg || *end || errno == ERANGE || !isfinite(d) ||
+                !(d > 0) || !(*optarg >= '0' && *optarg <= '9'))
+                return usage_error("invalid --max-audio-seconds '%s' "
+                                   "(expected a number > 0)", optarg);
+            o->max_audio_s = d;
+            break;
+        }
+        case OPT_API_KEY:
+            if (!*optarg)
+                return usage_error("invalid --api-key '' (expected a "
+                                   "non-empty key)");
+            o->api_key = optarg;
+            break;
+        case OPT_MODEL_NAME: {
+            int ok = *optarg && strlen(optarg) < 128;
+            for (const char *p = optarg; *p; p++)
+                ok = ok && *p > 0x20 && *p < 0x7F && *p != '"';
+            if (!ok)
+                return usage_error("invalid --model-name '%s' (expected 1 to "
+                                   "127 visible ASCII characters)", optarg);
+            o->model_name = optarg;
+            break;
+        }
+        case OPT_TIMEOUT:
+        case OPT_REQUEST_TIMEOUT:
+            if (parse_long(optarg, 1, 86400, &v))
+                return usage_error("invalid --%s '%s' (expected seconds, "
+                                   "1..86400)", c == OPT_TIMEOUT ? "timeout"
+                                   : "request-timeout", optarg);
+            if (c == OPT_TIMEOUT)
+                o->timeout_s = (unsigned)v;
+            else
+                o->request_timeout_s = (unsigned)v;
+            break;
+        case OPT_MAX_CONN:
+            if (parse_long(optarg, 1, 65536, &v))
+                return usage_error("invalid --max-connections '%s' (expected "
+                                   "an integer 1..65536)", optarg);
+            o->max_connections = (unsigned)v;
+            break;
+        case OPT_MAX_PER_IP:
+            if (parse_long(optarg, 0, 65536, &v))
+                return usage_error("invalid --max-connections-per-ip '%s' "
+                                   "(expected an integer 0..65536)", optarg);
+            o->max_per_ip = (unsigned)v;
+            break;
+        case 'q': o->quiet = 1; break;
+        case 'h': usage(stdout); return 0;
+        case OPT_VERSION: printf("hviske-server %s\n", HV_VERSION); return 0;
+        case ':':
+            return usage_error("option '%s' needs an argument",
+                               argv[optind - 1]);
+        default:
+            if (optopt > 0 && optopt < 256)
+                return usage_error("unknown option '-%c'", optopt);
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!o->model_dir)
+        return usage_error("no model given (use -m MODEL_DIR)");
+    if (o->n_threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long t = cores > 0 ? cores / o->n_workers : 1;
+        o->n_threads = (int)(t < 1 ? 1 : t > 256 ? 256 : t);
+    }
+    return -1;
+}
+
+/* -------------------------------------------------------------- server */
+
+typedef enum route { ROUTE_NONE, ROUTE_HEALTH, ROUTE_MODELS,
+                     ROUTE_TRANSCRIBE } route;
+
+typedef struct server server;
+
+/* One HTTP request, from its headers to the end of its response. Owned by
+ * the polling thread, except while queued or running: then by the queue
+ * or one worker, and the connection is suspended. */
+typedef struct request {
+    struct request *next;          /* queue link */
+    server *s;
+    struct MHD_Connection *conn;
+    route route;
+    char method[12], path[64];     /* printable, for the log */
+    double t0;                     /* monotonic seconds at the headers */
+    struct MHD_PostProcessor *pp;
+    uint64_t body_bytes;           /* received so far */
+    srv_error err;                 /* decided before the body ended */
+    const char *allow;             /* with 405 */
+    int retry_after;               /* with 503, seconds */
+    int close;                     /* answer with Connection: close */
+    srv_form form;
+    srv_params params;
+    int queued;                    /* handed to the workers */
+    int done;                      /* a worker set resp and status */
+    struct MHD_Response *resp;
+    unsigned status;
+    unsigned sent;                 /* the status queued, for the log */
+} request;
+
+typedef struct worker {
+    server *s;
+    hv_context *ctx;
+    pthread_t tid;
+} worker;
+
+struct server {
+    const options *o;
+    hv_model *model;
+    int rate;                      /* the model's sample rate */
+    size_t max_file, max_body;     /* bytes */
+    time_t created;                /* for /v1/models */
+    worker *workers;
+    struct MHD_Daemon *mhd;
+
+    pthread_mutex_t mu;            /* guards everything below */
+    pthread_cond_t work;           /* a request was queued, or stop */
+    request *head, *tail;          /* waiting requests, oldest first */
+    int n_waiting, n_running;
+    int n_suspended;               /* connections queued or running, until
+                                      the polling thread has them back */
+    int capacity;                  /* workers + queue */
+    long active;                   /* requests begun, not completed */
+    double avg_job_s;              /* running average, for Retry-After */
+    int draining;                  /* shutdown: no new requests */
+    int cancel;                    /* second signal: nothing more queued */
+    int stop;                      /* workers: exit when the queue is empty */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Seconds a client should wait before retrying: the expected time until
+ * a worker is free. Caller holds s->mu. */
+static int retry_after_locked(const server *s)
+{
+    double t = s->avg_job_s * (s->n_waiting + s->n_running) /
+               s->o->n_workers;
+    return t < 1 ? 1 : t > 3600 ? 3600 : (int)ceil(t);
+}
+
+/* ------------------------------------------------------------ responses */
+
+static struct MHD_Response *buffer_response(char *body, size_t len,
+                                            const char *type)
+{
+    if (!body)
+        return NULL;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return NULL;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    return r;
+}
+
+/* The error response of e, with the headers its status calls for. */
+static struct MHD_Response *error_response(const request *req,
+                                           const srv_error *e)
+{
+    size_t len = 0;
+    char *body = srv_format_error(e->message, e->type,
+                                  e->param[0] ? e->param : NULL, e->code,
+                                  &len);
+    struct MHD_Response *r = buffer_response(body, len, "application/json");
+    if (!r)
+        return NULL;
+    if (e->status == MHD_HTTP_SERVICE_UNAVAILABLE) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%d", req->retry_after > 0
+                 ? req->retry_after : 1);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, buf);
+    }
+    if (e->status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer");
+    if (e->status == MHD_HTTP_METHOD_NOT_ALLOWED && req->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, req->allow);
+    if (req->close)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    return r;
+}
+
+static enum MHD_Result queue(request *req, unsigned status,
+                             struct MHD_Response *r)
+{
+    if (!r)
+        return MHD_NO; /* out of memory: drop the connection */
+    enum MHD_Result rc = MHD_queue_response(req->conn, status, r);
+    MHD_destroy_response(r);
+    if (rc == MHD_YES)
+        req->sent = status;
+    return rc;
+}
+
+static enum MHD_Result answer_error(request *req)
+{
+    return queue(req, (unsigned)req->err.status,
+                 error_response(req, &req->err));
+}
+
+static enum MHD_Result answer_json(request *req, cJSON *o)
+{
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!s)
+        return MHD_NO;
+    size_t n = strlen(s);
+    char *body = malloc(n + 2);
+    if (body) {
+        memcpy(body, s, n);
+        memcpy(body + n, "\n", 2);
+    }
+    cJSON_free(s);
+    return queue(req, MHD_HTTP_OK,
+                 buffer_response(body, n + 1, "application/json"));
+}
+
+static enum MHD_Result answer_health(request *req)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && !cJSON_AddStringToObject(o, "status", "ok")) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return answer_json(req, o);
+}
+
+static enum MHD_Result answer_models(request *req)
+{
+    const server *s = req->s;
+    cJSON *o = cJSON_CreateObject(), *data = NULL, *m = NULL;
+    int ok = o && cJSON_AddStringToObject(o, "object", "list") &&
+             (data = cJSON_AddArrayToObject(o, "data")) &&
+             (m = cJSON_CreateObject()) && cJSON_AddItemToArray(data, m) &&
+             cJSON_AddStringToObject(m, "id", s->o->model_name) &&
+             cJSON_AddStringToObject(m, "object", "model") &&
+             cJSON_AddNumberToObject(m, "created", (double)s->created) &&
+             cJSON_AddStringToObject(m, "owned_by", "hviske");
+    if (!ok) {
+        if (m && !(data && data->child == m))
+            cJSON_Delete(m);
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return answer_json(req, o);
+}
+
+/* ---------------------------------------------------------- the workers */
+
+/* Maps a library failure to an HTTP error: the input's fault is 400 (or
+ * 413 for a limit), anything else 500. */
+static void library_error(srv_error *e, hv_status st, const char *msg)
+{
+    if (!msg || !*msg)
+        msg = hv_status_name(st);
+    switch (st) {
+    case HV_ERR_FORMAT:
+    case HV_ERR_UNSUPPORTED:
+    case HV_ERR_IO:
+        srv_error_set(e, 400, "invalid_audio", "file", "%s", msg);
+        break;
+    case HV_ERR_INVALID_ARG:
+        srv_error_set(e, 400, "invalid_value",
+                      strncmp(msg, "max_new_tokens", 14) == 0 ? "max_tokens"
+                      : strncmp(msg, "audio", 5) == 0 ? "file" : NULL,
+                      "%s", msg);
+        break;
+    case HV_ERR_LIMIT:
+        srv_error_set(e, 413, "audio_too_long", "file", "%s", msg);
+        break;
+    case HV_ERR_NOMEM:
+    default:
+        srv_error_set(e, 500, NULL, NULL, "%s", msg);
+        break;
+    }
+}
+
+/* Decodes and transcribes one request; sets req->resp and req->status. */
+static void run_job(worker *w, request *req)
+{
+    server *s = w->s;
+    srv_form *f = &req->form;
+    srv_params *p = &req->params;
+    srv_error e = {0};
+    char err[1024] = "";
+    float *pcm = NULL;
+    size_t n_frames = 0;
+    int rate = 0, channels = 0;
+    hv_result *res = NULL;
+    double secs;
+
+    if (srv_audio_header_seconds(f->file, f->file_len, &secs) == 0 &&
+        secs > s->o->max_audio_s) {
+        srv_error_set(&e, 413, "audio_too_long", "file", "the audio is %.1f "
+                      "s long; this server takes at most %g s", secs,
+                      s->o->max_audio_s);
+        goto done;
+    }
+    hv_status st = hv_audio_read_buffer(f->file, f->file_len, "file", &pcm,
+                                        &n_frames, &rate, &channels, err,
+                                        sizeof err);
+    srv_form_free(f); /* the upload is no longer needed */
+    if (st != HV_OK) {
+        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
+        goto done;
+    }
+    secs = (double)n_frames / rate;
+    if (secs > s->o->max_audio_s) {
+        srv_error_set(&e, 413, "audio_too_long", "file", "the audio is %.1f "
+                      "s long; this server takes at most %g s", secs,
+                      s->o->max_audio_s);
+        goto done;
+    }
+    st = hv_transcribe(w->ctx, pcm, n_frames, rate, channels, &p->tp, &res);
+    hv_audio_free(pcm);
+    pcm = NULL;
+    if (st != HV_OK) {
+        library_error(&e, st, hv_context_error(w->ctx));
+        goto done;
+    }
+    size_t len = 0;
+    char *body = srv_format_result(p->format, res, s->rate, p->temperature,
+                                   &len);
+    hv_result_free(res);
+    req->resp = buffer_response(body, len, srv_format_content_type(p->format));
+    if (req->resp && p->model[0])
+        MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
+    req->status = MHD_HTTP_OK;
+    if (!req->resp)
+        srv_error_set(&e, 500, NULL, NULL, "out of memory");
+done:
+    hv_audio_free(pcm);
+    if (e.status) {
+        req->status = (unsigned)e.status;
+        req->resp = error_response(req, &e); /* NULL: the connection drops */
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    server *s = w->s;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->head && !s->stop)
+            pthread_cond_wait(&s->work, &s->mu);
+        request *req = s->head;
+        if (!req) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        s->head = req->next;
+        if (!s->head)
+            s->tail = NULL;
+        s->n_waiting--;
+        s->n_running++;
+        pthread_mutex_unlock(&s->mu);
+
+        double t = now_s();
+        run_job(w, req);
+        t = now_s() - t;
+
+        pthread_mutex_lock(&s->mu);
+        s->n_running--;
+        s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
+        pthread_mutex_unlock(&s->mu);
+        /* the polling thread owns req again once resumed: touch it no more */
+        req->done = 1;
+        MHD_resume_connection(req->conn);
+    }
+    return NULL;
+}
+
+/* Answers every waiting request with 503 (the second shutdown signal). */
+static void cancel_waiting(server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    request *req = s->head;
+    s->head = s->tail = NULL;
+    s->n_waiting = 0;
+    s->cancel = 1;
+    pthread_mutex_unlock(&s->mu);
+    while (req) {
+        request *next = req->next;
+        srv_error e = {0};
+        srv_error_set(&e, 503, "shutting_down", NULL,
+                      "the server is shutting down");
+        req->retry_after = 1;
+        req->close = 1;
+        req->status = 503;
+        req->resp = error_response(req, &e);
+        srv_form_free(&req->form);
+        req->done = 1;
+        MHD_resume_connection(req->conn);
+        req = next;
+    }
+}
+
+/* ------------------------------------------------------ the HTTP side */
+
+/* Copies printable ASCII of s (at most n - 1 bytes; others become '?'). */
+static void printable(char *out, size_t n, const char *s)
+{
+    size_t i = 0;
+    for (; s && s[i] && i + 1 < n; i++)
+        out[i] = s[i] >= 0x20 && s[i] < 0x7F ? s[i] : '?';
+    out[i] = '\0';
+}
+
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* Compares the Authorization header with "Bearer KEY" in time that
+ * depends on the key's length only. */
+static int authorized(struct MHD_Connection *c, const char *key)
+{
+    const char *h = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h)
+        h = "";
+    while (*h == ' ' || *h == '\t')
+        h++;
+    int scheme = strncasecmp(h, "Bearer", 6) == 0 &&
+                 (h[6] == ' ' || h[6] == '\t');
+    const char *t = scheme ? h + 7 : "";
+    while (*t == ' ' || *t == '\t')
+        t++;
+    size_t tn = strlen(t);
+    while (tn > 0 && (t[tn - 1] == ' ' || t[tn - 1] == '\t'))
+        tn--;
+    size_t kn = strlen(key);
+    volatile unsigned char diff = (unsigned char)(tn != kn);
+    for (size_t i = 0; i < kn; i++)
+        diff |= (unsigned char)(key[i] ^ (i < tn ? t[i] : 0));
+    return scheme && diff == 0;
+}
+
+/* 1 for "multipart/form-data" (any case), alone or with parameters. */
+static int is_multipart(const char *ct)
+{
+    static const char mp[] = "multipart/form-data";
+    if (!ct)
+        return 0;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    if (strncasecmp(ct, mp, sizeof mp - 1) != 0)
+        return 0;
+    char next = ct[sizeof mp - 1];
+    return next == '\0' || next == ';' || next == ' ' || next == '\t';
+}
+
+static enum MHD_Result on_post_data(void *cls, enum MHD_ValueKind kind,
+                                    const char *key, const char *filename,
+                                    const char *content_type,
+                                    const char *transfer_encoding,
+                                    const char *data, uint64_t off,
+                                    size_t size)
+{
+    request *req = cls;
+    (void)kind, (void)content_type, (void)transfer_encoding;
+    return srv_form_add(&req->form, key, filename, data, off, size) == 0
+               ? MHD_YES : MHD_NO;
+}
+
+/* Refuses a request at its headers. The answer goes at once when the body
+ * is too large to read (now) or the client waits for "100 Continue"
+ * before sending it (MHD then closes the connection). Otherwise it goes
+ * when the request is complete: its body, if any, is read and dropped
+ * first, so that a client busy sending gets the answer rather than a
+ * reset connection, and a keep-alive connection stays usable. */
+static enum MHD_Result refuse(request *req, int now)
+{
+    const char *expect = header(req->conn, MHD_HTTP_HEADER_EXPECT);
+    if (now || (expect && strcasecmp(expect, "100-continue") == 0))
+        return answer_error(req);
+    return MHD_YES;
+}
+
+/* The first call for a request: its headers are in. */
+static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
+                                     const char *url, const char *method,
+                                     void **con_cls)
+{
+    request *req = calloc(1, sizeof *req);
+    if (!req)
+        return MHD_NO;
+    req->s = s;
+    req->conn = conn;
+    req->t0 = now_s();
+    printable(req->method, sizeof req->method, method);
+    printable(req->path, sizeof req->path, url);
+    srv_form_init(&req->form, s->max_file);
+    *con_cls = req;
+    pthread_mutex_lock(&s->mu);
+    s->active++;
+    int draining = s->draining;
+    int full = s->n_waiting + s->n_running >= s->capacity;
+    req->retry_after = retry_after_locked(s);
+    pthread_mutex_unlock(&s->mu);
+
+    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+              strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+    srv_error *e = &req->err;
+    if (strcmp(url, "/health") == 0)
+        req->route = ROUTE_HEALTH;
+    else if (strcmp(url, "/v1/models") == 0)
+        req->route = ROUTE_MODELS;
+    else if (strcmp(url, "/v1/audio/transcriptions") == 0)
+        req->route = ROUTE_TRANSCRIBE;
+
+    if (draining) {
+        req->close = 1;
+        req->retry_after = 1;
+        srv_error_set(e, 503, "shutting_down", NULL,
+                      "the server is shutting down");
+        return refuse(req, 0);
+    }
+    if (req->route == ROUTE_NONE) {
+        srv_error_set(e, 404, "not_found", NULL, "no such path: %s %s",
+                      req->method, req->path);
+        return refuse(req, 0);
+    }
+    int transcribe = req->route == ROUTE_TRANSCRIBE;
+    if (transcribe ? !post : !get) {
+        req->allow = transcribe ? "POST" : "GET, HEAD";
+        srv_error_set(e, 405, "method_not_allowed", NULL,
+                      "%s is not allowed on %s (allowed: %s)", req->method,
+                      req->path, req->allow);
+        return refuse(req, 0);
+    }
+    if (req->route != ROUTE_HEALTH && s->o->api_key &&
+        !authorized(conn, s->o->api_key)) {
+        srv_error_set(e, 401, "invalid_api_key", NULL,
+                      "missing or incorrect API key (send 'Authorization: "
+                      "Bearer KEY')");
+        return refuse(req, 0);
+    }
+    if (req->route != ROUTE_TRANSCRIBE)
+        return MHD_YES; /* answered when complete (on_request) */
+
+    if (!is_multipart(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        srv_error_set(e, 415, "unsupported_media_type", NULL,
+                      "the body must be multipart/form-data");
+        return refuse(req, 0);
+    }
+    const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        uint64_t n = 0;
+        int ok = *cl != '\0';
+        for (const char *p = cl; ok && *p; p++) {
+            ok = *p >= '0' && *p <= '9' && n <= (UINT64_MAX - 9) / 10;
+            n = n * 10 + (uint64_t)(*p - '0');
+        }
+        if (!ok || n > s->max_body) {
+            srv_error_set(e, 413, "request_too_large", "file",
+                          "the request body is larger than the server's "
+                          "limit of %zu bytes (files up to %d MiB)",
+                          s->max_body, s->o->max_upload_mb);
+            return refuse(req, 1);
+        }
+    }
+    if (full) {
+        const char *expect = header(conn, MHD_HTTP_HEADER_EXPECT);
+        if (expect && strcasecmp(expect, "100-continue") == 0) {
+            srv_error_set(e, 503, "server_busy", NULL, "the server is busy "
+                          "(all workers and the queue are full); retry "
+                          "later");
+            return answer_error(req);
+        }
+    }
+    req->pp = MHD_create_post_processor(conn, PP_BUFFER, on_post_data, req);
+    if (!req->pp) {
+        srv_error_set(e, 400, "invalid_multipart", NULL, "malformed "
+                      "multipart/form-data Content-Type (no boundary?)");
+        return refuse(req, 0);
+    }
+    return MHD_YES;
+}
+
+/* A piece of the body. */
+static enum MHD_Result body_data(request *req, const char *data, size_t size)
+{
+    server *s = req->s;
+    req->body_bytes += size;
+    if (req->body_bytes > s->max_body) {
+        if (!req->err.status)
+            srv_error_set(&req->err, 413, "request_too_large", "file",
+                          "the request body is larger than the server's "
+                          "limit of %zu bytes (files up to %d MiB)",
+                          s->max_body, s->o->max_upload_mb);
+        if (req->body_bytes > 2 * (uint64_t)s->max_body)
+            return MHD_NO; /* it goes on and on: cut it off */
+    }
+    if (!req->err.status && req->pp &&
+        MHD_post_process(req->pp, data, size) != MHD_YES) {
+        if (req->form.err.status)
+            req->err = req->form.err;
+        else
+            srv_error_set(&req->err, 400, "invalid_multipart", NULL,
+                          "malformed multipart/form-data body");
+    }
+    if (req->err.status)
+        srv_form_free(&req->form); /* the rest is read and dropped */
+    if (now_s() - req->t0 > s->o->request_timeout_s)
+        return MHD_NO; /* too slow: drop the connection */
+    return MHD_YES;
+}
+
+/* The whole body is in: validate and queue, or answer. */
+static enum MHD_Result end_request(request *req)
+{
+    server *s = req->s;
+    if (!req->err.status && req->pp) {
+        enum MHD_Result complete = MHD_destroy_post_processor(req->pp);
+        req->pp = NULL;
+        if (req->form.err.status)
+            req->err = req->form.err;
+        else if (complete != MHD_YES)
+            srv_error_set(&req->err, 400, "invalid_multipart", NULL,
+                          "malformed or truncated multipart/form-data "
+                          "body");
+    }
+    if (!req->err.status &&
+        srv_form_params(&req->form, s->model, &req->params, &req->err) == 0) {
+        pthread_mutex_lock(&s->mu);
+        if (s->stop || s->cancel) {
+            req->close = 1;
+            req->retry_after = 1;
+            srv_error_set(&req->err, 503, "shutting_down", NULL,
+                          "the server is shutting down");
+        } else if (s->n_waiting + s->n_running >= s->capacity) {
+            req->retry_after = retry_after_locked(s);
+            srv_error_set(&req->err, 503, "server_busy", NULL,
+                          "the server is busy (%d running, %d waiting); "
+                          "retry later", s->n_running, s->n_waiting);
+        } else {
+            /* suspend before any worker can see it (and resume it) */
+            MHD_suspend_connection(req->conn);
+            s->n_suspended++;
+            req->queued = 1;
+            if (s->tail)
+                s->tail->next = req;
+            else
+                s->head = req;
+            s->tail = req;
+            s->n_waiting++;
+            pthread_cond_signal(&s->work);
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (req->queued)
+            return MHD_YES;
+    }
+    srv_form_free(&req->form);
+    return answer_error(req);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    request *req = *con_cls;
+    if (!req)
+        return begin_request(cls, conn, url, method, con_cls);
+    if (req->done) { /* a worker answered and resumed the connection */
+        server *s = cls;
+        struct MHD_Response *r = req->resp;
+        req->resp = NULL;
+        req->done = 0;
+        pthread_mutex_lock(&s->mu);
+        s->n_suspended--;
+        pthread_mutex_unlock(&s->mu);
+        return queue(req, req->status, r);
+    }
+    if (req->queued)
+        return MHD_YES; /* not reached: suspended until done */
+    if (*upload_size > 0) {
+        enum MHD_Result rc = body_data(req, upload, *upload_size);
+        *upload_size = 0;
+        return rc;
+    }
+    if (req->err.status)
+        return answer_error(req);
+    if (req->route == ROUTE_HEALTH)
+        return answer_health(req);
+    if (req->route == ROUTE_MODELS)
+        return answer_models(req);
+    return end_request(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    server *s = cls;
+    request *req = *con_cls;
+    (void)conn;
+    if (!req)
+        return;
+    if (!s->o->quiet) {
+        static const char *const why[] = {
+            "", "error", "timed out", "daemon stopped", "read error",
+            "client aborted"};
+        fprintf(stderr, "hviske-server: %s %s %u %.3f s%s%s\n", req->method,
+                req->path, req->sent, now_s() - req->t0,
+                toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " " : "",
+                (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
+    }
+    if (req->pp)
+        MHD_destroy_post_processor(req->pp);
+    if (req->resp)
+        MHD_destroy_response(req->resp);
+    srv_form_free(&req->form);
+    free(req);
+    *con_cls = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->active--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    const server *s = cls;
+    if (s->o->quiet)
+        return;
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    fprintf(stderr, "hviske-server: http: %s\n", buf);
+}
+
+/* ---------------------------------------------------------------- main */
+
+/* A listening TCP socket on host:port; -1 with a message on failure.
+ * *bound gets the port actually bound, *ipv6 whether it is IPv6. */
+static int listen_on(const char *host, int port, int *bound, int *ipv6)
+{
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int rc = getaddrinfo(host, ps, &hints, &ai);
+    if (rc != 0) {
+        fprintf(stderr, "hviske-server: %s: %s\n", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, err = 0;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        int one = 1;
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (a->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0) {
+            *ipv6 = a->ai_family == AF_INET6;
+            break;
+        }
+        err = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        fprintf(stderr, "hviske-server: cannot listen on %s port %d: %s\n",
+                host, port, strerror(err));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    *bound = port;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        *bound = ss.ss_family == AF_INET6
+                     ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* Waits until every request begun has completed. A signal in the meantime
+ * answers the queued requests with 503 and stops waiting for uploads: once
+ * no connection is suspended (the running transcriptions are answered),
+ * the responses get a second to go out, and the daemon is stopped. */
+static void wait_idle(server *s, const sigset_t *sigs)
+{
+    int cancelled = 0;
+    double t_free = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        long active = s->active;
+        int suspended = s->n_suspended;
+        pthread_mutex_unlock(&s->mu);
+        if (active == 0)
+            return;
+        if (cancelled && suspended == 0) {
+            if (t_free == 0)
+                t_free = now_s();
+            else if (now_s() - t_free > 1.0)
+                return;
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        if (sigtimedwait(sigs, NULL, &ts) > 0 && !cancelled) {
+            fprintf(stderr, "hviske-server: second signal: answering the "
+                    "queued requests with 503\n");
+            cancel_waiting(s);
+            cancelled = 1;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+
+    /* SIGINT and SIGTERM are taken by the main thread only: block them
+     * before any thread starts (threads inherit the mask). */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    server s;
+    memset(&s, 0, sizeof s);
+    s.o = &o;
+    s.max_file = (size_t)o.max_upload_mb * MIB;
+    s.max_body = s.max_file + MIB; /* the other fields and the framing */
+    s.capacity = o.n_workers + o.queue;
+    s.avg_job_s = 1.0;
+    s.created = time(NULL);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.work, NULL);
+    int listen_fd = -1, n_started = 0, port = 0, ipv6 = 0;
+    MHD_socket q = MHD_INVALID_SOCKET; /* the listening socket, quiesced */
+    rc = 1;
+
+    char err[1024] = "";
+    hv_model_params mp = hv_model_default_params();
+    mp.n_threads = o.n_threads;
+    hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
+    if (st != HV_OK) {
+        fprintf(stderr, "hviske-server: %s\n", err[0] ? err
+                : hv_status_name(st));
+        goto done;
+    }
+    s.rate = hv_model_sample_rate(s.model);
+    s.workers = calloc((size_t)o.n_workers, sizeof *s.workers);
+    if (!s.workers) {
+        fputs("hviske-server: out of memory\n", stderr);
+        goto done;
+    }
+    for (int i = 0; i < o.n_workers; i++) {
+        s.workers[i].s = &s;
+        if (!(s.workers[i].ctx = hv_context_new(s.model, o.n_threads))) {
+            fputs("hviske-server: out of memory creating a context\n", stderr);
+            goto done;
+        }
+    }
+    listen_fd = listen_on(o.host, o.port, &port, &ipv6);
+    if (listen_fd < 0)
+        goto done;
+    for (; n_started < o.n_workers; n_started++) {
+        worker *w = &s.workers[n_started];
+        if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+            fputs("hviske-server: cannot start a worker thread\n", stderr);
+            goto done;
+        }
+    }
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+    s.mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &s,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, &s,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o.max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o.max_per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o.timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+        MHD_OPTION_END);
+    if (!s.mhd) {
+        fputs("hviske-server: cannot start the HTTP daemon\n", stderr);
+        goto done;
+    }
+    fprintf(stderr, "hviske-server: listening on http://%s%s%s:%d (model %s, "
+            "%d worker%s x %d thread%s, queue %d)\n", ipv6 ? "[" : "",
+            o.host, ipv6 ? "]" : "", port, o.model_dir, o.n_workers,
+            o.n_workers == 1 ? "" : "s", o.n_threads,
+            o.n_threads == 1 ? "" : "s", o.queue);
+    fflush(stderr);
+
+    int sig;
+    while (sigwait(&sigs, &sig) != 0)
+        ;
+    fprintf(stderr, "hviske-server: %s: finishing the requests begun\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    pthread_mutex_lock(&s.mu);
+    s.draining = 1;
+    pthread_mutex_unlock(&s.mu);
+    /* Stop accepting: MHD no longer polls the listening socket (ours to
+     * close after the stop), and shutting it down makes the kernel refuse
+     * new connections instead of queueing them unanswered. */
+    q = MHD_quiesce_daemon(s.mhd);
+    if (q != MHD_INVALID_SOCKET)
+        shutdown(q, SHUT_RDWR);
+    wait_idle(&s, &sigs);
+    rc = 0;
+
+done:
+    pthread_mutex_lock(&s.mu);
+    s.stop = 1;
+    pthread_cond_broadcast(&s.work);
+    pthread_mutex_unlock(&s.mu);
+    for (int i = 0; i < n_started; i++)
+        pthread_join(s.workers[i].tid, NULL);
+    if (s.mhd) {
+        MHD_stop_daemon(s.mhd); /* closes the listening socket unless
+                                   quiesced */
+        if (q != MHD_INVALID_SOCKET)
+            close(q);
+    } else if (listen_fd >= 0) {
+        close(listen_fd);
+    }
+    for (int i = 0; s.workers && i < o.n_workers; i++)
+        hv_context_free(s.workers[i].ctx);
+    free(s.workers);
+    hv_model_free(s.model);
+    pthread_cond_destroy(&s.work);
+    pthread_mutex_destroy(&s.mu);
+    if (rc == 0)
+        fputs("hviske-server: stopped\n", stderr);
+    return rc;
+}
