@@ -237,11 +237,15 @@ hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames,
                         int *sample_rate, int *channels, char *errbuf,
                         size_t errbuf_size);
 /* The same for a whole audio file's bytes in memory (for example standard
- * input read to its end, so that formats which seek work from a pipe);
- * `name` stands for the file in messages (NULL: "<memory>"). */
+ * input read to its end, so that formats which seek work from a pipe, or an
+ * upload); `name` stands for the file in messages (NULL: "<memory>").
+ * max_seconds > 0 refuses longer audio with HV_ERR_LIMIT, judged from the
+ * header before decoding and from the frames decoded (a small compressed
+ * file can decode to gigabytes); 0 = no limit but the library's own. */
 hv_status hv_audio_read_buffer(const void *data, size_t size, const char *name,
-                               float **pcm, size_t *n_frames, int *sample_rate,
-                               int *channels, char *errbuf, size_t errbuf_size);
+                               double max_seconds, float **pcm, size_t *n_frames,
+                               int *sample_rate, int *channels, char *errbuf,
+                               size_t errbuf_size);
 void hv_audio_free(float *pcm);
 
 #ifdef __cplusplus

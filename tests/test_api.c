@@ -66,18 +66,25 @@ static void test_read_buffer(const char *path) {
     size_t na, nb;
     int ra, rb, ca, cb;
     CHECK(hv_audio_read(path, &a, &na, &ra, &ca, err, sizeof err) == HV_OK);
-    CHECK_MSG(hv_audio_read_buffer(bytes, size, "clip", &b, &nb, &rb, &cb, err, sizeof err) ==
+    CHECK_MSG(hv_audio_read_buffer(bytes, size, "clip", 0, &b, &nb, &rb, &cb, err, sizeof err) ==
                   HV_OK, "%s", err);
     CHECK(na == nb && ra == rb && ca == cb && !memcmp(a, b, na * (size_t)ca * sizeof *a));
-    hv_audio_free(a);
+    /* a duration limit below the clip's length refuses it */
+    double secs = (double)na / ra;
+    CHECK(hv_audio_read_buffer(bytes, size, "clip", secs / 2, &b, &nb, &rb, &cb, err,
+                               sizeof err) == HV_ERR_LIMIT && b == NULL);
+    CHECK(strstr(err, "clip") != NULL);
+    CHECK(hv_audio_read_buffer(bytes, size, "clip", secs + 1, &b, &nb, &rb, &cb, err,
+                               sizeof err) == HV_OK && nb == na);
     hv_audio_free(b);
-    CHECK(hv_audio_read_buffer(bytes, 0, "clip", &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
+    hv_audio_free(a);
+    CHECK(hv_audio_read_buffer(bytes, 0, "clip", 0, &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
     CHECK(strstr(err, "clip") != NULL);
     memset(bytes, 'x', 4096);
-    CHECK(hv_audio_read_buffer(bytes, 4096, "junk", &b, &nb, &rb, &cb, err, sizeof err) ==
+    CHECK(hv_audio_read_buffer(bytes, 4096, "junk", 0, &b, &nb, &rb, &cb, err, sizeof err) ==
           HV_ERR_FORMAT);
     CHECK(strstr(err, "junk") != NULL && b == NULL);
-    CHECK(hv_audio_read_buffer(bytes, size / 2, NULL, &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
+    CHECK(hv_audio_read_buffer(bytes, size / 2, NULL, 0, &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
 }
 
 static void test_load_errors(void) {

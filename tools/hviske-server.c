@@ -75,7 +75,6 @@
 #include <microhttpd.h>
 
 #include "hviske.h"
-#include "server_audio.h"
 #include "server_form.h"
 #include "server_format.h"
 
@@ -549,28 +548,18 @@ static void run_job(worker *w, request *req)
     size_t n_frames = 0;
     int rate = 0, channels = 0;
     hv_result *res = NULL;
-    double secs;
 
-    if (srv_audio_header_seconds(f->file, f->file_len, &secs) == 0 &&
-        secs > s->o->max_audio_s) {
-        srv_error_set(&e, 413, "audio_too_long", "file", "the audio is %.1f "
-                      "s long; this server takes at most %g s", secs,
-                      s->o->max_audio_s);
+    hv_status st = hv_audio_read_buffer(f->file, f->file_len, "file",
+                                        s->o->max_audio_s, &pcm, &n_frames,
+                                        &rate, &channels, err, sizeof err);
+    srv_form_free(f); /* the upload is no longer needed */
+    if (st == HV_ERR_LIMIT) {
+        srv_error_set(&e, 413, "audio_too_long", "file", "%s (this server "
+                      "takes at most %g s)", err, s->o->max_audio_s);
         goto done;
     }
-    hv_status st = hv_audio_read_buffer(f->file, f->file_len, "file", &pcm,
-                                        &n_frames, &rate, &channels, err,
-                                        sizeof err);
-    srv_form_free(f); /* the upload is no longer needed */
     if (st != HV_OK) {
         library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
-        goto done;
-    }
-    secs = (double)n_frames / rate;
-    if (secs > s->o->max_audio_s) {
-        srv_error_set(&e, 413, "audio_too_long", "file", "the audio is %.1f "
-                      "s long; this server takes at most %g s", secs,
-                      s->o->max_audio_s);
         goto done;
     }
     st = hv_transcribe(w->ctx, pcm, n_frames, rate, channels, &p->tp, &res);

@@ -711,7 +711,7 @@ static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate,
             break;
         size += (size_t)r;
     }
-    hv_status st = hv_audio_read_buffer(data, size, "-", pcm, n_frames, rate,
+    hv_status st = hv_audio_read_buffer(data, size, "-", 0, pcm, n_frames, rate,
                                         channels, err, err_size);
     free(data);
     return st;

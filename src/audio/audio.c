@@ -35,8 +35,8 @@ static const char *sample_problem(float v) {
 }
 
 static hv_status decode(SNDFILE *sf, const SF_INFO *info, const char *path,
-                        float **pcm, size_t *n_frames, int *sample_rate,
-                        int *channels, hv_error *e);
+                        double max_seconds, float **pcm, size_t *n_frames,
+                        int *sample_rate, int *channels, hv_error *e);
 
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
                              int *sample_rate, int *channels, hv_error *e) {
@@ -68,14 +68,15 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
                       "%s: not a readable audio file (%s)", path,
                       sf_strerror(NULL));
     }
-    return decode(sf, &info, path, pcm, n_frames, sample_rate, channels, e);
+    return decode(sf, &info, path, 0, pcm, n_frames, sample_rate, channels, e);
 }
 
 /* Decodes an open file with every check; closes it. `path` names it in
- * messages. */
+ * messages. max_seconds > 0 refuses longer audio (HV_ERR_LIMIT), from the
+ * header's claim before decoding and from the frames actually decoded. */
 static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
-                        float **pcm, size_t *n_frames, int *sample_rate,
-                        int *channels, hv_error *e) {
+                        double max_seconds, float **pcm, size_t *n_frames,
+                        int *sample_rate, int *channels, hv_error *e) {
     SF_INFO info = *inf;
     hv_status rc = HV_OK;
     float *buf = NULL;
@@ -99,14 +100,21 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
     /* Most frames we accept, so that frames * channels floats stay within
      * HV_AUDIO_MAX_SAMPLES (and therefore within size_t). */
     size_t max_frames = (size_t)(max_samples() / ch);
+    if (max_seconds > 0) {
+        double lim = max_seconds * info.samplerate;
+        if ((double)max_frames > lim) max_frames = (size_t)lim;
+    }
     /* SF_COUNT_MAX means "unknown length" (pipes, some streams). */
     if (info.frames != SF_COUNT_MAX && info.frames > 0 &&
         (uint64_t)info.frames > max_frames) {
-        rc = hv_err(e, HV_ERR_LIMIT,
-                    "%s: %lld frames of %d channels is more than hviske "
-                    "reads (%llu samples at most)", path,
-                    (long long)info.frames, info.channels,
-                    (unsigned long long)max_samples());
+        rc = max_seconds > 0
+                 ? hv_err(e, HV_ERR_LIMIT, "%s: %.1f s of audio, more than the %g s allowed",
+                          path, (double)info.frames / info.samplerate, max_seconds)
+                 : hv_err(e, HV_ERR_LIMIT,
+                          "%s: %lld frames of %d channels is more than hviske "
+                          "reads (%llu samples at most)", path,
+                          (long long)info.frames, info.channels,
+                          (unsigned long long)max_samples());
         goto done;
     }
     cap = (info.frames > 0 && info.frames != SF_COUNT_MAX)
@@ -134,9 +142,12 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
         if (r <= 0) break;
         got += (size_t)r;
         if (got > max_frames) {
-            rc = hv_err(e, HV_ERR_LIMIT, "%s: longer than hviske reads "
-                        "(%llu samples at most)", path,
-                        (unsigned long long)max_samples());
+            rc = max_seconds > 0
+                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed",
+                              path, max_seconds)
+                     : hv_err(e, HV_ERR_LIMIT, "%s: longer than hviske reads "
+                              "(%llu samples at most)", path,
+                              (unsigned long long)max_samples());
             goto done;
         }
     }
@@ -213,8 +224,8 @@ static sf_count_t mem_write(const void *ptr, sf_count_t count, void *u) {
 static sf_count_t mem_tell(void *u) { return ((mem_file *)u)->pos; }
 
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
-                               float **pcm, size_t *n_frames, int *sample_rate,
-                               int *channels, hv_error *e) {
+                               double max_seconds, float **pcm, size_t *n_frames,
+                               int *sample_rate, int *channels, hv_error *e) {
     if (!pcm || !n_frames || !sample_rate || !channels)
         return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_memory: NULL output");
     *pcm = NULL;
@@ -233,7 +244,7 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
     if (!sf)
         return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
                       sf_strerror(NULL));
-    return decode(sf, &info, name, pcm, n_frames, sample_rate, channels, e);
+    return decode(sf, &info, name, max_seconds, pcm, n_frames, sample_rate, channels, e);
 }
 
 hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels,

@@ -26,10 +26,12 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
                              int *sample_rate, int *channels, hv_error *e);
 
 /* The same for a whole file's bytes in memory (a pipe read to its end);
- * `name` stands for the file in messages. */
+ * `name` stands for the file in messages. max_seconds > 0 refuses longer
+ * audio with HV_ERR_LIMIT before decoding it all (a small compressed file
+ * can decode to gigabytes). */
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
-                               float **pcm, size_t *n_frames, int *sample_rate,
-                               int *channels, hv_error *e);
+                               double max_seconds, float **pcm, size_t *n_frames,
+                               int *sample_rate, int *channels, hv_error *e);
 
 /* Averages channels and resamples to target_rate (soxr, SOXR_HQ, linear
  * phase, delay compensated: output sample j is at time j / target_rate).
