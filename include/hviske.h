@@ -194,7 +194,7 @@ hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
  * separator for ja and zh). UTF-8, trimmed. */
 const char *hv_result_text(const hv_result *res);
 int hv_result_n_tokens(const hv_result *res);      /* all segments, EOS excluded */
-const int32_t *hv_result_tokens(const hv_result *res);
+const int32_t *hv_result_tokens(const hv_result *res); /* never NULL */
 /* Log-prob of each generated token under the model (before temperature or
  * truncation), [hv_result_n_tokens]. */
 const float *hv_result_token_logprobs(const hv_result *res);

@@ -304,6 +304,10 @@ done:
 
 /* Joins the segments' texts and points the segments at their tokens. */
 static hv_status result_finish(hv_result *r, hv_error *e) {
+    /* callers may memcpy hv_result_tokens(): never NULL, even when empty */
+    if (!r->tokens && result_append(r, (const int32_t[]){0}, (const float[]){0}, 1) == 0)
+        r->n_tokens = 0;
+    if (!r->tokens) return hv_err(e, HV_ERR_NOMEM, "out of memory");
     int no_space = !strcmp(r->language, "ja") || !strcmp(r->language, "zh");
     size_t len = 1;
     for (int i = 0; i < r->n_segs; i++) len += strlen(r->segs[i].text) + 1;

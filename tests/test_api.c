@@ -69,6 +69,7 @@ static void test_read_buffer(const char *path) {
     CHECK_MSG(hv_audio_read_buffer(bytes, size, "clip", 0, &b, &nb, &rb, &cb, err, sizeof err) ==
                   HV_OK, "%s", err);
     CHECK(na == nb && ra == rb && ca == cb && !memcmp(a, b, na * (size_t)ca * sizeof *a));
+    hv_audio_free(b);
     /* a duration limit below the clip's length refuses it */
     double secs = (double)na / ra;
     CHECK(hv_audio_read_buffer(bytes, size, "clip", secs / 2, &b, &nb, &rb, &cb, err,

@@ -42,6 +42,7 @@ static int transcribe(hv_model *m, const char *audio, run *out) {
     int rc = ctx && hv_transcribe(ctx, pcm, n, rate, ch, &tp, &r) == HV_OK ? 0 : -1;
     if (!rc) {
         out->n = hv_result_n_tokens(r) < 1024 ? hv_result_n_tokens(r) : 1024;
+        CHECK(hv_result_tokens(r) != NULL && hv_result_token_logprobs(r) != NULL);
         memcpy(out->tokens, hv_result_tokens(r), sizeof(int32_t) * (size_t)out->n);
         memcpy(out->lps, hv_result_token_logprobs(r), sizeof(float) * (size_t)out->n);
     }
