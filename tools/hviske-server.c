@@ -461,19 +461,10 @@ static enum MHD_Result answer_error(request *req)
 
 static enum MHD_Result answer_json(request *req, cJSON *o)
 {
-    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!s)
-        return MHD_NO;
-    size_t n = strlen(s);
-    char *body = malloc(n + 2);
-    if (body) {
-        memcpy(body, s, n);
-        memcpy(body + n, "\n", 2);
-    }
-    cJSON_free(s);
+    size_t len = 0;
+    char *body = srv_format_json(o, &len);
     return queue(req, MHD_HTTP_OK,
-                 buffer_response(body, n + 1, "application/json"));
+                 buffer_response(body, len, "application/json"));
 }
 
 static enum MHD_Result answer_health(request *req)

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "hviske.h"
+#include "subtitles.h"
 
 enum { EXIT_USAGE = 2 };
 
@@ -486,41 +487,6 @@ static void file_error(const char *path, hv_status status, const char *msg)
         fprintf(stderr, "hviske: %s: %s\n", path, msg);
 }
 
-/* A copy of s with every invalid UTF-8 sequence replaced by U+FFFD, so the
- * JSON we print is valid whatever bytes a file name holds. NULL when out of
- * memory; free() it. */
-static char *utf8_clean(const char *s)
-{
-    size_t n = strlen(s);
-    char *out = malloc(3 * n + 1), *w = out;
-    if (!out)
-        return NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        int len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2
-                : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = len > 0;
-        for (int i = 1; ok && i < len; i++)
-            ok = (p[i] & 0xC0) == 0x80;
-        if (ok && len == 3) /* no overlongs, no surrogates */
-            ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
-        if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
-            ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
-        if (ok) {
-            memcpy(w, p, (size_t)len);
-            w += len;
-            p += len;
-        } else {
-            memcpy(w, "\xEF\xBF\xBD", 3);
-            w += 3;
-            p++;
-        }
-    }
-    *w = '\0';
-    return out;
-}
-
 /* Milliseconds rounded to the microsecond, so JSON shows 1.507, not
  * 1.5070889999624342. */
 static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
@@ -738,84 +704,6 @@ static int read_input(const char *path, float **pcm, size_t *n_frames,
 
 /* ------------------------------------------------------------ formats */
 
-/* "HH:MM:SS,mmm" (srt, sep ',') or "HH:MM:SS.mmm" (vtt, sep '.') for a
- * sample position, rounded to the millisecond. */
-static void cue_time(char *buf, size_t n, int64_t sample, int rate, char sep)
-{
-    int64_t ms = (sample * 1000 + rate / 2) / rate;
-    snprintf(buf, n, "%02lld:%02lld:%02lld%c%03lld",
-             (long long)(ms / 3600000), (long long)(ms / 60000 % 60),
-             (long long)(ms / 1000 % 60), sep, (long long)(ms % 1000));
-}
-
-/* Writes cue text on one line: line breaks become spaces; for WebVTT,
- * '&', '<' and '>' are escaped (cue text is markup there, and must not
- * hold "-->"). */
-static void put_cue_text(FILE *f, const char *text, int vtt)
-{
-    for (const char *p = text; *p; p++) {
-        if (*p == '\n' || *p == '\r')
-            fputc(' ', f);
-        else if (vtt && *p == '&')
-            fputs("&amp;", f);
-        else if (vtt && *p == '<')
-            fputs("&lt;", f);
-        else if (vtt && *p == '>')
-            fputs("&gt;", f);
-        else
-            fputc(*p, f);
-    }
-}
-
-/* SubRip: cues numbered from 1, "start --> end", the text, a blank line. */
-static int write_srt(FILE *f, const hv_result *res, int rate)
-{
-    char a[32], b[32];
-    for (int i = 0; i < hv_result_n_segments(res); i++) {
-        hv_segment g = hv_result_segment(res, i);
-        char *text = utf8_clean(g.text);
-        if (!text)
-            return -1;
-        cue_time(a, sizeof a, g.start_sample, rate, ',');
-        cue_time(b, sizeof b, g.end_sample, rate, ',');
-        fprintf(f, "%d\n%s --> %s\n", i + 1, a, b);
-        put_cue_text(f, text, 0);
-        fputs("\n\n", f);
-        free(text);
-    }
-    return 0;
-}
-
-/* WebVTT: the header, then per cue "start --> end", the text, a blank
- * line. */
-static int write_vtt(FILE *f, const hv_result *res, int rate)
-{
-    char a[32], b[32];
-    fputs("WEBVTT\n\n", f);
-    for (int i = 0; i < hv_result_n_segments(res); i++) {
-        hv_segment g = hv_result_segment(res, i);
-        char *text = utf8_clean(g.text);
-        if (!text)
-            return -1;
-        cue_time(a, sizeof a, g.start_sample, rate, '.');
-        cue_time(b, sizeof b, g.end_sample, rate, '.');
-        fprintf(f, "%s --> %s\n", a, b);
-        put_cue_text(f, text, 1);
-        fputs("\n\n", f);
-        free(text);
-    }
-    return 0;
-}
-
-/* A transcript as one line: line breaks inside it (a model can emit them
- * as byte pieces) become spaces, so each input gets exactly one line. */
-static void write_text_line(FILE *f, const char *text)
-{
-    for (const char *p = text; *p; p++)
-        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
-    fputc('\n', f);
-}
-
 static cJSON *json_int_array(const int32_t *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
@@ -834,7 +722,8 @@ static cJSON *result_json(const char *path, const hv_result *res, int full)
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
-    char *file = utf8_clean(path), *text = utf8_clean(hv_result_text(res));
+    char *file = hvt_utf8_clean(path);
+    char *text = hvt_utf8_clean(hv_result_text(res));
     cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL,
           *tim = NULL, *segs = cJSON_CreateArray();
 
@@ -860,7 +749,7 @@ static cJSON *result_json(const char *path, const hv_result *res, int full)
                                              lps ? float_for_json(lps[i]) : 0.0));
     for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
-        char *st = utf8_clean(g.text);
+        char *st = hvt_utf8_clean(g.text);
         cJSON *so = cJSON_CreateObject(), *toks = NULL;
         ok = st && so && cJSON_AddNumberToObject(so, "start", g.start) &&
              cJSON_AddNumberToObject(so, "end", g.end) &&
@@ -896,12 +785,12 @@ static int write_result(FILE *f, out_format fmt, const char *path,
 {
     switch (fmt) {
     case FMT_TXT:
-        write_text_line(f, hv_result_text(res));
+        hvt_put_line(f, hv_result_text(res));
         return 0;
     case FMT_SRT:
-        return write_srt(f, res, rate);
+        return hvt_write_srt(f, res, rate);
     case FMT_VTT:
-        return write_vtt(f, res, rate);
+        return hvt_write_vtt(f, res, rate);
     case FMT_JSON:
     case FMT_JSONL:
     default: {

@@ -2,18 +2,19 @@
  * hviske-server: response bodies (see server_format.h).
  *
  * text, srt and vtt are byte for byte what the CLI writes with --format
- * txt, srt and vtt; json and verbose_json follow OpenAI's
- * /v1/audio/transcriptions. Bodies are written to a memory stream
- * (open_memstream), so the writers look like the CLI's.
+ * txt, srt and vtt (both write them with subtitles.c); json and
+ * verbose_json follow OpenAI's /v1/audio/transcriptions. Bodies are
+ * written to a memory stream (open_memstream).
  */
 #include "server_format.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "subtitles.h"
 
 static const char *const FORMAT_NAMES[] = {"json", "text", "verbose_json",
                                            "srt", "vtt"};
@@ -40,39 +41,6 @@ const char *srv_format_content_type(srv_format f)
     }
 }
 
-char *srv_utf8_clean(const char *s, size_t n)
-{
-    char *out = malloc(3 * n + 1), *w = out;
-    if (!out)
-        return NULL;
-    const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    while (p < end) {
-        unsigned c = *p;
-        int len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2
-                : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = len > 0 && len <= end - p && c != 0;
-        for (int i = 1; ok && i < len; i++)
-            ok = (p[i] & 0xC0) == 0x80;
-        if (ok && len == 3) /* no overlongs, no surrogates */
-            ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
-        if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
-            ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
-        if (ok) {
-            memcpy(w, p, (size_t)len);
-            w += len;
-            p += len;
-        } else {
-            memcpy(w, "\xEF\xBF\xBD", 3);
-            w += 3;
-            p++;
-        }
-    }
-    *w = '\0';
-    return out;
-}
-
-static char *clean(const char *s) { return srv_utf8_clean(s, strlen(s)); }
-
 /* A float as the double of its shortest decimal form that reads back as
  * the same float, so JSON shows -0.30528 rather than -0.30527999997138977
  * (as the CLI). */
@@ -91,67 +59,13 @@ static double float_for_json(double v)
 
 /* ----------------------------------------------------- text, srt, vtt */
 
-/* "HH:MM:SS,mmm" (srt, sep ',') or "HH:MM:SS.mmm" (vtt, sep '.') for a
- * sample position, rounded to the millisecond. */
-static void cue_time(char *buf, size_t n, int64_t sample, int rate, char sep)
-{
-    int64_t ms = (sample * 1000 + rate / 2) / rate;
-    snprintf(buf, n, "%02lld:%02lld:%02lld%c%03lld",
-             (long long)(ms / 3600000), (long long)(ms / 60000 % 60),
-             (long long)(ms / 1000 % 60), sep, (long long)(ms % 1000));
-}
-
-/* Cue text on one line: line breaks become spaces; for WebVTT '&', '<'
- * and '>' are escaped. */
-static void put_cue_text(FILE *f, const char *text, int vtt)
-{
-    for (const char *p = text; *p; p++) {
-        if (*p == '\n' || *p == '\r')
-            fputc(' ', f);
-        else if (vtt && *p == '&')
-            fputs("&amp;", f);
-        else if (vtt && *p == '<')
-            fputs("&lt;", f);
-        else if (vtt && *p == '>')
-            fputs("&gt;", f);
-        else
-            fputc(*p, f);
-    }
-}
-
-/* SubRip (srt) or WebVTT (vtt): one cue per segment. */
-static int write_cues(FILE *f, const hv_result *res, int rate, int vtt)
-{
-    char a[32], b[32];
-    char sep = vtt ? '.' : ',';
-    if (vtt)
-        fputs("WEBVTT\n\n", f);
-    for (int i = 0; i < hv_result_n_segments(res); i++) {
-        hv_segment g = hv_result_segment(res, i);
-        char *text = clean(g.text);
-        if (!text)
-            return -1;
-        cue_time(a, sizeof a, g.start_sample, rate, sep);
-        cue_time(b, sizeof b, g.end_sample, rate, sep);
-        if (!vtt)
-            fprintf(f, "%d\n", i + 1);
-        fprintf(f, "%s --> %s\n", a, b);
-        put_cue_text(f, text, vtt);
-        fputs("\n\n", f);
-        free(text);
-    }
-    return 0;
-}
-
 /* The transcript on one line (line breaks become spaces). */
 static int write_text(FILE *f, const hv_result *res)
 {
-    char *text = clean(hv_result_text(res));
+    char *text = hvt_utf8_clean(hv_result_text(res));
     if (!text)
         return -1;
-    for (const char *p = text; *p; p++)
-        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
-    fputc('\n', f);
+    hvt_put_line(f, text);
     free(text);
     return 0;
 }
@@ -161,7 +75,7 @@ static int write_text(FILE *f, const hv_result *res)
 /* {"text": ...} */
 static cJSON *json_plain(const hv_result *res)
 {
-    char *text = clean(hv_result_text(res));
+    char *text = hvt_utf8_clean(hv_result_text(res));
     cJSON *o = cJSON_CreateObject();
     if (!text || !o || !cJSON_AddStringToObject(o, "text", text)) {
         cJSON_Delete(o);
@@ -178,7 +92,7 @@ static cJSON *json_segment(const hv_result *res, int i, int rate,
                            double temperature)
 {
     hv_segment g = hv_result_segment(res, i);
-    char *text = clean(g.text);
+    char *text = hvt_utf8_clean(g.text);
     cJSON *o = cJSON_CreateObject(), *toks = NULL;
     double sum = 0;
     for (int k = 0; g.token_logprobs && k < g.n_tokens; k++)
@@ -206,7 +120,7 @@ static cJSON *json_segment(const hv_result *res, int i, int rate,
 /* {"task":"transcribe","language","duration","text","segments":[...]} */
 static cJSON *json_verbose(const hv_result *res, int rate, double temperature)
 {
-    char *text = clean(hv_result_text(res));
+    char *text = hvt_utf8_clean(hv_result_text(res));
     cJSON *o = cJSON_CreateObject(), *segs = NULL;
     int ok = text && o &&
              cJSON_AddStringToObject(o, "task", "transcribe") &&
@@ -228,8 +142,7 @@ static cJSON *json_verbose(const hv_result *res, int rate, double temperature)
     return o;
 }
 
-/* cJSON's text of o plus a newline, malloc'ed; deletes o. */
-static char *json_body(cJSON *o, size_t *len)
+char *srv_format_json(cJSON *o, size_t *len)
 {
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
@@ -251,9 +164,9 @@ char *srv_format_result(srv_format f, const hv_result *res, int rate,
                         double temperature, size_t *len)
 {
     if (f == SRV_FMT_JSON)
-        return json_body(json_plain(res), len);
+        return srv_format_json(json_plain(res), len);
     if (f == SRV_FMT_VERBOSE_JSON)
-        return json_body(json_verbose(res, rate, temperature), len);
+        return srv_format_json(json_verbose(res, rate, temperature), len);
 
     char *buf = NULL;
     size_t n = 0;
@@ -261,7 +174,8 @@ char *srv_format_result(srv_format f, const hv_result *res, int rate,
     if (!m)
         return NULL;
     int rc = f == SRV_FMT_TEXT ? write_text(m, res)
-                               : write_cues(m, res, rate, f == SRV_FMT_VTT);
+             : f == SRV_FMT_VTT ? hvt_write_vtt(m, res, rate)
+                                : hvt_write_srt(m, res, rate);
     if (fclose(m) != 0 || rc != 0 || !buf) {
         free(buf);
         return NULL;
@@ -273,7 +187,7 @@ char *srv_format_result(srv_format f, const hv_result *res, int rate,
 char *srv_format_error(const char *message, const char *type,
                        const char *param, const char *code, size_t *len)
 {
-    char *msg = clean(message);
+    char *msg = hvt_utf8_clean(message);
     cJSON *o = cJSON_CreateObject(), *e = NULL;
     int ok = msg && o && (e = cJSON_AddObjectToObject(o, "error")) &&
              cJSON_AddStringToObject(e, "message", msg) &&
@@ -287,5 +201,5 @@ char *srv_format_error(const char *message, const char *type,
         cJSON_Delete(o);
         return NULL;
     }
-    return json_body(o, len);
+    return srv_format_json(o, len);
 }

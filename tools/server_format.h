@@ -34,13 +34,14 @@ const char *srv_format_content_type(srv_format f);
 char *srv_format_result(srv_format f, const hv_result *res, int rate,
                         double temperature, size_t *len);
 
+/* cJSON's unformatted text of o and a newline; deletes o. NULL when o is
+ * NULL or out of memory. */
+struct cJSON;
+char *srv_format_json(struct cJSON *o, size_t *len);
+
 /* {"error":{"message":..,"type":..,"param":..,"code":..}}; param and code
  * may be NULL (JSON null). */
 char *srv_format_error(const char *message, const char *type,
                        const char *param, const char *code, size_t *len);
-
-/* A copy of s with every invalid UTF-8 sequence replaced by U+FFFD; free()
- * it. NULL when out of memory. */
-char *srv_utf8_clean(const char *s, size_t n);
 
 #endif /* HV_SERVER_FORMAT_H */
