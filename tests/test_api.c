@@ -9,19 +9,6 @@
 #include "hviske.h"
 #include "testlib.h"
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* Resolves a manifest path (absolute, or relative to the fixtures dir). */
 static const char *fixture(const char *fx, const char *p) {
     return p[0] == '/' ? p : hv_test_path(fx, p);
@@ -259,7 +246,7 @@ int main(void) {
     test_load_errors();
     const char *fx = hv_test_env("HV_FIXTURES", NULL);
     CHECK_MSG(fx != NULL, "HV_FIXTURES is set");
-    char *man = fx ? read_text(hv_test_path(fx, "manifest.json")) : NULL;
+    char *man = fx ? hv_test_read_text(hv_test_path(fx, "manifest.json")) : NULL;
     cJSON *j = man ? cJSON_Parse(man) : NULL;
     CHECK_MSG(j != NULL, "fixtures manifest readable");
     cJSON *models = cJSON_GetObjectItem(j, "models"), *audio = cJSON_GetObjectItem(j, "audio");

@@ -26,6 +26,9 @@ import sys
 import tempfile
 import wave
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hvtest import finish, report  # noqa: E402
+
 CLI = os.environ.get("HV_CLI", "hviske")
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 SOURCE_DIR = os.environ.get(
@@ -39,19 +42,6 @@ JSON_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings",
 SEGMENT_KEYS = {"start", "end", "text", "tokens"}
 LOGPROB_EPS = 1e-4  # a log-prob may round a hair above 0
 
-passed = 0
-failed = 0
-
-
-def report(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name}: {detail}")
-    sys.stdout.flush()
 
 
 class Run:
@@ -723,18 +713,15 @@ def test_hostile_audio(model, tmp):
 def main():
     if not FIXTURES or not os.path.isfile(
             os.path.join(FIXTURES, "manifest.json")):
-        print(f"FAIL  no fixtures: HV_FIXTURES={FIXTURES!r} has no "
-              "manifest.json")
-        print("0 passed, 1 failed")
-        return 1
+        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+        return finish()
     models, audio, entries = find_fixtures()
     print(f"# {CLI}\n# models: {[os.path.basename(m) for m in models]}\n"
           f"# audio: {[os.path.basename(a) for a in audio]}")
     report("fixtures have models and audio", bool(models) and bool(audio),
            f"models={models} audio={audio}")
     if not models or not audio:
-        print(f"{passed} passed, {failed} failed")
-        return 1
+        return finish()
     preferred = [m for m in models if os.path.basename(m) == "multi-f32"]
     model = preferred[0] if preferred else models[0]
     wav, wav2 = audio[0], audio[-1]
@@ -749,8 +736,7 @@ def main():
         test_batch(model, wav, tmp)
         test_hostile_audio(model, tmp)
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from hvtest import finish, report  # noqa: E402
+
 from test_chunk_parity import make_long_audio, write_wav  # noqa: E402
 
 CLI = os.environ.get("HV_CLI", "hviske")
@@ -49,19 +51,6 @@ JSONL_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings", "s
 JSON_KEYS = JSONL_KEYS | {"language", "duration"}
 SEGMENT_KEYS = {"start", "end", "text", "tokens"}
 
-passed = 0
-failed = 0
-
-
-def report(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name}: {detail}")
-    sys.stdout.flush()
 
 
 class Run:
@@ -594,9 +583,8 @@ def test_progress(model, long75, tmp):
 
 def main():
     if not FIXTURES or not os.path.isfile(os.path.join(FIXTURES, "manifest.json")):
-        print(f"FAIL  no fixtures: HV_FIXTURES={FIXTURES!r}")
-        print("0 passed, 1 failed")
-        return 1
+        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+        return finish()
     model = os.path.join(FIXTURES, "models", "multi-f32")
     tiny = os.path.join(FIXTURES, "models", "tiny-f32")
     wav = os.path.join(FIXTURES, "audio", "da1_16k.wav")
@@ -615,8 +603,7 @@ def main():
         test_atomic(model, twenty, tmp)
         test_progress(model, long75, tmp)
     print(f"({time.time() - t0:.1f} s)")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish()
 
 
 if __name__ == "__main__":

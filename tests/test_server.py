@@ -50,6 +50,9 @@ import time
 import uuid
 import wave
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hvtest import finish, report  # noqa: E402
+
 SERVER = os.environ.get("HV_SERVER", "hviske-server")
 CLI = os.environ.get("HV_CLI", "hviske")
 FIXTURES = os.environ.get("HV_FIXTURES", "")
@@ -60,19 +63,6 @@ MODEL_NAME = "multi-f32"
 TIMEOUT = 300
 ERROR_KEYS = {"message", "type", "param", "code"}
 
-passed = 0
-failed = 0
-
-
-def report(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name}: {detail}")
-    sys.stdout.flush()
 
 
 # ------------------------------------------------------------- the server
@@ -983,9 +973,8 @@ def test_usage(model):
 def main():
     if not FIXTURES or not os.path.isfile(
             os.path.join(FIXTURES, "manifest.json")):
-        print(f"FAIL  no fixtures: HV_FIXTURES={FIXTURES!r}")
-        print("0 passed, 1 failed")
-        return 1
+        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+        return finish()
     with open(os.path.join(FIXTURES, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
     model = os.path.join(FIXTURES, "models", MODEL_NAME)
@@ -1032,8 +1021,7 @@ def main():
             test_sigterm(model, long_path, wav, want, tmp)
 
     print(f"# {time.time() - t_start:.1f} s")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -14,19 +14,6 @@
 #include "hviske.h"
 #include "testlib.h"
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 typedef struct run { int32_t tokens[1024]; float lps[1024]; int n; } run;
 
 static int transcribe(hv_model *m, const char *audio, run *out) {
@@ -54,7 +41,7 @@ static int transcribe(hv_model *m, const char *audio, run *out) {
 
 int main(void) {
     const char *fx = hv_test_env("HV_FIXTURES", NULL);
-    char *man = fx ? read_text(hv_test_path(fx, "manifest.json")) : NULL;
+    char *man = fx ? hv_test_read_text(hv_test_path(fx, "manifest.json")) : NULL;
     cJSON *j = man ? cJSON_Parse(man) : NULL;
     CHECK_MSG(j != NULL, "fixtures manifest readable");
     const char *names[] = {"f16", "bf16", "q8_0"};

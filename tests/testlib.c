@@ -35,3 +35,20 @@ const char *hv_test_tmpdir(void) {
     }
     return buf;
 }
+
+char *hv_test_read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1))) {
+        if (fread(s, 1, (size_t)n, f) == (size_t)n) {
+            s[n] = '\0';
+        } else {
+            free(s);
+            s = NULL;
+        }
+    }
+    fclose(f);
+    return s;
+}
