@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Export check: loads an exported directory with the PyTorch reference
+(tests/reference/reference.py) and compares, on held-out utterances, its
+features, encoder states, first-step log-probs and greedy transcript with
+the training code's (model.py with the checkpoint's weights rounded as
+exported).
+
+  check_export.py --model models/demo [--ckpt build-demo/run/best.pt] [--n 5]
+
+Without --ckpt the training model takes its weights from the exported
+model.safetensors itself (checks the architecture mirror only).
+Exit status 1 when a difference exceeds --tol (default 1e-4).
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "reference"))
+import export as X  # noqa: E402
+import frontend  # noqa: E402
+import model as M  # noqa: E402
+import reference as R  # noqa: E402
+import synth  # noqa: E402
+import train as TR  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="models/demo")
+    ap.add_argument("--ckpt", default=None)
+    ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=777)
+    ap.add_argument("--tol", type=float, default=1e-4)
+    a = ap.parse_args()
+    torch.set_num_threads(2)
+    ref = R.load_model(a.model)
+    if a.ckpt:
+        ck = torch.load(a.ckpt, map_location="cpu")
+        mine = M.HviskeModel(ck["config"])
+        mine.load_state_dict(ck["model"])
+        mine = TR.exported_copy(mine)
+        src = "checkpoint %s (bf16-rounded as exported)" % a.ckpt
+    else:
+        import json
+        cfgj = json.load(open(os.path.join(a.model, "config.json")))
+        e, d = cfgj["encoder"], cfgj["transf_decoder"]["config_dict"]
+        c = {"vocab_size": cfgj["vocab_size"], "d_model": e["d_model"], "enc_layers": e["n_layers"],
+             "enc_heads": e["n_heads"], "ff_exp": e["ff_expansion_factor"], "conv_kernel": e["conv_kernel_size"],
+             "sub_channels": e["subsampling_conv_channels"], "sub_factor": e["subsampling_factor"],
+             "feat_in": e["feat_in"], "dec_hidden": d["hidden_size"], "dec_inner": d["inner_size"],
+             "dec_layers": d["num_layers"], "dec_heads": d["num_attention_heads"],
+             "max_seq": d["max_sequence_length"], "dropout": 0.0}
+        mine = M.HviskeModel(c)
+        st = {k: torch.from_numpy(np.ascontiguousarray(v[1])).to(torch.float32)
+              for k, v in R.read_safetensors(os.path.join(a.model, "model.safetensors")).items()
+              if not k.startswith("preprocessor.")}
+        missing, unexpected = mine.load_state_dict(st, strict=False)
+        assert all(k.startswith("ctc_head.") for k in missing) and not unexpected, (missing, unexpected)
+        mine.eval()
+        src = "exported model.safetensors"
+    print("training model from", src)
+    tok = TR.Tok(os.path.join(a.model, "tokenizer.model"))
+    fe = frontend.Frontend()
+    prompt = R.build_prompt(ref, "da", True)
+    assert prompt == tok.prompt, (prompt, tok.prompt)
+    print("prompt", prompt, "eos", ref.eos_id, "start", ref.start_id)
+    worst = {"features": 0.0, "encoder": 0.0, "logprobs0": 0.0}
+    same_text = 0
+    for i in range(a.n):
+        x, text, v = synth.make_utterance(a.seed, "test", i)
+        res = R.run(ref, x, "da", True)
+        f, T = fe(x)
+        df = float(np.abs(f - res["features"]).max())
+        with torch.no_grad():
+            feats = torch.from_numpy(f)[None]
+            _, e, L, pad = mine.encode(feats, torch.tensor([T]))
+            lp = mine.decode(torch.tensor([prompt]), e, pad)[0, -1]
+            hyp = TR.greedy(mine, [{"feats": f[:T], "T": T, "text": text}], tok, max_new=256)[0]
+        de = float(np.abs(e[0].numpy() - res["encoder"]).max())
+        dl = float(np.abs(lp.numpy() - res["logprobs0"]).max())
+        assert int(L) == res["enc_len"]
+        worst["features"] = max(worst["features"], df)
+        worst["encoder"] = max(worst["encoder"], de)
+        worst["logprobs0"] = max(worst["logprobs0"], dl)
+        same_text += hyp == res["text"]
+        print("utt %d: T %d L %d | max|diff| features %.2e encoder %.2e logprobs0 %.2e (enc scale %.2f)"
+              % (i, T, int(L), df, de, dl, float(np.abs(res["encoder"]).max())))
+        print("   ref : %r\n   mine: %r\n   true: %r" % (res["text"], hyp, text))
+    print("worst:", {k: "%.2e" % v for k, v in worst.items()}, "same transcript %d/%d" % (same_text, a.n))
+    ok = max(worst.values()) <= a.tol and same_text == a.n
+    print("OK" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,422 @@
+#!/usr/bin/python3
+"""Trains the demo model on the data of make_data.py.
+
+  train.py --data build-demo/data --run build-demo/run --export models/demo [--total-steps N] [--resume]
+
+- Joint loss: cross-entropy of the decoder (targets = prompt + text tokens
+  + EOS; the loss covers the text tokens and EOS) plus an auxiliary CTC
+  loss on the encoder output (head dropped at export).  The first
+  --ctc-only-steps steps use the CTC loss alone, on shortest-first batches
+  (DEMO-TRAINING.md: without it the decoder ignores the audio).
+- AdamW, linear warm-up then cosine decay to 5 % at --total-steps.
+- Every --ckpt-min minutes: run/last.pt (resumable with --resume).
+- Every --eval-min minutes: greedy WER on the dev set (held-out sentences
+  and voices) with the weights as exported (bf16-rounded); a new best is
+  saved as run/best.pt and exported to --export (atomically), with a
+  model card that reports the greedy WER/CER on the held-out test set.
+"""
+
+import argparse
+import copy
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export as X  # noqa: E402
+import frontend  # noqa: E402
+import model as M  # noqa: E402
+import synth  # noqa: E402
+import textgen  # noqa: E402
+
+PROMPT = ["<|startofcontext|>", "<|startoftranscript|>", "<|emo:undefined|>", "<|da|>", "<|da|>",
+          "<|pnc|>", "<|noitn|>", "<|notimestamp|>", "<|nodiarize|>"]
+TEST_SEED = 1234      # evaluate's default held-out set
+
+
+def log(msg, f=None):
+    line = time.strftime("%H:%M:%S ") + msg
+    print(line, flush=True)
+
+
+class Tok:
+    def __init__(self, path):
+        import sentencepiece as spm
+        self.path = path
+        self.sp = spm.SentencePieceProcessor(model_file=path)
+        self.V = self.sp.get_piece_size()
+        self.pad = self.sp.pad_id()
+        self.eos = self.sp.piece_to_id("<|endoftext|>")
+        self.start = self.sp.piece_to_id("\u2581")
+        self.prompt = [self.start] + [self.sp.piece_to_id(p) for p in PROMPT]
+        assert self.sp.encode("".join(PROMPT)) == self.prompt
+        self.special = {i for i in range(self.V) if self.sp.id_to_piece(i).startswith("<")
+                        and self.sp.id_to_piece(i).endswith(">")}
+
+    def text_ids(self, text):
+        return self.sp.encode(text)
+
+    def decode(self, ids):
+        return self.sp.decode([i for i in ids if i not in self.special]).strip()
+
+
+def load_split(data, split, tok):
+    metas = [json.loads(line) for line in open(os.path.join(data, split + ".jsonl"), encoding="utf-8")]
+    shards = {}
+    for m in metas:
+        if m["shard"] not in shards:
+            shards[m["shard"]] = np.fromfile(os.path.join(data, "%s.%d.f16" % (split, m["shard"])),
+                                             dtype=np.float16).reshape(-1, 128)
+    utts = []
+    for m in metas:
+        f = shards[m["shard"]][m["offset"]:m["offset"] + m["T"]]
+        utts.append({"feats": f, "T": m["T"], "text": m["text"], "ids": tok.text_ids(m["text"])})
+    return utts
+
+
+def make_test_set(n, seed=TEST_SEED):
+    fe = frontend.Frontend()
+    utts = []
+    for i in range(n):
+        x, text, v = synth.make_utterance(seed, "test", i)
+        x = np.round(x.astype(np.float64) * 32767.0) / 32768.0
+        f, T = fe(x, dither=frontend.DITHER, seed=i, pad=False)
+        utts.append({"feats": f.astype(np.float16), "T": T, "text": text})
+    return utts
+
+
+def collate(utts, tok, specaug=None):
+    B = len(utts)
+    Tmax = max(u["T"] for u in utts) + 1
+    Tmax += (-Tmax) % 16
+    feats = np.zeros((B, Tmax, 128), dtype=np.float32)
+    for b, u in enumerate(utts):
+        f = u["feats"].astype(np.float32)
+        if specaug is not None:
+            f = f.copy()
+            rng = specaug
+            for _ in range(2):
+                w = rng.randint(0, 13)
+                s = rng.randint(0, 128 - w)
+                f[:, s:s + w] = 0.0
+            for _ in range(2):
+                w = rng.randint(0, min(20, max(1, u["T"] // 20)) + 1)
+                s = rng.randint(0, max(1, u["T"] - w))
+                f[s:s + w] = 0.0
+        feats[b, :u["T"]] = f
+    lens = torch.tensor([u["T"] for u in utts], dtype=torch.long)
+    out = {"feats": torch.from_numpy(feats), "lens": lens}
+    if "ids" in utts[0]:
+        seqs = [tok.prompt + u["ids"] + [tok.eos] for u in utts]
+        n = max(len(s) for s in seqs)
+        tgt = torch.full((B, n), tok.pad, dtype=torch.long)
+        for b, s in enumerate(seqs):
+            tgt[b, :len(s)] = torch.tensor(s)
+        labels = tgt[:, 1:].clone()
+        labels[labels == tok.pad] = -100
+        labels[:, :len(tok.prompt) - 1] = -100       # prompt pieces are given, not predicted
+        out["inp"], out["labels"] = tgt[:, :-1], labels
+        out["ctc_tgt"] = torch.tensor([t for u in utts for t in u["ids"]], dtype=torch.long)
+        out["ctc_len"] = torch.tensor([len(u["ids"]) for u in utts], dtype=torch.long)
+    return out
+
+
+def make_batches(utts, batch_frames, max_bs, seed, epoch, shortest_first=False):
+    rng = random.Random("%d-%d" % (seed, epoch))
+    order = sorted(range(len(utts)), key=lambda i: (utts[i]["T"] + rng.uniform(0, 40)))
+    batches, cur, curmax = [], [], 0
+    for i in order:
+        T = utts[i]["T"] + 16
+        if cur and (max(curmax, T) * (len(cur) + 1) > batch_frames or len(cur) >= max_bs):
+            batches.append(cur)
+            cur, curmax = [], 0
+        cur.append(i)
+        curmax = max(curmax, T)
+    if cur:
+        batches.append(cur)
+    if not shortest_first:
+        rng.shuffle(batches)
+    return batches
+
+
+def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1):
+    x, e, L, pad = model.encode(batch["feats"], batch["lens"])
+    lp_ctc = torch.log_softmax(model.ctc_head(x), dim=-1).transpose(0, 1)
+    ctc = F.ctc_loss(lp_ctc, batch["ctc_tgt"], L, batch["ctc_len"], blank=tok.pad, reduction="mean",
+                     zero_infinity=True)
+    if not ce_on:
+        return ctc, ctc.detach(), torch.zeros(())
+    lp = model.decode(batch["inp"], e, pad)
+    ce = F.nll_loss(lp.reshape(-1, lp.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100)
+    if label_smoothing > 0:
+        m = (batch["labels"] != -100).to(lp.dtype)
+        smooth = -(lp.mean(dim=-1) * m).sum() / m.sum()
+        loss_ce = (1 - label_smoothing) * ce + label_smoothing * smooth
+    else:
+        loss_ce = ce
+    return (1 - ctc_w) * loss_ce + ctc_w * ctc, ctc.detach(), ce.detach()
+
+
+@torch.no_grad()
+def greedy(model, utts, tok, bs=64, max_new=None):
+    """Batched greedy decoding (KV cache). max_new default: 2 x the
+    utterance's audio seconds x 4 + 8 tokens, at most 120."""
+    model.eval()
+    hyps = [None] * len(utts)
+    order = sorted(range(len(utts)), key=lambda i: utts[i]["T"])
+    for s in range(0, len(order), bs):
+        idx = order[s:s + bs]
+        batch = collate([utts[i] for i in idx], tok)
+        _, e, L, pad = model.encode(batch["feats"], batch["lens"])
+        B = len(idx)
+        limit = max_new or min(120, int(max(utts[i]["T"] for i in idx) / 100 * 8) + 8)
+        cross = model.cross_kv(e)
+        cache = [None] * len(cross)
+        lp = model.decode_incremental(torch.tensor([tok.prompt] * B, dtype=torch.long), 0, cache, cross, pad)
+        pos = len(tok.prompt)
+        done = torch.zeros(B, dtype=torch.bool)
+        out = [[] for _ in range(B)]
+        for _ in range(limit):
+            nxt = lp.argmax(-1)
+            for b in range(B):
+                if not done[b]:
+                    if int(nxt[b]) == tok.eos:
+                        done[b] = True
+                    else:
+                        out[b].append(int(nxt[b]))
+            if bool(done.all()):
+                break
+            lp = model.decode_incremental(nxt[:, None], pos, cache, cross, pad)
+            pos += 1
+        for b, i in enumerate(idx):
+            hyps[i] = tok.decode(out[b])
+    return hyps
+
+
+def edit_distance(a, b):
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+        prev = cur
+    return prev[len(b)]
+
+
+def wer_cer(refs, hyps):
+    we = wn = ce = cn = 0
+    for r, h in zip(refs, hyps):
+        r, h = textgen.norm(r), textgen.norm(h)
+        we += edit_distance(r.split(), h.split())
+        wn += len(r.split())
+        ce += edit_distance(list(r), list(h))
+        cn += len(r)
+    return 100.0 * we / max(wn, 1), 100.0 * ce / max(cn, 1)
+
+
+@torch.no_grad()
+def dev_loss(model, utts, tok, bs=64):
+    model.eval()
+    tot, n = 0.0, 0
+    for s in range(0, len(utts), bs):
+        batch = collate(utts[s:s + bs], tok)
+        _, e, L, pad = model.encode(batch["feats"], batch["lens"])
+        lp = model.decode(batch["inp"], e, pad)
+        m = batch["labels"] != -100
+        tot += float(F.nll_loss(lp.reshape(-1, lp.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100,
+                                reduction="sum"))
+        n += int(m.sum())
+    return tot / n
+
+
+def exported_copy(model):
+    m = copy.deepcopy(model)
+    st = X.rounded_state(model)
+    missing, unexpected = m.load_state_dict(st, strict=False)
+    assert all(k.startswith("ctc_head.") for k in missing) and not unexpected, (missing, unexpected)
+    m.eval()
+    return m
+
+
+def lr_at(step, a):
+    if step < a.warmup:
+        return a.lr * (step + 1) / a.warmup
+    p = min(1.0, (step - a.warmup) / max(1, a.total_steps - a.warmup))
+    return a.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+def save(path, obj):
+    tmp = path + ".tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def card_text(info):
+    return open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "card.md.in"),
+                encoding="utf-8").read().format(**info)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="build-demo/data")
+    ap.add_argument("--run", default="build-demo/run")
+    ap.add_argument("--export", default="models/demo")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--total-steps", type=int, default=7500)
+    ap.add_argument("--max-steps", type=int, default=10 ** 9, help="stop after this step (testing)")
+    ap.add_argument("--lr", type=float, default=1.5e-3)
+    ap.add_argument("--warmup", type=int, default=400)
+    ap.add_argument("--ctc-only-steps", type=int, default=300)
+    ap.add_argument("--ctc-weight", type=float, default=0.3)
+    ap.add_argument("--specaug-from", type=int, default=1500)
+    ap.add_argument("--batch-frames", type=int, default=9000)
+    ap.add_argument("--max-bs", type=int, default=48)
+    ap.add_argument("--ckpt-min", type=float, default=5.0)
+    ap.add_argument("--eval-min", type=float, default=12.0)
+    ap.add_argument("--eval-steps", type=int, default=0, help="also evaluate every N steps (testing)")
+    ap.add_argument("--n-test", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads; 1 is faster than 2 on a busy 2-core machine")
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--reset-best", action="store_true",
+                    help="on resume, forget the best dev WER and the history (after the dev set changed)")
+    ap.add_argument("--config", default=None, help="JSON overrides of model.default_config")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    os.makedirs(a.run, exist_ok=True)
+    tok = Tok(os.path.join(a.data, "tokenizer.model"))
+    t0 = time.time()
+    train = load_split(a.data, "train", tok)
+    dev = load_split(a.data, "dev", tok)
+    hours = sum(u["T"] for u in train) / 100 / 3600
+    log("data: %d train utterances (%.2f h), %d dev, loaded in %.1f s" % (len(train), hours, len(dev), time.time() - t0))
+
+    cfg = M.default_config(tok.V)
+    if a.config:
+        cfg.update(json.loads(a.config))
+    torch.manual_seed(a.seed)
+    model = M.HviskeModel(cfg)
+    n_params = sum(p.numel() for k, p in model.state_dict().items() if not k.startswith("ctc_head."))
+    log("model: %.2f M exported parameters, config %s" % (n_params / 1e6, json.dumps(cfg)))
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
+    step, epoch, bpos, best = 0, 0, 0, {"wer": 1e9}
+    train_time = 0.0
+    history = []
+    if a.resume and os.path.exists(os.path.join(a.run, "last.pt")):
+        ck = torch.load(os.path.join(a.run, "last.pt"), map_location="cpu")
+        cfg = ck["config"]
+        model = M.HviskeModel(cfg)
+        model.load_state_dict(ck["model"])
+        opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
+        opt.load_state_dict(ck["opt"])
+        step, epoch, bpos, best = ck["step"], ck["epoch"], ck["bpos"], ck["best"]
+        train_time, history = ck.get("train_time", 0.0), ck.get("history", [])
+        torch.set_rng_state(ck["torch_rng"])
+        log("resumed at step %d (epoch %d, batch %d), best dev WER %.2f" % (step, epoch, bpos, best["wer"]))
+        if a.reset_best:
+            best, history = {"wer": 1e9}, []
+            log("best dev WER and history reset")
+
+    test = None
+    sa_rng = np.random.RandomState(a.seed * 1000 + step)
+    last_ckpt = last_eval = time.time()
+    t_log, tr_acc = time.time(), []
+
+    def checkpoint():
+        save(os.path.join(a.run, "last.pt"), {
+            "config": cfg, "model": model.state_dict(), "opt": opt.state_dict(), "step": step, "epoch": epoch,
+            "bpos": bpos, "best": best, "torch_rng": torch.get_rng_state(), "train_time": train_time,
+            "history": history, "args": vars(a)})
+
+    def evaluate_and_export():
+        nonlocal test, best
+        te0 = time.time()
+        em = exported_copy(model)
+        hyps = greedy(em, dev, tok)
+        wer, cer = wer_cer([u["text"] for u in dev], hyps)
+        dl = dev_loss(em, dev, tok)
+        rec = {"step": step, "epoch": epoch, "train_min": round(train_time / 60, 1), "dev_loss": round(dl, 4),
+               "dev_wer": round(wer, 2), "dev_cer": round(cer, 2)}
+        history.append(rec)
+        log("eval step %d: dev loss %.4f WER %.2f %% CER %.2f %% (%.1f s) | e.g. %r -> %r"
+            % (step, dl, wer, cer, time.time() - te0, dev[0]["text"], hyps[0]))
+        if (wer, dl) < (best["wer"], best.get("loss", 1e9)):
+            best = {"wer": wer, "loss": dl, "step": step}
+            if test is None:
+                test = make_test_set(a.n_test)
+            th = greedy(em, test, tok)
+            twer, tcer = wer_cer([u["text"] for u in test], th)
+            rec["test_wer"], rec["test_cer"] = round(twer, 2), round(tcer, 2)
+            log("new best: held-out test (%d utts, seed %d) WER %.2f %% CER %.2f %%" % (len(test), TEST_SEED, twer, tcer))
+            info = {"step": step, "epoch": epoch, "train_min": round(train_time / 60), "dev_wer": "%.2f" % wer,
+                    "dev_cer": "%.2f" % cer, "test_wer": "%.2f" % twer, "test_cer": "%.2f" % tcer,
+                    "n_test": len(test), "n_train": len(train), "train_hours": "%.1f" % hours,
+                    "n_params": "%.2f" % (n_params / 1e6), "d_model": cfg["d_model"],
+                    "enc_layers": cfg["enc_layers"], "sub_channels": cfg["sub_channels"],
+                    "dec_hidden": cfg["dec_hidden"], "dec_layers": cfg["dec_layers"], "vocab": tok.V,
+                    "history": "\n".join("| %d | %.1f | %.4f | %.2f | %s |" % (h["step"], h["train_min"], h["dev_loss"],
+                                                                             h["dev_wer"], h.get("test_wer", ""))
+                                         for h in history)}
+            card = card_text(info)
+            save(os.path.join(a.run, "best.pt"), {"config": cfg, "model": model.state_dict(), "step": step,
+                                                  "card": card, "best": best})
+            if a.export:
+                X.write_dir(model, tok.path, a.export, card)
+                log("exported %s (step %d)" % (a.export, step))
+        model.train()
+
+    model.train()
+    while step < a.max_steps:
+        batches = make_batches(train, a.batch_frames, a.max_bs, a.seed, epoch,
+                               shortest_first=(epoch == 0 and step < a.ctc_only_steps))
+        while bpos < len(batches) and step < a.max_steps:
+            ts = time.time()
+            utts = [train[i] for i in batches[bpos]]
+            batch = collate(utts, tok, specaug=sa_rng if step >= a.specaug_from else None)
+            ctc_only = step < a.ctc_only_steps
+            lr = lr_at(step, a)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            loss, ctc, ce = losses(model, batch, tok, a.ctc_weight, ce_on=not ctc_only)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            bpos += 1
+            train_time += time.time() - ts
+            tr_acc.append((float(ctc), float(ce), len(utts), float(gn)))
+            if step % 25 == 0:
+                n = len(tr_acc)
+                log("step %d ep %d lr %.2e ctc %.3f ce %.3f bs %.1f gnorm %.2f %.2f s/step" % (
+                    step, epoch, lr, sum(t[0] for t in tr_acc) / n, sum(t[1] for t in tr_acc) / n,
+                    sum(t[2] for t in tr_acc) / n, sum(t[3] for t in tr_acc) / n, (time.time() - t_log) / n))
+                tr_acc, t_log = [], time.time()
+            now = time.time()
+            if (now - last_eval > a.eval_min * 60 and step > a.ctc_only_steps) or \
+                    (a.eval_steps and step % a.eval_steps == 0):
+                evaluate_and_export()
+                last_eval = time.time()
+                checkpoint()
+                last_ckpt = time.time()
+                t_log = time.time()
+            elif now - last_ckpt > a.ckpt_min * 60:
+                checkpoint()
+                last_ckpt = time.time()
+        if bpos >= len(batches):
+            epoch += 1
+            bpos = 0
+    evaluate_and_export()
+    checkpoint()
+    log("done at step %d" % step)
+
+
+if __name__ == "__main__":
+    main()
