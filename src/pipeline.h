@@ -29,6 +29,15 @@ struct hv_context {
     hv_error err;
 };
 
+/* A segment as the result keeps it: its tokens by offset, since the
+ * token arrays grow (and move) while chunks are added. */
+typedef struct hv_result_seg {
+    int64_t start_sample, end_sample;
+    char *text;          /* owned */
+    int token_offset, n_tokens;
+    double score;
+} hv_result_seg;
+
 struct hv_result {
     char *text;          /* segments joined */
     int32_t *tokens;     /* [n_tokens], all segments, EOS excluded */
@@ -38,7 +47,8 @@ struct hv_result {
     hv_timings timings;
     double duration;     /* seconds */
     char language[40];
-    hv_segment *segs;    /* [n_segs]; texts owned */
+    int sample_rate;     /* of the segments' sample positions */
+    hv_result_seg *segs; /* [n_segs] */
     int n_segs;
 };
 

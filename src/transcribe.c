@@ -268,25 +268,15 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offse
         free(text);
         goto tapped;
     }
-    hv_segment *segs = realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *segs);
+    hv_result_seg *segs = realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *segs);
     if (!segs) {
         free(text);
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
     res->segs = segs;
-    /* token pointers are set once all chunks are in (the arrays may move);
-     * until then `tokens` holds the offset */
-    hv_segment *g = &segs[res->n_segs++];
-    memset(g, 0, sizeof *g);
-    g->start_sample = (int64_t)offset;
-    g->end_sample = (int64_t)(offset + n);
-    g->start = (double)offset / c->sample_rate;
-    g->end = (double)(offset + n) / c->sample_rate;
-    g->text = text;
-    g->n_tokens = so.n;
-    g->tokens = (const int32_t *)(uintptr_t)(res->n_tokens - so.n);
-    g->score = so.score;
+    segs[res->n_segs++] = (hv_result_seg){(int64_t)offset, (int64_t)(offset + n), text,
+                                          res->n_tokens - so.n, so.n, so.score};
 tapped:
     if (taps) {
         taps->features = feat; taps->n_frames = n_fr; taps->n_valid = n_valid; feat = NULL;
@@ -302,7 +292,7 @@ done:
     return st;
 }
 
-/* Joins the segments' texts and points the segments at their tokens. */
+/* Joins the segments' texts. */
 static hv_status result_finish(hv_result *r, hv_error *e) {
     /* callers may memcpy hv_result_tokens(): never NULL, even when empty */
     if (!r->tokens && result_append(r, (const int32_t[]){0}, (const float[]){0}, 1) == 0)
@@ -318,9 +308,6 @@ static hv_status result_finish(hv_result *r, hv_error *e) {
         size_t k = strlen(r->segs[i].text);
         memcpy(o, r->segs[i].text, k);
         o += k;
-        uintptr_t off = (uintptr_t)r->segs[i].tokens;
-        r->segs[i].tokens = r->tokens + off;
-        r->segs[i].token_logprobs = r->logprobs + off;
     }
     *o = '\0';
     r->timings.n_tokens = r->n_tokens;
@@ -415,6 +402,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         goto done;
     }
     snprintf(res->language, sizeof res->language, "%s", lang);
+    res->sample_rate = c->sample_rate;
     res->duration = (double)n / c->sample_rate;
     res->timings.frontend_ms = now_ms() - t0; /* resampling and planning */
 
@@ -478,8 +466,20 @@ const char *hv_result_language(const hv_result *r) { return r->language; }
 int hv_result_n_segments(const hv_result *r) { return r->n_segs; }
 
 hv_segment hv_result_segment(const hv_result *r, int i) {
-    hv_segment none = {0};
-    return i >= 0 && i < r->n_segs ? r->segs[i] : none;
+    hv_segment g = {0};
+    if (i < 0 || i >= r->n_segs) return g;
+    const hv_result_seg *s = &r->segs[i];
+    double rate = r->sample_rate;
+    g.start_sample = s->start_sample;
+    g.end_sample = s->end_sample;
+    g.start = s->start_sample / rate;
+    g.end = s->end_sample / rate;
+    g.text = s->text;
+    g.tokens = r->tokens + s->token_offset;
+    g.token_logprobs = r->logprobs + s->token_offset;
+    g.n_tokens = s->n_tokens;
+    g.score = s->score;
+    return g;
 }
 
 int hv_chunking_parse(const char *name, hv_chunking *out) {
@@ -494,7 +494,7 @@ int hv_chunking_parse(const char *name, hv_chunking *out) {
 
 void hv_result_free(hv_result *r) {
     if (!r) return;
-    for (int i = 0; i < r->n_segs; i++) free((char *)r->segs[i].text);
+    for (int i = 0; i < r->n_segs; i++) free(r->segs[i].text);
     free(r->segs);
     free(r->text);
     free(r->tokens);
