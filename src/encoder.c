@@ -124,15 +124,59 @@ typedef struct enc_scratch {
     float *att;     /* [H x head_scratch(n, dh)] */
 } enc_scratch;
 
+/* Row-wise work spread over the pool: LayerNorm, SiLU and GLU are cheap
+ * per row but add up over 48 layers. Rows are independent, so the results
+ * do not depend on the split. */
+typedef struct rows_job {
+    enum { ROWS_LAYERNORM, ROWS_SILU, ROWS_GLU } op;
+    float *y;
+    const float *x;
+    int n, d, len;              /* rows, row width (GLU: output width), valid rows */
+    const float *w, *b;         /* LayerNorm */
+} rows_job;
+
+static void rows_task(void *arg, int task, int n_tasks) {
+    const rows_job *j = arg;
+    int per = (j->n + n_tasks - 1) / n_tasks;
+    int r0 = task * per, r1 = r0 + per < j->n ? r0 + per : j->n;
+    if (r0 >= r1) return;
+    long d = j->d;
+    switch (j->op) {
+    case ROWS_LAYERNORM:
+        hv_layernorm(j->y + r0 * d, j->x + r0 * d, r1 - r0, j->d, j->w, j->b, 1e-5f);
+        break;
+    case ROWS_SILU:
+        hv_silu(j->y + r0 * d, (r1 - r0) * d);
+        break;
+    case ROWS_GLU: /* first half * sigmoid(second half); padded rows zero */
+        for (int t = r0; t < r1; t++) {
+            const float *a = j->x + (long)t * 2 * d;
+            float *g = j->y + (long)t * d;
+            for (long ch = 0; ch < d; ch++)
+                g[ch] = t < j->len ? a[ch] / (1.0f + expf(-a[d + ch])) : 0.0f;
+        }
+        break;
+    }
+}
+
+static void rows_run(hv_pool *pool, rows_job j) {
+    hv_pool_run(pool, j.n < 64 ? 1 : hv_pool_size(pool), rows_task, &j);
+}
+
+static void layernorm(hv_pool *pool, float *y, const float *x, int n, int d,
+                      const float *w, const float *b) {
+    rows_run(pool, (rows_job){ROWS_LAYERNORM, y, x, n, d, n, w, b});
+}
+
 static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x,
                               int n, enc_scratch *s, const float *nw,
                               const float *nb, const hv_mat *up,
                               const float *up_b, const hv_mat *down,
                               const float *down_b) {
     int d = c->d_model;
-    hv_layernorm(s->norm, x, n, d, nw, nb, 1e-5f);
+    layernorm(pool, s->norm, x, n, d, nw, nb);
     hv_linear(pool, s->big, s->norm, n, up, up_b);
-    hv_silu(s->big, (long)n * up->rows);
+    rows_run(pool, (rows_job){ROWS_SILU, s->big, s->big, n, up->rows, n, NULL, NULL});
     hv_linear(pool, s->tmp, s->big, n, down, down_b);
     hv_add_scaled(x, s->tmp, (long)n * d, 0.5f);
 }
@@ -191,7 +235,7 @@ static void attn_head(void *arg, int h, int n_tasks) {
 static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n,
                            int len, enc_scratch *s, const hv_enc_layer *y) {
     int d = c->d_model, H = c->enc_heads;
-    hv_layernorm(s->norm, x, n, d, y->att_norm_w, y->att_norm_b, 1e-5f);
+    layernorm(pool, s->norm, x, n, d, y->att_norm_w, y->att_norm_b);
     hv_linear(pool, s->q, s->norm, n, &y->wq, y->bq);
     hv_linear(pool, s->k, s->norm, n, &y->wk, y->bk);
     hv_linear(pool, s->v, s->norm, n, &y->wv, y->bv);
@@ -229,16 +273,11 @@ static void dwconv_task(void *arg, int task, int n_tasks) {
 static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n,
                         int len, enc_scratch *s, const hv_enc_layer *y) {
     int d = c->d_model;
-    hv_layernorm(s->norm, x, n, d, y->conv_norm_w, y->conv_norm_b, 1e-5f);
+    layernorm(pool, s->norm, x, n, d, y->conv_norm_w, y->conv_norm_b);
     hv_linear(pool, s->big, s->norm, n, &y->pw1, y->pw1_b);   /* [n x 2d] */
-    /* GLU over channels: first half * sigmoid(second half); then the padded
-     * time steps are zeroed so they do not leak into the convolution. */
-    for (int t = 0; t < n; t++) {
-        const float *a = s->big + (long)t * 2 * d;
-        float *g = s->q + (long)t * d;
-        for (int ch = 0; ch < d; ch++)
-            g[ch] = t < len ? a[ch] / (1.0f + expf(-a[d + ch])) : 0.0f;
-    }
+    /* GLU over channels; the padded time steps are zeroed so they do not
+     * leak into the convolution */
+    rows_run(pool, (rows_job){ROWS_GLU, s->q, s->big, n, d, len, NULL, NULL});
     dwconv_job j = {s->q, s->k, y->dw_w, y->dw_b, n, d, c->conv_kernel};
     hv_pool_run(pool, hv_pool_size(pool), dwconv_task, &j);
     hv_linear(pool, s->tmp, s->k, n, &y->pw2, y->pw2_b);
@@ -309,7 +348,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
         feed_forward_half(c, pool, x, n, &s, y->ff2_norm_w, y->ff2_norm_b,
                           &y->ff2_up, y->ff2_up_b, &y->ff2_down, y->ff2_down_b);
         /* layer output norm */
-        hv_layernorm(x, x, n, d, y->out_norm_w, y->out_norm_b, 1e-5f);
+        layernorm(pool, x, x, n, d, y->out_norm_w, y->out_norm_b);
     }
 
     if (w->proj.data) {
