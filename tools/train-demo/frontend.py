@@ -4,64 +4,23 @@ filterbank rounded to bf16, the tensors shipped in the checkpoint as
 preprocessor.featurizer.window / .fb).  check_export.py verifies that the
 two agree bit for bit."""
 
-import math
+import os
+import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+# bf16 rounding and the Slaney filterbank come from the parity oracle itself
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "reference"))
+from reference import round_to_bf16, slaney_mel_filterbank  # noqa: E402
 
 SR, N_FFT, HOP, WIN, N_MELS, PAD_TO = 16000, 512, 160, 400, 128, 16
 LOG_GUARD = 2.0 ** -24
 NORM_EPS = 1e-5
 PREEMPH = 0.97
 DITHER = 1e-5
-
-
-def _bf16_bits_to_f32(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
-def round_to_bf16(x):
-    a = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-    bits = a.view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return _bf16_bits_to_f32(bits.astype(np.uint16))
-
-
-def _hz_to_mel(f):
-    f = np.asarray(f, dtype=np.float64)
-    f_sp = 200.0 / 3
-    min_log_hz = 1000.0
-    min_log_mel = min_log_hz / f_sp
-    logstep = math.log(6.4) / 27.0
-    return np.where(f >= min_log_hz, min_log_mel + np.log(np.maximum(f, 1e-10) / min_log_hz) / logstep, f / f_sp)
-
-
-def _mel_to_hz(m):
-    m = np.asarray(m, dtype=np.float64)
-    f_sp = 200.0 / 3
-    min_log_hz = 1000.0
-    min_log_mel = min_log_hz / f_sp
-    logstep = math.log(6.4) / 27.0
-    return np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), f_sp * m)
-
-
-def slaney_mel_filterbank(sr=SR, n_fft=N_FFT, n_mels=N_MELS, fmin=0.0, fmax=None):
-    if fmax is None:
-        fmax = sr / 2.0
-    n_bins = n_fft // 2 + 1
-    fftfreqs = np.linspace(0, sr / 2.0, n_bins)
-    mel_f = _mel_to_hz(np.linspace(_hz_to_mel(fmin), _hz_to_mel(fmax), n_mels + 2))
-    fdiff = np.diff(mel_f)
-    ramps = np.subtract.outer(mel_f, fftfreqs)
-    weights = np.zeros((n_mels, n_bins), dtype=np.float64)
-    for i in range(n_mels):
-        lower = -ramps[i] / fdiff[i]
-        upper = ramps[i + 2] / fdiff[i + 1]
-        weights[i] = np.maximum(0, np.minimum(lower, upper))
-    enorm = 2.0 / (mel_f[2:n_mels + 2] - mel_f[:n_mels])
-    weights *= enorm[:, None]
-    return weights.astype(np.float32)
 
 
 def window_bf16():
@@ -72,7 +31,7 @@ def window_bf16():
 
 def fb_bf16():
     """float32 values of the bf16-rounded Slaney filterbank [128, 257]."""
-    return round_to_bf16(slaney_mel_filterbank())
+    return round_to_bf16(slaney_mel_filterbank(SR, N_FFT, N_MELS))
 
 
 class Frontend:
