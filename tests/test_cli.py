@@ -27,9 +27,8 @@ import tempfile
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import finish, report  # noqa: E402
+from hvtest import CLI, Run, check, finish, report  # noqa: E402
 
-CLI = os.environ.get("HV_CLI", "hviske")
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 SOURCE_DIR = os.environ.get(
     "HV_SOURCE_DIR",
@@ -44,45 +43,6 @@ LOGPROB_EPS = 1e-4  # a log-prob may round a hair above 0
 
 
 
-class Run:
-    def __init__(self, args):
-        self.args = [CLI] + list(args)
-        try:
-            p = subprocess.run(self.args, capture_output=True, timeout=TIMEOUT)
-            self.rc, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as e:
-            self.rc, out, err = None, e.stdout or b"", e.stderr or b""
-        self.raw_out = out
-        self.out = out.decode("utf-8", "replace")
-        self.err = err.decode("utf-8", "replace")
-
-    def crashed(self):
-        """A signal, a timeout or a sanitizer report: never acceptable."""
-        return (self.rc is None or self.rc < 0 or "Sanitizer" in self.err
-                or "runtime error" in self.err)
-
-    def lines(self):
-        """stdout split at "\n" only (str.splitlines would also split at
-        the control characters that random-weight models print)."""
-        if not self.out:
-            return []
-        return self.out[:-1].split("\n") if self.out.endswith("\n") \
-            else self.out.split("\n")
-
-    def __str__(self):
-        cmd = " ".join(str(a) for a in self.args[1:])
-        return (f"[hviske {cmd}] rc={self.rc} stdout={self.out[:300]!r} "
-                f"stderr={self.err[-600:]!r}")
-
-
-def check(name, run, cond, why=""):
-    """Reports a case: cond must hold and the program must not crash."""
-    if run.crashed():
-        report(name, False, f"crashed {run}")
-    elif not cond:
-        report(name, False, f"{why} {run}")
-    else:
-        report(name, True)
 
 
 def expect_usage_error(name, args):
@@ -121,7 +81,7 @@ def parse_json_lines(run):
     """The --json lines of a run, or None with a reason."""
     objs = []
     try:
-        run.raw_out.decode("utf-8")
+        run.raw.decode("utf-8")
     except UnicodeDecodeError as e:
         return None, f"stdout is not valid UTF-8: {e}"
     for line in run.lines():

@@ -39,11 +39,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from hvtest import finish, report  # noqa: E402
+from hvtest import CLI, Run, check, finish, report  # noqa: E402
 
 from test_chunk_parity import make_long_audio, write_wav  # noqa: E402
 
-CLI = os.environ.get("HV_CLI", "hviske")
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 TIMEOUT = 600
 RATE = 16000
@@ -53,35 +52,6 @@ SEGMENT_KEYS = {"start", "end", "text", "tokens"}
 
 
 
-class Run:
-    def __init__(self, args, stdin=None, input_bytes=None, env=None):
-        self.args = [CLI] + [str(a) for a in args]
-        try:
-            p = subprocess.run(self.args, capture_output=True, timeout=TIMEOUT,
-                               stdin=stdin, input=input_bytes, env=env)
-            self.rc, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as e:
-            self.rc, out, err = None, e.stdout or b"", e.stderr or b""
-        self.raw = out
-        self.out = out.decode("utf-8", "replace")
-        self.err = err.decode("utf-8", "replace")
-
-    def crashed(self):
-        return (self.rc is None or self.rc < 0 or "Sanitizer" in self.err
-                or "runtime error" in self.err)
-
-    def __str__(self):
-        return (f"[hviske {' '.join(self.args[1:])}] rc={self.rc} "
-                f"stdout={self.out[:300]!r} stderr={self.err[-600:]!r}")
-
-
-def check(name, run, cond, why=""):
-    if run.crashed():
-        report(name, False, f"crashed {run}")
-    elif not cond:
-        report(name, False, f"{why} {run}")
-    else:
-        report(name, True)
 
 
 # ---------------------------------------------------------------- parsers
