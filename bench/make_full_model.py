@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a random-weight model with the real sizes of MODEL.md (Cohere
+"""Writes a random-weight model with the real sizes of docs/MODEL.md (Cohere
 Transcribe / Hviske: d_model 1280 x 48 layers, decoder 1024 x 8 layers,
 16384-piece vocabulary; about 2 B parameters, bf16 on disk, about 4 GB) for
 benchmarks only. Never commit its output.

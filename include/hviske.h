@@ -38,6 +38,9 @@ extern "C" {
 
 #define HV_VERSION "0.1.0"
 
+/* The most beams hv_transcribe_params.num_beams may ask for. */
+#define HV_MAX_BEAMS 64
+
 /* Status codes. 0 is success; every failure comes with a message. */
 typedef enum hv_status {
     HV_OK = 0,
@@ -142,7 +145,7 @@ typedef struct hv_transcribe_params {
                              0: off; > 0: this amount */
     uint64_t dither_seed; /* seed of the deterministic dither noise */
 
-    /* Decoding (MODEL.md "Decoding modes"). Defaults: greedy. */
+    /* Decoding (docs/DECODING.md). Defaults: greedy. */
     int num_beams;        /* 1: greedy or sampling; > 1: beam search */
     float length_penalty; /* beam search: hypotheses compared by
                              score / max(1, length)^length_penalty; > 0,
@@ -154,7 +157,7 @@ typedef struct hv_transcribe_params {
                              probability reaches top_p; (0, 1], default 1 */
     uint64_t seed;        /* sampling: same seed + same input = same output */
 
-    /* Long audio (MODEL.md "Long audio"). */
+    /* Long audio (docs/MODEL.md "Long audio"). */
     hv_chunking chunking; /* default HV_CHUNKING_AUTO */
     float chunk_seconds;  /* HV_CHUNKING_FIXED: chunk length, > 0 */
 

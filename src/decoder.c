@@ -1,4 +1,4 @@
-/* The pre-LN Transformer decoder, as MODEL.md describes it, over a batch of
+/* The pre-LN Transformer decoder, as docs/MODEL.md describes it, over a batch of
  * sequences with a block-structured, copy-on-write self-attention cache. */
 #include "decoder.h"
 

@@ -1,4 +1,4 @@
-/* Transformer decoder (MODEL.md "Decoder") for a batch of sequences that
+/* Transformer decoder (docs/MODEL.md "Decoder") for a batch of sequences that
  * share one utterance: cross-attention keys and values are computed once,
  * and the self-attention cache lives in reference-counted blocks so that
  * beams can share prefixes (docs/DECODING.md). */

@@ -1,4 +1,4 @@
-/* The FastConformer encoder, step by step as MODEL.md describes it.
+/* The FastConformer encoder, step by step as docs/MODEL.md describes it.
  * Activations are row-major [time x features]; the subsampling keeps its
  * images channel-last [time x freq x channels] so that the pointwise
  * convolutions are plain matrix products. */

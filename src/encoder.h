@@ -1,4 +1,4 @@
-/* FastConformer encoder: features -> encoder states (MODEL.md "Encoder"). */
+/* FastConformer encoder: features -> encoder states (docs/MODEL.md "Encoder"). */
 #ifndef HV_ENCODER_H
 #define HV_ENCODER_H
 

@@ -4,7 +4,7 @@
  * tests against the PyTorch reference (format: docs/CONVENTIONS.md).
  * Dither defaults to 0. --beams N / --length-penalty X select beam search
  * (docs/DECODING.md); --chunking MODE / --chunk-seconds S the long-audio
- * chunking (MODEL.md "Long audio"); the library validates them. For chunked
+ * chunking (docs/MODEL.md "Long audio"); the library validates them. For chunked
  * audio the tensors are those of the first chunk; "bounds" is the chunk
  * plan (hv_chunk_plan on samples.npy with the model's settings) and
  * "segments" the result's segments ({start_sample, end_sample, text,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Long-audio parity: the C engine's chunking (hviske-dump --chunking MODE
 [--chunk-seconds S]) against the PyTorch reference's (reference.py
-chunk_plan / run_long, MODEL.md "Long audio" implemented literally).
+chunk_plan / run_long, docs/MODEL.md "Long audio" implemented literally).
 
 Long audio is made here from the fixture sentences (da1..da5 at 16 kHz)
 with pauses between them: digital silence (windows of equal energy, so the

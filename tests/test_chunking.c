@@ -1,4 +1,4 @@
-/* The chunk planner of MODEL.md "Long audio". */
+/* The chunk planner of docs/MODEL.md "Long audio". */
 #include <math.h>
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* The log-mel frontend against (a) a straightforward double-precision
  * implementation written here (direct DFT, dense mel product), (b) the
- * padding / valid-frame semantics of MODEL.md, (c) a numpy oracle for the
+ * padding / valid-frame semantics of docs/MODEL.md, (c) a numpy oracle for the
  * Hann window and the Slaney filterbank (tests/frontend/mel_oracle.py),
  * (d) dither determinism, (e) too-short audio, (f) thread-count
  * independence, (g) torch.stft (tests/frontend/torch_frontend.py, skipped
@@ -74,7 +74,7 @@ static float *make_signal(int kind, size_t n) {
     return x;
 }
 
-/* The frontend of MODEL.md written as plainly as possible, in double:
+/* The frontend of docs/MODEL.md written as plainly as possible, in double:
  * out [n_frames x n_mels], rows >= T zero. Uses f's window and filterbank
  * (checked against the oracle on their own). */
 static void ref_features(const hv_frontend *f, const float *x, size_t n,
@@ -124,7 +124,7 @@ static void ref_features(const hv_frontend *f, const float *x, size_t n,
     free(pw);
 }
 
-/* Runs the frontend; checks success and the shape rules of MODEL.md. */
+/* Runs the frontend; checks success and the shape rules of docs/MODEL.md. */
 static float *features(const hv_frontend *f, const float *x, size_t n,
                        float dither, uint64_t seed, hv_pool *pool,
                        int *n_frames, int *n_valid) {

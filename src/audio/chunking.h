@@ -1,4 +1,4 @@
-/* Cutting long audio into chunks the model can take (MODEL.md "Long
+/* Cutting long audio into chunks the model can take (docs/MODEL.md "Long
  * audio"): near each chunk limit, at the quietest window. */
 #ifndef HV_CHUNKING_H
 #define HV_CHUNKING_H

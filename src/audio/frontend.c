@@ -1,4 +1,4 @@
-/* The log-mel frontend of MODEL.md ("Frontend"), step by step:
+/* The log-mel frontend of docs/MODEL.md ("Frontend"), step by step:
  *
  *   samples -> dither -> pre-emphasis -> centred STFT (Hann) -> |X|^2
  *           -> mel filterbank -> log -> per-feature normalisation -> padding

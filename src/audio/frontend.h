@@ -1,4 +1,4 @@
-/* The NeMo-style log-mel frontend of MODEL.md: dither, pre-emphasis,
+/* The NeMo-style log-mel frontend of docs/MODEL.md: dither, pre-emphasis,
  * centred STFT, power, mel, log, per-feature normalisation, padding. */
 #ifndef HV_FRONTEND_H
 #define HV_FRONTEND_H

@@ -1,5 +1,5 @@
 /* config.json + generation_config.json of a Hviske / Cohere Transcribe
- * checkpoint (see ../shared/MODEL.md, "config.json keys the engine reads"). */
+ * checkpoint (see docs/MODEL.md, "config.json keys the engine reads"). */
 #ifndef HV_CONFIG_H
 #define HV_CONFIG_H
 

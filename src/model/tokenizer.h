@@ -1,6 +1,6 @@
 /* SentencePiece tokenizer.model (protobuf ModelProto), read without the
  * sentencepiece library: pieces, scores and types; lookup, decoding and the
- * decoder prompt of MODEL.md. */
+ * decoder prompt of docs/MODEL.md. */
 #ifndef HV_TOKENIZER_H
 #define HV_TOKENIZER_H
 
@@ -45,7 +45,7 @@ void hv_tokenizer_free(hv_tokenizer *t);
 /* Id of the piece with exactly this text, or -1. */
 int32_t hv_tokenizer_find(const hv_tokenizer *t, const char *piece);
 
-/* Decodes ids as MODEL.md says: only normal and byte pieces, U+2581 as a
+/* Decodes ids as docs/MODEL.md says: only normal and byte pieces, U+2581 as a
  * space, byte pieces assembled to UTF-8 with invalid sequences replaced by
  * U+FFFD, leading and trailing whitespace trimmed; out-of-range ids are
  * skipped. Equal to python3-sentencepiece's decode of the kept ids followed

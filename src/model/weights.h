@@ -1,4 +1,4 @@
-/* The model's weights in compute form, named and shaped as MODEL.md says.
+/* The model's weights in compute form, named and shaped as docs/MODEL.md says.
  * d = encoder d_model, C = subsampling channels, K = conv kernel,
  * h = decoder hidden, V = vocab, H = heads, F' = features after
  * subsampling. Linear weights are hv_mat [out x in]. */
@@ -80,7 +80,7 @@ typedef struct hv_weights {
     int n_allocs, cap_allocs;
 } hv_weights;
 
-/* Checks every tensor MODEL.md needs against the config (listing all
+/* Checks every tensor docs/MODEL.md needs against the config (listing all
  * missing or misshapen ones in one error). Weight matrices take the
  * checkpoint's own type (keep_types) or `want`, and are read in place from
  * the mapping when their stored type is the compute type, so st must stay

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Cross-check for tests/test_frontend.c: the NeMo-style frontend of
-MODEL.md ("Frontend", dither 0) written with torch.stft, the way the
+docs/MODEL.md ("Frontend", dither 0) written with torch.stft, the way the
 PyTorch reference computes it.
 
 Usage: torch_frontend.py SAMPLES FEATURES [SR N_FFT HOP WIN N_MELS PAD_TO]

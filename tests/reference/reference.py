@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference ("oracle") for the Hviske model of MODEL.md.
+"""PyTorch reference ("oracle") for the Hviske model of docs/MODEL.md.
 
 Written plainly and literally from the specification text, step by step,
 so that the C engine can be compared against it (tests/test_parity.py).
@@ -11,12 +11,12 @@ Numeric choices:
     computed in float64 from the float32 samples, with the window and the
     filterbank exactly as stored in the checkpoint; the result is rounded
     to float32 once at the end. float64 is the mathematical definition of
-    MODEL.md's steps without float32 rounding noise, so the measured
+    docs/MODEL.md's steps without float32 rounding noise, so the measured
     difference is the engine's own error only. (features(..., dtype=
     torch.float32) exists to estimate what a float32 frontend loses: about
     5e-4 on the 8 kHz fixture, whose empty 4-8 kHz mel bands sit at the
     2^-24 log guard with a tiny per-feature std, elsewhere ~5e-5.)
-    Power is re^2 + im^2 (MODEL.md "|X|^2"), not NeMo's sqrt-then-square;
+    Power is re^2 + im^2 (docs/MODEL.md "|X|^2"), not NeMo's sqrt-then-square;
   * the relative positional encoding is computed in float64 and cast; the
     decoder's pos_enc is read from the checkpoint as stored;
   * the encoder and the decoder run in float32 (load_model(dtype=...) can
@@ -50,7 +50,7 @@ Importable API (used by test_parity.py):
   run(model, samples, language, punctuation, max_new_tokens, dither,
       num_beams, length_penalty) -> dict (tokens, token_logprobs, score, ...)
   chunk_plan(model, samples, mode, chunk_seconds) -> [0, ..., n]
-      (MODEL.md "Long audio"; mode auto | energy | fixed | none)
+      (docs/MODEL.md "Long audio"; mode auto | energy | fixed | none)
   run_long(model, samples, chunking, chunk_seconds, language, ...) -> run()'s
       dict for the first chunk plus bounds, segments and the joined text
 
@@ -259,7 +259,7 @@ def load_model(model_dir, dtype=torch.float32):
     m.start_id = int(_get(gen, "decoder_start_token_id", gpath))
     m.gen_max_new = int(gen.get("max_new_tokens", 256))
 
-    # long audio (MODEL.md "Long audio")
+    # long audio (docs/MODEL.md "Long audio")
     m.max_audio_clip_s = float(_get(cfg, "max_audio_clip_s", cpath))
     m.overlap_chunk_second = float(_get(cfg, "overlap_chunk_second", cpath))
     m.min_energy_window = int(_get(cfg, "min_energy_window_samples", cpath))
@@ -315,7 +315,7 @@ def W_opt(m, name):
 # -------------------------------------------------------------- frontend
 
 def features(m, samples, dither=0.0, seed=0, dtype=torch.float64):
-    """MODEL.md "Frontend", steps 1-7. Returns (features [frames_padded,
+    """docs/MODEL.md "Frontend", steps 1-7. Returns (features [frames_padded,
     n_mels] float32 tensor, n_valid_frames T). dtype is the compute type
     (float64 for the oracle; float32 only to estimate float32 error)."""
     x = torch.from_numpy(np.asarray(samples, dtype=np.float32).reshape(-1).copy()).to(dtype)
@@ -846,7 +846,7 @@ def prompt_pieces(language, punctuation=True):
 def build_prompt(m, language="da", punctuation=True):
     """decoder_start_token_id then the nine special pieces, looked up by
     their exact text. Also checks that SentencePiece encoding of the prompt
-    string gives the same ids (MODEL.md)."""
+    string gives the same ids (docs/MODEL.md)."""
     if language not in m.languages:
         raise ValueError("language %r not in supported_languages %s" % (language, m.languages))
     pieces = prompt_pieces(language, punctuation)
@@ -1037,7 +1037,7 @@ def _round_half_up(x):
 
 
 def chunk_plan(m, samples, mode="auto", chunk_seconds=None):
-    """MODEL.md "Long audio", literally, on the 16 kHz samples: returns the
+    """docs/MODEL.md "Long audio", literally, on the 16 kHz samples: returns the
     chunk boundaries [0, b1, ..., n] (chunk i is [b[i], b[i+1])).
       auto:   up to max_audio_clip_s - overlap_chunk_second seconds in one
               piece, longer audio as energy;
@@ -1365,7 +1365,7 @@ def main(argv=None):
     ap.add_argument("--beams", type=int, default=1, help="beam count (1: greedy)")
     ap.add_argument("--length-penalty", type=float, default=1.0, help="beam search length penalty (> 0)")
     ap.add_argument("--chunking", choices=CHUNKING_MODES, default=None,
-                    help="long audio (MODEL.md \"Long audio\"); without it the samples are one piece")
+                    help="long audio (docs/MODEL.md \"Long audio\"); without it the samples are one piece")
     ap.add_argument("--chunk-seconds", type=float, default=None, help="--chunking fixed: chunk length")
     ap.add_argument("--float64", action="store_true", help="run encoder and decoder in float64 (debugging)")
     ap.add_argument("--selftest", action="store_true")

@@ -7,7 +7,7 @@
     oracle.py find MODEL     stdin: lines of hex piece text; stdout: the id of
                              that exact piece, or -1
 
-decode follows MODEL.md: keep in-range NORMAL and BYTE pieces, sp.decode,
+decode follows docs/MODEL.md: keep in-range NORMAL and BYTE pieces, sp.decode,
 drop U+0000, then str.strip(). Piece types come from a small independent protobuf reader
 here (sentencepiece's Python API cannot tell NORMAL from USER_DEFINED) and
 are cross-checked against sp.is_control/is_unknown/is_unused/is_byte.

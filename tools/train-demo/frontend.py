@@ -1,4 +1,4 @@
-"""The MODEL.md frontend, mirrored line by line from tests/reference/reference.py
+"""The docs/MODEL.md frontend, mirrored line by line from tests/reference/reference.py
 (features(); float64 from the float32 samples, Hann window and Slaney
 filterbank rounded to bf16, the tensors shipped in the checkpoint as
 preprocessor.featurizer.window / .fb).  check_export.py verifies that the

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Generates the demo model's data set: text corpus, SentencePiece
-tokenizer (spm_train), and log-mel features (MODEL.md frontend, float16)
+tokenizer (spm_train), and log-mel features (docs/MODEL.md frontend, float16)
 of synthetic espeak-ng utterances for the train and dev splits.
 
   make_data.py --out build-demo/data [--train 24000] [--dev 150] [--seed 1] [--jobs 2]

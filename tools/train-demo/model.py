@@ -1,5 +1,5 @@
 """Batched PyTorch model of exactly the Hviske / Cohere Transcribe
-architecture (MODEL.md), with parameter names equal to the published
+architecture (docs/MODEL.md), with parameter names equal to the published
 tensor names (docs/CONVENTIONS.md), so that state_dict() is the
 checkpoint layout.  Only addition: `ctc_head` (auxiliary CTC loss on the
 encoder output, dropped at export)."""
