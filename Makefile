@@ -2,11 +2,12 @@
 #   make test   install missing Debian packages, build, run every test
 #               (release build with -Werror, then again under ASan+UBSan)
 #   make run    build and transcribe the bundled example
+#   make format reformat every C file as .clang-format says (the tests check it)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all deps build test test-release test-asan run clean
+.PHONY: all deps build test test-release test-asan run format clean
 
 all: build
 
@@ -29,6 +30,9 @@ test: test-release test-asan
 
 run: build
 	@bash scripts/run-example.sh $(BUILD)
+
+format:
+	clang-format -i --style=file $$(find src include tools tests -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

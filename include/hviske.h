@@ -38,6 +38,15 @@ extern "C" {
 
 #define HV_VERSION "0.1.0"
 
+/* Marks what the shared library exports. The library is compiled with
+ * hidden visibility, so its internal functions stay private and only the
+ * declarations below, which carry HV_API, are exported. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define HV_API __attribute__((visibility("default")))
+#else
+#define HV_API
+#endif
+
 /* The most beams hv_transcribe_params.num_beams may ask for. */
 #define HV_MAX_BEAMS 64
 
@@ -53,7 +62,7 @@ typedef enum hv_status {
 } hv_status;
 
 /* A short English name of a status ("format error", ...). Static string. */
-const char *hv_status_name(hv_status status);
+HV_API const char *hv_status_name(hv_status status);
 
 /* ---------------------------------------------------------------- model */
 
@@ -71,7 +80,7 @@ typedef enum hv_weight_type {
 } hv_weight_type;
 
 /* Parses "auto", "f32", "f16", "bf16", "q8_0"; returns 0 on success. */
-int hv_weight_type_parse(const char *name, hv_weight_type *out);
+HV_API int hv_weight_type_parse(const char *name, hv_weight_type *out);
 
 typedef struct hv_model_params {
     int n_threads;               /* default worker threads for contexts;
@@ -79,7 +88,7 @@ typedef struct hv_model_params {
     hv_weight_type weight_type;  /* default HV_WEIGHTS_AUTO */
 } hv_model_params;
 
-hv_model_params hv_model_default_params(void);
+HV_API hv_model_params hv_model_default_params(void);
 
 /*
  * Loads a checkpoint directory (config.json, generation_config.json,
@@ -88,19 +97,19 @@ hv_model_params hv_model_default_params(void);
  * and the problem into errbuf (always NUL-terminated when errbuf_size > 0).
  * The caller owns the model and frees it with hv_model_free.
  */
-hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
-                        hv_model **out, char *errbuf, size_t errbuf_size);
+HV_API hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
+                               hv_model **out, char *errbuf, size_t errbuf_size);
 
-void hv_model_free(hv_model *model); /* NULL is allowed */
+HV_API void hv_model_free(hv_model *model); /* NULL is allowed */
 
 /* Model facts, for display. Strings are owned by the model. */
-size_t hv_model_weight_bytes(const hv_model *model); /* weight matrices */
+HV_API size_t hv_model_weight_bytes(const hv_model *model); /* weight matrices */
 /* Of those, the bytes one decoder step reads (every decoder matrix but the
  * cross-attention key/value projections, which run once per chunk). */
-size_t hv_model_decoder_weight_bytes(const hv_model *model);
-int hv_model_sample_rate(const hv_model *model);
-int hv_model_n_languages(const hv_model *model);
-const char *hv_model_language(const hv_model *model, int i);
+HV_API size_t hv_model_decoder_weight_bytes(const hv_model *model);
+HV_API int hv_model_sample_rate(const hv_model *model);
+HV_API int hv_model_n_languages(const hv_model *model);
+HV_API const char *hv_model_language(const hv_model *model, int i);
 
 /* -------------------------------------------------------------- context */
 
@@ -111,29 +120,99 @@ typedef struct hv_context hv_context;
  * memory). n_threads 0 takes the model's default. Returns NULL when out of
  * memory. The model must outlive the context. Free with hv_context_free.
  */
-hv_context *hv_context_new(const hv_model *model, int n_threads);
-void hv_context_free(hv_context *ctx); /* NULL is allowed */
+HV_API hv_context *hv_context_new(const hv_model *model, int n_threads);
+HV_API void hv_context_free(hv_context *ctx); /* NULL is allowed */
 
 /* The message of the last failed call on this context ("" if none).
  * Owned by the context; valid until the next call on it. */
-const char *hv_context_error(const hv_context *ctx);
+HV_API const char *hv_context_error(const hv_context *ctx);
+
+/* ------------------------------------------------------ speech detection */
+
+/* A speech detector: Silero VAD v5 (docs/VAD.md), loaded from a directory
+ * with config.json and model.safetensors (models/silero-vad). Read-only
+ * once loaded: any number of threads and contexts may share one. */
+typedef struct hv_vad hv_vad;
+
+/* Loads a detector. On failure returns a non-zero status, sets *out to NULL
+ * and writes a message naming the file and the problem into errbuf. */
+HV_API hv_status hv_vad_load(const char *dir, hv_vad **out, char *errbuf, size_t errbuf_size);
+HV_API void hv_vad_free(hv_vad *vad); /* NULL is allowed */
+
+/* The detector's rate (16000) and window (512 samples = 32 ms at it): the
+ * i-th probability is that of samples [i * window, (i + 1) * window) of
+ * the input converted to that rate. */
+HV_API int hv_vad_sample_rate(const hv_vad *vad);
+HV_API int hv_vad_window_samples(const hv_vad *vad);
+
+/* How probabilities become speech regions: Silero's get_speech_timestamps
+ * (docs/VAD.md). */
+typedef struct hv_vad_params {
+    float threshold;     /* a window with probability >= threshold is speech
+                            (default 0.5); in [0, 1] */
+    float neg_threshold; /* in speech, a window below it is silence; < 0
+                            (default -1): max(threshold - 0.15, 0.01) */
+    int min_speech_ms;   /* shorter regions are dropped (default 250) */
+    int min_silence_ms;  /* silence that ends a region (default 100) */
+    int speech_pad_ms;   /* added on each side of a region (default 30) */
+    float max_speech_s;  /* longer regions are cut, at their longest silence
+                            of over 98 ms if any; 0 = no limit (default) */
+} hv_vad_params;
+
+HV_API hv_vad_params hv_vad_default_params(void);
+
+/* A region of speech on the input's timeline: seconds, and samples at the
+ * detector's rate (end exclusive). */
+typedef struct hv_speech_region {
+    double start, end;
+    int64_t start_sample, end_sample;
+} hv_speech_region;
+
+/*
+ * Speech probabilities of interleaved float PCM (any rate and channel
+ * count: averaged and resampled to the detector's rate as hv_transcribe
+ * does), one per window; the last window is zero-padded. The context's
+ * threads do the work; errors go to hv_context_error(ctx). On success the
+ * caller frees *probs with hv_vad_free_probs (non-NULL even when *n_probs
+ * is 0).
+ */
+HV_API hv_status hv_vad_probs(hv_context *ctx, const hv_vad *vad, const float *pcm, size_t n_frames,
+                              int sample_rate, int channels, float **probs, size_t *n_probs);
+HV_API void hv_vad_free_probs(float *probs);
+
+/* The speech regions of the same input, in time order; params NULL for the
+ * defaults. The caller frees *regions with hv_vad_free_regions (non-NULL
+ * even when *n_regions is 0). */
+HV_API hv_status hv_vad_regions(hv_context *ctx, const hv_vad *vad, const float *pcm,
+                                size_t n_frames, int sample_rate, int channels,
+                                const hv_vad_params *params, hv_speech_region **regions,
+                                size_t *n_regions);
+HV_API void hv_vad_free_regions(hv_speech_region *regions);
 
 /* ---------------------------------------------------------- transcribe */
 
-/* How audio longer than one model window is cut into chunks. */
+/* How audio is cut into the chunks the model takes (docs/CLI.md,
+ * "Chunking"). */
 typedef enum hv_chunking {
-    HV_CHUNKING_AUTO = 0,   /* up to max_audio_clip_s - overlap_chunk_second
-                               (30 s) in one piece; longer: as ENERGY */
+    HV_CHUNKING_AUTO = 0,   /* with a speech detector (params.vad): as VAD;
+                               without: up to max_audio_clip_s -
+                               overlap_chunk_second (30 s) in one piece,
+                               longer as ENERGY */
     HV_CHUNKING_ENERGY = 1, /* chunks of at most max_audio_clip_s, each cut at
                                the quietest window of the last
                                overlap_chunk_second seconds */
     HV_CHUNKING_FIXED = 2,  /* every chunk_seconds */
-    HV_CHUNKING_NONE = 3    /* one piece; an error when too long for the
+    HV_CHUNKING_NONE = 3,   /* one piece; an error when too long for the
                                model */
+    HV_CHUNKING_VAD = 4     /* only speech (params.vad finds it) is
+                               transcribed: its regions, grouped into chunks
+                               of at most max_audio_clip_s seconds cut in the
+                               longest pauses, the pauses inside a chunk left
+                               out; times stay on the input's timeline */
 } hv_chunking;
 
-/* Parses "auto", "energy", "fixed", "none"; returns 0 on success. */
-int hv_chunking_parse(const char *name, hv_chunking *out);
+/* Parses "auto", "energy", "fixed", "none", "vad"; returns 0 on success. */
+HV_API int hv_chunking_parse(const char *name, hv_chunking *out);
 
 typedef struct hv_transcribe_params {
     const char *language; /* a code from the model's supported_languages;
@@ -161,13 +240,23 @@ typedef struct hv_transcribe_params {
     hv_chunking chunking; /* default HV_CHUNKING_AUTO */
     float chunk_seconds;  /* HV_CHUNKING_FIXED: chunk length, > 0 */
 
+    /* Speech detection (docs/VAD.md): the detector for HV_CHUNKING_VAD and
+     * AUTO (NULL: none; AUTO then cuts by energy), owned by the caller and
+     * alive during the call, and how its probabilities become regions. */
+    const hv_vad *vad;
+    hv_vad_params vad_params; /* default hv_vad_default_params() */
+    float vad_max_gap_s;      /* a pause of at least this many seconds
+                                 between speech regions always ends a chunk,
+                                 so no segment spans it; 0: only the clip
+                                 length ends chunks. Default 3 */
+
     /* Called after each chunk with the audio seconds done and in total, on
      * the calling thread; NULL for none. */
     void (*progress)(void *user, double done_s, double total_s);
     void *progress_user;
 } hv_transcribe_params;
 
-hv_transcribe_params hv_transcribe_default_params(void);
+HV_API hv_transcribe_params hv_transcribe_default_params(void);
 
 typedef struct hv_result hv_result;
 
@@ -180,6 +269,9 @@ typedef struct hv_timings {
                            passes after the prompt */
     int n_steps;        /* how many such passes */
     int n_tokens;       /* generated tokens, EOS excluded */
+    double vad_ms;      /* speech detection (0 without it) */
+    double encoded_s;   /* seconds of audio sent to the encoder: all of it,
+                           or with speech detection only the speech */
 } hv_timings;
 
 /*
@@ -189,26 +281,26 @@ typedef struct hv_timings {
  * hv_result_free; on failure *out is NULL and hv_context_error() says why.
  * params may be NULL for the defaults.
  */
-hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
-                        int sample_rate, int channels,
-                        const hv_transcribe_params *params, hv_result **out);
+HV_API hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
+                               int sample_rate, int channels,
+                               const hv_transcribe_params *params, hv_result **out);
 
 /* The whole transcript: the segments' texts joined with a space (no
  * separator for ja and zh). UTF-8, trimmed. */
-const char *hv_result_text(const hv_result *res);
-int hv_result_n_tokens(const hv_result *res);      /* all segments, EOS excluded */
-const int32_t *hv_result_tokens(const hv_result *res); /* never NULL */
+HV_API const char *hv_result_text(const hv_result *res);
+HV_API int hv_result_n_tokens(const hv_result *res);      /* all segments, EOS excluded */
+HV_API const int32_t *hv_result_tokens(const hv_result *res); /* never NULL */
 /* Log-prob of each generated token under the model (before temperature or
  * truncation), [hv_result_n_tokens]. */
-const float *hv_result_token_logprobs(const hv_result *res);
+HV_API const float *hv_result_token_logprobs(const hv_result *res);
 /* Sequence score: the summed log-probs of the tokens (and of EOS when the
  * model emitted it); for beam search, divided by
  * max(1, length)^length_penalty where length counts the EOS step. For
  * chunked audio, the sum over the chunks. */
-double hv_result_score(const hv_result *res);
-hv_timings hv_result_timings(const hv_result *res);
-double hv_result_duration(const hv_result *res);      /* seconds of audio */
-const char *hv_result_language(const hv_result *res); /* the code used */
+HV_API double hv_result_score(const hv_result *res);
+HV_API hv_timings hv_result_timings(const hv_result *res);
+HV_API double hv_result_duration(const hv_result *res);      /* seconds of audio */
+HV_API const char *hv_result_language(const hv_result *res); /* the code used */
 
 /* Each chunk with a non-empty transcript is a segment (the tokens of
  * chunks whose text is empty still count in hv_result_tokens). Pointers
@@ -224,9 +316,9 @@ typedef struct hv_segment {
     double score;
 } hv_segment;
 
-int hv_result_n_segments(const hv_result *res);
-hv_segment hv_result_segment(const hv_result *res, int i);
-void hv_result_free(hv_result *res); /* NULL is allowed */
+HV_API int hv_result_n_segments(const hv_result *res);
+HV_API hv_segment hv_result_segment(const hv_result *res, int i);
+HV_API void hv_result_free(hv_result *res); /* NULL is allowed */
 
 /* --------------------------------------------------------------- audio */
 
@@ -236,20 +328,20 @@ void hv_result_free(hv_result *res); /* NULL is allowed */
  * owns *pcm and frees it with hv_audio_free. On failure writes a message
  * naming the file into errbuf.
  */
-hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames,
-                        int *sample_rate, int *channels, char *errbuf,
-                        size_t errbuf_size);
+HV_API hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames,
+                               int *sample_rate, int *channels, char *errbuf,
+                               size_t errbuf_size);
 /* The same for a whole audio file's bytes in memory (for example standard
  * input read to its end, so that formats which seek work from a pipe, or an
  * upload); `name` stands for the file in messages (NULL: "<memory>").
  * max_seconds > 0 refuses longer audio with HV_ERR_LIMIT, judged from the
  * header before decoding and from the frames decoded (a small compressed
  * file can decode to gigabytes); 0 = no limit but the library's own. */
-hv_status hv_audio_read_buffer(const void *data, size_t size, const char *name,
-                               double max_seconds, float **pcm, size_t *n_frames,
-                               int *sample_rate, int *channels, char *errbuf,
-                               size_t errbuf_size);
-void hv_audio_free(float *pcm);
+HV_API hv_status hv_audio_read_buffer(const void *data, size_t size, const char *name,
+                                      double max_seconds, float **pcm, size_t *n_frames,
+                                      int *sample_rate, int *channels, char *errbuf,
+                                      size_t errbuf_size);
+HV_API void hv_audio_free(float *pcm);
 
 #ifdef __cplusplus
 }

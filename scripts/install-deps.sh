@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package that the build, the tests and the PyTorch
-# reference need. Idempotent: does nothing when all are present.
+# reference need, then the node packages of the speech detector's ONNX
+# Runtime oracle (tools/vad-oracle). Idempotent: quick when all are present.
 set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 PKGS=(
   build-essential cmake pkg-config
@@ -9,17 +11,36 @@ PKGS=(
   libmicrohttpd-dev curl
   python3 python3-numpy python3-torch python3-sentencepiece
   sentencepiece espeak-ng sox
+  python3-onnx
 )
+# node and npm may come from elsewhere (NodeSource, nvm): Debian's packages
+# only for a command that is missing
+command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
 
-echo "install-deps: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The oracle's node packages, exactly as its package-lock.json pins them.
+# Install scripts are skipped: onnxruntime-node's would download more, and
+# the package ships libonnxruntime for linux-x64 already. A stamp with the
+# lock file's checksum tells a current node_modules from a missing or stale
+# one.
+ORACLE="$ROOT/tools/vad-oracle"
+stamp="$ORACLE/node_modules/.hviske-lock.sha256"
+want="$(sha256sum "$ORACLE/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "install-deps: npm ci in tools/vad-oracle" >&2
+  (cd "$ORACLE" && npm ci --ignore-scripts --no-audit --no-fund)
+  echo "$want" >"$stamp"
+fi

@@ -309,14 +309,14 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
         hv_mat_row_f32(&w->tok_emb, tokens[r], x);
         for (int k = 0; k < h; k++) x[k] += pe[k];
     }
-    hv_layernorm(dec->x, dec->x, rows, h, w->emb_ln_w, w->emb_ln_b, 1e-5f);
+    hv_layernorm(dec->x, dec->x, rows, h, w->emb_ln_w, w->emb_ln_b, HV_LN_EPS);
 
     for (int l = 0; l < c->dec_layers; l++) {
         const hv_dec_layer *y = &w->layers[l];
         attn_job j = {dec, seqs, n_tok, l, 0, cols};
 
         /* causal self-attention; the new keys and values join the cache */
-        hv_layernorm(dec->norm, dec->x, rows, h, y->ln1_w, y->ln1_b, 1e-5f);
+        hv_layernorm(dec->norm, dec->x, rows, h, y->ln1_w, y->ln1_b, HV_LN_EPS);
         hv_linear(pool, dec->q, dec->norm, rows, &y->sq, y->sq_b);
         hv_linear(pool, dec->kv, dec->norm, rows, &y->sk, y->sk_b);
         store_cache(dec, &j, rows, dec->kv, 0);
@@ -327,7 +327,7 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
         hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
 
         /* cross-attention over the valid encoder frames */
-        hv_layernorm(dec->norm, dec->x, rows, h, y->ln2_w, y->ln2_b, 1e-5f);
+        hv_layernorm(dec->norm, dec->x, rows, h, y->ln2_w, y->ln2_b, HV_LN_EPS);
         hv_linear(pool, dec->q, dec->norm, rows, &y->cq, y->cq_b);
         j.cross = 1;
         hv_pool_run(pool, rows * H, attn_task, &j);
@@ -335,7 +335,7 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
         hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
 
         /* ReLU feed-forward */
-        hv_layernorm(dec->norm, dec->x, rows, h, y->ln3_w, y->ln3_b, 1e-5f);
+        hv_layernorm(dec->norm, dec->x, rows, h, y->ln3_w, y->ln3_b, HV_LN_EPS);
         hv_linear(pool, dec->ff, dec->norm, rows, &y->ff_in, y->ff_in_b);
         hv_relu(dec->ff, (long)rows * c->dec_inner);
         hv_linear(pool, dec->tmp, dec->ff, rows, &y->ff_out, y->ff_out_b);
@@ -348,7 +348,7 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
      * raw logits: every decoding mode scores with log-probs) */
     for (int i = 0; i < n_seq; i++)
         hv_layernorm(dec->norm + (long)i * h, dec->x + ((long)i * n_tok + n_tok - 1) * h,
-                     1, h, w->final_ln_w, w->final_ln_b, 1e-5f);
+                     1, h, w->final_ln_w, w->final_ln_b, HV_LN_EPS);
     hv_linear(pool, dec->logits, dec->norm, n_seq, &w->cls, w->cls_b);
     for (int i = 0; i < n_seq; i++) hv_log_softmax(dec->logits + (long)i * V, V);
     return HV_OK;

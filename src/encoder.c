@@ -11,13 +11,6 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
-static int halve(int n) { return n <= 0 ? 0 : (n + 2 - 3) / 2 + 1; }
-
-int hv_encoder_out_len(const hv_config *c, int n) {
-    for (int s = c->sub_factor; s > 1; s >>= 1) n = halve(n);
-    return n;
-}
-
 /* ------------------------------------------------------- subsampling */
 
 typedef struct conv_job {
@@ -70,24 +63,24 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w,
     memcpy(in, feat, (size_t)T * F * sizeof *in);
     mask_rows(in, T, F, len);
 
-    int T2 = halve(T), F2 = halve(F);
+    int T2 = hv_sub_conv_len(T), F2 = hv_sub_conv_len(F);
     float *img = malloc((size_t)T2 * F2 * C * sizeof *img);
     if (!img) { free(in); return NULL; }
     conv_job j0 = {in, img, T, F, T2, F2, C, w->conv0_w, w->conv0_b, 0, 1};
     hv_pool_run(pool, hv_pool_size(pool), conv_task, &j0);
     free(in);
-    T = T2; F = F2; len = halve(len);
+    T = T2; F = F2; len = hv_sub_conv_len(len);
 
     for (int s = 1; s < w->n_stages; s++) {
         mask_rows(img, T, (long)F * C, len);
-        T2 = halve(T); F2 = halve(F);
+        T2 = hv_sub_conv_len(T); F2 = hv_sub_conv_len(F);
         float *dw = malloc((size_t)T2 * F2 * C * sizeof *dw);
         float *pw = malloc((size_t)T2 * F2 * C * sizeof *pw);
         if (!dw || !pw) { free(dw); free(pw); free(img); return NULL; }
         conv_job j = {img, dw, T, F, T2, F2, C, w->dw_w[s], w->dw_b[s], 1, 0};
         hv_pool_run(pool, hv_pool_size(pool), conv_task, &j);
         free(img);
-        T = T2; F = F2; len = halve(len);
+        T = T2; F = F2; len = hv_sub_conv_len(len);
         mask_rows(dw, T, (long)F * C, len);
         hv_linear(pool, pw, dw, T * F, &w->pw[s], w->pw_b[s]);
         hv_relu(pw, (long)T * F * C);
@@ -143,7 +136,7 @@ static void rows_task(void *arg, int task, int n_tasks) {
     long d = j->d;
     switch (j->op) {
     case ROWS_LAYERNORM:
-        hv_layernorm(j->y + r0 * d, j->x + r0 * d, r1 - r0, j->d, j->w, j->b, 1e-5f);
+        hv_layernorm(j->y + r0 * d, j->x + r0 * d, r1 - r0, j->d, j->w, j->b, HV_LN_EPS);
         break;
     case ROWS_SILU:
         hv_silu(j->y + r0 * d, (r1 - r0) * d);
@@ -305,12 +298,12 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
     *out = NULL;
     int n, len;
     if (n_valid > n_frames) n_valid = n_frames;
-    if (hv_encoder_out_len(c, n_valid) < 1)
+    if (hv_subsampled_len(c, n_valid) < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "audio too short for the encoder");
-    if (2 * hv_encoder_out_len(c, n_frames) - 1 > 2 * c->pos_emb_max_len - 1)
+    if (2 * hv_subsampled_len(c, n_frames) - 1 > 2 * c->pos_emb_max_len - 1)
         return hv_err(e, HV_ERR_LIMIT,
                       "audio too long: %d encoder frames exceed pos_emb_max_len %d",
-                      hv_encoder_out_len(c, n_frames), c->pos_emb_max_len);
+                      hv_subsampled_len(c, n_frames), c->pos_emb_max_len);
     float *x = subsample(c, w, pool, feat, n_frames, n_valid, &n, &len);
     if (!x) return hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
 

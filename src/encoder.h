@@ -7,9 +7,6 @@
 #include "model/weights.h"
 #include "util/error.h"
 
-/* Subsampled length of n frames (three stride-2 convolutions for factor 8). */
-int hv_encoder_out_len(const hv_config *c, int n_frames);
-
 /* feat: [n_frames x feat_in] time-major, rows >= n_valid ignored.
  * On success *out is malloc'ed [*n_enc x dec_hidden] (after the
  * encoder-decoder projection), *enc_len its valid rows. */

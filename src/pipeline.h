@@ -3,6 +3,7 @@
 #ifndef HV_PIPELINE_H
 #define HV_PIPELINE_H
 
+#include "audio/chunking.h"
 #include "audio/frontend.h"
 #include "decoder.h"
 #include "hviske.h"
@@ -61,6 +62,9 @@ typedef struct hv_taps {
     float *logprobs0;                            /* [vocab] */
     int32_t prompt[HV_PROMPT_MAX]; int n_prompt;
 } hv_taps;
+
+/* The chunk plan's sizes for p's chunking options on model c. */
+hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_params *p);
 
 hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                              int sample_rate, int channels,

@@ -183,7 +183,7 @@ static hv_status search_beams(hv_decoder *dec, hv_pool *pool,
     b.step_tokens = malloc((size_t)N * sizeof(int32_t));
     b.parents = malloc((size_t)N * sizeof(int));
     int32_t *ids = malloc((size_t)K * sizeof(int32_t));
-    int seqs[64];
+    int seqs[HV_MAX_BEAMS];
     hv_status st = HV_OK;
     if (!b.live || !b.next || !b.fin || !b.cands || !b.step_tokens || !b.parents ||
         !ids || hyps_alloc(b.live, N, p->max_new) || hyps_alloc(b.next, N, p->max_new) ||
@@ -282,8 +282,9 @@ hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt,
     out->score = 0;
     out->prefill_ms = out->steps_ms = 0;
     out->n_steps = 0;
-    if (p->num_beams > 64)
-        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: at most 64", p->num_beams);
+    if (p->num_beams > HV_MAX_BEAMS)
+        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: at most %d", p->num_beams,
+                      HV_MAX_BEAMS);
     double t0 = now_ms();
     hv_status st = hv_decoder_forward(dec, pool, &seq, 1, prompt, n_prompt, e);
     out->prefill_ms = now_ms() - t0;

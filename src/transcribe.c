@@ -9,6 +9,8 @@
 
 #include "audio/audio.h"
 #include "audio/chunking.h"
+#include "audio/speech_chunks.h"
+#include "audio/vad.h"
 #include "encoder.h"
 #include "pipeline.h"
 #include "search.h"
@@ -47,22 +49,20 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
         goto fail;
     }
     hv_weight_type wt = params ? params->weight_type : HV_WEIGHTS_AUTO;
-    static const hv_wtype types[] = {HV_W_F32, HV_W_F32, HV_W_F16, HV_W_BF16, HV_W_Q8_0};
-    if ((unsigned)wt > HV_WEIGHTS_Q8_0) {
+    if ((unsigned)wt >= HV_N_WEIGHT_TYPES) {
         st = hv_err(&e, HV_ERR_INVALID_ARG, "weight_type %d: unknown", (int)wt);
         goto fail;
     }
     if ((st = hv_st_open_dir(&m->st, model_dir, &e))) goto fail;
-    if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt == HV_WEIGHTS_AUTO, types[wt],
-                              &e))) {
+    if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt, &e))) {
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }
     if ((st = hv_frontend_init(&m->fe, &m->cfg, m->w.fe_window, m->w.fe_fb, &e)))
         goto fail;
-    /* The reference rounds a computed window and filterbank to bf16, as the
-     * checkpoints that carry them store them. */
-    if (!m->w.fe_window && !m->w.fe_fb) hv_frontend_round_bf16(&m->fe);
+    /* The reference rounds a computed window or filterbank to bf16, as the
+     * checkpoints that carry them store them; each on its own. */
+    hv_frontend_round_bf16(&m->fe, !m->w.fe_window, !m->w.fe_fb);
     *out = m;
     return HV_OK;
 fail:
@@ -86,14 +86,17 @@ int hv_model_sample_rate(const hv_model *m) { return m->cfg.sample_rate; }
 size_t hv_model_weight_bytes(const hv_model *m) { return m->w.mat_bytes; }
 size_t hv_model_decoder_weight_bytes(const hv_model *m) { return m->w.dec_mat_bytes; }
 
-int hv_weight_type_parse(const char *name, hv_weight_type *out) {
-    static const char *names[] = {"auto", "f32", "f16", "bf16", "q8_0"};
-    for (int i = 0; i < 5; i++)
-        if (name && !strcmp(name, names[i])) {
-            *out = (hv_weight_type)i;
-            return 0;
-        }
+/* The index of name among names[0..n) (exact match), or -1. */
+static int name_index(const char *name, const char *const *names, int n) {
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(name, names[i])) return i;
     return -1;
+}
+
+int hv_weight_type_parse(const char *name, hv_weight_type *out) {
+    int i = name_index(name, hv_weight_type_names, HV_N_WEIGHT_TYPES);
+    if (i >= 0) *out = (hv_weight_type)i;
+    return i >= 0 ? 0 : -1;
 }
 int hv_model_n_languages(const hv_model *m) { return m->cfg.n_languages; }
 const char *hv_model_language(const hv_model *m, int i) {
@@ -142,14 +145,17 @@ hv_transcribe_params hv_transcribe_default_params(void) {
     p.top_k = 0;
     p.top_p = 1.0f;
     p.seed = 0;
+    p.vad = NULL;
+    p.vad_params = hv_vad_default_params();
+    p.vad_max_gap_s = 3.0f;
     return p;
 }
 
 /* Checks the decoding options (docs/DECODING.md, "Validation"). */
 static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
-    if (p->num_beams < 1 || p->num_beams > 64)
-        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: must be between 1 and 64",
-                      p->num_beams);
+    if (p->num_beams < 1 || p->num_beams > HV_MAX_BEAMS)
+        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: must be between 1 and %d",
+                      p->num_beams, HV_MAX_BEAMS);
     if (!isfinite(p->length_penalty) || p->length_penalty <= 0)
         return hv_err(e, HV_ERR_INVALID_ARG, "length_penalty %g: must be finite and > 0",
                       p->length_penalty);
@@ -216,10 +222,11 @@ typedef struct run {
     float *lp_buf;          /* [max_new] */
 } run;
 
-/* One piece of audio: features -> encoder -> decoder; appends a segment
- * when its transcript is not empty. */
-static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offset,
-                                  hv_result *res, hv_taps *taps) {
+/* One chunk: its samples x[n] -> features -> encoder -> decoder; appends
+ * a segment [seg_start, seg_end) of the input's timeline when the
+ * transcript is not empty. */
+static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t seg_start,
+                                  size_t seg_end, hv_result *res, hv_taps *taps) {
     hv_context *ctx = R->ctx;
     const hv_model *m = ctx->model;
     const hv_config *c = &m->cfg;
@@ -230,7 +237,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offse
     hv_status st;
     double t0 = now_ms(), t1, t2;
 
-    if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + offset,
+    if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + seg_start,
                                   ctx->pool, &feat, &n_fr, &n_valid, e)))
         goto done;
     t1 = now_ms();
@@ -250,6 +257,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offse
         goto done;
     res->timings.frontend_ms += t1 - t0;
     res->timings.encoder_ms += t2 - t1;
+    res->timings.encoded_s += (double)n / c->sample_rate;
     res->timings.decoder_ms += now_ms() - t2;
     res->timings.prefill_ms += so.prefill_ms;
     res->timings.steps_ms += so.steps_ms;
@@ -275,7 +283,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t offse
         goto done;
     }
     res->segs = segs;
-    segs[res->n_segs++] = (hv_result_seg){(int64_t)offset, (int64_t)(offset + n), text,
+    segs[res->n_segs++] = (hv_result_seg){(int64_t)seg_start, (int64_t)seg_end, text,
                                           res->n_tokens - so.n, so.n, so.score};
 tapped:
     if (taps) {
@@ -314,16 +322,64 @@ static hv_status result_finish(hv_result *r, hv_error *e) {
     return HV_OK;
 }
 
-static hv_chunk_plan_params chunk_params(const hv_config *c, const hv_transcribe_params *p) {
+hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_params *p) {
     hv_chunk_plan_params cp;
     double sr = c->sample_rate;
-    cp.mode = (hv_chunk_mode)p->chunking;
+    cp.mode = p->chunking;
     cp.chunk = (size_t)llround(c->max_audio_clip_s * sr);
     cp.context = (size_t)llround(c->overlap_chunk_second * sr);
     cp.window = (size_t)c->min_energy_window_samples;
     cp.single = (size_t)llround((c->max_audio_clip_s - c->overlap_chunk_second) * sr);
     cp.fixed = (size_t)llround((double)p->chunk_seconds * sr);
     return cp;
+}
+
+/* The chunks of x[n] as pieces of it: the plan of p->chunking (AUTO
+ * already resolved), with speech detection for HV_CHUNKING_VAD. */
+static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, const float *x,
+                             size_t n, hv_piece_plan *plan, double *vad_ms) {
+    const hv_config *c = &ctx->model->cfg;
+    hv_error *e = &ctx->err;
+    hv_chunk_plan_params cp = hv_chunk_params(c, p);
+    hv_status st;
+    if (p->chunking != HV_CHUNKING_VAD) {
+        size_t *bounds;
+        int n_chunks;
+        if ((st = hv_chunk_plan(x, n, &cp, &bounds, &n_chunks, e))) return st;
+        st = hv_piece_plan_from_bounds(bounds, n_chunks, plan, e);
+        free(bounds);
+        return st;
+    }
+    const hv_vad *v = p->vad;
+    if (v->sample_rate != c->sample_rate)
+        return hv_err(e, HV_ERR_UNSUPPORTED,
+                      "the speech detector runs at %d Hz but the model at %d Hz",
+                      v->sample_rate, c->sample_rate);
+    double t0 = now_ms();
+    size_t n_win = hv_vad_n_windows(v, n), n_regions = 0;
+    hv_speech_region *regions = NULL;
+    hv_span *spans = NULL;
+    float *probs = malloc((n_win ? n_win : 1) * sizeof *probs);
+    if (!probs) return hv_err(e, HV_ERR_NOMEM, "out of memory");
+    if ((st = hv_vad_forward(v, ctx->pool, x, n, probs, e)) ||
+        (st = hv_vad_speech_regions(probs, n_win, n, v->window, v->sample_rate,
+                                    &p->vad_params, &regions, &n_regions, e)))
+        goto done;
+    if (!(spans = malloc((n_regions ? n_regions : 1) * sizeof *spans))) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n_regions; i++)
+        spans[i] = (hv_span){(size_t)regions[i].start_sample, (size_t)regions[i].end_sample};
+    *vad_ms = now_ms() - t0;
+    hv_speech_chunk_params sp = {cp.chunk, cp.context, cp.window,
+                                 (size_t)llround((double)p->vad_max_gap_s * c->sample_rate)};
+    st = hv_piece_plan_from_speech(x, n, spans, n_regions, &sp, plan, e);
+done:
+    free(probs);
+    free(regions);
+    free(spans);
+    return st;
 }
 
 hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
@@ -335,9 +391,10 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     hv_error *e = &ctx->err;
     hv_transcribe_params p = params ? *params : hv_transcribe_default_params();
     run R = {.ctx = ctx, .p = &p};
-    float *samples = NULL;
-    size_t *bounds = NULL, n = 0;
-    int n_chunks = 0;
+    float *samples = NULL, *joined = NULL;
+    size_t n = 0;
+    hv_piece_plan plan = {0};
+    double vad_ms = 0;
     hv_result *res = NULL;
     hv_status st;
     double t0 = now_ms();
@@ -362,8 +419,17 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     R.dither = p.dither < 0 ? c->dither : p.dither;
     if (!isfinite(R.dither))
         return hv_err(e, HV_ERR_INVALID_ARG, "dither must be finite");
-    if ((unsigned)p.chunking > HV_CHUNKING_NONE)
+    if ((unsigned)p.chunking > HV_CHUNKING_VAD)
         return hv_err(e, HV_ERR_INVALID_ARG, "chunking %d: unknown mode", (int)p.chunking);
+    if (p.chunking == HV_CHUNKING_AUTO && p.vad) p.chunking = HV_CHUNKING_VAD;
+    if (p.chunking == HV_CHUNKING_VAD && !p.vad)
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "chunking vad needs a speech detector (hv_transcribe_params.vad)");
+    if (p.chunking == HV_CHUNKING_VAD && (st = hv_vad_check_params(&p.vad_params, e)))
+        return st;
+    if (!(p.vad_max_gap_s >= 0 && p.vad_max_gap_s <= 86400))
+        return hv_err(e, HV_ERR_INVALID_ARG, "vad_max_gap_s %g: must be in [0, 86400]",
+                      p.vad_max_gap_s);
     if (p.chunking == HV_CHUNKING_FIXED &&
         !(isfinite(p.chunk_seconds) && p.chunk_seconds >= 1 &&
           p.chunk_seconds <= c->max_audio_clip_s))
@@ -391,8 +457,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
             goto done;
         x = samples;
     }
-    hv_chunk_plan_params cp = chunk_params(c, &p);
-    if ((st = hv_chunk_plan(x, n, &cp, &bounds, &n_chunks, e))) goto done;
+    if ((st = plan_pieces(ctx, &p, x, n, &plan, &vad_ms))) goto done;
 
     res = calloc(1, sizeof *res);
     R.tok_buf = malloc((size_t)R.max_new * sizeof *R.tok_buf);
@@ -404,7 +469,8 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     snprintf(res->language, sizeof res->language, "%s", lang);
     res->sample_rate = c->sample_rate;
     res->duration = (double)n / c->sample_rate;
-    res->timings.frontend_ms = now_ms() - t0; /* resampling and planning */
+    res->timings.vad_ms = vad_ms;
+    res->timings.frontend_ms = now_ms() - t0 - vad_ms; /* resampling and planning */
 
     /* a too-short whole input is an error; a too-short last chunk is
      * silence to the model and is skipped */
@@ -415,14 +481,36 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                     c->sample_rate, min_piece);
         goto done;
     }
-    for (int i = 0; i < n_chunks; i++) {
-        size_t a = bounds[i], len = bounds[i + 1] - a;
-        if (len < min_piece && n_chunks > 1) continue;
-        if ((st = transcribe_piece(&R, x + a, len, a, res, i == 0 ? taps : NULL)))
+    double done_s = 0;
+    for (int i = 0; i < plan.n_chunks; i++) {
+        const hv_span *first = &plan.pieces[plan.first[i]];
+        const hv_span *last = &plan.pieces[plan.first[i + 1] - 1];
+        size_t len = hv_piece_plan_chunk_samples(&plan, i);
+        const float *cx = x + first->start;
+        if (len < min_piece && plan.n_chunks > 1) continue;
+        if (first != last) { /* speech with pauses left out: its pieces back to back */
+            float *buf = realloc(joined, len * sizeof *buf);
+            if (!buf) {
+                st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            joined = buf;
+            size_t o = 0;
+            for (const hv_span *s = first; s <= last; s++) {
+                memcpy(buf + o, x + s->start, (s->end - s->start) * sizeof *buf);
+                o += s->end - s->start;
+            }
+            cx = buf;
+        }
+        if ((st = transcribe_piece(&R, cx, len, first->start, last->end, res,
+                                   i == 0 ? taps : NULL)))
             goto done;
-        if (p.progress) p.progress(p.progress_user, (double)bounds[i + 1] / c->sample_rate,
-                                   res->duration);
+        done_s = (double)last->end / c->sample_rate;
+        if (p.progress) p.progress(p.progress_user, done_s, res->duration);
     }
+    /* speech detection may leave the end (or everything) out */
+    if (p.progress && done_s < res->duration)
+        p.progress(p.progress_user, res->duration, res->duration);
     if ((st = result_finish(res, e))) goto done;
     if (taps) {
         if (!samples && (samples = malloc((n ? n : 1) * sizeof *samples)))
@@ -441,7 +529,8 @@ done:
     if (st && taps) hv_taps_free(taps);
     hv_result_free(res);
     free(samples);
-    free(bounds);
+    free(joined);
+    hv_piece_plan_free(&plan);
     free(R.tok_buf);
     free(R.lp_buf);
     return st;
@@ -483,13 +572,12 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
 }
 
 int hv_chunking_parse(const char *name, hv_chunking *out) {
-    static const char *names[] = {"auto", "energy", "fixed", "none"};
-    for (int i = 0; i < 4; i++)
-        if (name && !strcmp(name, names[i])) {
-            *out = (hv_chunking)i;
-            return 0;
-        }
-    return -1;
+    static const char *const names[] = {
+        [HV_CHUNKING_AUTO] = "auto", [HV_CHUNKING_ENERGY] = "energy",
+        [HV_CHUNKING_FIXED] = "fixed", [HV_CHUNKING_NONE] = "none", [HV_CHUNKING_VAD] = "vad"};
+    int i = name_index(name, names, (int)(sizeof names / sizeof names[0]));
+    if (i >= 0) *out = (hv_chunking)i;
+    return i >= 0 ? 0 : -1;
 }
 
 void hv_result_free(hv_result *r) {

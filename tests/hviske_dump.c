@@ -12,7 +12,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,14 +160,7 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(j, "score", hv_result_score(res));
         cJSON_AddStringToObject(j, "text", hv_result_text(res));
         /* the chunk plan, as the library makes it (transcribe.c) */
-        hv_chunk_plan_params cp;
-        double sr = c->sample_rate;
-        cp.mode = (hv_chunk_mode)tp.chunking;
-        cp.chunk = (size_t)llround(c->max_audio_clip_s * sr);
-        cp.context = (size_t)llround(c->overlap_chunk_second * sr);
-        cp.window = (size_t)c->min_energy_window_samples;
-        cp.single = (size_t)llround((c->max_audio_clip_s - c->overlap_chunk_second) * sr);
-        cp.fixed = (size_t)llround((double)tp.chunk_seconds * sr);
+        hv_chunk_plan_params cp = hv_chunk_params(c, &tp);
         size_t *bounds = NULL;
         int n_chunks = 0;
         hv_error pe = {0};

@@ -3,9 +3,11 @@ closing "N passed, M failed" line that CI reads."""
 import os
 import subprocess
 import sys
+import time
 
 CLI = os.environ.get("HV_CLI", "hviske")
 TIMEOUT = 600  # seconds per CLI run
+WAIT = 60      # seconds for a program to reach a state a test waits for
 
 _counts = {"passed": 0, "failed": 0}
 
@@ -25,6 +27,21 @@ def finish():
     """Prints the closing line; returns the exit status."""
     print(f"{_counts['passed']} passed, {_counts['failed']} failed")
     return 1 if _counts["failed"] else 0
+
+
+def wait_until(cond, timeout=WAIT, interval=0.02):
+    """Polls cond() until it returns something true, and returns that; None
+    once timeout seconds have passed. Tests wait for the state they need
+    with it (a server's queue, a file appearing), never with a fixed
+    sleep, so that a slow or loaded machine only makes them slower."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(interval)
 
 
 class Run:

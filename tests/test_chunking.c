@@ -5,25 +5,16 @@
 #include "audio/chunking.h"
 #include "testlib.h"
 
-static hv_chunk_plan_params params(hv_chunk_mode mode) {
+static hv_chunk_plan_params params(hv_chunking mode) {
     hv_chunk_plan_params p = {mode, 35 * 100, 5 * 100, 16, 30 * 100, 10 * 100};
     return p; /* a 100 Hz "sample rate" keeps the buffers small */
-}
-
-static float *noise(size_t n, unsigned seed) {
-    float *x = malloc(n * sizeof *x);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        x[i] = (float)((seed >> 16) % 1000) / 1000.0f - 0.5f;
-    }
-    return x;
 }
 
 static void test_modes(void) {
     size_t *b;
     int n;
-    float *x = noise(20000, 1);
-    hv_chunk_plan_params p = params(HV_CHUNKS_AUTO);
+    float *x = hv_test_noise(20000, 1);
+    hv_chunk_plan_params p = params(HV_CHUNKING_AUTO);
 
     CHECK(hv_chunk_plan(x, 3000, &p, &b, &n, NULL) == HV_OK); /* 30 s: one piece */
     CHECK(n == 1 && b[0] == 0 && b[1] == 3000);
@@ -38,7 +29,7 @@ static void test_modes(void) {
 
     /* energy: every chunk at most 35 s, at least 30 s except the last,
      * boundaries increasing and covering everything */
-    p.mode = HV_CHUNKS_ENERGY;
+    p.mode = HV_CHUNKING_ENERGY;
     CHECK(hv_chunk_plan(x, 20000, &p, &b, &n, NULL) == HV_OK);
     int ok = b[0] == 0 && b[n] == 20000;
     for (int i = 0; i < n; i++) {
@@ -48,16 +39,16 @@ static void test_modes(void) {
     CHECK_MSG(ok && n >= 6, "energy plan of %d chunks", n);
     free(b);
 
-    p.mode = HV_CHUNKS_FIXED;
+    p.mode = HV_CHUNKING_FIXED;
     CHECK(hv_chunk_plan(x, 2500, &p, &b, &n, NULL) == HV_OK);
     CHECK(n == 3 && b[1] == 1000 && b[2] == 2000 && b[3] == 2500);
     free(b);
 
-    p.mode = HV_CHUNKS_NONE;
+    p.mode = HV_CHUNKING_NONE;
     CHECK(hv_chunk_plan(x, 20000, &p, &b, &n, NULL) == HV_OK && n == 1 && b[1] == 20000);
     free(b);
 
-    p.mode = HV_CHUNKS_FIXED;
+    p.mode = HV_CHUNKING_FIXED;
     p.fixed = 0;
     CHECK(hv_chunk_plan(x, 2500, &p, &b, &n, NULL) == HV_ERR_INVALID_ARG);
     free(x);
@@ -66,10 +57,10 @@ static void test_modes(void) {
 static void test_quietest_window(void) {
     /* loud noise with one silent window inside the search span [3000, 3500):
      * windows start at 3000 + 16k; make the one at 3000 + 16*7 silent */
-    float *x = noise(8000, 2);
+    float *x = hv_test_noise(8000, 2);
     size_t q = 3000 + 16 * 7;
     for (size_t i = q; i < q + 16; i++) x[i] = 0;
-    hv_chunk_plan_params p = params(HV_CHUNKS_ENERGY);
+    hv_chunk_plan_params p = params(HV_CHUNKING_ENERGY);
     size_t *b;
     int n;
     CHECK(hv_chunk_plan(x, 8000, &p, &b, &n, NULL) == HV_OK);

@@ -35,7 +35,7 @@ SOURCE_DIR = os.environ.get(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT = 900
 AUDIO_EXT = (".wav", ".flac", ".ogg", ".opus", ".mp3")
-TIMING_KEYS = {"frontend_ms", "encoder_ms", "decoder_ms", "n_tokens"}
+TIMING_KEYS = {"frontend_ms", "encoder_ms", "decoder_ms", "vad_ms", "encoded_s", "n_tokens"}
 JSON_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings",
              "segments"}
 SEGMENT_KEYS = {"start", "end", "text", "tokens"}

@@ -487,10 +487,15 @@ static void test_init(void) {
 
     /* bf16: low 16 bits cleared, nearest value. */
     f.fb[0] = 0.1f;
-    hv_frontend_round_bf16(&f);
+    f.window[1] = 0.1f;
+    hv_frontend_round_bf16(&f, 0, 1); /* a checkpoint with a window only */
     uint32_t u;
     memcpy(&u, &f.fb[0], sizeof u);
     CHECK((u & 0xffff) == 0 && fabs(f.fb[0] - 0.1) < 0.1 / 256);
+    CHECK(f.window[1] == 0.1f);
+    hv_frontend_round_bf16(&f, 1, 0);
+    memcpy(&u, &f.window[1], sizeof u);
+    CHECK((u & 0xffff) == 0);
     CHECK(f.window[3] == 1.0f && f.fb[2] == 0.5f); /* exact values stay */
     hv_frontend_free(&f);
     hv_frontend_free(&f); /* twice is harmless */

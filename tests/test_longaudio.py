@@ -39,7 +39,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from hvtest import CLI, Run, check, finish, report  # noqa: E402
+from hvtest import CLI, WAIT, Run, check, finish, report, wait_until  # noqa: E402
 
 from test_chunk_parity import make_long_audio, write_wav  # noqa: E402
 
@@ -342,21 +342,21 @@ def test_chunking(model, tiny, long75, ten_min):
     check("--chunking none on 75 s: one segment", r,
           r.rc == 0 and objs and len(objs[0]["segments"]) <= 1
           and (not objs[0]["segments"] or objs[0]["segments"][0]["end"] == 75.0), "")
-    r = Run(["--json", "--chunking", "energy", "-m", model, long75])
+    r = Run(["--json", "--chunking", "vad", "-m", model, long75])
     r2 = Run(["--json", "-m", model, long75])
-    check("--chunking energy == auto on long audio", r,
+    check("--chunking vad == auto (the default) on long audio", r,
           r.rc == 0 and jsonl(r) and jsonl(r2) and jsonl(r)[0]["segments"] == jsonl(r2)[0]["segments"], "")
     r = Run(["--chunking", "none", "-m", tiny, ten_min])
     check("--chunking none on 10 min: a clear error", r,
           r.rc == 1 and r.out == "" and ten_min in r.err and "too long" in r.err
           and "--chunking" in r.err, "expected exit 1 naming the file, the limit and --chunking")
-    r = Run(["--json", "-m", tiny, ten_min])
+    r = Run(["--json", "--chunking", "energy", "-m", tiny, ten_min])
     objs = jsonl(r)
     why = check_result(objs[0], JSONL_KEYS, 620.0) if objs else "no JSON"
-    check("10 min on the tiny model: >= 18 segments up to 620 s", r,
+    check("10 min on the tiny model, energy: >= 18 segments up to 620 s", r,
           r.rc == 0 and not why and len(objs[0]["segments"]) >= 18
           and objs[0]["segments"][-1]["end"] == 620.0, why)
-    r2 = Run(["--format", "srt", "-m", tiny, ten_min])
+    r2 = Run(["--format", "srt", "--chunking", "energy", "-m", tiny, ten_min])
     try:
         cues = parse_srt(r2.raw)
         ok = objs and len(cues) == len(objs[0]["segments"]) and cues[-1][1] == 620000
@@ -474,25 +474,27 @@ def default_signals():
 
 
 def test_atomic(model, long_path, tmp):
-    """Kill runs while they work: no output file, no temporary file."""
+    """Kill runs while they work: no output file, no temporary file. Each
+    signal is sent once the run is seen at work (its temporary file, made
+    after the signal handlers are in place and before the model loads, or
+    the first input's finished file), never after a fixed sleep."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
         d = os.path.join(tmp, "kill-%d" % sig)
         os.makedirs(d)
         out = os.path.join(d, "out.srt")
         p = subprocess.Popen([CLI, "--format", "srt", "-t", "1", "-o", out, "-m", model, long_path],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
-        t0 = time.time()
-        while not leftovers(d) and p.poll() is None and time.time() - t0 < 60:
-            time.sleep(0.002)
-        time.sleep(0.05)  # well inside the model load / transcription
+        at_work = wait_until(lambda: leftovers(d) or p.poll() is not None, interval=0.002)
+        at_work = at_work and p.poll() is None
         p.send_signal(sig)
         _, err = p.communicate(timeout=TIMEOUT)
         killed = p.returncode == -sig
         left = leftovers(d)
-        ok = killed and not os.path.exists(out) and (sig == signal.SIGKILL or not left)
+        ok = at_work and killed and not os.path.exists(out) and (sig == signal.SIGKILL or not left)
         report(f"{signal.Signals(sig).name} during a run: no output file"
                + ("" if sig == signal.SIGKILL else ", no temporary file"), ok,
-               f"rc={p.returncode} files={os.listdir(d)} stderr={err[-300:]!r}")
+               ("" if at_work else f"no temporary file within {WAIT} s while running; ")
+               + f"rc={p.returncode} files={os.listdir(d)} stderr={err[-300:]!r}")
 
     # --output-dir: kill while the second input is at work, once the first
     # one's file is there: that file is complete, nothing else is left
@@ -503,20 +505,21 @@ def test_atomic(model, long_path, tmp):
     p = subprocess.Popen([CLI, "--format", "vtt", "-t", "1", "--output-dir", d, "-m", model,
                           long_path, copy], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=default_signals)
-    t0 = time.time()
-    while not os.path.exists(first) and p.poll() is None and time.time() - t0 < TIMEOUT:
-        time.sleep(0.002)
-    time.sleep(0.05)
+    # the first input takes as long as it takes here: wait as long as a run may
+    at_work = wait_until(lambda: os.path.exists(first) or p.poll() is not None,
+                         timeout=TIMEOUT, interval=0.002)
+    at_work = at_work and p.poll() is None
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=TIMEOUT)
     files = sorted(os.listdir(d)) if os.path.isdir(d) else []
     try:
-        ok = p.returncode == -signal.SIGTERM and files == [os.path.basename(first)] \
+        ok = at_work and p.returncode == -signal.SIGTERM and files == [os.path.basename(first)] \
             and len(parse_vtt(open(first, "rb").read())) > 10
     except ValueError:
         ok = False
     report("SIGTERM during an --output-dir batch: the finished file, complete, and nothing else",
-           ok, f"rc={p.returncode} files={files} stderr={err[-300:]!r}")
+           ok, ("" if at_work else "the first file never came while running; ")
+           + f"rc={p.returncode} files={files} stderr={err[-300:]!r}")
 
 
 def test_progress(model, long75, tmp):

@@ -9,12 +9,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
-#include "model/safetensors.h"
 #include "testlib.h"
 
-static const hv_wtype all_types[] = {HV_W_F32, HV_W_F16, HV_W_BF16, HV_W_Q8_0};
+static const hv_weight_type all_types[] = {HV_WEIGHTS_F32, HV_WEIGHTS_F16, HV_WEIGHTS_BF16,
+                                           HV_WEIGHTS_Q8_0};
 #define N_TYPES (int)(sizeof all_types / sizeof all_types[0])
 
 static unsigned rng = 12345;
@@ -47,26 +48,27 @@ static int same_bits(const float *a, const float *b, size_t n) {
 /* ------------------------------------------------------------ names */
 
 static void test_names(void) {
-    for (int t = 0; t < N_TYPES; t++) {
-        hv_wtype out = (hv_wtype)99;
-        CHECK(hv_wtype_parse(hv_wtype_name(all_types[t]), &out) == 0 && out == all_types[t]);
+    /* every type, AUTO included, round-trips through the public parser */
+    for (int t = 0; t < HV_N_WEIGHT_TYPES; t++) {
+        hv_weight_type out = (hv_weight_type)99;
+        CHECK(hv_weight_type_parse(hv_weight_type_name((hv_weight_type)t), &out) == 0 &&
+              out == (hv_weight_type)t);
     }
-    hv_wtype out = HV_W_F32;
-    CHECK(hv_wtype_parse("BF16", &out) == 0 && out == HV_W_BF16);
-    CHECK(hv_wtype_parse("Q8_0", &out) == 0 && out == HV_W_Q8_0);
-    CHECK(strcmp(hv_wtype_name(HV_W_F16), "f16") == 0);
-    CHECK(strcmp(hv_wtype_name(HV_W_Q8_0), "q8_0") == 0);
-    CHECK(strcmp(hv_wtype_name((hv_wtype)42), "?") == 0);
-    out = HV_W_F16;
-    CHECK(hv_wtype_parse("q8", &out) == -1 && out == HV_W_F16);
-    CHECK(hv_wtype_parse("f16x", &out) == -1 && hv_wtype_parse("", &out) == -1);
-    CHECK(hv_wtype_parse("f1", &out) == -1 && hv_wtype_parse(NULL, &out) == -1);
+    CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_AUTO), "auto") == 0);
+    CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_F16), "f16") == 0);
+    CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_Q8_0), "q8_0") == 0);
+    CHECK(strcmp(hv_weight_type_name((hv_weight_type)42), "?") == 0);
+    hv_weight_type out = HV_WEIGHTS_F16;
+    CHECK(hv_weight_type_parse("q8", &out) == -1 && out == HV_WEIGHTS_F16);
+    CHECK(hv_weight_type_parse("BF16", &out) == -1 && out == HV_WEIGHTS_F16);
+    CHECK(hv_weight_type_parse("f16x", &out) == -1 && hv_weight_type_parse("", &out) == -1);
+    CHECK(hv_weight_type_parse("f1", &out) == -1 && hv_weight_type_parse(NULL, &out) == -1);
 }
 
 /* ------------------------------------------------------- conversions */
 
 /* Converts src[count] as one row; returns the status, storage in *st. */
-static hv_status conv(hv_mat *m, hv_wtype t, const float *src, int rows, int cols,
+static hv_status conv(hv_mat *m, hv_weight_type t, const float *src, int rows, int cols,
                       void **st) {
     hv_error e;
     return hv_mat_from_f32(m, t, src, rows, cols, st, &e);
@@ -87,7 +89,7 @@ static void test_f16_bf16_roundtrip(void) {
         }
         hv_mat m;
         void *st;
-        CHECK(conv(&m, bf ? HV_W_BF16 : HV_W_F16, v, 1, n, &st) == HV_OK);
+        CHECK(conv(&m, bf ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F16, v, 1, n, &st) == HV_OK);
         CHECK(m.data == st && m.rows == 1 && m.cols == n);
         CHECK(((uintptr_t)st & 63) == 0);
         CHECK(hv_mat_bytes(&m) == (size_t)n * 2);
@@ -117,13 +119,13 @@ static void test_f16_bf16_roundtrip(void) {
                   65519.0f, 0x1p-25f, NAN};
     hv_mat m;
     void *st;
-    CHECK(conv(&m, HV_W_F16, r, 2, 3, &st) == HV_OK);
+    CHECK(conv(&m, HV_WEIGHTS_F16, r, 2, 3, &st) == HV_OK);
     const uint16_t *h = st;
     CHECK(h[0] == 0x3c00 && h[1] == 0x3c02 && h[2] == 0x3c01);
     CHECK(h[3] == 0x7bff && h[4] == 0x0000 && isnan(hv_f16_to_f32(h[5])));
     free(st);
     float rb[4] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -0.0f, NAN};
-    CHECK(conv(&m, HV_W_BF16, rb, 1, 4, &st) == HV_OK);
+    CHECK(conv(&m, HV_WEIGHTS_BF16, rb, 1, 4, &st) == HV_OK);
     h = st;
     CHECK(h[0] == 0x3f80 && h[1] == 0x3f82 && h[2] == 0x8000 && isnan(hv_bf16_to_f32(h[3])));
     free(st);
@@ -131,36 +133,38 @@ static void test_f16_bf16_roundtrip(void) {
     /* overflow to infinity is refused (the matrix stays f32) */
     float big[3] = {1.0f, 65520.0f, 2.0f};
     st = &m;
-    CHECK(conv(&m, HV_W_F16, big, 1, 3, &st) == HV_ERR_UNSUPPORTED && st == NULL);
+    CHECK(conv(&m, HV_WEIGHTS_F16, big, 1, 3, &st) == HV_ERR_UNSUPPORTED && st == NULL);
     big[1] = FLT_MAX;
-    CHECK(conv(&m, HV_W_BF16, big, 1, 3, &st) == HV_ERR_UNSUPPORTED && st == NULL);
+    CHECK(conv(&m, HV_WEIGHTS_BF16, big, 1, 3, &st) == HV_ERR_UNSUPPORTED && st == NULL);
     big[1] = 1e38f;
-    CHECK(conv(&m, HV_W_BF16, big, 3, 1, &st) == HV_OK);
+    CHECK(conv(&m, HV_WEIGHTS_BF16, big, 3, 1, &st) == HV_OK);
     free(st);
     big[1] = INFINITY; /* already infinite: kept */
-    CHECK(conv(&m, HV_W_F16, big, 1, 3, &st) == HV_OK);
+    CHECK(conv(&m, HV_WEIGHTS_F16, big, 1, 3, &st) == HV_OK);
     CHECK(((const uint16_t *)st)[1] == 0x7c00);
     free(st);
 
     /* f32 copies; bad arguments */
-    CHECK(conv(&m, HV_W_F32, r, 1, 5, &st) == HV_OK && memcmp(st, r, 5 * 4) == 0);
+    CHECK(conv(&m, HV_WEIGHTS_F32, r, 1, 5, &st) == HV_OK && memcmp(st, r, 5 * 4) == 0);
     CHECK(hv_mat_bytes(&m) == 20);
     free(st);
-    CHECK(conv(&m, HV_W_F32, r, 0, 5, &st) == HV_ERR_INVALID_ARG && st == NULL);
-    CHECK(conv(&m, HV_W_F16, r, 1, -1, &st) == HV_ERR_INVALID_ARG);
-    CHECK(conv(&m, (hv_wtype)9, r, 1, 1, &st) == HV_ERR_INVALID_ARG);
+    CHECK(conv(&m, HV_WEIGHTS_F32, r, 0, 5, &st) == HV_ERR_INVALID_ARG && st == NULL);
+    CHECK(conv(&m, HV_WEIGHTS_F16, r, 1, -1, &st) == HV_ERR_INVALID_ARG);
+    CHECK(conv(&m, (hv_weight_type)9, r, 1, 1, &st) == HV_ERR_INVALID_ARG);
+    CHECK(conv(&m, HV_WEIGHTS_AUTO, r, 1, 1, &st) == HV_ERR_INVALID_ARG && st == NULL);
 }
 
 static void test_q8_0_convert(void) {
     /* columns not a multiple of 32 are refused with UNSUPPORTED */
     float *v = falloc(64 * 96);
     for (int i = 0; i < 64 * 96; i++) v[i] = frand();
-    hv_mat m = {HV_W_F32, 0, 0, NULL};
+    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL};
     void *st = &m;
     hv_error e;
     const int bad_cols[] = {1, 16, 31, 33, 48, 95};
     for (size_t i = 0; i < sizeof bad_cols / sizeof bad_cols[0]; i++) {
-        CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, v, 2, bad_cols[i], &st, &e) == HV_ERR_UNSUPPORTED);
+        CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q8_0, v, 2, bad_cols[i], &st, &e) ==
+              HV_ERR_UNSUPPORTED);
         CHECK(st == NULL && m.data == NULL && e.status == HV_ERR_UNSUPPORTED);
     }
 
@@ -184,8 +188,8 @@ static void test_q8_0_convert(void) {
             }
         }
     }
-    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, v, rows, cols, &st, &e) == HV_OK);
-    CHECK(m.type == HV_W_Q8_0 && m.rows == rows && m.cols == cols && m.data == st);
+    CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q8_0, v, rows, cols, &st, &e) == HV_OK);
+    CHECK(m.type == HV_WEIGHTS_Q8_0 && m.rows == rows && m.cols == cols && m.data == st);
     CHECK(hv_mat_bytes(&m) == (size_t)rows * nb * 34 && sizeof(hv_q8_0_block) == 34);
     float *w = dequant(&m);
     const hv_q8_0_block *q = st;
@@ -234,15 +238,15 @@ static void test_q8_0_convert(void) {
     float blk[32];
     for (int t = 0; t < 32; t++) blk[t] = 1.0f;
     blk[5] = 65504.0f * 127.0f; /* the largest amax that fits */
-    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_OK);
+    CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q8_0, blk, 1, 32, &st, &e) == HV_OK);
     CHECK(((const hv_q8_0_block *)st)->d == 0x7bff && ((const hv_q8_0_block *)st)->q[5] == 127);
     free(st);
     blk[5] = 1e7f;
-    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
+    CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
     blk[5] = NAN;
-    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
+    CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
     blk[5] = -INFINITY;
-    CHECK(hv_mat_from_f32(&m, HV_W_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
+    CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q8_0, blk, 1, 32, &st, &e) == HV_ERR_UNSUPPORTED && !st);
     free(v);
 }
 
@@ -279,7 +283,7 @@ typedef struct shape { int rows, cols; } shape;
  * whose products and sums are exact in f32 (exact = 1: every summation
  * order gives the same, exact result) or with random values at mixed
  * scales. For q8_0 the exact values also survive both quantisations. */
-static void fill(hv_wtype t, int exact, float *x, int n, float *src, int rows,
+static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int rows,
                  int cols, float *bias) {
     if (!exact) {
         for (int i = 0; i < n * cols; i++) x[i] = frand();
@@ -290,7 +294,7 @@ static void fill(hv_wtype t, int exact, float *x, int n, float *src, int rows,
         for (int r = 0; r < rows; r++) bias[r] = frand();
         return;
     }
-    if (t != HV_W_Q8_0) { /* k/8 . k/16: multiples of 2^-7, |sum| <= cols */
+    if (t != HV_WEIGHTS_Q8_0) { /* k/8 . k/16: multiples of 2^-7, |sum| <= cols */
         for (int i = 0; i < n * cols; i++) x[i] = (float)irand(-8, 8) / 8.0f;
         for (int i = 0; i < rows * cols; i++) src[i] = (float)irand(-16, 16) / 16.0f;
         for (int r = 0; r < rows; r++) bias[r] = (float)irand(-128, 128) / 128.0f;
@@ -308,11 +312,11 @@ static void fill(hv_wtype t, int exact, float *x, int n, float *src, int rows,
 /* How far y may be from the exact result: f32 rounding of the sums
  * (~eps sqrt(cols) sum|x w|), plus, for q8_0 decoder steps, the rounding
  * of x to its blocks: at most d_x / 2 per value. */
-static double tolerance(hv_wtype t, int n, const float *xi, const float *wr, int cols,
+static double tolerance(hv_weight_type t, int n, const float *xi, const float *wr, int cols,
                         float b) {
     double s = fabs(b), q = 0;
     for (int c = 0; c < cols; c++) s += fabs((double)xi[c] * wr[c]);
-    if (t == HV_W_Q8_0 && n <= HV_LINEAR_GEMV_MAX_N)
+    if (t == HV_WEIGHTS_Q8_0 && n <= HV_LINEAR_GEMV_MAX_N)
         for (int c0 = 0; c0 < cols; c0 += 32) {
             double amax = 0, wsum = 0;
             for (int c = c0; c < c0 + 32; c++) {
@@ -324,13 +328,13 @@ static double tolerance(hv_wtype t, int n, const float *xi, const float *wr, int
     return q + 2.0 * FLT_EPSILON * sqrt(cols + 1.0) * s + 1e-30;
 }
 
-static void test_linear(hv_wtype t, int exact) {
+static void test_linear(hv_weight_type t, int exact) {
     static const shape gen[] = {{1, 1},    {5, 3},     {17, 9},  {33, 31}, {64, 100},
                                 {130, 257}, {40, 1000}, {300, 24}, {200, 520}};
     static const shape q8[] = {{1, 32},   {3, 64},    {37, 96},
                                {130, 256}, {40, 1024}, {200, 512}};
-    const shape *shapes = t == HV_W_Q8_0 ? q8 : gen;
-    int n_shapes = t == HV_W_Q8_0 ? (int)(sizeof q8 / sizeof q8[0])
+    const shape *shapes = t == HV_WEIGHTS_Q8_0 ? q8 : gen;
+    int n_shapes = t == HV_WEIGHTS_Q8_0 ? (int)(sizeof q8 / sizeof q8[0])
                                   : (int)(sizeof gen / sizeof gen[0]);
     static const int ns[] = {1, 2, 3, 7, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 64, 200};
     hv_pool *pools[3];
@@ -350,7 +354,7 @@ static void test_linear(hv_wtype t, int exact) {
             void *st;
             hv_error e;
             hv_status rc = hv_mat_from_f32(&W, t, src, rows, cols, &st, &e);
-            CHECK_MSG(rc == HV_OK, "%s %dx%d: %s", hv_wtype_name(t), rows, cols, e.msg);
+            CHECK_MSG(rc == HV_OK, "%s %dx%d: %s", hv_weight_type_name(t), rows, cols, e.msg);
             if (rc != HV_OK) {
                 free(x); free(src); free(bias);
                 continue;
@@ -366,7 +370,7 @@ static void test_linear(hv_wtype t, int exact) {
                     hv_linear(pools[p], y, x, n, &W, b);
                     same_threads &= same_bits(y, y0, ny);
                 }
-                if (simd && t != HV_W_F32) {
+                if (simd && t != HV_WEIGHTS_F32) {
                     hv_linear_with(&hv_mm_scalar, pools[1], y, x, n, &W, b);
                     same_simd &= same_bits(y, y0, ny);
                     hv_linear_with(simd, pools[2], y, x, n, &W, b);
@@ -394,20 +398,20 @@ static void test_linear(hv_wtype t, int exact) {
                     if (isnan(rel) || rel > shape_worst) shape_worst = isnan(rel) ? INFINITY : rel;
                 }
             CHECK_MSG(shape_worst <= 1, "%s %s n=%d %dx%d: error %g x tolerance",
-                      hv_wtype_name(t), exact ? "exact" : "random", n, rows, cols,
+                      hv_weight_type_name(t), exact ? "exact" : "random", n, rows, cols,
                       shape_worst);
             if (shape_worst > worst) worst = shape_worst, worst_shape = s;
             CHECK_MSG(same_threads, "%s n=%d %dx%d: same bits on 1, 2, 3 threads",
-                      hv_wtype_name(t), n, rows, cols);
-            CHECK_MSG(same_simd, "%s n=%d %dx%d: scalar == %s", hv_wtype_name(t), n,
+                      hv_weight_type_name(t), n, rows, cols);
+            CHECK_MSG(same_simd, "%s n=%d %dx%d: scalar == %s", hv_weight_type_name(t), n,
                       rows, cols, simd ? simd->name : "-");
-            CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_wtype_name(t), n,
+            CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_weight_type_name(t), n,
                       rows, cols);
             free(x); free(src); free(bias); free(w); free(y); free(y0); free(yb);
             free(st);
         }
     if (!exact)
-        printf("%-5s random: worst error %.3f of tolerance (shape %d)\n", hv_wtype_name(t),
+        printf("%-5s random: worst error %.3f of tolerance (shape %d)\n", hv_weight_type_name(t),
                worst, worst_shape);
     for (int p = 0; p < 3; p++) hv_pool_free(pools[p]);
 }
@@ -470,14 +474,16 @@ static void test_special(void) {
     const int big_n = HV_LINEAR_GEMV_MAX_N + 1; /* the tiled regime */
     float *src = falloc(rows * cols), *x = falloc(big_n * cols), *y = falloc(big_n * rows);
     for (int ti = 1; ti < N_TYPES; ti++) {
-        hv_wtype t = all_types[ti];
+        hv_weight_type t = all_types[ti];
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c++) {
                 float v = frand();
                 switch (r % 4) {
-                case 0: v *= t == HV_W_F16 ? 60000.0f : t == HV_W_BF16 ? 1e30f : 8e6f; break;
+                case 0:
+                    v *= t == HV_WEIGHTS_F16 ? 60000.0f : t == HV_WEIGHTS_BF16 ? 1e30f : 8e6f;
+                    break;
                 case 1: v = c % 2 ? -0.0f : 0.0f; break;
-                case 2: v = t == HV_W_F16 ? v * 0x1p-20f : v * 1e-39f; break;
+                case 2: v = t == HV_WEIGHTS_F16 ? v * 0x1p-20f : v * 1e-39f; break;
                 default: break;
                 }
                 src[r * cols + c] = v;
@@ -501,7 +507,7 @@ static void test_special(void) {
                     if (!(fabs(v - ref) <= tol)) ok = 0;
                     if (r % 4 == 1 && v != 0.0f) ok = 0;
                 }
-            CHECK_MSG(ok, "%s n=%d: big, zero, subnormal rows", hv_wtype_name(t), n);
+            CHECK_MSG(ok, "%s n=%d: big, zero, subnormal rows", hv_weight_type_name(t), n);
             /* a NaN or infinity in x makes that row's outputs non-finite */
             x[3] = NAN;
             x[(n - 1) * cols + 40] = INFINITY;
@@ -509,7 +515,7 @@ static void test_special(void) {
             ok = 1;
             for (int r = 0; r < rows; r++)
                 ok &= isnan(y[r]) && !isfinite(y[(n - 1) * rows + r]);
-            CHECK_MSG(ok, "%s n=%d: NaN and infinity reach the output", hv_wtype_name(t), n);
+            CHECK_MSG(ok, "%s n=%d: NaN and infinity reach the output", hv_weight_type_name(t), n);
         }
         free(w);
         free(st);
@@ -555,7 +561,7 @@ static void bench(void) {
             for (int run = 0; run < 3; run++) {
                 int threads = run == 2 ? 1 : run + 1;
                 const hv_mm_kernels *kr = run == 2 ? &hv_mm_scalar : k;
-                if (run == 2 && (n > HV_LINEAR_GEMV_MAX_N || all_types[ti] == HV_W_F32 ||
+                if (run == 2 && (n > HV_LINEAR_GEMV_MAX_N || all_types[ti] == HV_WEIGHTS_F32 ||
                                  kr == k))
                     continue;
                 hv_pool *pool = hv_pool_new(threads);
@@ -571,7 +577,7 @@ static void bench(void) {
                 }
                 char sh[32], ty[16];
                 snprintf(sh, sizeof sh, "%dx%dx%d", n, rows, cols);
-                snprintf(ty, sizeof ty, "%s%s", hv_wtype_name(all_types[ti]),
+                snprintf(ty, sizeof ty, "%s%s", hv_weight_type_name(all_types[ti]),
                          run == 2 ? " scalar" : "");
                 printf("%-16s %-18s %-11s %3d %9.3f %9.1f %8.1f\n", sh, cases[ci].what, ty,
                        threads, best * 1e3, 2.0 * n * rows * cols / best * 1e-9,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/half.h"
 #include "model/safetensors.h"
 #include "testlib.h"
 

@@ -52,3 +52,13 @@ char *hv_test_read_text(const char *path) {
     fclose(f);
     return s;
 }
+
+float *hv_test_noise(size_t n, unsigned seed) {
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    if (!x) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((seed >> 16) % 1000) / 1000.0f - 0.5f;
+    }
+    return x;
+}

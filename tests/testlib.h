@@ -31,6 +31,10 @@ int hv_test_write_file(const char *path, const void *data, size_t n);
 /* A whole file as a NUL-terminated malloc'ed string, NULL on failure. */
 char *hv_test_read_text(const char *path);
 
+/* n floats of uniform noise in [-0.5, 0.5), the same for the same seed;
+ * malloc'ed (the caller frees). */
+float *hv_test_noise(size_t n, unsigned seed);
+
 /* A fresh empty temporary directory (static buffer). */
 const char *hv_test_tmpdir(void);
 

@@ -1,11 +1,14 @@
 /* hviske-bench: times the pipeline's stages on real work.
  *
  *   hviske-bench -m MODEL_DIR [-t N] [--weight-type T] [--beams N]
- *                [--max-tokens N] [--runs R] [--warmup W] [--json] FILE...
+ *                [--max-tokens N] [--chunking MODE] [--vad-model DIR]
+ *                [--runs R] [--warmup W] [--json] FILE...
  *
  * Loads the model once (timed), then per file runs W warm-up and R measured
  * transcriptions and reports the median and spread (min-max) of each
- * stage, the real-time factor and the peak resident memory. */
+ * stage (speech detection among them), the share of the audio that speech
+ * detection kept from the encoder, the real-time factor and the peak
+ * resident memory. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -14,22 +17,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hviske.h"
+#include "tool_util.h"
 
 typedef struct opts {
     const char *model;
     const char *weight_type;
+    const char *vad_model;  /* NULL: hvt_load_vad's search */
+    hv_chunking chunking;   /* default auto, as the CLI */
     int threads, beams, max_tokens, runs, warmup, json, bandwidth;
 } opts;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static double peak_rss_mb(void) {
     struct rusage ru;
@@ -62,13 +61,13 @@ static double read_bandwidth_gbs(int threads) {
     pthread_t th[256];
     bw_job jobs[256];
     for (int pass = 0; pass < 4; pass++) {
-        double t0 = now_ms();
+        double t0 = hvt_now_s();
         for (int t = 0; t < threads; t++) {
             jobs[t] = (bw_job){buf + n / threads * t, n / threads, 0};
             pthread_create(&th[t], NULL, bw_read, &jobs[t]);
         }
         for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
-        double gbs = n * sizeof *buf / ((now_ms() - t0) / 1e3) / 1e9;
+        double gbs = n * sizeof *buf / (hvt_now_s() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
     free(buf);
@@ -88,26 +87,23 @@ static stat3 summarise(double *v, int n) {
     return s;
 }
 
-enum { S_TOTAL, S_FRONTEND, S_ENCODER, S_CROSS, S_PREFILL, S_TOKEN, S_DECODER, S_RTF, N_STATS };
-static const char *stat_names[N_STATS] = {"total_ms", "frontend_ms", "encoder_ms",
+enum { S_TOTAL, S_VAD, S_FRONTEND, S_ENCODER, S_CROSS, S_PREFILL, S_TOKEN, S_DECODER,
+       S_SKIPPED, S_RTF, N_STATS };
+static const char *stat_names[N_STATS] = {"total_ms", "vad_ms", "frontend_ms", "encoder_ms",
                                           "cross_ms", "prefill_ms", "per_token_ms",
-                                          "decoder_ms", "rtf"};
-
-static int parse_int(const char *s, int lo, int hi, int *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
+                                          "decoder_ms", "skipped", "rtf"};
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--weight-type auto|f32|f16|bf16|q8_0]\n"
-               "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W] "
-               "[--bandwidth] [--json] FILE...\n");
+               "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W]\n"
+               "                    [--chunking auto|vad|energy|none] [--vad-model DIR]\n"
+               "                    [--bandwidth] [--json] FILE...\n"
+               "vad_ms is the speech detector's time; skipped the share of the audio it kept\n"
+               "from the encoder (pauses, silence, noise).\n");
 }
 
-static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *jfiles) {
+static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const char *path,
+                      cJSON *jfiles) {
     char err[1024];
     float *pcm;
     size_t n;
@@ -123,22 +119,26 @@ static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *j
     tp.num_beams = o->beams;
     tp.max_new_tokens = o->max_tokens;
     tp.dither = 0;
+    tp.chunking = o->chunking;
+    tp.vad = vad;
     int rc = 0, tokens = 0;
     double duration = (double)n / rate;
     for (int r = -o->warmup; ctx && r < o->runs; r++) {
         hv_result *res;
-        double t0 = now_ms();
+        double t0 = hvt_now_s();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
             fprintf(stderr, "hviske-bench: %s: %s\n", path, hv_context_error(ctx));
             rc = 1;
             break;
         }
-        double total = now_ms() - t0;
+        double total = (hvt_now_s() - t0) * 1e3;
         hv_timings t = hv_result_timings(res);
         tokens = t.n_tokens;
         hv_result_free(res);
         if (r < 0) continue;
         v[S_TOTAL][r] = total;
+        v[S_VAD][r] = t.vad_ms;
+        v[S_SKIPPED][r] = duration > 0 ? 1 - t.encoded_s / duration : 0;
         v[S_FRONTEND][r] = t.frontend_ms;
         v[S_ENCODER][r] = t.encoder_ms;
         v[S_PREFILL][r] = t.prefill_ms;
@@ -181,7 +181,7 @@ static int bench_file(hv_model *model, const opts *o, const char *path, cJSON *j
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, "auto", 0, 1, 0, 5, 1, 0, 0};
+    opts o = {NULL, "auto", NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0};
     static const struct option lo[] = {
         {"threads", required_argument, 0, 't'}, {"beams", required_argument, 0, 'b'},
         {"max-tokens", required_argument, 0, 'n'},
@@ -189,18 +189,23 @@ int main(int argc, char **argv) {
         {"bandwidth", no_argument, 0, 'B'},
         {"runs", required_argument, 0, 'r'},    {"warmup", required_argument, 0, 'w'},
         {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
+        {"chunking", required_argument, 0, 'C'}, {"vad-model", required_argument, 0, 'V'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:t:h", lo, NULL)) != -1) {
         int bad = 0;
         switch (c) {
         case 'm': o.model = optarg; break;
-        case 't': bad = parse_int(optarg, 1, 256, &o.threads); break;
-        case 'b': bad = parse_int(optarg, 1, 64, &o.beams); break;
-        case 'n': bad = parse_int(optarg, 1, 1 << 20, &o.max_tokens); break;
-        case 'r': bad = parse_int(optarg, 1, 100000, &o.runs); break;
-        case 'w': bad = parse_int(optarg, 0, 100000, &o.warmup); break;
+        case 't': bad = hvt_parse_int(optarg, 1, 256, &o.threads); break;
+        case 'b': bad = hvt_parse_int(optarg, 1, HV_MAX_BEAMS, &o.beams); break;
+        case 'n': bad = hvt_parse_int(optarg, 1, 1 << 20, &o.max_tokens); break;
+        case 'r': bad = hvt_parse_int(optarg, 1, 100000, &o.runs); break;
+        case 'w': bad = hvt_parse_int(optarg, 0, 100000, &o.warmup); break;
         case 'W': o.weight_type = optarg; break;
+        case 'C':
+            bad = hv_chunking_parse(optarg, &o.chunking) || o.chunking == HV_CHUNKING_FIXED;
+            break;
+        case 'V': o.vad_model = optarg; break;
         case 'j': o.json = 1; break;
         case 'B': o.bandwidth = 1; break;
         case 'h': usage(stdout); return 0;
@@ -223,12 +228,19 @@ int main(int argc, char **argv) {
         return 2;
     }
     hv_model *model;
-    double t0 = now_ms();
+    double t0 = hvt_now_s();
     if (hv_model_load(o.model, &mp, &model, err, sizeof err)) {
         fprintf(stderr, "hviske-bench: %s\n", err);
         return 1;
     }
-    double load_ms = now_ms() - t0;
+    double load_ms = (hvt_now_s() - t0) * 1e3;
+    hv_vad *vad = NULL;
+    if ((o.chunking == HV_CHUNKING_AUTO || o.chunking == HV_CHUNKING_VAD) &&
+        hvt_load_vad(o.vad_model, &vad, err, sizeof err)) {
+        fprintf(stderr, "hviske-bench: %s\n", err);
+        hv_model_free(model);
+        return 1;
+    }
     cJSON *root = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(root, "files");
     /* the decoder's bound: its weights are read once per token */
     int bw_threads = o.threads ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -246,7 +258,7 @@ int main(int argc, char **argv) {
         printf("model %s: loaded in %.1f ms, weights %s, %.1f MB\n", o.model, load_ms,
                o.weight_type, hv_model_weight_bytes(model) / 1e6);
     int rc = 0;
-    for (int i = optind; i < argc; i++) rc |= bench_file(model, &o, argv[i], files);
+    for (int i = optind; i < argc; i++) rc |= bench_file(model, vad, &o, argv[i], files);
     if (o.json) {
         cJSON_AddStringToObject(root, "model", o.model);
         cJSON_AddNumberToObject(root, "threads", o.threads);
@@ -262,6 +274,7 @@ int main(int argc, char **argv) {
         printf("peak resident memory: %.1f MB\n", peak_rss_mb());
     }
     cJSON_Delete(root);
+    hv_vad_free(vad);
     hv_model_free(model);
     return rc;
 }

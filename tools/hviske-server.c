@@ -10,7 +10,10 @@
  *                                     temperature, and hviske's own
  *                                     decoding fields
  *     GET  /v1/models                 the one model served
- *     GET  /health                    {"status":"ok"}
+ *     GET  /health                    {"status":"ok","workers":W,
+ *                                      "running":R,"queued":Q}: requests
+ *                                     being transcribed and waiting for
+ *                                     a worker
  *
  * Threads and the queue
  *
@@ -53,7 +56,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <netdb.h>
@@ -61,6 +63,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +80,13 @@
 #include "hviske.h"
 #include "server_form.h"
 #include "server_format.h"
+#include "tool_util.h"
 
 #define MIB ((size_t)1 << 20)
 
+static const char PROG[] = "hviske-server";
+
 enum {
-    EXIT_USAGE = 2,
     CONN_MEMORY = 32 * 1024,  /* MHD's per-connection pool: headers and
                                  read buffer must fit */
     PP_BUFFER = 16 * 1024     /* the post processor's parse buffer */
@@ -105,6 +110,10 @@ typedef struct options {
     unsigned max_connections;
     unsigned max_per_ip;       /* 0: no limit */
     int quiet;                 /* no access log */
+    hv_chunking chunking;      /* requests without chunking_strategy */
+    const char *vad_model;     /* NULL: hvt_load_vad's search */
+    hv_vad_params vad;         /* speech detection settings */
+    float vad_max_gap_s;
 } options;
 
 static void usage(FILE *f)
@@ -140,6 +149,14 @@ static void usage(FILE *f)
         "      --max-connections-per-ip N  from one address, 0..65536\n"
         "                           (default 0: no limit of its own)\n"
         "  -q, --quiet              no access log on stderr\n"
+        "\n"
+        "Speech detection (the form field chunking_strategy, \"auto\" or\n"
+        "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
+        "      --chunking MODE    for requests without chunking_strategy:\n"
+        "                         auto (default) = vad: only speech is\n"
+        "                         transcribed; energy, none: all audio\n"
+        HVT_VAD_USAGE
+        "\n"
         "  -h, --help               show this help and exit\n"
         "      --version            show the version and exit\n"
         "\n"
@@ -147,171 +164,89 @@ static void usage(FILE *f)
         "0; a second signal answers the requests still queued with 503.\n");
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int usage_error(const char *fmt, ...)
+/* --model-name: 1 to 127 visible ASCII characters and no '"', as it is
+ * written into JSON and the log without escaping. */
+static int parse_model_name(const char *arg, void *value)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("hviske-server: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\nTry 'hviske-server --help' for more information.\n", stderr);
-    va_end(ap);
-    return EXIT_USAGE;
-}
-
-/* Whole-string integer in [lo, hi]; 0 on success. */
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    if (!(*s >= '0' && *s <= '9'))
+    int ok = *arg && strlen(arg) < 128;
+    for (const char *p = arg; *p; p++)
+        ok = ok && *p > 0x20 && *p < 0x7F && *p != '"';
+    if (!ok)
         return -1;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*end != '\0' || errno == ERANGE || v < lo || v > hi)
-        return -1;
-    *out = v;
+    *(const char **)value = arg;
     return 0;
 }
+
+/* The options; OPTIONS[O_X] is --x. */
+enum { O_MODEL, O_HOST, O_PORT, O_THREADS, O_WORKERS, O_QUEUE, O_MAX_UPLOAD,
+       O_MAX_AUDIO, O_API_KEY, O_MODEL_NAME, O_TIMEOUT, O_REQUEST_TIMEOUT,
+       O_MAX_CONN, O_MAX_PER_IP, O_QUIET, O_CHUNKING, O_VAD_MODEL,
+       O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE, O_VAD_PAD,
+       O_VAD_MAX_GAP, O_HELP, O_VERSION, N_OPTS };
+
+#define AT(field) offsetof(options, field)
+static const hvt_option OPTIONS[N_OPTS] = {
+    [O_MODEL] = HVT_OPT_STRING("model", 'm', AT(model_dir)),
+    [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
+    [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
+    [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
+    [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64,
+                          "an integer 1..64"),
+    [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096,
+                        "an integer 0..4096"),
+    [O_MAX_UPLOAD] = HVT_OPT("max-upload-mb", 0, HVT_INT, AT(max_upload_mb),
+                             1, 4096, "an integer 1..4096"),
+    [O_MAX_AUDIO] = HVT_OPT("max-audio-seconds", 0, HVT_DOUBLE_ABOVE,
+                            AT(max_audio_s), 0, INFINITY, "a number > 0"),
+    [O_API_KEY] = HVT_OPT_NONEMPTY("api-key", 0, AT(api_key),
+                                   "a non-empty key"),
+    [O_MODEL_NAME] = HVT_OPT_CUSTOM("model-name", AT(model_name),
+        parse_model_name, "1 to 127 visible ASCII characters"),
+    [O_TIMEOUT] = HVT_OPT("timeout", 0, HVT_UNSIGNED, AT(timeout_s), 1,
+                          86400, "seconds, 1..86400"),
+    [O_REQUEST_TIMEOUT] = HVT_OPT("request-timeout", 0, HVT_UNSIGNED,
+        AT(request_timeout_s), 1, 86400, "seconds, 1..86400"),
+    [O_MAX_CONN] = HVT_OPT("max-connections", 0, HVT_UNSIGNED,
+        AT(max_connections), 1, 65536, "an integer 1..65536"),
+    [O_MAX_PER_IP] = HVT_OPT("max-connections-per-ip", 0, HVT_UNSIGNED,
+        AT(max_per_ip), 0, 65536, "an integer 0..65536"),
+    [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
+    [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
+    [O_VAD_MODEL] = HVT_OPT_VAD_MODEL(AT(vad_model)),
+    [O_VAD_THRESHOLD] = HVT_OPT_VAD_THRESHOLD(AT(vad.threshold)),
+    [O_VAD_MIN_SPEECH] = HVT_OPT_VAD_MS("vad-min-speech-ms", AT(vad.min_speech_ms)),
+    [O_VAD_MIN_SILENCE] = HVT_OPT_VAD_MS("vad-min-silence-ms", AT(vad.min_silence_ms)),
+    [O_VAD_PAD] = HVT_OPT_VAD_MS("vad-speech-pad-ms", AT(vad.speech_pad_ms)),
+    [O_VAD_MAX_GAP] = HVT_OPT_VAD_MAX_GAP(AT(vad_max_gap_s)),
+    [O_HELP] = HVT_OPT_HELP,
+    [O_VERSION] = HVT_OPT_VERSION,
+};
+#undef AT
 
 /* Fills o from argv. Returns -1 to go on, otherwise the exit status. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { OPT_HOST = 256, OPT_PORT, OPT_WORKERS, OPT_QUEUE, OPT_MAX_UPLOAD,
-           OPT_MAX_AUDIO, OPT_API_KEY, OPT_MODEL_NAME, OPT_TIMEOUT,
-           OPT_REQUEST_TIMEOUT, OPT_MAX_CONN, OPT_MAX_PER_IP, OPT_VERSION };
-    static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"host", required_argument, NULL, OPT_HOST},
-        {"port", required_argument, NULL, OPT_PORT},
-        {"threads", required_argument, NULL, 't'},
-        {"workers", required_argument, NULL, OPT_WORKERS},
-        {"queue", required_argument, NULL, OPT_QUEUE},
-        {"max-upload-mb", required_argument, NULL, OPT_MAX_UPLOAD},
-        {"max-audio-seconds", required_argument, NULL, OPT_MAX_AUDIO},
-        {"api-key", required_argument, NULL, OPT_API_KEY},
-        {"model-name", required_argument, NULL, OPT_MODEL_NAME},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-        {"max-connections", required_argument, NULL, OPT_MAX_CONN},
-        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_PER_IP},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
-    };
+    static const hvt_cli cli = {PROG, usage, OPTIONS, N_OPTS};
+    hv_transcribe_params defaults = hv_transcribe_default_params();
     *o = (options){.host = "127.0.0.1", .port = 8080, .n_workers = 1,
                    .queue = 16, .max_upload_mb = 25, .max_audio_s = 3600,
                    .model_name = "hviske", .timeout_s = 30,
-                   .request_timeout_s = 600, .max_connections = 64};
-    opterr = 0;
-    int c;
-    long v;
-    while ((c = getopt_long(argc, argv, ":m:t:qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'm': o->model_dir = optarg; break;
-        case OPT_HOST:
-            if (!*optarg)
-                return usage_error("invalid --host '' (expected an address)");
-            o->host = optarg;
-            break;
-        case OPT_PORT:
-            if (parse_long(optarg, 0, 65535, &v))
-                return usage_error("invalid --port '%s' (expected 0..65535)",
-                                   optarg);
-            o->port = (int)v;
-            break;
-        case 't':
-            if (parse_long(optarg, 1, 256, &v))
-                return usage_error("invalid thread count '%s' (expected an "
-                                   "integer 1..256)", optarg);
-            o->n_threads = (int)v;
-            break;
-        case OPT_WORKERS:
-            if (parse_long(optarg, 1, 64, &v))
-                return usage_error("invalid --workers '%s' (expected an "
-                                   "integer 1..64)", optarg);
-            o->n_workers = (int)v;
-            break;
-        case OPT_QUEUE:
-            if (parse_long(optarg, 0, 4096, &v))
-                return usage_error("invalid --queue '%s' (expected an "
-                                   "integer 0..4096)", optarg);
-            o->queue = (int)v;
-            break;
-        case OPT_MAX_UPLOAD:
-            if (parse_long(optarg, 1, 4096, &v))
-                return usage_error("invalid --max-upload-mb '%s' (expected "
-                                   "an integer 1..4096)", optarg);
-            o->max_upload_mb = (int)v;
-            break;
-        case OPT_MAX_AUDIO: {
-            char *end;
-            errno = 0;
-            double d = strtod(optarg, &end);
-            if (end == optarg || *end || errno == ERANGE || !isfinite(d) ||
-                !(d > 0) || !(*optarg >= '0' && *optarg <= '9'))
-                return usage_error("invalid --max-audio-seconds '%s' "
-                                   "(expected a number > 0)", optarg);
-            o->max_audio_s = d;
-            break;
-        }
-        case OPT_API_KEY:
-            if (!*optarg)
-                return usage_error("invalid --api-key '' (expected a "
-                                   "non-empty key)");
-            o->api_key = optarg;
-            break;
-        case OPT_MODEL_NAME: {
-            int ok = *optarg && strlen(optarg) < 128;
-            for (const char *p = optarg; *p; p++)
-                ok = ok && *p > 0x20 && *p < 0x7F && *p != '"';
-            if (!ok)
-                return usage_error("invalid --model-name '%s' (expected 1 to "
-                                   "127 visible ASCII characters)", optarg);
-            o->model_name = optarg;
-            break;
-        }
-        case OPT_TIMEOUT:
-        case OPT_REQUEST_TIMEOUT:
-            if (parse_long(optarg, 1, 86400, &v))
-                return usage_error("invalid --%s '%s' (expected seconds, "
-                                   "1..86400)", c == OPT_TIMEOUT ? "timeout"
-                                   : "request-timeout", optarg);
-            if (c == OPT_TIMEOUT)
-                o->timeout_s = (unsigned)v;
-            else
-                o->request_timeout_s = (unsigned)v;
-            break;
-        case OPT_MAX_CONN:
-            if (parse_long(optarg, 1, 65536, &v))
-                return usage_error("invalid --max-connections '%s' (expected "
-                                   "an integer 1..65536)", optarg);
-            o->max_connections = (unsigned)v;
-            break;
-        case OPT_MAX_PER_IP:
-            if (parse_long(optarg, 0, 65536, &v))
-                return usage_error("invalid --max-connections-per-ip '%s' "
-                                   "(expected an integer 0..65536)", optarg);
-            o->max_per_ip = (unsigned)v;
-            break;
-        case 'q': o->quiet = 1; break;
-        case 'h': usage(stdout); return 0;
-        case OPT_VERSION: printf("hviske-server %s\n", HV_VERSION); return 0;
-        case ':':
-            return usage_error("option '%s' needs an argument",
-                               argv[optind - 1]);
-        default:
-            if (optopt > 0 && optopt < 256)
-                return usage_error("unknown option '-%c'", optopt);
-            return usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
+                   .request_timeout_s = 600, .max_connections = 64,
+                   .chunking = defaults.chunking, .vad = defaults.vad_params,
+                   .vad_max_gap_s = defaults.vad_max_gap_s};
+    int given[N_OPTS];
+    int rc = hvt_parse_options(&cli, argc, argv, o, given);
+    if (rc >= 0)
+        return rc;
+    o->quiet = given[O_QUIET] != 0;
+    if (o->chunking == HV_CHUNKING_FIXED)
+        return hvt_usage_error(PROG, "--chunking fixed is not offered by the "
+                               "server (auto, vad, energy or none)");
     if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
+        return hvt_usage_error(PROG, "unexpected argument '%s'",
+                               argv[optind]);
     if (!o->model_dir)
-        return usage_error("no model given (use -m MODEL_DIR)");
+        return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
     if (o->n_threads == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         long t = cores > 0 ? cores / o->n_workers : 1;
@@ -361,6 +296,9 @@ typedef struct worker {
 struct server {
     const options *o;
     hv_model *model;
+    hv_vad *vad;                   /* NULL: no speech detection */
+    hv_transcribe_params base;     /* chunking and speech detection of
+                                      every request (server_form.h) */
     int rate;                      /* the model's sample rate */
     size_t max_file, max_body;     /* bytes */
     time_t created;                /* for /v1/models */
@@ -380,13 +318,6 @@ struct server {
     int cancel;                    /* second signal: nothing more queued */
     int stop;                      /* workers: exit when the queue is empty */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Seconds a client should wait before retrying: the expected time until
  * a worker is free. Caller holds s->mu. */
@@ -467,10 +398,20 @@ static enum MHD_Result answer_json(request *req, cJSON *o)
                  buffer_response(body, len, "application/json"));
 }
 
+/* {"status":"ok","workers":W,"running":R,"queued":Q}: R requests being
+ * transcribed, Q complete ones waiting for a worker (uploads still
+ * arriving are neither). One snapshot, taken under the queue's lock. */
 static enum MHD_Result answer_health(request *req)
 {
+    server *s = req->s;
+    pthread_mutex_lock(&s->mu);
+    int running = s->n_running, queued = s->n_waiting;
+    pthread_mutex_unlock(&s->mu);
     cJSON *o = cJSON_CreateObject();
-    if (o && !cJSON_AddStringToObject(o, "status", "ok")) {
+    if (o && (!cJSON_AddStringToObject(o, "status", "ok") ||
+              !cJSON_AddNumberToObject(o, "workers", s->o->n_workers) ||
+              !cJSON_AddNumberToObject(o, "running", running) ||
+              !cJSON_AddNumberToObject(o, "queued", queued))) {
         cJSON_Delete(o);
         o = NULL;
     }
@@ -598,9 +539,9 @@ static void *worker_main(void *arg)
         s->n_running++;
         pthread_mutex_unlock(&s->mu);
 
-        double t = now_s();
+        double t = hvt_now_s();
         run_job(w, req);
-        t = now_s() - t;
+        t = hvt_now_s() - t;
 
         pthread_mutex_lock(&s->mu);
         s->n_running--;
@@ -729,7 +670,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
         return MHD_NO;
     req->s = s;
     req->conn = conn;
-    req->t0 = now_s();
+    req->t0 = hvt_now_s();
     printable(req->method, sizeof req->method, method);
     printable(req->path, sizeof req->path, url);
     srv_form_init(&req->form, s->max_file);
@@ -845,7 +786,7 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size)
     }
     if (req->err.status)
         srv_form_free(&req->form); /* the rest is read and dropped */
-    if (now_s() - req->t0 > s->o->request_timeout_s)
+    if (hvt_now_s() - req->t0 > s->o->request_timeout_s)
         return MHD_NO; /* too slow: drop the connection */
     return MHD_YES;
 }
@@ -865,7 +806,8 @@ static enum MHD_Result end_request(request *req)
                           "body");
     }
     if (!req->err.status &&
-        srv_form_params(&req->form, s->model, &req->params, &req->err) == 0) {
+        srv_form_params(&req->form, s->model, &s->base, &req->params,
+                        &req->err) == 0) {
         pthread_mutex_lock(&s->mu);
         if (s->stop || s->cancel) {
             req->close = 1;
@@ -946,7 +888,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
             "", "error", "timed out", "daemon stopped", "read error",
             "client aborted"};
         fprintf(stderr, "hviske-server: %s %s %u %.3f s%s%s\n", req->method,
-                req->path, req->sent, now_s() - req->t0,
+                req->path, req->sent, hvt_now_s() - req->t0,
                 toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " " : "",
                 (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
     }
@@ -1046,8 +988,8 @@ static void wait_idle(server *s, const sigset_t *sigs)
             return;
         if (cancelled && suspended == 0) {
             if (t_free == 0)
-                t_free = now_s();
-            else if (now_s() - t_free > 1.0)
+                t_free = hvt_now_s();
+            else if (hvt_now_s() - t_free > 1.0)
                 return;
         }
         struct timespec ts = {0, 50 * 1000 * 1000};
@@ -1100,6 +1042,16 @@ int main(int argc, char **argv)
         goto done;
     }
     s.rate = hv_model_sample_rate(s.model);
+    if (hvt_chunking_uses_vad(o.chunking) &&
+        hvt_load_vad(o.vad_model, &s.vad, err, sizeof err) != HV_OK) {
+        fprintf(stderr, "hviske-server: %s\n", err);
+        goto done;
+    }
+    s.base = hv_transcribe_default_params();
+    s.base.chunking = o.chunking;
+    s.base.vad = s.vad;
+    s.base.vad_params = o.vad;
+    s.base.vad_max_gap_s = o.vad_max_gap_s;
     s.workers = calloc((size_t)o.n_workers, sizeof *s.workers);
     if (!s.workers) {
         fputs("hviske-server: out of memory\n", stderr);
@@ -1179,6 +1131,7 @@ done:
     for (int i = 0; s.workers && i < o.n_workers; i++)
         hv_context_free(s.workers[i].ctx);
     free(s.workers);
+    hv_vad_free(s.vad);
     hv_model_free(s.model);
     pthread_cond_destroy(&s.work);
     pthread_mutex_destroy(&s.mu);

@@ -5,8 +5,10 @@
  *
  * Loads the model once, makes one context, then reads and transcribes each
  * input in order ("-" is a WAV or other audio file on standard input).
- * Audio longer than one model window is cut into chunks (--chunking); each
- * chunk with a transcript is a segment with start and end times.
+ * Audio is cut into chunks (--chunking): by default only the speech that
+ * the speech detector finds (docs/VAD.md) is transcribed, in chunks of at
+ * most one model window; each chunk with a transcript is a segment with
+ * start and end times on the input's timeline.
  *
  * Output (--format): txt (the transcript, one line per input), jsonl (one
  * JSON object per line per input; --json is its shorthand), json (one
@@ -25,24 +27,23 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hviske.h"
 #include "subtitles.h"
+#include "tool_util.h"
 
-enum { EXIT_USAGE = 2 };
+static const char PROG[] = "hviske";
 
 typedef enum out_format { FMT_TXT, FMT_JSONL, FMT_JSON, FMT_SRT, FMT_VTT,
                           N_FORMATS } out_format;
@@ -73,6 +74,9 @@ typedef struct options {
     uint64_t seed;
     hv_chunking chunking;
     float chunk_seconds;   /* 0: not given */
+    const char *vad_model; /* --vad-model; NULL: hvt_load_vad's search */
+    hv_vad_params vad;     /* speech regions from probabilities */
+    float vad_max_gap_s;   /* a pause this long always ends a chunk */
     out_format format;
     const char *output;    /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
@@ -105,14 +109,19 @@ static void usage(FILE *f)
         "                         model's; 0 turns it off)\n"
         "  -q, --quiet            no progress display and no warnings\n"
         "\n"
-        "Long audio:\n"
-        "      --chunking MODE    auto (default): up to 30 s in one piece,\n"
-        "                         longer audio cut at the quietest moment\n"
-        "                         near each chunk limit; energy: always cut\n"
-        "                         that way; fixed: cut every --chunk-seconds;\n"
-        "                         none: one piece (an error when too long)\n"
+        "Long audio and speech detection:\n"
+        "      --chunking MODE    auto (default) = vad: only the speech the\n"
+        "                         detector finds is transcribed, in chunks\n"
+        "                         of up to the model's clip length cut in\n"
+        "                         the longest pauses (no text for silence or\n"
+        "                         noise); energy: all audio, up to 30 s in\n"
+        "                         one piece, longer cut at the quietest\n"
+        "                         moment near each chunk limit; fixed: cut\n"
+        "                         every --chunk-seconds; none: one piece (an\n"
+        "                         error when too long)\n"
         "      --chunk-seconds S  chunk length for --chunking fixed (S > 0,\n"
         "                         at most the model's max_audio_clip_s)\n"
+        HVT_VAD_USAGE
         "\n"
         "Output:\n"
         "      --format F         txt (default): the transcript, one line\n"
@@ -153,70 +162,80 @@ static void usage(FILE *f)
         "2 bad usage.\n");
 }
 
-/* Prints "hviske: <message>" and the usage hint; returns EXIT_USAGE. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int usage_error(const char *fmt, ...)
+/* --format NAME; 0 if it is one of FORMAT_NAMES. */
+static int parse_format(const char *arg, void *value)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("hviske: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\nTry 'hviske --help' for more information.\n", stderr);
-    va_end(ap);
-    return EXIT_USAGE;
+    for (int f = 0; f < N_FORMATS; f++)
+        if (strcmp(arg, FORMAT_NAMES[f]) == 0) {
+            *(out_format *)value = (out_format)f;
+            return 0;
+        }
+    return -1;
 }
 
-/* Whole-string integer in [lo, hi]; 0 on success. */
-static int parse_int(const char *s, long lo, long hi, int *out)
+static int parse_weight_type(const char *arg, void *value)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || errno == ERANGE || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
+    return hv_weight_type_parse(arg, value);
 }
 
-/* Whole-string finite float >= 0; 0 on success. */
-static int parse_nonneg_float(const char *s, float *out)
-{
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v) ||
-        v < 0.0f)
-        return -1;
-    *out = v;
-    return 0;
-}
 
-/* Whole-string finite float > 0 and <= hi; 0 on success. */
-static int parse_pos_float(const char *s, float hi, float *out)
-{
-    float v;
-    if (parse_nonneg_float(s, &v) || !(v > 0.0f) || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
 
-/* Whole-string unsigned decimal 0..UINT64_MAX (no sign, no spaces); 0 on
- * success. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-    if (*s < '0' || *s > '9') /* strtoull would accept " 1", "+1", "-1" */
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0' || errno == ERANGE || v > UINT64_MAX)
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
+/* The options; OPTIONS[O_X] is --x. Flags are only recorded in given[]. */
+enum { O_MODEL, O_LANGUAGE, O_NO_PUNCT, O_THREADS, O_WEIGHT_TYPE,
+       O_MAX_TOKENS, O_DITHER, O_QUIET, O_CHUNKING, O_CHUNK_SECONDS,
+       O_VAD_MODEL, O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE,
+       O_VAD_PAD, O_VAD_MAX_GAP,
+       O_FORMAT, O_JSON, O_OUTPUT, O_OUTPUT_DIR, O_BEAMS, O_LENGTH_PENALTY,
+       O_SAMPLE, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_HELP, O_VERSION,
+       N_OPTS };
+
+#define AT(field) offsetof(options, field)
+static const hvt_option OPTIONS[N_OPTS] = {
+    [O_MODEL] = HVT_OPT_STRING("model", 'm', AT(model_dir)),
+    [O_LANGUAGE] = HVT_OPT_STRING("language", 'l', AT(language)),
+    [O_NO_PUNCT] = HVT_OPT_FLAG("no-punctuation", 0),
+    [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
+    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type),
+        parse_weight_type, "auto, f32, f16, bf16 or q8_0"),
+    [O_MAX_TOKENS] = HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1,
+                             INT_MAX, "an integer >= 1"),
+    [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY,
+                         "a finite number >= 0"),
+    [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
+    [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
+    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT_ABOVE,
+        AT(chunk_seconds), 0, INFINITY, "a finite number > 0"),
+    [O_VAD_MODEL] = HVT_OPT_VAD_MODEL(AT(vad_model)),
+    [O_VAD_THRESHOLD] = HVT_OPT_VAD_THRESHOLD(AT(vad.threshold)),
+    [O_VAD_MIN_SPEECH] = HVT_OPT_VAD_MS("vad-min-speech-ms", AT(vad.min_speech_ms)),
+    [O_VAD_MIN_SILENCE] = HVT_OPT_VAD_MS("vad-min-silence-ms", AT(vad.min_silence_ms)),
+    [O_VAD_PAD] = HVT_OPT_VAD_MS("vad-speech-pad-ms", AT(vad.speech_pad_ms)),
+    [O_VAD_MAX_GAP] = HVT_OPT_VAD_MAX_GAP(AT(vad_max_gap_s)),
+    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(format), parse_format,
+                                "txt, json, jsonl, srt or vtt"),
+    [O_JSON] = HVT_OPT_FLAG("json", 0),
+    [O_OUTPUT] = HVT_OPT_NONEMPTY("output", 'o', AT(output),
+        "a file name, or - for standard output"),
+    [O_OUTPUT_DIR] = HVT_OPT_NONEMPTY("output-dir", 0, AT(output_dir),
+                                      "a directory"),
+    /* no HV_MAX_BEAMS here: the library names the limit when it refuses */
+    [O_BEAMS] = HVT_OPT("beams", 0, HVT_INT, AT(num_beams), 1, INT_MAX,
+                        "an integer >= 1"),
+    [O_LENGTH_PENALTY] = HVT_OPT("length-penalty", 0, HVT_FLOAT_ABOVE,
+        AT(length_penalty), 0, INFINITY, "a finite number > 0"),
+    [O_SAMPLE] = HVT_OPT_FLAG("sample", 0),
+    [O_TEMPERATURE] = HVT_OPT("temperature", 0, HVT_FLOAT_ABOVE,
+        AT(temperature), 0, INFINITY, "a finite number > 0"),
+    [O_TOP_K] = HVT_OPT("top-k", 0, HVT_INT, AT(top_k), 0, INT_MAX,
+                        "an integer >= 0"),
+    [O_TOP_P] = HVT_OPT("top-p", 0, HVT_FLOAT_ABOVE, AT(top_p), 0, 1,
+                        "a number > 0 and <= 1"),
+    [O_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0,
+                       "an integer 0..18446744073709551615"),
+    [O_HELP] = HVT_OPT_HELP,
+    [O_VERSION] = HVT_OPT_VERSION,
+};
+#undef AT
 
 /* DIR/NAME.EXT for an input: its base name with the last extension
  * replaced by ext ("rec.wav" -> "rec.EXT", "rec" -> "rec.EXT",
@@ -244,234 +263,130 @@ static char *output_path_for(const char *dir, const char *input,
     return p;
 }
 
-/* Fills o from argv. Returns -1 to go on, otherwise the exit status
- * (0 after --help or --version). */
-static int parse_options(int argc, char **argv, options *o)
+/* The options that cannot go together, in the order they are reported;
+ * -1 when none, otherwise the exit status. */
+static int check_combinations(options *o, const int *given)
 {
-    enum { OPT_NO_PUNCT = 256, OPT_MAX_TOKENS, OPT_DITHER, OPT_JSON,
-           OPT_VERSION, OPT_BEAMS, OPT_LENGTH_PENALTY, OPT_SAMPLE,
-           OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_CHUNKING,
-           OPT_CHUNK_SECONDS, OPT_FORMAT, OPT_OUTPUT_DIR, OPT_WEIGHT_TYPE };
-    static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"language", required_argument, NULL, 'l'},
-        {"threads", required_argument, NULL, 't'},
-        {"no-punctuation", no_argument, NULL, OPT_NO_PUNCT},
-        {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
-        {"dither", required_argument, NULL, OPT_DITHER},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"output", required_argument, NULL, 'o'},
-        {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
-        {"quiet", no_argument, NULL, 'q'},
-        {"chunking", required_argument, NULL, OPT_CHUNKING},
-        {"weight-type", required_argument, NULL, OPT_WEIGHT_TYPE},
-        {"chunk-seconds", required_argument, NULL, OPT_CHUNK_SECONDS},
-        {"beams", required_argument, NULL, OPT_BEAMS},
-        {"length-penalty", required_argument, NULL, OPT_LENGTH_PENALTY},
-        {"sample", no_argument, NULL, OPT_SAMPLE},
-        {"temperature", required_argument, NULL, OPT_TEMPERATURE},
-        {"top-k", required_argument, NULL, OPT_TOP_K},
-        {"top-p", required_argument, NULL, OPT_TOP_P},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
-    };
-    hv_transcribe_params defaults = hv_transcribe_default_params();
-    *o = (options){.punctuation = 1, .dither = -1.0f,
-                   .num_beams = defaults.num_beams,
-                   .length_penalty = defaults.length_penalty,
-                   .temperature = defaults.temperature,
-                   .top_k = defaults.top_k, .top_p = defaults.top_p,
-                   .seed = defaults.seed, .chunking = defaults.chunking,
-                   .format = FMT_TXT};
-    /* options that only matter in one mode, for the warnings */
-    const char *lp_opt = NULL, *sampling_opt = NULL;
-    const char *format_opt = NULL; /* the --format value given */
-    int json = 0;
-
-    opterr = 0; /* our own messages */
-    int c;
-    while ((c = getopt_long(argc, argv, ":m:l:t:o:qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'm': o->model_dir = optarg; break;
-        case 'l': o->language = optarg; break;
-        case 't':
-            if (parse_int(optarg, 1, 256, &o->n_threads))
-                return usage_error("invalid thread count '%s' (expected an "
-                                   "integer 1..256)", optarg);
-            break;
-        case OPT_NO_PUNCT: o->punctuation = 0; break;
-        case OPT_MAX_TOKENS:
-            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens))
-                return usage_error("invalid --max-tokens '%s' (expected an "
-                                   "integer >= 1)", optarg);
-            break;
-        case OPT_DITHER:
-            if (parse_nonneg_float(optarg, &o->dither))
-                return usage_error("invalid --dither '%s' (expected a finite "
-                                   "number >= 0)", optarg);
-            break;
-        case OPT_JSON: json = 1; break;
-        case OPT_FORMAT: {
-            int f;
-            for (f = 0; f < N_FORMATS; f++)
-                if (strcmp(optarg, FORMAT_NAMES[f]) == 0)
-                    break;
-            if (f == N_FORMATS)
-                return usage_error("invalid --format '%s' (expected txt, "
-                                   "json, jsonl, srt or vtt)", optarg);
-            o->format = (out_format)f;
-            format_opt = optarg;
-            break;
-        }
-        case 'o':
-            if (!*optarg)
-                return usage_error("invalid --output '' (expected a file "
-                                   "name, or - for standard output)");
-            o->output = optarg;
-            break;
-        case OPT_OUTPUT_DIR:
-            if (!*optarg)
-                return usage_error("invalid --output-dir '' (expected a "
-                                   "directory)");
-            o->output_dir = optarg;
-            break;
-        case 'q': o->quiet = 1; break;
-        case OPT_WEIGHT_TYPE:
-            if (hv_weight_type_parse(optarg, &o->weight_type))
-                return usage_error("invalid --weight-type '%s' (expected auto, "
-                                   "f32, f16, bf16 or q8_0)", optarg);
-            break;
-        case OPT_CHUNKING:
-            if (hv_chunking_parse(optarg, &o->chunking))
-                return usage_error("invalid --chunking '%s' (expected auto, "
-                                   "energy, fixed or none)", optarg);
-            break;
-        case OPT_CHUNK_SECONDS:
-            if (parse_pos_float(optarg, INFINITY, &o->chunk_seconds))
-                return usage_error("invalid --chunk-seconds '%s' (expected "
-                                   "a finite number > 0)", optarg);
-            break;
-        case OPT_BEAMS:
-            if (parse_int(optarg, 1, INT_MAX, &o->num_beams))
-                return usage_error("invalid --beams '%s' (expected an "
-                                   "integer >= 1)", optarg);
-            break;
-        case OPT_LENGTH_PENALTY:
-            if (parse_pos_float(optarg, INFINITY, &o->length_penalty))
-                return usage_error("invalid --length-penalty '%s' (expected "
-                                   "a finite number > 0)", optarg);
-            lp_opt = "--length-penalty";
-            break;
-        case OPT_SAMPLE: o->do_sample = 1; break;
-        case OPT_TEMPERATURE:
-            if (parse_pos_float(optarg, INFINITY, &o->temperature))
-                return usage_error("invalid --temperature '%s' (expected a "
-                                   "finite number > 0)", optarg);
-            sampling_opt = "--temperature";
-            break;
-        case OPT_TOP_K:
-            if (parse_int(optarg, 0, INT_MAX, &o->top_k))
-                return usage_error("invalid --top-k '%s' (expected an "
-                                   "integer >= 0)", optarg);
-            sampling_opt = "--top-k";
-            break;
-        case OPT_TOP_P:
-            if (parse_pos_float(optarg, 1.0f, &o->top_p))
-                return usage_error("invalid --top-p '%s' (expected a number "
-                                   "> 0 and <= 1)", optarg);
-            sampling_opt = "--top-p";
-            break;
-        case OPT_SEED:
-            if (parse_u64(optarg, &o->seed))
-                return usage_error("invalid --seed '%s' (expected an integer "
-                                   "0..18446744073709551615)", optarg);
-            sampling_opt = "--seed";
-            break;
-        case 'h': usage(stdout); return 0;
-        case OPT_VERSION: printf("hviske %s\n", HV_VERSION); return 0;
-        case ':':
-            return usage_error("option '%s' needs an argument",
-                               argv[optind - 1]);
-        default: /* '?': optopt is the short option, 0 for a long one */
-            if (optopt > 0 && optopt < 256)
-                return usage_error("unknown option '-%c'", optopt);
-            return usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (json) {
-        if (format_opt && o->format != FMT_JSONL)
-            return usage_error("--json (= --format jsonl) and --format %s "
-                               "cannot be combined", format_opt);
+    if (given[O_JSON]) {
+        if (given[O_FORMAT] && o->format != FMT_JSONL)
+            return hvt_usage_error(PROG, "--json (= --format jsonl) and "
+                                   "--format %s cannot be combined",
+                                   FORMAT_NAMES[o->format]);
         o->format = FMT_JSONL;
     }
     if (o->do_sample && o->num_beams > 1)
-        return usage_error("--sample and --beams %d cannot be combined "
-                           "(sampling uses one beam)", o->num_beams);
+        return hvt_usage_error(PROG, "--sample and --beams %d cannot be "
+                               "combined (sampling uses one beam)",
+                               o->num_beams);
     if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
-        return usage_error("--chunking fixed needs --chunk-seconds S");
+        return hvt_usage_error(PROG, "--chunking fixed needs "
+                               "--chunk-seconds S");
     if (o->output && o->output_dir)
-        return usage_error("--output and --output-dir cannot be combined");
+        return hvt_usage_error(PROG, "--output and --output-dir cannot be "
+                               "combined");
     if (!o->model_dir)
-        return usage_error("no model given (use -m MODEL_DIR)");
+        return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
+    return -1;
+}
+
+/* Takes the inputs, argv[optind..], and with --output-dir their output
+ * paths. -1 to go on, otherwise the exit status. */
+static int take_inputs(options *o, int argc, char **argv)
+{
     if (optind >= argc)
-        return usage_error("no input files");
+        return hvt_usage_error(PROG, "no input files");
     o->files = argv + optind;
     o->n_files = argc - optind;
     int n_stdin = 0;
     for (int i = 0; i < o->n_files; i++)
         n_stdin += strcmp(o->files[i], "-") == 0;
     if (n_stdin > 1)
-        return usage_error("'-' (standard input) given %d times", n_stdin);
+        return hvt_usage_error(PROG, "'-' (standard input) given %d times",
+                               n_stdin);
     if (o->n_files > 1 && !o->output_dir && !format_is_stream(o->format))
-        return usage_error("--format %s writes one document per input: with "
-                           "%d inputs use --output-dir DIR",
-                           FORMAT_NAMES[o->format], o->n_files);
-    if (o->output_dir) {
-        o->out_paths = calloc((size_t)o->n_files, sizeof *o->out_paths);
-        if (!o->out_paths) {
+        return hvt_usage_error(PROG, "--format %s writes one document per "
+                               "input: with %d inputs use --output-dir DIR",
+                               FORMAT_NAMES[o->format], o->n_files);
+    if (!o->output_dir)
+        return -1;
+    o->out_paths = calloc((size_t)o->n_files, sizeof *o->out_paths);
+    if (!o->out_paths) {
+        fputs("hviske: out of memory\n", stderr);
+        return 1;
+    }
+    for (int i = 0; i < o->n_files; i++) {
+        o->out_paths[i] = output_path_for(o->output_dir, o->files[i],
+                                          FORMAT_NAMES[o->format]);
+        if (!o->out_paths[i]) {
             fputs("hviske: out of memory\n", stderr);
             return 1;
         }
-        for (int i = 0; i < o->n_files; i++) {
-            o->out_paths[i] = output_path_for(o->output_dir, o->files[i],
-                                              FORMAT_NAMES[o->format]);
-            if (!o->out_paths[i]) {
-                fputs("hviske: out of memory\n", stderr);
-                return 1;
-            }
-            for (int k = 0; k < i; k++)
-                if (strcmp(o->out_paths[k], o->out_paths[i]) == 0)
-                    return usage_error("inputs '%s' and '%s' would both "
-                                       "write %s", o->files[k], o->files[i],
-                                       o->out_paths[i]);
-        }
-    }
-    /* Harmless but probably not what was meant: say so, and go on. */
-    if (!o->quiet) {
-        if (sampling_opt && !o->do_sample)
-            fprintf(stderr, "hviske: warning: %s has no effect without "
-                    "--sample\n", sampling_opt);
-        if (lp_opt && o->num_beams <= 1)
-            fprintf(stderr, "hviske: warning: %s has no effect without "
-                    "--beams N (N > 1)\n", lp_opt);
-        if (o->chunk_seconds > 0.0f && o->chunking != HV_CHUNKING_FIXED)
-            fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
-                    "without --chunking fixed\n");
+        for (int k = 0; k < i; k++)
+            if (strcmp(o->out_paths[k], o->out_paths[i]) == 0)
+                return hvt_usage_error(PROG, "inputs '%s' and '%s' would "
+                                       "both write %s", o->files[k],
+                                       o->files[i], o->out_paths[i]);
     }
     return -1;
 }
 
-
-/* 1 if the model lists lang among its supported languages. */
-static int model_has_language(const hv_model *model, const char *lang)
+/* Options of a mode that is off are harmless but probably not what was
+ * meant: say so, and go on. Of the sampling options, the last one given
+ * is named. */
+static void warn_ignored(const options *o, const int *given)
 {
-    for (int i = 0; i < hv_model_n_languages(model); i++)
-        if (strcmp(hv_model_language(model, i), lang) == 0)
-            return 1;
-    return 0;
+    static const int sampling[] = {O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED};
+    int last = -1;
+    for (size_t k = 0; k < sizeof sampling / sizeof *sampling; k++)
+        if (given[sampling[k]] && (last < 0 ||
+                                   given[sampling[k]] > given[last]))
+            last = sampling[k];
+    if (last >= 0 && !o->do_sample)
+        fprintf(stderr, "hviske: warning: --%s has no effect without "
+                "--sample\n", OPTIONS[last].name);
+    if (given[O_LENGTH_PENALTY] && o->num_beams <= 1)
+        fprintf(stderr, "hviske: warning: --length-penalty has no effect "
+                "without --beams N (N > 1)\n");
+    if (o->chunk_seconds > 0.0f && o->chunking != HV_CHUNKING_FIXED)
+        fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
+                "without --chunking fixed\n");
+    for (int k = O_VAD_MODEL; k <= O_VAD_MAX_GAP; k++)
+        if (given[k] && !hvt_chunking_uses_vad(o->chunking)) {
+            fprintf(stderr, "hviske: warning: --%s has no effect with "
+                    "--chunking %s\n", OPTIONS[k].name,
+                    o->chunking == HV_CHUNKING_ENERGY ? "energy"
+                    : o->chunking == HV_CHUNKING_FIXED ? "fixed" : "none");
+            break;
+        }
+}
+
+/* Fills o from argv. Returns -1 to go on, otherwise the exit status
+ * (0 after --help or --version). */
+static int parse_options(int argc, char **argv, options *o)
+{
+    static const hvt_cli cli = {PROG, usage, OPTIONS, N_OPTS};
+    hv_transcribe_params defaults = hv_transcribe_default_params();
+    *o = (options){.dither = -1.0f, .num_beams = defaults.num_beams,
+                   .length_penalty = defaults.length_penalty,
+                   .temperature = defaults.temperature,
+                   .top_k = defaults.top_k, .top_p = defaults.top_p,
+                   .seed = defaults.seed, .chunking = defaults.chunking,
+                   .vad = defaults.vad_params,
+                   .vad_max_gap_s = defaults.vad_max_gap_s,
+                   .format = FMT_TXT};
+    int given[N_OPTS];
+    int rc = hvt_parse_options(&cli, argc, argv, o, given);
+    if (rc >= 0)
+        return rc;
+    o->punctuation = !given[O_NO_PUNCT];
+    o->do_sample = given[O_SAMPLE] != 0;
+    o->quiet = given[O_QUIET] != 0;
+    if ((rc = check_combinations(o, given)) >= 0 ||
+        (rc = take_inputs(o, argc, argv)) >= 0)
+        return rc;
+    if (!o->quiet)
+        warn_ignored(o, given);
+    return -1;
 }
 
 /* Prints "hviske: FILE: msg", without repeating FILE when msg already
@@ -490,21 +405,6 @@ static void file_error(const char *path, hv_status status, const char *msg)
 /* Milliseconds rounded to the microsecond, so JSON shows 1.507, not
  * 1.5070889999624342. */
 static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
-
-/* A float as the double of its shortest decimal form that reads back as
- * the same float, so JSON shows -0.30528 rather than -0.30527999997138977. */
-static double float_for_json(float v)
-{
-    char buf[32];
-    if (!isfinite(v))
-        return v; /* cJSON writes null */
-    for (int prec = 6; prec <= 9; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, (double)v);
-        if (strtof(buf, NULL) == v)
-            break;
-    }
-    return strtod(buf, NULL);
-}
 
 
 /* ------------------------------------------------------ atomic output */
@@ -742,11 +642,13 @@ static cJSON *result_json(const char *path, const hv_result *res, int full)
          cJSON_AddNumberToObject(tim, "frontend_ms", ms3(t.frontend_ms)) &&
          cJSON_AddNumberToObject(tim, "encoder_ms", ms3(t.encoder_ms)) &&
          cJSON_AddNumberToObject(tim, "decoder_ms", ms3(t.decoder_ms)) &&
+         cJSON_AddNumberToObject(tim, "vad_ms", ms3(t.vad_ms)) &&
+         cJSON_AddNumberToObject(tim, "encoded_s", ms3(t.encoded_s * 1e3) / 1e3) &&
          cJSON_AddNumberToObject(tim, "n_tokens", t.n_tokens);
     for (int i = 0; ok && i < hv_result_n_tokens(res); i++)
         ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(tokens[i])) &&
              cJSON_AddItemToArray(lparr, cJSON_CreateNumber(
-                                             lps ? float_for_json(lps[i]) : 0.0));
+                 lps ? hvt_float_for_json(lps[i]) : 0.0));
     for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
         char *st = hvt_utf8_clean(g.text);
@@ -816,13 +718,6 @@ typedef struct progress {
     int shown;
 } progress;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* "1h02m03s", "2m03s", "45s". */
 static void format_duration(char *buf, size_t n, double s)
 {
@@ -842,7 +737,7 @@ static void on_progress(void *user, double done, double total)
     progress *p = user;
     if (!(total > 0) || done >= total)
         return; /* the last chunk: the caller clears the line */
-    double elapsed = now_s() - p->t0;
+    double elapsed = hvt_now_s() - p->t0;
     double speed = elapsed > 0 ? done / elapsed : 0;
     char d[32], t[32], eta[32];
     format_duration(d, sizeof d, done);
@@ -859,8 +754,9 @@ static void on_progress(void *user, double done, double total)
 
 /* Reads and transcribes one input; the result, or NULL with the failure
  * reported. */
-static hv_result *transcribe_input(hv_context *ctx, const options *o,
-                                   const char *path, int show_progress)
+static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad,
+                                   const options *o, const char *path,
+                                   int show_progress)
 {
     float *pcm = NULL;
     size_t n_frames = 0;
@@ -883,8 +779,11 @@ static hv_result *transcribe_input(hv_context *ctx, const options *o,
     tp.seed = o->seed;
     tp.chunking = o->chunking;
     tp.chunk_seconds = o->chunk_seconds;
+    tp.vad = vad;
+    tp.vad_params = o->vad;
+    tp.vad_max_gap_s = o->vad_max_gap_s;
     const char *slash = strrchr(path, '/');
-    progress pr = {slash && slash[1] ? slash + 1 : path, now_s(), 0};
+    progress pr = {slash && slash[1] ? slash + 1 : path, hvt_now_s(), 0};
     if (show_progress) {
         tp.progress = on_progress;
         tp.progress_user = &pr;
@@ -950,7 +849,8 @@ int main(int argc, char **argv)
     if (to_file) {
         for (int i = 0; i < o.n_files; i++)
             if (strcmp(o.files[i], "-") != 0 && same_file(o.files[i], o.output)) {
-                rc = usage_error("--output %s is also an input", o.output);
+                rc = hvt_usage_error(PROG, "--output %s is also an input",
+                                     o.output);
                 goto free_options;
             }
         if (out_open(&shared, o.output) != 0) {
@@ -977,6 +877,7 @@ int main(int argc, char **argv)
     mp.n_threads = o.n_threads;
     mp.weight_type = o.weight_type;
     hv_model *model = NULL;
+    hv_vad *vad = NULL;
     hv_context *ctx = NULL;
     int n_ok = 0, ran = 0;
     hv_status st = hv_model_load(o.model_dir, &mp, &model, err, sizeof err);
@@ -985,13 +886,19 @@ int main(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    if (o.language && !model_has_language(model, o.language)) {
+    if (o.language && !hvt_model_has_language(model, o.language)) {
         fprintf(stderr, "hviske: language '%s' is not supported by %s "
                 "(supported:", o.language, o.model_dir);
         for (int i = 0; i < hv_model_n_languages(model); i++)
             fprintf(stderr, " %s", hv_model_language(model, i));
         fputs(")\n", stderr);
-        rc = EXIT_USAGE;
+        rc = HVT_EXIT_USAGE;
+        goto done;
+    }
+    if (hvt_chunking_uses_vad(o.chunking) &&
+        hvt_load_vad(o.vad_model, &vad, err, sizeof err) != HV_OK) {
+        fprintf(stderr, "hviske: %s\n", err);
+        rc = 1;
         goto done;
     }
     ctx = hv_context_new(model, o.n_threads);
@@ -1007,7 +914,7 @@ int main(int argc, char **argv)
     ran = 1;
     for (int i = 0; i < o.n_files; i++) {
         const char *path = o.files[i];
-        hv_result *res = transcribe_input(ctx, &o, path, show_progress);
+        hv_result *res = transcribe_input(ctx, vad, &o, path, show_progress);
         if (!res) {
             rc = 1;
             continue;
@@ -1031,10 +938,11 @@ int main(int argc, char **argv)
 
 done:
     hv_context_free(ctx);
+    hv_vad_free(vad);
     hv_model_free(model);
     if (to_file) {
         /* the results of the inputs that succeeded, whole, or no file */
-        if (n_ok > 0 && rc != EXIT_USAGE) {
+        if (n_ok > 0 && rc != HVT_EXIT_USAGE) {
             if (out_commit(&shared) != 0)
                 rc = 1;
         } else {

@@ -1,17 +1,20 @@
 /*
  * hviske-server: the fields of a transcription request (see
  * server_form.h). Every byte comes from the network: sizes are checked
- * before anything is copied, and values are parsed whole and strictly.
+ * before anything is copied, and values are parsed whole and strictly,
+ * numbers by the same rules as on the command line (tool_util.h).
  */
 #include "server_form.h"
 
-#include <errno.h>
+#include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tool_util.h"
 
 enum {
     MAX_PARTS = 32,       /* parts in one body */
@@ -36,6 +39,7 @@ static const struct {
     [SRV_F_MAX_TOKENS] = {"max_tokens", 64},
     [SRV_F_STREAM] = {"stream", 64},
     [SRV_F_TIMESTAMP_GRANULARITIES] = {"timestamp_granularities[]", 64},
+    [SRV_F_CHUNKING_STRATEGY] = {"chunking_strategy", 1024},
 };
 
 void srv_error_set(srv_error *e, int status, const char *code,
@@ -187,88 +191,6 @@ int srv_form_add(srv_form *f, const char *key, const char *filename,
 
 /* ------------------------------------------------------------- values */
 
-/* An unsigned decimal integer, the whole string (digits only: no sign,
- * no spaces), at most hi; 0 on success. */
-static int parse_uint(const char *s, uint64_t hi, uint64_t *out)
-{
-    if (!*s)
-        return -1;
-    uint64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    if (v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* A finite decimal number, the whole string: [+-]digits[.digits][e[+-]
- * digits] (or .digits); no spaces, hex, inf or nan. 0 on success. */
-static int parse_decimal(const char *s, double *out)
-{
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
-    size_t digits = 0;
-    while (*p >= '0' && *p <= '9')
-        p++, digits++;
-    if (*p == '.') {
-        p++;
-        while (*p >= '0' && *p <= '9')
-            p++, digits++;
-    }
-    if (digits == 0)
-        return -1;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        if (*p < '0' || *p > '9')
-            return -1;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (*p != '\0')
-        return -1;
-    errno = 0;
-    double v = strtod(s, NULL);
-    if (!isfinite(v) || errno == ERANGE)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* A float-sized finite number in the range lo..hi (lo excluded when
- * lo_open); 0 on success. */
-static int parse_float(const char *s, double lo, int lo_open, double hi,
-                       float *out, double *as_given)
-{
-    double v;
-    if (parse_decimal(s, &v) || !(lo_open ? v > lo : v >= lo) || v > hi)
-        return -1;
-    float fv = (float)v;
-    if (!isfinite(fv) || (lo_open && !(fv > (float)lo)))
-        return -1;
-    *out = fv;
-    if (as_given)
-        *as_given = v;
-    return 0;
-}
-
-static int model_has_language(const hv_model *model, const char *lang)
-{
-    for (int i = 0; i < hv_model_n_languages(model); i++)
-        if (strcmp(hv_model_language(model, i), lang) == 0)
-            return 1;
-    return 0;
-}
-
 /* "en, da, de" into buf. */
 static void language_list(const hv_model *model, char *buf, size_t n)
 {
@@ -296,11 +218,80 @@ static int has_nul(const srv_form *f, srv_field i)
     do { srv_error_set(e, 400, "invalid_value", param, __VA_ARGS__); \
          return -1; } while (0)
 
-int srv_form_params(const srv_form *f, const hv_model *model, srv_params *p,
+/* OpenAI's server_vad settings, each optional, onto the detector's:
+ * threshold (0..1), prefix_padding_ms (padding before and after speech),
+ * silence_duration_ms (silence that ends speech). 0, or -1 with *e set. */
+static int parse_server_vad(const cJSON *obj, hv_vad_params *vp, srv_error *e)
+{
+    static const char P[] = "chunking_strategy";
+    const cJSON *item;
+    cJSON_ArrayForEach(item, obj) {
+        const char *k = item->string;
+        int *ms = NULL;
+        if (strcmp(k, "type") == 0)
+            continue;
+        if (strcmp(k, "threshold") == 0) {
+            if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0 &&
+                                           item->valuedouble <= 1))
+                BAD(P, "chunking_strategy.threshold must be a number from 0 "
+                    "to 1");
+            vp->threshold = (float)item->valuedouble;
+            continue;
+        }
+        if (strcmp(k, "prefix_padding_ms") == 0)
+            ms = &vp->speech_pad_ms;
+        else if (strcmp(k, "silence_duration_ms") == 0)
+            ms = &vp->min_silence_ms;
+        else
+            BAD(P, "chunking_strategy has no field '%.40s' (type, threshold, "
+                "prefix_padding_ms, silence_duration_ms)", k);
+        double d = cJSON_IsNumber(item) ? item->valuedouble : -1;
+        if (!(d >= 0 && d <= HVT_VAD_MAX_MS) || d != floor(d))
+            BAD(P, "chunking_strategy.%s must be an integer from 0 to %d "
+                "(milliseconds)", k, HVT_VAD_MAX_MS);
+        *ms = (int)d;
+    }
+    return 0;
+}
+
+/* chunking_strategy: "auto" or {"type": "server_vad", ...}: speech
+ * detection with the server's settings, changed by the object's. */
+static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp,
+                                   srv_error *e)
+{
+    static const char P[] = "chunking_strategy";
+    if (!tp->vad)
+        BAD(P, "chunking_strategy: speech detection is not available on "
+            "this server (it runs without a speech detector)");
+    tp->chunking = HV_CHUNKING_VAD;
+    if (strcmp(v, "auto") == 0)
+        return 0;
+    cJSON *obj = cJSON_ParseWithLength(v, strlen(v));
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    int rc = 0;
+    if (!cJSON_IsObject(obj) || !cJSON_IsString(type) ||
+        strcmp(type->valuestring, "server_vad") != 0) {
+        srv_error_set(e, 400, "invalid_value", P, "chunking_strategy must be "
+                      "\"auto\" or a JSON object {\"type\": \"server_vad\", "
+                      "...}");
+        rc = -1;
+    } else {
+        rc = parse_server_vad(obj, &tp->vad_params, e);
+    }
+    cJSON_Delete(obj);
+    return rc;
+}
+
+int srv_form_params(const srv_form *f, const hv_model *model,
+                    const hv_transcribe_params *base, srv_params *p,
                     srv_error *e)
 {
     memset(p, 0, sizeof *p);
     p->tp = hv_transcribe_default_params();
+    p->tp.chunking = base->chunking;
+    p->tp.vad = base->vad;
+    p->tp.vad_params = base->vad_params;
+    p->tp.vad_max_gap_s = base->vad_max_gap_s;
     p->format = SRV_FMT_JSON;
     const char *v;
 
@@ -329,7 +320,7 @@ int srv_form_params(const srv_form *f, const hv_model *model, srv_params *p,
         snprintf(p->model, sizeof p->model, "%s", v);
     }
     if ((v = val(f, SRV_F_LANGUAGE))) {
-        if (!model_has_language(model, v)) {
+        if (!hvt_model_has_language(model, v)) {
             char list[256], shown[40];
             language_list(model, list, sizeof list);
             size_t k = 0;
@@ -348,7 +339,8 @@ int srv_form_params(const srv_form *f, const hv_model *model, srv_params *p,
             "verbose_json, srt or vtt");
     if ((v = val(f, SRV_F_TEMPERATURE))) {
         float t;
-        if (parse_float(v, 0.0, 0, INFINITY, &t, &p->temperature))
+        if (hvt_parse_float(v, HVT_FROM, 0.0, INFINITY, &t) ||
+            hvt_parse_double(v, HVT_FROM, 0.0, INFINITY, &p->temperature))
             BAD("temperature", "temperature must be a finite number >= 0 "
                 "(0: greedy; > 0: sampling at that temperature)");
         if (t > 0.0f) {
@@ -366,34 +358,26 @@ int srv_form_params(const srv_form *f, const hv_model *model, srv_params *p,
         else
             BAD("punctuation", "punctuation must be true or false");
     }
-    uint64_t u;
-    if ((v = val(f, SRV_F_NUM_BEAMS))) {
-        if (parse_uint(v, 64, &u) || u < 1)
-            BAD("num_beams", "num_beams must be an integer from 1 to 64");
-        p->tp.num_beams = (int)u;
-    }
+    if ((v = val(f, SRV_F_NUM_BEAMS)) &&
+        hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
+        BAD("num_beams", "num_beams must be an integer from 1 to %d",
+            HV_MAX_BEAMS);
     if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
-        parse_float(v, 0.0, 1, INFINITY, &p->tp.length_penalty, NULL))
+        hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.length_penalty))
         BAD("length_penalty", "length_penalty must be a finite number > 0");
-    if ((v = val(f, SRV_F_TOP_K))) {
-        if (parse_uint(v, INT_MAX, &u))
-            BAD("top_k", "top_k must be an integer >= 0 (0: all tokens)");
-        p->tp.top_k = (int)u;
-    }
+    if ((v = val(f, SRV_F_TOP_K)) &&
+        hvt_parse_int(v, 0, INT_MAX, &p->tp.top_k))
+        BAD("top_k", "top_k must be an integer >= 0 (0: all tokens)");
     if ((v = val(f, SRV_F_TOP_P)) &&
-        parse_float(v, 0.0, 1, 1.0, &p->tp.top_p, NULL))
+        hvt_parse_float(v, HVT_ABOVE, 0.0, 1.0, &p->tp.top_p))
         BAD("top_p", "top_p must be a number > 0 and <= 1");
-    if ((v = val(f, SRV_F_SEED))) {
-        if (parse_uint(v, UINT64_MAX, &u))
-            BAD("seed", "seed must be an integer from 0 to "
-                "18446744073709551615");
-        p->tp.seed = u;
-    }
-    if ((v = val(f, SRV_F_MAX_TOKENS))) {
-        if (parse_uint(v, INT_MAX, &u) || u < 1)
-            BAD("max_tokens", "max_tokens must be an integer >= 1");
-        p->tp.max_new_tokens = (int)u;
-    }
+    if ((v = val(f, SRV_F_SEED)) &&
+        hvt_parse_u64(v, 0, UINT64_MAX, &p->tp.seed))
+        BAD("seed", "seed must be an integer from 0 to "
+            "18446744073709551615");
+    if ((v = val(f, SRV_F_MAX_TOKENS)) &&
+        hvt_parse_int(v, 1, INT_MAX, &p->tp.max_new_tokens))
+        BAD("max_tokens", "max_tokens must be an integer >= 1");
     if ((v = val(f, SRV_F_STREAM)) && strcmp(v, "false") != 0) {
         if (strcmp(v, "true") == 0)
             BAD("stream", "streaming is not supported");
@@ -406,5 +390,8 @@ int srv_form_params(const srv_form *f, const hv_model *model, srv_params *p,
     if (p->tp.do_sample && p->tp.num_beams > 1)
         BAD("num_beams", "temperature > 0 (sampling) and num_beams > 1 "
             "cannot be combined");
+    if ((v = val(f, SRV_F_CHUNKING_STRATEGY)) &&
+        parse_chunking_strategy(v, &p->tp, e) != 0)
+        return -1;
     return 0;
 }

@@ -39,7 +39,7 @@ typedef enum srv_field {
     SRV_F_TEMPERATURE, SRV_F_PUNCTUATION, SRV_F_NUM_BEAMS,
     SRV_F_LENGTH_PENALTY, SRV_F_TOP_K, SRV_F_TOP_P, SRV_F_SEED,
     SRV_F_MAX_TOKENS, SRV_F_STREAM, SRV_F_TIMESTAMP_GRANULARITIES,
-    SRV_N_FIELDS
+    SRV_F_CHUNKING_STRATEGY, SRV_N_FIELDS
 } srv_field;
 
 typedef struct srv_form {
@@ -77,9 +77,14 @@ typedef struct srv_params {
     char model[128];          /* the model field as given ("" if none) */
 } srv_params;
 
-/* Validates the fields against the model (languages) into *p; 0, or -1
- * with *e set (status 400 and the field in e->param). */
-int srv_form_params(const srv_form *f, const hv_model *model, srv_params *p,
+/* Validates the fields against the model (languages) into *p, starting
+ * from the server's own parameters `base` (its chunking mode, speech
+ * detector and detector settings; the rest as hv_transcribe_default_params
+ * gives it). chunking_strategy "auto" or {"type": "server_vad", ...} asks
+ * for speech detection (base->vad must be set for it). 0, or -1 with *e
+ * set (status 400 and the field in e->param). */
+int srv_form_params(const srv_form *f, const hv_model *model,
+                    const hv_transcribe_params *base, srv_params *p,
                     srv_error *e);
 
 #endif /* HV_SERVER_FORM_H */

@@ -9,12 +9,12 @@
 #include "server_format.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "subtitles.h"
+#include "tool_util.h"
 
 static const char *const FORMAT_NAMES[] = {"json", "text", "verbose_json",
                                            "srt", "vtt"};
@@ -39,22 +39,6 @@ const char *srv_format_content_type(srv_format f)
     case SRV_FMT_TEXT:
     default: return "text/plain; charset=utf-8";
     }
-}
-
-/* A float as the double of its shortest decimal form that reads back as
- * the same float, so JSON shows -0.30528 rather than -0.30527999997138977
- * (as the CLI). */
-static double float_for_json(double v)
-{
-    char buf[32];
-    if (!isfinite(v))
-        return 0.0; /* cJSON would write null, which clients reject */
-    for (int prec = 6; prec <= 9; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtof(buf, NULL) == (float)v)
-            break;
-    }
-    return strtod(buf, NULL);
 }
 
 /* ----------------------------------------------------- text, srt, vtt */
@@ -108,7 +92,7 @@ static cJSON *json_segment(const hv_result *res, int i, int rate,
         ok = cJSON_AddItemToArray(toks, cJSON_CreateNumber(g.tokens[k]));
     ok = ok && cJSON_AddNumberToObject(o, "temperature", temperature) &&
          cJSON_AddNumberToObject(o, "avg_logprob", g.n_tokens > 0
-             ? float_for_json(sum / g.n_tokens) : 0.0);
+             ? hvt_float_for_json(sum / g.n_tokens) : 0.0);
     free(text);
     if (!ok) {
         cJSON_Delete(o);

@@ -24,13 +24,13 @@ hv_status hv_chunk_plan(const float *x, size_t n, const hv_chunk_plan_params *p,
                         size_t **bounds, int *n_chunks, hv_error *e) {
     *bounds = NULL;
     *n_chunks = 0;
-    size_t chunk = p->mode == HV_CHUNKS_FIXED ? p->fixed : p->chunk;
-    if (chunk == 0 || (p->mode != HV_CHUNKS_FIXED && p->context > chunk))
+    size_t chunk = p->mode == HV_CHUNKING_FIXED ? p->fixed : p->chunk;
+    if (chunk == 0 || (p->mode != HV_CHUNKING_FIXED && p->context > chunk))
         return hv_err(e, HV_ERR_INVALID_ARG, "chunking: bad chunk size");
-    int one_piece = p->mode == HV_CHUNKS_NONE ||
-                    (p->mode == HV_CHUNKS_AUTO && n <= p->single);
+    int one_piece = p->mode == HV_CHUNKING_NONE ||
+                    (p->mode == HV_CHUNKING_AUTO && n <= p->single);
     /* each chunk but the last advances by at least chunk - context */
-    size_t step = chunk - (p->mode == HV_CHUNKS_FIXED ? 0 : p->context);
+    size_t step = chunk - (p->mode == HV_CHUNKING_FIXED ? 0 : p->context);
     size_t cap = one_piece ? 2 : n / (step ? step : 1) + 3;
     size_t *b = malloc(cap * sizeof *b);
     if (!b) return hv_err(e, HV_ERR_NOMEM, "out of memory planning chunks");
@@ -48,7 +48,7 @@ hv_status hv_chunk_plan(const float *x, size_t n, const hv_chunk_plan_params *p,
             size_t cut;
             if (idx + chunk >= n) {
                 cut = n;
-            } else if (p->mode == HV_CHUNKS_FIXED) {
+            } else if (p->mode == HV_CHUNKING_FIXED) {
                 cut = idx + chunk;
             } else {
                 cut = quietest_cut(x, idx + chunk - p->context, p->context, p->window);

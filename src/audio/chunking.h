@@ -7,15 +7,11 @@
 
 #include "util/error.h"
 
-typedef enum hv_chunk_mode {
-    HV_CHUNKS_AUTO = 0,   /* one piece up to max_audio_clip_s - overlap, else energy */
-    HV_CHUNKS_ENERGY = 1, /* always cut at the quietest window near the limit */
-    HV_CHUNKS_FIXED = 2,  /* every fixed_samples */
-    HV_CHUNKS_NONE = 3    /* one piece */
-} hv_chunk_mode;
-
+/* What hv_chunk_plan cuts by: the mode and its sizes, in samples. */
 typedef struct hv_chunk_plan_params {
-    hv_chunk_mode mode;
+    hv_chunking mode;     /* AUTO: one piece up to `single`, else as ENERGY;
+                             ENERGY: cut at the quietest window near each
+                             limit; FIXED: every `fixed`; NONE: one piece */
     size_t chunk;         /* round(max_audio_clip_s * sr) */
     size_t context;       /* round(overlap_chunk_second * sr) */
     size_t window;        /* min_energy_window_samples */

@@ -17,6 +17,8 @@
 
 #include <kiss_fftr.h>
 
+#include "kernels/half.h"
+
 #define PREEMPH 0.97f
 #define LOG_GUARD 0x1p-24f   /* log(mel + 2^-24) */
 #define STD_GUARD 1e-5       /* added to the standard deviation */
@@ -160,18 +162,12 @@ void hv_frontend_free(hv_frontend *f) {
     memset(f, 0, sizeof *f);
 }
 
-static float to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
-    u &= 0xffff0000u;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
+/* x rounded to the nearest bf16, ties to even. */
+static float to_bf16(float x) { return hv_bf16_to_f32(hv_f32_to_bf16(x)); }
 
-void hv_frontend_round_bf16(hv_frontend *f) {
-    for (int i = 0; i < f->n_fft; i++) f->window[i] = to_bf16(f->window[i]);
-    for (size_t i = 0; i < (size_t)f->n_mels * f->n_bins; i++)
+void hv_frontend_round_bf16(hv_frontend *f, int window, int fb) {
+    for (int i = 0; window && i < f->n_fft; i++) f->window[i] = to_bf16(f->window[i]);
+    for (size_t i = 0; fb && i < (size_t)f->n_mels * f->n_bins; i++)
         f->fb[i] = to_bf16(f->fb[i]);
     /* Rounding can only turn weights into zero (subnormals), never zeros
      * into weights, so fb_range still covers every non-zero weight. */

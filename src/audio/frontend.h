@@ -36,11 +36,11 @@ hv_status hv_frontend_init(hv_frontend *f, const hv_config *c,
                            const float *window, const float *fb, hv_error *e);
 void hv_frontend_free(hv_frontend *f);
 
-/* Rounds window and filterbank to bf16 (round to nearest even), as the
- * PyTorch reference does when it runs in bf16. For checkpoints that lack
- * the two tensors, to mimic such a reference; tensors read from a bf16
- * checkpoint are already exact. */
-void hv_frontend_round_bf16(hv_frontend *f);
+/* Rounds the window (when `window`) and the filterbank (when `fb`) to bf16
+ * (round to nearest even), as the PyTorch reference does when it runs in
+ * bf16. For the ones a checkpoint lacks and the frontend computed, to mimic
+ * such a reference; tensors read from a bf16 checkpoint are already exact. */
+void hv_frontend_round_bf16(hv_frontend *f, int window, int fb);
 
 /* Features of n samples of 16 kHz mono audio: *feat is malloc'ed
  * [*n_frames x n_mels] time-major, *n_frames a multiple of pad_to, rows at

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "kernels/matmul_impl.h"
-#include "model/safetensors.h"
 
 #ifdef HV_MM_HAVE_AVX2
 #include <cpuid.h>
@@ -38,34 +38,23 @@ void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda,
 
 /* ------------------------------------------------------------ types */
 
-static const char *const wtype_names[] = {"f32", "f16", "bf16", "q8_0"};
-#define N_WTYPES (int)(sizeof wtype_names / sizeof wtype_names[0])
+const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES] = {
+    [HV_WEIGHTS_AUTO] = "auto", [HV_WEIGHTS_F32] = "f32", [HV_WEIGHTS_F16] = "f16",
+    [HV_WEIGHTS_BF16] = "bf16", [HV_WEIGHTS_Q8_0] = "q8_0"};
 
-const char *hv_wtype_name(hv_wtype type) {
-    return (int)type >= 0 && (int)type < N_WTYPES ? wtype_names[type] : "?";
-}
-
-static int lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
-
-int hv_wtype_parse(const char *name, hv_wtype *out) {
-    for (int t = 0; name && t < N_WTYPES; t++) {
-        const char *a = name, *b = wtype_names[t];
-        while (*a && lower((unsigned char)*a) == *b) a++, b++;
-        if (!*a && !*b) {
-            *out = (hv_wtype)t;
-            return 0;
-        }
-    }
-    return -1;
+const char *hv_weight_type_name(hv_weight_type type) {
+    return (int)type >= 0 && (int)type < HV_N_WEIGHT_TYPES ? hv_weight_type_names[type]
+                                                           : "?";
 }
 
 /* Bytes of one row of cols weights. */
-static size_t row_bytes(hv_wtype type, int cols) {
+static size_t row_bytes(hv_weight_type type, int cols) {
     switch (type) {
-    case HV_W_F32: return (size_t)cols * 4;
-    case HV_W_F16:
-    case HV_W_BF16: return (size_t)cols * 2;
-    case HV_W_Q8_0: return (size_t)(cols / HV_Q8_BLOCK) * sizeof(hv_q8_0_block);
+    case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
+    case HV_WEIGHTS_F32: return (size_t)cols * 4;
+    case HV_WEIGHTS_F16:
+    case HV_WEIGHTS_BF16: return (size_t)cols * 2;
+    case HV_WEIGHTS_Q8_0: return (size_t)(cols / HV_Q8_BLOCK) * sizeof(hv_q8_0_block);
     }
     return 0;
 }
@@ -97,14 +86,15 @@ static int quantize_block(hv_q8_0_block *blk, const float *v) {
     return 0;
 }
 
-hv_status hv_mat_from_f32(hv_mat *m, hv_wtype type, const float *src, int rows,
+hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows,
                           int cols, void **storage, hv_error *e) {
     *storage = NULL;
     if (rows < 1 || cols < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "matrix %dx%d: empty", rows, cols);
-    if ((int)type < 0 || (int)type >= N_WTYPES)
-        return hv_err(e, HV_ERR_INVALID_ARG, "weight type %d unknown", (int)type);
-    if (type == HV_W_Q8_0 && cols % HV_Q8_BLOCK)
+    if ((int)type < HV_WEIGHTS_F32 || (int)type >= HV_N_WEIGHT_TYPES)
+        return hv_err(e, HV_ERR_INVALID_ARG, "weight type %d: not a matrix type",
+                      (int)type);
+    if (type == HV_WEIGHTS_Q8_0 && cols % HV_Q8_BLOCK)
         return hv_err(e, HV_ERR_UNSUPPORTED,
                       "matrix %dx%d: q8_0 needs a multiple of %d columns", rows,
                       cols, HV_Q8_BLOCK);
@@ -112,24 +102,26 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_wtype type, const float *src, int rows,
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes) != 0)
         return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d as %s: out of memory", rows,
-                      cols, hv_wtype_name(type));
+                      cols, hv_weight_type_name(type));
     size_t count = (size_t)rows * cols;
     const char *why = NULL;
     switch (type) {
-    case HV_W_F32:
+    case HV_WEIGHTS_AUTO: break; /* refused above */
+    case HV_WEIGHTS_F32:
         memcpy(p, src, count * sizeof(float));
         break;
-    case HV_W_F16:
-    case HV_W_BF16: {
+    case HV_WEIGHTS_F16:
+    case HV_WEIGHTS_BF16: {
+        int f16 = type == HV_WEIGHTS_F16;
         uint16_t *dst = p;
         for (size_t i = 0; i < count && !why; i++) {
-            dst[i] = type == HV_W_F16 ? hv_f32_to_f16(src[i]) : hv_f32_to_bf16(src[i]);
-            if ((dst[i] & 0x7fff) == (type == HV_W_F16 ? 0x7c00 : 0x7f80) && isfinite(src[i]))
+            dst[i] = f16 ? hv_f32_to_f16(src[i]) : hv_f32_to_bf16(src[i]);
+            if ((dst[i] & 0x7fff) == (f16 ? 0x7c00 : 0x7f80) && isfinite(src[i]))
                 why = "a weight overflows";
         }
         break;
     }
-    case HV_W_Q8_0: {
+    case HV_WEIGHTS_Q8_0: {
         hv_q8_0_block *dst = p;
         for (size_t b = 0; b < count / HV_Q8_BLOCK && !why; b++)
             if (quantize_block(&dst[b], src + b * HV_Q8_BLOCK) != 0)
@@ -140,7 +132,7 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_wtype type, const float *src, int rows,
     if (why) {
         free(p);
         return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d as %s: %s", rows, cols,
-                      hv_wtype_name(type), why);
+                      hv_weight_type_name(type), why);
     }
     m->type = type;
     m->rows = rows;
@@ -156,10 +148,13 @@ static void widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c,
                   long count, float *dst) {
     long at = (long)r * W->cols + c;
     switch (W->type) {
-    case HV_W_F32: memcpy(dst, (const float *)W->data + at, count * sizeof(float)); break;
-    case HV_W_F16: k->widen_f16(dst, (const uint16_t *)W->data + at, count); break;
-    case HV_W_BF16: k->widen_bf16(dst, (const uint16_t *)W->data + at, count); break;
-    case HV_W_Q8_0:
+    case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
+    case HV_WEIGHTS_F32:
+        memcpy(dst, (const float *)W->data + at, count * sizeof(float));
+        break;
+    case HV_WEIGHTS_F16: k->widen_f16(dst, (const uint16_t *)W->data + at, count); break;
+    case HV_WEIGHTS_BF16: k->widen_bf16(dst, (const uint16_t *)W->data + at, count); break;
+    case HV_WEIGHTS_Q8_0:
         k->widen_q8_0(dst, (const hv_q8_0_block *)W->data + at / HV_Q8_BLOCK, count);
         break;
     }
@@ -260,7 +255,8 @@ static void gemv_rows(const linear_job *j, int r0, int r1) {
     int rows = W->rows, cols = W->cols;
     float *y = j->y + r0;
     switch (W->type) {
-    case HV_W_F32: {
+    case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
+    case HV_WEIGHTS_F32: {
         const float *w = (const float *)W->data + (long)r0 * cols;
         if (j->n == 1)
             cblas_sgemv(CblasRowMajor, CblasNoTrans, r1 - r0, cols, 1.0f, w, cols,
@@ -270,15 +266,15 @@ static void gemv_rows(const linear_job *j, int r0, int r1) {
                         1.0f, j->x, cols, w, cols, 0.0f, y, rows);
         break;
     }
-    case HV_W_F16:
+    case HV_WEIGHTS_F16:
         j->k->gemv_f16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
                        r1 - r0, cols);
         break;
-    case HV_W_BF16:
+    case HV_WEIGHTS_BF16:
         j->k->gemv_bf16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
                         r1 - r0, cols);
         break;
-    case HV_W_Q8_0:
+    case HV_WEIGHTS_Q8_0:
         if (!j->xq) {
             rows_unbuffered(j, r0, r1);
             break;
@@ -298,7 +294,7 @@ static void linear_task(void *arg, int task, int n_tasks) {
     (void)task;
     (void)n_tasks;
     int rows = j->W->rows, cols = j->W->cols;
-    int f32 = j->W->type == HV_W_F32;
+    int f32 = j->W->type == HV_WEIGHTS_F32;
     float *tile = NULL;
     if (j->tiled && !f32) {
         int tr = rows < j->chunk ? rows : j->chunk;
@@ -339,14 +335,14 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y,
     int tasks = hv_pool_size(pool);
     if (flops < 2e5 || W->rows < 32) tasks = 1;
     job.tiled = n > HV_LINEAR_GEMV_MAX_N;
-    int sgemm = job.tiled || (W->type == HV_W_F32 && n > 1);
+    int sgemm = job.tiled || (W->type == HV_WEIGHTS_F32 && n > 1);
     job.chunk = sgemm ? tile_rows(W->rows) : GEMV_CHUNK;
     job.n_chunks = (W->rows + job.chunk - 1) / job.chunk;
     atomic_init(&job.next, 0);
     if (tasks > job.n_chunks) tasks = job.n_chunks;
     hv_q8_act xq;
     void *xq_buf = NULL;
-    if (W->type == HV_W_Q8_0 && !job.tiled) {
+    if (W->type == HV_WEIGHTS_Q8_0 && !job.tiled) {
         int nb = W->cols / HV_Q8_BLOCK;
         xq_buf = malloc((size_t)n * nb * (sizeof(float) + HV_Q8_BLOCK));
         if (xq_buf) {

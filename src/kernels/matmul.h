@@ -3,12 +3,15 @@
  * A weight is stored as f32 or in a reduced-precision type (docs/KERNELS.md
  * has the formats, the kernels and measured speeds):
  *
- *   HV_W_F32   4 bytes/weight.
- *   HV_W_F16   IEEE binary16, 2 bytes/weight.
- *   HV_W_BF16  bfloat16 (the top half of an f32), 2 bytes/weight.
- *   HV_W_Q8_0  each row in blocks of 32 consecutive weights, one f16 scale
- *              d per block and 32 int8 q in [-127, 127]: w = d * q. 34 bytes
- *              per 32 weights (8.5 bits/weight); cols % 32 == 0. */
+ *   HV_WEIGHTS_F32   4 bytes/weight.
+ *   HV_WEIGHTS_F16   IEEE binary16, 2 bytes/weight.
+ *   HV_WEIGHTS_BF16  bfloat16 (the top half of an f32), 2 bytes/weight.
+ *   HV_WEIGHTS_Q8_0  each row in blocks of 32 consecutive weights, one f16
+ *                    scale d per block and 32 int8 q in [-127, 127]:
+ *                    w = d * q. 34 bytes per 32 weights (8.5 bits/weight);
+ *                    cols % 32 == 0.
+ * The types are the public hv_weight_type; HV_WEIGHTS_AUTO is a choice at
+ * load time, never the type of a matrix. */
 #ifndef HV_MATMUL_H
 #define HV_MATMUL_H
 
@@ -17,21 +20,22 @@
 #include "kernels/threads.h"
 #include "util/error.h"
 
-typedef enum hv_wtype { HV_W_F32 = 0, HV_W_F16, HV_W_BF16, HV_W_Q8_0 } hv_wtype;
+/* One past the last hv_weight_type. */
+#define HV_N_WEIGHT_TYPES (HV_WEIGHTS_Q8_0 + 1)
 
 typedef struct hv_mat {
-    hv_wtype type;
+    hv_weight_type type; /* never HV_WEIGHTS_AUTO */
     int rows;           /* output features */
     int cols;           /* input features */
     const void *data;   /* rows x cols weights of `type`, row by row */
 } hv_mat;
 
-/* "f32", "f16", "bf16", "q8_0" ("?" for a value outside the enum). */
-const char *hv_wtype_name(hv_wtype type);
+/* The names hv_weight_type_parse reads, by type: "auto", "f32", "f16",
+ * "bf16", "q8_0". */
+extern const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES];
 
-/* The inverse of hv_wtype_name, ignoring case. Returns 0 and sets *out, or
- * -1 (and leaves *out alone) for an unknown name. */
-int hv_wtype_parse(const char *name, hv_wtype *out);
+/* hv_weight_type_names[type], or "?" for a value outside the enum. */
+const char *hv_weight_type_name(hv_weight_type type);
 
 /* Bytes that m->data spans for m's type and shape. */
 size_t hv_mat_bytes(const hv_mat *m);
@@ -41,14 +45,15 @@ size_t hv_mat_bytes(const hv_mat *m);
  * free()) and m describes it (m->data == *storage). f16 and bf16 round to
  * nearest, ties to even; q8_0 takes per block d = amax / 127 rounded up to
  * the next f16 (so |q| <= 127 without clipping) and q = round(w / d), an
- * error of at most d / 2 per weight. HV_W_F32 copies.
+ * error of at most d / 2 per weight. HV_WEIGHTS_F32 copies.
  * Returns HV_ERR_UNSUPPORTED, with *storage NULL and m untouched, when the
  * matrix cannot be held in `type` and should stay f32: q8_0 with cols not a
  * multiple of 32, a q8_0 block with a non-finite weight or with amax too
  * large for an f16 scale (> ~8.3e6), or a finite weight that would become
  * infinite in f16/bf16 (|w| >= 65520 in f16). HV_ERR_INVALID_ARG for
- * rows or cols < 1 or a bad type, HV_ERR_NOMEM when out of memory. */
-hv_status hv_mat_from_f32(hv_mat *m, hv_wtype type, const float *src, int rows,
+ * rows or cols < 1 or a type that is not a matrix's (HV_WEIGHTS_AUTO),
+ * HV_ERR_NOMEM when out of memory. */
+hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows,
                           int cols, void **storage, hv_error *e);
 
 /* Writes row `row` of m, widened to f32 (exactly: every stored value is

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "kernels/matmul_impl.h"
-#include "model/safetensors.h"
 
 void hv_q8_act_quantize(hv_q8_act *a, const float *x, int n, int cols) {
     int nb = cols / HV_Q8_BLOCK;

@@ -466,3 +466,20 @@ int hv_config_find_language(const hv_config *c, const char *lang) {
         if (strcmp(c->languages[i], lang) == 0) return i;
     return -1;
 }
+
+int hv_sub_stages(const hv_config *c) {
+    int stages = 0;
+    for (int s = c->sub_factor; s > 1; s >>= 1) stages++;
+    return stages;
+}
+
+int hv_sub_conv_len(int n) {
+    enum { KERNEL = 3, STRIDE = 2, PAD = 1 };
+    /* C division truncates toward zero, so n = 0 would give 1 */
+    return n <= 0 ? 0 : (n + 2 * PAD - KERNEL) / STRIDE + 1;
+}
+
+int hv_subsampled_len(const hv_config *c, int n) {
+    for (int s = hv_sub_stages(c); s > 0; s--) n = hv_sub_conv_len(n);
+    return n;
+}

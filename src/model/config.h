@@ -7,6 +7,12 @@
 
 #include "util/error.h"
 
+/* The epsilons of the model's LayerNorms and of the BatchNorm folded into
+ * the convolution modules: PyTorch's defaults, which the checkpoints were
+ * trained with; config.json does not carry them. */
+#define HV_LN_EPS 1e-5f
+#define HV_BN_EPS 1e-5f
+
 typedef struct hv_config {
     /* top level */
     int vocab_size;
@@ -77,5 +83,15 @@ void hv_config_free(hv_config *c);
 
 /* Index of lang in supported_languages, or -1. */
 int hv_config_find_language(const hv_config *c, const char *lang);
+
+/* The encoder's subsampling (dw_striding): log2(sub_factor) convolutions in
+ * a row, each of kernel 3, stride 2 and padding 1 over time frames and mel
+ * bins alike. */
+int hv_sub_stages(const hv_config *c);
+/* Positions out of one such convolution over n in (0 for none). */
+int hv_sub_conv_len(int n);
+/* Positions out of all of them: of n frames, the encoder's output length;
+ * of feat_in mel bins, the width the subsampling's output projection reads. */
+int hv_subsampled_len(const hv_config *c, int n);
 
 #endif

@@ -70,12 +70,4 @@ size_t hv_dtype_size(hv_dtype dt);
  * HV_ERR_UNSUPPORTED for other dtypes. */
 hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e);
 
-/* Scalar conversions (also used by kernels and tests). Widening is exact;
- * narrowing rounds to nearest, ties to even (as torch does), overflows to
- * inf and keeps NaN a NaN. */
-float hv_f16_to_f32(uint16_t h);
-float hv_bf16_to_f32(uint16_t b);
-uint16_t hv_f32_to_f16(float f);
-uint16_t hv_f32_to_bf16(float f);
-
 #endif

@@ -18,8 +18,7 @@ typedef struct loader {
     char problems[768];     /* the first few, one per line */
     bool oom;
     hv_error conv_err;      /* first conversion failure */
-    int keep_types;         /* matrices in the checkpoint's own type */
-    hv_wtype want;          /* else this type */
+    hv_weight_type want;    /* matrices' type; AUTO: the checkpoint's own */
 } loader;
 
 static void problem(loader *L, const char *fmt, ...) {
@@ -112,8 +111,9 @@ static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape,
     return track(L, to_f32(L, t));
 }
 
-static hv_wtype disk_type(hv_dtype dt) {
-    return dt == HV_DT_F16 ? HV_W_F16 : dt == HV_DT_BF16 ? HV_W_BF16 : HV_W_F32;
+static hv_weight_type disk_type(hv_dtype dt) {
+    return dt == HV_DT_F16 ? HV_WEIGHTS_F16 : dt == HV_DT_BF16 ? HV_WEIGHTS_BF16
+                                                               : HV_WEIGHTS_F32;
 }
 
 /* A weight matrix [rows x cols] in the compute type: the checkpoint's own
@@ -122,13 +122,13 @@ static hv_wtype disk_type(hv_dtype dt) {
  * (q8_0 needs cols % 32 == 0) stays f32. */
 static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols,
                      const char *fmt, ...) {
-    hv_mat m = {HV_W_F32, rows, cols, NULL};
+    hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL};
     va_list ap;
     va_start(ap, fmt);
     const hv_st_tensor *t = find_v(L, false, ndim, shape, fmt, ap);
     va_end(ap);
     if (!t || L->oom || L->n_problems) return m;
-    hv_wtype want = L->keep_types ? disk_type(t->dtype) : L->want;
+    hv_weight_type want = L->want == HV_WEIGHTS_AUTO ? disk_type(t->dtype) : L->want;
     size_t esize = hv_dtype_size(t->dtype);
     if (want == disk_type(t->dtype) && (uintptr_t)t->data % esize == 0) {
         m.type = want;
@@ -140,13 +140,14 @@ static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int co
     if (!f) return m;
     void *storage = NULL;
     hv_error err;
-    hv_status st = want == HV_W_F32 ? HV_ERR_UNSUPPORTED
-                                    : hv_mat_from_f32(&m, want, f, rows, cols, &storage, &err);
+    hv_status st = want == HV_WEIGHTS_F32
+                       ? HV_ERR_UNSUPPORTED
+                       : hv_mat_from_f32(&m, want, f, rows, cols, &storage, &err);
     if (st == HV_OK) {
         free(f);
         track(L, storage);
     } else if (st == HV_ERR_UNSUPPORTED) {
-        m.type = HV_W_F32;
+        m.type = HV_WEIGHTS_F32;
         m.data = track(L, f);
     } else {
         free(f);
@@ -229,7 +230,7 @@ static void load_enc_layer(loader *L, const hv_config *c, int i,
     /* Fold eval-mode BatchNorm into the depthwise convolution:
      * bn(z) = z * scale + shift with scale = w / sqrt(var + eps). */
     for (int ch = 0; ch < d; ch++) {
-        float scale = bn_w[ch] / sqrtf(bn_var[ch] + 1e-5f);
+        float scale = bn_w[ch] / sqrtf(bn_var[ch] + HV_BN_EPS);
         float shift = bn_b[ch] - bn_mean[ch] * scale;
         for (int k = 0; k < K; k++) y->dw_w[(long)ch * K + k] *= scale;
         y->dw_b[ch] = y->dw_b[ch] * scale + shift;
@@ -237,9 +238,7 @@ static void load_enc_layer(loader *L, const hv_config *c, int i,
 }
 
 static void load_encoder(loader *L, const hv_config *c, hv_encoder_weights *E) {
-    int C = c->sub_channels, f = c->feat_in;
-    int stages = 0;
-    for (int s = c->sub_factor; s > 1; s >>= 1) stages++;
+    int C = c->sub_channels, stages = hv_sub_stages(c);
     if (stages > HV_MAX_SUB_STAGES) {
         problem(L, "\n  encoder.subsampling_factor %d: too many stages", c->sub_factor);
         return;
@@ -247,15 +246,14 @@ static void load_encoder(loader *L, const hv_config *c, hv_encoder_weights *E) {
     E->n_stages = stages;
     E->conv0_w = NEED(4, S(C, 1, 3, 3), "encoder.pre_encode.conv.0.weight");
     E->conv0_b = NEED(1, S(C), "encoder.pre_encode.conv.0.bias");
-    f = (f + 2 - 3) / 2 + 1;
     for (int s = 1; s < stages; s++) {
         E->dw_w[s] = NEED(4, S(C, 1, 3, 3), "encoder.pre_encode.conv.%d.weight", 3 * s - 1);
         E->dw_b[s] = NEED(1, S(C), "encoder.pre_encode.conv.%d.bias", 3 * s - 1);
         E->pw[s] = matrix(L, 4, S(C, C, 1, 1), C, C, "encoder.pre_encode.conv.%d.weight", 3 * s);
         E->pw_b[s] = NEED(1, S(C), "encoder.pre_encode.conv.%d.bias", 3 * s);
-        f = (f + 2 - 3) / 2 + 1;
     }
-    E->pre_out = linear(L, &E->pre_out_b, false, c->d_model, C * f,
+    E->pre_out = linear(L, &E->pre_out_b, false, c->d_model,
+                        C * hv_subsampled_len(c, c->feat_in),
                         "encoder.pre_encode.out");
     E->layers = track(L, calloc((size_t)c->enc_layers, sizeof *E->layers));
     if (!E->layers) return;
@@ -318,10 +316,10 @@ static void load_frontend(loader *L, const hv_config *c, hv_weights *w) {
 }
 
 hv_status hv_weights_load(hv_weights *w, const hv_config *c,
-                          const hv_safetensors *st, int keep_types, hv_wtype want,
+                          const hv_safetensors *st, hv_weight_type type,
                           hv_error *e) {
     memset(w, 0, sizeof *w);
-    loader L = {.w = w, .st = st, .keep_types = keep_types, .want = want};
+    loader L = {.w = w, .st = st, .want = type};
     /* Pass 1 checks everything (no conversion once a problem is seen);
      * the conversion happens in the same pass when all is well so far. */
     load_frontend(&L, c, w);

@@ -81,12 +81,12 @@ typedef struct hv_weights {
 } hv_weights;
 
 /* Checks every tensor docs/MODEL.md needs against the config (listing all
- * missing or misshapen ones in one error). Weight matrices take the
- * checkpoint's own type (keep_types) or `want`, and are read in place from
- * the mapping when their stored type is the compute type, so st must stay
- * open while w is used; everything else is converted to f32. */
+ * missing or misshapen ones in one error). Weight matrices take `type`
+ * (HV_WEIGHTS_AUTO: the checkpoint's own), and are read in place from the
+ * mapping when their stored type is the compute type, so st must stay open
+ * while w is used; everything else is converted to f32. */
 hv_status hv_weights_load(hv_weights *w, const hv_config *c,
-                          const hv_safetensors *st, int keep_types, hv_wtype want,
+                          const hv_safetensors *st, hv_weight_type type,
                           hv_error *e);
 void hv_weights_free(hv_weights *w);
 

@@ -1,0 +1,148 @@
+#include "audio/speech_chunks.h"
+
+#include <stdlib.h>
+
+#include "audio/chunking.h"
+
+void hv_piece_plan_free(hv_piece_plan *plan) {
+    if (!plan) return;
+    free(plan->pieces);
+    free(plan->first);
+    plan->pieces = NULL;
+    plan->first = NULL;
+    plan->n_pieces = plan->n_chunks = 0;
+}
+
+hv_status hv_piece_plan_from_bounds(const size_t *bounds, int n_chunks, hv_piece_plan *out,
+                                    hv_error *e) {
+    hv_piece_plan plan = {0};
+    *out = plan;
+    plan.pieces = malloc((size_t)(n_chunks ? n_chunks : 1) * sizeof *plan.pieces);
+    plan.first = malloc((size_t)(n_chunks + 1) * sizeof *plan.first);
+    if (!plan.pieces || !plan.first) {
+        hv_piece_plan_free(&plan);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory planning chunks");
+    }
+    for (int i = 0; i < n_chunks; i++) {
+        plan.pieces[i] = (hv_span){bounds[i], bounds[i + 1]};
+        plan.first[i] = i;
+    }
+    plan.first[n_chunks] = n_chunks;
+    plan.n_pieces = plan.n_chunks = n_chunks;
+    *out = plan;
+    return HV_OK;
+}
+
+size_t hv_piece_plan_chunk_samples(const hv_piece_plan *plan, int i) {
+    size_t len = 0;
+    for (int k = plan->first[i]; k < plan->first[i + 1]; k++)
+        len += plan->pieces[k].end - plan->pieces[k].start;
+    return len;
+}
+
+size_t hv_piece_plan_to_input(const hv_piece_plan *plan, int i, size_t pos) {
+    int k = plan->first[i], last = plan->first[i + 1] - 1;
+    for (; k < last; k++) {
+        size_t len = plan->pieces[k].end - plan->pieces[k].start;
+        if (pos < len) break;
+        pos -= len;
+    }
+    return plan->pieces[k].start + pos;
+}
+
+/* Appends the region [a, b) to the pieces; a region longer than max_chunk
+ * becomes several pieces cut as the energy plan cuts (they touch, so the
+ * chunking below cuts between them for want of any longer pause). */
+static hv_status add_region(hv_piece_plan *plan, const float *x, size_t a, size_t b,
+                            const hv_speech_chunk_params *p, hv_error *e) {
+    size_t *bounds = NULL;
+    int n = 1;
+    if (b - a > p->max_chunk) {
+        hv_chunk_plan_params cp = {HV_CHUNKING_ENERGY, p->max_chunk, p->context, p->window,
+                                   0, 0};
+        hv_status st = hv_chunk_plan(x + a, b - a, &cp, &bounds, &n, e);
+        if (st) return st;
+    }
+    hv_span *pc = realloc(plan->pieces, (size_t)(plan->n_pieces + n) * sizeof *pc);
+    if (!pc) {
+        free(bounds);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory planning speech chunks");
+    }
+    plan->pieces = pc;
+    for (int i = 0; i < n; i++)
+        pc[plan->n_pieces++] = bounds ? (hv_span){a + bounds[i], a + bounds[i + 1]}
+                                      : (hv_span){a, b};
+    free(bounds);
+    return HV_OK;
+}
+
+/* The pieces of one chunk starting at piece i: as many as fit in
+ * max_chunk, up to a pause of max_gap or more; when more follow within
+ * reach, the chunk ends at the longest pause after which it holds at least
+ * half of max_chunk (the latest such pause on a tie, so chunks stay full),
+ * or at the longest pause at all when no pause qualifies. Returns the index
+ * after the chunk's last piece. */
+static int chunk_end(const hv_piece_plan *plan, int i, size_t max_chunk, size_t max_gap) {
+    const hv_span *pc = plan->pieces;
+    size_t total = 0;
+    int j = i;
+    while (j < plan->n_pieces && total + (pc[j].end - pc[j].start) <= max_chunk) {
+        if (j > i && max_gap && pc[j].start - pc[j - 1].end >= max_gap) return j;
+        total += pc[j].end - pc[j].start;
+        j++;
+    }
+    if (j == plan->n_pieces) return j;
+    if (j == i) return i + 1; /* cannot happen: add_region cuts long regions */
+    /* pauses after pieces i .. j-1 (the one after j-1 separates it from
+     * the piece that did not fit) */
+    int best = -1, best_half = -1;
+    size_t best_gap = 0, best_half_gap = 0, sum = 0;
+    for (int k = i; k < j; k++) {
+        sum += pc[k].end - pc[k].start;
+        size_t gap = pc[k + 1].start - pc[k].end;
+        if (best < 0 || gap >= best_gap) best = k, best_gap = gap;
+        if (2 * sum >= max_chunk && (best_half < 0 || gap >= best_half_gap))
+            best_half = k, best_half_gap = gap;
+    }
+    return (best_half >= 0 ? best_half : best) + 1;
+}
+
+hv_status hv_piece_plan_from_speech(const float *x, size_t n, const hv_span *regions,
+                              size_t n_regions, const hv_speech_chunk_params *p,
+                              hv_piece_plan *out, hv_error *e) {
+    hv_piece_plan plan = {0};
+    hv_status st = HV_OK;
+    *out = plan;
+    if (p->max_chunk == 0 || p->context > p->max_chunk)
+        return hv_err(e, HV_ERR_INVALID_ARG, "speech chunks: bad chunk size");
+    if (n_regions > (size_t)(1 << 30))
+        return hv_err(e, HV_ERR_LIMIT, "speech chunks: %zu regions is too many", n_regions);
+    size_t prev_end = 0;
+    for (size_t r = 0; r < n_regions; r++) {
+        size_t a = regions[r].start, b = regions[r].end;
+        if (a >= b || b > n || a < prev_end) {
+            st = hv_err(e, HV_ERR_INVALID_ARG,
+                        "speech region %zu [%zu, %zu) is empty, overlaps the one before "
+                        "or ends after the audio (%zu samples)",
+                        r, a, b, n);
+            goto fail;
+        }
+        prev_end = b;
+        if ((st = add_region(&plan, x, a, b, p, e))) goto fail;
+    }
+    /* at most one chunk per piece */
+    if (!(plan.first = malloc((size_t)(plan.n_pieces + 1) * sizeof *plan.first))) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory planning speech chunks");
+        goto fail;
+    }
+    plan.first[0] = 0;
+    for (int i = 0; i < plan.n_pieces;) {
+        i = chunk_end(&plan, i, p->max_chunk, p->max_gap);
+        plan.first[++plan.n_chunks] = i;
+    }
+    *out = plan;
+    return HV_OK;
+fail:
+    hv_piece_plan_free(&plan);
+    return st;
+}

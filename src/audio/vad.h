@@ -1,0 +1,81 @@
+/* Speech detection: Silero VAD v5 (docs/VAD.md). The detector's files are
+ * config.json and model.safetensors (tools/convert-silero-vad.py); the
+ * forward pass gives one speech probability per window of the detector's
+ * sample rate, and hv_vad_speech_regions turns probabilities into speech
+ * regions as Silero's get_speech_timestamps does. */
+#ifndef HV_VAD_H
+#define HV_VAD_H
+
+#include <stddef.h>
+
+#include "hviske.h"
+#include "kernels/threads.h"
+#include "util/error.h"
+
+#define HV_VAD_MAX_LAYERS 8
+
+/* config.json's "format" and the "format_version" this code reads. */
+#define HV_VAD_FORMAT         "hviske-silero-vad"
+#define HV_VAD_FORMAT_VERSION 1
+
+/* get_speech_timestamps' fixed settings for max_speech_s: a region that
+ * grows too long is cut at its longest silence of more than this. */
+#define HV_VAD_MIN_SILENCE_AT_MAX_SPEECH_MS 98
+
+struct hv_vad {
+    /* config.json */
+    int sample_rate;                 /* 16000 */
+    int window;                      /* new samples per window, 512 */
+    int context;                     /* samples of the previous window put in front, 64 */
+    int reflect_pad;                 /* reflection padding on the right, 64 */
+    int n_fft;                       /* STFT frame length, 256 */
+    int hop;                         /* STFT hop, 128 */
+    int kernel;                      /* encoder conv kernel (odd; padding kernel / 2), 3 */
+    int n_layers;                    /* encoder convs, 4 */
+    int channels[HV_VAD_MAX_LAYERS]; /* output channels: 128 64 64 128 */
+    int strides[HV_VAD_MAX_LAYERS];  /* 1 2 2 1 */
+    int hidden;                      /* LSTM size = channels[n_layers - 1], 128 */
+    /* derived */
+    int n_freq;                     /* n_fft / 2 + 1 */
+    int n_frames;                   /* STFT frames per window, 4 */
+    int len[HV_VAD_MAX_LAYERS + 1]; /* time steps into each conv; len[n_layers] == 1 */
+    int in_ch[HV_VAD_MAX_LAYERS];   /* input channels of each conv */
+    /* weights, owned, f32 */
+    float *basis;                     /* [2 n_freq][n_fft]: real rows, then imaginary */
+    float *conv_w[HV_VAD_MAX_LAYERS]; /* [out][in][kernel] */
+    float *conv_b[HV_VAD_MAX_LAYERS]; /* [out] */
+    float *w_ih;                      /* [4 hidden][hidden], gates i f g o */
+    float *w_hh;                      /* [4 hidden][hidden] */
+    float *b_ih, *b_hh;               /* [4 hidden] */
+    float *dec_w;                     /* [hidden] */
+    float dec_b;
+};
+
+/* Reads dir/config.json and dir/model.safetensors, checking every value
+ * and every tensor's presence, dtype (F32), shape and finiteness; messages
+ * name the file and what is wrong. On failure vad is left empty. */
+hv_status hv_vad_init(hv_vad *vad, const char *dir, hv_error *e);
+void hv_vad_release(hv_vad *vad);
+
+/* Windows for n samples: ceil(n / window). */
+size_t hv_vad_n_windows(const hv_vad *vad, size_t n);
+
+/* Speech probabilities of x (mono, at vad->sample_rate, finite), one per
+ * window into probs[hv_vad_n_windows(n)]; the last window is zero-padded.
+ * The encoder runs on the pool's threads; results do not depend on the
+ * number of threads. */
+hv_status hv_vad_forward(const hv_vad *vad, hv_pool *pool, const float *x, size_t n, float *probs,
+                         hv_error *e);
+
+/* HV_ERR_INVALID_ARG, with a message, for parameters out of range. */
+hv_status hv_vad_check_params(const hv_vad_params *p, hv_error *e);
+
+/* Silero's get_speech_timestamps on probabilities already computed:
+ * probs[n_probs] for consecutive windows of `window` samples of a signal
+ * of n_samples samples at sample_rate. *out is malloc'ed (never NULL on
+ * success; the caller frees it), *n_out regions in time order. */
+hv_status hv_vad_speech_regions(const float *probs, size_t n_probs, size_t n_samples, int window,
+                                int sample_rate, const hv_vad_params *p, hv_speech_region **out,
+                                size_t *n_out, hv_error *e);
+
+#endif

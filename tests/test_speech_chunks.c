@@ -1,0 +1,137 @@
+/* Chunks from speech regions (src/audio/speech_chunks.c): every region's
+ * samples in exactly one chunk, chunks within the clip length, cuts in the
+ * longest pauses, and the map back to the input's timeline. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/speech_chunks.h"
+#include "testlib.h"
+
+/* A 100 Hz "sample rate" keeps buffers small: 35 s = 3500 samples. */
+static const hv_speech_chunk_params P = {3500, 500, 16, 0};
+
+/* The plan covers exactly the regions, in order, each chunk at most
+ * max_chunk samples of speech. */
+static int plan_is_sound(const hv_piece_plan *pl, const hv_span *r, size_t nr) {
+    size_t ri = 0, pos = 0; /* walks the regions as the pieces consume them */
+    if (pl->first[0] != 0 || pl->first[pl->n_chunks] != pl->n_pieces) return 0;
+    for (int c = 0; c < pl->n_chunks; c++) {
+        if (pl->first[c + 1] <= pl->first[c]) return 0;
+        if (hv_piece_plan_chunk_samples(pl, c) > P.max_chunk) return 0;
+    }
+    for (int k = 0; k < pl->n_pieces; k++) {
+        const hv_span *s = &pl->pieces[k];
+        if (ri >= nr || s->start != (pos ? pos : r[ri].start) || s->end <= s->start ||
+            s->end > r[ri].end)
+            return 0;
+        pos = s->end;
+        if (pos == r[ri].end) ri++, pos = 0;
+    }
+    return ri == nr;
+}
+
+static void test_small(void) {
+    float *x = hv_test_noise(10000, 1);
+    hv_piece_plan pl;
+    CHECK(hv_piece_plan_from_speech(x, 10000, NULL, 0, &P, &pl, NULL) == HV_OK);
+    CHECK(pl.n_chunks == 0 && pl.n_pieces == 0);
+    hv_piece_plan_free(&pl);
+
+    /* three regions with 40 s of pauses around them: one chunk */
+    hv_span r[] = {{100, 600}, {2000, 2500}, {7000, 7300}};
+    CHECK(hv_piece_plan_from_speech(x, 10000, r, 3, &P, &pl, NULL) == HV_OK);
+    CHECK(pl.n_chunks == 1 && pl.n_pieces == 3 && plan_is_sound(&pl, r, 3));
+    CHECK(hv_piece_plan_chunk_samples(&pl, 0) == 1300);
+    /* the map back: piece starts, inside, the joins and the end */
+    CHECK(hv_piece_plan_to_input(&pl, 0, 0) == 100);
+    CHECK(hv_piece_plan_to_input(&pl, 0, 499) == 599);
+    CHECK(hv_piece_plan_to_input(&pl, 0, 500) == 2000);
+    CHECK(hv_piece_plan_to_input(&pl, 0, 1000) == 7000);
+    CHECK(hv_piece_plan_to_input(&pl, 0, 1300) == 7300);
+    hv_piece_plan_free(&pl);
+    free(x);
+}
+
+static void test_cuts(void) {
+    size_t n = 40000;
+    float *x = hv_test_noise(n, 2);
+    /* 5 s of speech every 6 s (1 s pauses), except one 3 s pause after the
+     * fifth region: 25 s of speech lie before it */
+    hv_span r[40];
+    size_t nr = 0, t = 0;
+    for (int i = 0; i < 30; i++) {
+        r[nr++] = (hv_span){t, t + 500};
+        t += 500 + (i == 4 ? 300 : 100);
+    }
+    hv_piece_plan pl;
+    CHECK(hv_piece_plan_from_speech(x, n, r, nr, &P, &pl, NULL) == HV_OK);
+    CHECK(plan_is_sound(&pl, r, nr));
+    /* the first chunk ends at the long pause (25 s), not at 35 s */
+    CHECK_MSG(pl.n_chunks > 1 && pl.first[1] == 5, "first chunk ends after %d pieces",
+              pl.n_chunks > 1 ? pl.first[1] : -1);
+    /* equal pauses: chunks stay full (7 regions = 35 s) instead of being
+     * peeled off one region at a time */
+    int full = 1;
+    for (int c = 1; c + 1 < pl.n_chunks; c++) full &= pl.first[c + 1] - pl.first[c] == 7;
+    CHECK_MSG(full, "%d chunks", pl.n_chunks);
+    hv_piece_plan_free(&pl);
+
+    /* a pause of max_gap or more always ends a chunk: the long pause (3 s)
+     * does, the 1 s ones do not */
+    hv_speech_chunk_params gap = P;
+    gap.max_gap = 300;
+    CHECK(hv_piece_plan_from_speech(x, n, r, nr, &gap, &pl, NULL) == HV_OK);
+    CHECK(plan_is_sound(&pl, r, nr) && pl.first[1] == 5);
+    gap.max_gap = 100;
+    hv_piece_plan_free(&pl);
+    CHECK(hv_piece_plan_from_speech(x, n, r, nr, &gap, &pl, NULL) == HV_OK);
+    CHECK(plan_is_sound(&pl, r, nr) && pl.n_chunks == (int)nr);
+    hv_piece_plan_free(&pl);
+    free(x);
+}
+
+static void test_long_region(void) {
+    size_t n = 20000;
+    float *x = hv_test_noise(n, 3);
+    /* 120 s of speech without a pause, then a short region */
+    hv_span r[] = {{1000, 13000}, {14000, 14400}};
+    hv_piece_plan pl;
+    CHECK(hv_piece_plan_from_speech(x, n, r, 2, &P, &pl, NULL) == HV_OK);
+    CHECK(plan_is_sound(&pl, r, 2));
+    CHECK_MSG(pl.n_pieces >= 5, "%d pieces", pl.n_pieces);
+    /* the long region's pieces are cut as the energy plan cuts: at least
+     * max_chunk - context long except its last */
+    int ok = 1;
+    for (int k = 0; k + 2 < pl.n_pieces; k++) {
+        size_t len = pl.pieces[k].end - pl.pieces[k].start;
+        ok &= len <= P.max_chunk && len >= P.max_chunk - P.context;
+    }
+    CHECK(ok);
+    hv_piece_plan_free(&pl);
+    free(x);
+}
+
+static void test_bad_regions(void) {
+    float *x = hv_test_noise(1000, 4);
+    hv_piece_plan pl;
+    hv_error e = {0};
+    hv_span overlap[] = {{0, 100}, {50, 200}};
+    hv_span past[] = {{900, 1001}};
+    hv_span empty[] = {{10, 10}};
+    CHECK(hv_piece_plan_from_speech(x, 1000, overlap, 2, &P, &pl, &e) == HV_ERR_INVALID_ARG);
+    CHECK(strstr(e.msg, "region 1") != NULL);
+    CHECK(pl.pieces == NULL && pl.first == NULL);
+    CHECK(hv_piece_plan_from_speech(x, 1000, past, 1, &P, &pl, &e) == HV_ERR_INVALID_ARG);
+    CHECK(hv_piece_plan_from_speech(x, 1000, empty, 1, &P, &pl, &e) == HV_ERR_INVALID_ARG);
+    hv_speech_chunk_params bad = {100, 200, 16, 0};
+    CHECK(hv_piece_plan_from_speech(x, 1000, NULL, 0, &bad, &pl, &e) == HV_ERR_INVALID_ARG);
+    free(x);
+}
+
+int main(void) {
+    test_small();
+    test_cuts();
+    test_long_region();
+    test_bad_regions();
+    TEST_END();
+}
