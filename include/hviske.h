@@ -75,7 +75,7 @@ typedef enum hv_weight_type {
     HV_WEIGHTS_F32 = 1,
     HV_WEIGHTS_F16 = 2,
     HV_WEIGHTS_BF16 = 3,
-    HV_WEIGHTS_Q8_0 = 4  /* 8-bit blocks of 32 with one scale; matrices
+    HV_WEIGHTS_Q8_0 = 4 /* 8-bit blocks of 32 with one scale; matrices
                             whose width is not a multiple of 32 stay f32 */
 } hv_weight_type;
 
@@ -83,9 +83,9 @@ typedef enum hv_weight_type {
 HV_API int hv_weight_type_parse(const char *name, hv_weight_type *out);
 
 typedef struct hv_model_params {
-    int n_threads;               /* default worker threads for contexts;
+    int n_threads;              /* default worker threads for contexts;
                                     0 = all cores */
-    hv_weight_type weight_type;  /* default HV_WEIGHTS_AUTO */
+    hv_weight_type weight_type; /* default HV_WEIGHTS_AUTO */
 } hv_model_params;
 
 HV_API hv_model_params hv_model_default_params(void);
@@ -97,8 +97,8 @@ HV_API hv_model_params hv_model_default_params(void);
  * and the problem into errbuf (always NUL-terminated when errbuf_size > 0).
  * The caller owns the model and frees it with hv_model_free.
  */
-HV_API hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
-                               hv_model **out, char *errbuf, size_t errbuf_size);
+HV_API hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv_model **out,
+                               char *errbuf, size_t errbuf_size);
 
 HV_API void hv_model_free(hv_model *model); /* NULL is allowed */
 
@@ -281,14 +281,13 @@ typedef struct hv_timings {
  * hv_result_free; on failure *out is NULL and hv_context_error() says why.
  * params may be NULL for the defaults.
  */
-HV_API hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
-                               int sample_rate, int channels,
-                               const hv_transcribe_params *params, hv_result **out);
+HV_API hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames, int sample_rate,
+                               int channels, const hv_transcribe_params *params, hv_result **out);
 
 /* The whole transcript: the segments' texts joined with a space (no
  * separator for ja and zh). UTF-8, trimmed. */
 HV_API const char *hv_result_text(const hv_result *res);
-HV_API int hv_result_n_tokens(const hv_result *res);      /* all segments, EOS excluded */
+HV_API int hv_result_n_tokens(const hv_result *res);          /* all segments, EOS excluded */
 HV_API const int32_t *hv_result_tokens(const hv_result *res); /* never NULL */
 /* Log-prob of each generated token under the model (before temperature or
  * truncation), [hv_result_n_tokens]. */
@@ -306,11 +305,11 @@ HV_API const char *hv_result_language(const hv_result *res); /* the code used */
  * chunks whose text is empty still count in hv_result_tokens). Pointers
  * stay valid until hv_result_free. */
 typedef struct hv_segment {
-    double start, end;            /* seconds */
-    int64_t start_sample;         /* at the model's sample rate */
-    int64_t end_sample;           /* exclusive */
-    const char *text;             /* trimmed */
-    const int32_t *tokens;        /* EOS excluded */
+    double start, end;     /* seconds */
+    int64_t start_sample;  /* at the model's sample rate */
+    int64_t end_sample;    /* exclusive */
+    const char *text;      /* trimmed */
+    const int32_t *tokens; /* EOS excluded */
     const float *token_logprobs;
     int n_tokens;
     double score;
@@ -328,9 +327,8 @@ HV_API void hv_result_free(hv_result *res); /* NULL is allowed */
  * owns *pcm and frees it with hv_audio_free. On failure writes a message
  * naming the file into errbuf.
  */
-HV_API hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames,
-                               int *sample_rate, int *channels, char *errbuf,
-                               size_t errbuf_size);
+HV_API hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
+                               int *channels, char *errbuf, size_t errbuf_size);
 /* The same for a whole audio file's bytes in memory (for example standard
  * input read to its end, so that formats which seek work from a pipe, or an
  * upload); `name` stands for the file in messages (NULL: "<memory>").

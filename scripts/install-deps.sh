@@ -11,7 +11,7 @@ PKGS=(
   libmicrohttpd-dev curl
   python3 python3-numpy python3-torch python3-sentencepiece
   sentencepiece espeak-ng sox
-  python3-onnx
+  python3-onnx clang-format
 )
 # node and npm may come from elsewhere (NodeSource, nvm): Debian's packages
 # only for a command that is missing

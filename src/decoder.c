@@ -11,12 +11,10 @@
 
 #define BS HV_KV_BLOCK
 
-static float *alloc_floats(long n) {
-    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-}
+static float *alloc_floats(long n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(float)); }
 
-hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c,
-                          const hv_decoder_weights *w, hv_error *e) {
+hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c, const hv_decoder_weights *w,
+                          hv_error *e) {
     (void)e;
     memset(dec, 0, sizeof *dec);
     dec->c = c;
@@ -27,16 +25,25 @@ hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c,
 
 void hv_decoder_free(hv_decoder *dec) {
     if (!dec) return;
-    free(dec->cross_k); free(dec->cross_v);
+    free(dec->cross_k);
+    free(dec->cross_v);
     for (int i = 0; i < dec->n_blocks; i++) {
         free(dec->blocks[i].k);
         free(dec->blocks[i].v);
     }
     free(dec->blocks);
-    free(dec->table); free(dec->seq_len);
-    free(dec->scratch_table); free(dec->scratch_len);
-    free(dec->x); free(dec->norm); free(dec->q); free(dec->kv);
-    free(dec->ctx); free(dec->tmp); free(dec->ff); free(dec->scores);
+    free(dec->table);
+    free(dec->seq_len);
+    free(dec->scratch_table);
+    free(dec->scratch_len);
+    free(dec->x);
+    free(dec->norm);
+    free(dec->q);
+    free(dec->kv);
+    free(dec->ctx);
+    free(dec->tmp);
+    free(dec->ff);
+    free(dec->scores);
     free(dec->logits);
     memset(dec, 0, sizeof *dec);
 }
@@ -45,9 +52,7 @@ void hv_decoder_free(hv_decoder *dec) {
 
 static int n_blocks_of(int len) { return (len + BS - 1) / BS; }
 
-static int *seq_table(hv_decoder *dec, int s) {
-    return dec->table + (long)s * dec->blocks_per_seq;
-}
+static int *seq_table(hv_decoder *dec, int s) { return dec->table + (long)s * dec->blocks_per_seq; }
 
 static void release_seq(hv_decoder *dec, int s) {
     int *t = seq_table(dec, s);
@@ -101,8 +106,7 @@ static int prepare_append(hv_decoder *dec, int s, int n) {
     return 0;
 }
 
-hv_status hv_decoder_reorder(hv_decoder *dec, const int *parents, int n,
-                             hv_error *e) {
+hv_status hv_decoder_reorder(hv_decoder *dec, const int *parents, int n, hv_error *e) {
     int bps = dec->blocks_per_seq;
     if (n < 0 || n > dec->max_seqs)
         return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences, room for %d", n,
@@ -134,15 +138,14 @@ static int grow(float **p, long *cap, long need) {
     return 0;
 }
 
-hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc,
-                           int n_enc, int enc_len, int max_seqs, hv_error *e) {
+hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int n_enc, int enc_len,
+                           int max_seqs, hv_error *e) {
     const hv_config *c = dec->c;
     int h = c->dec_hidden, L = c->dec_layers;
     if (enc_len < 1 || enc_len > n_enc)
-        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: bad encoder length %d of %d",
-                      enc_len, n_enc);
-    if (max_seqs < 1)
-        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences", max_seqs);
+        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: bad encoder length %d of %d", enc_len,
+                      n_enc);
+    if (max_seqs < 1) return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences", max_seqs);
     for (int s = 0; s < dec->max_seqs; s++) release_seq(dec, s);
     if (max_seqs > dec->max_seqs) {
         long tn = (long)max_seqs * dec->blocks_per_seq;
@@ -150,13 +153,23 @@ hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc,
         int *l = calloc((size_t)max_seqs, sizeof *l), *sl = calloc((size_t)max_seqs, sizeof *sl);
         float *lg = alloc_floats((long)max_seqs * c->vocab_size);
         if (!t || !st || !l || !sl || !lg) {
-            free(t); free(st); free(l); free(sl); free(lg);
+            free(t);
+            free(st);
+            free(l);
+            free(sl);
+            free(lg);
             return hv_err(e, HV_ERR_NOMEM, "out of memory for %d decoder sequences", max_seqs);
         }
-        free(dec->table); free(dec->scratch_table); free(dec->seq_len);
-        free(dec->scratch_len); free(dec->logits);
-        dec->table = t; dec->scratch_table = st; dec->seq_len = l;
-        dec->scratch_len = sl; dec->logits = lg;
+        free(dec->table);
+        free(dec->scratch_table);
+        free(dec->seq_len);
+        free(dec->scratch_len);
+        free(dec->logits);
+        dec->table = t;
+        dec->scratch_table = st;
+        dec->seq_len = l;
+        dec->scratch_len = sl;
+        dec->logits = lg;
         dec->max_seqs = max_seqs;
     }
     if (n_enc > dec->cross_cap) {
@@ -211,7 +224,7 @@ typedef struct attn_job {
     int n_tok;
     int layer;
     int cross;
-    long cols;          /* scores per (row, head) */
+    long cols; /* scores per (row, head) */
 } attn_job;
 
 /* One (row, head): scaled dot-product attention over the sequence's cached
@@ -241,8 +254,7 @@ static void attn_task(void *arg, int task, int n_tasks) {
     long off = (long)j->layer * BS * h + hd * dh;
     for (int b = 0; b * BS < nk; b++) {
         int cnt = nk - b * BS < BS ? nk - b * BS : BS;
-        hv_gemm(1, cnt, dh, scale, q, dh, dec->blocks[t[b]].k + off, h, 1, 0.0f,
-                sc + b * BS, cnt);
+        hv_gemm(1, cnt, dh, scale, q, dh, dec->blocks[t[b]].k + off, h, 1, 0.0f, sc + b * BS, cnt);
     }
     hv_softmax(sc, nk);
     for (int b = 0; b * BS < nk; b++) {
@@ -253,8 +265,8 @@ static void attn_task(void *arg, int task, int n_tasks) {
 }
 
 /* Copies rows of src [rows x h] into each row's cache slot of `layer`. */
-static void store_cache(hv_decoder *dec, const attn_job *j, int rows,
-                        const float *src, int values) {
+static void store_cache(hv_decoder *dec, const attn_job *j, int rows, const float *src,
+                        int values) {
     int h = dec->c->dec_hidden;
     for (int r = 0; r < rows; r++) {
         int s = j->seqs[r / j->n_tok], p = dec->seq_len[s] + r % j->n_tok;
@@ -266,28 +278,23 @@ static void store_cache(hv_decoder *dec, const attn_job *j, int rows,
 
 /* -------------------------------------------------------------- forward */
 
-hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
-                             int n_seq, const int32_t *tokens, int n_tok,
-                             hv_error *e) {
+hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
+                             const int32_t *tokens, int n_tok, hv_error *e) {
     const hv_config *c = dec->c;
     const hv_decoder_weights *w = dec->w;
     int h = c->dec_hidden, V = c->vocab_size, H = c->dec_heads;
     int rows = n_seq * n_tok;
-    if (!dec->cross_k)
-        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: no encoder states");
+    if (!dec->cross_k) return hv_err(e, HV_ERR_INVALID_ARG, "decoder: no encoder states");
     if (n_seq < 1 || n_tok < 1 || n_seq > dec->max_seqs)
-        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences of %d tokens",
-                      n_seq, n_tok);
+        return hv_err(e, HV_ERR_INVALID_ARG, "decoder: %d sequences of %d tokens", n_seq, n_tok);
     for (int i = 0; i < n_seq; i++) {
         int s = seqs[i];
         if (s < 0 || s >= dec->max_seqs)
             return hv_err(e, HV_ERR_INVALID_ARG, "decoder: no sequence %d", s);
         for (int k = 0; k < i; k++)
-            if (seqs[k] == s)
-                return hv_err(e, HV_ERR_INVALID_ARG, "decoder: sequence %d twice", s);
+            if (seqs[k] == s) return hv_err(e, HV_ERR_INVALID_ARG, "decoder: sequence %d twice", s);
         if (dec->seq_len[s] + n_tok > c->dec_max_seq)
-            return hv_err(e, HV_ERR_LIMIT,
-                          "decoder: %d positions exceed max_sequence_length %d",
+            return hv_err(e, HV_ERR_LIMIT, "decoder: %d positions exceed max_sequence_length %d",
                           dec->seq_len[s] + n_tok, c->dec_max_seq);
     }
     for (int r = 0; r < rows; r++)
@@ -347,8 +354,8 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
      * matrix product; log-softmax (the head's, or ours when the head gives
      * raw logits: every decoding mode scores with log-probs) */
     for (int i = 0; i < n_seq; i++)
-        hv_layernorm(dec->norm + (long)i * h, dec->x + ((long)i * n_tok + n_tok - 1) * h,
-                     1, h, w->final_ln_w, w->final_ln_b, HV_LN_EPS);
+        hv_layernorm(dec->norm + (long)i * h, dec->x + ((long)i * n_tok + n_tok - 1) * h, 1, h,
+                     w->final_ln_w, w->final_ln_b, HV_LN_EPS);
     hv_linear(pool, dec->logits, dec->norm, n_seq, &w->cls, w->cls_b);
     for (int i = 0; i < n_seq; i++) hv_log_softmax(dec->logits + (long)i * V, V);
     return HV_OK;

@@ -12,13 +12,13 @@
 #include "model/weights.h"
 #include "util/error.h"
 
-#define HV_KV_BLOCK 16  /* positions per cache block */
+#define HV_KV_BLOCK 16 /* positions per cache block */
 
 /* One cache block: keys and values of HV_KV_BLOCK positions. */
 typedef struct hv_kv_block {
-    float *k;            /* [layers x HV_KV_BLOCK x h] */
-    float *v;            /* [layers x HV_KV_BLOCK x h] */
-    int refs;            /* sequences using it; 0 = free */
+    float *k; /* [layers x HV_KV_BLOCK x h] */
+    float *v; /* [layers x HV_KV_BLOCK x h] */
+    int refs; /* sequences using it; 0 = free */
 } hv_kv_block;
 
 typedef struct hv_decoder {
@@ -26,48 +26,46 @@ typedef struct hv_decoder {
     const hv_decoder_weights *w;
     /* per utterance */
     int n_enc, enc_len;
-    float *cross_k;      /* [layers x n_enc x h] */
-    float *cross_v;      /* [layers x n_enc x h] */
-    int cross_cap;       /* encoder rows the cross buffers hold */
+    float *cross_k; /* [layers x n_enc x h] */
+    float *cross_v; /* [layers x n_enc x h] */
+    int cross_cap;  /* encoder rows the cross buffers hold */
     /* self-attention cache */
     hv_kv_block *blocks;
     int n_blocks;
-    int max_seqs;        /* sequences (beams) the tables hold */
-    int blocks_per_seq;  /* ceil(dec_max_seq / HV_KV_BLOCK) */
-    int *table;          /* [max_seqs x blocks_per_seq] block ids */
-    int *seq_len;        /* [max_seqs] positions in the cache */
-    int *scratch_table;  /* [max_seqs x blocks_per_seq], for reordering */
-    int *scratch_len;    /* [max_seqs] */
+    int max_seqs;       /* sequences (beams) the tables hold */
+    int blocks_per_seq; /* ceil(dec_max_seq / HV_KV_BLOCK) */
+    int *table;         /* [max_seqs x blocks_per_seq] block ids */
+    int *seq_len;       /* [max_seqs] positions in the cache */
+    int *scratch_table; /* [max_seqs x blocks_per_seq], for reordering */
+    int *scratch_len;   /* [max_seqs] */
     /* activations, grown on demand to `rows` rows */
     int rows;
     float *x, *norm, *q, *kv, *ctx, *tmp; /* [rows x h] ... kv [rows x 2h] */
-    float *ff;           /* [rows x inner] */
-    float *scores;       /* [rows x heads x max(dec_max_seq, n_enc)] */
+    float *ff;                            /* [rows x inner] */
+    float *scores;                        /* [rows x heads x max(dec_max_seq, n_enc)] */
     long scores_cap;
-    float *logits;       /* [max_seqs x V] log-probs, one row per sequence */
+    float *logits; /* [max_seqs x V] log-probs, one row per sequence */
 } hv_decoder;
 
-hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c,
-                          const hv_decoder_weights *w, hv_error *e);
+hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c, const hv_decoder_weights *w,
+                          hv_error *e);
 void hv_decoder_free(hv_decoder *dec);
 
 /* Starts an utterance for up to max_seqs sequences: computes the
  * cross-attention keys and values of enc [n_enc x h] (rows >= enc_len are
  * masked) and empties every sequence. */
-hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc,
-                           int n_enc, int enc_len, int max_seqs, hv_error *e);
+hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int n_enc, int enc_len,
+                           int max_seqs, hv_error *e);
 
 /* Appends n_tok tokens to each of the n_seq sequences seqs[] (tokens is
  * [n_seq x n_tok]; a prefill is n_seq 1, n_tok > 1; a beam step is n_tok 1)
  * and writes the next-token log-probs after each sequence's last token to
  * dec->logits row i (for seqs[i]). */
-hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs,
-                             int n_seq, const int32_t *tokens, int n_tok,
-                             hv_error *e);
+hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
+                             const int32_t *tokens, int n_tok, hv_error *e);
 
 /* Makes sequence i (i < n) a copy of the old sequence parents[i], sharing
  * its cache blocks; sequences >= n are emptied. */
-hv_status hv_decoder_reorder(hv_decoder *dec, const int *parents, int n,
-                             hv_error *e);
+hv_status hv_decoder_reorder(hv_decoder *dec, const int *parents, int n, hv_error *e);
 
 #endif

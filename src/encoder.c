@@ -14,12 +14,12 @@
 /* ------------------------------------------------------- subsampling */
 
 typedef struct conv_job {
-    const float *in;    /* [T x F x Cin] */
-    float *out;         /* [T2 x F2 x C] */
+    const float *in; /* [T x F x Cin] */
+    float *out;      /* [T2 x F2 x C] */
     int T, F, T2, F2, C;
-    const float *w;     /* [C x 3 x 3] */
-    const float *b;     /* [C] */
-    int depthwise;      /* 0: 1 -> C channels (Cin = 1); 1: C -> C per channel */
+    const float *w; /* [C x 3 x 3] */
+    const float *b; /* [C] */
+    int depthwise;  /* 0: 1 -> C channels (Cin = 1); 1: C -> C per channel */
     int relu;
 } conv_job;
 
@@ -54,9 +54,8 @@ static void mask_rows(float *x, int T, long row, int len) {
 }
 
 /* dw_striding subsampling: returns [T_enc x d_model] and the valid length. */
-static float *subsample(const hv_config *c, const hv_encoder_weights *w,
-                        hv_pool *pool, const float *feat, int T, int n_valid,
-                        int *T_out, int *len_out) {
+static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
+                        const float *feat, int T, int n_valid, int *T_out, int *len_out) {
     int C = c->sub_channels, F = c->feat_in, len = n_valid;
     float *in = malloc((size_t)T * F * sizeof *in);
     if (!in) return NULL;
@@ -65,22 +64,35 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w,
 
     int T2 = hv_sub_conv_len(T), F2 = hv_sub_conv_len(F);
     float *img = malloc((size_t)T2 * F2 * C * sizeof *img);
-    if (!img) { free(in); return NULL; }
+    if (!img) {
+        free(in);
+        return NULL;
+    }
     conv_job j0 = {in, img, T, F, T2, F2, C, w->conv0_w, w->conv0_b, 0, 1};
     hv_pool_run(pool, hv_pool_size(pool), conv_task, &j0);
     free(in);
-    T = T2; F = F2; len = hv_sub_conv_len(len);
+    T = T2;
+    F = F2;
+    len = hv_sub_conv_len(len);
 
     for (int s = 1; s < w->n_stages; s++) {
         mask_rows(img, T, (long)F * C, len);
-        T2 = hv_sub_conv_len(T); F2 = hv_sub_conv_len(F);
+        T2 = hv_sub_conv_len(T);
+        F2 = hv_sub_conv_len(F);
         float *dw = malloc((size_t)T2 * F2 * C * sizeof *dw);
         float *pw = malloc((size_t)T2 * F2 * C * sizeof *pw);
-        if (!dw || !pw) { free(dw); free(pw); free(img); return NULL; }
+        if (!dw || !pw) {
+            free(dw);
+            free(pw);
+            free(img);
+            return NULL;
+        }
         conv_job j = {img, dw, T, F, T2, F2, C, w->dw_w[s], w->dw_b[s], 1, 0};
         hv_pool_run(pool, hv_pool_size(pool), conv_task, &j);
         free(img);
-        T = T2; F = F2; len = hv_sub_conv_len(len);
+        T = T2;
+        F = F2;
+        len = hv_sub_conv_len(len);
         mask_rows(dw, T, (long)F * C, len);
         hv_linear(pool, pw, dw, T * F, &w->pw[s], w->pw_b[s]);
         hv_relu(pw, (long)T * F * C);
@@ -92,7 +104,12 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w,
      * checkpoint's Linear expects, then project to d_model. */
     float *flat = malloc((size_t)T * C * F * sizeof *flat);
     float *x = malloc((size_t)T * c->d_model * sizeof *x);
-    if (!flat || !x) { free(flat); free(x); free(img); return NULL; }
+    if (!flat || !x) {
+        free(flat);
+        free(x);
+        free(img);
+        return NULL;
+    }
     for (int t = 0; t < T; t++)
         for (int f = 0; f < F; f++)
             for (int ch = 0; ch < C; ch++)
@@ -109,12 +126,12 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w,
 
 /* Scratch for one layer pass, sized for n frames. */
 typedef struct enc_scratch {
-    float *norm;    /* [n x d] */
-    float *big;     /* [n x 4d]: feed-forward hidden, GLU input */
+    float *norm;                  /* [n x d] */
+    float *big;                   /* [n x 4d]: feed-forward hidden, GLU input */
     float *q, *k, *v, *ctx, *tmp; /* [n x d] */
-    float *pos;     /* [(2n-1) x d]: sinusoids */
-    float *p;       /* [(2n-1) x d]: linear_pos(pos) */
-    float *att;     /* [H x head_scratch(n, dh)] */
+    float *pos;                   /* [(2n-1) x d]: sinusoids */
+    float *p;                     /* [(2n-1) x d]: linear_pos(pos) */
+    float *att;                   /* [H x head_scratch(n, dh)] */
 } enc_scratch;
 
 /* Row-wise work spread over the pool: LayerNorm, SiLU and GLU are cheap
@@ -124,8 +141,8 @@ typedef struct rows_job {
     enum { ROWS_LAYERNORM, ROWS_SILU, ROWS_GLU } op;
     float *y;
     const float *x;
-    int n, d, len;              /* rows, row width (GLU: output width), valid rows */
-    const float *w, *b;         /* LayerNorm */
+    int n, d, len;      /* rows, row width (GLU: output width), valid rows */
+    const float *w, *b; /* LayerNorm */
 } rows_job;
 
 static void rows_task(void *arg, int task, int n_tasks) {
@@ -135,20 +152,18 @@ static void rows_task(void *arg, int task, int n_tasks) {
     if (r0 >= r1) return;
     long d = j->d;
     switch (j->op) {
-    case ROWS_LAYERNORM:
-        hv_layernorm(j->y + r0 * d, j->x + r0 * d, r1 - r0, j->d, j->w, j->b, HV_LN_EPS);
-        break;
-    case ROWS_SILU:
-        hv_silu(j->y + r0 * d, (r1 - r0) * d);
-        break;
-    case ROWS_GLU: /* first half * sigmoid(second half); padded rows zero */
-        for (int t = r0; t < r1; t++) {
-            const float *a = j->x + (long)t * 2 * d;
-            float *g = j->y + (long)t * d;
-            for (long ch = 0; ch < d; ch++)
-                g[ch] = t < j->len ? a[ch] / (1.0f + expf(-a[d + ch])) : 0.0f;
-        }
-        break;
+        case ROWS_LAYERNORM:
+            hv_layernorm(j->y + r0 * d, j->x + r0 * d, r1 - r0, j->d, j->w, j->b, HV_LN_EPS);
+            break;
+        case ROWS_SILU: hv_silu(j->y + r0 * d, (r1 - r0) * d); break;
+        case ROWS_GLU: /* first half * sigmoid(second half); padded rows zero */
+            for (int t = r0; t < r1; t++) {
+                const float *a = j->x + (long)t * 2 * d;
+                float *g = j->y + (long)t * d;
+                for (long ch = 0; ch < d; ch++)
+                    g[ch] = t < j->len ? a[ch] / (1.0f + expf(-a[d + ch])) : 0.0f;
+            }
+            break;
     }
 }
 
@@ -156,16 +171,14 @@ static void rows_run(hv_pool *pool, rows_job j) {
     hv_pool_run(pool, j.n < 64 ? 1 : hv_pool_size(pool), rows_task, &j);
 }
 
-static void layernorm(hv_pool *pool, float *y, const float *x, int n, int d,
-                      const float *w, const float *b) {
+static void layernorm(hv_pool *pool, float *y, const float *x, int n, int d, const float *w,
+                      const float *b) {
     rows_run(pool, (rows_job){ROWS_LAYERNORM, y, x, n, d, n, w, b});
 }
 
-static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x,
-                              int n, enc_scratch *s, const float *nw,
-                              const float *nb, const hv_mat *up,
-                              const float *up_b, const hv_mat *down,
-                              const float *down_b) {
+static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x, int n, enc_scratch *s,
+                              const float *nw, const float *nb, const hv_mat *up, const float *up_b,
+                              const hv_mat *down, const float *down_b) {
     int d = c->d_model;
     layernorm(pool, s->norm, x, n, d, nw, nb);
     hv_linear(pool, s->big, s->norm, n, up, up_b);
@@ -225,8 +238,8 @@ static void attn_head(void *arg, int h, int n_tasks) {
     }
 }
 
-static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n,
-                           int len, enc_scratch *s, const hv_enc_layer *y) {
+static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, int len,
+                           enc_scratch *s, const hv_enc_layer *y) {
     int d = c->d_model, H = c->enc_heads;
     layernorm(pool, s->norm, x, n, d, y->att_norm_w, y->att_norm_b);
     hv_linear(pool, s->q, s->norm, n, &y->wq, y->bq);
@@ -240,8 +253,8 @@ static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n,
 }
 
 typedef struct dwconv_job {
-    const float *in;   /* [n x d] GLU output, padded rows zero */
-    float *out;        /* [n x d] */
+    const float *in;    /* [n x d] GLU output, padded rows zero */
+    float *out;         /* [n x d] */
     const float *w, *b; /* [d x K] (BatchNorm folded), [d] */
     int n, d, K;
 } dwconv_job;
@@ -263,11 +276,11 @@ static void dwconv_task(void *arg, int task, int n_tasks) {
     }
 }
 
-static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n,
-                        int len, enc_scratch *s, const hv_enc_layer *y) {
+static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n, int len, enc_scratch *s,
+                        const hv_enc_layer *y) {
     int d = c->d_model;
     layernorm(pool, s->norm, x, n, d, y->conv_norm_w, y->conv_norm_b);
-    hv_linear(pool, s->big, s->norm, n, &y->pw1, y->pw1_b);   /* [n x 2d] */
+    hv_linear(pool, s->big, s->norm, n, &y->pw1, y->pw1_b); /* [n x 2d] */
     /* GLU over channels; the padded time steps are zeroed so they do not
      * leak into the convolution */
     rows_run(pool, (rows_job){ROWS_GLU, s->q, s->big, n, d, len, NULL, NULL});
@@ -291,9 +304,8 @@ static void rel_positions(float *pos, int n, int d) {
     }
 }
 
-hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
-                             hv_pool *pool, const float *feat, int n_frames,
-                             int n_valid, float **out, int *n_enc,
+hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
+                             const float *feat, int n_frames, int n_valid, float **out, int *n_enc,
                              int *enc_len, hv_error *e) {
     *out = NULL;
     int n, len;
@@ -321,8 +333,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
     s.att = malloc((size_t)H * head_scratch(n, d / H) * sizeof(float));
     float *res = NULL;
     hv_status st = HV_OK;
-    if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp ||
-        !s.pos || !s.p || !s.att) {
+    if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp || !s.pos || !s.p || !s.att) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
         goto done;
     }
@@ -331,15 +342,15 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
     for (int i = 0; i < c->enc_layers; i++) {
         const hv_enc_layer *y = &w->layers[i];
         /* half-step feed-forward */
-        feed_forward_half(c, pool, x, n, &s, y->ff1_norm_w, y->ff1_norm_b,
-                          &y->ff1_up, y->ff1_up_b, &y->ff1_down, y->ff1_down_b);
+        feed_forward_half(c, pool, x, n, &s, y->ff1_norm_w, y->ff1_norm_b, &y->ff1_up, y->ff1_up_b,
+                          &y->ff1_down, y->ff1_down_b);
         /* relative-position multi-head self-attention */
         self_attention(c, pool, x, n, len, &s, y);
         /* convolution module */
         conv_module(c, pool, x, n, len, &s, y);
         /* second half-step feed-forward */
-        feed_forward_half(c, pool, x, n, &s, y->ff2_norm_w, y->ff2_norm_b,
-                          &y->ff2_up, y->ff2_up_b, &y->ff2_down, y->ff2_down_b);
+        feed_forward_half(c, pool, x, n, &s, y->ff2_norm_w, y->ff2_norm_b, &y->ff2_up, y->ff2_up_b,
+                          &y->ff2_down, y->ff2_down_b);
         /* layer output norm */
         layernorm(pool, x, x, n, d, y->out_norm_w, y->out_norm_b);
     }
@@ -360,7 +371,15 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
     *enc_len = len;
 done:
     free(x);
-    free(s.norm); free(s.big); free(s.q); free(s.k); free(s.v);
-    free(s.ctx); free(s.tmp); free(s.pos); free(s.p); free(s.att);
+    free(s.norm);
+    free(s.big);
+    free(s.q);
+    free(s.k);
+    free(s.v);
+    free(s.ctx);
+    free(s.tmp);
+    free(s.pos);
+    free(s.p);
+    free(s.att);
     return st;
 }

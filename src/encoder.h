@@ -10,9 +10,8 @@
 /* feat: [n_frames x feat_in] time-major, rows >= n_valid ignored.
  * On success *out is malloc'ed [*n_enc x dec_hidden] (after the
  * encoder-decoder projection), *enc_len its valid rows. */
-hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w,
-                             hv_pool *pool, const float *feat, int n_frames,
-                             int n_valid, float **out, int *n_enc,
+hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
+                             const float *feat, int n_frames, int n_valid, float **out, int *n_enc,
                              int *enc_len, hv_error *e);
 
 #endif

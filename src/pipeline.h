@@ -17,7 +17,7 @@
 struct hv_model {
     hv_config cfg;
     hv_tokenizer tok;
-    hv_safetensors st;   /* kept mapped: weights may point into it */
+    hv_safetensors st; /* kept mapped: weights may point into it */
     hv_weights w;
     hv_frontend fe;
     int n_threads;
@@ -34,19 +34,19 @@ struct hv_context {
  * token arrays grow (and move) while chunks are added. */
 typedef struct hv_result_seg {
     int64_t start_sample, end_sample;
-    char *text;          /* owned */
+    char *text; /* owned */
     int token_offset, n_tokens;
     double score;
 } hv_result_seg;
 
 struct hv_result {
-    char *text;          /* segments joined */
-    int32_t *tokens;     /* [n_tokens], all segments, EOS excluded */
-    float *logprobs;     /* [n_tokens] */
+    char *text;      /* segments joined */
+    int32_t *tokens; /* [n_tokens], all segments, EOS excluded */
+    float *logprobs; /* [n_tokens] */
     int n_tokens, cap_tokens;
-    double score;        /* summed over segments */
+    double score; /* summed over segments */
     hv_timings timings;
-    double duration;     /* seconds */
+    double duration; /* seconds */
     char language[40];
     int sample_rate;     /* of the segments' sample positions */
     hv_result_seg *segs; /* [n_segs] */
@@ -56,20 +56,23 @@ struct hv_result {
 /* Copies of the intermediate tensors of one run, owned by the caller
  * (free with hv_taps_free). */
 typedef struct hv_taps {
-    float *samples; size_t n_samples;            /* 16 kHz mono */
-    float *features; int n_frames, n_valid;      /* [n_frames x n_mels] */
-    float *enc; int n_enc, enc_len;              /* [n_enc x dec_hidden] */
-    float *logprobs0;                            /* [vocab] */
-    int32_t prompt[HV_PROMPT_MAX]; int n_prompt;
+    float *samples;
+    size_t n_samples; /* 16 kHz mono */
+    float *features;
+    int n_frames, n_valid; /* [n_frames x n_mels] */
+    float *enc;
+    int n_enc, enc_len; /* [n_enc x dec_hidden] */
+    float *logprobs0;   /* [vocab] */
+    int32_t prompt[HV_PROMPT_MAX];
+    int n_prompt;
 } hv_taps;
 
 /* The chunk plan's sizes for p's chunking options on model c. */
 hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_params *p);
 
-hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
-                             int sample_rate, int channels,
-                             const hv_transcribe_params *params,
-                             hv_result **out, hv_taps *taps);
+hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames, int sample_rate,
+                             int channels, const hv_transcribe_params *params, hv_result **out,
+                             hv_taps *taps);
 void hv_taps_free(hv_taps *t);
 
 #endif

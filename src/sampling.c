@@ -39,8 +39,8 @@ static int by_z_desc(const void *a, const void *b) {
     return x->id - y->id;
 }
 
-int hv_sample(const float *lp, int V, const hv_sampler *s, hv_rng *r,
-              hv_sample_cand *cand, double *probs) {
+int hv_sample(const float *lp, int V, const hv_sampler *s, hv_rng *r, hv_sample_cand *cand,
+              double *probs) {
     for (int i = 0; i < V; i++) {
         cand[i].z = lp[i] / s->temperature;
         cand[i].id = i;

@@ -31,7 +31,7 @@ typedef struct hv_sample_cand {
 /* Draws a token from log-probs lp[V] filtered by s. cand has room for V.
  * When probs is not NULL it receives the filtered, renormalised
  * distribution over all V tokens (0 for removed ones), for tests. */
-int hv_sample(const float *lp, int V, const hv_sampler *s, hv_rng *r,
-              hv_sample_cand *cand, double *probs);
+int hv_sample(const float *lp, int V, const hv_sampler *s, hv_rng *r, hv_sample_cand *cand,
+              double *probs);
 
 #endif

@@ -18,7 +18,7 @@ static double now_ms(void) {
 
 /* One decoder pass after the prompt, timed into out. */
 static hv_status timed_pass(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
-                      const int32_t *tokens, hv_search_out *out, hv_error *e) {
+                            const int32_t *tokens, hv_search_out *out, hv_error *e) {
     double t0 = now_ms();
     hv_status st = hv_decoder_forward(dec, pool, seqs, n_seq, tokens, 1, e);
     out->steps_ms += now_ms() - t0;
@@ -28,9 +28,8 @@ static hv_status timed_pass(hv_decoder *dec, hv_pool *pool, const int *seqs, int
 
 /* ------------------------------------------------ greedy and sampling */
 
-static hv_status search_single(hv_decoder *dec, hv_pool *pool,
-                               const hv_search_params *p, hv_search_out *out,
-                               hv_error *e) {
+static hv_status search_single(hv_decoder *dec, hv_pool *pool, const hv_search_params *p,
+                               hv_search_out *out, hv_error *e) {
     int V = dec->c->vocab_size, seq = 0;
     hv_sample_cand *cand = NULL;
     hv_rng rng;
@@ -43,8 +42,7 @@ static hv_status search_single(hv_decoder *dec, hv_pool *pool,
     }
     for (int step = 0; step < p->max_new; step++) {
         const float *lp = dec->logits;
-        int32_t tok = p->do_sample ? hv_sample(lp, V, &sp, &rng, cand, NULL)
-                                   : hv_argmax(lp, V);
+        int32_t tok = p->do_sample ? hv_sample(lp, V, &sp, &rng, cand, NULL) : hv_argmax(lp, V);
         out->score += lp[tok];
         if (tok == p->eos) break;
         out->tokens[out->n] = tok;
@@ -59,12 +57,12 @@ static hv_status search_single(hv_decoder *dec, hv_pool *pool,
 /* --------------------------------------------------------- beam search */
 
 typedef struct hyp {
-    int32_t *tokens;   /* [max_new] */
-    float *lps;        /* [max_new] */
-    int len;           /* tokens, EOS excluded */
-    double sum;        /* summed log-probs (EOS included when finished by it) */
-    double norm;       /* sum / max(1, length)^length_penalty */
-    long order;        /* when it was added, for ties */
+    int32_t *tokens; /* [max_new] */
+    float *lps;      /* [max_new] */
+    int len;         /* tokens, EOS excluded */
+    double sum;      /* summed log-probs (EOS included when finished by it) */
+    double norm;     /* sum / max(1, length)^length_penalty */
+    long order;      /* when it was added, for ties */
 } hyp;
 
 typedef struct cand {
@@ -80,19 +78,17 @@ static int by_score_desc(const void *a, const void *b) {
     return x->beam - y->beam;
 }
 
-static double normalise(double sum, int len, float lp) {
-    return sum / pow(len > 1 ? len : 1, lp);
-}
+static double normalise(double sum, int len, float lp) { return sum / pow(len > 1 ? len : 1, lp); }
 
 typedef struct beam_state {
     int N, max_new;
     float length_penalty;
-    hyp *live, *next, *fin;   /* N each */
+    hyp *live, *next, *fin; /* N each */
     int n_live, n_next, n_fin;
     long added;
-    cand *cands;              /* [N * 2N] */
-    int32_t *step_tokens;     /* [N] */
-    int *parents;             /* [N] */
+    cand *cands;          /* [N * 2N] */
+    int32_t *step_tokens; /* [N] */
+    int *parents;         /* [N] */
 } beam_state;
 
 static int hyps_alloc(hyp *h, int n, int max_new) {
@@ -127,8 +123,7 @@ static void hyp_extend(hyp *dst, const hyp *src, int32_t tok, float lp) {
 /* Adds src (plus tok, or only lp's score when tok < 0: the EOS step) as a
  * finished hypothesis, keeping the best N by normalised score; the worst
  * (earliest added among equals) drops out. */
-static void add_finished(beam_state *b, const hyp *src, int32_t tok, float lp,
-                         int length) {
+static void add_finished(beam_state *b, const hyp *src, int32_t tok, float lp, int length) {
     double norm = normalise(src->sum + lp, length, b->length_penalty);
     int slot;
     if (b->n_fin < b->N) {
@@ -171,9 +166,8 @@ static void beam_free(beam_state *b) {
     free(b->parents);
 }
 
-static hv_status search_beams(hv_decoder *dec, hv_pool *pool,
-                              const hv_search_params *p, hv_search_out *out,
-                              hv_error *e) {
+static hv_status search_beams(hv_decoder *dec, hv_pool *pool, const hv_search_params *p,
+                              hv_search_out *out, hv_error *e) {
     int V = dec->c->vocab_size, N = p->num_beams, K = 2 * N;
     beam_state b = {.N = N, .max_new = p->max_new, .length_penalty = p->length_penalty};
     b.live = calloc((size_t)N, sizeof(hyp));
@@ -185,8 +179,8 @@ static hv_status search_beams(hv_decoder *dec, hv_pool *pool,
     int32_t *ids = malloc((size_t)K * sizeof(int32_t));
     int seqs[HV_MAX_BEAMS];
     hv_status st = HV_OK;
-    if (!b.live || !b.next || !b.fin || !b.cands || !b.step_tokens || !b.parents ||
-        !ids || hyps_alloc(b.live, N, p->max_new) || hyps_alloc(b.next, N, p->max_new) ||
+    if (!b.live || !b.next || !b.fin || !b.cands || !b.step_tokens || !b.parents || !ids ||
+        hyps_alloc(b.live, N, p->max_new) || hyps_alloc(b.next, N, p->max_new) ||
         hyps_alloc(b.fin, N, p->max_new)) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory for beam search");
         goto done;
@@ -229,16 +223,22 @@ static hv_status search_beams(hv_decoder *dec, hv_pool *pool,
         }
         if (b.n_fin == N) {
             double worst = b.fin[0].norm, best = b.next[0].sum;
-            for (int i = 1; i < N; i++) if (b.fin[i].norm < worst) worst = b.fin[i].norm;
-            for (int i = 1; i < b.n_next; i++) if (b.next[i].sum > best) best = b.next[i].sum;
+            for (int i = 1; i < N; i++)
+                if (b.fin[i].norm < worst) worst = b.fin[i].norm;
+            for (int i = 1; i < b.n_next; i++)
+                if (b.next[i].sum > best) best = b.next[i].sum;
             if (worst >= normalise(best, step + 1, p->length_penalty)) {
-                hyp *t = b.live; b.live = b.next; b.next = t;
+                hyp *t = b.live;
+                b.live = b.next;
+                b.next = t;
                 b.n_live = b.n_next;
                 break;
             }
         }
         /* the survivors become the live beams, as one decoder batch */
-        hyp *t = b.live; b.live = b.next; b.next = t;
+        hyp *t = b.live;
+        b.live = b.next;
+        b.next = t;
         b.n_live = b.n_next;
         if ((st = hv_decoder_reorder(dec, b.parents, b.n_live, e)) ||
             (st = timed_pass(dec, pool, seqs, b.n_live, b.step_tokens, out, e)))
@@ -274,9 +274,9 @@ done:
     return st;
 }
 
-hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt,
-                    int n_prompt, const hv_search_params *p, hv_search_out *out,
-                    float *first_logprobs, hv_error *e) {
+hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
+                    const hv_search_params *p, hv_search_out *out, float *first_logprobs,
+                    hv_error *e) {
     int seq = 0;
     out->n = 0;
     out->score = 0;

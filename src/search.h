@@ -7,7 +7,7 @@
 #include "decoder.h"
 
 typedef struct hv_search_params {
-    int max_new;          /* >= 1 generated tokens at most */
+    int max_new; /* >= 1 generated tokens at most */
     int32_t eos;
     int num_beams;        /* 1 = greedy or sampling */
     float length_penalty; /* beam search */
@@ -24,16 +24,16 @@ typedef struct hv_search_out {
     float *logprobs;
     int n;
     double score;
-    double prefill_ms;    /* the prompt pass */
-    double steps_ms;      /* every later pass */
+    double prefill_ms; /* the prompt pass */
+    double steps_ms;   /* every later pass */
     int n_steps;
 } hv_search_out;
 
 /* Decodes after the prompt. first_logprobs, when not NULL, receives the
  * log-probs of the first step ([vocab]). The decoder must have been begun
  * with at least num_beams sequences. */
-hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt,
-                    int n_prompt, const hv_search_params *p, hv_search_out *out,
-                    float *first_logprobs, hv_error *e);
+hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
+                    const hv_search_params *p, hv_search_out *out, float *first_logprobs,
+                    hv_error *e);
 
 #endif

@@ -22,8 +22,8 @@ hv_model_params hv_model_default_params(void) {
     return p;
 }
 
-hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
-                        hv_model **out, char *errbuf, size_t errbuf_size) {
+hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv_model **out,
+                        char *errbuf, size_t errbuf_size) {
     hv_error e = {0};
     hv_status st;
     *out = NULL;
@@ -43,8 +43,7 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
     snprintf(path, sizeof path, "%s/tokenizer.model", model_dir);
     if ((st = hv_tokenizer_load(&m->tok, path, &e))) goto fail;
     if (m->tok.n_pieces != m->cfg.vocab_size) {
-        st = hv_err(&e, HV_ERR_FORMAT,
-                    "%s: %d pieces, but config.json vocab_size is %d", path,
+        st = hv_err(&e, HV_ERR_FORMAT, "%s: %d pieces, but config.json vocab_size is %d", path,
                     m->tok.n_pieces, m->cfg.vocab_size);
         goto fail;
     }
@@ -58,8 +57,7 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params,
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }
-    if ((st = hv_frontend_init(&m->fe, &m->cfg, m->w.fe_window, m->w.fe_fb, &e)))
-        goto fail;
+    if ((st = hv_frontend_init(&m->fe, &m->cfg, m->w.fe_window, m->w.fe_fb, &e))) goto fail;
     /* The reference rounds a computed window or filterbank to bf16, as the
      * checkpoints that carry them store them; each on its own. */
     hv_frontend_round_bf16(&m->fe, !m->w.fe_window, !m->w.fe_fb);
@@ -110,8 +108,7 @@ hv_context *hv_context_new(const hv_model *model, int n_threads) {
     if (!ctx) return NULL;
     ctx->model = model;
     ctx->pool = hv_pool_new(n_threads > 0 ? n_threads : model->n_threads);
-    if (!ctx->pool ||
-        hv_decoder_init(&ctx->dec, &model->cfg, &model->w.dec, &ctx->err)) {
+    if (!ctx->pool || hv_decoder_init(&ctx->dec, &model->cfg, &model->w.dec, &ctx->err)) {
         hv_context_free(ctx);
         return NULL;
     }
@@ -125,9 +122,7 @@ void hv_context_free(hv_context *ctx) {
     free(ctx);
 }
 
-const char *hv_context_error(const hv_context *ctx) {
-    return ctx ? ctx->err.msg : "no context";
-}
+const char *hv_context_error(const hv_context *ctx) { return ctx ? ctx->err.msg : "no context"; }
 
 /* ----------------------------------------------------------- transcribe */
 
@@ -154,19 +149,18 @@ hv_transcribe_params hv_transcribe_default_params(void) {
 /* Checks the decoding options (docs/DECODING.md, "Validation"). */
 static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
     if (p->num_beams < 1 || p->num_beams > HV_MAX_BEAMS)
-        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: must be between 1 and %d",
-                      p->num_beams, HV_MAX_BEAMS);
+        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: must be between 1 and %d", p->num_beams,
+                      HV_MAX_BEAMS);
     if (!isfinite(p->length_penalty) || p->length_penalty <= 0)
         return hv_err(e, HV_ERR_INVALID_ARG, "length_penalty %g: must be finite and > 0",
                       p->length_penalty);
     if (p->do_sample && p->num_beams != 1)
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "sampling works with one beam only (num_beams is %d)", p->num_beams);
+        return hv_err(e, HV_ERR_INVALID_ARG, "sampling works with one beam only (num_beams is %d)",
+                      p->num_beams);
     if (!isfinite(p->temperature) || p->temperature <= 0)
         return hv_err(e, HV_ERR_INVALID_ARG, "temperature %g: must be finite and > 0",
                       p->temperature);
-    if (p->top_k < 0)
-        return hv_err(e, HV_ERR_INVALID_ARG, "top_k %d: must be >= 0", p->top_k);
+    if (p->top_k < 0) return hv_err(e, HV_ERR_INVALID_ARG, "top_k %d: must be >= 0", p->top_k);
     if (!(p->top_p > 0 && p->top_p <= 1))
         return hv_err(e, HV_ERR_INVALID_ARG, "top_p %g: must be in (0, 1]", p->top_p);
     return HV_OK;
@@ -218,8 +212,8 @@ typedef struct run {
     int n_prompt;
     int max_new;
     float dither;
-    int32_t *tok_buf;       /* [max_new] */
-    float *lp_buf;          /* [max_new] */
+    int32_t *tok_buf; /* [max_new] */
+    float *lp_buf;    /* [max_new] */
 } run;
 
 /* One chunk: its samples x[n] -> features -> encoder -> decoder; appends
@@ -237,20 +231,21 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t seg_s
     hv_status st;
     double t0 = now_ms(), t1, t2;
 
-    if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + seg_start,
-                                  ctx->pool, &feat, &n_fr, &n_valid, e)))
+    if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + seg_start, ctx->pool,
+                                  &feat, &n_fr, &n_valid, e)))
         goto done;
     t1 = now_ms();
-    if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid, &enc,
-                                 &n_enc, &enc_len, e)))
+    if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid, &enc, &n_enc,
+                                 &enc_len, e)))
         goto done;
     t2 = now_ms();
     if (taps && !(lp0 = malloc((size_t)c->vocab_size * sizeof *lp0))) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
-    hv_search_params sp = {R->max_new, c->eos_token_id, p->num_beams, p->length_penalty,
-                           p->do_sample, p->temperature, p->top_k, p->top_p, p->seed};
+    hv_search_params sp = {R->max_new,        c->eos_token_id, p->num_beams,
+                           p->length_penalty, p->do_sample,    p->temperature,
+                           p->top_k,          p->top_p,        p->seed};
     hv_search_out so = {.tokens = R->tok_buf, .logprobs = R->lp_buf};
     if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p->num_beams, e)) ||
         (st = hv_search(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, &sp, &so, lp0, e)))
@@ -283,13 +278,20 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t seg_s
         goto done;
     }
     res->segs = segs;
-    segs[res->n_segs++] = (hv_result_seg){(int64_t)seg_start, (int64_t)seg_end, text,
-                                          res->n_tokens - so.n, so.n, so.score};
+    segs[res->n_segs++] = (hv_result_seg){
+        (int64_t)seg_start, (int64_t)seg_end, text, res->n_tokens - so.n, so.n, so.score};
 tapped:
     if (taps) {
-        taps->features = feat; taps->n_frames = n_fr; taps->n_valid = n_valid; feat = NULL;
-        taps->enc = enc; taps->n_enc = n_enc; taps->enc_len = enc_len; enc = NULL;
-        taps->logprobs0 = lp0; lp0 = NULL;
+        taps->features = feat;
+        taps->n_frames = n_fr;
+        taps->n_valid = n_valid;
+        feat = NULL;
+        taps->enc = enc;
+        taps->n_enc = n_enc;
+        taps->enc_len = enc_len;
+        enc = NULL;
+        taps->logprobs0 = lp0;
+        lp0 = NULL;
         memcpy(taps->prompt, R->prompt, sizeof R->prompt);
         taps->n_prompt = R->n_prompt;
     }
@@ -353,8 +355,8 @@ static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, con
     const hv_vad *v = p->vad;
     if (v->sample_rate != c->sample_rate)
         return hv_err(e, HV_ERR_UNSUPPORTED,
-                      "the speech detector runs at %d Hz but the model at %d Hz",
-                      v->sample_rate, c->sample_rate);
+                      "the speech detector runs at %d Hz but the model at %d Hz", v->sample_rate,
+                      c->sample_rate);
     double t0 = now_ms();
     size_t n_win = hv_vad_n_windows(v, n), n_regions = 0;
     hv_speech_region *regions = NULL;
@@ -362,8 +364,8 @@ static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, con
     float *probs = malloc((n_win ? n_win : 1) * sizeof *probs);
     if (!probs) return hv_err(e, HV_ERR_NOMEM, "out of memory");
     if ((st = hv_vad_forward(v, ctx->pool, x, n, probs, e)) ||
-        (st = hv_vad_speech_regions(probs, n_win, n, v->window, v->sample_rate,
-                                    &p->vad_params, &regions, &n_regions, e)))
+        (st = hv_vad_speech_regions(probs, n_win, n, v->window, v->sample_rate, &p->vad_params,
+                                    &regions, &n_regions, e)))
         goto done;
     if (!(spans = malloc((n_regions ? n_regions : 1) * sizeof *spans))) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
@@ -382,10 +384,9 @@ done:
     return st;
 }
 
-hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
-                             int sample_rate, int channels,
-                             const hv_transcribe_params *params,
-                             hv_result **out, hv_taps *taps) {
+hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames, int sample_rate,
+                             int channels, const hv_transcribe_params *params, hv_result **out,
+                             hv_taps *taps) {
     const hv_model *m = ctx->model;
     const hv_config *c = &m->cfg;
     hv_error *e = &ctx->err;
@@ -404,8 +405,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
 
     /* options */
     const char *lang = p.language ? p.language : default_language(c);
-    if ((st = hv_tokenizer_prompt(&m->tok, c, lang, p.punctuation != 0, R.prompt,
-                                  &R.n_prompt, e)))
+    if ((st = hv_tokenizer_prompt(&m->tok, c, lang, p.punctuation != 0, R.prompt, &R.n_prompt, e)))
         return st;
     int room = c->dec_max_seq - R.n_prompt;
     if (p.max_new_tokens < 0 || room < 1 || p.max_new_tokens > room)
@@ -413,32 +413,29 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                       "max_new_tokens %d: must be between 1 and %d (the "
                       "decoder's max_sequence_length %d minus the %d-token prompt)",
                       p.max_new_tokens, room, c->dec_max_seq, R.n_prompt);
-    R.max_new = p.max_new_tokens ? p.max_new_tokens
-                                 : (c->max_new_tokens < room ? c->max_new_tokens : room);
+    R.max_new =
+        p.max_new_tokens ? p.max_new_tokens : (c->max_new_tokens < room ? c->max_new_tokens : room);
     if ((st = check_decoding(&p, e))) return st;
     R.dither = p.dither < 0 ? c->dither : p.dither;
-    if (!isfinite(R.dither))
-        return hv_err(e, HV_ERR_INVALID_ARG, "dither must be finite");
+    if (!isfinite(R.dither)) return hv_err(e, HV_ERR_INVALID_ARG, "dither must be finite");
     if ((unsigned)p.chunking > HV_CHUNKING_VAD)
         return hv_err(e, HV_ERR_INVALID_ARG, "chunking %d: unknown mode", (int)p.chunking);
     if (p.chunking == HV_CHUNKING_AUTO && p.vad) p.chunking = HV_CHUNKING_VAD;
     if (p.chunking == HV_CHUNKING_VAD && !p.vad)
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunking vad needs a speech detector (hv_transcribe_params.vad)");
-    if (p.chunking == HV_CHUNKING_VAD && (st = hv_vad_check_params(&p.vad_params, e)))
-        return st;
+    if (p.chunking == HV_CHUNKING_VAD && (st = hv_vad_check_params(&p.vad_params, e))) return st;
     if (!(p.vad_max_gap_s >= 0 && p.vad_max_gap_s <= 86400))
         return hv_err(e, HV_ERR_INVALID_ARG, "vad_max_gap_s %g: must be in [0, 86400]",
                       p.vad_max_gap_s);
-    if (p.chunking == HV_CHUNKING_FIXED &&
-        !(isfinite(p.chunk_seconds) && p.chunk_seconds >= 1 &&
-          p.chunk_seconds <= c->max_audio_clip_s))
+    if (p.chunking == HV_CHUNKING_FIXED && !(isfinite(p.chunk_seconds) && p.chunk_seconds >= 1 &&
+                                             p.chunk_seconds <= c->max_audio_clip_s))
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunk_seconds %g: must be between 1 and max_audio_clip_s (%g)",
                       p.chunk_seconds, c->max_audio_clip_s);
     if (!pcm || channels < 1 || sample_rate < 1)
-        return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)",
-                      channels, sample_rate);
+        return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)", channels,
+                      sample_rate);
 
     /* samples at the model's rate (the caller's own buffer when it already
      * is mono at that rate: hours of audio are not copied), then the plan */
@@ -452,8 +449,8 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                 goto done;
             }
     } else {
-        if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, c->sample_rate,
-                                   &samples, &n, e)))
+        if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, c->sample_rate, &samples,
+                                   &n, e)))
             goto done;
         x = samples;
     }
@@ -502,8 +499,8 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
             }
             cx = buf;
         }
-        if ((st = transcribe_piece(&R, cx, len, first->start, last->end, res,
-                                   i == 0 ? taps : NULL)))
+        if ((st =
+                 transcribe_piece(&R, cx, len, first->start, last->end, res, i == 0 ? taps : NULL)))
             goto done;
         done_s = (double)last->end / c->sample_rate;
         if (p.progress) p.progress(p.progress_user, done_s, res->duration);
@@ -536,11 +533,9 @@ done:
     return st;
 }
 
-hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames,
-                        int sample_rate, int channels,
-                        const hv_transcribe_params *params, hv_result **out) {
-    return hv_transcribe_taps(ctx, pcm, n_frames, sample_rate, channels, params,
-                              out, NULL);
+hv_status hv_transcribe(hv_context *ctx, const float *pcm, size_t n_frames, int sample_rate,
+                        int channels, const hv_transcribe_params *params, hv_result **out) {
+    return hv_transcribe_taps(ctx, pcm, n_frames, sample_rate, channels, params, out, NULL);
 }
 
 const char *hv_result_text(const hv_result *r) { return r->text; }
@@ -572,9 +567,11 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
 }
 
 int hv_chunking_parse(const char *name, hv_chunking *out) {
-    static const char *const names[] = {
-        [HV_CHUNKING_AUTO] = "auto", [HV_CHUNKING_ENERGY] = "energy",
-        [HV_CHUNKING_FIXED] = "fixed", [HV_CHUNKING_NONE] = "none", [HV_CHUNKING_VAD] = "vad"};
+    static const char *const names[] = {[HV_CHUNKING_AUTO] = "auto",
+                                        [HV_CHUNKING_ENERGY] = "energy",
+                                        [HV_CHUNKING_FIXED] = "fixed",
+                                        [HV_CHUNKING_NONE] = "none",
+                                        [HV_CHUNKING_VAD] = "vad"};
     int i = name_index(name, names, (int)(sizeof names / sizeof names[0]));
     if (i >= 0) *out = (hv_chunking)i;
     return i >= 0 ? 0 : -1;

@@ -32,8 +32,8 @@ static int write_npy(const char *dir, const char *name, const float *x, int ndim
         used += (size_t)snprintf(dims + used, sizeof dims - used, "%ld,%s", shape[i],
                                  i + 1 < ndim ? " " : "");
     }
-    int len = snprintf(hdr, sizeof hdr,
-                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
+                       dims);
     int total = 10 + len + 1, pad = (64 - total % 64) % 64;
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
@@ -74,34 +74,30 @@ int main(int argc, char **argv) {
     int threads = 0;
     tp.dither = 0.0f;
     static const struct option opts[] = {
-        {"no-punctuation", no_argument, 0, 'P'},
-        {"max-tokens", required_argument, 0, 'M'},
-        {"dither", required_argument, 0, 'D'},
-        {"beams", required_argument, 0, 'B'},
-        {"length-penalty", required_argument, 0, 'L'},
-        {"chunking", required_argument, 0, 'C'},
-        {"chunk-seconds", required_argument, 0, 'S'},
-        {0, 0, 0, 0}};
+        {"no-punctuation", no_argument, 0, 'P'},       {"max-tokens", required_argument, 0, 'M'},
+        {"dither", required_argument, 0, 'D'},         {"beams", required_argument, 0, 'B'},
+        {"length-penalty", required_argument, 0, 'L'}, {"chunking", required_argument, 0, 'C'},
+        {"chunk-seconds", required_argument, 0, 'S'},  {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:o:l:t:", opts, NULL)) != -1) {
         switch (ch) {
-        case 'm': model_dir = optarg; break;
-        case 'o': out_dir = optarg; break;
-        case 'l': tp.language = optarg; break;
-        case 't': threads = atoi(optarg); break;
-        case 'P': tp.punctuation = 0; break;
-        case 'M': tp.max_new_tokens = atoi(optarg); break;
-        case 'D': tp.dither = strtof(optarg, NULL); break;
-        case 'B': tp.num_beams = atoi(optarg); break;
-        case 'L': tp.length_penalty = strtof(optarg, NULL); break;
-        case 'C':
-            if (hv_chunking_parse(optarg, &tp.chunking)) {
-                fprintf(stderr, "hviske-dump: unknown chunking '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'S': tp.chunk_seconds = strtof(optarg, NULL); break;
-        default: usage(); return 2;
+            case 'm': model_dir = optarg; break;
+            case 'o': out_dir = optarg; break;
+            case 'l': tp.language = optarg; break;
+            case 't': threads = atoi(optarg); break;
+            case 'P': tp.punctuation = 0; break;
+            case 'M': tp.max_new_tokens = atoi(optarg); break;
+            case 'D': tp.dither = strtof(optarg, NULL); break;
+            case 'B': tp.num_beams = atoi(optarg); break;
+            case 'L': tp.length_penalty = strtof(optarg, NULL); break;
+            case 'C':
+                if (hv_chunking_parse(optarg, &tp.chunking)) {
+                    fprintf(stderr, "hviske-dump: unknown chunking '%s'\n", optarg);
+                    return 2;
+                }
+                break;
+            case 'S': tp.chunk_seconds = strtof(optarg, NULL); break;
+            default: usage(); return 2;
         }
     }
     if (!model_dir || !out_dir || optind != argc - 1) {
@@ -152,11 +148,10 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(j, "n_valid_frames", taps.n_valid);
         cJSON_AddNumberToObject(j, "enc_len", taps.enc_len);
         cJSON_AddItemToObject(j, "prompt", int_array(taps.prompt, taps.n_prompt));
-        cJSON_AddItemToObject(j, "tokens", int_array(hv_result_tokens(res),
-                                                     hv_result_n_tokens(res)));
+        cJSON_AddItemToObject(j, "tokens",
+                              int_array(hv_result_tokens(res), hv_result_n_tokens(res)));
         cJSON_AddItemToObject(j, "token_logprobs",
-                              float_array(hv_result_token_logprobs(res),
-                                          hv_result_n_tokens(res)));
+                              float_array(hv_result_token_logprobs(res), hv_result_n_tokens(res)));
         cJSON_AddNumberToObject(j, "score", hv_result_score(res));
         cJSON_AddStringToObject(j, "text", hv_result_text(res));
         /* the chunk plan, as the library makes it (transcribe.c) */
@@ -184,8 +179,7 @@ int main(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "end", g.end);
             cJSON_AddStringToObject(o, "text", g.text);
             cJSON_AddItemToObject(o, "tokens", int_array(g.tokens, g.n_tokens));
-            cJSON_AddItemToObject(o, "token_logprobs",
-                                  float_array(g.token_logprobs, g.n_tokens));
+            cJSON_AddItemToObject(o, "token_logprobs", float_array(g.token_logprobs, g.n_tokens));
             cJSON_AddNumberToObject(o, "score", g.score);
             cJSON_AddItemToArray(segs, o);
         }

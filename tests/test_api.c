@@ -54,16 +54,19 @@ static void test_read_buffer(const char *path) {
     int ra, rb, ca, cb;
     CHECK(hv_audio_read(path, &a, &na, &ra, &ca, err, sizeof err) == HV_OK);
     CHECK_MSG(hv_audio_read_buffer(bytes, size, "clip", 0, &b, &nb, &rb, &cb, err, sizeof err) ==
-                  HV_OK, "%s", err);
+                  HV_OK,
+              "%s", err);
     CHECK(na == nb && ra == rb && ca == cb && !memcmp(a, b, na * (size_t)ca * sizeof *a));
     hv_audio_free(b);
     /* a duration limit below the clip's length refuses it */
     double secs = (double)na / ra;
-    CHECK(hv_audio_read_buffer(bytes, size, "clip", secs / 2, &b, &nb, &rb, &cb, err,
-                               sizeof err) == HV_ERR_LIMIT && b == NULL);
+    CHECK(hv_audio_read_buffer(bytes, size, "clip", secs / 2, &b, &nb, &rb, &cb, err, sizeof err) ==
+              HV_ERR_LIMIT &&
+          b == NULL);
     CHECK(strstr(err, "clip") != NULL);
-    CHECK(hv_audio_read_buffer(bytes, size, "clip", secs + 1, &b, &nb, &rb, &cb, err,
-                               sizeof err) == HV_OK && nb == na);
+    CHECK(hv_audio_read_buffer(bytes, size, "clip", secs + 1, &b, &nb, &rb, &cb, err, sizeof err) ==
+              HV_OK &&
+          nb == na);
     hv_audio_free(b);
     hv_audio_free(a);
     CHECK(hv_audio_read_buffer(bytes, 0, "clip", 0, &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
@@ -72,7 +75,8 @@ static void test_read_buffer(const char *path) {
     CHECK(hv_audio_read_buffer(bytes, 4096, "junk", 0, &b, &nb, &rb, &cb, err, sizeof err) ==
           HV_ERR_FORMAT);
     CHECK(strstr(err, "junk") != NULL && b == NULL);
-    CHECK(hv_audio_read_buffer(bytes, size / 2, NULL, 0, &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
+    CHECK(hv_audio_read_buffer(bytes, size / 2, NULL, 0, &b, &nb, &rb, &cb, err, sizeof err) !=
+          HV_OK);
 }
 
 static void test_load_errors(void) {
@@ -108,7 +112,10 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
     int rate, ch;
     st = hv_audio_read(audio, &pcm, &n, &rate, &ch, err, sizeof err);
     CHECK_MSG(st == HV_OK, "read %s: %s", audio, err);
-    if (st) { hv_model_free(m); return; }
+    if (st) {
+        hv_model_free(m);
+        return;
+    }
 
     /* two contexts, two threads, same input: same output */
     hv_context *a = hv_context_new(m, 1), *b = hv_context_new(m, 2);
@@ -121,8 +128,8 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
     pthread_create(&tb, NULL, run_thread, &jb);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    CHECK_MSG(ja.status == HV_OK && jb.status == HV_OK, "threads: %s / %s",
-              hv_context_error(a), hv_context_error(b));
+    CHECK_MSG(ja.status == HV_OK && jb.status == HV_OK, "threads: %s / %s", hv_context_error(a),
+              hv_context_error(b));
     CHECK(ja.n_tokens == jb.n_tokens &&
           memcmp(ja.tokens, jb.tokens, sizeof(int32_t) * (size_t)ja.n_tokens) == 0);
     CHECK(strcmp(ja.text, jb.text) == 0);
@@ -194,8 +201,8 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
         for (int beams = 2; beams <= 5; beams += 3) {
             q = g;
             q.num_beams = beams;
-            CHECK_MSG(hv_transcribe(a, pcm, n, rate, ch, &q, &rx) == HV_OK, "beams %d: %s",
-                      beams, hv_context_error(a));
+            CHECK_MSG(hv_transcribe(a, pcm, n, rate, ch, &q, &rx) == HV_OK, "beams %d: %s", beams,
+                      hv_context_error(a));
             if (rx) {
                 double s2 = 0;
                 for (int i = 0; i < hv_result_n_tokens(rx); i++)
@@ -205,11 +212,13 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
             }
             hv_result_free(rx);
         }
-        const struct { int beams, sample, top_k; float lp, temp, top_p; } bad[] = {
-            {0, 0, 0, 1, 1, 1}, {65, 0, 0, 1, 1, 1}, {2, 1, 0, 1, 1, 1},
-            {2, 0, 0, 0, 1, 1}, {2, 0, 0, -1, 1, 1}, {2, 0, 0, NAN, 1, 1},
-            {1, 1, 0, 1, 0, 1}, {1, 1, 0, 1, INFINITY, 1}, {1, 1, -1, 1, 1, 1},
-            {1, 1, 0, 1, 1, 0}, {1, 1, 0, 1, 1, 1.5f}, {1, 1, 0, 1, 1, NAN}};
+        const struct {
+            int beams, sample, top_k;
+            float lp, temp, top_p;
+        } bad[] = {{0, 0, 0, 1, 1, 1}, {65, 0, 0, 1, 1, 1},       {2, 1, 0, 1, 1, 1},
+                   {2, 0, 0, 0, 1, 1}, {2, 0, 0, -1, 1, 1},       {2, 0, 0, NAN, 1, 1},
+                   {1, 1, 0, 1, 0, 1}, {1, 1, 0, 1, INFINITY, 1}, {1, 1, -1, 1, 1, 1},
+                   {1, 1, 0, 1, 1, 0}, {1, 1, 0, 1, 1, 1.5f},     {1, 1, 0, 1, 1, NAN}};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             q = g;
             q.num_beams = bad[i].beams;

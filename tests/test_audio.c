@@ -2,7 +2,7 @@
  * hv_audio_read_file / hv_audio_read, downmixed and resampled with
  * hv_audio_to_mono and compared with the analytic signals; broken files
  * must give errors that name them. */
-#ifndef _POSIX_C_SOURCE /* popen, strdup, ...: the tests are not built */
+#ifndef _POSIX_C_SOURCE         /* popen, strdup, ...: the tests are not built */
 #define _POSIX_C_SOURCE 200809L /* with the library's definitions */
 #endif
 #include <math.h>
@@ -31,8 +31,8 @@ static double tone(size_t i, int c, int rate, double freq, double amp) {
 
 /* Writes frames x channels of tone() with libsndfile; 0 on success, -1
  * when this libsndfile cannot write the format (the caller skips). */
-static int write_tone(const char *path, int format, int rate, int channels,
-                      size_t frames, double freq, double amp) {
+static int write_tone(const char *path, int format, int rate, int channels, size_t frames,
+                      double freq, double amp) {
     SF_INFO info = {.samplerate = rate, .channels = channels, .format = format};
     if (!sf_format_check(&info)) return -1;
     SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
@@ -48,10 +48,10 @@ static int write_tone(const char *path, int format, int rate, int channels,
 }
 
 /* Writes a float WAV holding the given interleaved samples. */
-static void write_float_wav(const char *path, const float *pcm, size_t frames,
-                            int rate, int channels) {
-    SF_INFO info = {.samplerate = rate, .channels = channels,
-                    .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
+static void write_float_wav(const char *path, const float *pcm, size_t frames, int rate,
+                            int channels) {
+    SF_INFO info = {
+        .samplerate = rate, .channels = channels, .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
     SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
     CHECK_MSG(sf, "cannot write %s", path);
     if (!sf) return;
@@ -105,8 +105,8 @@ static void test_roundtrip(void) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *path = hv_test_path(dir, cases[k].name);
         size_t frames = (size_t)cases[k].rate * 3 / 4 + 17;
-        int rc = write_tone(path, cases[k].format, cases[k].rate,
-                                  cases[k].channels, frames, 440.0, 0.6);
+        int rc =
+            write_tone(path, cases[k].format, cases[k].rate, cases[k].channels, frames, 440.0, 0.6);
         CHECK_MSG(rc == 0, "cannot write %s", path);
         if (rc) continue;
         float *pcm = NULL;
@@ -114,19 +114,16 @@ static void test_roundtrip(void) {
         int rate = 0, ch = 0;
         hv_error e;
         hv_err_clear(&e);
-        CHECK_MSG(hv_audio_read_file(path, &pcm, &n, &rate, &ch, &e) == HV_OK,
-                  "%s", e.msg);
+        CHECK_MSG(hv_audio_read_file(path, &pcm, &n, &rate, &ch, &e) == HV_OK, "%s", e.msg);
         CHECK_MSG(n == frames, "%s: %zu frames, want %zu", path, n, frames);
         CHECK(rate == cases[k].rate && ch == cases[k].channels);
         double err = 0;
         for (size_t i = 0; pcm && i < n && i < frames; i++)
             for (int c = 0; c < ch; c++) {
-                double d = fabs(pcm[i * ch + c] -
-                                tone(i, c, rate, 440.0, 0.6));
+                double d = fabs(pcm[i * ch + c] - tone(i, c, rate, 440.0, 0.6));
                 if (d > err) err = d;
             }
-        CHECK_MSG(err <= cases[k].tol, "%s: max error %g > %g", path, err,
-                  cases[k].tol);
+        CHECK_MSG(err <= cases[k].tol, "%s: max error %g > %g", path, err, cases[k].tol);
         free(pcm);
     }
 }
@@ -145,10 +142,8 @@ static void test_lossy(void) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *path = hv_test_path(dir, cases[k].name);
         size_t frames = (size_t)cases[k].rate; /* 1 s */
-        if (write_tone(path, cases[k].format, cases[k].rate, 2, frames, 440.0,
-                       0.5)) {
-            fprintf(stderr, "note: this libsndfile cannot write %s; skipped\n",
-                    cases[k].name);
+        if (write_tone(path, cases[k].format, cases[k].rate, 2, frames, 440.0, 0.5)) {
+            fprintf(stderr, "note: this libsndfile cannot write %s; skipped\n", cases[k].name);
             continue;
         }
         float *pcm = NULL;
@@ -156,17 +151,14 @@ static void test_lossy(void) {
         int rate = 0, ch = 0;
         hv_error e;
         hv_err_clear(&e);
-        CHECK_MSG(hv_audio_read_file(path, &pcm, &n, &rate, &ch, &e) == HV_OK,
-                  "%s", e.msg);
-        CHECK_MSG(rate == cases[k].rate && ch == 2, "%s: %d Hz, %d ch", path,
-                  rate, ch);
+        CHECK_MSG(hv_audio_read_file(path, &pcm, &n, &rate, &ch, &e) == HV_OK, "%s", e.msg);
+        CHECK_MSG(rate == cases[k].rate && ch == 2, "%s: %d Hz, %d ch", path, rate, ch);
         CHECK_MSG(n + frames / 20 > frames && n < frames + frames / 20,
                   "%s: %zu frames, want about %zu", path, n, frames);
         double p = 0;
         for (size_t i = 0; i < n; i++) p += (double)pcm[2 * i] * pcm[2 * i];
         double rms = n ? sqrt(p / n) : 0, want = 0.5 / sqrt(2.0);
-        CHECK_MSG(fabs(rms - want) < 0.1 * want, "%s: rms %g, want %g", path,
-                  rms, want);
+        CHECK_MSG(fabs(rms - want) < 0.1 * want, "%s: rms %g, want %g", path, rms, want);
         free(pcm);
     }
 }
@@ -179,14 +171,12 @@ static void test_downmix(void) {
     hv_error e;
     hv_err_clear(&e);
     CHECK(hv_audio_to_mono(st, 4, 2, 16000, 16000, &m, &n, &e) == HV_OK);
-    CHECK(n == 4 && m[0] == 0.0f && m[1] == 0.0f && m[2] == 0.375f &&
-          m[3] == -0.25f);
+    CHECK(n == 4 && m[0] == 0.0f && m[1] == 0.0f && m[2] == 0.375f && m[3] == -0.25f);
     free(m);
 
     /* Through a file: an inverted-channel stereo tone cancels to silence. */
     const char *path = hv_test_path(dir, "cancel.wav");
-    CHECK(write_tone(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 16000, 2, 4000,
-                     300.0, 0.9) == 0);
+    CHECK(write_tone(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 16000, 2, 4000, 300.0, 0.9) == 0);
     float *pcm = NULL;
     int rate = 0, ch = 0;
     size_t frames = 0;
@@ -208,8 +198,8 @@ static void test_downmix(void) {
 /* Resampling: a sine at `from` Hz resampled to `to` Hz equals the same
  * sine sampled at `to`, away from the edges where the filter sees the
  * signal's start and end. Returns the max error. */
-static double resample_error(int from, int to, int channels, size_t frames,
-                             double freq, size_t *n_out) {
+static double resample_error(int from, int to, int channels, size_t frames, double freq,
+                             size_t *n_out) {
     float *pcm = malloc(frames * channels * sizeof *pcm);
     for (size_t i = 0; i < frames; i++)
         for (int c = 0; c < channels; c++) /* same tone on every channel */
@@ -217,8 +207,8 @@ static double resample_error(int from, int to, int channels, size_t frames,
     float *m = NULL;
     hv_error e;
     hv_err_clear(&e);
-    CHECK_MSG(hv_audio_to_mono(pcm, frames, channels, from, to, &m, n_out,
-                               &e) == HV_OK, "%s", e.msg);
+    CHECK_MSG(hv_audio_to_mono(pcm, frames, channels, from, to, &m, n_out, &e) == HV_OK, "%s",
+              e.msg);
     size_t edge = (size_t)to / 20; /* 50 ms */
     double err = 0;
     for (size_t j = edge; m && j + edge < *n_out; j++)
@@ -237,28 +227,23 @@ static void test_resample(void) {
         /* SOXR_HQ: ~3e-7 for tones well inside the passband; at 5 kHz of
          * 44.1 -> 16 kHz its passband droop shows (2.4e-5, 7.5e-4 at
          * 7 kHz), which is the resampler's design, not a bug. */
-        {44100, 16000, 2, 44100, 1000.0, 2e-6},
-        {48000, 16000, 1, 48000, 440.0, 2e-6},
-        {8000, 16000, 1, 8000, 1000.0, 2e-6},
-        {22050, 16000, 2, 12345, 3000.0, 2e-6},
-        {44100, 16000, 1, 12345, 5000.0, 5e-5},
-        {16000, 44100, 1, 9999, 700.0, 2e-6},
+        {44100, 16000, 2, 44100, 1000.0, 2e-6}, {48000, 16000, 1, 48000, 440.0, 2e-6},
+        {8000, 16000, 1, 8000, 1000.0, 2e-6},   {22050, 16000, 2, 12345, 3000.0, 2e-6},
+        {44100, 16000, 1, 12345, 5000.0, 5e-5}, {16000, 44100, 1, 9999, 700.0, 2e-6},
         {11025, 16000, 3, 20000, 2000.0, 2e-6},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         size_t n = 0;
-        double err = resample_error(cases[k].from, cases[k].to,
-                                    cases[k].channels, cases[k].frames,
+        double err = resample_error(cases[k].from, cases[k].to, cases[k].channels, cases[k].frames,
                                     cases[k].freq, &n);
-        size_t want = (size_t)floor((double)cases[k].frames * cases[k].to /
-                                    cases[k].from + 0.5);
-        CHECK_MSG(n == want, "%d -> %d: %zu samples, want %zu",
-                  cases[k].from, cases[k].to, n, want);
-        CHECK_MSG(err < cases[k].tol, "%d -> %d Hz, %.0f Hz sine: max error %g",
-                  cases[k].from, cases[k].to, cases[k].freq, err);
+        size_t want = (size_t)floor((double)cases[k].frames * cases[k].to / cases[k].from + 0.5);
+        CHECK_MSG(n == want, "%d -> %d: %zu samples, want %zu", cases[k].from, cases[k].to, n,
+                  want);
+        CHECK_MSG(err < cases[k].tol, "%d -> %d Hz, %.0f Hz sine: max error %g", cases[k].from,
+                  cases[k].to, cases[k].freq, err);
         printf("resample %5d -> %5d Hz, %4.0f Hz sine: %zu samples, "
-               "max error %.2e\n", cases[k].from, cases[k].to, cases[k].freq,
-               n, err);
+               "max error %.2e\n",
+               cases[k].from, cases[k].to, cases[k].freq, n, err);
     }
 }
 
@@ -269,23 +254,17 @@ static void test_to_mono_errors(void) {
     hv_error e;
     hv_err_clear(&e);
     pcm[5] = NAN;
-    CHECK(hv_audio_to_mono(pcm, 4, 2, 16000, 16000, &m, &n, &e) ==
-          HV_ERR_FORMAT);
+    CHECK(hv_audio_to_mono(pcm, 4, 2, 16000, 16000, &m, &n, &e) == HV_ERR_FORMAT);
     CHECK_MSG(strstr(e.msg, "NaN") && strstr(e.msg, "sample 2"), "%s", e.msg);
     CHECK(m == NULL && n == 0);
     pcm[5] = -INFINITY;
-    CHECK(hv_audio_to_mono(pcm, 8, 1, 44100, 16000, &m, &n, &e) ==
-          HV_ERR_FORMAT);
+    CHECK(hv_audio_to_mono(pcm, 8, 1, 44100, 16000, &m, &n, &e) == HV_ERR_FORMAT);
     CHECK_MSG(strstr(e.msg, "infinite"), "%s", e.msg);
     pcm[5] = 0;
-    CHECK(hv_audio_to_mono(pcm, 0, 1, 16000, 16000, &m, &n, &e) ==
-          HV_ERR_INVALID_ARG);
-    CHECK(hv_audio_to_mono(pcm, 8, 0, 16000, 16000, &m, &n, &e) ==
-          HV_ERR_INVALID_ARG);
-    CHECK(hv_audio_to_mono(pcm, 8, 1, 0, 16000, &m, &n, &e) ==
-          HV_ERR_INVALID_ARG);
-    CHECK(hv_audio_to_mono(pcm, 8, 1, 16000, -5, &m, &n, &e) ==
-          HV_ERR_INVALID_ARG);
+    CHECK(hv_audio_to_mono(pcm, 0, 1, 16000, 16000, &m, &n, &e) == HV_ERR_INVALID_ARG);
+    CHECK(hv_audio_to_mono(pcm, 8, 0, 16000, 16000, &m, &n, &e) == HV_ERR_INVALID_ARG);
+    CHECK(hv_audio_to_mono(pcm, 8, 1, 0, 16000, &m, &n, &e) == HV_ERR_INVALID_ARG);
+    CHECK(hv_audio_to_mono(pcm, 8, 1, 16000, -5, &m, &n, &e) == HV_ERR_INVALID_ARG);
     /* A single sample at 44.1 kHz resamples to nothing: not an error. */
     CHECK(hv_audio_to_mono(pcm, 1, 1, 44100, 16000, &m, &n, &e) == HV_OK);
     CHECK(m != NULL && n == 0);
@@ -309,8 +288,7 @@ static void test_file_errors(void) {
 
     /* A real WAV cut inside its header, and one cut inside its data. */
     const char *full = hv_test_path(dir, "full.wav");
-    CHECK(write_tone(full, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, 16000,
-                     440, 0.5) == 0);
+    CHECK(write_tone(full, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, 16000, 440, 0.5) == 0);
     size_t len = 0;
     char *bytes = slurp(full, &len);
     CHECK(bytes && len == 44 + 32000);
@@ -325,10 +303,8 @@ static void test_file_errors(void) {
     int rate = 0, ch = 0;
     hv_error e;
     hv_err_clear(&e);
-    CHECK_MSG(hv_audio_read_file(cutd, &pcm, &n, &rate, &ch, &e) == HV_OK,
-              "%s", e.msg);
-    CHECK_MSG(n == 1000 && rate == 16000 && ch == 1, "truncated: %zu frames",
-              n);
+    CHECK_MSG(hv_audio_read_file(cutd, &pcm, &n, &rate, &ch, &e) == HV_OK, "%s", e.msg);
+    CHECK_MSG(n == 1000 && rate == 16000 && ch == 1, "truncated: %zu frames", n);
     for (size_t i = 0; pcm && i < n; i++)
         if (fabs(pcm[i] - tone(i, 0, 16000, 440, 0.5)) > 2.0 / 32768) {
             CHECK_MSG(0, "truncated: sample %zu differs", i);
@@ -339,16 +315,14 @@ static void test_file_errors(void) {
      * complete frames, exact. (libsndfile refuses cut OGG/Opus files at
      * open: those are format errors.) */
     const char *flac = hv_test_path(dir, "full.flac");
-    CHECK(write_tone(flac, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 32000,
-                     440, 0.5) == 0);
+    CHECK(write_tone(flac, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 32000, 440, 0.5) == 0);
     size_t flen = 0;
     char *fbytes = slurp(flac, &flen);
     const char *cutf = hv_test_path(dir, "cut.flac");
     CHECK(fbytes && hv_test_write_file(cutf, fbytes, flen / 2) == 0);
     free(fbytes);
     pcm = NULL;
-    CHECK_MSG(hv_audio_read_file(cutf, &pcm, &n, &rate, &ch, &e) == HV_OK,
-              "%s", e.msg);
+    CHECK_MSG(hv_audio_read_file(cutf, &pcm, &n, &rate, &ch, &e) == HV_OK, "%s", e.msg);
     CHECK_MSG(n > 4000 && n < 32000, "truncated FLAC: %zu frames", n);
     for (size_t i = 0; pcm && i < n; i++)
         if (fabs(pcm[i] - tone(i, 0, 16000, 440, 0.5)) > 2.0 / 32768) {
@@ -395,8 +369,7 @@ static void test_file_errors(void) {
 
     /* No permission to read (root reads anything; skip then). */
     const char *locked = hv_test_path(dir, "locked.wav");
-    CHECK(write_tone(locked, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, 100,
-                     440, 0.5) == 0);
+    CHECK(write_tone(locked, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, 100, 440, 0.5) == 0);
     chmod(locked, 0);
     if (geteuid() != 0) expect_error(locked, HV_ERR_IO, "cannot open");
 }
@@ -408,27 +381,23 @@ static void test_public_api(void) {
     size_t n = 0;
     int rate = 0, ch = 0;
     char *missing = strdup(hv_test_path(dir, "nope.flac"));
-    CHECK(hv_audio_read(missing, &pcm, &n, &rate, &ch, err, sizeof err) ==
-          HV_ERR_IO);
+    CHECK(hv_audio_read(missing, &pcm, &n, &rate, &ch, err, sizeof err) == HV_ERR_IO);
     CHECK_MSG(strstr(err, missing), "%s", err);
     CHECK(pcm == NULL);
     /* A small buffer gets a truncated, terminated message. */
     char tiny[8];
     memset(tiny, 'x', sizeof tiny);
-    CHECK(hv_audio_read(missing, &pcm, &n, &rate, &ch, tiny, sizeof tiny) ==
-          HV_ERR_IO);
+    CHECK(hv_audio_read(missing, &pcm, &n, &rate, &ch, tiny, sizeof tiny) == HV_ERR_IO);
     CHECK(tiny[7] == '\0');
     free(missing);
 
     const char *ok = hv_test_path(dir, "api.flac");
-    CHECK(write_tone(ok, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 1600,
-                     440, 0.5) == 0);
+    CHECK(write_tone(ok, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 1600, 440, 0.5) == 0);
     CHECK(hv_audio_read(ok, &pcm, &n, &rate, &ch, err, sizeof err) == HV_OK);
     CHECK(err[0] == '\0' && n == 1600 && rate == 16000 && ch == 1);
     hv_audio_free(pcm);
     hv_audio_free(NULL);
-    CHECK(hv_audio_read(NULL, &pcm, &n, &rate, &ch, err, sizeof err) ==
-          HV_ERR_INVALID_ARG);
+    CHECK(hv_audio_read(NULL, &pcm, &n, &rate, &ch, err, sizeof err) == HV_ERR_INVALID_ARG);
 }
 
 int main(void) {

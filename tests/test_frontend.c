@@ -6,7 +6,7 @@
  * independence, (g) torch.stft (tests/frontend/torch_frontend.py, skipped
  * without torch), plus checkpoint-given window / filterbank and bad
  * arguments. */
-#ifndef _POSIX_C_SOURCE /* popen, strdup, ...: the tests are not built */
+#ifndef _POSIX_C_SOURCE         /* popen, strdup, ...: the tests are not built */
 #define _POSIX_C_SOURCE 200809L /* with the library's definitions */
 #endif
 #include <math.h>
@@ -31,9 +31,9 @@
  * float32 FFT rounding (~1e-7 of the frame) is a visible part of those
  * bands. torch.stft (float32 too) differs from us by 1.4e-3 on the chirp
  * for the same reason. */
-#define TOL_REF 5e-4
+#define TOL_REF      5e-4
 #define TOL_REF_LOUD 5e-3
-#define TOL_TORCH 5e-3
+#define TOL_TORCH    5e-3
 
 static void default_config(hv_config *c) {
     memset(c, 0, sizeof *c);
@@ -62,12 +62,12 @@ static float *make_signal(int kind, size_t n) {
     for (size_t i = 0; i < n; i++) {
         double t = i / 16000.0, v = 0;
         switch (kind) {
-        case SIG_NOISE: v = 0.5 * urand(); break;
-        case SIG_CHIRP: /* rising tone, amplitude-modulated, over a floor */
-            v = (0.5 + 0.4 * sin(TWO_PI * 3 * t)) *
-                    sin(TWO_PI * (200 + 1500 * t) * t) + 1e-3 * urand();
-            break;
-        case SIG_SINE: v = 0.3 * sin(TWO_PI * 440 * t) + 1e-4 * urand(); break;
+            case SIG_NOISE: v = 0.5 * urand(); break;
+            case SIG_CHIRP: /* rising tone, amplitude-modulated, over a floor */
+                v = (0.5 + 0.4 * sin(TWO_PI * 3 * t)) * sin(TWO_PI * (200 + 1500 * t) * t) +
+                    1e-3 * urand();
+                break;
+            case SIG_SINE: v = 0.3 * sin(TWO_PI * 440 * t) + 1e-4 * urand(); break;
         }
         x[i] = (float)v;
     }
@@ -77,13 +77,12 @@ static float *make_signal(int kind, size_t n) {
 /* The frontend of docs/MODEL.md written as plainly as possible, in double:
  * out [n_frames x n_mels], rows >= T zero. Uses f's window and filterbank
  * (checked against the oracle on their own). */
-static void ref_features(const hv_frontend *f, const float *x, size_t n,
-                         double *out, int n_frames) {
+static void ref_features(const hv_frontend *f, const float *x, size_t n, double *out,
+                         int n_frames) {
     int N = f->n_fft, B = f->n_bins, M = f->n_mels, hop = f->hop;
     size_t T = n / hop;
     double *xp = calloc(n + N, sizeof *xp); /* centred: N/2 zeros each side */
-    for (size_t i = 0; i < n; i++)
-        xp[N / 2 + i] = i ? (double)x[i] - 0.97 * x[i - 1] : x[0];
+    for (size_t i = 0; i < n; i++) xp[N / 2 + i] = i ? (double)x[i] - 0.97 * x[i - 1] : x[0];
     double *cs = malloc(N * sizeof *cs), *sn = malloc(N * sizeof *sn);
     for (int k = 0; k < N; k++) {
         cs[k] = cos(TWO_PI * k / N);
@@ -111,11 +110,9 @@ static void ref_features(const hv_frontend *f, const float *x, size_t n,
         double mean = 0, var = 0;
         for (size_t t = 0; t < T; t++) mean += out[t * M + m];
         mean /= T;
-        for (size_t t = 0; t < T; t++)
-            var += (out[t * M + m] - mean) * (out[t * M + m] - mean);
+        for (size_t t = 0; t < T; t++) var += (out[t * M + m] - mean) * (out[t * M + m] - mean);
         double sd = sqrt(var / (T - 1)) + 1e-5;
-        for (size_t t = 0; t < T; t++)
-            out[t * M + m] = (out[t * M + m] - mean) / sd;
+        for (size_t t = 0; t < T; t++) out[t * M + m] = (out[t * M + m] - mean) / sd;
     }
     free(xp);
     free(cs);
@@ -125,14 +122,12 @@ static void ref_features(const hv_frontend *f, const float *x, size_t n,
 }
 
 /* Runs the frontend; checks success and the shape rules of docs/MODEL.md. */
-static float *features(const hv_frontend *f, const float *x, size_t n,
-                       float dither, uint64_t seed, hv_pool *pool,
-                       int *n_frames, int *n_valid) {
+static float *features(const hv_frontend *f, const float *x, size_t n, float dither, uint64_t seed,
+                       hv_pool *pool, int *n_frames, int *n_valid) {
     hv_error e;
     hv_err_clear(&e);
     float *feat = NULL;
-    hv_status rc = hv_frontend_compute(f, x, n, dither, seed, pool, &feat,
-                                       n_frames, n_valid, &e);
+    hv_status rc = hv_frontend_compute(f, x, n, dither, seed, pool, &feat, n_frames, n_valid, &e);
     CHECK_MSG(rc == HV_OK, "compute n=%zu: %s", n, e.msg);
     return feat;
 }
@@ -163,10 +158,9 @@ static void test_reference(const hv_frontend *f) {
         double worst = 0;
         for (size_t i = 0; i < (size_t)nf * f->n_mels; i++)
             worst = fmax(worst, fabs(feat[i] - ref[i]));
-        printf("(a) %-12s n=%6zu: max |ours - double reference| = %.2e\n",
-               cases[c].name, cases[c].n, worst);
-        CHECK_MSG(worst < cases[c].tol, "%s: max diff %g", cases[c].name,
-                  worst);
+        printf("(a) %-12s n=%6zu: max |ours - double reference| = %.2e\n", cases[c].name,
+               cases[c].n, worst);
+        CHECK_MSG(worst < cases[c].tol, "%s: max diff %g", cases[c].name, worst);
         free(ref);
         free(feat);
         free(x);
@@ -182,12 +176,10 @@ static void check_semantics(const hv_frontend *f, size_t n, int pad_to) {
     if (!feat) return;
     int M = f->n_mels, T = (int)(n / 160);
     int want = (T + 1 + pad_to - 1) / pad_to * pad_to;
-    CHECK_MSG(nv == T && nf == want, "n=%zu: %d/%d frames, want %d/%d", n, nv,
-              nf, T, want);
+    CHECK_MSG(nv == T && nf == want, "n=%zu: %d/%d frames, want %d/%d", n, nv, nf, T, want);
     CHECK(nf % pad_to == 0);
     int nonzero = 0;
-    for (size_t i = (size_t)T * M; i < (size_t)nf * M; i++)
-        nonzero += feat[i] != 0;
+    for (size_t i = (size_t)T * M; i < (size_t)nf * M; i++) nonzero += feat[i] != 0;
     CHECK_MSG(nonzero == 0, "n=%zu: %d non-zero padded values", n, nonzero);
     double worst_mean = 0, worst_sd = 0;
     for (int m = 0; m < M; m++) {
@@ -202,8 +194,8 @@ static void check_semantics(const hv_frontend *f, size_t n, int pad_to) {
         worst_sd = fmax(worst_sd, fabs(sqrt(s2 / (T - 1)) - 1));
     }
     /* std is a shade under 1: the 1e-5 added to it. */
-    CHECK_MSG(worst_mean < 1e-5 && worst_sd < 1e-3,
-              "n=%zu: |mean| %g, |std - 1| %g", n, worst_mean, worst_sd);
+    CHECK_MSG(worst_mean < 1e-5 && worst_sd < 1e-3, "n=%zu: |mean| %g, |std - 1| %g", n, worst_mean,
+              worst_sd);
     free(feat);
 }
 
@@ -226,13 +218,11 @@ static void test_semantics(const hv_frontend *f) {
 
 /* Reads `count` numbers printed by the oracle; returns them (malloc'ed)
  * or NULL. */
-static double *run_oracle(int sr, int n_fft, int n_mels, int win,
-                          size_t count) {
+static double *run_oracle(int sr, int n_fft, int n_mels, int win, size_t count) {
     const char *py = hv_test_env("HV_PYTHON", "/usr/bin/python3");
     const char *src = hv_test_env("HV_SOURCE_DIR", ".");
     char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "'%s' '%s/tests/frontend/mel_oracle.py' %d %d %d %d", py, src, sr,
+    snprintf(cmd, sizeof cmd, "'%s' '%s/tests/frontend/mel_oracle.py' %d %d %d %d", py, src, sr,
              n_fft, n_mels, win);
     FILE *p = popen(cmd, "r");
     if (!p) return NULL;
@@ -241,8 +231,7 @@ static double *run_oracle(int sr, int n_fft, int n_mels, int win,
     while (got < count && fscanf(p, "%lf", &v[got]) == 1) got++;
     int status = pclose(p);
     if (got != count || status != 0) {
-        fprintf(stderr, "oracle '%s': %zu of %zu values, status %d\n", cmd, got,
-                count, status);
+        fprintf(stderr, "oracle '%s': %zu of %zu values, status %d\n", cmd, got, count, status);
         free(v);
         return NULL;
     }
@@ -266,15 +255,14 @@ static void check_oracle(int sr, int n_fft, int n_mels, int win) {
     CHECK_MSG(v, "the numpy oracle did not run (HV_PYTHON, HV_SOURCE_DIR)");
     if (v) {
         double dw = 0, dfb = 0, fb_max = 0;
-        for (int i = 0; i < win; i++)
-            dw = fmax(dw, fabs(f.window[off + i] - v[i]));
+        for (int i = 0; i < win; i++) dw = fmax(dw, fabs(f.window[off + i] - v[i]));
         for (size_t i = 0; i < (size_t)n_mels * B; i++) {
             dfb = fmax(dfb, fabs(f.fb[i] - v[win + i]));
             fb_max = fmax(fb_max, v[win + i]);
         }
         printf("(c) sr %d n_fft %d mels %d win %d: window max diff %.2e, "
-               "filterbank max diff %.2e (largest weight %.3g)\n", sr, n_fft,
-               n_mels, win, dw, dfb, fb_max);
+               "filterbank max diff %.2e (largest weight %.3g)\n",
+               sr, n_fft, n_mels, win, dw, dfb, fb_max);
         CHECK_MSG(dw < 1e-7, "window differs by %g", dw);
         CHECK_MSG(dfb < 1e-6 * fb_max, "filterbank differs by %g", dfb);
         free(v);
@@ -282,10 +270,8 @@ static void check_oracle(int sr, int n_fft, int n_mels, int win) {
     /* Closed-form facts: a symmetric window, zero at its ends, 1 in the
      * middle (odd length), zero outside; the frame padding is zero. */
     int asym = 0, outside = 0;
-    for (int i = 0; i < win; i++)
-        asym += f.window[off + i] != f.window[off + win - 1 - i];
-    for (int i = 0; i < n_fft; i++)
-        outside += (i < off || i >= off + win) && f.window[i] != 0;
+    for (int i = 0; i < win; i++) asym += f.window[off + i] != f.window[off + win - 1 - i];
+    for (int i = 0; i < n_fft; i++) outside += (i < off || i >= off + win) && f.window[i] != 0;
     CHECK(asym == 0 && outside == 0);
     CHECK(f.window[off] == 0 && f.window[off + win - 1] == 0);
     /* Every filter has weights and fb_range covers them. Slaney
@@ -300,8 +286,7 @@ static void check_oracle(int sr, int n_fft, int n_mels, int win) {
             area += f.fb[(size_t)m * B + k] * bin_hz;
         }
         CHECK_MSG(lo < hi && bad == 0, "filter %d range [%d, %d)", m, lo, hi);
-        if (hi - lo >= 8)
-            CHECK_MSG(fabs(area - 1) < 0.02, "filter %d: area %g", m, area);
+        if (hi - lo >= 8) CHECK_MSG(fabs(area - 1) < 0.02, "filter %d: area %g", m, area);
     }
     hv_frontend_free(&f);
 }
@@ -322,15 +307,19 @@ static void test_dither(const hv_frontend *f) {
         CHECK(memcmp(a, b, bytes) == 0);
         CHECK(memcmp(a, c, bytes) != 0);
         CHECK(memcmp(a, d0, bytes) != 0);
-        CHECK(memcmp(d0, d1, bytes) == 0); /* no noise: the seed is unused */
+        CHECK(memcmp(d0, d1, bytes) == 0);  /* no noise: the seed is unused */
         CHECK(memcmp(d0, neg, bytes) == 0); /* negative = off */
         /* Tiny noise on a loud signal moves features a little only. */
         double dd = 0;
-        for (size_t i = 0; i < (size_t)nf * f->n_mels; i++)
-            dd = fmax(dd, fabs(a[i] - d0[i]));
+        for (size_t i = 0; i < (size_t)nf * f->n_mels; i++) dd = fmax(dd, fabs(a[i] - d0[i]));
         CHECK_MSG(dd > 0 && dd < 0.5, "dither changed features by %g", dd);
     }
-    free(a); free(b); free(c); free(d0); free(d1); free(neg);
+    free(a);
+    free(b);
+    free(c);
+    free(d0);
+    free(d1);
+    free(neg);
 
     /* Silence: without dither every log-mel value is log(2^-24) and the
      * normalised features are 0; with dither they are noise. */
@@ -342,9 +331,11 @@ static void test_dither(const hv_frontend *f) {
         nz0 += s0[i] != 0;
         nz1 += s1[i] != 0;
     }
-    CHECK_MSG(nz0 == 0 && nz1 > nv * f->n_mels / 2, "silence: %d / %d non-zero",
-              nz0, nz1);
-    free(s0); free(s1); free(z); free(x);
+    CHECK_MSG(nz0 == 0 && nz1 > nv * f->n_mels / 2, "silence: %d / %d non-zero", nz0, nz1);
+    free(s0);
+    free(s1);
+    free(z);
+    free(x);
 }
 
 /* (e) fewer than two valid frames; non-finite samples. */
@@ -356,10 +347,9 @@ static void test_too_short(const hv_frontend *f) {
         hv_err_clear(&e);
         float *feat = (float *)x;
         int nf = 9, nv = 9;
-        hv_status rc = hv_frontend_compute(f, x, sizes[i], 0, 0, NULL, &feat,
-                                           &nf, &nv, &e);
-        CHECK_MSG(rc == HV_ERR_INVALID_ARG && strstr(e.msg, "too short"),
-                  "n=%zu: %d %s", sizes[i], rc, e.msg);
+        hv_status rc = hv_frontend_compute(f, x, sizes[i], 0, 0, NULL, &feat, &nf, &nv, &e);
+        CHECK_MSG(rc == HV_ERR_INVALID_ARG && strstr(e.msg, "too short"), "n=%zu: %d %s", sizes[i],
+                  rc, e.msg);
         CHECK(feat == NULL && nf == 0 && nv == 0);
     }
     /* Non-finite samples are refused rather than spread over a feature. */
@@ -367,8 +357,7 @@ static void test_too_short(const hv_frontend *f) {
     hv_error e;
     float *feat = NULL;
     int nf, nv;
-    CHECK(hv_frontend_compute(f, x, 400, 0, 0, NULL, &feat, &nf, &nv, &e) ==
-          HV_ERR_INVALID_ARG);
+    CHECK(hv_frontend_compute(f, x, 400, 0, 0, NULL, &feat, &nf, &nv, &e) == HV_ERR_INVALID_ARG);
     CHECK_MSG(strstr(e.msg, "sample 333 is NaN"), "%s", e.msg);
     CHECK(feat == NULL);
 }
@@ -389,10 +378,8 @@ static void test_threads(const hv_frontend *f) {
             if (!pool) continue;
             int nf2, nv2;
             float *p = features(f, x, n, d, 9, pool, &nf2, &nv2);
-            CHECK_MSG(base && p && nf2 == nf && nv2 == nv &&
-                      memcmp(base, p, bytes) == 0,
-                      "%d threads (dither %g) differ from no pool", sizes[i],
-                      (double)d);
+            CHECK_MSG(base && p && nf2 == nf && nv2 == nv && memcmp(base, p, bytes) == 0,
+                      "%d threads (dither %g) differ from no pool", sizes[i], (double)d);
             free(p);
             hv_pool_free(pool);
         }
@@ -410,10 +397,9 @@ static void test_torch(const hv_frontend *f) {
     float *x = make_signal(SIG_CHIRP, n);
     CHECK(hv_test_write_file(in, x, n * sizeof *x) == 0);
     char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "'%s' '%s/tests/frontend/torch_frontend.py' '%s' '%s'",
-             hv_test_env("HV_PYTHON", "/usr/bin/python3"),
-             hv_test_env("HV_SOURCE_DIR", "."), in, outp);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/tests/frontend/torch_frontend.py' '%s' '%s'",
+             hv_test_env("HV_PYTHON", "/usr/bin/python3"), hv_test_env("HV_SOURCE_DIR", "."), in,
+             outp);
     int st = system(cmd);
     int code = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     if (code == 77) {
@@ -427,12 +413,10 @@ static void test_torch(const hv_frontend *f) {
         FILE *fp = code == 0 ? fopen(outp, "rb") : NULL;
         size_t got = fp ? fread(ref, sizeof *ref, count + 1, fp) : 0;
         if (fp) fclose(fp);
-        CHECK_MSG(code != 0 || got == count, "torch gave %zu values, want %zu",
-                  got, count);
+        CHECK_MSG(code != 0 || got == count, "torch gave %zu values, want %zu", got, count);
         if (feat && got == count) {
             double worst = 0;
-            for (size_t i = 0; i < count; i++)
-                worst = fmax(worst, fabs(feat[i] - ref[i]));
+            for (size_t i = 0; i < count; i++) worst = fmax(worst, fabs(feat[i] - ref[i]));
             printf("(g) max |ours - torch| = %.2e\n", worst);
             CHECK_MSG(worst < TOL_TORCH, "torch differs by %g", worst);
         }
@@ -462,8 +446,8 @@ static void test_init(void) {
     hv_error e;
     CHECK(hv_frontend_init(&f, &c, win, fb, &e) == HV_OK);
     CHECK(f.n_fft == 16 && f.n_bins == B && f.hop == 4 && f.n_mels == 3);
-    CHECK(f.window[0] == 0 && f.window[2] == 0 && f.window[3] == 1.0f &&
-          f.window[12] == 10.0f && f.window[13] == 0 && f.window[15] == 0);
+    CHECK(f.window[0] == 0 && f.window[2] == 0 && f.window[3] == 1.0f && f.window[12] == 10.0f &&
+          f.window[13] == 0 && f.window[15] == 0);
     CHECK(memcmp(f.fb, fb, sizeof fb) == 0);
     CHECK(f.fb_range[0] == 2 && f.fb_range[1] == 3 && f.fb_range[4] == 4);
 
@@ -479,8 +463,7 @@ static void test_init(void) {
     double *ref = malloc((size_t)nf * 3 * sizeof *ref);
     ref_features(&f, x, n, ref, nf);
     double worst = 0;
-    for (int i = 0; feat && i < nf * 3; i++)
-        worst = fmax(worst, fabs(feat[i] - ref[i]));
+    for (int i = 0; feat && i < nf * 3; i++) worst = fmax(worst, fabs(feat[i] - ref[i]));
     CHECK_MSG(worst < TOL_REF, "given window/fb: diff %g", worst);
     free(ref);
     free(feat);
@@ -535,8 +518,7 @@ static void report_speed(const hv_frontend *f) {
     float *feat = features(f, x, n, 1e-5f, 1, NULL, &nf, &nv);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-    printf("30 s of audio: %.1f ms on one thread (%.2f ms per second)\n", ms,
-           ms / 30);
+    printf("30 s of audio: %.1f ms on one thread (%.2f ms per second)\n", ms, ms / 30);
     free(feat);
     free(x);
 }

@@ -14,7 +14,9 @@ static float frand(unsigned *s) {
     return (float)((*s >> 8) / 16777216.0 * 2.0 - 1.0);
 }
 
-typedef struct { atomic_int *hits; } count_job;
+typedef struct {
+    atomic_int *hits;
+} count_job;
 static void count_task(void *arg, int task, int n_tasks) {
     count_job *j = arg;
     (void)n_tasks;
@@ -43,8 +45,8 @@ static void test_pool(void) {
 
 static void test_linear(void) {
     unsigned s = 1;
-    const int shapes[][3] = {{1, 7, 5}, {1, 300, 64}, {3, 33, 17}, {40, 130, 96},
-                             {17, 1000, 40}, {64, 64, 64}};
+    const int shapes[][3] = {{1, 7, 5},     {1, 300, 64},   {3, 33, 17},
+                             {40, 130, 96}, {17, 1000, 40}, {64, 64, 64}};
     for (int threads = 1; threads <= 3; threads++) {
         hv_pool *p = hv_pool_new(threads);
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
@@ -64,13 +66,16 @@ static void test_linear(void) {
                     double d = fabs(acc - y[i * out + o]);
                     if (d > worst) worst = d;
                 }
-            CHECK_MSG(worst < 1e-4, "linear %dx%dx%d threads %d: max diff %g", n, out, in,
-                      threads, worst);
+            CHECK_MSG(worst < 1e-4, "linear %dx%dx%d threads %d: max diff %g", n, out, in, threads,
+                      worst);
             hv_linear(p, y, x, n, &W, NULL);
             double acc = 0;
             for (int t = 0; t < in; t++) acc += (double)x[t] * w[t];
             CHECK(fabs(acc - y[0]) < 1e-4);
-            free(x); free(w); free(b); free(y);
+            free(x);
+            free(w);
+            free(b);
+            free(y);
         }
         hv_pool_free(p);
     }
@@ -78,9 +83,9 @@ static void test_linear(void) {
 
 static void test_gemm(void) {
     /* C = A . B^T and C = A . B with leading dimensions larger than sizes */
-    float A[2 * 4] = {1, 2, 3, 0, 4, 5, 6, 0};      /* 2x3, lda 4 */
-    float Bt[2 * 3] = {1, 0, 1, 0, 1, 0};           /* 2x3 (n x k) */
-    float B[3 * 2] = {1, 0, 0, 1, 1, 0};            /* 3x2 (k x n) */
+    float A[2 * 4] = {1, 2, 3, 0, 4, 5, 6, 0}; /* 2x3, lda 4 */
+    float Bt[2 * 3] = {1, 0, 1, 0, 1, 0};      /* 2x3 (n x k) */
+    float B[3 * 2] = {1, 0, 0, 1, 1, 0};       /* 3x2 (k x n) */
     float C[2 * 2];
     hv_gemm(2, 2, 3, 1.0f, A, 4, Bt, 3, 1, 0.0f, C, 2);
     CHECK(C[0] == 4 && C[1] == 2 && C[2] == 10 && C[3] == 5);

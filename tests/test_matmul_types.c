@@ -109,14 +109,19 @@ static void test_f16_bf16_roundtrip(void) {
             for (int i = 0; i < 65536; i++)
                 ok &= isnan(a[i]) ? isnan(b[i]) != 0 : memcmp(&a[i], &b[i], 4) == 0;
             CHECK_MSG(ok, "%s: SIMD widening == scalar", bf ? "bf16" : "f16");
-            free(allb); free(a); free(b);
+            free(allb);
+            free(a);
+            free(b);
         }
-        free(back); free(st); free(v); free(bits);
+        free(back);
+        free(st);
+        free(v);
+        free(bits);
     }
 
     /* rounding: to nearest, ties to even; NaN stays NaN */
-    float r[6] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-20f,
-                  65519.0f, 0x1p-25f, NAN};
+    float r[6] = {
+        1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-20f, 65519.0f, 0x1p-25f, NAN};
     hv_mat m;
     void *st;
     CHECK(conv(&m, HV_WEIGHTS_F16, r, 2, 3, &st) == HV_OK);
@@ -177,14 +182,14 @@ static void test_q8_0_convert(void) {
         float scale = powf(10.0f, (float)irand(-6, 6));
         for (int t = 0; t < 32; t++) {
             switch (kind) {
-            case 0: blk[t] = frand() * scale; break;
-            case 1: blk[t] = 0.0f; break;
-            case 2: blk[t] = t % 2 ? -0.0f : 0.0f; break;
-            case 3: blk[t] = frand() * 1e-40f; break;           /* f32 subnormals */
-            case 4: blk[t] = frand() * 1e-6f; break;            /* f16-subnormal scale */
-            case 5: blk[t] = t == 7 ? 1e6f : frand(); break;    /* outlier */
-            case 6: blk[t] = frand() * 4e-9f; break;            /* scale < 2^-24 */
-            default: blk[t] = (float)irand(-127, 127) / 128.0f; break;
+                case 0: blk[t] = frand() * scale; break;
+                case 1: blk[t] = 0.0f; break;
+                case 2: blk[t] = t % 2 ? -0.0f : 0.0f; break;
+                case 3: blk[t] = frand() * 1e-40f; break;        /* f32 subnormals */
+                case 4: blk[t] = frand() * 1e-6f; break;         /* f16-subnormal scale */
+                case 5: blk[t] = t == 7 ? 1e6f : frand(); break; /* outlier */
+                case 6: blk[t] = frand() * 4e-9f; break;         /* scale < 2^-24 */
+                default: blk[t] = (float)irand(-127, 127) / 128.0f; break;
             }
         }
     }
@@ -199,8 +204,8 @@ static void test_q8_0_convert(void) {
         for (int t = 0; t < 32; t++) amax = fmaxf(amax, fabsf(v[b * 32 + t]));
         double d = hv_f16_to_f32(q[b].d), want = amax / 127.0;
         /* the scale is amax/127 rounded up to an f16 (at least the smallest) */
-        if (!(d >= (double)(amax / 127.0f) &&
-              d <= want * (1 + 0x1p-10) + 0x1p-24 && (amax > 0 || d == 0)))
+        if (!(d >= (double)(amax / 127.0f) && d <= want * (1 + 0x1p-10) + 0x1p-24 &&
+              (amax > 0 || d == 0)))
             ok_scale = 0;
         for (int t = 0; t < 32; t++) {
             if (q[b].q[t] < -127) ok_q = 0;
@@ -229,7 +234,8 @@ static void test_q8_0_convert(void) {
         hv_mm_scalar.widen_q8_0(a, q, (long)rows * cols);
         simd->widen_q8_0(c, q, (long)rows * cols);
         CHECK(same_bits(a, c, (size_t)rows * cols));
-        free(a); free(c);
+        free(a);
+        free(c);
     }
     free(w);
     free(st);
@@ -277,14 +283,16 @@ static void test_q8_act(void) {
 
 /* ------------------------------------------------------------ linear */
 
-typedef struct shape { int rows, cols; } shape;
+typedef struct shape {
+    int rows, cols;
+} shape;
 
 /* Fills x[n x cols], weights src[rows x cols] and bias either with values
  * whose products and sums are exact in f32 (exact = 1: every summation
  * order gives the same, exact result) or with random values at mixed
  * scales. For q8_0 the exact values also survive both quantisations. */
-static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int rows,
-                 int cols, float *bias) {
+static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int rows, int cols,
+                 float *bias) {
     if (!exact) {
         for (int i = 0; i < n * cols; i++) x[i] = frand();
         for (int r = 0; r < rows; r++) {
@@ -329,13 +337,12 @@ static double tolerance(hv_weight_type t, int n, const float *xi, const float *w
 }
 
 static void test_linear(hv_weight_type t, int exact) {
-    static const shape gen[] = {{1, 1},    {5, 3},     {17, 9},  {33, 31}, {64, 100},
+    static const shape gen[] = {{1, 1},     {5, 3},     {17, 9},   {33, 31},  {64, 100},
                                 {130, 257}, {40, 1000}, {300, 24}, {200, 520}};
-    static const shape q8[] = {{1, 32},   {3, 64},    {37, 96},
-                               {130, 256}, {40, 1024}, {200, 512}};
+    static const shape q8[] = {{1, 32}, {3, 64}, {37, 96}, {130, 256}, {40, 1024}, {200, 512}};
     const shape *shapes = t == HV_WEIGHTS_Q8_0 ? q8 : gen;
-    int n_shapes = t == HV_WEIGHTS_Q8_0 ? (int)(sizeof q8 / sizeof q8[0])
-                                  : (int)(sizeof gen / sizeof gen[0]);
+    int n_shapes =
+        t == HV_WEIGHTS_Q8_0 ? (int)(sizeof q8 / sizeof q8[0]) : (int)(sizeof gen / sizeof gen[0]);
     static const int ns[] = {1, 2, 3, 7, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 64, 200};
     hv_pool *pools[3];
     for (int p = 0; p < 3; p++) pools[p] = hv_pool_new(p + 1);
@@ -356,7 +363,9 @@ static void test_linear(hv_weight_type t, int exact) {
             hv_status rc = hv_mat_from_f32(&W, t, src, rows, cols, &st, &e);
             CHECK_MSG(rc == HV_OK, "%s %dx%d: %s", hv_weight_type_name(t), rows, cols, e.msg);
             if (rc != HV_OK) {
-                free(x); free(src); free(bias);
+                free(x);
+                free(src);
+                free(bias);
                 continue;
             }
             float *w = dequant(&W);
@@ -383,8 +392,7 @@ static void test_linear(hv_weight_type t, int exact) {
                 /* bias is added after the product: y(b) == y(NULL) + b */
                 for (int i = 0; i < n; i++)
                     for (int r = 0; r < rows; r++)
-                        bias_ok &= y0[(size_t)i * rows + r] ==
-                                   yb[(size_t)i * rows + r] + bias[r];
+                        bias_ok &= y0[(size_t)i * rows + r] == yb[(size_t)i * rows + r] + bias[r];
             }
             double shape_worst = 0;
             for (int i = 0; i < n; i++)
@@ -403,11 +411,17 @@ static void test_linear(hv_weight_type t, int exact) {
             if (shape_worst > worst) worst = shape_worst, worst_shape = s;
             CHECK_MSG(same_threads, "%s n=%d %dx%d: same bits on 1, 2, 3 threads",
                       hv_weight_type_name(t), n, rows, cols);
-            CHECK_MSG(same_simd, "%s n=%d %dx%d: scalar == %s", hv_weight_type_name(t), n,
-                      rows, cols, simd ? simd->name : "-");
-            CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_weight_type_name(t), n,
-                      rows, cols);
-            free(x); free(src); free(bias); free(w); free(y); free(y0); free(yb);
+            CHECK_MSG(same_simd, "%s n=%d %dx%d: scalar == %s", hv_weight_type_name(t), n, rows,
+                      cols, simd ? simd->name : "-");
+            CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_weight_type_name(t), n, rows,
+                      cols);
+            free(x);
+            free(src);
+            free(bias);
+            free(w);
+            free(y);
+            free(y0);
+            free(yb);
             free(st);
         }
     if (!exact)
@@ -435,10 +449,10 @@ static void test_kernels_direct(void) {
             for (int w0 = 0; w0 < 5; w0++) {
                 memset(ya, 0, sizeof ya);
                 memset(yb, 0, sizeof yb);
-                (bf ? hv_mm_scalar.gemv_bf16 : hv_mm_scalar.gemv_f16)(
-                    ya + w0, ldy, x, n, w16 + w0 * c, n_w - w0, c);
-                (bf ? simd->gemv_bf16 : simd->gemv_f16)(yb + w0, ldy, x, n,
-                                                       w16 + w0 * c, n_w - w0, c);
+                (bf ? hv_mm_scalar.gemv_bf16 : hv_mm_scalar.gemv_f16)(ya + w0, ldy, x, n,
+                                                                      w16 + w0 * c, n_w - w0, c);
+                (bf ? simd->gemv_bf16 : simd->gemv_f16)(yb + w0, ldy, x, n, w16 + w0 * c, n_w - w0,
+                                                        c);
                 CHECK_MSG(same_bits(ya, yb, 5 * 13), "%s gemv cols %d from row %d",
                           bf ? "bf16" : "f16", c, w0);
             }
@@ -479,12 +493,12 @@ static void test_special(void) {
             for (int c = 0; c < cols; c++) {
                 float v = frand();
                 switch (r % 4) {
-                case 0:
-                    v *= t == HV_WEIGHTS_F16 ? 60000.0f : t == HV_WEIGHTS_BF16 ? 1e30f : 8e6f;
-                    break;
-                case 1: v = c % 2 ? -0.0f : 0.0f; break;
-                case 2: v = t == HV_WEIGHTS_F16 ? v * 0x1p-20f : v * 1e-39f; break;
-                default: break;
+                    case 0:
+                        v *= t == HV_WEIGHTS_F16 ? 60000.0f : t == HV_WEIGHTS_BF16 ? 1e30f : 8e6f;
+                        break;
+                    case 1: v = c % 2 ? -0.0f : 0.0f; break;
+                    case 2: v = t == HV_WEIGHTS_F16 ? v * 0x1p-20f : v * 1e-39f; break;
+                    default: break;
                 }
                 src[r * cols + c] = v;
             }
@@ -500,8 +514,7 @@ static void test_special(void) {
             for (int i = 0; i < n; i++)
                 for (int r = 0; r < rows; r++) {
                     double ref = 0;
-                    for (int c = 0; c < cols; c++)
-                        ref += (double)x[i * cols + c] * w[r * cols + c];
+                    for (int c = 0; c < cols; c++) ref += (double)x[i * cols + c] * w[r * cols + c];
                     double tol = tolerance(t, n, x + i * cols, w + r * cols, cols, 0);
                     float v = y[i * rows + r];
                     if (!(fabs(v - ref) <= tol)) ok = 0;
@@ -513,14 +526,15 @@ static void test_special(void) {
             x[(n - 1) * cols + 40] = INFINITY;
             hv_linear(pool, y, x, n, &W, NULL);
             ok = 1;
-            for (int r = 0; r < rows; r++)
-                ok &= isnan(y[r]) && !isfinite(y[(n - 1) * rows + r]);
+            for (int r = 0; r < rows; r++) ok &= isnan(y[r]) && !isfinite(y[(n - 1) * rows + r]);
             CHECK_MSG(ok, "%s n=%d: NaN and infinity reach the output", hv_weight_type_name(t), n);
         }
         free(w);
         free(st);
     }
-    free(src); free(x); free(y);
+    free(src);
+    free(x);
+    free(y);
     hv_pool_free(pool);
 }
 
@@ -533,7 +547,10 @@ static double now(void) {
 }
 
 static void bench(void) {
-    const struct { int n, rows, cols; const char *what; } cases[] = {
+    const struct {
+        int n, rows, cols;
+        const char *what;
+    } cases[] = {
         {1, 1024, 4096, "decoder dense_out"},
         {1, 4096, 1024, "decoder dense_in"},
         {1, 16384, 1024, "vocab head"},
@@ -541,9 +558,10 @@ static void bench(void) {
     };
     const hv_mm_kernels *k = hv_mm_best();
     printf("kernels: %s; best of repeated runs (>= 0.4 s per row); GB/s counts the\n"
-           "weight bytes only; f32 is OpenBLAS sgemv/sgemm\n", k->name);
-    printf("%-16s %-18s %-11s %3s %9s %9s %8s\n", "n x rows x cols", "layer", "type",
-           "thr", "ms", "GFLOP/s", "GB/s");
+           "weight bytes only; f32 is OpenBLAS sgemv/sgemm\n",
+           k->name);
+    printf("%-16s %-18s %-11s %3s %9s %9s %8s\n", "n x rows x cols", "layer", "type", "thr", "ms",
+           "GFLOP/s", "GB/s");
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         int n = cases[ci].n, rows = cases[ci].rows, cols = cases[ci].cols;
         float *src = falloc((size_t)rows * cols), *x = falloc((size_t)n * cols);
@@ -561,8 +579,8 @@ static void bench(void) {
             for (int run = 0; run < 3; run++) {
                 int threads = run == 2 ? 1 : run + 1;
                 const hv_mm_kernels *kr = run == 2 ? &hv_mm_scalar : k;
-                if (run == 2 && (n > HV_LINEAR_GEMV_MAX_N || all_types[ti] == HV_WEIGHTS_F32 ||
-                                 kr == k))
+                if (run == 2 &&
+                    (n > HV_LINEAR_GEMV_MAX_N || all_types[ti] == HV_WEIGHTS_F32 || kr == k))
                     continue;
                 hv_pool *pool = hv_pool_new(threads);
                 hv_linear_with(kr, pool, y, x, n, &W, b); /* warm up */
@@ -579,14 +597,17 @@ static void bench(void) {
                 snprintf(sh, sizeof sh, "%dx%dx%d", n, rows, cols);
                 snprintf(ty, sizeof ty, "%s%s", hv_weight_type_name(all_types[ti]),
                          run == 2 ? " scalar" : "");
-                printf("%-16s %-18s %-11s %3d %9.3f %9.1f %8.1f\n", sh, cases[ci].what, ty,
-                       threads, best * 1e3, 2.0 * n * rows * cols / best * 1e-9,
+                printf("%-16s %-18s %-11s %3d %9.3f %9.1f %8.1f\n", sh, cases[ci].what, ty, threads,
+                       best * 1e3, 2.0 * n * rows * cols / best * 1e-9,
                        hv_mat_bytes(&W) / best * 1e-9);
                 hv_pool_free(pool);
             }
             free(st);
         }
-        free(src); free(x); free(y); free(b);
+        free(src);
+        free(x);
+        free(y);
+        free(b);
     }
 }
 

@@ -33,8 +33,8 @@ static void check_f16(void) {
     CHECK(hv_f16_to_f32(0x3c00) == 1.0f);
     CHECK(hv_f16_to_f32(0xc000) == -2.0f);
     CHECK(hv_f16_to_f32(0x7bff) == 65504.0f);
-    CHECK(hv_f16_to_f32(0x0400) == ldexpf(1, -14));   /* smallest normal */
-    CHECK(hv_f16_to_f32(0x0001) == ldexpf(1, -24));   /* smallest subnormal */
+    CHECK(hv_f16_to_f32(0x0400) == ldexpf(1, -14)); /* smallest normal */
+    CHECK(hv_f16_to_f32(0x0001) == ldexpf(1, -24)); /* smallest subnormal */
     CHECK(hv_f16_to_f32(0x03ff) == ldexpf(1023, -24));
     CHECK(hv_f16_to_f32(0x8001) == -ldexpf(1, -24));
     CHECK(hv_f16_to_f32(0x7c00) == INFINITY);
@@ -46,10 +46,10 @@ static void check_f16(void) {
     CHECK(hv_f32_to_f16(1.0f) == 0x3c00);
     CHECK(hv_f32_to_f16(0.1f) == 0x2e66);
     CHECK(hv_f32_to_f16(65519.0f) == 0x7bff);
-    CHECK(hv_f32_to_f16(65520.0f) == 0x7c00);          /* rounds to inf */
+    CHECK(hv_f32_to_f16(65520.0f) == 0x7c00); /* rounds to inf */
     CHECK(hv_f32_to_f16(1e10f) == 0x7c00 && hv_f32_to_f16(-1e10f) == 0xfc00);
-    CHECK(hv_f32_to_f16(ldexpf(1, -25)) == 0x0000);    /* tie to even 0 */
-    CHECK(hv_f32_to_f16(ldexpf(3, -25)) == 0x0002);    /* tie to even 2 */
+    CHECK(hv_f32_to_f16(ldexpf(1, -25)) == 0x0000); /* tie to even 0 */
+    CHECK(hv_f32_to_f16(ldexpf(3, -25)) == 0x0002); /* tie to even 2 */
     CHECK(hv_f32_to_f16(ldexpf(1, -26)) == 0x0000);
     CHECK(hv_f32_to_f16(1.0f + ldexpf(1, -11)) == 0x3c00);
     CHECK(hv_f32_to_f16(1.0f + ldexpf(3, -11)) == 0x3c02);
@@ -62,8 +62,7 @@ static void check_f16(void) {
         if ((h & 0x7c00) == 0x7c00) continue;
         if (hv_f32_to_f16(hv_f16_to_f32((uint16_t)h)) != h) bad_rt++;
         if ((h & 0x7fff) == 0x7bff) continue;
-        float mid = (hv_f16_to_f32((uint16_t)h) +
-                     hv_f16_to_f32((uint16_t)(h + 1))) / 2;
+        float mid = (hv_f16_to_f32((uint16_t)h) + hv_f16_to_f32((uint16_t)(h + 1))) / 2;
         uint16_t want = (uint16_t)((h & 1) ? h + 1 : h);
         if (hv_f32_to_f16(mid) != want) bad_mid++;
     }
@@ -76,16 +75,16 @@ static void check_bf16(void) {
     CHECK(hv_bf16_to_f32(0x3eab) == 0.333984375f);
     CHECK(hv_bf16_to_f32(0xc2f7) == -123.5f);
     CHECK(hv_bf16_to_f32(0x7f80) == INFINITY);
-    CHECK(hv_bf16_to_f32(0x0001) == ldexpf(1, -133));  /* subnormal */
+    CHECK(hv_bf16_to_f32(0x0001) == ldexpf(1, -133)); /* subnormal */
     CHECK(isnan(hv_bf16_to_f32(0x7fc0)));
 
-    CHECK(hv_f32_to_bf16(1.0f / 3.0f) == 0x3eab);       /* rounds up */
-    CHECK(hv_f32_to_bf16(u2f(0x3f808000)) == 0x3f80);   /* tie: even down */
-    CHECK(hv_f32_to_bf16(u2f(0x3f818000)) == 0x3f82);   /* tie: even up */
-    CHECK(hv_f32_to_bf16(u2f(0x3f808001)) == 0x3f81);   /* above tie */
-    CHECK(hv_f32_to_bf16(u2f(0x7f7fffff)) == 0x7f80);   /* FLT_MAX -> inf */
+    CHECK(hv_f32_to_bf16(1.0f / 3.0f) == 0x3eab);     /* rounds up */
+    CHECK(hv_f32_to_bf16(u2f(0x3f808000)) == 0x3f80); /* tie: even down */
+    CHECK(hv_f32_to_bf16(u2f(0x3f818000)) == 0x3f82); /* tie: even up */
+    CHECK(hv_f32_to_bf16(u2f(0x3f808001)) == 0x3f81); /* above tie */
+    CHECK(hv_f32_to_bf16(u2f(0x7f7fffff)) == 0x7f80); /* FLT_MAX -> inf */
     CHECK(hv_f32_to_bf16(-INFINITY) == 0xff80);
-    uint16_t qn = hv_f32_to_bf16(u2f(0x7f800001));      /* NaN stays NaN */
+    uint16_t qn = hv_f32_to_bf16(u2f(0x7f800001)); /* NaN stays NaN */
     CHECK((qn & 0x7f80) == 0x7f80 && (qn & 0x7f));
 
     int bad_rt = 0, bad_mid = 0;
@@ -104,8 +103,7 @@ static void check_bf16(void) {
 /* ---------------------------------------------------------- writing */
 
 /* Writes a safetensors file: length, header text, data bytes. */
-static void write_st(const char *path, const char *header, const void *data,
-                     size_t n) {
+static void write_st(const char *path, const char *header, const void *data, size_t n) {
     size_t h = strlen(header);
     uint8_t *buf = malloc(8 + h + n + 1);
     for (int i = 0; i < 8; i++) buf[i] = (uint8_t)((uint64_t)h >> (8 * i));
@@ -137,8 +135,8 @@ static size_t valid_file(const char *path) {
     for (int i = 0; i < 6; i++) put32(data + 4 * i, f2u(A_VALS[i]));
     for (int i = 0; i < 4; i++) put16(data + 24 + 2 * i, B_BITS[i]);
     for (int i = 0; i < 4; i++) put16(data + 32 + 2 * i, C_BITS[i]);
-    data[40] = 7;                       /* d = 7 */
-    data[48] = 1, data[50] = 1;         /* z = [1, 0, 1] */
+    data[40] = 7;               /* d = 7 */
+    data[48] = 1, data[50] = 1; /* z = [1, 0, 1] */
     write_st(path,
              "{\"__metadata__\": {\"format\": \"pt\"},"
              " \"z\": {\"dtype\": \"BOOL\", \"shape\": [3], \"data_offsets\": [48, 51]},"
@@ -165,27 +163,23 @@ static void check_valid(void) {
         CHECK(st.tensors[i].name[0] == names[i] && !st.tensors[i].name[1]);
 
     const hv_st_tensor *a = hv_st_find(&st, "a");
-    CHECK(a && a->dtype == HV_DT_F32 && a->ndim == 2 && a->shape[0] == 2 &&
-          a->shape[1] == 3 && a->numel == 6 && a->nbytes == 24);
+    CHECK(a && a->dtype == HV_DT_F32 && a->ndim == 2 && a->shape[0] == 2 && a->shape[1] == 3 &&
+          a->numel == 6 && a->nbytes == 24);
     float out[6];
-    CHECK(a && hv_st_to_f32(a, out, &e) == HV_OK &&
-          !memcmp(out, A_VALS, sizeof A_VALS));
+    CHECK(a && hv_st_to_f32(a, out, &e) == HV_OK && !memcmp(out, A_VALS, sizeof A_VALS));
 
     const hv_st_tensor *b = hv_st_find(&st, "b");
     CHECK(b && b->dtype == HV_DT_F16 && b->numel == 4 && b->nbytes == 8);
-    CHECK(b && hv_st_to_f32(b, out, &e) == HV_OK &&
-          !memcmp(out, B_VALS, sizeof B_VALS));
+    CHECK(b && hv_st_to_f32(b, out, &e) == HV_OK && !memcmp(out, B_VALS, sizeof B_VALS));
 
     const hv_st_tensor *c = hv_st_find(&st, "c");
     CHECK(c && c->dtype == HV_DT_BF16 && c->ndim == 2 && c->numel == 4);
-    CHECK(c && hv_st_to_f32(c, out, &e) == HV_OK && out[0] == 0.333984375f &&
-          out[1] == -123.5f && out[2] == ldexpf(1, -133) && out[3] == 0.0f &&
-          signbit(out[3]));
+    CHECK(c && hv_st_to_f32(c, out, &e) == HV_OK && out[0] == 0.333984375f && out[1] == -123.5f &&
+          out[2] == ldexpf(1, -133) && out[3] == 0.0f && signbit(out[3]));
 
     const hv_st_tensor *d = hv_st_find(&st, "d");
     CHECK(d && d->dtype == HV_DT_I64 && ((const uint8_t *)d->data)[0] == 7);
-    CHECK(d && hv_st_to_f32(d, out, &e) == HV_ERR_UNSUPPORTED &&
-          strstr(e.msg, "I64"));
+    CHECK(d && hv_st_to_f32(d, out, &e) == HV_ERR_UNSUPPORTED && strstr(e.msg, "I64"));
     const hv_st_tensor *z = hv_st_find(&st, "e");
     CHECK(z && z->numel == 0 && z->nbytes == 0 && z->dtype == HV_DT_U8);
     CHECK(hv_st_find(&st, "z") && hv_st_find(&st, "z")->dtype == HV_DT_BOOL);
@@ -228,21 +222,18 @@ static void write_shards(const char *dir) {
              " \"y\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}",
              data, 8);
     write_st(hv_test_path(dir, "s2.safetensors"),
-             "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
-             data, 8);
+             "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", data, 8);
 }
 
 static void write_index(const char *dir, const char *map) {
     char buf[1024];
-    snprintf(buf, sizeof buf,
-             "{\"metadata\": {\"total_size\": 16}, \"weight_map\": {%s}}", map);
-    CHECK(hv_test_write_file(hv_test_path(dir, "model.safetensors.index.json"),
-                             buf, strlen(buf)) == 0);
+    snprintf(buf, sizeof buf, "{\"metadata\": {\"total_size\": 16}, \"weight_map\": {%s}}", map);
+    CHECK(hv_test_write_file(hv_test_path(dir, "model.safetensors.index.json"), buf, strlen(buf)) ==
+          0);
 }
 
-static const char *GOOD_MAP =
-    "\"x.weight\": \"s1.safetensors\", \"w\": \"s2.safetensors\","
-    " \"y\": \"s1.safetensors\"";
+static const char *GOOD_MAP = "\"x.weight\": \"s1.safetensors\", \"w\": \"s2.safetensors\","
+                              " \"y\": \"s1.safetensors\"";
 
 static void check_sharded(void) {
     const char *dir = make_dir("sharded");
@@ -262,8 +253,7 @@ static void check_sharded(void) {
     CHECK(w && strstr(st.files[w->file].path, "s2.safetensors"));
     CHECK(x && strstr(st.files[x->file].path, "s1.safetensors"));
     CHECK(y && y->file == x->file);
-    CHECK(w && hv_st_to_f32(w, out, &e) == HV_OK && out[0] == 1.5f &&
-          out[1] == -2.0f);
+    CHECK(w && hv_st_to_f32(w, out, &e) == HV_OK && out[0] == 1.5f && out[1] == -2.0f);
     CHECK(y && hv_st_to_f32(y, out, &e) == HV_OK && out[0] == -2.0f);
     hv_st_close(&st);
 
@@ -277,17 +267,13 @@ static void check_sharded(void) {
 
 /* ---------------------------------------------------------- hostile */
 
-static void expect_fail(hv_status s, hv_safetensors *st, hv_error *e,
-                        hv_status want, const char *file, const char *what,
-                        const char *label) {
-    CHECK_MSG(s == want, "%s: status %d, want %d (%s)", label, s, want,
-              e->msg);
-    CHECK_MSG(strstr(e->msg, file), "%s: message does not name %s: %s",
-              label, file, e->msg);
-    CHECK_MSG(!what || strstr(e->msg, what), "%s: message lacks \"%s\": %s",
-              label, what, e->msg);
-    CHECK_MSG(st->n_tensors == 0 && st->n_files == 0 && !st->files &&
-              !st->tensors, "%s: not left empty", label);
+static void expect_fail(hv_status s, hv_safetensors *st, hv_error *e, hv_status want,
+                        const char *file, const char *what, const char *label) {
+    CHECK_MSG(s == want, "%s: status %d, want %d (%s)", label, s, want, e->msg);
+    CHECK_MSG(strstr(e->msg, file), "%s: message does not name %s: %s", label, file, e->msg);
+    CHECK_MSG(!what || strstr(e->msg, what), "%s: message lacks \"%s\": %s", label, what, e->msg);
+    CHECK_MSG(st->n_tensors == 0 && st->n_files == 0 && !st->files && !st->tensors,
+              "%s: not left empty", label);
 }
 
 typedef struct bad_header {
@@ -297,9 +283,8 @@ typedef struct bad_header {
     const char *what;
 } bad_header;
 
-#define ENT(name, dt, shape, offs) \
-    "\"" name "\": {\"dtype\": \"" dt "\", \"shape\": " shape \
-    ", \"data_offsets\": " offs "}"
+#define ENT(name, dt, shape, offs)                                                                 \
+    "\"" name "\": {\"dtype\": \"" dt "\", \"shape\": " shape ", \"data_offsets\": " offs "}"
 
 static const bad_header BAD_HEADERS[] = {
     {"empty header", "", 0, HV_ERR_FORMAT, "JSON"},
@@ -308,61 +293,51 @@ static const bad_header BAD_HEADERS[] = {
     {"string header", "\"x\"", 0, HV_ERR_FORMAT, "JSON object"},
     {"trailing junk", "{} x", 0, HV_ERR_FORMAT, "JSON"},
     {"entry not object", "{\"a\": 5}", 0, HV_ERR_FORMAT, "tensor a"},
-    {"no dtype", "{\"a\": {\"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
-     HV_ERR_FORMAT, "dtype"},
-    {"no shape", "{\"a\": {\"dtype\": \"F32\", \"data_offsets\": [0, 4]}}", 4,
-     HV_ERR_FORMAT, "shape"},
-    {"no offsets", "{\"a\": {\"dtype\": \"F32\", \"shape\": [1]}}", 4,
-     HV_ERR_FORMAT, "data_offsets"},
-    {"unknown dtype", "{" ENT("a", "F128", "[1]", "[0, 16]") "}", 16,
-     HV_ERR_FORMAT, "F128"},
-    {"lowercase dtype", "{" ENT("a", "f32", "[1]", "[0, 4]") "}", 4,
-     HV_ERR_FORMAT, "dtype"},
-    {"fp8 dtype", "{" ENT("a", "F8_E4M3", "[1]", "[0, 1]") "}", 1,
-     HV_ERR_UNSUPPORTED, "F8_E4M3"},
-    {"dtype number", "{\"a\": {\"dtype\": 1, \"shape\": [1], "
-     "\"data_offsets\": [0, 4]}}", 4, HV_ERR_FORMAT, "dtype"},
-    {"negative dim", "{" ENT("a", "F32", "[-1]", "[0, 4]") "}", 4,
-     HV_ERR_FORMAT, "dimension"},
-    {"fractional dim", "{" ENT("a", "F32", "[1.5]", "[0, 4]") "}", 4,
-     HV_ERR_FORMAT, "dimension"},
-    {"huge dim", "{" ENT("a", "F32", "[1e300]", "[0, 4]") "}", 4,
-     HV_ERR_FORMAT, "dimension"},
-    {"string dim", "{" ENT("a", "F32", "[\"1\"]", "[0, 4]") "}", 4,
-     HV_ERR_FORMAT, "dimension"},
-    {"nine dims", "{" ENT("a", "F32", "[1,1,1,1,1,1,1,1,1]", "[0, 4]") "}", 4,
-     HV_ERR_FORMAT, "shape"},
-    {"shape overflow", "{" ENT("a", "F32", "[1099511627776, 1099511627776]",
-                               "[0, 4]") "}", 4, HV_ERR_FORMAT, "overflow"},
-    {"shape overflow 3", "{" ENT("a", "U8", "[4294967296, 4294967296, 0]",
-                                 "[0, 0]") "}", 0, HV_ERR_FORMAT, "overflow"},
-    {"byte length", "{" ENT("a", "F32", "[2]", "[0, 4]") "}", 8,
-     HV_ERR_FORMAT, "bytes"},
-    {"byte length bf16", "{" ENT("a", "BF16", "[3]", "[0, 8]") "}", 8,
-     HV_ERR_FORMAT, "bytes"},
-    {"past data", "{" ENT("a", "F32", "[2]", "[0, 8]") "}", 4, HV_ERR_FORMAT,
-     "outside"},
-    {"far past data", "{" ENT("a", "U8", "[1]", "[4294967296, 4294967297]")
-     "}", 4, HV_ERR_FORMAT, "outside"},
-    {"begin > end", "{" ENT("a", "F32", "[0]", "[8, 4]") "}", 8,
-     HV_ERR_FORMAT, "outside"},
-    {"negative offset", "{" ENT("a", "F32", "[1]", "[-4, 0]") "}", 8,
-     HV_ERR_FORMAT, "data_offsets"},
-    {"one offset", "{" ENT("a", "F32", "[1]", "[4]") "}", 8, HV_ERR_FORMAT,
+    {"no dtype", "{\"a\": {\"shape\": [1], \"data_offsets\": [0, 4]}}", 4, HV_ERR_FORMAT, "dtype"},
+    {"no shape", "{\"a\": {\"dtype\": \"F32\", \"data_offsets\": [0, 4]}}", 4, HV_ERR_FORMAT,
+     "shape"},
+    {"no offsets", "{\"a\": {\"dtype\": \"F32\", \"shape\": [1]}}", 4, HV_ERR_FORMAT,
      "data_offsets"},
-    {"three offsets", "{" ENT("a", "F32", "[1]", "[0, 4, 8]") "}", 8,
-     HV_ERR_FORMAT, "data_offsets"},
-    {"string offsets", "{" ENT("a", "F32", "[1]", "[\"0\", \"4\"]") "}", 8,
-     HV_ERR_FORMAT, "data_offsets"},
-    {"overlap", "{" ENT("a", "F32", "[2]", "[0, 8]") ", "
-     ENT("b", "F32", "[2]", "[4, 12]") "}", 12, HV_ERR_FORMAT, "overlap"},
-    {"overlap inside", "{" ENT("a", "F32", "[4]", "[0, 16]") ", "
-     ENT("e", "U8", "[0]", "[4, 4]") ", "
-     ENT("b", "F32", "[1]", "[8, 12]") "}", 16, HV_ERR_FORMAT, "overlap"},
-    {"same bytes", "{" ENT("a", "F32", "[1]", "[0, 4]") ", "
-     ENT("b", "I32", "[1]", "[0, 4]") "}", 4, HV_ERR_FORMAT, "overlap"},
-    {"duplicate", "{" ENT("a", "F32", "[1]", "[0, 4]") ", "
-     ENT("a", "F32", "[1]", "[4, 8]") "}", 8, HV_ERR_FORMAT, "duplicate"},
+    {"unknown dtype", "{" ENT("a", "F128", "[1]", "[0, 16]") "}", 16, HV_ERR_FORMAT, "F128"},
+    {"lowercase dtype", "{" ENT("a", "f32", "[1]", "[0, 4]") "}", 4, HV_ERR_FORMAT, "dtype"},
+    {"fp8 dtype", "{" ENT("a", "F8_E4M3", "[1]", "[0, 1]") "}", 1, HV_ERR_UNSUPPORTED, "F8_E4M3"},
+    {"dtype number",
+     "{\"a\": {\"dtype\": 1, \"shape\": [1], "
+     "\"data_offsets\": [0, 4]}}",
+     4, HV_ERR_FORMAT, "dtype"},
+    {"negative dim", "{" ENT("a", "F32", "[-1]", "[0, 4]") "}", 4, HV_ERR_FORMAT, "dimension"},
+    {"fractional dim", "{" ENT("a", "F32", "[1.5]", "[0, 4]") "}", 4, HV_ERR_FORMAT, "dimension"},
+    {"huge dim", "{" ENT("a", "F32", "[1e300]", "[0, 4]") "}", 4, HV_ERR_FORMAT, "dimension"},
+    {"string dim", "{" ENT("a", "F32", "[\"1\"]", "[0, 4]") "}", 4, HV_ERR_FORMAT, "dimension"},
+    {"nine dims", "{" ENT("a", "F32", "[1,1,1,1,1,1,1,1,1]", "[0, 4]") "}", 4, HV_ERR_FORMAT,
+     "shape"},
+    {"shape overflow", "{" ENT("a", "F32", "[1099511627776, 1099511627776]", "[0, 4]") "}", 4,
+     HV_ERR_FORMAT, "overflow"},
+    {"shape overflow 3", "{" ENT("a", "U8", "[4294967296, 4294967296, 0]", "[0, 0]") "}", 0,
+     HV_ERR_FORMAT, "overflow"},
+    {"byte length", "{" ENT("a", "F32", "[2]", "[0, 4]") "}", 8, HV_ERR_FORMAT, "bytes"},
+    {"byte length bf16", "{" ENT("a", "BF16", "[3]", "[0, 8]") "}", 8, HV_ERR_FORMAT, "bytes"},
+    {"past data", "{" ENT("a", "F32", "[2]", "[0, 8]") "}", 4, HV_ERR_FORMAT, "outside"},
+    {"far past data", "{" ENT("a", "U8", "[1]", "[4294967296, 4294967297]") "}", 4, HV_ERR_FORMAT,
+     "outside"},
+    {"begin > end", "{" ENT("a", "F32", "[0]", "[8, 4]") "}", 8, HV_ERR_FORMAT, "outside"},
+    {"negative offset", "{" ENT("a", "F32", "[1]", "[-4, 0]") "}", 8, HV_ERR_FORMAT,
+     "data_offsets"},
+    {"one offset", "{" ENT("a", "F32", "[1]", "[4]") "}", 8, HV_ERR_FORMAT, "data_offsets"},
+    {"three offsets", "{" ENT("a", "F32", "[1]", "[0, 4, 8]") "}", 8, HV_ERR_FORMAT,
+     "data_offsets"},
+    {"string offsets", "{" ENT("a", "F32", "[1]", "[\"0\", \"4\"]") "}", 8, HV_ERR_FORMAT,
+     "data_offsets"},
+    {"overlap", "{" ENT("a", "F32", "[2]", "[0, 8]") ", " ENT("b", "F32", "[2]", "[4, 12]") "}", 12,
+     HV_ERR_FORMAT, "overlap"},
+    {"overlap inside",
+     "{" ENT("a", "F32", "[4]", "[0, 16]") ", " ENT("e", "U8", "[0]", "[4, 4]") ", " ENT(
+         "b", "F32", "[1]", "[8, 12]") "}",
+     16, HV_ERR_FORMAT, "overlap"},
+    {"same bytes", "{" ENT("a", "F32", "[1]", "[0, 4]") ", " ENT("b", "I32", "[1]", "[0, 4]") "}",
+     4, HV_ERR_FORMAT, "overlap"},
+    {"duplicate", "{" ENT("a", "F32", "[1]", "[0, 4]") ", " ENT("a", "F32", "[1]", "[4, 8]") "}", 8,
+     HV_ERR_FORMAT, "duplicate"},
 };
 
 static void check_hostile_headers(void) {
@@ -389,35 +364,33 @@ static void check_hostile_files(void) {
 
     for (size_t n = 0; n < 8; n++) {
         CHECK(hv_test_write_file(path, buf, n) == 0);
-        expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT,
-                    path, "too short", "short file");
+        expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path, "too short",
+                    "short file");
     }
     memset(buf, 0, sizeof buf);
     buf[5] = 1; /* 2^40 */
     CHECK(hv_test_write_file(path, buf, 16) == 0);
-    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path,
-                "absurd", "huge header length");
+    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path, "absurd",
+                "huge header length");
     memset(buf, 0xff, 8);
     CHECK(hv_test_write_file(path, buf, 16) == 0);
-    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path,
-                "absurd", "header length 2^64-1");
+    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path, "absurd",
+                "header length 2^64-1");
     memset(buf, 0, sizeof buf);
     buf[0] = 9; /* 9 bytes of header in a 16-byte file */
     memcpy(buf + 8, "{}      ", 8);
     CHECK(hv_test_write_file(path, buf, 16) == 0);
-    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path,
-                "past the end", "header past end");
+    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path, "past the end",
+                "header past end");
     buf[0] = 8; /* a NUL inside the header */
     memcpy(buf + 8, "{}\0     ", 8);
     CHECK(hv_test_write_file(path, buf, 16) == 0);
-    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path,
-                "JSON", "NUL in header");
+    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_FORMAT, path, "JSON",
+                "NUL in header");
 
     unlink(path);
-    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_IO, path,
-                NULL, "missing file");
-    expect_fail(hv_st_open_file(&st, tmp, &e), &st, &e, HV_ERR_IO, tmp,
-                "regular", "directory");
+    expect_fail(hv_st_open_file(&st, path, &e), &st, &e, HV_ERR_IO, path, NULL, "missing file");
+    expect_fail(hv_st_open_file(&st, tmp, &e), &st, &e, HV_ERR_IO, tmp, "regular", "directory");
 
     /* every truncation of the valid file fails cleanly or opens */
     const char *vpath = hv_test_path(tmp, "valid.safetensors");
@@ -434,8 +407,10 @@ static void check_hostile_files(void) {
     for (size_t n = 0; n < total; n++) {
         CHECK(hv_test_write_file(path, whole, n) == 0);
         hv_status s = hv_st_open_file(&st, path, &e);
-        if (s == HV_OK) opened++, hv_st_close(&st);
-        else CHECK_MSG(strstr(e.msg, path), "truncation %zu: %s", n, e.msg);
+        if (s == HV_OK)
+            opened++, hv_st_close(&st);
+        else
+            CHECK_MSG(strstr(e.msg, path), "truncation %zu: %s", n, e.msg);
     }
     CHECK_MSG(opened == 0, "%d truncated files opened", opened);
 
@@ -456,8 +431,7 @@ static void check_hostile_files(void) {
                 const hv_st_tensor *t = &st.tensors[i];
                 const uint8_t *base = st.files[0].map;
                 CHECK((const uint8_t *)t->data >= base &&
-                      (const uint8_t *)t->data + t->nbytes <=
-                          base + st.files[0].size);
+                      (const uint8_t *)t->data + t->nbytes <= base + st.files[0].size);
             }
             hv_st_close(&st);
         } else if (!strstr(e.msg, path)) {
@@ -488,8 +462,7 @@ static void check_hostile_index(void) {
         {"absolute", "\"w\": \"/etc/passwd\"", HV_ERR_FORMAT, "file name"},
         {"empty name", "\"w\": \"\"", HV_ERR_FORMAT, "file name"},
         {"number", "\"w\": 3", HV_ERR_FORMAT, "file name"},
-        {"missing shard", "\"w\": \"s3.safetensors\"", HV_ERR_IO,
-         "s3.safetensors"},
+        {"missing shard", "\"w\": \"s3.safetensors\"", HV_ERR_IO, "s3.safetensors"},
         {"wrong shard", "\"w\": \"s1.safetensors\"", HV_ERR_FORMAT, "not in"},
         {"absent tensor", "\"q\": \"s1.safetensors\"", HV_ERR_FORMAT, "not in"},
         {"empty map", "", HV_ERR_FORMAT, "empty"},
@@ -497,34 +470,33 @@ static void check_hostile_index(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         write_index(dir, cases[i].map);
         expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, cases[i].want,
-                    cases[i].want == HV_ERR_IO ? dir : ipath, cases[i].what,
-                    cases[i].label);
+                    cases[i].want == HV_ERR_IO ? dir : ipath, cases[i].what, cases[i].label);
     }
 
     CHECK(hv_test_write_file(ipath, "{\"weight_map\": [", 16) == 0);
-    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT, ipath,
-                "weight_map", "index not JSON");
+    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT, ipath, "weight_map",
+                "index not JSON");
     CHECK(hv_test_write_file(ipath, "{\"metadata\": {}}", 16) == 0);
-    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT, ipath,
-                "weight_map", "no weight_map");
+    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT, ipath, "weight_map",
+                "no weight_map");
 
     /* a tensor in two shards */
     write_st(hv_test_path(dir, "s2.safetensors"),
-             "{" ENT("w", "F32", "[1]", "[0, 4]") ", "
-             ENT("y", "F32", "[1]", "[4, 8]") "}", "\0\0\0\0\0\0\0\0", 8);
+             "{" ENT("w", "F32", "[1]", "[0, 4]") ", " ENT("y", "F32", "[1]", "[4, 8]") "}",
+             "\0\0\0\0\0\0\0\0", 8);
     write_index(dir, GOOD_MAP);
-    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT,
-                "s1.safetensors", "also in", "duplicate across shards");
+    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT, "s1.safetensors", "also in",
+                "duplicate across shards");
 
     /* a broken shard names itself */
     write_st(hv_test_path(dir, "s2.safetensors"), "{\"w\": 1}", NULL, 0);
-    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT,
-                "s2.safetensors", "tensor w", "broken shard");
+    expect_fail(hv_st_open_dir(&st, dir, &e), &st, &e, HV_ERR_FORMAT, "s2.safetensors", "tensor w",
+                "broken shard");
 
     /* a directory with neither file */
     const char *empty = make_dir("empty");
-    expect_fail(hv_st_open_dir(&st, empty, &e), &st, &e, HV_ERR_IO, empty,
-                "model.safetensors", "empty dir");
+    expect_fail(hv_st_open_dir(&st, empty, &e), &st, &e, HV_ERR_IO, empty, "model.safetensors",
+                "empty dir");
 }
 
 /* Every fixture checkpoint opens and its float tensors convert. */

@@ -32,9 +32,12 @@ static void expected(double T, int k, double p, double *q) {
 }
 
 static void test_distribution(void) {
-    const struct { double T; int k; double p; } cases[] = {
-        {1.0, 0, 1.0}, {0.5, 0, 1.0}, {2.0, 0, 1.0}, {1.0, 3, 1.0}, {1.0, 0, 0.6},
-        {0.7, 5, 0.9}, {1.5, 4, 0.5}, {1.0, 5, 0.55}, {3.0, 0, 0.95}};
+    const struct {
+        double T;
+        int k;
+        double p;
+    } cases[] = {{1.0, 0, 1.0}, {0.5, 0, 1.0}, {2.0, 0, 1.0},  {1.0, 3, 1.0}, {1.0, 0, 0.6},
+                 {0.7, 5, 0.9}, {1.5, 4, 0.5}, {1.0, 5, 0.55}, {3.0, 0, 0.95}};
     float lp[V];
     for (int i = 0; i < V; i++) lp[i] = (float)log(P0[i]);
     hv_sample_cand cand[V];

@@ -61,8 +61,7 @@ static void put_f32(pbuf *p, uint32_t field, float f) {
 }
 
 /* A SentencePiece message; type 0 leaves the field out (NORMAL). */
-static void put_piece(pbuf *p, const char *text, size_t len, float score,
-                      uint64_t type) {
+static void put_piece(pbuf *p, const char *text, size_t len, float score, uint64_t type) {
     pbuf sp = {0};
     put_len(&sp, 1, text, len);
     put_f32(&sp, 2, score);
@@ -82,9 +81,29 @@ static void put_spiece(pbuf *p, const char *text, float score, uint64_t type) {
 
 /* ------------------------------------------------ the hand-built model */
 
-enum { ID_UNK, ID_BOS, ID_EOS, ID_BYTE0, ID_WS = ID_BYTE0 + 256, ID_HEJ,
-       ID_A, ID_AE, ID_EN, ID_DA, ID_SOC, ID_SOT, ID_EMO, ID_PNC, ID_NOPNC,
-       ID_NOITN, ID_NOTS, ID_NODIA, ID_UNUSED, ID_WS2, N_PIECES };
+enum {
+    ID_UNK,
+    ID_BOS,
+    ID_EOS,
+    ID_BYTE0,
+    ID_WS = ID_BYTE0 + 256,
+    ID_HEJ,
+    ID_A,
+    ID_AE,
+    ID_EN,
+    ID_DA,
+    ID_SOC,
+    ID_SOT,
+    ID_EMO,
+    ID_PNC,
+    ID_NOPNC,
+    ID_NOITN,
+    ID_NOTS,
+    ID_NODIA,
+    ID_UNUSED,
+    ID_WS2,
+    N_PIECES
+};
 
 /* Every other kind of field, at the top level, around the pieces. */
 static void put_noise(pbuf *p) {
@@ -127,11 +146,10 @@ static pbuf valid_model(void) {
     put_spiece(&p, "<|en|>", 0, HV_PIECE_USER_DEFINED);
     put_spiece(&p, "<|da|>", 0, HV_PIECE_USER_DEFINED);
     put_len(&p, 3, "\x01\x02", 2); /* normalizer_spec between pieces */
-    const char *specials[] = {"<|startofcontext|>", "<|startoftranscript|>",
-                              "<|emo:undefined|>", "<|pnc|>", "<|nopnc|>",
-                              "<|noitn|>", "<|notimestamp|>", "<|nodiarize|>"};
-    for (int i = 0; i < 8; i++)
-        put_spiece(&p, specials[i], 0, HV_PIECE_USER_DEFINED);
+    const char *specials[] = {
+        "<|startofcontext|>", "<|startoftranscript|>", "<|emo:undefined|>", "<|pnc|>", "<|nopnc|>",
+        "<|noitn|>",          "<|notimestamp|>",       "<|nodiarize|>"};
+    for (int i = 0; i < 8; i++) put_spiece(&p, specials[i], 0, HV_PIECE_USER_DEFINED);
     put_spiece(&p, "unused", 0, HV_PIECE_UNUSED);
     put_spiece(&p, "\xe2\x96\x81\xe2\x96\x81", -9, 0);
     put_noise(&p);
@@ -150,19 +168,20 @@ static hv_config test_config(void) {
 }
 
 /* Decodes ids and compares with want. */
-static void expect_decode(const hv_tokenizer *t, const int32_t *ids, int n,
-                          const char *want, int line) {
+static void expect_decode(const hv_tokenizer *t, const int32_t *ids, int n, const char *want,
+                          int line) {
     char *got = hv_tokenizer_decode(t, ids, n);
-    CHECK_MSG(got && !strcmp(got, want), "line %d: decode gave \"%s\", want "
-              "\"%s\"", line, got ? got : "(null)", want);
+    CHECK_MSG(got && !strcmp(got, want),
+              "line %d: decode gave \"%s\", want "
+              "\"%s\"",
+              line, got ? got : "(null)", want);
     free(got);
 }
 
-#define DECODE(want, ...)                                                  \
-    do {                                                                   \
-        const int32_t ids_[] = {__VA_ARGS__};                              \
-        expect_decode(&t, ids_, (int)(sizeof ids_ / sizeof *ids_), want,   \
-                      __LINE__);                                           \
+#define DECODE(want, ...)                                                                          \
+    do {                                                                                           \
+        const int32_t ids_[] = {__VA_ARGS__};                                                      \
+        expect_decode(&t, ids_, (int)(sizeof ids_ / sizeof *ids_), want, __LINE__);                \
     } while (0)
 #define B(x) (ID_BYTE0 + (x))
 
@@ -194,20 +213,23 @@ static void check_valid(void) {
     DECODE("æ", B(0xc3), B(0xa6));
     DECODE("æ", B(0xc3), ID_BOS, ID_EN, -7, N_PIECES, B(0xa6)); /* dropped */
     DECODE("\xef\xbf\xbd", B(0xc3));
-    DECODE("\xef\xbf\xbd" "A", B(0xc3), B(0x41));
-    DECODE("\xef\xbf\xbd" "a", B(0xc3), ID_A);
-    DECODE("\xef\xbf\xbd\xef\xbf\xbd", B(0xe2), B(0x82));         /* cut */
+    DECODE("\xef\xbf\xbd"
+           "A",
+           B(0xc3), B(0x41));
+    DECODE("\xef\xbf\xbd"
+           "a",
+           B(0xc3), ID_A);
+    DECODE("\xef\xbf\xbd\xef\xbf\xbd", B(0xe2), B(0x82)); /* cut */
     DECODE("€", B(0xe2), B(0x82), B(0xac));
-    DECODE("\xef\xbf\xbd\xef\xbf\xbd", B(0xc0), B(0x80));         /* overlong */
+    DECODE("\xef\xbf\xbd\xef\xbf\xbd", B(0xc0), B(0x80)); /* overlong */
     DECODE("\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", B(0xed), B(0xa0), B(0x80));
-    DECODE("\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", B(0xf4),
-           B(0x90), B(0x80), B(0x80));                            /* > U+10FFFF */
+    DECODE("\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", B(0xf4), B(0x90), B(0x80),
+           B(0x80)); /* > U+10FFFF */
     DECODE("\xf0\x9f\x98\x80", B(0xf0), B(0x9f), B(0x98), B(0x80));
-    DECODE("\xef\xbf\xbd", B(0xef), B(0xbf), B(0xbd));            /* real U+FFFD */
-    DECODE("a", B(0x20), B(0xe3), B(0x80), B(0x80), ID_A, B(0xc2), B(0xa0),
-           B(0x0a));                                              /* trims */
-    DECODE("\xef\xbf\xbd", B(0x85));       /* a lone 0x85 is not U+0085 */
-    DECODE("a b", ID_A, B(0x00), ID_WS, B(0x62));                 /* NUL dropped */
+    DECODE("\xef\xbf\xbd", B(0xef), B(0xbf), B(0xbd)); /* real U+FFFD */
+    DECODE("a", B(0x20), B(0xe3), B(0x80), B(0x80), ID_A, B(0xc2), B(0xa0), B(0x0a)); /* trims */
+    DECODE("\xef\xbf\xbd", B(0x85));              /* a lone 0x85 is not U+0085 */
+    DECODE("a b", ID_A, B(0x00), ID_WS, B(0x62)); /* NUL dropped */
     DECODE("", ID_WS, ID_WS2, ID_BOS, ID_EOS, ID_UNK, ID_UNUSED, ID_SOT);
     DECODE("", -1, INT32_MIN, INT32_MAX);
     char *s = hv_tokenizer_decode(&t, NULL, 5);
@@ -223,18 +245,16 @@ static void check_valid(void) {
     int n = -1;
     st = hv_tokenizer_prompt(&t, &c, "da", 1, ids, &n, &e);
     CHECK_MSG(st == HV_OK, "prompt: %s", e.msg);
-    const int32_t want[] = {ID_WS, ID_SOC, ID_SOT, ID_EMO, ID_DA, ID_DA,
-                            ID_PNC, ID_NOITN, ID_NOTS, ID_NODIA};
+    const int32_t want[] = {ID_WS, ID_SOC, ID_SOT,   ID_EMO,  ID_DA,
+                            ID_DA, ID_PNC, ID_NOITN, ID_NOTS, ID_NODIA};
     CHECK(n == 10 && !memcmp(ids, want, sizeof want));
     st = hv_tokenizer_prompt(&t, &c, "en", 0, ids, &n, &e);
-    CHECK(st == HV_OK && n == 10 && ids[4] == ID_EN && ids[5] == ID_EN &&
-          ids[6] == ID_NOPNC);
+    CHECK(st == HV_OK && n == 10 && ids[4] == ID_EN && ids[5] == ID_EN && ids[6] == ID_NOPNC);
     st = hv_tokenizer_prompt(&t, &c, NULL, 1, ids, &n, &e); /* NULL: "da" */
     CHECK(st == HV_OK && ids[4] == ID_DA);
     st = hv_tokenizer_prompt(&t, &c, "sv", 1, ids, &n, &e);
     CHECK(st == HV_ERR_INVALID_ARG && n == 0);
-    CHECK_MSG(strstr(e.msg, "\"sv\"") && strstr(e.msg, "en, da, fr"), "%s",
-              e.msg);
+    CHECK_MSG(strstr(e.msg, "\"sv\"") && strstr(e.msg, "en, da, fr"), "%s", e.msg);
     st = hv_tokenizer_prompt(&t, &c, "fr", 1, ids, &n, &e);
     CHECK(st == HV_ERR_FORMAT && strstr(e.msg, "<|fr|>"));
     c.decoder_start_token_id = N_PIECES;
@@ -265,10 +285,8 @@ static void expect_bad(const pbuf *p, const char *what, const char *label) {
     hv_status st = hv_tokenizer_parse(&t, p->b, p->n, "bad.model", &e);
     CHECK_MSG(st == HV_ERR_FORMAT, "%s: status %d (%s)", label, st, e.msg);
     CHECK_MSG(strstr(e.msg, "bad.model") == e.msg, "%s: %s", label, e.msg);
-    CHECK_MSG(strstr(e.msg, what), "%s: message lacks \"%s\": %s", label,
-              what, e.msg);
-    CHECK_MSG(t.pieces == NULL && t.n_pieces == 0 && t.hash == NULL,
-              "%s: not left empty", label);
+    CHECK_MSG(strstr(e.msg, what), "%s: message lacks \"%s\": %s", label, what, e.msg);
+    CHECK_MSG(t.pieces == NULL && t.n_pieces == 0 && t.hash == NULL, "%s: not left empty", label);
     if (st == HV_OK) hv_tokenizer_free(&t);
 }
 
@@ -294,14 +312,11 @@ static void check_hostile(void) {
     } raw[] = {
         {"truncated varint", "\x80", 1, "truncated varint"},
         {"truncated value", "\x10\x80\x80", 3, "truncated varint"},
-        {"long varint", "\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 11,
-         "too long"},
-        {"eleven bytes", "\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
-         12, "too long"},
+        {"long varint", "\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 11, "too long"},
+        {"eleven bytes", "\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, "too long"},
         {"field zero", "\x00\x01", 2, "field number"},
         {"length past end", "\x0a\x64\x0a\x01", 4, "past the end"},
-        {"absurd length", "\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10,
-         "past the end"},
+        {"absurd length", "\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10, "past the end"},
         {"pieces as varint", "\x08\x01", 2, "wire type"},
         {"pieces as fixed32", "\x0d\x01\x02\x03\x04", 5, "wire type"},
         {"wire type 6", "\x16\x01", 2, "wire type 6"},
@@ -344,7 +359,10 @@ static void check_hostile(void) {
         {"bad UTF-8", "\x0a\x01\xc3", 3, "UTF-8"},
         {"overlong UTF-8", "\x0a\x02\xc0\xaf", 4, "UTF-8"},
         {"surrogate", "\x0a\x03\xed\xa0\x80", 5, "UTF-8"},
-        {"NUL inside", "\x0a\x03" "a\0b", 5, "NUL"},
+        {"NUL inside",
+         "\x0a\x03"
+         "a\0b",
+         5, "NUL"},
         {"byte name", "\x0a\x01x\x18\x06", 5, "<0xNN>"},
         {"byte lowercase", "\x0a\x06<0xab>\x18\x06", 10, "<0xNN>"},
         {"byte bad hex", "\x0a\x06<0x0G>\x18\x06", 10, "<0xNN>"},
@@ -379,8 +397,10 @@ static void check_hostile(void) {
             bad++;
         }
     }
-    CHECK_MSG(bad == 0 && ok > 0 && ok < (int)v.n / 4, "truncations: %d ok, "
-              "%d bad of %zu", ok, bad, v.n);
+    CHECK_MSG(bad == 0 && ok > 0 && ok < (int)v.n / 4,
+              "truncations: %d ok, "
+              "%d bad of %zu",
+              ok, bad, v.n);
 
     /* random byte flips and decoding of whatever parses */
     srand(4242);
@@ -416,8 +436,8 @@ static void check_hostile(void) {
     CHECK(truncate(path, 65 << 20) == 0);
     CHECK(hv_tokenizer_load(&t, path, &e) == HV_ERR_LIMIT && strstr(e.msg, path));
     CHECK(truncate(path, 0) == 0);
-    CHECK(hv_tokenizer_load(&t, path, &e) == HV_ERR_FORMAT &&
-          strstr(e.msg, path) && strstr(e.msg, "no pieces"));
+    CHECK(hv_tokenizer_load(&t, path, &e) == HV_ERR_FORMAT && strstr(e.msg, path) &&
+          strstr(e.msg, "no pieces"));
     unlink(path);
 }
 
@@ -425,16 +445,17 @@ static void check_hostile(void) {
 
 /* Runs the oracle in the given mode on model, feeding it `in`; returns
  * its output lines in a malloc'ed array (NULL if it failed). */
-static char **oracle(const char *mode, const char *model, const char *in,
-                     int *n_lines) {
+static char **oracle(const char *mode, const char *model, const char *in, int *n_lines) {
     const char *py = hv_test_env("HV_PYTHON", "/usr/bin/python3");
     const char *src = hv_test_env("HV_SOURCE_DIR", ".");
     char inpath[512], outpath[512], cmd[4096];
     snprintf(inpath, sizeof inpath, "%s/oracle.in", tmp);
     snprintf(outpath, sizeof outpath, "%s/oracle.out", tmp);
     CHECK(hv_test_write_file(inpath, in, strlen(in)) == 0);
-    snprintf(cmd, sizeof cmd, "'%s' '%s/tests/tokenizer/oracle.py' %s '%s' "
-             "< '%s' > '%s'", py, src, mode, model, inpath, outpath);
+    snprintf(cmd, sizeof cmd,
+             "'%s' '%s/tests/tokenizer/oracle.py' %s '%s' "
+             "< '%s' > '%s'",
+             py, src, mode, model, inpath, outpath);
     int rc = system(cmd);
     CHECK_MSG(rc == 0, "oracle failed (%d): %s", rc, cmd);
     *n_lines = 0;
@@ -473,8 +494,7 @@ static void compare_pieces(const hv_tokenizer *t, const char *model) {
     int n;
     char **lines = oracle("pieces", model, "", &n);
     if (!lines) return;
-    CHECK_MSG(n == t->n_pieces, "%s: %d pieces, oracle %d", model,
-              t->n_pieces, n);
+    CHECK_MSG(n == t->n_pieces, "%s: %d pieces, oracle %d", model, t->n_pieces, n);
     int bad = 0;
     char want[4096], ph[2100];
     for (int i = 0; i < n && i < t->n_pieces; i++) {
@@ -482,9 +502,8 @@ static void compare_pieces(const hv_tokenizer *t, const char *model) {
         memcpy(&bits, &t->scores[i], 4);
         if (strlen(t->pieces[i]) > 1000) continue;
         hex(t->pieces[i], ph);
-        snprintf(want, sizeof want, "%d %d %s %02x%02x%02x%02x", i,
-                 t->types[i], ph, bits & 0xff, (bits >> 8) & 0xff,
-                 (bits >> 16) & 0xff, bits >> 24);
+        snprintf(want, sizeof want, "%d %d %s %02x%02x%02x%02x", i, t->types[i], ph, bits & 0xff,
+                 (bits >> 8) & 0xff, (bits >> 16) & 0xff, bits >> 24);
         if (strcmp(want, lines[i]) && bad++ < 5)
             CHECK_MSG(0, "%s: piece %s, oracle %s", model, want, lines[i]);
     }
@@ -496,11 +515,10 @@ static void compare_pieces(const hv_tokenizer *t, const char *model) {
  * wants invalid sequences too). */
 static int utf8_encode(uint32_t cp, uint8_t *b) {
     if (cp < 0x80) return b[0] = (uint8_t)cp, 1;
-    if (cp < 0x800)
-        return b[0] = (uint8_t)(0xc0 | cp >> 6), b[1] = 0x80 | (cp & 0x3f), 2;
+    if (cp < 0x800) return b[0] = (uint8_t)(0xc0 | cp >> 6), b[1] = 0x80 | (cp & 0x3f), 2;
     if (cp < 0x10000)
-        return b[0] = (uint8_t)(0xe0 | cp >> 12),
-               b[1] = 0x80 | ((cp >> 6) & 0x3f), b[2] = 0x80 | (cp & 0x3f), 3;
+        return b[0] = (uint8_t)(0xe0 | cp >> 12), b[1] = 0x80 | ((cp >> 6) & 0x3f),
+               b[2] = 0x80 | (cp & 0x3f), 3;
     return b[0] = (uint8_t)(0xf0 | cp >> 18), b[1] = 0x80 | ((cp >> 12) & 0x3f),
            b[2] = 0x80 | ((cp >> 6) & 0x3f), b[3] = 0x80 | (cp & 0x3f), 4;
 }
@@ -508,9 +526,8 @@ static int utf8_encode(uint32_t cp, uint8_t *b) {
 /* Random byte sequences a decoder can meet: valid characters, spaces,
  * stray continuation bytes, cut sequences, overlongs, surrogates. */
 static int random_bytes(uint8_t *b) {
-    static const uint32_t cps[] = {0x20, 0x09, 0x0a, 0xa0, 0x85, 0x3000,
-                                   0x2028, 0xe6, 0xf8, 0xe5, 0x20ac, 0xfffd,
-                                   0x1f600, 0x10ffff, 0x41, 0x00};
+    static const uint32_t cps[] = {0x20, 0x09, 0x0a,   0xa0,   0x85,    0x3000,   0x2028, 0xe6,
+                                   0xf8, 0xe5, 0x20ac, 0xfffd, 0x1f600, 0x10ffff, 0x41,   0x00};
     int r = rand() % 10;
     if (r < 4) return utf8_encode(cps[rand() % 16], b);
     if (r < 6) return utf8_encode((uint32_t)rand() % 0x110000, b);
@@ -520,9 +537,8 @@ static int random_bytes(uint8_t *b) {
         return 1 + rand() % (n - 1);
     }
     if (r == 8) { /* overlong or surrogate */
-        static const uint8_t o[][3] = {{0xc0, 0xaf, 0}, {0xc1, 0x80, 0},
-                                       {0xe0, 0x80, 0xaf}, {0xed, 0xa0, 0x80},
-                                       {0xed, 0xbf, 0xbf}, {0xf4, 0x90, 0x80}};
+        static const uint8_t o[][3] = {{0xc0, 0xaf, 0},    {0xc1, 0x80, 0},    {0xe0, 0x80, 0xaf},
+                                       {0xed, 0xa0, 0x80}, {0xed, 0xbf, 0xbf}, {0xf4, 0x90, 0x80}};
         int k = rand() % 6;
         memcpy(b, o[k], 3);
         return o[k][2] ? 3 : 2;
@@ -532,8 +548,8 @@ static int random_bytes(uint8_t *b) {
 
 /* Random id sequences: normal pieces, runs of "▁", byte runs, control and
  * user-defined pieces, out-of-range ids. Written one per line to text. */
-static int random_ids(const hv_tokenizer *t, const int32_t *byte_id,
-                      int has_bytes, int32_t ws, int32_t *ids) {
+static int random_ids(const hv_tokenizer *t, const int32_t *byte_id, int has_bytes, int32_t ws,
+                      int32_t *ids) {
     int n = 0, len = rand() % 24;
     while (n < len) {
         int r = rand() % 10;
@@ -571,8 +587,7 @@ static void compare_decode(const hv_tokenizer *t, const char *model) {
     char *text = malloc(N_SEQ * 48 * 12 + 1), *o = text;
     for (int i = 0; i < N_SEQ; i++) {
         lens[i] = random_ids(t, byte_id, has_bytes, ws, seqs[i]);
-        for (int k = 0; k < lens[i]; k++)
-            o += sprintf(o, "%s%d", k ? " " : "", seqs[i][k]);
+        for (int k = 0; k < lens[i]; k++) o += sprintf(o, "%s%d", k ? " " : "", seqs[i][k]);
         *o++ = '\n';
     }
     *o = '\0';
@@ -586,13 +601,12 @@ static void compare_decode(const hv_tokenizer *t, const char *model) {
         hex(got, h);
         if (!*h) strcpy(h, "-");
         if (strcmp(h, lines[i]) && bad++ < 5)
-            CHECK_MSG(0, "%s: sequence %d: got %s, oracle %s", model, i, h,
-                      lines[i]);
+            CHECK_MSG(0, "%s: sequence %d: got %s, oracle %s", model, i, h, lines[i]);
         free(h);
         free(got);
     }
-    CHECK_MSG(bad == 0, "%s: %d of %d decodes differ (byte pieces: %d)",
-              model, bad, N_SEQ, has_bytes);
+    CHECK_MSG(bad == 0, "%s: %d of %d decodes differ (byte pieces: %d)", model, bad, N_SEQ,
+              has_bytes);
     free_lines(lines, n);
     free(seqs);
     free(lens);
@@ -600,8 +614,7 @@ static void compare_decode(const hv_tokenizer *t, const char *model) {
 }
 
 /* The prompt ids are the ids sentencepiece gives the same pieces. */
-static void compare_prompt(const hv_tokenizer *t, const hv_config *c,
-                           const char *model) {
+static void compare_prompt(const hv_tokenizer *t, const hv_config *c, const char *model) {
     for (int li = 0; li < c->n_languages; li++) {
         for (int pnc = 0; pnc <= 1; pnc++) {
             int32_t ids[HV_PROMPT_MAX];
@@ -613,9 +626,14 @@ static void compare_prompt(const hv_tokenizer *t, const hv_config *c,
             if (st) continue;
             char in[2048] = "", h[256], piece[64];
             const char *names[9] = {"<|startofcontext|>",
-                "<|startoftranscript|>", "<|emo:undefined|>", piece, piece,
-                pnc ? "<|pnc|>" : "<|nopnc|>", "<|noitn|>",
-                "<|notimestamp|>", "<|nodiarize|>"};
+                                    "<|startoftranscript|>",
+                                    "<|emo:undefined|>",
+                                    piece,
+                                    piece,
+                                    pnc ? "<|pnc|>" : "<|nopnc|>",
+                                    "<|noitn|>",
+                                    "<|notimestamp|>",
+                                    "<|nodiarize|>"};
             snprintf(piece, sizeof piece, "<|%s|>", lang);
             for (int i = 0; i < 9; i++) {
                 hex(names[i], h);
@@ -625,17 +643,18 @@ static void compare_prompt(const hv_tokenizer *t, const hv_config *c,
             char **lines = oracle("find", model, in, &nl);
             CHECK(n == 10 && ids[0] == c->decoder_start_token_id);
             for (int i = 0; lines && i < 9 && i < nl; i++)
-                CHECK_MSG(ids[i + 1] == atoi(lines[i]), "%s: %s is %d, "
-                          "oracle %s", model, names[i], ids[i + 1], lines[i]);
+                CHECK_MSG(ids[i + 1] == atoi(lines[i]),
+                          "%s: %s is %d, "
+                          "oracle %s",
+                          model, names[i], ids[i + 1], lines[i]);
             free_lines(lines, nl);
         }
     }
     int32_t ids[HV_PROMPT_MAX];
     int n;
     hv_error e = {0};
-    CHECK(hv_tokenizer_prompt(t, c, "xx-none", 1, ids, &n, &e) ==
-          HV_ERR_INVALID_ARG && strstr(e.msg, "xx-none") &&
-          strstr(e.msg, c->languages[0]));
+    CHECK(hv_tokenizer_prompt(t, c, "xx-none", 1, ids, &n, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "xx-none") && strstr(e.msg, c->languages[0]));
 }
 
 /* Every truncation at sampled points of a real file: no crash. */
@@ -652,8 +671,7 @@ static void truncate_real(const char *model) {
         size_t cut = i < 100 ? (size_t)i * n / 100 : (size_t)rand() % n;
         hv_tokenizer t;
         hv_error e = {0};
-        if (hv_tokenizer_parse(&t, buf, cut, "cut", &e) == HV_OK)
-            hv_tokenizer_free(&t);
+        if (hv_tokenizer_parse(&t, buf, cut, "cut", &e) == HV_OK) hv_tokenizer_free(&t);
     }
     free(buf);
 }
@@ -701,11 +719,31 @@ static int check_fixtures(void) {
 
 /* Without fixtures: train a small byte-fallback model with spm_train. */
 static void check_trained(void) {
-    static const char *words[] = {
-        "hej", "med", "dig", "jeg", "hedder", "og", "det", "er", "en", "god",
-        "dag", "the", "quick", "brown", "fox", "k\xc3\xb8" "benhavn",
-        "\xc3\xa6" "ble", "\xc3\xb8l", "\xc3\xa5" "rhus", "caf\xc3\xa9",
-        "\xe6\x9d\xb1\xe4\xba\xac", "\xd0\xbf\xd1\x80\xd0\xb8"};
+    static const char *words[] = {"hej",
+                                  "med",
+                                  "dig",
+                                  "jeg",
+                                  "hedder",
+                                  "og",
+                                  "det",
+                                  "er",
+                                  "en",
+                                  "god",
+                                  "dag",
+                                  "the",
+                                  "quick",
+                                  "brown",
+                                  "fox",
+                                  "k\xc3\xb8"
+                                  "benhavn",
+                                  "\xc3\xa6"
+                                  "ble",
+                                  "\xc3\xb8l",
+                                  "\xc3\xa5"
+                                  "rhus",
+                                  "caf\xc3\xa9",
+                                  "\xe6\x9d\xb1\xe4\xba\xac",
+                                  "\xd0\xbf\xd1\x80\xd0\xb8"};
     char corpus[512], prefix[512], cmd[2048];
     snprintf(corpus, sizeof corpus, "%s/corpus.txt", tmp);
     snprintf(prefix, sizeof prefix, "%s/spm", tmp);

@@ -21,8 +21,21 @@
 static void test_integers(void) {
     /* refused by every integer parser, whatever the range */
     static const char *const bad[] = {
-        "", " 4", "4 ", "+4", "-1", "-0", "4x", "x4", "0x10", "1.5", "1e3",
-        "4\n", "١", "18446744073709551616", "99999999999999999999999",
+        "",
+        " 4",
+        "4 ",
+        "+4",
+        "-1",
+        "-0",
+        "4x",
+        "x4",
+        "0x10",
+        "1.5",
+        "1e3",
+        "4\n",
+        "١",
+        "18446744073709551616",
+        "99999999999999999999999",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         uint64_t u = 7;
@@ -35,10 +48,8 @@ static void test_integers(void) {
     uint64_t u = 0;
     CHECK(hvt_parse_u64("0", 0, 10, &u) == 0 && u == 0);
     CHECK(hvt_parse_u64("007", 0, 10, &u) == 0 && u == 7);
-    CHECK(hvt_parse_u64("18446744073709551615", 0, UINT64_MAX, &u) == 0 &&
-          u == UINT64_MAX);
-    CHECK(hvt_parse_u64("18446744073709551614", 0, UINT64_MAX - 1, &u) == 0 &&
-          u == UINT64_MAX - 1);
+    CHECK(hvt_parse_u64("18446744073709551615", 0, UINT64_MAX, &u) == 0 && u == UINT64_MAX);
+    CHECK(hvt_parse_u64("18446744073709551614", 0, UINT64_MAX - 1, &u) == 0 && u == UINT64_MAX - 1);
     CHECK(hvt_parse_u64("18446744073709551615", 0, UINT64_MAX - 1, &u) == -1);
     /* bounds are inclusive */
     int v = 0;
@@ -59,28 +70,23 @@ static void test_integers(void) {
 
 static void test_floats(void) {
     static const char *const bad[] = {
-        "", " 1", "1 ", "+1", "--1", "1,5", "1e", "1e+", "e3", ".", "-", "-.",
-        "0x1", "0x1p3", "nan", "NAN", "-nan", "inf", "-inf", "infinity",
-        "1e999", "-1e999", "1e-400", "1.5x", "1..5", "1e3.5", "1 e3", "\t1",
+        "",      " 1",     "1 ",     "+1",    "--1",  "1,5",   "1e",   "1e+", "e3",   ".",
+        "-",     "-.",     "0x1",    "0x1p3", "nan",  "NAN",   "-nan", "inf", "-inf", "infinity",
+        "1e999", "-1e999", "1e-400", "1.5x",  "1..5", "1e3.5", "1 e3", "\t1",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         double d = 7;
         float f = 7;
-        CHECK_MSG(hvt_parse_double(bad[i], HVT_FROM, -INFINITY, INFINITY,
-                                   &d) == -1 && d == 7,
+        CHECK_MSG(hvt_parse_double(bad[i], HVT_FROM, -INFINITY, INFINITY, &d) == -1 && d == 7,
                   "double refuses '%s' and leaves *out", bad[i]);
-        CHECK_MSG(hvt_parse_float(bad[i], HVT_FROM, -INFINITY, INFINITY,
-                                  &f) == -1 && f == 7,
+        CHECK_MSG(hvt_parse_float(bad[i], HVT_FROM, -INFINITY, INFINITY, &f) == -1 && f == 7,
                   "float refuses '%s' and leaves *out", bad[i]);
     }
     double d = 0;
     float f = 0;
-    CHECK(hvt_parse_double("1e3", HVT_FROM, 0, INFINITY, &d) == 0 &&
-          d == 1000.0);
-    CHECK(hvt_parse_double("1E+3", HVT_FROM, 0, INFINITY, &d) == 0 &&
-          d == 1000.0);
-    CHECK(hvt_parse_double("2.5e-3", HVT_FROM, 0, INFINITY, &d) == 0 &&
-          d == 2.5e-3);
+    CHECK(hvt_parse_double("1e3", HVT_FROM, 0, INFINITY, &d) == 0 && d == 1000.0);
+    CHECK(hvt_parse_double("1E+3", HVT_FROM, 0, INFINITY, &d) == 0 && d == 1000.0);
+    CHECK(hvt_parse_double("2.5e-3", HVT_FROM, 0, INFINITY, &d) == 0 && d == 2.5e-3);
     CHECK(hvt_parse_double(".5", HVT_FROM, 0, INFINITY, &d) == 0 && d == 0.5);
     CHECK(hvt_parse_double("5.", HVT_FROM, 0, INFINITY, &d) == 0 && d == 5.0);
     CHECK(hvt_parse_double("007", HVT_FROM, 0, INFINITY, &d) == 0 && d == 7.0);
@@ -93,17 +99,14 @@ static void test_floats(void) {
     CHECK(hvt_parse_double("1", HVT_ABOVE, 0, 1, &d) == 0 && d == 1.0);
     CHECK(hvt_parse_double("1.0001", HVT_ABOVE, 0, 1, &d) == -1);
     /* finite in the target type: 1e99 is a double but no float */
-    CHECK(hvt_parse_double("1e99", HVT_FROM, 0, INFINITY, &d) == 0 &&
-          d == 1e99);
+    CHECK(hvt_parse_double("1e99", HVT_FROM, 0, INFINITY, &d) == 0 && d == 1e99);
     CHECK(hvt_parse_float("1e99", HVT_FROM, 0, INFINITY, &f) == -1);
-    CHECK(hvt_parse_float("3.4028235e38", HVT_FROM, 0, INFINITY, &f) == 0 &&
-          f == FLT_MAX);
+    CHECK(hvt_parse_float("3.4028235e38", HVT_FROM, 0, INFINITY, &f) == 0 && f == FLT_MAX);
     /* and what a float rounds to counts: 1e-50 is 0 there, not above it */
     CHECK(hvt_parse_double("1e-50", HVT_ABOVE, 0, 1, &d) == 0 && d == 1e-50);
     CHECK(hvt_parse_float("1e-50", HVT_ABOVE, 0, 1, &f) == -1);
     CHECK(hvt_parse_float("0.1", HVT_ABOVE, 0, 1, &f) == 0 && f == 0.1f);
-    CHECK(hvt_parse_float("1e-3", HVT_ABOVE, 0, INFINITY, &f) == 0 &&
-          f == 1e-3f);
+    CHECK(hvt_parse_float("1e-3", HVT_ABOVE, 0, INFINITY, &f) == 0 && f == 1e-3f);
 }
 
 /* ---------------------------------------------------------- option parser */
@@ -131,24 +134,34 @@ static void usage(FILE *f) {
     usage_calls++;
 }
 
-enum { T_NAME, T_PATH, T_COUNT, T_LIMIT, T_SEED, T_RATIO, T_GAIN, T_SECONDS,
-       T_THREADS, T_MODE, T_QUIET, T_JSON, T_HELP, T_VERSION, N_T };
+enum {
+    T_NAME,
+    T_PATH,
+    T_COUNT,
+    T_LIMIT,
+    T_SEED,
+    T_RATIO,
+    T_GAIN,
+    T_SECONDS,
+    T_THREADS,
+    T_MODE,
+    T_QUIET,
+    T_JSON,
+    T_HELP,
+    T_VERSION,
+    N_T
+};
 
 #define AT(field) offsetof(topts, field)
 static const hvt_option TABLE[N_T] = {
     [T_NAME] = HVT_OPT_STRING("name", 'n', AT(name)),
     [T_PATH] = HVT_OPT_NONEMPTY("path", 'p', AT(path), "a path"),
-    [T_COUNT] = HVT_OPT("count", 'c', HVT_INT, AT(count), 1, 9,
-                        "an integer 1..9"),
-    [T_LIMIT] = HVT_OPT("limit", 0, HVT_UNSIGNED, AT(limit), 0, 65536,
-                        "an integer 0..65536"),
+    [T_COUNT] = HVT_OPT("count", 'c', HVT_INT, AT(count), 1, 9, "an integer 1..9"),
+    [T_LIMIT] = HVT_OPT("limit", 0, HVT_UNSIGNED, AT(limit), 0, 65536, "an integer 0..65536"),
     [T_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0, "a seed"),
-    [T_RATIO] = HVT_OPT("ratio", 0, HVT_FLOAT_ABOVE, AT(ratio), 0, 1,
-                        "a number > 0 and <= 1"),
-    [T_GAIN] = HVT_OPT("gain", 0, HVT_FLOAT, AT(gain), 0, INFINITY,
-                       "a finite number >= 0"),
-    [T_SECONDS] = HVT_OPT("seconds", 0, HVT_DOUBLE_ABOVE, AT(seconds), 0,
-                          INFINITY, "a number > 0"),
+    [T_RATIO] = HVT_OPT("ratio", 0, HVT_FLOAT_ABOVE, AT(ratio), 0, 1, "a number > 0 and <= 1"),
+    [T_GAIN] = HVT_OPT("gain", 0, HVT_FLOAT, AT(gain), 0, INFINITY, "a finite number >= 0"),
+    [T_SECONDS] = HVT_OPT("seconds", 0, HVT_DOUBLE_ABOVE, AT(seconds), 0, INFINITY, "a number > 0"),
     [T_THREADS] = HVT_OPT_THREADS(AT(threads)),
     [T_MODE] = HVT_OPT_CUSTOM("mode", AT(mode), parse_mode, "fast or slow"),
     [T_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
@@ -208,8 +221,10 @@ static int run(topts *o, int *given, const char *const *args) {
 /* The message a refused value gets, and the usage hint after it. */
 static int refused(const char *line) {
     char want[512];
-    snprintf(want, sizeof want, "prog: %s\nTry 'prog --help' for more "
-             "information.\n", line);
+    snprintf(want, sizeof want,
+             "prog: %s\nTry 'prog --help' for more "
+             "information.\n",
+             line);
     int ok = strcmp(g_err, want) == 0 && g_out[0] == '\0';
     if (!ok) fprintf(stderr, "stderr was: %s(want: %s)\n", g_err, want);
     return ok;
@@ -219,24 +234,23 @@ static void test_options(void) {
     topts o;
     int given[N_T];
 
-    int rc = run(&o, given, ARGS("-n", "x", "--path=p", "-c3", "--limit",
-                                 "65536", "--seed", "18446744073709551615",
-                                 "--ratio", "1", "--gain", "0", "--seconds",
-                                 "1e3", "-t", "256", "--mode", "slow", "in"));
+    int rc = run(&o, given,
+                 ARGS("-n", "x", "--path=p", "-c3", "--limit", "65536", "--seed",
+                      "18446744073709551615", "--ratio", "1", "--gain", "0", "--seconds", "1e3",
+                      "-t", "256", "--mode", "slow", "in"));
     CHECK(rc == -1 && g_err[0] == '\0');
     CHECK(strcmp(o.name, "x") == 0 && strcmp(o.path, "p") == 0);
     CHECK(o.count == 3 && o.limit == 65536 && o.seed == UINT64_MAX);
     CHECK(o.ratio == 1.0f && o.gain == 0.0f && o.seconds == 1000.0);
     CHECK(o.threads == 256 && o.mode == 2);
-    CHECK(optind == 19 && given[T_QUIET] == 0 && given[T_NAME] == 1 &&
-          given[T_MODE] == 10);
+    CHECK(optind == 19 && given[T_QUIET] == 0 && given[T_NAME] == 1 && given[T_MODE] == 10);
 
     /* flags: only given[], in the order last given; operands are moved
      * behind the options (GNU getopt), "--" ends them */
     rc = run(&o, given, ARGS("a", "-q", "--json", "--qu", "b", "--", "-c"));
     CHECK(rc == -1 && given[T_QUIET] == 3 && given[T_JSON] == 2);
-    CHECK(optind == 5 && strcmp(g_argv[5], "a") == 0 &&
-          strcmp(g_argv[6], "b") == 0 && strcmp(g_argv[7], "-c") == 0);
+    CHECK(optind == 5 && strcmp(g_argv[5], "a") == 0 && strcmp(g_argv[6], "b") == 0 &&
+          strcmp(g_argv[7], "-c") == 0);
     /* unique prefixes; the last value wins */
     rc = run(&o, given, ARGS("--cou", "5", "--count=6", "--mo", "fast"));
     CHECK(rc == -1 && o.count == 6 && o.mode == 1 && given[T_COUNT] == 2);
@@ -252,23 +266,16 @@ static void test_options(void) {
         {{"--count", "0"}, "invalid --count '0' (expected an integer 1..9)"},
         {{"-c", "+4"}, "invalid --count '+4' (expected an integer 1..9)"},
         {{"-c", " 4"}, "invalid --count ' 4' (expected an integer 1..9)"},
-        {{"--limit", "65537"},
-         "invalid --limit '65537' (expected an integer 0..65536)"},
+        {{"--limit", "65537"}, "invalid --limit '65537' (expected an integer 0..65536)"},
         {{"--seed", "18446744073709551616"},
          "invalid --seed '18446744073709551616' (expected a seed)"},
-        {{"--ratio", "0"},
-         "invalid --ratio '0' (expected a number > 0 and <= 1)"},
-        {{"--gain", "nan"},
-         "invalid --gain 'nan' (expected a finite number >= 0)"},
-        {{"--gain", "1e99"},
-         "invalid --gain '1e99' (expected a finite number >= 0)"},
-        {{"--seconds", "inf"},
-         "invalid --seconds 'inf' (expected a number > 0)"},
-        {{"-t", "257"},
-         "invalid thread count '257' (expected an integer 1..256)"},
+        {{"--ratio", "0"}, "invalid --ratio '0' (expected a number > 0 and <= 1)"},
+        {{"--gain", "nan"}, "invalid --gain 'nan' (expected a finite number >= 0)"},
+        {{"--gain", "1e99"}, "invalid --gain '1e99' (expected a finite number >= 0)"},
+        {{"--seconds", "inf"}, "invalid --seconds 'inf' (expected a number > 0)"},
+        {{"-t", "257"}, "invalid thread count '257' (expected an integer 1..256)"},
         {{"-p", ""}, "invalid --path '' (expected a path)"},
-        {{"--mode", "medium"},
-         "invalid --mode 'medium' (expected fast or slow)"},
+        {{"--mode", "medium"}, "invalid --mode 'medium' (expected fast or slow)"},
         {{"--count"}, "option '--count' needs an argument"},
         {{"-c"}, "option '-c' needs an argument"},
         {{"--bogus"}, "unknown option '--bogus'"},
@@ -278,10 +285,9 @@ static void test_options(void) {
     };
     for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++) {
         rc = run(&o, given, refusals[i].args);
-        CHECK_MSG(rc == HVT_EXIT_USAGE && refused(refusals[i].msg) &&
-                  o.count == -1 && o.seconds == 0,
-                  "refused: %s %s", refusals[i].args[0],
-                  refusals[i].args[1] ? refusals[i].args[1] : "");
+        CHECK_MSG(
+            rc == HVT_EXIT_USAGE && refused(refusals[i].msg) && o.count == -1 && o.seconds == 0,
+            "refused: %s %s", refusals[i].args[0], refusals[i].args[1] ? refusals[i].args[1] : "");
     }
 
     /* --help and --version: status 0, on stdout, nothing after them */
@@ -291,8 +297,7 @@ static void test_options(void) {
     rc = run(&o, given, ARGS("-h"));
     CHECK(rc == 0 && usage_calls == 2);
     rc = run(&o, given, ARGS("--version"));
-    CHECK(rc == 0 && strcmp(g_out, "prog " HV_VERSION "\n") == 0 &&
-          g_err[0] == '\0');
+    CHECK(rc == 0 && strcmp(g_out, "prog " HV_VERSION "\n") == 0 && g_err[0] == '\0');
 }
 
 /* ----------------------------------------------------------------- misc */
@@ -315,8 +320,7 @@ static void test_misc(void) {
     if (!fx) return;
     hv_model *m = NULL;
     char err[512] = "";
-    hv_status st = hv_model_load(hv_test_path(fx, "models/tiny-f32"), NULL, &m,
-                                 err, sizeof err);
+    hv_status st = hv_model_load(hv_test_path(fx, "models/tiny-f32"), NULL, &m, err, sizeof err);
     CHECK_MSG(st == HV_OK, "load tiny-f32: %s", err);
     if (st != HV_OK) return;
     CHECK(hvt_model_has_language(m, "da"));

@@ -82,9 +82,10 @@ static void test_no_speech(hv_context *ctx, const hv_vad *vad) {
                                      0.04 * sin(2 * PI * 250 * t));
                     break;
                 case 4: { /* a chord that changes every half second */
-                    static const double notes[4][3] = {
-                        {261.6, 329.6, 392.0}, {293.7, 370.0, 440.0},
-                        {329.6, 415.3, 493.9}, {349.2, 440.0, 523.3}};
+                    static const double notes[4][3] = {{261.6, 329.6, 392.0},
+                                                       {293.7, 370.0, 440.0},
+                                                       {329.6, 415.3, 493.9},
+                                                       {349.2, 440.0, 523.3}};
                     const double *ch = notes[(int)(t * 2) % 4];
                     for (int k = 0; k < 3; k++) s.x[i] += (float)(0.1 * sin(2 * PI * ch[k] * t));
                     break;
@@ -141,8 +142,7 @@ static void test_time_map(hv_context *ctx, const hv_vad *vad, const float *clip,
     hv_speech_region *reg = NULL;
     size_t n_reg = 0;
     CHECK(hv_vad_regions(ctx, vad, s.x, s.n, SR, 1, NULL, &reg, &n_reg) == HV_OK);
-    CHECK_MSG(n_reg >= 1 && reg[0].start > 7.25 + c0 - 0.15 &&
-                  reg[n_reg - 1].end < 7.25 + c1 + 0.2,
+    CHECK_MSG(n_reg >= 1 && reg[0].start > 7.25 + c0 - 0.15 && reg[n_reg - 1].end < 7.25 + c1 + 0.2,
               "%zu regions", n_reg);
     hv_vad_free_regions(reg);
     /* and at another rate and channel count, on the same timeline */
@@ -219,8 +219,8 @@ static void test_long_pauses(hv_context *ctx, const hv_vad *vad, const float *cl
         for (int i = 0; i < hv_result_n_segments(v) && i < 3; i++) {
             hv_segment g = hv_result_segment(v, i);
             CHECK_MSG(fabs(g.start - (at[i] + c0)) < 0.15 && fabs(g.end - (at[i] + c1)) < 0.2,
-                      "segment %d at %.3f-%.3f, speech %.3f-%.3f", i, g.start, g.end,
-                      at[i] + c0, at[i] + c1);
+                      "segment %d at %.3f-%.3f, speech %.3f-%.3f", i, g.start, g.end, at[i] + c0,
+                      at[i] + c1);
         }
     }
     hv_result_free(one);

@@ -14,7 +14,11 @@
 #include "hviske.h"
 #include "testlib.h"
 
-typedef struct run { int32_t tokens[1024]; float lps[1024]; int n; } run;
+typedef struct run {
+    int32_t tokens[1024];
+    float lps[1024];
+    int n;
+} run;
 
 static int transcribe(hv_model *m, const char *audio, run *out) {
     char err[1024];
@@ -56,8 +60,8 @@ int main(void) {
     cJSON *mo;
     cJSON_ArrayForEach(mo, cJSON_GetObjectItem(j, "models")) {
         char mdir[4096];
-        snprintf(mdir, sizeof mdir, "%s", hv_test_path(fx, cJSON_GetStringValue(
-                                                           cJSON_GetObjectItem(mo, "path"))));
+        snprintf(mdir, sizeof mdir, "%s",
+                 hv_test_path(fx, cJSON_GetStringValue(cJSON_GetObjectItem(mo, "path"))));
         char err[1024];
         hv_model_params mp = hv_model_default_params();
         mp.weight_type = HV_WEIGHTS_F32;
@@ -78,8 +82,8 @@ int main(void) {
         cJSON *au;
         cJSON_ArrayForEach(au, cJSON_GetObjectItem(j, "audio")) {
             char apath[4096];
-            snprintf(apath, sizeof apath, "%s", hv_test_path(fx, cJSON_GetStringValue(
-                                                                  cJSON_GetObjectItem(au, "path"))));
+            snprintf(apath, sizeof apath, "%s",
+                     hv_test_path(fx, cJSON_GetStringValue(cJSON_GetObjectItem(au, "path"))));
             run a, b;
             if (transcribe(ref, apath, &a)) {
                 CHECK_MSG(0, "%s %s: f32 run failed", mdir, apath);
@@ -106,8 +110,8 @@ int main(void) {
                "worst token log-prob difference on the shared prefix %.2e\n",
                names[t], same[t], total[t], first[t], worst_lp[t]);
         CHECK_MSG(total[t] > 0 && first[t] * 100 >= total[t] * 95,
-                  "%s: first token identical for %d of %d (>= 95%% required)", names[t],
-                  first[t], total[t]);
+                  "%s: first token identical for %d of %d (>= 95%% required)", names[t], first[t],
+                  total[t]);
         if (types[t] == HV_WEIGHTS_F16)
             CHECK_MSG(same[t] * 100 >= total[t] * 95, "f16: %d of %d identical (>= 95%% required)",
                       same[t], total[t]);

@@ -8,16 +8,16 @@
 extern int hv_test_passed, hv_test_failed;
 
 #define CHECK(cond) CHECK_MSG(cond, "%s", #cond)
-#define CHECK_MSG(cond, ...)                                            \
-    do {                                                                \
-        if (cond) {                                                     \
-            hv_test_passed++;                                           \
-        } else {                                                        \
-            hv_test_failed++;                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fputc('\n', stderr);                                        \
-        }                                                               \
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            hv_test_passed++;                                                                      \
+        } else {                                                                                   \
+            hv_test_failed++;                                                                      \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 /* Path helpers: env var value (or fallback) and a joined path in a static
@@ -38,10 +38,10 @@ float *hv_test_noise(size_t n, unsigned seed);
 /* A fresh empty temporary directory (static buffer). */
 const char *hv_test_tmpdir(void);
 
-#define TEST_END()                                                      \
-    do {                                                                \
-        printf("%d passed, %d failed\n", hv_test_passed, hv_test_failed); \
-        return hv_test_failed ? 1 : 0;                                  \
+#define TEST_END()                                                                                 \
+    do {                                                                                           \
+        printf("%d passed, %d failed\n", hv_test_passed, hv_test_failed);                          \
+        return hv_test_failed ? 1 : 0;                                                             \
     } while (0)
 
 #endif

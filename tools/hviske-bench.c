@@ -25,8 +25,8 @@
 typedef struct opts {
     const char *model;
     const char *weight_type;
-    const char *vad_model;  /* NULL: hvt_load_vad's search */
-    hv_chunking chunking;   /* default auto, as the CLI */
+    const char *vad_model; /* NULL: hvt_load_vad's search */
+    hv_chunking chunking;  /* default auto, as the CLI */
     int threads, beams, max_tokens, runs, warmup, json, bandwidth;
 } opts;
 
@@ -38,7 +38,11 @@ static double peak_rss_mb(void) {
 
 /* Memory read bandwidth: threads sum disjoint parts of a buffer much
  * larger than the caches; the best of a few passes, in GB/s. */
-typedef struct bw_job { const double *p; size_t n; double sum; } bw_job;
+typedef struct bw_job {
+    const double *p;
+    size_t n;
+    double sum;
+} bw_job;
 
 static void *bw_read(void *arg) {
     bw_job *j = arg;
@@ -79,7 +83,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-typedef struct stat3 { double median, min, max; } stat3;
+typedef struct stat3 {
+    double median, min, max;
+} stat3;
 
 static stat3 summarise(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
@@ -87,11 +93,22 @@ static stat3 summarise(double *v, int n) {
     return s;
 }
 
-enum { S_TOTAL, S_VAD, S_FRONTEND, S_ENCODER, S_CROSS, S_PREFILL, S_TOKEN, S_DECODER,
-       S_SKIPPED, S_RTF, N_STATS };
-static const char *stat_names[N_STATS] = {"total_ms", "vad_ms", "frontend_ms", "encoder_ms",
-                                          "cross_ms", "prefill_ms", "per_token_ms",
-                                          "decoder_ms", "skipped", "rtf"};
+enum {
+    S_TOTAL,
+    S_VAD,
+    S_FRONTEND,
+    S_ENCODER,
+    S_CROSS,
+    S_PREFILL,
+    S_TOKEN,
+    S_DECODER,
+    S_SKIPPED,
+    S_RTF,
+    N_STATS
+};
+static const char *stat_names[N_STATS] = {"total_ms", "vad_ms",     "frontend_ms",  "encoder_ms",
+                                          "cross_ms", "prefill_ms", "per_token_ms", "decoder_ms",
+                                          "skipped",  "rtf"};
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--weight-type auto|f32|f16|bf16|q8_0]\n"
@@ -167,11 +184,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
             }
             cJSON_AddItemToArray(jfiles, j);
         } else {
-            printf("%s: %.2f s audio, %d tokens, %d runs (median [min-max])\n", path,
-                   duration, tokens, o->runs);
+            printf("%s: %.2f s audio, %d tokens, %d runs (median [min-max])\n", path, duration,
+                   tokens, o->runs);
             for (int k = 0; k < N_STATS; k++)
-                printf("  %-13s %10.3f  [%.3f - %.3f]\n", stat_names[k], s[k].median,
-                       s[k].min, s[k].max);
+                printf("  %-13s %10.3f  [%.3f - %.3f]\n", stat_names[k], s[k].median, s[k].min,
+                       s[k].max);
         }
     }
     for (int k = 0; k < N_STATS; k++) free(v[k]);
@@ -182,34 +199,37 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
 
 int main(int argc, char **argv) {
     opts o = {NULL, "auto", NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0};
-    static const struct option lo[] = {
-        {"threads", required_argument, 0, 't'}, {"beams", required_argument, 0, 'b'},
-        {"max-tokens", required_argument, 0, 'n'},
-        {"weight-type", required_argument, 0, 'W'},
-        {"bandwidth", no_argument, 0, 'B'},
-        {"runs", required_argument, 0, 'r'},    {"warmup", required_argument, 0, 'w'},
-        {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
-        {"chunking", required_argument, 0, 'C'}, {"vad-model", required_argument, 0, 'V'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"threads", required_argument, 0, 't'},
+                                       {"beams", required_argument, 0, 'b'},
+                                       {"max-tokens", required_argument, 0, 'n'},
+                                       {"weight-type", required_argument, 0, 'W'},
+                                       {"bandwidth", no_argument, 0, 'B'},
+                                       {"runs", required_argument, 0, 'r'},
+                                       {"warmup", required_argument, 0, 'w'},
+                                       {"json", no_argument, 0, 'j'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {"chunking", required_argument, 0, 'C'},
+                                       {"vad-model", required_argument, 0, 'V'},
+                                       {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:t:h", lo, NULL)) != -1) {
         int bad = 0;
         switch (c) {
-        case 'm': o.model = optarg; break;
-        case 't': bad = hvt_parse_int(optarg, 1, 256, &o.threads); break;
-        case 'b': bad = hvt_parse_int(optarg, 1, HV_MAX_BEAMS, &o.beams); break;
-        case 'n': bad = hvt_parse_int(optarg, 1, 1 << 20, &o.max_tokens); break;
-        case 'r': bad = hvt_parse_int(optarg, 1, 100000, &o.runs); break;
-        case 'w': bad = hvt_parse_int(optarg, 0, 100000, &o.warmup); break;
-        case 'W': o.weight_type = optarg; break;
-        case 'C':
-            bad = hv_chunking_parse(optarg, &o.chunking) || o.chunking == HV_CHUNKING_FIXED;
-            break;
-        case 'V': o.vad_model = optarg; break;
-        case 'j': o.json = 1; break;
-        case 'B': o.bandwidth = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+            case 'm': o.model = optarg; break;
+            case 't': bad = hvt_parse_int(optarg, 1, 256, &o.threads); break;
+            case 'b': bad = hvt_parse_int(optarg, 1, HV_MAX_BEAMS, &o.beams); break;
+            case 'n': bad = hvt_parse_int(optarg, 1, 1 << 20, &o.max_tokens); break;
+            case 'r': bad = hvt_parse_int(optarg, 1, 100000, &o.runs); break;
+            case 'w': bad = hvt_parse_int(optarg, 0, 100000, &o.warmup); break;
+            case 'W': o.weight_type = optarg; break;
+            case 'C':
+                bad = hv_chunking_parse(optarg, &o.chunking) || o.chunking == HV_CHUNKING_FIXED;
+                break;
+            case 'V': o.vad_model = optarg; break;
+            case 'j': o.json = 1; break;
+            case 'B': o.bandwidth = 1; break;
+            case 'h': usage(stdout); return 0;
+            default: usage(stderr); return 2;
         }
         if (bad) {
             fprintf(stderr, "hviske-bench: bad value '%s' for -%c\n", optarg, c);

@@ -87,9 +87,9 @@
 static const char PROG[] = "hviske-server";
 
 enum {
-    CONN_MEMORY = 32 * 1024,  /* MHD's per-connection pool: headers and
+    CONN_MEMORY = 32 * 1024, /* MHD's per-connection pool: headers and
                                  read buffer must fit */
-    PP_BUFFER = 16 * 1024     /* the post processor's parse buffer */
+    PP_BUFFER = 16 * 1024    /* the post processor's parse buffer */
 };
 
 /* ------------------------------------------------------------- options */
@@ -97,92 +97,107 @@ enum {
 typedef struct options {
     const char *model_dir;
     const char *host;
-    int port;                  /* 0: any free port (printed) */
-    int n_threads;             /* per worker context; 0: cores / workers */
+    int port;      /* 0: any free port (printed) */
+    int n_threads; /* per worker context; 0: cores / workers */
     int n_workers;
-    int queue;                 /* waiting requests beyond the running ones */
+    int queue; /* waiting requests beyond the running ones */
     int max_upload_mb;
     double max_audio_s;
-    const char *api_key;       /* NULL: no authentication */
-    const char *model_name;    /* the id in /v1/models */
-    unsigned timeout_s;        /* idle connection timeout */
-    unsigned request_timeout_s;/* headers-to-end-of-body deadline */
+    const char *api_key;        /* NULL: no authentication */
+    const char *model_name;     /* the id in /v1/models */
+    unsigned timeout_s;         /* idle connection timeout */
+    unsigned request_timeout_s; /* headers-to-end-of-body deadline */
     unsigned max_connections;
-    unsigned max_per_ip;       /* 0: no limit */
-    int quiet;                 /* no access log */
-    hv_chunking chunking;      /* requests without chunking_strategy */
-    const char *vad_model;     /* NULL: hvt_load_vad's search */
-    hv_vad_params vad;         /* speech detection settings */
+    unsigned max_per_ip;   /* 0: no limit */
+    int quiet;             /* no access log */
+    hv_chunking chunking;  /* requests without chunking_strategy */
+    const char *vad_model; /* NULL: hvt_load_vad's search */
+    hv_vad_params vad;     /* speech detection settings */
     float vad_max_gap_s;
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "Usage: hviske-server -m MODEL_DIR [options]\n"
-        "Serves transcription over HTTP with OpenAI's API:\n"
-        "POST /v1/audio/transcriptions, GET /v1/models, GET /health.\n"
-        "\n"
-        "  -m, --model DIR          checkpoint directory\n"
-        "      --host HOST          address to listen on (default 127.0.0.1)\n"
-        "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
-        "                           free port, printed at start)\n"
-        "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
-        "  -t, --threads N          threads per worker, 1..256 (default: the\n"
-        "                           cores divided among the workers)\n"
-        "      --queue Q            requests that may wait for a worker,\n"
-        "                           0..4096 (default 16); beyond: 503\n"
-        "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
-        "                           (default 25)\n"
-        "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
-        "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
-        "                           /v1/ paths\n"
-        "      --model-name NAME    the model id in /v1/models (default\n"
-        "                           hviske)\n"
-        "      --timeout S          close a connection idle for S seconds,\n"
-        "                           1..86400 (default 30)\n"
-        "      --request-timeout S  a request's body must be in within S\n"
-        "                           seconds of its headers, 1..86400\n"
-        "                           (default 600)\n"
-        "      --max-connections N  open connections at most, 1..65536\n"
-        "                           (default 64)\n"
-        "      --max-connections-per-ip N  from one address, 0..65536\n"
-        "                           (default 0: no limit of its own)\n"
-        "  -q, --quiet              no access log on stderr\n"
-        "\n"
-        "Speech detection (the form field chunking_strategy, \"auto\" or\n"
-        "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
-        "      --chunking MODE    for requests without chunking_strategy:\n"
-        "                         auto (default) = vad: only speech is\n"
-        "                         transcribed; energy, none: all audio\n"
-        HVT_VAD_USAGE
-        "\n"
-        "  -h, --help               show this help and exit\n"
-        "      --version            show the version and exit\n"
-        "\n"
-        "SIGINT or SIGTERM: stop accepting, finish the requests begun, exit\n"
-        "0; a second signal answers the requests still queued with 503.\n");
+static void usage(FILE *f) {
+    fprintf(f, "Usage: hviske-server -m MODEL_DIR [options]\n"
+               "Serves transcription over HTTP with OpenAI's API:\n"
+               "POST /v1/audio/transcriptions, GET /v1/models, GET /health.\n"
+               "\n"
+               "  -m, --model DIR          checkpoint directory\n"
+               "      --host HOST          address to listen on (default 127.0.0.1)\n"
+               "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
+               "                           free port, printed at start)\n"
+               "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
+               "  -t, --threads N          threads per worker, 1..256 (default: the\n"
+               "                           cores divided among the workers)\n"
+               "      --queue Q            requests that may wait for a worker,\n"
+               "                           0..4096 (default 16); beyond: 503\n"
+               "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
+               "                           (default 25)\n"
+               "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
+               "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
+               "                           /v1/ paths\n"
+               "      --model-name NAME    the model id in /v1/models (default\n"
+               "                           hviske)\n"
+               "      --timeout S          close a connection idle for S seconds,\n"
+               "                           1..86400 (default 30)\n"
+               "      --request-timeout S  a request's body must be in within S\n"
+               "                           seconds of its headers, 1..86400\n"
+               "                           (default 600)\n"
+               "      --max-connections N  open connections at most, 1..65536\n"
+               "                           (default 64)\n"
+               "      --max-connections-per-ip N  from one address, 0..65536\n"
+               "                           (default 0: no limit of its own)\n"
+               "  -q, --quiet              no access log on stderr\n"
+               "\n"
+               "Speech detection (the form field chunking_strategy, \"auto\" or\n"
+               "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
+               "      --chunking MODE    for requests without chunking_strategy:\n"
+               "                         auto (default) = vad: only speech is\n"
+               "                         transcribed; energy, none: all audio\n" HVT_VAD_USAGE "\n"
+               "  -h, --help               show this help and exit\n"
+               "      --version            show the version and exit\n"
+               "\n"
+               "SIGINT or SIGTERM: stop accepting, finish the requests begun, exit\n"
+               "0; a second signal answers the requests still queued with 503.\n");
 }
 
 /* --model-name: 1 to 127 visible ASCII characters and no '"', as it is
  * written into JSON and the log without escaping. */
-static int parse_model_name(const char *arg, void *value)
-{
+static int parse_model_name(const char *arg, void *value) {
     int ok = *arg && strlen(arg) < 128;
-    for (const char *p = arg; *p; p++)
-        ok = ok && *p > 0x20 && *p < 0x7F && *p != '"';
-    if (!ok)
-        return -1;
+    for (const char *p = arg; *p; p++) ok = ok && *p > 0x20 && *p < 0x7F && *p != '"';
+    if (!ok) return -1;
     *(const char **)value = arg;
     return 0;
 }
 
 /* The options; OPTIONS[O_X] is --x. */
-enum { O_MODEL, O_HOST, O_PORT, O_THREADS, O_WORKERS, O_QUEUE, O_MAX_UPLOAD,
-       O_MAX_AUDIO, O_API_KEY, O_MODEL_NAME, O_TIMEOUT, O_REQUEST_TIMEOUT,
-       O_MAX_CONN, O_MAX_PER_IP, O_QUIET, O_CHUNKING, O_VAD_MODEL,
-       O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE, O_VAD_PAD,
-       O_VAD_MAX_GAP, O_HELP, O_VERSION, N_OPTS };
+enum {
+    O_MODEL,
+    O_HOST,
+    O_PORT,
+    O_THREADS,
+    O_WORKERS,
+    O_QUEUE,
+    O_MAX_UPLOAD,
+    O_MAX_AUDIO,
+    O_API_KEY,
+    O_MODEL_NAME,
+    O_TIMEOUT,
+    O_REQUEST_TIMEOUT,
+    O_MAX_CONN,
+    O_MAX_PER_IP,
+    O_QUIET,
+    O_CHUNKING,
+    O_VAD_MODEL,
+    O_VAD_THRESHOLD,
+    O_VAD_MIN_SPEECH,
+    O_VAD_MIN_SILENCE,
+    O_VAD_PAD,
+    O_VAD_MAX_GAP,
+    O_HELP,
+    O_VERSION,
+    N_OPTS
+};
 
 #define AT(field) offsetof(options, field)
 static const hvt_option OPTIONS[N_OPTS] = {
@@ -190,26 +205,22 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
     [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
-    [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64,
-                          "an integer 1..64"),
-    [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096,
-                        "an integer 0..4096"),
-    [O_MAX_UPLOAD] = HVT_OPT("max-upload-mb", 0, HVT_INT, AT(max_upload_mb),
-                             1, 4096, "an integer 1..4096"),
-    [O_MAX_AUDIO] = HVT_OPT("max-audio-seconds", 0, HVT_DOUBLE_ABOVE,
-                            AT(max_audio_s), 0, INFINITY, "a number > 0"),
-    [O_API_KEY] = HVT_OPT_NONEMPTY("api-key", 0, AT(api_key),
-                                   "a non-empty key"),
-    [O_MODEL_NAME] = HVT_OPT_CUSTOM("model-name", AT(model_name),
-        parse_model_name, "1 to 127 visible ASCII characters"),
-    [O_TIMEOUT] = HVT_OPT("timeout", 0, HVT_UNSIGNED, AT(timeout_s), 1,
-                          86400, "seconds, 1..86400"),
-    [O_REQUEST_TIMEOUT] = HVT_OPT("request-timeout", 0, HVT_UNSIGNED,
-        AT(request_timeout_s), 1, 86400, "seconds, 1..86400"),
-    [O_MAX_CONN] = HVT_OPT("max-connections", 0, HVT_UNSIGNED,
-        AT(max_connections), 1, 65536, "an integer 1..65536"),
-    [O_MAX_PER_IP] = HVT_OPT("max-connections-per-ip", 0, HVT_UNSIGNED,
-        AT(max_per_ip), 0, 65536, "an integer 0..65536"),
+    [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
+    [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
+    [O_MAX_UPLOAD] =
+        HVT_OPT("max-upload-mb", 0, HVT_INT, AT(max_upload_mb), 1, 4096, "an integer 1..4096"),
+    [O_MAX_AUDIO] = HVT_OPT("max-audio-seconds", 0, HVT_DOUBLE_ABOVE, AT(max_audio_s), 0, INFINITY,
+                            "a number > 0"),
+    [O_API_KEY] = HVT_OPT_NONEMPTY("api-key", 0, AT(api_key), "a non-empty key"),
+    [O_MODEL_NAME] = HVT_OPT_CUSTOM("model-name", AT(model_name), parse_model_name,
+                                    "1 to 127 visible ASCII characters"),
+    [O_TIMEOUT] = HVT_OPT("timeout", 0, HVT_UNSIGNED, AT(timeout_s), 1, 86400, "seconds, 1..86400"),
+    [O_REQUEST_TIMEOUT] = HVT_OPT("request-timeout", 0, HVT_UNSIGNED, AT(request_timeout_s), 1,
+                                  86400, "seconds, 1..86400"),
+    [O_MAX_CONN] = HVT_OPT("max-connections", 0, HVT_UNSIGNED, AT(max_connections), 1, 65536,
+                           "an integer 1..65536"),
+    [O_MAX_PER_IP] = HVT_OPT("max-connections-per-ip", 0, HVT_UNSIGNED, AT(max_per_ip), 0, 65536,
+                             "an integer 0..65536"),
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
     [O_VAD_MODEL] = HVT_OPT_VAD_MODEL(AT(vad_model)),
@@ -224,29 +235,31 @@ static const hvt_option OPTIONS[N_OPTS] = {
 #undef AT
 
 /* Fills o from argv. Returns -1 to go on, otherwise the exit status. */
-static int parse_options(int argc, char **argv, options *o)
-{
+static int parse_options(int argc, char **argv, options *o) {
     static const hvt_cli cli = {PROG, usage, OPTIONS, N_OPTS};
     hv_transcribe_params defaults = hv_transcribe_default_params();
-    *o = (options){.host = "127.0.0.1", .port = 8080, .n_workers = 1,
-                   .queue = 16, .max_upload_mb = 25, .max_audio_s = 3600,
-                   .model_name = "hviske", .timeout_s = 30,
-                   .request_timeout_s = 600, .max_connections = 64,
-                   .chunking = defaults.chunking, .vad = defaults.vad_params,
+    *o = (options){.host = "127.0.0.1",
+                   .port = 8080,
+                   .n_workers = 1,
+                   .queue = 16,
+                   .max_upload_mb = 25,
+                   .max_audio_s = 3600,
+                   .model_name = "hviske",
+                   .timeout_s = 30,
+                   .request_timeout_s = 600,
+                   .max_connections = 64,
+                   .chunking = defaults.chunking,
+                   .vad = defaults.vad_params,
                    .vad_max_gap_s = defaults.vad_max_gap_s};
     int given[N_OPTS];
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
-    if (rc >= 0)
-        return rc;
+    if (rc >= 0) return rc;
     o->quiet = given[O_QUIET] != 0;
     if (o->chunking == HV_CHUNKING_FIXED)
         return hvt_usage_error(PROG, "--chunking fixed is not offered by the "
-                               "server (auto, vad, energy or none)");
-    if (optind < argc)
-        return hvt_usage_error(PROG, "unexpected argument '%s'",
-                               argv[optind]);
-    if (!o->model_dir)
-        return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
+                                     "server (auto, vad, energy or none)");
+    if (optind < argc) return hvt_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
+    if (!o->model_dir) return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
     if (o->n_threads == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         long t = cores > 0 ? cores / o->n_workers : 1;
@@ -257,8 +270,7 @@ static int parse_options(int argc, char **argv, options *o)
 
 /* -------------------------------------------------------------- server */
 
-typedef enum route { ROUTE_NONE, ROUTE_HEALTH, ROUTE_MODELS,
-                     ROUTE_TRANSCRIBE } route;
+typedef enum route { ROUTE_NONE, ROUTE_HEALTH, ROUTE_MODELS, ROUTE_TRANSCRIBE } route;
 
 typedef struct server server;
 
@@ -266,25 +278,25 @@ typedef struct server server;
  * the polling thread, except while queued or running: then by the queue
  * or one worker, and the connection is suspended. */
 typedef struct request {
-    struct request *next;          /* queue link */
+    struct request *next; /* queue link */
     server *s;
     struct MHD_Connection *conn;
     route route;
-    char method[12], path[64];     /* printable, for the log */
-    double t0;                     /* monotonic seconds at the headers */
+    char method[12], path[64]; /* printable, for the log */
+    double t0;                 /* monotonic seconds at the headers */
     struct MHD_PostProcessor *pp;
-    uint64_t body_bytes;           /* received so far */
-    srv_error err;                 /* decided before the body ended */
-    const char *allow;             /* with 405 */
-    int retry_after;               /* with 503, seconds */
-    int close;                     /* answer with Connection: close */
+    uint64_t body_bytes; /* received so far */
+    srv_error err;       /* decided before the body ended */
+    const char *allow;   /* with 405 */
+    int retry_after;     /* with 503, seconds */
+    int close;           /* answer with Connection: close */
     srv_form form;
     srv_params params;
-    int queued;                    /* handed to the workers */
-    int done;                      /* a worker set resp and status */
+    int queued; /* handed to the workers */
+    int done;   /* a worker set resp and status */
     struct MHD_Response *resp;
     unsigned status;
-    unsigned sent;                 /* the status queued, for the log */
+    unsigned sent; /* the status queued, for the log */
 } request;
 
 typedef struct worker {
@@ -296,47 +308,41 @@ typedef struct worker {
 struct server {
     const options *o;
     hv_model *model;
-    hv_vad *vad;                   /* NULL: no speech detection */
-    hv_transcribe_params base;     /* chunking and speech detection of
+    hv_vad *vad;               /* NULL: no speech detection */
+    hv_transcribe_params base; /* chunking and speech detection of
                                       every request (server_form.h) */
-    int rate;                      /* the model's sample rate */
-    size_t max_file, max_body;     /* bytes */
-    time_t created;                /* for /v1/models */
+    int rate;                  /* the model's sample rate */
+    size_t max_file, max_body; /* bytes */
+    time_t created;            /* for /v1/models */
     worker *workers;
     struct MHD_Daemon *mhd;
 
-    pthread_mutex_t mu;            /* guards everything below */
-    pthread_cond_t work;           /* a request was queued, or stop */
-    request *head, *tail;          /* waiting requests, oldest first */
+    pthread_mutex_t mu;   /* guards everything below */
+    pthread_cond_t work;  /* a request was queued, or stop */
+    request *head, *tail; /* waiting requests, oldest first */
     int n_waiting, n_running;
-    int n_suspended;               /* connections queued or running, until
+    int n_suspended;  /* connections queued or running, until
                                       the polling thread has them back */
-    int capacity;                  /* workers + queue */
-    long active;                   /* requests begun, not completed */
-    double avg_job_s;              /* running average, for Retry-After */
-    int draining;                  /* shutdown: no new requests */
-    int cancel;                    /* second signal: nothing more queued */
-    int stop;                      /* workers: exit when the queue is empty */
+    int capacity;     /* workers + queue */
+    long active;      /* requests begun, not completed */
+    double avg_job_s; /* running average, for Retry-After */
+    int draining;     /* shutdown: no new requests */
+    int cancel;       /* second signal: nothing more queued */
+    int stop;         /* workers: exit when the queue is empty */
 };
 
 /* Seconds a client should wait before retrying: the expected time until
  * a worker is free. Caller holds s->mu. */
-static int retry_after_locked(const server *s)
-{
-    double t = s->avg_job_s * (s->n_waiting + s->n_running) /
-               s->o->n_workers;
+static int retry_after_locked(const server *s) {
+    double t = s->avg_job_s * (s->n_waiting + s->n_running) / s->o->n_workers;
     return t < 1 ? 1 : t > 3600 ? 3600 : (int)ceil(t);
 }
 
 /* ------------------------------------------------------------ responses */
 
-static struct MHD_Response *buffer_response(char *body, size_t len,
-                                            const char *type)
-{
-    if (!body)
-        return NULL;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+static struct MHD_Response *buffer_response(char *body, size_t len, const char *type) {
+    if (!body) return NULL;
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(body);
         return NULL;
@@ -346,63 +352,47 @@ static struct MHD_Response *buffer_response(char *body, size_t len,
 }
 
 /* The error response of e, with the headers its status calls for. */
-static struct MHD_Response *error_response(const request *req,
-                                           const srv_error *e)
-{
+static struct MHD_Response *error_response(const request *req, const srv_error *e) {
     size_t len = 0;
-    char *body = srv_format_error(e->message, e->type,
-                                  e->param[0] ? e->param : NULL, e->code,
-                                  &len);
+    char *body =
+        srv_format_error(e->message, e->type, e->param[0] ? e->param : NULL, e->code, &len);
     struct MHD_Response *r = buffer_response(body, len, "application/json");
-    if (!r)
-        return NULL;
+    if (!r) return NULL;
     if (e->status == MHD_HTTP_SERVICE_UNAVAILABLE) {
         char buf[16];
-        snprintf(buf, sizeof buf, "%d", req->retry_after > 0
-                 ? req->retry_after : 1);
+        snprintf(buf, sizeof buf, "%d", req->retry_after > 0 ? req->retry_after : 1);
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, buf);
     }
     if (e->status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                "Bearer");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (e->status == MHD_HTTP_METHOD_NOT_ALLOWED && req->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, req->allow);
-    if (req->close)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (req->close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     return r;
 }
 
-static enum MHD_Result queue(request *req, unsigned status,
-                             struct MHD_Response *r)
-{
-    if (!r)
-        return MHD_NO; /* out of memory: drop the connection */
+static enum MHD_Result queue(request *req, unsigned status, struct MHD_Response *r) {
+    if (!r) return MHD_NO; /* out of memory: drop the connection */
     enum MHD_Result rc = MHD_queue_response(req->conn, status, r);
     MHD_destroy_response(r);
-    if (rc == MHD_YES)
-        req->sent = status;
+    if (rc == MHD_YES) req->sent = status;
     return rc;
 }
 
-static enum MHD_Result answer_error(request *req)
-{
-    return queue(req, (unsigned)req->err.status,
-                 error_response(req, &req->err));
+static enum MHD_Result answer_error(request *req) {
+    return queue(req, (unsigned)req->err.status, error_response(req, &req->err));
 }
 
-static enum MHD_Result answer_json(request *req, cJSON *o)
-{
+static enum MHD_Result answer_json(request *req, cJSON *o) {
     size_t len = 0;
     char *body = srv_format_json(o, &len);
-    return queue(req, MHD_HTTP_OK,
-                 buffer_response(body, len, "application/json"));
+    return queue(req, MHD_HTTP_OK, buffer_response(body, len, "application/json"));
 }
 
 /* {"status":"ok","workers":W,"running":R,"queued":Q}: R requests being
  * transcribed, Q complete ones waiting for a worker (uploads still
  * arriving are neither). One snapshot, taken under the queue's lock. */
-static enum MHD_Result answer_health(request *req)
-{
+static enum MHD_Result answer_health(request *req) {
     server *s = req->s;
     pthread_mutex_lock(&s->mu);
     int running = s->n_running, queued = s->n_waiting;
@@ -418,20 +408,17 @@ static enum MHD_Result answer_health(request *req)
     return answer_json(req, o);
 }
 
-static enum MHD_Result answer_models(request *req)
-{
+static enum MHD_Result answer_models(request *req) {
     const server *s = req->s;
     cJSON *o = cJSON_CreateObject(), *data = NULL, *m = NULL;
     int ok = o && cJSON_AddStringToObject(o, "object", "list") &&
-             (data = cJSON_AddArrayToObject(o, "data")) &&
-             (m = cJSON_CreateObject()) && cJSON_AddItemToArray(data, m) &&
-             cJSON_AddStringToObject(m, "id", s->o->model_name) &&
+             (data = cJSON_AddArrayToObject(o, "data")) && (m = cJSON_CreateObject()) &&
+             cJSON_AddItemToArray(data, m) && cJSON_AddStringToObject(m, "id", s->o->model_name) &&
              cJSON_AddStringToObject(m, "object", "model") &&
              cJSON_AddNumberToObject(m, "created", (double)s->created) &&
              cJSON_AddStringToObject(m, "owned_by", "hviske");
     if (!ok) {
-        if (m && !(data && data->child == m))
-            cJSON_Delete(m);
+        if (m && !(data && data->child == m)) cJSON_Delete(m);
         cJSON_Delete(o);
         o = NULL;
     }
@@ -442,35 +429,27 @@ static enum MHD_Result answer_models(request *req)
 
 /* Maps a library failure to an HTTP error: the input's fault is 400 (or
  * 413 for a limit), anything else 500. */
-static void library_error(srv_error *e, hv_status st, const char *msg)
-{
-    if (!msg || !*msg)
-        msg = hv_status_name(st);
+static void library_error(srv_error *e, hv_status st, const char *msg) {
+    if (!msg || !*msg) msg = hv_status_name(st);
     switch (st) {
-    case HV_ERR_FORMAT:
-    case HV_ERR_UNSUPPORTED:
-    case HV_ERR_IO:
-        srv_error_set(e, 400, "invalid_audio", "file", "%s", msg);
-        break;
-    case HV_ERR_INVALID_ARG:
-        srv_error_set(e, 400, "invalid_value",
-                      strncmp(msg, "max_new_tokens", 14) == 0 ? "max_tokens"
-                      : strncmp(msg, "audio", 5) == 0 ? "file" : NULL,
-                      "%s", msg);
-        break;
-    case HV_ERR_LIMIT:
-        srv_error_set(e, 413, "audio_too_long", "file", "%s", msg);
-        break;
-    case HV_ERR_NOMEM:
-    default:
-        srv_error_set(e, 500, NULL, NULL, "%s", msg);
-        break;
+        case HV_ERR_FORMAT:
+        case HV_ERR_UNSUPPORTED:
+        case HV_ERR_IO: srv_error_set(e, 400, "invalid_audio", "file", "%s", msg); break;
+        case HV_ERR_INVALID_ARG:
+            srv_error_set(e, 400, "invalid_value",
+                          strncmp(msg, "max_new_tokens", 14) == 0 ? "max_tokens"
+                          : strncmp(msg, "audio", 5) == 0         ? "file"
+                                                                  : NULL,
+                          "%s", msg);
+            break;
+        case HV_ERR_LIMIT: srv_error_set(e, 413, "audio_too_long", "file", "%s", msg); break;
+        case HV_ERR_NOMEM:
+        default: srv_error_set(e, 500, NULL, NULL, "%s", msg); break;
     }
 }
 
 /* Decodes and transcribes one request; sets req->resp and req->status. */
-static void run_job(worker *w, request *req)
-{
+static void run_job(worker *w, request *req) {
     server *s = w->s;
     srv_form *f = &req->form;
     srv_params *p = &req->params;
@@ -481,13 +460,14 @@ static void run_job(worker *w, request *req)
     int rate = 0, channels = 0;
     hv_result *res = NULL;
 
-    hv_status st = hv_audio_read_buffer(f->file, f->file_len, "file",
-                                        s->o->max_audio_s, &pcm, &n_frames,
-                                        &rate, &channels, err, sizeof err);
+    hv_status st = hv_audio_read_buffer(f->file, f->file_len, "file", s->o->max_audio_s, &pcm,
+                                        &n_frames, &rate, &channels, err, sizeof err);
     srv_form_free(f); /* the upload is no longer needed */
     if (st == HV_ERR_LIMIT) {
-        srv_error_set(&e, 413, "audio_too_long", "file", "%s (this server "
-                      "takes at most %g s)", err, s->o->max_audio_s);
+        srv_error_set(&e, 413, "audio_too_long", "file",
+                      "%s (this server "
+                      "takes at most %g s)",
+                      err, s->o->max_audio_s);
         goto done;
     }
     if (st != HV_OK) {
@@ -502,15 +482,12 @@ static void run_job(worker *w, request *req)
         goto done;
     }
     size_t len = 0;
-    char *body = srv_format_result(p->format, res, s->rate, p->temperature,
-                                   &len);
+    char *body = srv_format_result(p->format, res, s->rate, p->temperature, &len);
     hv_result_free(res);
     req->resp = buffer_response(body, len, srv_format_content_type(p->format));
-    if (req->resp && p->model[0])
-        MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
+    if (req->resp && p->model[0]) MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
     req->status = MHD_HTTP_OK;
-    if (!req->resp)
-        srv_error_set(&e, 500, NULL, NULL, "out of memory");
+    if (!req->resp) srv_error_set(&e, 500, NULL, NULL, "out of memory");
 done:
     hv_audio_free(pcm);
     if (e.status) {
@@ -519,22 +496,19 @@ done:
     }
 }
 
-static void *worker_main(void *arg)
-{
+static void *worker_main(void *arg) {
     worker *w = arg;
     server *s = w->s;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (!s->head && !s->stop)
-            pthread_cond_wait(&s->work, &s->mu);
+        while (!s->head && !s->stop) pthread_cond_wait(&s->work, &s->mu);
         request *req = s->head;
         if (!req) {
             pthread_mutex_unlock(&s->mu);
             break;
         }
         s->head = req->next;
-        if (!s->head)
-            s->tail = NULL;
+        if (!s->head) s->tail = NULL;
         s->n_waiting--;
         s->n_running++;
         pthread_mutex_unlock(&s->mu);
@@ -555,8 +529,7 @@ static void *worker_main(void *arg)
 }
 
 /* Answers every waiting request with 503 (the second shutdown signal). */
-static void cancel_waiting(server *s)
-{
+static void cancel_waiting(server *s) {
     pthread_mutex_lock(&s->mu);
     request *req = s->head;
     s->head = s->tail = NULL;
@@ -566,8 +539,7 @@ static void cancel_waiting(server *s)
     while (req) {
         request *next = req->next;
         srv_error e = {0};
-        srv_error_set(&e, 503, "shutting_down", NULL,
-                      "the server is shutting down");
+        srv_error_set(&e, 503, "shutting_down", NULL, "the server is shutting down");
         req->retry_after = 1;
         req->close = 1;
         req->status = 503;
@@ -582,68 +554,50 @@ static void cancel_waiting(server *s)
 /* ------------------------------------------------------ the HTTP side */
 
 /* Copies printable ASCII of s (at most n - 1 bytes; others become '?'). */
-static void printable(char *out, size_t n, const char *s)
-{
+static void printable(char *out, size_t n, const char *s) {
     size_t i = 0;
-    for (; s && s[i] && i + 1 < n; i++)
-        out[i] = s[i] >= 0x20 && s[i] < 0x7F ? s[i] : '?';
+    for (; s && s[i] && i + 1 < n; i++) out[i] = s[i] >= 0x20 && s[i] < 0x7F ? s[i] : '?';
     out[i] = '\0';
 }
 
-static const char *header(struct MHD_Connection *c, const char *name)
-{
+static const char *header(struct MHD_Connection *c, const char *name) {
     return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
 /* Compares the Authorization header with "Bearer KEY" in time that
  * depends on the key's length only. */
-static int authorized(struct MHD_Connection *c, const char *key)
-{
+static int authorized(struct MHD_Connection *c, const char *key) {
     const char *h = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h)
-        h = "";
-    while (*h == ' ' || *h == '\t')
-        h++;
-    int scheme = strncasecmp(h, "Bearer", 6) == 0 &&
-                 (h[6] == ' ' || h[6] == '\t');
+    if (!h) h = "";
+    while (*h == ' ' || *h == '\t') h++;
+    int scheme = strncasecmp(h, "Bearer", 6) == 0 && (h[6] == ' ' || h[6] == '\t');
     const char *t = scheme ? h + 7 : "";
-    while (*t == ' ' || *t == '\t')
-        t++;
+    while (*t == ' ' || *t == '\t') t++;
     size_t tn = strlen(t);
-    while (tn > 0 && (t[tn - 1] == ' ' || t[tn - 1] == '\t'))
-        tn--;
+    while (tn > 0 && (t[tn - 1] == ' ' || t[tn - 1] == '\t')) tn--;
     size_t kn = strlen(key);
     volatile unsigned char diff = (unsigned char)(tn != kn);
-    for (size_t i = 0; i < kn; i++)
-        diff |= (unsigned char)(key[i] ^ (i < tn ? t[i] : 0));
+    for (size_t i = 0; i < kn; i++) diff |= (unsigned char)(key[i] ^ (i < tn ? t[i] : 0));
     return scheme && diff == 0;
 }
 
 /* 1 for "multipart/form-data" (any case), alone or with parameters. */
-static int is_multipart(const char *ct)
-{
+static int is_multipart(const char *ct) {
     static const char mp[] = "multipart/form-data";
-    if (!ct)
-        return 0;
-    while (*ct == ' ' || *ct == '\t')
-        ct++;
-    if (strncasecmp(ct, mp, sizeof mp - 1) != 0)
-        return 0;
+    if (!ct) return 0;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    if (strncasecmp(ct, mp, sizeof mp - 1) != 0) return 0;
     char next = ct[sizeof mp - 1];
     return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
-static enum MHD_Result on_post_data(void *cls, enum MHD_ValueKind kind,
-                                    const char *key, const char *filename,
-                                    const char *content_type,
-                                    const char *transfer_encoding,
-                                    const char *data, uint64_t off,
-                                    size_t size)
-{
+static enum MHD_Result on_post_data(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *filename, const char *content_type,
+                                    const char *transfer_encoding, const char *data, uint64_t off,
+                                    size_t size) {
     request *req = cls;
     (void)kind, (void)content_type, (void)transfer_encoding;
-    return srv_form_add(&req->form, key, filename, data, off, size) == 0
-               ? MHD_YES : MHD_NO;
+    return srv_form_add(&req->form, key, filename, data, off, size) == 0 ? MHD_YES : MHD_NO;
 }
 
 /* Refuses a request at its headers. The answer goes at once when the body
@@ -652,22 +606,17 @@ static enum MHD_Result on_post_data(void *cls, enum MHD_ValueKind kind,
  * when the request is complete: its body, if any, is read and dropped
  * first, so that a client busy sending gets the answer rather than a
  * reset connection, and a keep-alive connection stays usable. */
-static enum MHD_Result refuse(request *req, int now)
-{
+static enum MHD_Result refuse(request *req, int now) {
     const char *expect = header(req->conn, MHD_HTTP_HEADER_EXPECT);
-    if (now || (expect && strcasecmp(expect, "100-continue") == 0))
-        return answer_error(req);
+    if (now || (expect && strcasecmp(expect, "100-continue") == 0)) return answer_error(req);
     return MHD_YES;
 }
 
 /* The first call for a request: its headers are in. */
-static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
-                                     const char *url, const char *method,
-                                     void **con_cls)
-{
+static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, const char *url,
+                                     const char *method, void **con_cls) {
     request *req = calloc(1, sizeof *req);
-    if (!req)
-        return MHD_NO;
+    if (!req) return MHD_NO;
     req->s = s;
     req->conn = conn;
     req->t0 = hvt_now_s();
@@ -682,8 +631,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
     req->retry_after = retry_after_locked(s);
     pthread_mutex_unlock(&s->mu);
 
-    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-              strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
     srv_error *e = &req->err;
     if (strcmp(url, "/health") == 0)
@@ -696,32 +644,27 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
     if (draining) {
         req->close = 1;
         req->retry_after = 1;
-        srv_error_set(e, 503, "shutting_down", NULL,
-                      "the server is shutting down");
+        srv_error_set(e, 503, "shutting_down", NULL, "the server is shutting down");
         return refuse(req, 0);
     }
     if (req->route == ROUTE_NONE) {
-        srv_error_set(e, 404, "not_found", NULL, "no such path: %s %s",
-                      req->method, req->path);
+        srv_error_set(e, 404, "not_found", NULL, "no such path: %s %s", req->method, req->path);
         return refuse(req, 0);
     }
     int transcribe = req->route == ROUTE_TRANSCRIBE;
     if (transcribe ? !post : !get) {
         req->allow = transcribe ? "POST" : "GET, HEAD";
-        srv_error_set(e, 405, "method_not_allowed", NULL,
-                      "%s is not allowed on %s (allowed: %s)", req->method,
-                      req->path, req->allow);
+        srv_error_set(e, 405, "method_not_allowed", NULL, "%s is not allowed on %s (allowed: %s)",
+                      req->method, req->path, req->allow);
         return refuse(req, 0);
     }
-    if (req->route != ROUTE_HEALTH && s->o->api_key &&
-        !authorized(conn, s->o->api_key)) {
+    if (req->route != ROUTE_HEALTH && s->o->api_key && !authorized(conn, s->o->api_key)) {
         srv_error_set(e, 401, "invalid_api_key", NULL,
                       "missing or incorrect API key (send 'Authorization: "
                       "Bearer KEY')");
         return refuse(req, 0);
     }
-    if (req->route != ROUTE_TRANSCRIBE)
-        return MHD_YES; /* answered when complete (on_request) */
+    if (req->route != ROUTE_TRANSCRIBE) return MHD_YES; /* answered when complete (on_request) */
 
     if (!is_multipart(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         srv_error_set(e, 415, "unsupported_media_type", NULL,
@@ -747,7 +690,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
     if (full) {
         const char *expect = header(conn, MHD_HTTP_HEADER_EXPECT);
         if (expect && strcasecmp(expect, "100-continue") == 0) {
-            srv_error_set(e, 503, "server_busy", NULL, "the server is busy "
+            srv_error_set(e, 503, "server_busy", NULL,
+                          "the server is busy "
                           "(all workers and the queue are full); retry "
                           "later");
             return answer_error(req);
@@ -755,7 +699,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
     }
     req->pp = MHD_create_post_processor(conn, PP_BUFFER, on_post_data, req);
     if (!req->pp) {
-        srv_error_set(e, 400, "invalid_multipart", NULL, "malformed "
+        srv_error_set(e, 400, "invalid_multipart", NULL,
+                      "malformed "
                       "multipart/form-data Content-Type (no boundary?)");
         return refuse(req, 0);
     }
@@ -763,8 +708,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn,
 }
 
 /* A piece of the body. */
-static enum MHD_Result body_data(request *req, const char *data, size_t size)
-{
+static enum MHD_Result body_data(request *req, const char *data, size_t size) {
     server *s = req->s;
     req->body_bytes += size;
     if (req->body_bytes > s->max_body) {
@@ -776,24 +720,21 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size)
         if (req->body_bytes > 2 * (uint64_t)s->max_body)
             return MHD_NO; /* it goes on and on: cut it off */
     }
-    if (!req->err.status && req->pp &&
-        MHD_post_process(req->pp, data, size) != MHD_YES) {
+    if (!req->err.status && req->pp && MHD_post_process(req->pp, data, size) != MHD_YES) {
         if (req->form.err.status)
             req->err = req->form.err;
         else
             srv_error_set(&req->err, 400, "invalid_multipart", NULL,
                           "malformed multipart/form-data body");
     }
-    if (req->err.status)
-        srv_form_free(&req->form); /* the rest is read and dropped */
+    if (req->err.status) srv_form_free(&req->form); /* the rest is read and dropped */
     if (hvt_now_s() - req->t0 > s->o->request_timeout_s)
         return MHD_NO; /* too slow: drop the connection */
     return MHD_YES;
 }
 
 /* The whole body is in: validate and queue, or answer. */
-static enum MHD_Result end_request(request *req)
-{
+static enum MHD_Result end_request(request *req) {
     server *s = req->s;
     if (!req->err.status && req->pp) {
         enum MHD_Result complete = MHD_destroy_post_processor(req->pp);
@@ -806,19 +747,18 @@ static enum MHD_Result end_request(request *req)
                           "body");
     }
     if (!req->err.status &&
-        srv_form_params(&req->form, s->model, &s->base, &req->params,
-                        &req->err) == 0) {
+        srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0) {
         pthread_mutex_lock(&s->mu);
         if (s->stop || s->cancel) {
             req->close = 1;
             req->retry_after = 1;
-            srv_error_set(&req->err, 503, "shutting_down", NULL,
-                          "the server is shutting down");
+            srv_error_set(&req->err, 503, "shutting_down", NULL, "the server is shutting down");
         } else if (s->n_waiting + s->n_running >= s->capacity) {
             req->retry_after = retry_after_locked(s);
             srv_error_set(&req->err, 503, "server_busy", NULL,
                           "the server is busy (%d running, %d waiting); "
-                          "retry later", s->n_running, s->n_waiting);
+                          "retry later",
+                          s->n_running, s->n_waiting);
         } else {
             /* suspend before any worker can see it (and resume it) */
             MHD_suspend_connection(req->conn);
@@ -833,22 +773,18 @@ static enum MHD_Result end_request(request *req)
             pthread_cond_signal(&s->work);
         }
         pthread_mutex_unlock(&s->mu);
-        if (req->queued)
-            return MHD_YES;
+        if (req->queued) return MHD_YES;
     }
     srv_form_free(&req->form);
     return answer_error(req);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls)
-{
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
     (void)version;
     request *req = *con_cls;
-    if (!req)
-        return begin_request(cls, conn, url, method, con_cls);
+    if (!req) return begin_request(cls, conn, url, method, con_cls);
     if (req->done) { /* a worker answered and resumed the connection */
         server *s = cls;
         struct MHD_Response *r = req->resp;
@@ -859,43 +795,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         pthread_mutex_unlock(&s->mu);
         return queue(req, req->status, r);
     }
-    if (req->queued)
-        return MHD_YES; /* not reached: suspended until done */
+    if (req->queued) return MHD_YES; /* not reached: suspended until done */
     if (*upload_size > 0) {
         enum MHD_Result rc = body_data(req, upload, *upload_size);
         *upload_size = 0;
         return rc;
     }
-    if (req->err.status)
-        return answer_error(req);
-    if (req->route == ROUTE_HEALTH)
-        return answer_health(req);
-    if (req->route == ROUTE_MODELS)
-        return answer_models(req);
+    if (req->err.status) return answer_error(req);
+    if (req->route == ROUTE_HEALTH) return answer_health(req);
+    if (req->route == ROUTE_MODELS) return answer_models(req);
     return end_request(req);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode toe)
-{
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
     server *s = cls;
     request *req = *con_cls;
     (void)conn;
-    if (!req)
-        return;
+    if (!req) return;
     if (!s->o->quiet) {
         static const char *const why[] = {
-            "", "error", "timed out", "daemon stopped", "read error",
-            "client aborted"};
-        fprintf(stderr, "hviske-server: %s %s %u %.3f s%s%s\n", req->method,
-                req->path, req->sent, hvt_now_s() - req->t0,
-                toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " " : "",
+            "", "error", "timed out", "daemon stopped", "read error", "client aborted"};
+        fprintf(stderr, "hviske-server: %s %s %u %.3f s%s%s\n", req->method, req->path, req->sent,
+                hvt_now_s() - req->t0, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " " : "",
                 (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
     }
-    if (req->pp)
-        MHD_destroy_post_processor(req->pp);
-    if (req->resp)
-        MHD_destroy_response(req->resp);
+    if (req->pp) MHD_destroy_post_processor(req->pp);
+    if (req->resp) MHD_destroy_response(req->resp);
     srv_form_free(&req->form);
     free(req);
     *con_cls = NULL;
@@ -904,16 +830,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     pthread_mutex_unlock(&s->mu);
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     const server *s = cls;
-    if (s->o->quiet)
-        return;
+    if (s->o->quiet) return;
     char buf[512];
     vsnprintf(buf, sizeof buf, fmt, ap);
     size_t n = strlen(buf);
-    while (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = '\0';
+    while (n > 0 && buf[n - 1] == '\n') buf[--n] = '\0';
     fprintf(stderr, "hviske-server: http: %s\n", buf);
 }
 
@@ -921,8 +844,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* A listening TCP socket on host:port; -1 with a message on failure.
  * *bound gets the port actually bound, *ipv6 whether it is IPv6. */
-static int listen_on(const char *host, int port, int *bound, int *ipv6)
-{
+static int listen_on(const char *host, int port, int *bound, int *ipv6) {
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
     struct addrinfo hints, *ai = NULL;
@@ -945,8 +867,7 @@ static int listen_on(const char *host, int port, int *bound, int *ipv6)
         int one = 1;
         fcntl(fd, F_SETFD, FD_CLOEXEC);
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (a->ai_family == AF_INET6)
-            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        if (a->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
         if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0) {
             *ipv6 = a->ai_family == AF_INET6;
             break;
@@ -957,17 +878,16 @@ static int listen_on(const char *host, int port, int *bound, int *ipv6)
     }
     freeaddrinfo(ai);
     if (fd < 0) {
-        fprintf(stderr, "hviske-server: cannot listen on %s port %d: %s\n",
-                host, port, strerror(err));
+        fprintf(stderr, "hviske-server: cannot listen on %s port %d: %s\n", host, port,
+                strerror(err));
         return -1;
     }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     *bound = port;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        *bound = ss.ss_family == AF_INET6
-                     ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        *bound = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                          : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     return fd;
 }
 
@@ -975,8 +895,7 @@ static int listen_on(const char *host, int port, int *bound, int *ipv6)
  * answers the queued requests with 503 and stops waiting for uploads: once
  * no connection is suspended (the running transcriptions are answered),
  * the responses get a second to go out, and the daemon is stopped. */
-static void wait_idle(server *s, const sigset_t *sigs)
-{
+static void wait_idle(server *s, const sigset_t *sigs) {
     int cancelled = 0;
     double t_free = 0;
     for (;;) {
@@ -984,8 +903,7 @@ static void wait_idle(server *s, const sigset_t *sigs)
         long active = s->active;
         int suspended = s->n_suspended;
         pthread_mutex_unlock(&s->mu);
-        if (active == 0)
-            return;
+        if (active == 0) return;
         if (cancelled && suspended == 0) {
             if (t_free == 0)
                 t_free = hvt_now_s();
@@ -995,19 +913,17 @@ static void wait_idle(server *s, const sigset_t *sigs)
         struct timespec ts = {0, 50 * 1000 * 1000};
         if (sigtimedwait(sigs, NULL, &ts) > 0 && !cancelled) {
             fprintf(stderr, "hviske-server: second signal: answering the "
-                    "queued requests with 503\n");
+                            "queued requests with 503\n");
             cancel_waiting(s);
             cancelled = 1;
         }
     }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
+    if (rc >= 0) return rc;
 
     /* SIGINT and SIGTERM are taken by the main thread only: block them
      * before any thread starts (threads inherit the mask). */
@@ -1037,8 +953,7 @@ int main(int argc, char **argv)
     mp.n_threads = o.n_threads;
     hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
     if (st != HV_OK) {
-        fprintf(stderr, "hviske-server: %s\n", err[0] ? err
-                : hv_status_name(st));
+        fprintf(stderr, "hviske-server: %s\n", err[0] ? err : hv_status_name(st));
         goto done;
     }
     s.rate = hv_model_sample_rate(s.model);
@@ -1065,8 +980,7 @@ int main(int argc, char **argv)
         }
     }
     listen_fd = listen_on(o.host, o.port, &port, &ipv6);
-    if (listen_fd < 0)
-        goto done;
+    if (listen_fd < 0) goto done;
     for (; n_started < o.n_workers; n_started++) {
         worker *w = &s.workers[n_started];
         if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
@@ -1074,26 +988,24 @@ int main(int argc, char **argv)
             goto done;
         }
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
-    s.mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &s,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, &s,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o.max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o.max_per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o.timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
-        MHD_OPTION_END);
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     (ipv6 ? MHD_USE_IPv6 : 0);
+    s.mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER,
+                             on_mhd_log, &s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o.max_connections,
+                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o.max_per_ip,
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o.timeout_s,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_END);
     if (!s.mhd) {
         fputs("hviske-server: cannot start the HTTP daemon\n", stderr);
         goto done;
     }
-    fprintf(stderr, "hviske-server: listening on http://%s%s%s:%d (model %s, "
-            "%d worker%s x %d thread%s, queue %d)\n", ipv6 ? "[" : "",
-            o.host, ipv6 ? "]" : "", port, o.model_dir, o.n_workers,
-            o.n_workers == 1 ? "" : "s", o.n_threads,
-            o.n_threads == 1 ? "" : "s", o.queue);
+    fprintf(stderr,
+            "hviske-server: listening on http://%s%s%s:%d (model %s, "
+            "%d worker%s x %d thread%s, queue %d)\n",
+            ipv6 ? "[" : "", o.host, ipv6 ? "]" : "", port, o.model_dir, o.n_workers,
+            o.n_workers == 1 ? "" : "s", o.n_threads, o.n_threads == 1 ? "" : "s", o.queue);
     fflush(stderr);
 
     int sig;
@@ -1108,8 +1020,7 @@ int main(int argc, char **argv)
      * close after the stop), and shutting it down makes the kernel refuse
      * new connections instead of queueing them unanswered. */
     q = MHD_quiesce_daemon(s.mhd);
-    if (q != MHD_INVALID_SOCKET)
-        shutdown(q, SHUT_RDWR);
+    if (q != MHD_INVALID_SOCKET) shutdown(q, SHUT_RDWR);
     wait_idle(&s, &sigs);
     rc = 0;
 
@@ -1118,24 +1029,20 @@ done:
     s.stop = 1;
     pthread_cond_broadcast(&s.work);
     pthread_mutex_unlock(&s.mu);
-    for (int i = 0; i < n_started; i++)
-        pthread_join(s.workers[i].tid, NULL);
+    for (int i = 0; i < n_started; i++) pthread_join(s.workers[i].tid, NULL);
     if (s.mhd) {
         MHD_stop_daemon(s.mhd); /* closes the listening socket unless
                                    quiesced */
-        if (q != MHD_INVALID_SOCKET)
-            close(q);
+        if (q != MHD_INVALID_SOCKET) close(q);
     } else if (listen_fd >= 0) {
         close(listen_fd);
     }
-    for (int i = 0; s.workers && i < o.n_workers; i++)
-        hv_context_free(s.workers[i].ctx);
+    for (int i = 0; s.workers && i < o.n_workers; i++) hv_context_free(s.workers[i].ctx);
     free(s.workers);
     hv_vad_free(s.vad);
     hv_model_free(s.model);
     pthread_cond_destroy(&s.work);
     pthread_mutex_destroy(&s.mu);
-    if (rc == 0)
-        fputs("hviske-server: stopped\n", stderr);
+    if (rc == 0) fputs("hviske-server: stopped\n", stderr);
     return rc;
 }

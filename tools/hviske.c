@@ -45,30 +45,25 @@
 
 static const char PROG[] = "hviske";
 
-typedef enum out_format { FMT_TXT, FMT_JSONL, FMT_JSON, FMT_SRT, FMT_VTT,
-                          N_FORMATS } out_format;
-static const char *const FORMAT_NAMES[N_FORMATS] = {"txt", "jsonl", "json",
-                                                     "srt", "vtt"};
+typedef enum out_format { FMT_TXT, FMT_JSONL, FMT_JSON, FMT_SRT, FMT_VTT, N_FORMATS } out_format;
+static const char *const FORMAT_NAMES[N_FORMATS] = {"txt", "jsonl", "json", "srt", "vtt"};
 
 /* Formats that hold one result per line, so that several inputs can share
  * one stream; the others are one document per input. */
-static int format_is_stream(out_format f)
-{
-    return f == FMT_TXT || f == FMT_JSONL;
-}
+static int format_is_stream(out_format f) { return f == FMT_TXT || f == FMT_JSONL; }
 
 typedef struct options {
     const char *model_dir;
-    const char *language;  /* NULL: the library's default */
-    int punctuation;       /* 1 unless --no-punctuation */
-    int n_threads;         /* 0: all cores */
+    const char *language;       /* NULL: the library's default */
+    int punctuation;            /* 1 unless --no-punctuation */
+    int n_threads;              /* 0: all cores */
     hv_weight_type weight_type; /* HV_WEIGHTS_AUTO: the checkpoint's own */
-    int max_tokens;        /* 0: the model's default */
-    float dither;          /* < 0: the model's config value */
-    int num_beams;         /* 1: greedy or sampling */
-    float length_penalty;  /* beam search */
+    int max_tokens;             /* 0: the model's default */
+    float dither;               /* < 0: the model's config value */
+    int num_beams;              /* 1: greedy or sampling */
+    float length_penalty;       /* beam search */
     int do_sample;
-    float temperature;     /* sampling */
+    float temperature; /* sampling */
     int top_k;
     float top_p;
     uint64_t seed;
@@ -78,93 +73,88 @@ typedef struct options {
     hv_vad_params vad;     /* speech regions from probabilities */
     float vad_max_gap_s;   /* a pause this long always ends a chunk */
     out_format format;
-    const char *output;    /* -o FILE; NULL or "-": standard output */
+    const char *output; /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int quiet;
-    char **files;          /* argv tail */
+    char **files; /* argv tail */
     int n_files;
-    char **out_paths;      /* --output-dir: one per input */
+    char **out_paths; /* --output-dir: one per input */
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "Usage: hviske -m MODEL_DIR [options] FILE...\n"
-        "Transcribes audio files (WAV, FLAC, OGG/Opus, MP3, ...; '-' reads\n"
-        "one from standard input) to text. By default one line per file on\n"
-        "stdout, in order (line breaks inside a transcript become spaces);\n"
-        "errors go to stderr.\n"
-        "\n"
-        "  -m, --model DIR        checkpoint directory (config.json,\n"
-        "                         tokenizer.model, model.safetensors, ...)\n"
-        "  -l, --language LANG    language code (default: da if the model\n"
-        "                         supports it, else its first language)\n"
-        "      --no-punctuation   ask for text without punctuation\n"
-        "  -t, --threads N        worker threads, 1..256 (default: all cores)\n"
-        "      --weight-type T    auto (default: the checkpoint's own type,\n"
-        "                         read in place), f32, f16, bf16 or q8_0\n"
-        "      --max-tokens N     stop each chunk after N generated tokens\n"
-        "                         (N >= 1)\n"
-        "      --dither X         dither amount, X >= 0 (default: the\n"
-        "                         model's; 0 turns it off)\n"
-        "  -q, --quiet            no progress display and no warnings\n"
-        "\n"
-        "Long audio and speech detection:\n"
-        "      --chunking MODE    auto (default) = vad: only the speech the\n"
-        "                         detector finds is transcribed, in chunks\n"
-        "                         of up to the model's clip length cut in\n"
-        "                         the longest pauses (no text for silence or\n"
-        "                         noise); energy: all audio, up to 30 s in\n"
-        "                         one piece, longer cut at the quietest\n"
-        "                         moment near each chunk limit; fixed: cut\n"
-        "                         every --chunk-seconds; none: one piece (an\n"
-        "                         error when too long)\n"
-        "      --chunk-seconds S  chunk length for --chunking fixed (S > 0,\n"
-        "                         at most the model's max_audio_clip_s)\n"
-        HVT_VAD_USAGE
-        "\n"
-        "Output:\n"
-        "      --format F         txt (default): the transcript, one line\n"
-        "                         per file; jsonl: one JSON object per line\n"
-        "                         per file (file, text, tokens,\n"
-        "                         token_logprobs, score, timings, segments);\n"
-        "                         json: one indented JSON document per file\n"
-        "                         (adds language and duration); srt, vtt:\n"
-        "                         subtitles, one cue per segment\n"
-        "      --json             same as --format jsonl\n"
-        "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
-        "                         stdout); with several inputs only for txt\n"
-        "                         and jsonl (one line per input)\n"
-        "      --output-dir DIR   one output file per input in DIR, named\n"
-        "                         after it with the format's extension\n"
-        "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
-        "\n"
-        "Decoding (default: greedy):\n"
-        "      --beams N          beam search with N beams, N >= 1 (1: greedy)\n"
-        "      --length-penalty X beam search compares hypotheses by\n"
-        "                         score / length^X; X > 0 (default 1)\n"
-        "      --sample           sample each token instead (one beam only)\n"
-        "      --temperature T    sampling temperature, T > 0 (default 1)\n"
-        "      --top-k K          sample from the K most likely tokens;\n"
-        "                         K >= 0, 0 = all (default)\n"
-        "      --top-p P          sample from the smallest most-likely set\n"
-        "                         reaching probability P, 0 < P <= 1 (default 1)\n"
-        "      --seed S           sampling seed, 0..2^64-1 (default 0); the\n"
-        "                         same seed and input give the same output\n"
-        "  -h, --help             show this help and exit\n"
-        "      --version          show the version and exit\n"
-        "\n"
-        "Output files are written whole or not at all (a temporary file in\n"
-        "the same directory, renamed when complete). Progress (percentage,\n"
-        "speed, time left) is shown on stderr when it is a terminal.\n"
-        "\n"
-        "Exit status: 0 success, 1 a file, the model or the output failed,\n"
-        "2 bad usage.\n");
+static void usage(FILE *f) {
+    fprintf(f, "Usage: hviske -m MODEL_DIR [options] FILE...\n"
+               "Transcribes audio files (WAV, FLAC, OGG/Opus, MP3, ...; '-' reads\n"
+               "one from standard input) to text. By default one line per file on\n"
+               "stdout, in order (line breaks inside a transcript become spaces);\n"
+               "errors go to stderr.\n"
+               "\n"
+               "  -m, --model DIR        checkpoint directory (config.json,\n"
+               "                         tokenizer.model, model.safetensors, ...)\n"
+               "  -l, --language LANG    language code (default: da if the model\n"
+               "                         supports it, else its first language)\n"
+               "      --no-punctuation   ask for text without punctuation\n"
+               "  -t, --threads N        worker threads, 1..256 (default: all cores)\n"
+               "      --weight-type T    auto (default: the checkpoint's own type,\n"
+               "                         read in place), f32, f16, bf16 or q8_0\n"
+               "      --max-tokens N     stop each chunk after N generated tokens\n"
+               "                         (N >= 1)\n"
+               "      --dither X         dither amount, X >= 0 (default: the\n"
+               "                         model's; 0 turns it off)\n"
+               "  -q, --quiet            no progress display and no warnings\n"
+               "\n"
+               "Long audio and speech detection:\n"
+               "      --chunking MODE    auto (default) = vad: only the speech the\n"
+               "                         detector finds is transcribed, in chunks\n"
+               "                         of up to the model's clip length cut in\n"
+               "                         the longest pauses (no text for silence or\n"
+               "                         noise); energy: all audio, up to 30 s in\n"
+               "                         one piece, longer cut at the quietest\n"
+               "                         moment near each chunk limit; fixed: cut\n"
+               "                         every --chunk-seconds; none: one piece (an\n"
+               "                         error when too long)\n"
+               "      --chunk-seconds S  chunk length for --chunking fixed (S > 0,\n"
+               "                         at most the model's max_audio_clip_s)\n" HVT_VAD_USAGE "\n"
+               "Output:\n"
+               "      --format F         txt (default): the transcript, one line\n"
+               "                         per file; jsonl: one JSON object per line\n"
+               "                         per file (file, text, tokens,\n"
+               "                         token_logprobs, score, timings, segments);\n"
+               "                         json: one indented JSON document per file\n"
+               "                         (adds language and duration); srt, vtt:\n"
+               "                         subtitles, one cue per segment\n"
+               "      --json             same as --format jsonl\n"
+               "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
+               "                         stdout); with several inputs only for txt\n"
+               "                         and jsonl (one line per input)\n"
+               "      --output-dir DIR   one output file per input in DIR, named\n"
+               "                         after it with the format's extension\n"
+               "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
+               "\n"
+               "Decoding (default: greedy):\n"
+               "      --beams N          beam search with N beams, N >= 1 (1: greedy)\n"
+               "      --length-penalty X beam search compares hypotheses by\n"
+               "                         score / length^X; X > 0 (default 1)\n"
+               "      --sample           sample each token instead (one beam only)\n"
+               "      --temperature T    sampling temperature, T > 0 (default 1)\n"
+               "      --top-k K          sample from the K most likely tokens;\n"
+               "                         K >= 0, 0 = all (default)\n"
+               "      --top-p P          sample from the smallest most-likely set\n"
+               "                         reaching probability P, 0 < P <= 1 (default 1)\n"
+               "      --seed S           sampling seed, 0..2^64-1 (default 0); the\n"
+               "                         same seed and input give the same output\n"
+               "  -h, --help             show this help and exit\n"
+               "      --version          show the version and exit\n"
+               "\n"
+               "Output files are written whole or not at all (a temporary file in\n"
+               "the same directory, renamed when complete). Progress (percentage,\n"
+               "speed, time left) is shown on stderr when it is a terminal.\n"
+               "\n"
+               "Exit status: 0 success, 1 a file, the model or the output failed,\n"
+               "2 bad usage.\n");
 }
 
 /* --format NAME; 0 if it is one of FORMAT_NAMES. */
-static int parse_format(const char *arg, void *value)
-{
+static int parse_format(const char *arg, void *value) {
     for (int f = 0; f < N_FORMATS; f++)
         if (strcmp(arg, FORMAT_NAMES[f]) == 0) {
             *(out_format *)value = (out_format)f;
@@ -173,21 +163,43 @@ static int parse_format(const char *arg, void *value)
     return -1;
 }
 
-static int parse_weight_type(const char *arg, void *value)
-{
+static int parse_weight_type(const char *arg, void *value) {
     return hv_weight_type_parse(arg, value);
 }
 
-
-
 /* The options; OPTIONS[O_X] is --x. Flags are only recorded in given[]. */
-enum { O_MODEL, O_LANGUAGE, O_NO_PUNCT, O_THREADS, O_WEIGHT_TYPE,
-       O_MAX_TOKENS, O_DITHER, O_QUIET, O_CHUNKING, O_CHUNK_SECONDS,
-       O_VAD_MODEL, O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE,
-       O_VAD_PAD, O_VAD_MAX_GAP,
-       O_FORMAT, O_JSON, O_OUTPUT, O_OUTPUT_DIR, O_BEAMS, O_LENGTH_PENALTY,
-       O_SAMPLE, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_HELP, O_VERSION,
-       N_OPTS };
+enum {
+    O_MODEL,
+    O_LANGUAGE,
+    O_NO_PUNCT,
+    O_THREADS,
+    O_WEIGHT_TYPE,
+    O_MAX_TOKENS,
+    O_DITHER,
+    O_QUIET,
+    O_CHUNKING,
+    O_CHUNK_SECONDS,
+    O_VAD_MODEL,
+    O_VAD_THRESHOLD,
+    O_VAD_MIN_SPEECH,
+    O_VAD_MIN_SILENCE,
+    O_VAD_PAD,
+    O_VAD_MAX_GAP,
+    O_FORMAT,
+    O_JSON,
+    O_OUTPUT,
+    O_OUTPUT_DIR,
+    O_BEAMS,
+    O_LENGTH_PENALTY,
+    O_SAMPLE,
+    O_TEMPERATURE,
+    O_TOP_K,
+    O_TOP_P,
+    O_SEED,
+    O_HELP,
+    O_VERSION,
+    N_OPTS
+};
 
 #define AT(field) offsetof(options, field)
 static const hvt_option OPTIONS[N_OPTS] = {
@@ -195,43 +207,36 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_LANGUAGE] = HVT_OPT_STRING("language", 'l', AT(language)),
     [O_NO_PUNCT] = HVT_OPT_FLAG("no-punctuation", 0),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
-    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type),
-        parse_weight_type, "auto, f32, f16, bf16 or q8_0"),
-    [O_MAX_TOKENS] = HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1,
-                             INT_MAX, "an integer >= 1"),
-    [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY,
-                         "a finite number >= 0"),
+    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), parse_weight_type,
+                                     "auto, f32, f16, bf16 or q8_0"),
+    [O_MAX_TOKENS] =
+        HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1, INT_MAX, "an integer >= 1"),
+    [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY, "a finite number >= 0"),
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
-    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT_ABOVE,
-        AT(chunk_seconds), 0, INFINITY, "a finite number > 0"),
+    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT_ABOVE, AT(chunk_seconds), 0, INFINITY,
+                                "a finite number > 0"),
     [O_VAD_MODEL] = HVT_OPT_VAD_MODEL(AT(vad_model)),
     [O_VAD_THRESHOLD] = HVT_OPT_VAD_THRESHOLD(AT(vad.threshold)),
     [O_VAD_MIN_SPEECH] = HVT_OPT_VAD_MS("vad-min-speech-ms", AT(vad.min_speech_ms)),
     [O_VAD_MIN_SILENCE] = HVT_OPT_VAD_MS("vad-min-silence-ms", AT(vad.min_silence_ms)),
     [O_VAD_PAD] = HVT_OPT_VAD_MS("vad-speech-pad-ms", AT(vad.speech_pad_ms)),
     [O_VAD_MAX_GAP] = HVT_OPT_VAD_MAX_GAP(AT(vad_max_gap_s)),
-    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(format), parse_format,
-                                "txt, json, jsonl, srt or vtt"),
+    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(format), parse_format, "txt, json, jsonl, srt or vtt"),
     [O_JSON] = HVT_OPT_FLAG("json", 0),
-    [O_OUTPUT] = HVT_OPT_NONEMPTY("output", 'o', AT(output),
-        "a file name, or - for standard output"),
-    [O_OUTPUT_DIR] = HVT_OPT_NONEMPTY("output-dir", 0, AT(output_dir),
-                                      "a directory"),
+    [O_OUTPUT] =
+        HVT_OPT_NONEMPTY("output", 'o', AT(output), "a file name, or - for standard output"),
+    [O_OUTPUT_DIR] = HVT_OPT_NONEMPTY("output-dir", 0, AT(output_dir), "a directory"),
     /* no HV_MAX_BEAMS here: the library names the limit when it refuses */
-    [O_BEAMS] = HVT_OPT("beams", 0, HVT_INT, AT(num_beams), 1, INT_MAX,
-                        "an integer >= 1"),
-    [O_LENGTH_PENALTY] = HVT_OPT("length-penalty", 0, HVT_FLOAT_ABOVE,
-        AT(length_penalty), 0, INFINITY, "a finite number > 0"),
+    [O_BEAMS] = HVT_OPT("beams", 0, HVT_INT, AT(num_beams), 1, INT_MAX, "an integer >= 1"),
+    [O_LENGTH_PENALTY] = HVT_OPT("length-penalty", 0, HVT_FLOAT_ABOVE, AT(length_penalty), 0,
+                                 INFINITY, "a finite number > 0"),
     [O_SAMPLE] = HVT_OPT_FLAG("sample", 0),
-    [O_TEMPERATURE] = HVT_OPT("temperature", 0, HVT_FLOAT_ABOVE,
-        AT(temperature), 0, INFINITY, "a finite number > 0"),
-    [O_TOP_K] = HVT_OPT("top-k", 0, HVT_INT, AT(top_k), 0, INT_MAX,
-                        "an integer >= 0"),
-    [O_TOP_P] = HVT_OPT("top-p", 0, HVT_FLOAT_ABOVE, AT(top_p), 0, 1,
-                        "a number > 0 and <= 1"),
-    [O_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0,
-                       "an integer 0..18446744073709551615"),
+    [O_TEMPERATURE] = HVT_OPT("temperature", 0, HVT_FLOAT_ABOVE, AT(temperature), 0, INFINITY,
+                              "a finite number > 0"),
+    [O_TOP_K] = HVT_OPT("top-k", 0, HVT_INT, AT(top_k), 0, INT_MAX, "an integer >= 0"),
+    [O_TOP_P] = HVT_OPT("top-p", 0, HVT_FLOAT_ABOVE, AT(top_p), 0, 1, "a number > 0 and <= 1"),
+    [O_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0, "an integer 0..18446744073709551615"),
     [O_HELP] = HVT_OPT_HELP,
     [O_VERSION] = HVT_OPT_VERSION,
 };
@@ -241,9 +246,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
  * replaced by ext ("rec.wav" -> "rec.EXT", "rec" -> "rec.EXT",
  * ".hidden" -> ".hidden.EXT"); standard input ("-") is "stdin.EXT".
  * malloc'ed; NULL when out of memory. */
-static char *output_path_for(const char *dir, const char *input,
-                             const char *ext)
-{
+static char *output_path_for(const char *dir, const char *input, const char *ext) {
     const char *base = "stdin";
     size_t blen = 5;
     if (strcmp(input, "-") != 0) {
@@ -251,81 +254,74 @@ static char *output_path_for(const char *dir, const char *input,
         base = slash ? slash + 1 : input;
         blen = strlen(base);
         const char *dot = strrchr(base, '.');
-        if (dot && dot != base)
-            blen = (size_t)(dot - base);
+        if (dot && dot != base) blen = (size_t)(dot - base);
     }
     size_t dlen = strlen(dir);
     const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/";
     size_t n = dlen + 1 + blen + 1 + strlen(ext) + 1;
     char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s%s%.*s.%s", dir, sep, (int)blen, base, ext);
+    if (p) snprintf(p, n, "%s%s%.*s.%s", dir, sep, (int)blen, base, ext);
     return p;
 }
 
 /* The options that cannot go together, in the order they are reported;
  * -1 when none, otherwise the exit status. */
-static int check_combinations(options *o, const int *given)
-{
+static int check_combinations(options *o, const int *given) {
     if (given[O_JSON]) {
         if (given[O_FORMAT] && o->format != FMT_JSONL)
-            return hvt_usage_error(PROG, "--json (= --format jsonl) and "
+            return hvt_usage_error(PROG,
+                                   "--json (= --format jsonl) and "
                                    "--format %s cannot be combined",
                                    FORMAT_NAMES[o->format]);
         o->format = FMT_JSONL;
     }
     if (o->do_sample && o->num_beams > 1)
-        return hvt_usage_error(PROG, "--sample and --beams %d cannot be "
+        return hvt_usage_error(PROG,
+                               "--sample and --beams %d cannot be "
                                "combined (sampling uses one beam)",
                                o->num_beams);
     if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
         return hvt_usage_error(PROG, "--chunking fixed needs "
-                               "--chunk-seconds S");
+                                     "--chunk-seconds S");
     if (o->output && o->output_dir)
         return hvt_usage_error(PROG, "--output and --output-dir cannot be "
-                               "combined");
-    if (!o->model_dir)
-        return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
+                                     "combined");
+    if (!o->model_dir) return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
     return -1;
 }
 
 /* Takes the inputs, argv[optind..], and with --output-dir their output
  * paths. -1 to go on, otherwise the exit status. */
-static int take_inputs(options *o, int argc, char **argv)
-{
-    if (optind >= argc)
-        return hvt_usage_error(PROG, "no input files");
+static int take_inputs(options *o, int argc, char **argv) {
+    if (optind >= argc) return hvt_usage_error(PROG, "no input files");
     o->files = argv + optind;
     o->n_files = argc - optind;
     int n_stdin = 0;
-    for (int i = 0; i < o->n_files; i++)
-        n_stdin += strcmp(o->files[i], "-") == 0;
-    if (n_stdin > 1)
-        return hvt_usage_error(PROG, "'-' (standard input) given %d times",
-                               n_stdin);
+    for (int i = 0; i < o->n_files; i++) n_stdin += strcmp(o->files[i], "-") == 0;
+    if (n_stdin > 1) return hvt_usage_error(PROG, "'-' (standard input) given %d times", n_stdin);
     if (o->n_files > 1 && !o->output_dir && !format_is_stream(o->format))
-        return hvt_usage_error(PROG, "--format %s writes one document per "
+        return hvt_usage_error(PROG,
+                               "--format %s writes one document per "
                                "input: with %d inputs use --output-dir DIR",
                                FORMAT_NAMES[o->format], o->n_files);
-    if (!o->output_dir)
-        return -1;
+    if (!o->output_dir) return -1;
     o->out_paths = calloc((size_t)o->n_files, sizeof *o->out_paths);
     if (!o->out_paths) {
         fputs("hviske: out of memory\n", stderr);
         return 1;
     }
     for (int i = 0; i < o->n_files; i++) {
-        o->out_paths[i] = output_path_for(o->output_dir, o->files[i],
-                                          FORMAT_NAMES[o->format]);
+        o->out_paths[i] = output_path_for(o->output_dir, o->files[i], FORMAT_NAMES[o->format]);
         if (!o->out_paths[i]) {
             fputs("hviske: out of memory\n", stderr);
             return 1;
         }
         for (int k = 0; k < i; k++)
             if (strcmp(o->out_paths[k], o->out_paths[i]) == 0)
-                return hvt_usage_error(PROG, "inputs '%s' and '%s' would "
-                                       "both write %s", o->files[k],
-                                       o->files[i], o->out_paths[i]);
+                return hvt_usage_error(PROG,
+                                       "inputs '%s' and '%s' would "
+                                       "both write %s",
+                                       o->files[k], o->files[i], o->out_paths[i]);
     }
     return -1;
 }
@@ -333,68 +329,68 @@ static int take_inputs(options *o, int argc, char **argv)
 /* Options of a mode that is off are harmless but probably not what was
  * meant: say so, and go on. Of the sampling options, the last one given
  * is named. */
-static void warn_ignored(const options *o, const int *given)
-{
+static void warn_ignored(const options *o, const int *given) {
     static const int sampling[] = {O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED};
     int last = -1;
     for (size_t k = 0; k < sizeof sampling / sizeof *sampling; k++)
-        if (given[sampling[k]] && (last < 0 ||
-                                   given[sampling[k]] > given[last]))
+        if (given[sampling[k]] && (last < 0 || given[sampling[k]] > given[last]))
             last = sampling[k];
     if (last >= 0 && !o->do_sample)
-        fprintf(stderr, "hviske: warning: --%s has no effect without "
-                "--sample\n", OPTIONS[last].name);
+        fprintf(stderr,
+                "hviske: warning: --%s has no effect without "
+                "--sample\n",
+                OPTIONS[last].name);
     if (given[O_LENGTH_PENALTY] && o->num_beams <= 1)
         fprintf(stderr, "hviske: warning: --length-penalty has no effect "
-                "without --beams N (N > 1)\n");
+                        "without --beams N (N > 1)\n");
     if (o->chunk_seconds > 0.0f && o->chunking != HV_CHUNKING_FIXED)
         fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
-                "without --chunking fixed\n");
+                        "without --chunking fixed\n");
     for (int k = O_VAD_MODEL; k <= O_VAD_MAX_GAP; k++)
         if (given[k] && !hvt_chunking_uses_vad(o->chunking)) {
-            fprintf(stderr, "hviske: warning: --%s has no effect with "
-                    "--chunking %s\n", OPTIONS[k].name,
-                    o->chunking == HV_CHUNKING_ENERGY ? "energy"
-                    : o->chunking == HV_CHUNKING_FIXED ? "fixed" : "none");
+            fprintf(stderr,
+                    "hviske: warning: --%s has no effect with "
+                    "--chunking %s\n",
+                    OPTIONS[k].name,
+                    o->chunking == HV_CHUNKING_ENERGY  ? "energy"
+                    : o->chunking == HV_CHUNKING_FIXED ? "fixed"
+                                                       : "none");
             break;
         }
 }
 
 /* Fills o from argv. Returns -1 to go on, otherwise the exit status
  * (0 after --help or --version). */
-static int parse_options(int argc, char **argv, options *o)
-{
+static int parse_options(int argc, char **argv, options *o) {
     static const hvt_cli cli = {PROG, usage, OPTIONS, N_OPTS};
     hv_transcribe_params defaults = hv_transcribe_default_params();
-    *o = (options){.dither = -1.0f, .num_beams = defaults.num_beams,
+    *o = (options){.dither = -1.0f,
+                   .num_beams = defaults.num_beams,
                    .length_penalty = defaults.length_penalty,
                    .temperature = defaults.temperature,
-                   .top_k = defaults.top_k, .top_p = defaults.top_p,
-                   .seed = defaults.seed, .chunking = defaults.chunking,
+                   .top_k = defaults.top_k,
+                   .top_p = defaults.top_p,
+                   .seed = defaults.seed,
+                   .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
                    .vad_max_gap_s = defaults.vad_max_gap_s,
                    .format = FMT_TXT};
     int given[N_OPTS];
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
-    if (rc >= 0)
-        return rc;
+    if (rc >= 0) return rc;
     o->punctuation = !given[O_NO_PUNCT];
     o->do_sample = given[O_SAMPLE] != 0;
     o->quiet = given[O_QUIET] != 0;
-    if ((rc = check_combinations(o, given)) >= 0 ||
-        (rc = take_inputs(o, argc, argv)) >= 0)
+    if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv)) >= 0)
         return rc;
-    if (!o->quiet)
-        warn_ignored(o, given);
+    if (!o->quiet) warn_ignored(o, given);
     return -1;
 }
 
 /* Prints "hviske: FILE: msg", without repeating FILE when msg already
  * starts with it (library messages about files name them). */
-static void file_error(const char *path, hv_status status, const char *msg)
-{
-    if (!msg || !*msg)
-        msg = hv_status_name(status);
+static void file_error(const char *path, hv_status status, const char *msg) {
+    if (!msg || !*msg) msg = hv_status_name(status);
     size_t n = strlen(path);
     if (strncmp(msg, path, n) == 0 && msg[n] == ':')
         fprintf(stderr, "hviske: %s\n", msg);
@@ -406,7 +402,6 @@ static void file_error(const char *path, hv_status status, const char *msg)
  * 1.5070889999624342. */
 static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
 
-
 /* ------------------------------------------------------ atomic output */
 
 /* The temporary file being written, if any, for the signal handler: it
@@ -417,16 +412,13 @@ static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
 static char g_tmp[PATH_MAX + 64];
 static volatile sig_atomic_t g_tmp_set;
 
-static void on_fatal_signal(int sig)
-{
-    if (g_tmp_set)
-        unlink(g_tmp); /* async-signal-safe */
+static void on_fatal_signal(int sig) {
+    if (g_tmp_set) unlink(g_tmp); /* async-signal-safe */
     signal(sig, SIG_DFL);
     raise(sig); /* die of the same signal, as the caller expects */
 }
 
-static void install_signal_handlers(void)
-{
+static void install_signal_handlers(void) {
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -435,8 +427,7 @@ static void install_signal_handlers(void)
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
         struct sigaction old;
         /* keep "ignored" as it was (nohup, background jobs) */
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-            continue;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
         sigaction(sigs[i], &sa, NULL);
     }
 }
@@ -451,15 +442,13 @@ typedef struct out_file {
 
 /* Opens a temporary file for path; 0 on success, else -1 with a message
  * on stderr. */
-static int out_open(out_file *of, const char *path)
-{
+static int out_open(out_file *of, const char *path) {
     of->f = NULL;
     of->path = path;
     const char *slash = strrchr(path, '/');
     size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
     const char *base = slash ? slash + 1 : path;
-    int n = snprintf(g_tmp, sizeof g_tmp, "%.*s.%s.hviske-XXXXXX", (int)dlen,
-                     path, base);
+    int n = snprintf(g_tmp, sizeof g_tmp, "%.*s.%s.hviske-XXXXXX", (int)dlen, path, base);
     if (n < 0 || (size_t)n >= sizeof g_tmp) {
         fprintf(stderr, "hviske: %s: file name too long\n", path);
         return -1;
@@ -468,16 +457,14 @@ static int out_open(out_file *of, const char *path)
     int fd = mkstemp(g_tmp);
     if (fd < 0) {
         g_tmp_set = 0;
-        fprintf(stderr, "hviske: %s: cannot create: %s\n", path,
-                strerror(errno));
+        fprintf(stderr, "hviske: %s: cannot create: %s\n", path, strerror(errno));
         return -1;
     }
     /* mkstemp makes it 0600; give the file the usual 0666 & ~umask */
     mode_t mask = umask(0);
     umask(mask);
     if (fchmod(fd, 0666 & ~mask) != 0 || !(of->f = fdopen(fd, "w"))) {
-        fprintf(stderr, "hviske: %s: cannot create: %s\n", path,
-                strerror(errno));
+        fprintf(stderr, "hviske: %s: cannot create: %s\n", path, strerror(errno));
         close(fd);
         unlink(g_tmp);
         g_tmp_set = 0;
@@ -487,10 +474,8 @@ static int out_open(out_file *of, const char *path)
 }
 
 /* Drops the temporary file; path is left as it was. */
-static void out_abort(out_file *of)
-{
-    if (!of->f)
-        return;
+static void out_abort(out_file *of) {
+    if (!of->f) return;
     fclose(of->f);
     of->f = NULL;
     unlink(g_tmp);
@@ -499,8 +484,7 @@ static void out_abort(out_file *of)
 
 /* Flushes the temporary file to disk and renames it onto path; 0 on
  * success, else -1 with a message (and the temporary file removed). */
-static int out_commit(out_file *of)
-{
+static int out_commit(out_file *of) {
     FILE *f = of->f;
     int err = 0;
     errno = 0;
@@ -509,15 +493,12 @@ static int out_commit(out_file *of)
     else if (fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
         err = errno;
     of->f = NULL;
-    if (fclose(f) != 0 && !err)
-        err = errno ? errno : EIO;
-    if (!err && rename(g_tmp, of->path) != 0)
-        err = errno;
+    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+    if (!err && rename(g_tmp, of->path) != 0) err = errno;
     if (err) {
         unlink(g_tmp);
         g_tmp_set = 0;
-        fprintf(stderr, "hviske: %s: cannot write: %s\n", of->path,
-                strerror(err));
+        fprintf(stderr, "hviske: %s: cannot write: %s\n", of->path, strerror(err));
         return -1;
     }
     g_tmp_set = 0;
@@ -525,8 +506,7 @@ static int out_commit(out_file *of)
 }
 
 /* 1 if a and b name the same existing file. */
-static int same_file(const char *a, const char *b)
-{
+static int same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
@@ -539,13 +519,13 @@ static int same_file(const char *a, const char *b)
  * all of it into memory first, so that formats which need to seek work from
  * a pipe too, then decoded by the library with the same checks as a file.
  */
-static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate,
-                                  int *channels, char *err, size_t err_size)
-{
+static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate, int *channels,
+                                  char *err, size_t err_size) {
     *pcm = NULL;
     *n_frames = 0;
     if (isatty(STDIN_FILENO)) {
-        snprintf(err, err_size, "-: standard input is a terminal (pipe an "
+        snprintf(err, err_size,
+                 "-: standard input is a terminal (pipe an "
                  "audio file into it)");
         return HV_ERR_INVALID_ARG;
     }
@@ -557,7 +537,8 @@ static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate,
             unsigned char *nd = ncap > cap ? realloc(data, ncap) : NULL;
             if (!nd) {
                 free(data);
-                snprintf(err, err_size, "-: out of memory reading standard "
+                snprintf(err, err_size,
+                         "-: out of memory reading standard "
                          "input");
                 return HV_ERR_NOMEM;
             }
@@ -565,36 +546,30 @@ static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate,
             cap = ncap;
         }
         ssize_t r = read(STDIN_FILENO, data + size, cap - size);
-        if (r < 0 && errno == EINTR)
-            continue;
+        if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            snprintf(err, err_size, "-: cannot read standard input: %s",
-                     strerror(errno));
+            snprintf(err, err_size, "-: cannot read standard input: %s", strerror(errno));
             free(data);
             return HV_ERR_IO;
         }
-        if (r == 0)
-            break;
+        if (r == 0) break;
         size += (size_t)r;
     }
-    hv_status st = hv_audio_read_buffer(data, size, "-", 0, pcm, n_frames, rate,
-                                        channels, err, err_size);
+    hv_status st =
+        hv_audio_read_buffer(data, size, "-", 0, pcm, n_frames, rate, channels, err, err_size);
     free(data);
     return st;
 }
 
 /* Reads one input (a path, or "-" for standard input); 0 on success, else
  * -1 with the failure reported. The caller frees *pcm with free(). */
-static int read_input(const char *path, float **pcm, size_t *n_frames,
-                      int *rate, int *channels)
-{
+static int read_input(const char *path, float **pcm, size_t *n_frames, int *rate, int *channels) {
     char err[1024] = "";
     hv_status st;
     if (strcmp(path, "-") == 0)
         st = read_stdin_audio(pcm, n_frames, rate, channels, err, sizeof err);
     else
-        st = hv_audio_read(path, pcm, n_frames, rate, channels, err,
-                           sizeof err);
+        st = hv_audio_read(path, pcm, n_frames, rate, channels, err, sizeof err);
     if (st != HV_OK) {
         file_error(path, st, err);
         return -1;
@@ -604,8 +579,7 @@ static int read_input(const char *path, float **pcm, size_t *n_frames,
 
 /* ------------------------------------------------------------ formats */
 
-static cJSON *json_int_array(const int32_t *v, int n)
-{
+static cJSON *json_int_array(const int32_t *v, int n) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++)
         if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]))) {
@@ -617,24 +591,20 @@ static cJSON *json_int_array(const int32_t *v, int n)
 
 /* The JSON object of one result. full (--format json) adds language and
  * duration. NULL when out of memory. */
-static cJSON *result_json(const char *path, const hv_result *res, int full)
-{
+static cJSON *result_json(const char *path, const hv_result *res, int full) {
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
     char *file = hvt_utf8_clean(path);
     char *text = hvt_utf8_clean(hv_result_text(res));
-    cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL,
-          *tim = NULL, *segs = cJSON_CreateArray();
+    cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL, *tim = NULL,
+          *segs = cJSON_CreateArray();
 
-    int ok = file && text && obj && segs &&
-             cJSON_AddStringToObject(obj, "file", file) &&
+    int ok = file && text && obj && segs && cJSON_AddStringToObject(obj, "file", file) &&
              cJSON_AddStringToObject(obj, "text", text);
     if (ok && full)
-        ok = cJSON_AddStringToObject(obj, "language",
-                                     hv_result_language(res)) &&
-             cJSON_AddNumberToObject(obj, "duration",
-                                     hv_result_duration(res));
+        ok = cJSON_AddStringToObject(obj, "language", hv_result_language(res)) &&
+             cJSON_AddNumberToObject(obj, "duration", hv_result_duration(res));
     ok = ok && (arr = cJSON_AddArrayToObject(obj, "tokens")) &&
          (lparr = cJSON_AddArrayToObject(obj, "token_logprobs")) &&
          cJSON_AddNumberToObject(obj, "score", hv_result_score(res)) &&
@@ -646,30 +616,26 @@ static cJSON *result_json(const char *path, const hv_result *res, int full)
          cJSON_AddNumberToObject(tim, "encoded_s", ms3(t.encoded_s * 1e3) / 1e3) &&
          cJSON_AddNumberToObject(tim, "n_tokens", t.n_tokens);
     for (int i = 0; ok && i < hv_result_n_tokens(res); i++)
-        ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(tokens[i])) &&
-             cJSON_AddItemToArray(lparr, cJSON_CreateNumber(
-                 lps ? hvt_float_for_json(lps[i]) : 0.0));
+        ok =
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber(tokens[i])) &&
+            cJSON_AddItemToArray(lparr, cJSON_CreateNumber(lps ? hvt_float_for_json(lps[i]) : 0.0));
     for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
         char *st = hvt_utf8_clean(g.text);
         cJSON *so = cJSON_CreateObject(), *toks = NULL;
         ok = st && so && cJSON_AddNumberToObject(so, "start", g.start) &&
-             cJSON_AddNumberToObject(so, "end", g.end) &&
-             cJSON_AddStringToObject(so, "text", st) &&
+             cJSON_AddNumberToObject(so, "end", g.end) && cJSON_AddStringToObject(so, "text", st) &&
              (toks = json_int_array(g.tokens, g.n_tokens));
         if (ok && !cJSON_AddItemToObject(so, "tokens", toks))
-            ok = 0;                /* toks is not so's: delete it below */
+            ok = 0; /* toks is not so's: delete it below */
         else if (ok)
-            toks = NULL;           /* so owns it now */
+            toks = NULL; /* so owns it now */
         cJSON_Delete(toks);
-        if (ok && !cJSON_AddItemToArray(segs, so))
-            ok = 0;
-        if (!ok)
-            cJSON_Delete(so);
+        if (ok && !cJSON_AddItemToArray(segs, so)) ok = 0;
+        if (!ok) cJSON_Delete(so);
         free(st);
     }
-    if (ok)
-        ok = cJSON_AddItemToObject(obj, "segments", segs);
+    if (ok) ok = cJSON_AddItemToObject(obj, "segments", segs);
     if (!ok) {
         cJSON_Delete(segs);
         cJSON_Delete(obj);
@@ -682,31 +648,25 @@ static cJSON *result_json(const char *path, const hv_result *res, int full)
 
 /* Writes one result in the chosen format; 0 on success, -1 when out of
  * memory (write errors show in ferror(f)). */
-static int write_result(FILE *f, out_format fmt, const char *path,
-                        const hv_result *res, int rate)
-{
+static int write_result(FILE *f, out_format fmt, const char *path, const hv_result *res, int rate) {
     switch (fmt) {
-    case FMT_TXT:
-        hvt_put_line(f, hv_result_text(res));
-        return 0;
-    case FMT_SRT:
-        return hvt_write_srt(f, res, rate);
-    case FMT_VTT:
-        return hvt_write_vtt(f, res, rate);
-    case FMT_JSON:
-    case FMT_JSONL:
-    default: {
-        cJSON *obj = result_json(path, res, fmt == FMT_JSON);
-        char *s = !obj ? NULL : fmt == FMT_JSON ? cJSON_Print(obj)
-                                                : cJSON_PrintUnformatted(obj);
-        cJSON_Delete(obj);
-        if (!s)
-            return -1;
-        fputs(s, f);
-        fputc('\n', f);
-        cJSON_free(s);
-        return 0;
-    }
+        case FMT_TXT: hvt_put_line(f, hv_result_text(res)); return 0;
+        case FMT_SRT: return hvt_write_srt(f, res, rate);
+        case FMT_VTT: return hvt_write_vtt(f, res, rate);
+        case FMT_JSON:
+        case FMT_JSONL:
+        default: {
+            cJSON *obj = result_json(path, res, fmt == FMT_JSON);
+            char *s = !obj              ? NULL
+                      : fmt == FMT_JSON ? cJSON_Print(obj)
+                                        : cJSON_PrintUnformatted(obj);
+            cJSON_Delete(obj);
+            if (!s) return -1;
+            fputs(s, f);
+            fputc('\n', f);
+            cJSON_free(s);
+            return 0;
+        }
     }
 }
 
@@ -714,13 +674,12 @@ static int write_result(FILE *f, out_format fmt, const char *path,
 
 typedef struct progress {
     const char *name;
-    double t0;  /* seconds, monotonic */
+    double t0; /* seconds, monotonic */
     int shown;
 } progress;
 
 /* "1h02m03s", "2m03s", "45s". */
-static void format_duration(char *buf, size_t n, double s)
-{
+static void format_duration(char *buf, size_t n, double s) {
     long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
     if (t >= 3600)
         snprintf(buf, n, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
@@ -732,20 +691,19 @@ static void format_duration(char *buf, size_t n, double s)
 
 /* The library's progress callback: one status line on stderr, redrawn in
  * place after each chunk (only installed when stderr is a terminal). */
-static void on_progress(void *user, double done, double total)
-{
+static void on_progress(void *user, double done, double total) {
     progress *p = user;
-    if (!(total > 0) || done >= total)
-        return; /* the last chunk: the caller clears the line */
+    if (!(total > 0) || done >= total) return; /* the last chunk: the caller clears the line */
     double elapsed = hvt_now_s() - p->t0;
     double speed = elapsed > 0 ? done / elapsed : 0;
     char d[32], t[32], eta[32];
     format_duration(d, sizeof d, done);
     format_duration(t, sizeof t, total);
     format_duration(eta, sizeof eta, speed > 0 ? (total - done) / speed : 0);
-    fprintf(stderr, "\r\033[Khviske: %s: %3.0f%% (%s of %s), %.1f s of "
-            "audio per second, ETA %s", p->name, 100.0 * done / total, d, t,
-            speed, eta);
+    fprintf(stderr,
+            "\r\033[Khviske: %s: %3.0f%% (%s of %s), %.1f s of "
+            "audio per second, ETA %s",
+            p->name, 100.0 * done / total, d, t, speed, eta);
     fflush(stderr);
     p->shown = 1;
 }
@@ -754,22 +712,18 @@ static void on_progress(void *user, double done, double total)
 
 /* Reads and transcribes one input; the result, or NULL with the failure
  * reported. */
-static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad,
-                                   const options *o, const char *path,
-                                   int show_progress)
-{
+static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const options *o,
+                                   const char *path, int show_progress) {
     float *pcm = NULL;
     size_t n_frames = 0;
     int rate = 0, channels = 0;
-    if (read_input(path, &pcm, &n_frames, &rate, &channels) != 0)
-        return NULL;
+    if (read_input(path, &pcm, &n_frames, &rate, &channels) != 0) return NULL;
 
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.language = o->language;
     tp.punctuation = o->punctuation;
     tp.max_new_tokens = o->max_tokens;
-    if (o->dither >= 0.0f)
-        tp.dither = o->dither;
+    if (o->dither >= 0.0f) tp.dither = o->dither;
     tp.num_beams = o->num_beams;
     tp.length_penalty = o->length_penalty;
     tp.do_sample = o->do_sample;
@@ -790,8 +744,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad,
     }
 
     hv_result *res = NULL;
-    hv_status st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp,
-                                 &res);
+    hv_status st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp, &res);
     free(pcm); /* hv_audio_free, or ours from standard input */
     if (pr.shown) {
         fputs("\r\033[K", stderr);
@@ -801,8 +754,10 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad,
         const char *msg = hv_context_error(ctx);
         if (st == HV_ERR_LIMIT && o->chunking == HV_CHUNKING_NONE) {
             char buf[1200];
-            snprintf(buf, sizeof buf, "%s (--chunking none takes the audio "
-                     "in one piece; use --chunking auto for long audio)", msg);
+            snprintf(buf, sizeof buf,
+                     "%s (--chunking none takes the audio "
+                     "in one piece; use --chunking auto for long audio)",
+                     msg);
             file_error(path, st, buf);
         } else {
             file_error(path, st, msg);
@@ -813,18 +768,14 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad,
 }
 
 /* Writes one result to its own file under --output-dir; 0 on success. */
-static int write_output_file(const options *o, const char *input,
-                             const char *out_path, const hv_result *res,
-                             int rate)
-{
+static int write_output_file(const options *o, const char *input, const char *out_path,
+                             const hv_result *res, int rate) {
     if (strcmp(input, "-") != 0 && same_file(input, out_path)) {
-        fprintf(stderr, "hviske: %s: not overwriting the input %s\n",
-                out_path, input);
+        fprintf(stderr, "hviske: %s: not overwriting the input %s\n", out_path, input);
         return -1;
     }
     out_file of;
-    if (out_open(&of, out_path) != 0)
-        return -1;
+    if (out_open(&of, out_path) != 0) return -1;
     if (write_result(of.f, o->format, input, res, rate) != 0) {
         out_abort(&of);
         file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
@@ -833,12 +784,10 @@ static int write_output_file(const options *o, const char *input,
     return out_commit(&of);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, &o);
-    if (rc >= 0)
-        goto free_options;
+    if (rc >= 0) goto free_options;
     install_signal_handlers();
 
     /* Open the destination before the long work, so that a bad path fails
@@ -849,8 +798,7 @@ int main(int argc, char **argv)
     if (to_file) {
         for (int i = 0; i < o.n_files; i++)
             if (strcmp(o.files[i], "-") != 0 && same_file(o.files[i], o.output)) {
-                rc = hvt_usage_error(PROG, "--output %s is also an input",
-                                     o.output);
+                rc = hvt_usage_error(PROG, "--output %s is also an input", o.output);
                 goto free_options;
             }
         if (out_open(&shared, o.output) != 0) {
@@ -862,11 +810,11 @@ int main(int argc, char **argv)
     if (o.output_dir) {
         struct stat sd;
         if (mkdir(o.output_dir, 0777) != 0 &&
-            (errno != EEXIST || stat(o.output_dir, &sd) != 0 ||
-             !S_ISDIR(sd.st_mode))) {
-            fprintf(stderr, "hviske: %s: cannot create the directory: %s\n",
-                    o.output_dir, errno == EEXIST ? "a file of that name "
-                    "exists" : strerror(errno));
+            (errno != EEXIST || stat(o.output_dir, &sd) != 0 || !S_ISDIR(sd.st_mode))) {
+            fprintf(stderr, "hviske: %s: cannot create the directory: %s\n", o.output_dir,
+                    errno == EEXIST ? "a file of that name "
+                                      "exists"
+                                    : strerror(errno));
             rc = 1;
             goto free_options;
         }
@@ -887,8 +835,10 @@ int main(int argc, char **argv)
         goto done;
     }
     if (o.language && !hvt_model_has_language(model, o.language)) {
-        fprintf(stderr, "hviske: language '%s' is not supported by %s "
-                "(supported:", o.language, o.model_dir);
+        fprintf(stderr,
+                "hviske: language '%s' is not supported by %s "
+                "(supported:",
+                o.language, o.model_dir);
         for (int i = 0; i < hv_model_n_languages(model); i++)
             fprintf(stderr, " %s", hv_model_language(model, i));
         fputs(")\n", stderr);
@@ -925,13 +875,13 @@ int main(int argc, char **argv)
             else
                 n_ok++;
         } else if (write_result(out, o.format, path, res, rate) != 0) {
-            file_error(path, HV_ERR_NOMEM, "out of memory formatting the "
+            file_error(path, HV_ERR_NOMEM,
+                       "out of memory formatting the "
                        "output");
             rc = 1;
         } else {
             n_ok++;
-            if (!to_file)
-                fflush(stdout);
+            if (!to_file) fflush(stdout);
         }
         hv_result_free(res);
     }
@@ -943,13 +893,14 @@ done:
     if (to_file) {
         /* the results of the inputs that succeeded, whole, or no file */
         if (n_ok > 0 && rc != HVT_EXIT_USAGE) {
-            if (out_commit(&shared) != 0)
-                rc = 1;
+            if (out_commit(&shared) != 0) rc = 1;
         } else {
             out_abort(&shared);
             if (ran)
-                fprintf(stderr, "hviske: %s: not written (no input "
-                        "succeeded)\n", o.output);
+                fprintf(stderr,
+                        "hviske: %s: not written (no input "
+                        "succeeded)\n",
+                        o.output);
         }
     } else if (fflush(stdout) != 0 || ferror(stdout)) {
         fputs("hviske: error writing the output\n", stderr);
@@ -957,8 +908,7 @@ done:
     }
 free_options:
     if (o.out_paths)
-        for (int i = 0; i < o.n_files; i++)
-            free(o.out_paths[i]);
+        for (int i = 0; i < o.n_files; i++) free(o.out_paths[i]);
     free(o.out_paths);
     return rc;
 }

@@ -17,13 +17,13 @@
 #include "tool_util.h"
 
 enum {
-    MAX_PARTS = 32,       /* parts in one body */
-    FILE_CHUNK = 1 << 16  /* first allocation of the file buffer */
+    MAX_PARTS = 32,      /* parts in one body */
+    FILE_CHUNK = 1 << 16 /* first allocation of the file buffer */
 };
 
 static const struct {
     const char *name;
-    size_t max_len;       /* bytes */
+    size_t max_len; /* bytes */
 } FIELDS[SRV_N_FIELDS] = {
     [SRV_F_MODEL] = {"model", 127},
     [SRV_F_LANGUAGE] = {"language", 31},
@@ -42,9 +42,8 @@ static const struct {
     [SRV_F_CHUNKING_STRATEGY] = {"chunking_strategy", 1024},
 };
 
-void srv_error_set(srv_error *e, int status, const char *code,
-                   const char *param, const char *fmt, ...)
-{
+void srv_error_set(srv_error *e, int status, const char *code, const char *param, const char *fmt,
+                   ...) {
     e->status = status;
     e->type = status >= 500 ? "server_error" : "invalid_request_error";
     e->code = code;
@@ -55,15 +54,13 @@ void srv_error_set(srv_error *e, int status, const char *code,
     va_end(ap);
 }
 
-void srv_form_init(srv_form *f, size_t max_file)
-{
+void srv_form_init(srv_form *f, size_t max_file) {
     memset(f, 0, sizeof *f);
     f->max_file = max_file;
     f->cur = -1;
 }
 
-void srv_form_free(srv_form *f)
-{
+void srv_form_free(srv_form *f) {
     for (int i = 0; i < SRV_N_FIELDS; i++) {
         free(f->value[i]);
         f->value[i] = NULL;
@@ -75,8 +72,7 @@ void srv_form_free(srv_form *f)
 
 /* A field name as it may appear in a message or in param: printable
  * ASCII, at most 24 bytes ("..." after). */
-static void safe_name(char *out, size_t n, const char *key)
-{
+static void safe_name(char *out, size_t n, const char *key) {
     size_t w = 0;
     for (const char *p = key; *p && w + 4 < n; p++, w++)
         out[w] = *p >= 0x20 && *p < 0x7F ? *p : '?';
@@ -87,24 +83,18 @@ static void safe_name(char *out, size_t n, const char *key)
     out[w] = '\0';
 }
 
-static int field_index(const char *key)
-{
-    if (strcmp(key, "timestamp_granularities") == 0)
-        return SRV_F_TIMESTAMP_GRANULARITIES;
+static int field_index(const char *key) {
+    if (strcmp(key, "timestamp_granularities") == 0) return SRV_F_TIMESTAMP_GRANULARITIES;
     for (int i = 0; i < SRV_N_FIELDS; i++)
-        if (strcmp(key, FIELDS[i].name) == 0)
-            return i;
+        if (strcmp(key, FIELDS[i].name) == 0) return i;
     return -1;
 }
 
-int srv_form_add(srv_form *f, const char *key, const char *filename,
-                 const char *data, uint64_t off, size_t size)
-{
+int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data, uint64_t off,
+                 size_t size) {
     (void)filename; /* the file part is known by its name, "file" */
-    if (f->err.status)
-        return -1;
-    if (!key)
-        key = "";
+    if (f->err.status) return -1;
+    if (!key) key = "";
     int idx = strcmp(key, "file") == 0 ? SRV_N_FIELDS : field_index(key);
     if (idx < 0) {
         char name[28];
@@ -119,8 +109,8 @@ int srv_form_add(srv_form *f, const char *key, const char *filename,
      * followed by another at offset 0 for the same part). */
     if (off == 0 && !(f->cur == idx && f->cur_len == 0)) {
         if (++f->n_parts > MAX_PARTS) {
-            srv_error_set(&f->err, 400, "too_many_parts", NULL,
-                          "too many form fields (at most %d)", MAX_PARTS);
+            srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
+                          MAX_PARTS);
             return -1;
         }
         int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
@@ -143,20 +133,19 @@ int srv_form_add(srv_form *f, const char *key, const char *filename,
                       "malformed multipart/form-data body");
         return -1;
     }
-    if (size == 0)
-        return 0;
+    if (size == 0) return 0;
 
     if (idx == SRV_N_FIELDS) {
         if (size > f->max_file - f->file_len) {
             srv_error_set(&f->err, 413, "file_too_large", "file",
                           "the file is larger than the server's limit of "
-                          "%zu bytes", f->max_file);
+                          "%zu bytes",
+                          f->max_file);
             return -1;
         }
         if (f->file_len + size > f->file_cap) {
             size_t cap = f->file_cap ? f->file_cap : FILE_CHUNK;
-            while (cap < f->file_len + size)
-                cap = cap > f->max_file / 2 ? f->max_file : cap * 2;
+            while (cap < f->file_len + size) cap = cap > f->max_file / 2 ? f->max_file : cap * 2;
             unsigned char *nb = realloc(f->file, cap);
             if (!nb) {
                 srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
@@ -171,8 +160,8 @@ int srv_form_add(srv_form *f, const char *key, const char *filename,
         size_t len = f->len[idx];
         if (size > FIELDS[idx].max_len - len) {
             srv_error_set(&f->err, 400, "field_too_long", name,
-                          "the field '%s' is too long (at most %zu bytes)",
-                          name, FIELDS[idx].max_len);
+                          "the field '%s' is too long (at most %zu bytes)", name,
+                          FIELDS[idx].max_len);
             return -1;
         }
         char *nv = realloc(f->value[idx], len + size + 1);
@@ -192,15 +181,12 @@ int srv_form_add(srv_form *f, const char *key, const char *filename,
 /* ------------------------------------------------------------- values */
 
 /* "en, da, de" into buf. */
-static void language_list(const hv_model *model, char *buf, size_t n)
-{
+static void language_list(const hv_model *model, char *buf, size_t n) {
     size_t w = 0;
     buf[0] = '\0';
     for (int i = 0; i < hv_model_n_languages(model) && w < n; i++) {
-        int r = snprintf(buf + w, n - w, "%s%s", i ? ", " : "",
-                         hv_model_language(model, i));
-        if (r < 0)
-            break;
+        int r = snprintf(buf + w, n - w, "%s%s", i ? ", " : "", hv_model_language(model, i));
+        if (r < 0) break;
         w += (size_t)r;
     }
 }
@@ -209,32 +195,30 @@ static void language_list(const hv_model *model, char *buf, size_t n)
  * (a value with one is refused as malformed). */
 static const char *val(const srv_form *f, srv_field i) { return f->value[i]; }
 
-static int has_nul(const srv_form *f, srv_field i)
-{
+static int has_nul(const srv_form *f, srv_field i) {
     return f->value[i] && strlen(f->value[i]) != f->len[i];
 }
 
-#define BAD(param, ...) \
-    do { srv_error_set(e, 400, "invalid_value", param, __VA_ARGS__); \
-         return -1; } while (0)
+#define BAD(param, ...)                                                                            \
+    do {                                                                                           \
+        srv_error_set(e, 400, "invalid_value", param, __VA_ARGS__);                                \
+        return -1;                                                                                 \
+    } while (0)
 
 /* OpenAI's server_vad settings, each optional, onto the detector's:
  * threshold (0..1), prefix_padding_ms (padding before and after speech),
  * silence_duration_ms (silence that ends speech). 0, or -1 with *e set. */
-static int parse_server_vad(const cJSON *obj, hv_vad_params *vp, srv_error *e)
-{
+static int parse_server_vad(const cJSON *obj, hv_vad_params *vp, srv_error *e) {
     static const char P[] = "chunking_strategy";
     const cJSON *item;
     cJSON_ArrayForEach(item, obj) {
         const char *k = item->string;
         int *ms = NULL;
-        if (strcmp(k, "type") == 0)
-            continue;
+        if (strcmp(k, "type") == 0) continue;
         if (strcmp(k, "threshold") == 0) {
-            if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0 &&
-                                           item->valuedouble <= 1))
+            if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0 && item->valuedouble <= 1))
                 BAD(P, "chunking_strategy.threshold must be a number from 0 "
-                    "to 1");
+                       "to 1");
             vp->threshold = (float)item->valuedouble;
             continue;
         }
@@ -243,12 +227,16 @@ static int parse_server_vad(const cJSON *obj, hv_vad_params *vp, srv_error *e)
         else if (strcmp(k, "silence_duration_ms") == 0)
             ms = &vp->min_silence_ms;
         else
-            BAD(P, "chunking_strategy has no field '%.40s' (type, threshold, "
-                "prefix_padding_ms, silence_duration_ms)", k);
+            BAD(P,
+                "chunking_strategy has no field '%.40s' (type, threshold, "
+                "prefix_padding_ms, silence_duration_ms)",
+                k);
         double d = cJSON_IsNumber(item) ? item->valuedouble : -1;
         if (!(d >= 0 && d <= HVT_VAD_MAX_MS) || d != floor(d))
-            BAD(P, "chunking_strategy.%s must be an integer from 0 to %d "
-                "(milliseconds)", k, HVT_VAD_MAX_MS);
+            BAD(P,
+                "chunking_strategy.%s must be an integer from 0 to %d "
+                "(milliseconds)",
+                k, HVT_VAD_MAX_MS);
         *ms = (int)d;
     }
     return 0;
@@ -256,22 +244,20 @@ static int parse_server_vad(const cJSON *obj, hv_vad_params *vp, srv_error *e)
 
 /* chunking_strategy: "auto" or {"type": "server_vad", ...}: speech
  * detection with the server's settings, changed by the object's. */
-static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp,
-                                   srv_error *e)
-{
+static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp, srv_error *e) {
     static const char P[] = "chunking_strategy";
     if (!tp->vad)
         BAD(P, "chunking_strategy: speech detection is not available on "
-            "this server (it runs without a speech detector)");
+               "this server (it runs without a speech detector)");
     tp->chunking = HV_CHUNKING_VAD;
-    if (strcmp(v, "auto") == 0)
-        return 0;
+    if (strcmp(v, "auto") == 0) return 0;
     cJSON *obj = cJSON_ParseWithLength(v, strlen(v));
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(obj, "type");
     int rc = 0;
     if (!cJSON_IsObject(obj) || !cJSON_IsString(type) ||
         strcmp(type->valuestring, "server_vad") != 0) {
-        srv_error_set(e, 400, "invalid_value", P, "chunking_strategy must be "
+        srv_error_set(e, 400, "invalid_value", P,
+                      "chunking_strategy must be "
                       "\"auto\" or a JSON object {\"type\": \"server_vad\", "
                       "...}");
         rc = -1;
@@ -282,10 +268,8 @@ static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp,
     return rc;
 }
 
-int srv_form_params(const srv_form *f, const hv_model *model,
-                    const hv_transcribe_params *base, srv_params *p,
-                    srv_error *e)
-{
+int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcribe_params *base,
+                    srv_params *p, srv_error *e) {
     memset(p, 0, sizeof *p);
     p->tp = hv_transcribe_default_params();
     p->tp.chunking = base->chunking;
@@ -307,13 +291,11 @@ int srv_form_params(const srv_form *f, const hv_model *model,
     }
     for (int i = 0; i < SRV_N_FIELDS; i++)
         if (i != SRV_F_PROMPT && has_nul(f, (srv_field)i))
-            BAD(FIELDS[i].name, "the field '%s' holds a NUL byte",
-                FIELDS[i].name);
+            BAD(FIELDS[i].name, "the field '%s' holds a NUL byte", FIELDS[i].name);
 
     if ((v = val(f, SRV_F_MODEL))) {
         int ok = *v != '\0';
-        for (const char *q = v; *q; q++)
-            ok = ok && *q > 0x20 && *q < 0x7F;
+        for (const char *q = v; *q; q++) ok = ok && *q > 0x20 && *q < 0x7F;
         if (!ok)
             BAD("model", "model must be 1 to %zu visible ASCII characters",
                 FIELDS[SRV_F_MODEL].max_len);
@@ -327,8 +309,10 @@ int srv_form_params(const srv_form *f, const hv_model *model,
             for (; v[k] && k + 1 < sizeof shown; k++)
                 shown[k] = v[k] >= 0x20 && v[k] < 0x7F ? v[k] : '?';
             shown[k] = '\0';
-            BAD("language", "language '%s' is not supported by this model "
-                "(supported: %s)", shown, list);
+            BAD("language",
+                "language '%s' is not supported by this model "
+                "(supported: %s)",
+                shown, list);
         }
         snprintf(p->language, sizeof p->language, "%s", v);
         p->tp.language = p->language;
@@ -336,13 +320,13 @@ int srv_form_params(const srv_form *f, const hv_model *model,
     /* prompt: accepted and ignored (the model takes no text prompt) */
     if ((v = val(f, SRV_F_RESPONSE_FORMAT)) && srv_format_parse(v, &p->format))
         BAD("response_format", "response_format must be json, text, "
-            "verbose_json, srt or vtt");
+                               "verbose_json, srt or vtt");
     if ((v = val(f, SRV_F_TEMPERATURE))) {
         float t;
         if (hvt_parse_float(v, HVT_FROM, 0.0, INFINITY, &t) ||
             hvt_parse_double(v, HVT_FROM, 0.0, INFINITY, &p->temperature))
             BAD("temperature", "temperature must be a finite number >= 0 "
-                "(0: greedy; > 0: sampling at that temperature)");
+                               "(0: greedy; > 0: sampling at that temperature)");
         if (t > 0.0f) {
             p->tp.do_sample = 1;
             p->tp.temperature = t;
@@ -358,40 +342,31 @@ int srv_form_params(const srv_form *f, const hv_model *model,
         else
             BAD("punctuation", "punctuation must be true or false");
     }
-    if ((v = val(f, SRV_F_NUM_BEAMS)) &&
-        hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
-        BAD("num_beams", "num_beams must be an integer from 1 to %d",
-            HV_MAX_BEAMS);
+    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
+        BAD("num_beams", "num_beams must be an integer from 1 to %d", HV_MAX_BEAMS);
     if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
         hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.length_penalty))
         BAD("length_penalty", "length_penalty must be a finite number > 0");
-    if ((v = val(f, SRV_F_TOP_K)) &&
-        hvt_parse_int(v, 0, INT_MAX, &p->tp.top_k))
+    if ((v = val(f, SRV_F_TOP_K)) && hvt_parse_int(v, 0, INT_MAX, &p->tp.top_k))
         BAD("top_k", "top_k must be an integer >= 0 (0: all tokens)");
-    if ((v = val(f, SRV_F_TOP_P)) &&
-        hvt_parse_float(v, HVT_ABOVE, 0.0, 1.0, &p->tp.top_p))
+    if ((v = val(f, SRV_F_TOP_P)) && hvt_parse_float(v, HVT_ABOVE, 0.0, 1.0, &p->tp.top_p))
         BAD("top_p", "top_p must be a number > 0 and <= 1");
-    if ((v = val(f, SRV_F_SEED)) &&
-        hvt_parse_u64(v, 0, UINT64_MAX, &p->tp.seed))
+    if ((v = val(f, SRV_F_SEED)) && hvt_parse_u64(v, 0, UINT64_MAX, &p->tp.seed))
         BAD("seed", "seed must be an integer from 0 to "
-            "18446744073709551615");
-    if ((v = val(f, SRV_F_MAX_TOKENS)) &&
-        hvt_parse_int(v, 1, INT_MAX, &p->tp.max_new_tokens))
+                    "18446744073709551615");
+    if ((v = val(f, SRV_F_MAX_TOKENS)) && hvt_parse_int(v, 1, INT_MAX, &p->tp.max_new_tokens))
         BAD("max_tokens", "max_tokens must be an integer >= 1");
     if ((v = val(f, SRV_F_STREAM)) && strcmp(v, "false") != 0) {
-        if (strcmp(v, "true") == 0)
-            BAD("stream", "streaming is not supported");
+        if (strcmp(v, "true") == 0) BAD("stream", "streaming is not supported");
         BAD("stream", "stream must be true or false");
     }
-    if ((v = val(f, SRV_F_TIMESTAMP_GRANULARITIES)) &&
-        strcmp(v, "segment") != 0)
+    if ((v = val(f, SRV_F_TIMESTAMP_GRANULARITIES)) && strcmp(v, "segment") != 0)
         BAD("timestamp_granularities[]", "only segment timestamps are "
-            "supported");
+                                         "supported");
     if (p->tp.do_sample && p->tp.num_beams > 1)
         BAD("num_beams", "temperature > 0 (sampling) and num_beams > 1 "
-            "cannot be combined");
-    if ((v = val(f, SRV_F_CHUNKING_STRATEGY)) &&
-        parse_chunking_strategy(v, &p->tp, e) != 0)
+                         "cannot be combined");
+    if ((v = val(f, SRV_F_CHUNKING_STRATEGY)) && parse_chunking_strategy(v, &p->tp, e) != 0)
         return -1;
     return 0;
 }

@@ -20,10 +20,10 @@
 
 /* An error answer: HTTP status and OpenAI's error fields. */
 typedef struct srv_error {
-    int status;          /* 0: no error */
-    const char *type;    /* "invalid_request_error", "server_error", ... */
-    const char *code;    /* NULL or a short machine-readable code */
-    char param[32];      /* the offending field; "" = none */
+    int status;       /* 0: no error */
+    const char *type; /* "invalid_request_error", "server_error", ... */
+    const char *code; /* NULL or a short machine-readable code */
+    char param[32];   /* the offending field; "" = none */
     char message[400];
 } srv_error;
 
@@ -35,25 +35,36 @@ void srv_error_set(srv_error *e, int status, const char *code,
 
 /* The text fields a request may carry (file is separate). */
 typedef enum srv_field {
-    SRV_F_MODEL, SRV_F_LANGUAGE, SRV_F_PROMPT, SRV_F_RESPONSE_FORMAT,
-    SRV_F_TEMPERATURE, SRV_F_PUNCTUATION, SRV_F_NUM_BEAMS,
-    SRV_F_LENGTH_PENALTY, SRV_F_TOP_K, SRV_F_TOP_P, SRV_F_SEED,
-    SRV_F_MAX_TOKENS, SRV_F_STREAM, SRV_F_TIMESTAMP_GRANULARITIES,
-    SRV_F_CHUNKING_STRATEGY, SRV_N_FIELDS
+    SRV_F_MODEL,
+    SRV_F_LANGUAGE,
+    SRV_F_PROMPT,
+    SRV_F_RESPONSE_FORMAT,
+    SRV_F_TEMPERATURE,
+    SRV_F_PUNCTUATION,
+    SRV_F_NUM_BEAMS,
+    SRV_F_LENGTH_PENALTY,
+    SRV_F_TOP_K,
+    SRV_F_TOP_P,
+    SRV_F_SEED,
+    SRV_F_MAX_TOKENS,
+    SRV_F_STREAM,
+    SRV_F_TIMESTAMP_GRANULARITIES,
+    SRV_F_CHUNKING_STRATEGY,
+    SRV_N_FIELDS
 } srv_field;
 
 typedef struct srv_form {
-    size_t max_file;             /* bytes; more is a 413 */
-    char *value[SRV_N_FIELDS];   /* NUL-terminated; NULL: not given */
+    size_t max_file;           /* bytes; more is a 413 */
+    char *value[SRV_N_FIELDS]; /* NUL-terminated; NULL: not given */
     size_t len[SRV_N_FIELDS];
-    unsigned char *file;         /* the audio bytes as uploaded */
+    unsigned char *file; /* the audio bytes as uploaded */
     size_t file_len, file_cap;
     int have_file;
     int n_parts;
-    int cur;                     /* part being received: a srv_field,
+    int cur;        /* part being received: a srv_field,
                                     SRV_N_FIELDS for file, -1 none */
-    size_t cur_len;              /* its bytes so far */
-    srv_error err;               /* the first problem, if any */
+    size_t cur_len; /* its bytes so far */
+    srv_error err;  /* the first problem, if any */
 } srv_form;
 
 void srv_form_init(srv_form *f, size_t max_file);
@@ -65,16 +76,16 @@ void srv_form_free(srv_form *f); /* frees the buffers; f can be reused */
  * field, too many parts, a field or the file too large, out of memory);
  * after an error the form takes nothing more.
  */
-int srv_form_add(srv_form *f, const char *key, const char *filename,
-                 const char *data, uint64_t off, size_t size);
+int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data, uint64_t off,
+                 size_t size);
 
 /* The request's parameters, once the whole body is in. */
 typedef struct srv_params {
-    hv_transcribe_params tp;  /* tp.language points to language[] */
+    hv_transcribe_params tp; /* tp.language points to language[] */
     char language[32];
     srv_format format;
-    double temperature;       /* as given (0 = greedy), for verbose_json */
-    char model[128];          /* the model field as given ("" if none) */
+    double temperature; /* as given (0 = greedy), for verbose_json */
+    char model[128];    /* the model field as given ("" if none) */
 } srv_params;
 
 /* Validates the fields against the model (languages) into *p, starting
@@ -83,8 +94,7 @@ typedef struct srv_params {
  * gives it). chunking_strategy "auto" or {"type": "server_vad", ...} asks
  * for speech detection (base->vad must be set for it). 0, or -1 with *e
  * set (status 400 and the field in e->param). */
-int srv_form_params(const srv_form *f, const hv_model *model,
-                    const hv_transcribe_params *base, srv_params *p,
-                    srv_error *e);
+int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcribe_params *base,
+                    srv_params *p, srv_error *e);
 
 #endif /* HV_SERVER_FORM_H */

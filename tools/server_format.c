@@ -16,11 +16,9 @@
 #include "subtitles.h"
 #include "tool_util.h"
 
-static const char *const FORMAT_NAMES[] = {"json", "text", "verbose_json",
-                                           "srt", "vtt"};
+static const char *const FORMAT_NAMES[] = {"json", "text", "verbose_json", "srt", "vtt"};
 
-int srv_format_parse(const char *name, srv_format *out)
-{
+int srv_format_parse(const char *name, srv_format *out) {
     for (size_t i = 0; i < sizeof FORMAT_NAMES / sizeof *FORMAT_NAMES; i++)
         if (strcmp(name, FORMAT_NAMES[i]) == 0) {
             *out = (srv_format)i;
@@ -29,26 +27,23 @@ int srv_format_parse(const char *name, srv_format *out)
     return -1;
 }
 
-const char *srv_format_content_type(srv_format f)
-{
+const char *srv_format_content_type(srv_format f) {
     switch (f) {
-    case SRV_FMT_JSON:
-    case SRV_FMT_VERBOSE_JSON: return "application/json";
-    case SRV_FMT_VTT: return "text/vtt; charset=utf-8";
-    case SRV_FMT_SRT:
-    case SRV_FMT_TEXT:
-    default: return "text/plain; charset=utf-8";
+        case SRV_FMT_JSON:
+        case SRV_FMT_VERBOSE_JSON: return "application/json";
+        case SRV_FMT_VTT: return "text/vtt; charset=utf-8";
+        case SRV_FMT_SRT:
+        case SRV_FMT_TEXT:
+        default: return "text/plain; charset=utf-8";
     }
 }
 
 /* ----------------------------------------------------- text, srt, vtt */
 
 /* The transcript on one line (line breaks become spaces). */
-static int write_text(FILE *f, const hv_result *res)
-{
+static int write_text(FILE *f, const hv_result *res) {
     char *text = hvt_utf8_clean(hv_result_text(res));
-    if (!text)
-        return -1;
+    if (!text) return -1;
     hvt_put_line(f, text);
     free(text);
     return 0;
@@ -57,8 +52,7 @@ static int write_text(FILE *f, const hv_result *res)
 /* ---------------------------------------------------------------- json */
 
 /* {"text": ...} */
-static cJSON *json_plain(const hv_result *res)
-{
+static cJSON *json_plain(const hv_result *res) {
     char *text = hvt_utf8_clean(hv_result_text(res));
     cJSON *o = cJSON_CreateObject();
     if (!text || !o || !cJSON_AddStringToObject(o, "text", text)) {
@@ -72,27 +66,23 @@ static cJSON *json_plain(const hv_result *res)
 /* One verbose_json segment, OpenAI's keys: id, seek (start in 10 ms
  * frames), start, end, text, tokens, temperature, avg_logprob (the mean
  * log-prob of the segment's tokens). */
-static cJSON *json_segment(const hv_result *res, int i, int rate,
-                           double temperature)
-{
+static cJSON *json_segment(const hv_result *res, int i, int rate, double temperature) {
     hv_segment g = hv_result_segment(res, i);
     char *text = hvt_utf8_clean(g.text);
     cJSON *o = cJSON_CreateObject(), *toks = NULL;
     double sum = 0;
-    for (int k = 0; g.token_logprobs && k < g.n_tokens; k++)
-        sum += g.token_logprobs[k];
+    for (int k = 0; g.token_logprobs && k < g.n_tokens; k++) sum += g.token_logprobs[k];
     int ok = text && o && cJSON_AddNumberToObject(o, "id", i) &&
              cJSON_AddNumberToObject(o, "seek",
-                 (double)(g.start_sample * 100 / (rate > 0 ? rate : 1))) &&
+                                     (double)(g.start_sample * 100 / (rate > 0 ? rate : 1))) &&
              cJSON_AddNumberToObject(o, "start", g.start) &&
-             cJSON_AddNumberToObject(o, "end", g.end) &&
-             cJSON_AddStringToObject(o, "text", text) &&
+             cJSON_AddNumberToObject(o, "end", g.end) && cJSON_AddStringToObject(o, "text", text) &&
              (toks = cJSON_AddArrayToObject(o, "tokens"));
     for (int k = 0; ok && k < g.n_tokens; k++)
         ok = cJSON_AddItemToArray(toks, cJSON_CreateNumber(g.tokens[k]));
     ok = ok && cJSON_AddNumberToObject(o, "temperature", temperature) &&
-         cJSON_AddNumberToObject(o, "avg_logprob", g.n_tokens > 0
-             ? hvt_float_for_json(sum / g.n_tokens) : 0.0);
+         cJSON_AddNumberToObject(o, "avg_logprob",
+                                 g.n_tokens > 0 ? hvt_float_for_json(sum / g.n_tokens) : 0.0);
     free(text);
     if (!ok) {
         cJSON_Delete(o);
@@ -102,12 +92,10 @@ static cJSON *json_segment(const hv_result *res, int i, int rate,
 }
 
 /* {"task":"transcribe","language","duration","text","segments":[...]} */
-static cJSON *json_verbose(const hv_result *res, int rate, double temperature)
-{
+static cJSON *json_verbose(const hv_result *res, int rate, double temperature) {
     char *text = hvt_utf8_clean(hv_result_text(res));
     cJSON *o = cJSON_CreateObject(), *segs = NULL;
-    int ok = text && o &&
-             cJSON_AddStringToObject(o, "task", "transcribe") &&
+    int ok = text && o && cJSON_AddStringToObject(o, "task", "transcribe") &&
              cJSON_AddStringToObject(o, "language", hv_result_language(res)) &&
              cJSON_AddNumberToObject(o, "duration", hv_result_duration(res)) &&
              cJSON_AddStringToObject(o, "text", text) &&
@@ -115,8 +103,7 @@ static cJSON *json_verbose(const hv_result *res, int rate, double temperature)
     for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
         cJSON *s = json_segment(res, i, rate, temperature);
         ok = s && cJSON_AddItemToArray(segs, s);
-        if (!ok)
-            cJSON_Delete(s);
+        if (!ok) cJSON_Delete(s);
     }
     free(text);
     if (!ok) {
@@ -126,12 +113,10 @@ static cJSON *json_verbose(const hv_result *res, int rate, double temperature)
     return o;
 }
 
-char *srv_format_json(cJSON *o, size_t *len)
-{
+char *srv_format_json(cJSON *o, size_t *len) {
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     size_t n = strlen(s);
     char *body = malloc(n + 2);
     if (body) {
@@ -144,20 +129,17 @@ char *srv_format_json(cJSON *o, size_t *len)
     return body;
 }
 
-char *srv_format_result(srv_format f, const hv_result *res, int rate,
-                        double temperature, size_t *len)
-{
-    if (f == SRV_FMT_JSON)
-        return srv_format_json(json_plain(res), len);
+char *srv_format_result(srv_format f, const hv_result *res, int rate, double temperature,
+                        size_t *len) {
+    if (f == SRV_FMT_JSON) return srv_format_json(json_plain(res), len);
     if (f == SRV_FMT_VERBOSE_JSON)
         return srv_format_json(json_verbose(res, rate, temperature), len);
 
     char *buf = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&buf, &n);
-    if (!m)
-        return NULL;
-    int rc = f == SRV_FMT_TEXT ? write_text(m, res)
+    if (!m) return NULL;
+    int rc = f == SRV_FMT_TEXT  ? write_text(m, res)
              : f == SRV_FMT_VTT ? hvt_write_vtt(m, res, rate)
                                 : hvt_write_srt(m, res, rate);
     if (fclose(m) != 0 || rc != 0 || !buf) {
@@ -168,9 +150,8 @@ char *srv_format_result(srv_format f, const hv_result *res, int rate,
     return buf;
 }
 
-char *srv_format_error(const char *message, const char *type,
-                       const char *param, const char *code, size_t *len)
-{
+char *srv_format_error(const char *message, const char *type, const char *param, const char *code,
+                       size_t *len) {
     char *msg = hvt_utf8_clean(message);
     cJSON *o = cJSON_CreateObject(), *e = NULL;
     int ok = msg && o && (e = cJSON_AddObjectToObject(o, "error")) &&

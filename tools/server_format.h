@@ -31,8 +31,8 @@ const char *srv_format_content_type(srv_format f);
 /* The body of a transcription. rate is the model's sample rate (cue times
  * come from sample positions, as in the CLI); temperature is reported in
  * verbose_json's segments (0 for greedy and beam search). */
-char *srv_format_result(srv_format f, const hv_result *res, int rate,
-                        double temperature, size_t *len);
+char *srv_format_result(srv_format f, const hv_result *res, int rate, double temperature,
+                        size_t *len);
 
 /* cJSON's unformatted text of o and a newline; deletes o. NULL when o is
  * NULL or out of memory. */
@@ -41,7 +41,7 @@ char *srv_format_json(struct cJSON *o, size_t *len);
 
 /* {"error":{"message":..,"type":..,"param":..,"code":..}}; param and code
  * may be NULL (JSON null). */
-char *srv_format_error(const char *message, const char *type,
-                       const char *param, const char *code, size_t *len);
+char *srv_format_error(const char *message, const char *type, const char *param, const char *code,
+                       size_t *len);
 
 #endif /* HV_SERVER_FORMAT_H */

@@ -23,97 +23,71 @@
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-int hvt_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    if (!*s)
-        return -1;
+int hvt_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (!*s) return -1;
     uint64_t v = 0;
     for (const char *p = s; *p; p++) {
-        if (!is_digit(*p))
-            return -1;
+        if (!is_digit(*p)) return -1;
         unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
+        if (v > (UINT64_MAX - d) / 10) return -1;
         v = v * 10 + d;
     }
-    if (v < lo || v > hi)
-        return -1;
+    if (v < lo || v > hi) return -1;
     *out = v;
     return 0;
 }
 
-int hvt_parse_int(const char *s, int lo, int hi, int *out)
-{
+int hvt_parse_int(const char *s, int lo, int hi, int *out) {
     uint64_t v;
-    if (hi < 0 || hvt_parse_u64(s, lo < 0 ? 0 : (uint64_t)lo, (uint64_t)hi,
-                                &v))
-        return -1;
+    if (hi < 0 || hvt_parse_u64(s, lo < 0 ? 0 : (uint64_t)lo, (uint64_t)hi, &v)) return -1;
     *out = (int)v;
     return 0;
 }
 
 /* 1 if s is written as the header's floats are; strtod and strtof would
  * also take spaces, '+', hex, "inf" and "nan", and stop at garbage. */
-static int is_decimal(const char *s)
-{
+static int is_decimal(const char *s) {
     const char *p = s;
-    if (*p == '-')
-        p++;
+    if (*p == '-') p++;
     size_t digits = 0;
-    for (; is_digit(*p); p++)
-        digits++;
+    for (; is_digit(*p); p++) digits++;
     if (*p == '.')
-        for (p++; is_digit(*p); p++)
-            digits++;
-    if (digits == 0)
-        return 0;
+        for (p++; is_digit(*p); p++) digits++;
+    if (digits == 0) return 0;
     if (*p == 'e' || *p == 'E') {
         p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        if (!is_digit(*p))
-            return 0;
-        while (is_digit(*p))
-            p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!is_digit(*p)) return 0;
+        while (is_digit(*p)) p++;
     }
     return *p == '\0';
 }
 
-static int in_range(double v, hvt_lo lo_kind, double lo, double hi)
-{
+static int in_range(double v, hvt_lo lo_kind, double lo, double hi) {
     return (lo_kind == HVT_ABOVE ? v > lo : v >= lo) && v <= hi;
 }
 
-int hvt_parse_double(const char *s, hvt_lo lo_kind, double lo, double hi,
-                     double *out)
-{
-    if (!is_decimal(s))
-        return -1;
+int hvt_parse_double(const char *s, hvt_lo lo_kind, double lo, double hi, double *out) {
+    if (!is_decimal(s)) return -1;
     errno = 0;
     double v = strtod(s, NULL);
-    if (errno == ERANGE || !isfinite(v) || !in_range(v, lo_kind, lo, hi))
-        return -1;
+    if (errno == ERANGE || !isfinite(v) || !in_range(v, lo_kind, lo, hi)) return -1;
     *out = v;
     return 0;
 }
 
-int hvt_parse_float(const char *s, hvt_lo lo_kind, double lo, double hi,
-                    float *out)
-{
-    if (!is_decimal(s))
-        return -1;
+int hvt_parse_float(const char *s, hvt_lo lo_kind, double lo, double hi, float *out) {
+    if (!is_decimal(s)) return -1;
     errno = 0;
     float v = strtof(s, NULL); /* rounded once, not via a double */
-    if (errno == ERANGE || !isfinite(v) || !in_range(v, lo_kind, lo, hi))
-        return -1;
+    if (errno == ERANGE || !isfinite(v) || !in_range(v, lo_kind, lo, hi)) return -1;
     *out = v;
     return 0;
 }
 
 /* ------------------------------------------------------- command line */
 
-int hvt_usage_error(const char *prog, const char *fmt, ...)
-{
+int hvt_usage_error(const char *prog, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "%s: ", prog);
@@ -123,62 +97,46 @@ int hvt_usage_error(const char *prog, const char *fmt, ...)
     return HVT_EXIT_USAGE;
 }
 
-static int takes_argument(hvt_arg a)
-{
-    return a != HVT_FLAG && a != HVT_HELP && a != HVT_VERSION;
-}
+static int takes_argument(hvt_arg a) { return a != HVT_FLAG && a != HVT_HELP && a != HVT_VERSION; }
 
 /* Stores one option's value. Returns -1 to go on, otherwise the exit
  * status (0 after --help or --version). */
-static int take_option(const hvt_cli *cli, const hvt_option *opt,
-                       const char *arg, void *dest)
-{
+static int take_option(const hvt_cli *cli, const hvt_option *opt, const char *arg, void *dest) {
     void *value = (char *)dest + opt->offset;
-    hvt_lo lo_kind = opt->arg == HVT_FLOAT_ABOVE ||
-                     opt->arg == HVT_DOUBLE_ABOVE ? HVT_ABOVE : HVT_FROM;
+    hvt_lo lo_kind =
+        opt->arg == HVT_FLOAT_ABOVE || opt->arg == HVT_DOUBLE_ABOVE ? HVT_ABOVE : HVT_FROM;
     uint64_t u;
     int bad = 0;
     switch (opt->arg) {
-    case HVT_FLAG: return -1;
-    case HVT_HELP: cli->usage(stdout); return 0;
-    case HVT_VERSION: printf("%s %s\n", cli->prog, HV_VERSION); return 0;
-    case HVT_STRING: *(const char **)value = arg; return -1;
-    case HVT_NONEMPTY:
-        bad = !*arg;
-        if (!bad)
-            *(const char **)value = arg;
-        break;
-    case HVT_INT:
-        bad = hvt_parse_int(arg, (int)opt->lo, (int)opt->hi, value);
-        break;
-    case HVT_UNSIGNED:
-        bad = hvt_parse_u64(arg, (uint64_t)opt->lo, (uint64_t)opt->hi, &u);
-        if (!bad)
-            *(unsigned *)value = (unsigned)u;
-        break;
-    case HVT_U64: bad = hvt_parse_u64(arg, 0, UINT64_MAX, value); break;
-    case HVT_FLOAT:
-    case HVT_FLOAT_ABOVE:
-        bad = hvt_parse_float(arg, lo_kind, opt->lo, opt->hi, value);
-        break;
-    case HVT_DOUBLE:
-    case HVT_DOUBLE_ABOVE:
-        bad = hvt_parse_double(arg, lo_kind, opt->lo, opt->hi, value);
-        break;
-    case HVT_CUSTOM: bad = opt->parse(arg, value); break;
+        case HVT_FLAG: return -1;
+        case HVT_HELP: cli->usage(stdout); return 0;
+        case HVT_VERSION: printf("%s %s\n", cli->prog, HV_VERSION); return 0;
+        case HVT_STRING: *(const char **)value = arg; return -1;
+        case HVT_NONEMPTY:
+            bad = !*arg;
+            if (!bad) *(const char **)value = arg;
+            break;
+        case HVT_INT: bad = hvt_parse_int(arg, (int)opt->lo, (int)opt->hi, value); break;
+        case HVT_UNSIGNED:
+            bad = hvt_parse_u64(arg, (uint64_t)opt->lo, (uint64_t)opt->hi, &u);
+            if (!bad) *(unsigned *)value = (unsigned)u;
+            break;
+        case HVT_U64: bad = hvt_parse_u64(arg, 0, UINT64_MAX, value); break;
+        case HVT_FLOAT:
+        case HVT_FLOAT_ABOVE: bad = hvt_parse_float(arg, lo_kind, opt->lo, opt->hi, value); break;
+        case HVT_DOUBLE:
+        case HVT_DOUBLE_ABOVE: bad = hvt_parse_double(arg, lo_kind, opt->lo, opt->hi, value); break;
+        case HVT_CUSTOM: bad = opt->parse(arg, value); break;
     }
-    if (!bad)
-        return -1;
+    if (!bad) return -1;
     if (opt->what)
-        return hvt_usage_error(cli->prog, "invalid %s '%s' (expected %s)",
-                               opt->what, arg, opt->expect);
-    return hvt_usage_error(cli->prog, "invalid --%s '%s' (expected %s)",
-                           opt->name, arg, opt->expect);
+        return hvt_usage_error(cli->prog, "invalid %s '%s' (expected %s)", opt->what, arg,
+                               opt->expect);
+    return hvt_usage_error(cli->prog, "invalid --%s '%s' (expected %s)", opt->name, arg,
+                           opt->expect);
 }
 
-int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest,
-                      int *given)
-{
+int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest, int *given) {
     struct option longopts[HVT_MAX_OPTIONS + 1];
     char shortopts[2 * HVT_MAX_OPTIONS + 2];
     size_t ns = 0;
@@ -191,13 +149,11 @@ int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest,
     for (int i = 0; i < cli->n_opts; i++) {
         const hvt_option *opt = &cli->opts[i];
         int has_arg = takes_argument(opt->arg);
-        longopts[i] = (struct option){
-            opt->name, has_arg ? required_argument : no_argument, NULL,
-            opt->short_name ? opt->short_name : 256 + i};
+        longopts[i] = (struct option){opt->name, has_arg ? required_argument : no_argument, NULL,
+                                      opt->short_name ? opt->short_name : 256 + i};
         if (opt->short_name) {
             shortopts[ns++] = (char)opt->short_name;
-            if (has_arg)
-                shortopts[ns++] = ':';
+            if (has_arg) shortopts[ns++] = ':';
         }
         given[i] = 0;
     }
@@ -208,52 +164,42 @@ int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest,
     int c, n_given = 0;
     while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         if (c == ':')
-            return hvt_usage_error(cli->prog, "option '%s' needs an argument",
-                                   argv[optind - 1]);
+            return hvt_usage_error(cli->prog, "option '%s' needs an argument", argv[optind - 1]);
         int i = c >= 256 ? c - 256 : -1;
         for (int k = 0; i < 0 && c != '?' && k < cli->n_opts; k++)
-            if (cli->opts[k].short_name == c)
-                i = k;
+            if (cli->opts[k].short_name == c) i = k;
         if (i < 0) { /* '?': optopt is the short option, 0 for a long one */
             if (optopt > 0 && optopt < 256)
-                return hvt_usage_error(cli->prog, "unknown option '-%c'",
-                                       optopt);
-            return hvt_usage_error(cli->prog, "unknown option '%s'",
-                                   argv[optind - 1]);
+                return hvt_usage_error(cli->prog, "unknown option '-%c'", optopt);
+            return hvt_usage_error(cli->prog, "unknown option '%s'", argv[optind - 1]);
         }
         given[i] = ++n_given;
         int rc = take_option(cli, &cli->opts[i], optarg, dest);
-        if (rc >= 0)
-            return rc;
+        if (rc >= 0) return rc;
     }
     return -1;
 }
 
 /* --------------------------------------------------------------- misc */
 
-int hvt_model_has_language(const hv_model *model, const char *lang)
-{
+int hvt_model_has_language(const hv_model *model, const char *lang) {
     for (int i = 0; i < hv_model_n_languages(model); i++)
-        if (strcmp(hv_model_language(model, i), lang) == 0)
-            return 1;
+        if (strcmp(hv_model_language(model, i), lang) == 0) return 1;
     return 0;
 }
 
-double hvt_float_for_json(double v)
-{
+double hvt_float_for_json(double v) {
     char buf[32];
     if (!isfinite(v) || fabs(v) > FLT_MAX)
         return v; /* as it is; NaN and infinities: cJSON writes null */
     for (int prec = 6; prec <= 9; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtof(buf, NULL) == (float)v)
-            break;
+        if (strtof(buf, NULL) == (float)v) break;
     }
     return strtod(buf, NULL);
 }
 
-double hvt_now_s(void)
-{
+double hvt_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
@@ -261,14 +207,11 @@ double hvt_now_s(void)
 
 /* ---------------------------------------------------- speech detector */
 
-hv_status hvt_load_vad(const char *dir, hv_vad **out, char *err, size_t err_size)
-{
+hv_status hvt_load_vad(const char *dir, hv_vad **out, char *err, size_t err_size) {
     char path[4096];
     *out = NULL;
-    if (!dir && (dir = getenv(HVT_VAD_ENV)) && !*dir)
-        dir = NULL;
-    if (dir)
-        return hv_vad_load(dir, out, err, err_size);
+    if (!dir && (dir = getenv(HVT_VAD_ENV)) && !*dir) dir = NULL;
+    if (dir) return hv_vad_load(dir, out, err, err_size);
     const char *list = HV_VAD_SEARCH_PATH;
     while (*list) {
         size_t len = strcspn(list, ":");
@@ -279,19 +222,17 @@ hv_status hvt_load_vad(const char *dir, hv_vad **out, char *err, size_t err_size
         }
         list += len + (list[len] == ':');
     }
-    snprintf(err, err_size, "no speech detector found (looked in %s%s); name "
+    snprintf(err, err_size,
+             "no speech detector found (looked in %s%s); name "
              "its directory with --vad-model DIR or $%s, or choose "
-             "--chunking energy", *HV_VAD_SEARCH_PATH ? HV_VAD_SEARCH_PATH : "",
+             "--chunking energy",
+             *HV_VAD_SEARCH_PATH ? HV_VAD_SEARCH_PATH : "",
              *HV_VAD_SEARCH_PATH ? "" : "no default place", HVT_VAD_ENV);
     return HV_ERR_IO;
 }
 
-int hvt_chunking_uses_vad(hv_chunking mode)
-{
+int hvt_chunking_uses_vad(hv_chunking mode) {
     return mode == HV_CHUNKING_AUTO || mode == HV_CHUNKING_VAD;
 }
 
-int hvt_parse_chunking(const char *arg, void *value)
-{
-    return hv_chunking_parse(arg, value);
-}
+int hvt_parse_chunking(const char *arg, void *value) { return hv_chunking_parse(arg, value); }

@@ -41,15 +41,13 @@ typedef enum hvt_lo { HVT_FROM, HVT_ABOVE } hvt_lo;
 /* An integer (see above) in [lo, hi] into *out; 0, or -1 (and *out left
  * alone) when s is not one. */
 int hvt_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-int hvt_parse_int(const char *s, int lo, int hi, int *out);  /* lo >= 0 */
+int hvt_parse_int(const char *s, int lo, int hi, int *out); /* lo >= 0 */
 
 /* A float (see above) in lo..hi into *out; 0, or -1 (and *out left alone)
  * when s is not one. hvt_parse_float checks the range on the value
  * rounded to a float, so "1e-50" is not above 0 there. */
-int hvt_parse_double(const char *s, hvt_lo lo_kind, double lo, double hi,
-                     double *out);
-int hvt_parse_float(const char *s, hvt_lo lo_kind, double lo, double hi,
-                    float *out);
+int hvt_parse_double(const char *s, hvt_lo lo_kind, double lo, double hi, double *out);
+int hvt_parse_float(const char *s, hvt_lo lo_kind, double lo, double hi, float *out);
 
 /* ------------------------------------------------------- command line */
 
@@ -72,45 +70,48 @@ typedef enum hvt_arg {
 } hvt_arg;
 
 typedef struct hvt_option {
-    const char *name;   /* long name, without "--" */
-    int short_name;     /* its letter, or 0 */
+    const char *name; /* long name, without "--" */
+    int short_name;   /* its letter, or 0 */
     hvt_arg arg;
-    size_t offset;      /* of the value in the options struct */
-    double lo, hi;      /* numbers: the range (not for HVT_U64) */
-    const char *expect; /* a refused value: "invalid --NAME 'VALUE'
+    size_t offset;                              /* of the value in the options struct */
+    double lo, hi;                              /* numbers: the range (not for HVT_U64) */
+    const char *expect;                         /* a refused value: "invalid --NAME 'VALUE'
                            (expected EXPECT)" */
     int (*parse)(const char *arg, void *value); /* HVT_CUSTOM: 0 if valid */
-    const char *what;   /* the message's name for it; NULL: "--NAME" */
+    const char *what;                           /* the message's name for it; NULL: "--NAME" */
 } hvt_option;
 
 /* Rows of an option table; off is offsetof(options struct, field). */
-#define HVT_OPT(name_, letter, arg_, off, lo_, hi_, expect_)              \
-    {.name = name_, .short_name = letter, .arg = arg_, .offset = off,    \
-     .lo = lo_, .hi = hi_, .expect = expect_}
-#define HVT_OPT_NONEMPTY(name_, letter, off, expect_)                     \
-    {.name = name_, .short_name = letter, .arg = HVT_NONEMPTY,           \
-     .offset = off, .expect = expect_}
-#define HVT_OPT_STRING(name_, letter, off)                                \
-    {.name = name_, .short_name = letter, .arg = HVT_STRING, .offset = off}
-#define HVT_OPT_FLAG(name_, letter)                                       \
-    {.name = name_, .short_name = letter, .arg = HVT_FLAG}
-#define HVT_OPT_CUSTOM(name_, off, parse_, expect_)                       \
-    {.name = name_, .arg = HVT_CUSTOM, .offset = off, .parse = parse_,   \
-     .expect = expect_}
+#define HVT_OPT(name_, letter, arg_, off, lo_, hi_, expect_)                                       \
+    {                                                                                              \
+        .name = name_, .short_name = letter, .arg = arg_, .offset = off, .lo = lo_, .hi = hi_,     \
+        .expect = expect_                                                                          \
+    }
+#define HVT_OPT_NONEMPTY(name_, letter, off, expect_)                                              \
+    { .name = name_, .short_name = letter, .arg = HVT_NONEMPTY, .offset = off, .expect = expect_ }
+#define HVT_OPT_STRING(name_, letter, off)                                                         \
+    { .name = name_, .short_name = letter, .arg = HVT_STRING, .offset = off }
+#define HVT_OPT_FLAG(name_, letter)                                                                \
+    { .name = name_, .short_name = letter, .arg = HVT_FLAG }
+#define HVT_OPT_CUSTOM(name_, off, parse_, expect_)                                                \
+    { .name = name_, .arg = HVT_CUSTOM, .offset = off, .parse = parse_, .expect = expect_ }
 /* -t, --threads N, N in 1..256 (an int), as every program has it. */
-#define HVT_OPT_THREADS(off)                                              \
-    {.name = "threads", .short_name = 't', .arg = HVT_INT, .offset = off, \
-     .lo = 1, .hi = 256, .expect = "an integer 1..256",                  \
-     .what = "thread count"}
-#define HVT_OPT_HELP {.name = "help", .short_name = 'h', .arg = HVT_HELP}
-#define HVT_OPT_VERSION {.name = "version", .arg = HVT_VERSION}
+#define HVT_OPT_THREADS(off)                                                                       \
+    {                                                                                              \
+        .name = "threads", .short_name = 't', .arg = HVT_INT, .offset = off, .lo = 1, .hi = 256,   \
+        .expect = "an integer 1..256", .what = "thread count"                                      \
+    }
+#define HVT_OPT_HELP                                                                               \
+    { .name = "help", .short_name = 'h', .arg = HVT_HELP }
+#define HVT_OPT_VERSION                                                                            \
+    { .name = "version", .arg = HVT_VERSION }
 
 /* The most options one program may have. */
 enum { HVT_MAX_OPTIONS = 40 };
 
 typedef struct hvt_cli {
-    const char *prog;          /* "hviske": starts every message */
-    void (*usage)(FILE *f);    /* the --help text */
+    const char *prog;       /* "hviske": starts every message */
+    void (*usage)(FILE *f); /* the --help text */
     const hvt_option *opts;
     int n_opts;
 } hvt_cli;
@@ -125,8 +126,7 @@ typedef struct hvt_cli {
  * --help or --version, HVT_EXIT_USAGE after a wrong option (reported with
  * hvt_usage_error).
  */
-int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest,
-                      int *given);
+int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest, int *given);
 
 /* Prints "PROG: <message>" and the usage hint on stderr; returns
  * HVT_EXIT_USAGE. */
@@ -153,7 +153,7 @@ double hvt_now_s(void);
 /* ---------------------------------------------------- speech detector */
 
 /* The environment variable that names the speech detector's directory. */
-#define HVT_VAD_ENV "HVISKE_VAD_MODEL"
+#define HVT_VAD_ENV    "HVISKE_VAD_MODEL"
 /* The longest duration a speech detection option takes (a day, as the
  * library's check), in ms. */
 #define HVT_VAD_MAX_MS 86400000
@@ -174,27 +174,25 @@ int hvt_parse_chunking(const char *arg, void *value);
 
 /* The option rows and the --help lines of speech detection that the CLI
  * and the server share; `off` is the field's offset in the options. */
-#define HVT_OPT_CHUNKING(off)                                             \
-    HVT_OPT_CUSTOM("chunking", off, hvt_parse_chunking,                  \
-                   "auto, vad, energy, fixed or none")
+#define HVT_OPT_CHUNKING(off)                                                                      \
+    HVT_OPT_CUSTOM("chunking", off, hvt_parse_chunking, "auto, vad, energy, fixed or none")
 #define HVT_OPT_VAD_MODEL(off) HVT_OPT_NONEMPTY("vad-model", 0, off, "a directory")
-#define HVT_OPT_VAD_THRESHOLD(off)                                        \
+#define HVT_OPT_VAD_THRESHOLD(off)                                                                 \
     HVT_OPT("vad-threshold", 0, HVT_FLOAT, off, 0, 1, "a number from 0 to 1")
-#define HVT_OPT_VAD_MS(name_, off)                                        \
-    HVT_OPT(name_, 0, HVT_INT, off, 0, HVT_VAD_MAX_MS,                   \
-            "milliseconds, 0..86400000")
-#define HVT_OPT_VAD_MAX_GAP(off)                                          \
+#define HVT_OPT_VAD_MS(name_, off)                                                                 \
+    HVT_OPT(name_, 0, HVT_INT, off, 0, HVT_VAD_MAX_MS, "milliseconds, 0..86400000")
+#define HVT_OPT_VAD_MAX_GAP(off)                                                                   \
     HVT_OPT("vad-max-gap", 0, HVT_FLOAT, off, 0, 86400, "seconds, 0..86400")
-#define HVT_VAD_USAGE                                                     \
-    "      --vad-model DIR    the speech detector (default: $HVISKE_VAD_MODEL,\n" \
-    "                         else the installed or bundled silero-vad)\n"     \
-    "      --vad-threshold P  speech probability that starts speech,\n"        \
-    "                         0..1 (default 0.5)\n"                            \
-    "      --vad-min-speech-ms N   shorter speech is dropped (default 250)\n"  \
-    "      --vad-min-silence-ms N  silence that ends speech (default 100)\n"   \
-    "      --vad-speech-pad-ms N   added on each side of speech (default 30)\n" \
-    "      --vad-max-gap S    a pause of S seconds or more always ends a\n"    \
-    "                         chunk, so no segment spans it (default 3;\n"    \
+#define HVT_VAD_USAGE                                                                              \
+    "      --vad-model DIR    the speech detector (default: $HVISKE_VAD_MODEL,\n"                  \
+    "                         else the installed or bundled silero-vad)\n"                         \
+    "      --vad-threshold P  speech probability that starts speech,\n"                            \
+    "                         0..1 (default 0.5)\n"                                                \
+    "      --vad-min-speech-ms N   shorter speech is dropped (default 250)\n"                      \
+    "      --vad-min-silence-ms N  silence that ends speech (default 100)\n"                       \
+    "      --vad-speech-pad-ms N   added on each side of speech (default 30)\n"                    \
+    "      --vad-max-gap S    a pause of S seconds or more always ends a\n"                        \
+    "                         chunk, so no segment spans it (default 3;\n"                         \
     "                         0: only the clip length ends chunks)\n"
 
 #endif /* HV_TOOLS_TOOL_UTIL_H */

@@ -30,16 +30,14 @@ static uint64_t max_samples(void) {
     return HV_AUDIO_MAX_SAMPLES < fit ? HV_AUDIO_MAX_SAMPLES : fit;
 }
 
-static const char *sample_problem(float v) {
-    return isnan(v) ? "NaN" : "infinite";
-}
+static const char *sample_problem(float v) { return isnan(v) ? "NaN" : "infinite"; }
 
-static hv_status decode(SNDFILE *sf, const SF_INFO *info, const char *path,
-                        double max_seconds, float **pcm, size_t *n_frames,
-                        int *sample_rate, int *channels, hv_error *e);
+static hv_status decode(SNDFILE *sf, const SF_INFO *info, const char *path, double max_seconds,
+                        float **pcm, size_t *n_frames, int *sample_rate, int *channels,
+                        hv_error *e);
 
-hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
-                             int *sample_rate, int *channels, hv_error *e) {
+hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
+                             int *channels, hv_error *e) {
     if (!pcm || !n_frames || !sample_rate || !channels)
         return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_file: NULL output");
     *pcm = NULL;
@@ -52,10 +50,8 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
      * that a missing or unreadable file is an I/O error with errno's words. */
     struct stat st;
     if (stat(path, &st) != 0)
-        return hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path,
-                      strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return hv_err(e, HV_ERR_IO, "%s: cannot open: is a directory", path);
+        return hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return hv_err(e, HV_ERR_IO, "%s: cannot open: is a directory", path);
     if (S_ISREG(st.st_mode) && st.st_size == 0)
         return hv_err(e, HV_ERR_FORMAT, "%s: empty file", path);
 
@@ -65,8 +61,7 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
     if (!sf) {
         int code = sf_error(NULL);
         return hv_err(e, code == SF_ERR_SYSTEM ? HV_ERR_IO : HV_ERR_FORMAT,
-                      "%s: not a readable audio file (%s)", path,
-                      sf_strerror(NULL));
+                      "%s: not a readable audio file (%s)", path, sf_strerror(NULL));
     }
     return decode(sf, &info, path, 0, pcm, n_frames, sample_rate, channels, e);
 }
@@ -74,9 +69,9 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
 /* Decodes an open file with every check; closes it. `path` names it in
  * messages. max_seconds > 0 refuses longer audio (HV_ERR_LIMIT), from the
  * header's claim before decoding and from the frames actually decoded. */
-static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
-                        double max_seconds, float **pcm, size_t *n_frames,
-                        int *sample_rate, int *channels, hv_error *e) {
+static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path, double max_seconds,
+                        float **pcm, size_t *n_frames, int *sample_rate, int *channels,
+                        hv_error *e) {
     SF_INFO info = *inf;
     hv_status rc = HV_OK;
     float *buf = NULL;
@@ -88,13 +83,12 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
         goto done;
     }
     if (info.channels > HV_AUDIO_MAX_CHANNELS) {
-        rc = hv_err(e, HV_ERR_LIMIT, "%s: %d channels (at most %d supported)",
-                    path, info.channels, HV_AUDIO_MAX_CHANNELS);
+        rc = hv_err(e, HV_ERR_LIMIT, "%s: %d channels (at most %d supported)", path, info.channels,
+                    HV_AUDIO_MAX_CHANNELS);
         goto done;
     }
     if (info.samplerate < 1 || info.samplerate > HV_AUDIO_MAX_RATE) {
-        rc = hv_err(e, HV_ERR_FORMAT, "%s: unsupported sample rate %d Hz",
-                    path, info.samplerate);
+        rc = hv_err(e, HV_ERR_FORMAT, "%s: unsupported sample rate %d Hz", path, info.samplerate);
         goto done;
     }
     /* Most frames we accept, so that frames * channels floats stay within
@@ -105,15 +99,14 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
         if ((double)max_frames > lim) max_frames = (size_t)lim;
     }
     /* SF_COUNT_MAX means "unknown length" (pipes, some streams). */
-    if (info.frames != SF_COUNT_MAX && info.frames > 0 &&
-        (uint64_t)info.frames > max_frames) {
+    if (info.frames != SF_COUNT_MAX && info.frames > 0 && (uint64_t)info.frames > max_frames) {
         rc = max_seconds > 0
-                 ? hv_err(e, HV_ERR_LIMIT, "%s: %.1f s of audio, more than the %g s allowed",
-                          path, (double)info.frames / info.samplerate, max_seconds)
+                 ? hv_err(e, HV_ERR_LIMIT, "%s: %.1f s of audio, more than the %g s allowed", path,
+                          (double)info.frames / info.samplerate, max_seconds)
                  : hv_err(e, HV_ERR_LIMIT,
                           "%s: %lld frames of %d channels is more than hviske "
-                          "reads (%llu samples at most)", path,
-                          (long long)info.frames, info.channels,
+                          "reads (%llu samples at most)",
+                          path, (long long)info.frames, info.channels,
                           (unsigned long long)max_samples());
         goto done;
     }
@@ -130,8 +123,7 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
             if (buf) cap = cap > max_frames / 2 ? max_frames + 1 : cap * 2;
             float *nb = realloc(buf, cap * ch * sizeof *buf);
             if (!nb) {
-                rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu frames",
-                            path, cap);
+                rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu frames", path, cap);
                 goto done;
             }
             buf = nb;
@@ -143,11 +135,12 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
         got += (size_t)r;
         if (got > max_frames) {
             rc = max_seconds > 0
-                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed",
-                              path, max_seconds)
-                     : hv_err(e, HV_ERR_LIMIT, "%s: longer than hviske reads "
-                              "(%llu samples at most)", path,
-                              (unsigned long long)max_samples());
+                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
+                              max_seconds)
+                     : hv_err(e, HV_ERR_LIMIT,
+                              "%s: longer than hviske reads "
+                              "(%llu samples at most)",
+                              path, (unsigned long long)max_samples());
             goto done;
         }
     }
@@ -155,8 +148,7 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
      * partial signal we cannot vouch for: refuse it. End of data is not an
      * error in libsndfile's book, so a plain truncation passes. */
     if (sf_error(sf) != SF_ERR_NO_ERROR) {
-        rc = hv_err(e, HV_ERR_FORMAT,
-                    "%s: decoding failed after %zu frames: %s", path, got,
+        rc = hv_err(e, HV_ERR_FORMAT, "%s: decoding failed after %zu frames: %s", path, got,
                     sf_strerror(sf));
         goto done;
     }
@@ -168,10 +160,8 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path,
      * feature, so say where they are. */
     for (size_t i = 0; i < got * ch; i++) {
         if (!isfinite(buf[i])) {
-            rc = hv_err(e, HV_ERR_FORMAT,
-                        "%s: sample %zu of channel %zu (%.3f s) is %s", path,
-                        i / ch, i % ch, (double)(i / ch) / info.samplerate,
-                        sample_problem(buf[i]));
+            rc = hv_err(e, HV_ERR_FORMAT, "%s: sample %zu of channel %zu (%.3f s) is %s", path,
+                        i / ch, i % ch, (double)(i / ch) / info.samplerate, sample_problem(buf[i]));
             goto done;
         }
     }
@@ -223,9 +213,9 @@ static sf_count_t mem_write(const void *ptr, sf_count_t count, void *u) {
 
 static sf_count_t mem_tell(void *u) { return ((mem_file *)u)->pos; }
 
-hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
-                               double max_seconds, float **pcm, size_t *n_frames,
-                               int *sample_rate, int *channels, hv_error *e) {
+hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
+                               float **pcm, size_t *n_frames, int *sample_rate, int *channels,
+                               hv_error *e) {
     if (!pcm || !n_frames || !sample_rate || !channels)
         return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_memory: NULL output");
     *pcm = NULL;
@@ -234,8 +224,7 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
     *channels = 0;
     if (!name) name = "<memory>";
     if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
-    if ((uint64_t)size > (uint64_t)INT64_MAX)
-        return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
+    if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
     mem_file mf = {data, (sf_count_t)size, 0};
     SF_VIRTUAL_IO vio = {mem_len, mem_seek, mem_read, mem_write, mem_tell};
     SF_INFO info;
@@ -247,26 +236,22 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
     return decode(sf, &info, name, max_seconds, pcm, n_frames, sample_rate, channels, e);
 }
 
-hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels,
-                           int sample_rate, int target_rate, float **out,
-                           size_t *n_out, hv_error *e) {
-    if (!out || !n_out)
-        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_to_mono: NULL output");
+hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int sample_rate,
+                           int target_rate, float **out, size_t *n_out, hv_error *e) {
+    if (!out || !n_out) return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_to_mono: NULL output");
     *out = NULL;
     *n_out = 0;
     if (channels < 1 || channels > HV_AUDIO_MAX_CHANNELS)
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "audio: %d channels (1 to %d supported)", channels,
+        return hv_err(e, HV_ERR_INVALID_ARG, "audio: %d channels (1 to %d supported)", channels,
                       HV_AUDIO_MAX_CHANNELS);
-    if (sample_rate < 1 || sample_rate > HV_AUDIO_MAX_RATE ||
-        target_rate < 1 || target_rate > HV_AUDIO_MAX_RATE)
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "audio: sample rates %d -> %d Hz (1 to %d supported)",
+    if (sample_rate < 1 || sample_rate > HV_AUDIO_MAX_RATE || target_rate < 1 ||
+        target_rate > HV_AUDIO_MAX_RATE)
+        return hv_err(e, HV_ERR_INVALID_ARG, "audio: sample rates %d -> %d Hz (1 to %d supported)",
                       sample_rate, target_rate, HV_AUDIO_MAX_RATE);
-    if (n_frames == 0 || !pcm)
-        return hv_err(e, HV_ERR_INVALID_ARG, "audio: no samples");
+    if (n_frames == 0 || !pcm) return hv_err(e, HV_ERR_INVALID_ARG, "audio: no samples");
     if (n_frames > max_samples() / (unsigned)channels)
-        return hv_err(e, HV_ERR_LIMIT, "audio: %zu frames of %d channels is "
+        return hv_err(e, HV_ERR_LIMIT,
+                      "audio: %zu frames of %d channels is "
                       "more than hviske takes (%llu samples at most)",
                       n_frames, channels, (unsigned long long)max_samples());
 
@@ -280,8 +265,7 @@ hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels,
         for (int c = 0; c < channels; c++) {
             if (!isfinite(f[c])) {
                 free(mono);
-                return hv_err(e, HV_ERR_FORMAT,
-                              "audio: sample %zu of channel %d is %s", i, c,
+                return hv_err(e, HV_ERR_FORMAT, "audio: sample %zu of channel %d is %s", i, c,
                               sample_problem(f[c]));
             }
             s += f[c];
@@ -299,8 +283,8 @@ hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels,
      * phase, delay compensated). n * rate fits in 64 bits: n <= 2^32 and
      * rates <= 2^20. Room for two extra samples guards against a soxr that
      * rounds differently; we return what it gives. */
-    uint64_t want = ((uint64_t)n_frames * (uint64_t)target_rate * 2 +
-                     (uint64_t)sample_rate) / (2 * (uint64_t)sample_rate);
+    uint64_t want = ((uint64_t)n_frames * (uint64_t)target_rate * 2 + (uint64_t)sample_rate) /
+                    (2 * (uint64_t)sample_rate);
     size_t olen = (size_t)want + 2;
     float *res = malloc(olen * sizeof *res);
     if (!res) {
@@ -311,13 +295,12 @@ hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels,
     soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
     soxr_runtime_spec_t rt = soxr_runtime_spec(1);
     size_t idone = 0, odone = 0;
-    soxr_error_t err = soxr_oneshot(sample_rate, target_rate, 1, mono, n_frames,
-                                    &idone, res, olen, &odone, &io, &q, &rt);
+    soxr_error_t err = soxr_oneshot(sample_rate, target_rate, 1, mono, n_frames, &idone, res, olen,
+                                    &odone, &io, &q, &rt);
     free(mono);
     if (err) {
         free(res);
-        return hv_err(e, HV_ERR_FORMAT,
-                      "audio: resampling %d -> %d Hz failed: %s", sample_rate,
+        return hv_err(e, HV_ERR_FORMAT, "audio: resampling %d -> %d Hz failed: %s", sample_rate,
                       target_rate, err);
     }
     *out = res;

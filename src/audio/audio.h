@@ -12,8 +12,8 @@
  * before anything large is allocated. 4 hours at 192 kHz is 2.76e9 samples
  * (11 GB of float), counted over all channels. */
 #define HV_AUDIO_MAX_CHANNELS 64
-#define HV_AUDIO_MAX_RATE 768000
-#define HV_AUDIO_MAX_SAMPLES ((uint64_t)4 * 3600 * 192000)
+#define HV_AUDIO_MAX_RATE     768000
+#define HV_AUDIO_MAX_SAMPLES  ((uint64_t)4 * 3600 * 192000)
 
 /* Reads a file as interleaved float PCM at its own rate. The caller frees
  * *pcm with free(). Errors name the file: HV_ERR_IO when it cannot be
@@ -22,16 +22,16 @@
  * holds NaN/infinite samples, HV_ERR_LIMIT beyond the limits above.
  * A truncated file (data shorter than its header says) gives the frames
  * that are there, as players do; only zero frames is an error. */
-hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames,
-                             int *sample_rate, int *channels, hv_error *e);
+hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
+                             int *channels, hv_error *e);
 
 /* The same for a whole file's bytes in memory (a pipe read to its end);
  * `name` stands for the file in messages. max_seconds > 0 refuses longer
  * audio with HV_ERR_LIMIT before decoding it all (a small compressed file
  * can decode to gigabytes). */
-hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
-                               double max_seconds, float **pcm, size_t *n_frames,
-                               int *sample_rate, int *channels, hv_error *e);
+hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
+                               float **pcm, size_t *n_frames, int *sample_rate, int *channels,
+                               hv_error *e);
 
 /* Averages channels and resamples to target_rate (soxr, SOXR_HQ, linear
  * phase, delay compensated: output sample j is at time j / target_rate).
@@ -40,8 +40,7 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name,
  * signal, which is round(n_frames * target_rate / sample_rate) (may be 0
  * for a tiny input; *out is still non-NULL). Non-finite samples are
  * HV_ERR_FORMAT, no samples or bad rates HV_ERR_INVALID_ARG. */
-hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels,
-                           int sample_rate, int target_rate, float **out,
-                           size_t *n_out, hv_error *e);
+hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int sample_rate,
+                           int target_rate, float **out, size_t *n_out, hv_error *e);
 
 #endif

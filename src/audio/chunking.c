@@ -20,15 +20,14 @@ static size_t quietest_cut(const float *x, size_t a, size_t span, size_t w) {
     return best;
 }
 
-hv_status hv_chunk_plan(const float *x, size_t n, const hv_chunk_plan_params *p,
-                        size_t **bounds, int *n_chunks, hv_error *e) {
+hv_status hv_chunk_plan(const float *x, size_t n, const hv_chunk_plan_params *p, size_t **bounds,
+                        int *n_chunks, hv_error *e) {
     *bounds = NULL;
     *n_chunks = 0;
     size_t chunk = p->mode == HV_CHUNKING_FIXED ? p->fixed : p->chunk;
     if (chunk == 0 || (p->mode != HV_CHUNKING_FIXED && p->context > chunk))
         return hv_err(e, HV_ERR_INVALID_ARG, "chunking: bad chunk size");
-    int one_piece = p->mode == HV_CHUNKING_NONE ||
-                    (p->mode == HV_CHUNKING_AUTO && n <= p->single);
+    int one_piece = p->mode == HV_CHUNKING_NONE || (p->mode == HV_CHUNKING_AUTO && n <= p->single);
     /* each chunk but the last advances by at least chunk - context */
     size_t step = chunk - (p->mode == HV_CHUNKING_FIXED ? 0 : p->context);
     size_t cap = one_piece ? 2 : n / (step ? step : 1) + 3;

@@ -19,19 +19,19 @@
 
 #include "kernels/half.h"
 
-#define PREEMPH 0.97f
-#define LOG_GUARD 0x1p-24f   /* log(mel + 2^-24) */
-#define STD_GUARD 1e-5       /* added to the standard deviation */
-#define TWO_PI 6.283185307179586476925
+#define PREEMPH   0.97f
+#define LOG_GUARD 0x1p-24f /* log(mel + 2^-24) */
+#define STD_GUARD 1e-5     /* added to the standard deviation */
+#define TWO_PI    6.283185307179586476925
 
 /* --------------------------------------------------------- initialisation */
 
 /* Slaney's mel scale, as librosa (htk=False): linear below 1 kHz, log
  * above. */
-#define MEL_F_SP (200.0 / 3)
-#define MEL_MIN_LOG_HZ 1000.0
+#define MEL_F_SP        (200.0 / 3)
+#define MEL_MIN_LOG_HZ  1000.0
 #define MEL_MIN_LOG_MEL (MEL_MIN_LOG_HZ / MEL_F_SP)
-#define MEL_LOGSTEP (log(6.4) / 27.0)
+#define MEL_LOGSTEP     (log(6.4) / 27.0)
 
 static double hz_to_mel(double hz) {
     if (hz < MEL_MIN_LOG_HZ) return hz / MEL_F_SP;
@@ -78,27 +78,23 @@ static int slaney_filterbank(float *fb, int n_mels, int n_fft, int sr) {
     return 0;
 }
 
-hv_status hv_frontend_init(hv_frontend *f, const hv_config *c,
-                           const float *window, const float *fb, hv_error *e) {
+hv_status hv_frontend_init(hv_frontend *f, const hv_config *c, const float *window, const float *fb,
+                           hv_error *e) {
     memset(f, 0, sizeof *f);
     if (c->n_fft < 2 || c->n_fft > (1 << 16) || c->n_fft % 2)
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "frontend: n_fft %d (an even number 2..65536)", c->n_fft);
+        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: n_fft %d (an even number 2..65536)",
+                      c->n_fft);
     if (c->win_length < 1 || c->win_length > c->n_fft)
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "frontend: win_length %d (1..n_fft %d)", c->win_length,
+        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: win_length %d (1..n_fft %d)", c->win_length,
                       c->n_fft);
     if (c->hop_length < 1 || c->hop_length > (1 << 20))
-        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: hop_length %d",
-                      c->hop_length);
+        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: hop_length %d", c->hop_length);
     if (c->n_mels < 1 || c->n_mels > 4096)
-        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: %d mel features",
-                      c->n_mels);
+        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: %d mel features", c->n_mels);
     if (c->pad_to < 0 || c->pad_to > 4096)
         return hv_err(e, HV_ERR_INVALID_ARG, "frontend: pad_to %d", c->pad_to);
     if (c->sample_rate < 1)
-        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: sample rate %d",
-                      c->sample_rate);
+        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: sample rate %d", c->sample_rate);
 
     int n_fft = c->n_fft, n_bins = n_fft / 2 + 1, win = c->win_length;
     int n_mels = c->n_mels;
@@ -106,15 +102,14 @@ hv_status hv_frontend_init(hv_frontend *f, const hv_config *c,
     if (window)
         for (int i = 0; i < win; i++)
             if (!isfinite(window[i]))
-                return hv_err(e, HV_ERR_FORMAT,
-                              "frontend: window value %d is not finite", i);
+                return hv_err(e, HV_ERR_FORMAT, "frontend: window value %d is not finite", i);
     if (fb)
         for (size_t i = 0; i < fb_len; i++)
             if (!isfinite(fb[i]) || fb[i] < 0) /* log(negative) is NaN */
                 return hv_err(e, HV_ERR_FORMAT,
                               "frontend: filterbank value %zu (mel %zu, bin "
-                              "%zu) is %g; must be finite and >= 0", i,
-                              i / n_bins, i % n_bins, (double)fb[i]);
+                              "%zu) is %g; must be finite and >= 0",
+                              i, i / n_bins, i % n_bins, (double)fb[i]);
 
     f->n_fft = n_fft;
     f->n_bins = n_bins;
@@ -133,9 +128,12 @@ hv_status hv_frontend_init(hv_frontend *f, const hv_config *c,
     /* torch.stft pads a short window with zeros on both sides to n_fft. */
     float *w = f->window + (n_fft - win) / 2;
     for (int i = 0; i < win; i++) {
-        if (window) w[i] = window[i];
-        else if (win == 1) w[i] = 1.0f;
-        else w[i] = (float)(0.5 - 0.5 * cos(TWO_PI * i / (win - 1)));
+        if (window)
+            w[i] = window[i];
+        else if (win == 1)
+            w[i] = 1.0f;
+        else
+            w[i] = (float)(0.5 - 0.5 * cos(TWO_PI * i / (win - 1)));
     }
     if (fb) {
         memcpy(f->fb, fb, fb_len * sizeof *f->fb);
@@ -167,8 +165,7 @@ static float to_bf16(float x) { return hv_bf16_to_f32(hv_f32_to_bf16(x)); }
 
 void hv_frontend_round_bf16(hv_frontend *f, int window, int fb) {
     for (int i = 0; window && i < f->n_fft; i++) f->window[i] = to_bf16(f->window[i]);
-    for (size_t i = 0; fb && i < (size_t)f->n_mels * f->n_bins; i++)
-        f->fb[i] = to_bf16(f->fb[i]);
+    for (size_t i = 0; fb && i < (size_t)f->n_mels * f->n_bins; i++) f->fb[i] = to_bf16(f->fb[i]);
     /* Rounding can only turn weights into zero (subnormals), never zeros
      * into weights, so fb_range still covers every non-zero weight. */
 }
@@ -212,8 +209,8 @@ static void gauss_fill(uint64_t key, size_t start, size_t count, float *out) {
 
 typedef struct job {
     const hv_frontend *f;
-    const float *x;     /* [n] input samples */
-    float *y;           /* [n] dithered, pre-emphasised samples */
+    const float *x; /* [n] input samples */
+    float *y;       /* [n] dithered, pre-emphasised samples */
     size_t n;
     float dither;       /* <= 0: none */
     uint64_t key;       /* dither stream key, from the seed */
@@ -287,8 +284,7 @@ static void frame_task(void *arg, int task, int n_tasks) {
         for (int k = b; k < w1; k++) frame[k] = 0;
 
         kiss_fftr(j->cfg[task], frame, spec);
-        for (int k = 0; k < n_bins; k++)
-            power[k] = spec[k].r * spec[k].r + spec[k].i * spec[k].i;
+        for (int k = 0; k < n_bins; k++) power[k] = spec[k].r * spec[k].r + spec[k].i * spec[k].i;
 
         float *row = j->feat + t * (size_t)n_mels;
         for (int m = 0; m < n_mels; m++) {
@@ -311,8 +307,7 @@ static void run(hv_pool *pool, int n_tasks, hv_task_fn fn, void *arg) {
 
 /* Step 6: per-feature mean and unbiased std over the T valid frames, in
  * double, in a fixed order. */
-static void normalise(float *feat, size_t T, int n_mels, double *mean,
-                      double *sd) {
+static void normalise(float *feat, size_t T, int n_mels, double *mean, double *sd) {
     for (int m = 0; m < n_mels; m++) mean[m] = sd[m] = 0;
     for (size_t t = 0; t < T; t++)
         for (int m = 0; m < n_mels; m++) mean[m] += feat[t * n_mels + m];
@@ -322,8 +317,7 @@ static void normalise(float *feat, size_t T, int n_mels, double *mean,
             double d = feat[t * n_mels + m] - mean[m];
             sd[m] += d * d;
         }
-    for (int m = 0; m < n_mels; m++)
-        sd[m] = sqrt(sd[m] / (double)(T - 1)) + STD_GUARD;
+    for (int m = 0; m < n_mels; m++) sd[m] = sqrt(sd[m] / (double)(T - 1)) + STD_GUARD;
     for (size_t t = 0; t < T; t++)
         for (int m = 0; m < n_mels; m++) {
             float *v = &feat[t * n_mels + m];
@@ -331,35 +325,32 @@ static void normalise(float *feat, size_t T, int n_mels, double *mean,
         }
 }
 
-hv_status hv_frontend_compute(const hv_frontend *f, const float *samples,
-                              size_t n, float dither, uint64_t seed,
-                              hv_pool *pool, float **feat, int *n_frames,
+hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t n, float dither,
+                              uint64_t seed, hv_pool *pool, float **feat, int *n_frames,
                               int *n_valid, hv_error *e) {
     if (!feat || !n_frames || !n_valid)
         return hv_err(e, HV_ERR_INVALID_ARG, "frontend: NULL output");
     *feat = NULL;
     *n_frames = *n_valid = 0;
-    if (!isfinite(dither))
-        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: dither is not finite");
-    if (!samples && n)
-        return hv_err(e, HV_ERR_INVALID_ARG, "frontend: NULL samples");
+    if (!isfinite(dither)) return hv_err(e, HV_ERR_INVALID_ARG, "frontend: dither is not finite");
+    if (!samples && n) return hv_err(e, HV_ERR_INVALID_ARG, "frontend: NULL samples");
     size_t T = n / (size_t)f->hop;
     if (T < 2)
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "audio too short: %zu samples give %zu feature frames, "
-                      "at least 2 needed", n, T);
+                      "at least 2 needed",
+                      n, T);
     /* The STFT gives T + 1 frames, padded up to a multiple of pad_to; the
      * feature matrix must be indexable with int rows and size_t bytes. */
     size_t limit = (size_t)INT_MAX / (size_t)f->n_mels - (size_t)f->pad_to - 1;
-    if (T > limit)
-        return hv_err(e, HV_ERR_LIMIT, "frontend: %zu samples is too long", n);
+    if (T > limit) return hv_err(e, HV_ERR_LIMIT, "frontend: %zu samples is too long", n);
     size_t total = (T + 1 + (size_t)f->pad_to - 1) / f->pad_to * f->pad_to;
     /* One NaN would spread through its frames' FFTs and then, through the
      * mean, over a whole feature: refuse it here. */
     for (size_t i = 0; i < n; i++)
         if (!isfinite(samples[i]))
-            return hv_err(e, HV_ERR_INVALID_ARG, "frontend: sample %zu is %s",
-                          i, isnan(samples[i]) ? "NaN" : "infinite");
+            return hv_err(e, HV_ERR_INVALID_ARG, "frontend: sample %zu is %s", i,
+                          isnan(samples[i]) ? "NaN" : "infinite");
 
     int n_tasks = pool ? hv_pool_size(pool) : 1;
     if (n_tasks < 1) n_tasks = 1;
@@ -381,8 +372,7 @@ hv_status hv_frontend_compute(const hv_frontend *f, const float *samples,
     j.spec = malloc((size_t)n_tasks * f->n_bins * sizeof *j.spec);
     j.power = malloc((size_t)n_tasks * f->n_bins * sizeof *j.power);
     double *stats = malloc(2 * (size_t)f->n_mels * sizeof *stats);
-    if (!j.y || !j.feat || !j.cfg || !j.frame || !j.spec || !j.power ||
-        !stats) {
+    if (!j.y || !j.feat || !j.cfg || !j.frame || !j.spec || !j.power || !stats) {
         rc = hv_err(e, HV_ERR_NOMEM, "frontend: out of memory");
         goto done;
     }
@@ -394,8 +384,8 @@ hv_status hv_frontend_compute(const hv_frontend *f, const float *samples,
         }
     }
 
-    run(pool, n_tasks, prep_task, &j);  /* steps 1-2 */
-    run(pool, n_tasks, frame_task, &j); /* steps 3-5 */
+    run(pool, n_tasks, prep_task, &j);                         /* steps 1-2 */
+    run(pool, n_tasks, frame_task, &j);                        /* steps 3-5 */
     normalise(j.feat, T, f->n_mels, stats, stats + f->n_mels); /* step 6 */
     /* Step 7: rows T .. total-1 stay zero from calloc. */
 

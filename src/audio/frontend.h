@@ -11,15 +11,15 @@
 #include "util/error.h"
 
 typedef struct hv_frontend {
-    int n_fft;       /* 512 */
-    int n_bins;      /* n_fft / 2 + 1 */
-    int hop;         /* 160 */
-    int win_length;  /* 400 */
-    int n_mels;      /* 128 */
-    int pad_to;      /* 16 */
-    float *window;   /* [n_fft]: the win_length window centred, zeros around */
-    float *fb;       /* [n_mels x n_bins] mel filterbank */
-    int *fb_range;   /* [n_mels x 2]: first and one-past-last non-zero bin of
+    int n_fft;      /* 512 */
+    int n_bins;     /* n_fft / 2 + 1 */
+    int hop;        /* 160 */
+    int win_length; /* 400 */
+    int n_mels;     /* 128 */
+    int pad_to;     /* 16 */
+    float *window;  /* [n_fft]: the win_length window centred, zeros around */
+    float *fb;      /* [n_mels x n_bins] mel filterbank */
+    int *fb_range;  /* [n_mels x 2]: first and one-past-last non-zero bin of
                         each filter, so the mel product skips the zeros */
 } hv_frontend;
 
@@ -32,8 +32,8 @@ typedef struct hv_frontend {
  * htk=False, norm='slaney'). Given values must be finite and fb >= 0
  * (HV_ERR_FORMAT otherwise); bad sizes are HV_ERR_INVALID_ARG. On failure
  * f is left empty (hv_frontend_free is harmless). */
-hv_status hv_frontend_init(hv_frontend *f, const hv_config *c,
-                           const float *window, const float *fb, hv_error *e);
+hv_status hv_frontend_init(hv_frontend *f, const hv_config *c, const float *window, const float *fb,
+                           hv_error *e);
 void hv_frontend_free(hv_frontend *f);
 
 /* Rounds the window (when `window`) and the filterbank (when `fb`) to bf16
@@ -53,9 +53,8 @@ void hv_frontend_round_bf16(hv_frontend *f, int window, int fb);
  * HV_ERR_INVALID_ARG "audio too short". pool may be NULL (run on the
  * caller); the result does not depend on the pool or its size. The
  * frontend is read-only here: one frontend may serve many threads. */
-hv_status hv_frontend_compute(const hv_frontend *f, const float *samples,
-                              size_t n, float dither, uint64_t seed,
-                              hv_pool *pool, float **feat, int *n_frames,
+hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t n, float dither,
+                              uint64_t seed, hv_pool *pool, float **feat, int *n_frames,
                               int *n_valid, hv_error *e);
 
 #endif

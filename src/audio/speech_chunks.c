@@ -58,8 +58,7 @@ static hv_status add_region(hv_piece_plan *plan, const float *x, size_t a, size_
     size_t *bounds = NULL;
     int n = 1;
     if (b - a > p->max_chunk) {
-        hv_chunk_plan_params cp = {HV_CHUNKING_ENERGY, p->max_chunk, p->context, p->window,
-                                   0, 0};
+        hv_chunk_plan_params cp = {HV_CHUNKING_ENERGY, p->max_chunk, p->context, p->window, 0, 0};
         hv_status st = hv_chunk_plan(x + a, b - a, &cp, &bounds, &n, e);
         if (st) return st;
     }
@@ -70,8 +69,8 @@ static hv_status add_region(hv_piece_plan *plan, const float *x, size_t a, size_
     }
     plan->pieces = pc;
     for (int i = 0; i < n; i++)
-        pc[plan->n_pieces++] = bounds ? (hv_span){a + bounds[i], a + bounds[i + 1]}
-                                      : (hv_span){a, b};
+        pc[plan->n_pieces++] =
+            bounds ? (hv_span){a + bounds[i], a + bounds[i + 1]} : (hv_span){a, b};
     free(bounds);
     return HV_OK;
 }
@@ -108,8 +107,8 @@ static int chunk_end(const hv_piece_plan *plan, int i, size_t max_chunk, size_t 
 }
 
 hv_status hv_piece_plan_from_speech(const float *x, size_t n, const hv_span *regions,
-                              size_t n_regions, const hv_speech_chunk_params *p,
-                              hv_piece_plan *out, hv_error *e) {
+                                    size_t n_regions, const hv_speech_chunk_params *p,
+                                    hv_piece_plan *out, hv_error *e) {
     hv_piece_plan plan = {0};
     hv_status st = HV_OK;
     *out = plan;

@@ -22,7 +22,7 @@ typedef struct hv_span {
 typedef struct hv_piece_plan {
     hv_span *pieces; /* [n_pieces], in time order, not overlapping */
     int n_pieces;
-    int *first;      /* [n_chunks + 1] */
+    int *first; /* [n_chunks + 1] */
     int n_chunks;
 } hv_piece_plan;
 
@@ -40,8 +40,8 @@ typedef struct hv_speech_chunk_params {
  * within [0, n)) of x[n]. No regions give no chunks. The plan is the
  * caller's; free it with hv_piece_plan_free. */
 hv_status hv_piece_plan_from_speech(const float *x, size_t n, const hv_span *regions,
-                              size_t n_regions, const hv_speech_chunk_params *p,
-                              hv_piece_plan *out, hv_error *e);
+                                    size_t n_regions, const hv_speech_chunk_params *p,
+                                    hv_piece_plan *out, hv_error *e);
 void hv_piece_plan_free(hv_piece_plan *plan);
 
 /* The plan of hv_chunk_plan's bounds[n_chunks + 1]: chunk i is the one piece

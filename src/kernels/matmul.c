@@ -28,33 +28,33 @@ void openblas_set_num_threads(int num_threads);
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_threaded(void) { openblas_set_num_threads(1); }
 
-void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda,
-             const float *B, int ldb, int trans_b, float beta, float *C,
-             int ldc) {
+void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
+             int trans_b, float beta, float *C, int ldc) {
     pthread_once(&blas_once, blas_single_threaded);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, A,
+                lda, B, ldb, beta, C, ldc);
 }
 
 /* ------------------------------------------------------------ types */
 
-const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES] = {
-    [HV_WEIGHTS_AUTO] = "auto", [HV_WEIGHTS_F32] = "f32", [HV_WEIGHTS_F16] = "f16",
-    [HV_WEIGHTS_BF16] = "bf16", [HV_WEIGHTS_Q8_0] = "q8_0"};
+const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES] = {[HV_WEIGHTS_AUTO] = "auto",
+                                                             [HV_WEIGHTS_F32] = "f32",
+                                                             [HV_WEIGHTS_F16] = "f16",
+                                                             [HV_WEIGHTS_BF16] = "bf16",
+                                                             [HV_WEIGHTS_Q8_0] = "q8_0"};
 
 const char *hv_weight_type_name(hv_weight_type type) {
-    return (int)type >= 0 && (int)type < HV_N_WEIGHT_TYPES ? hv_weight_type_names[type]
-                                                           : "?";
+    return (int)type >= 0 && (int)type < HV_N_WEIGHT_TYPES ? hv_weight_type_names[type] : "?";
 }
 
 /* Bytes of one row of cols weights. */
 static size_t row_bytes(hv_weight_type type, int cols) {
     switch (type) {
-    case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
-    case HV_WEIGHTS_F32: return (size_t)cols * 4;
-    case HV_WEIGHTS_F16:
-    case HV_WEIGHTS_BF16: return (size_t)cols * 2;
-    case HV_WEIGHTS_Q8_0: return (size_t)(cols / HV_Q8_BLOCK) * sizeof(hv_q8_0_block);
+        case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
+        case HV_WEIGHTS_F32: return (size_t)cols * 4;
+        case HV_WEIGHTS_F16:
+        case HV_WEIGHTS_BF16: return (size_t)cols * 2;
+        case HV_WEIGHTS_Q8_0: return (size_t)(cols / HV_Q8_BLOCK) * sizeof(hv_q8_0_block);
     }
     return 0;
 }
@@ -86,48 +86,44 @@ static int quantize_block(hv_q8_0_block *blk, const float *v) {
     return 0;
 }
 
-hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows,
-                          int cols, void **storage, hv_error *e) {
+hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows, int cols,
+                          void **storage, hv_error *e) {
     *storage = NULL;
     if (rows < 1 || cols < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "matrix %dx%d: empty", rows, cols);
     if ((int)type < HV_WEIGHTS_F32 || (int)type >= HV_N_WEIGHT_TYPES)
-        return hv_err(e, HV_ERR_INVALID_ARG, "weight type %d: not a matrix type",
-                      (int)type);
+        return hv_err(e, HV_ERR_INVALID_ARG, "weight type %d: not a matrix type", (int)type);
     if (type == HV_WEIGHTS_Q8_0 && cols % HV_Q8_BLOCK)
-        return hv_err(e, HV_ERR_UNSUPPORTED,
-                      "matrix %dx%d: q8_0 needs a multiple of %d columns", rows,
-                      cols, HV_Q8_BLOCK);
+        return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d: q8_0 needs a multiple of %d columns",
+                      rows, cols, HV_Q8_BLOCK);
     size_t bytes = (size_t)rows * row_bytes(type, cols);
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes) != 0)
-        return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d as %s: out of memory", rows,
-                      cols, hv_weight_type_name(type));
+        return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d as %s: out of memory", rows, cols,
+                      hv_weight_type_name(type));
     size_t count = (size_t)rows * cols;
     const char *why = NULL;
     switch (type) {
-    case HV_WEIGHTS_AUTO: break; /* refused above */
-    case HV_WEIGHTS_F32:
-        memcpy(p, src, count * sizeof(float));
-        break;
-    case HV_WEIGHTS_F16:
-    case HV_WEIGHTS_BF16: {
-        int f16 = type == HV_WEIGHTS_F16;
-        uint16_t *dst = p;
-        for (size_t i = 0; i < count && !why; i++) {
-            dst[i] = f16 ? hv_f32_to_f16(src[i]) : hv_f32_to_bf16(src[i]);
-            if ((dst[i] & 0x7fff) == (f16 ? 0x7c00 : 0x7f80) && isfinite(src[i]))
-                why = "a weight overflows";
+        case HV_WEIGHTS_AUTO: break; /* refused above */
+        case HV_WEIGHTS_F32: memcpy(p, src, count * sizeof(float)); break;
+        case HV_WEIGHTS_F16:
+        case HV_WEIGHTS_BF16: {
+            int f16 = type == HV_WEIGHTS_F16;
+            uint16_t *dst = p;
+            for (size_t i = 0; i < count && !why; i++) {
+                dst[i] = f16 ? hv_f32_to_f16(src[i]) : hv_f32_to_bf16(src[i]);
+                if ((dst[i] & 0x7fff) == (f16 ? 0x7c00 : 0x7f80) && isfinite(src[i]))
+                    why = "a weight overflows";
+            }
+            break;
         }
-        break;
-    }
-    case HV_WEIGHTS_Q8_0: {
-        hv_q8_0_block *dst = p;
-        for (size_t b = 0; b < count / HV_Q8_BLOCK && !why; b++)
-            if (quantize_block(&dst[b], src + b * HV_Q8_BLOCK) != 0)
-                why = "a block has a non-finite weight or a scale beyond f16";
-        break;
-    }
+        case HV_WEIGHTS_Q8_0: {
+            hv_q8_0_block *dst = p;
+            for (size_t b = 0; b < count / HV_Q8_BLOCK && !why; b++)
+                if (quantize_block(&dst[b], src + b * HV_Q8_BLOCK) != 0)
+                    why = "a block has a non-finite weight or a scale beyond f16";
+            break;
+        }
     }
     if (why) {
         free(p);
@@ -144,19 +140,16 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
 
 /* count values of W starting at row r, column c (q8_0: c and count
  * multiples of 32) widened to f32 at dst. */
-static void widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c,
-                  long count, float *dst) {
+static void widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long count, float *dst) {
     long at = (long)r * W->cols + c;
     switch (W->type) {
-    case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
-    case HV_WEIGHTS_F32:
-        memcpy(dst, (const float *)W->data + at, count * sizeof(float));
-        break;
-    case HV_WEIGHTS_F16: k->widen_f16(dst, (const uint16_t *)W->data + at, count); break;
-    case HV_WEIGHTS_BF16: k->widen_bf16(dst, (const uint16_t *)W->data + at, count); break;
-    case HV_WEIGHTS_Q8_0:
-        k->widen_q8_0(dst, (const hv_q8_0_block *)W->data + at / HV_Q8_BLOCK, count);
-        break;
+        case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
+        case HV_WEIGHTS_F32: memcpy(dst, (const float *)W->data + at, count * sizeof(float)); break;
+        case HV_WEIGHTS_F16: k->widen_f16(dst, (const uint16_t *)W->data + at, count); break;
+        case HV_WEIGHTS_BF16: k->widen_bf16(dst, (const uint16_t *)W->data + at, count); break;
+        case HV_WEIGHTS_Q8_0:
+            k->widen_q8_0(dst, (const hv_q8_0_block *)W->data + at / HV_Q8_BLOCK, count);
+            break;
     }
 }
 
@@ -201,10 +194,10 @@ typedef struct linear_job {
     const hv_mat *W;
     const float *bias;
     const hv_mm_kernels *k;
-    const hv_q8_act *xq;    /* q8_0 with n <= HV_LINEAR_GEMV_MAX_N */
-    int tiled;              /* n > HV_LINEAR_GEMV_MAX_N: sgemm per chunk */
-    int chunk, n_chunks;    /* output rows in fixed chunks of `chunk` rows */
-    atomic_int next;        /* next chunk to take */
+    const hv_q8_act *xq; /* q8_0 with n <= HV_LINEAR_GEMV_MAX_N */
+    int tiled;           /* n > HV_LINEAR_GEMV_MAX_N: sgemm per chunk */
+    int chunk, n_chunks; /* output rows in fixed chunks of `chunk` rows */
+    atomic_int next;     /* next chunk to take */
 } linear_job;
 
 static void add_bias(const linear_job *j, int r0, int r1) {
@@ -255,34 +248,34 @@ static void gemv_rows(const linear_job *j, int r0, int r1) {
     int rows = W->rows, cols = W->cols;
     float *y = j->y + r0;
     switch (W->type) {
-    case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
-    case HV_WEIGHTS_F32: {
-        const float *w = (const float *)W->data + (long)r0 * cols;
-        if (j->n == 1)
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, r1 - r0, cols, 1.0f, w, cols,
-                        j->x, 1, 0.0f, y, 1);
-        else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, cols,
-                        1.0f, j->x, cols, w, cols, 0.0f, y, rows);
-        break;
-    }
-    case HV_WEIGHTS_F16:
-        j->k->gemv_f16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
-                       r1 - r0, cols);
-        break;
-    case HV_WEIGHTS_BF16:
-        j->k->gemv_bf16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
-                        r1 - r0, cols);
-        break;
-    case HV_WEIGHTS_Q8_0:
-        if (!j->xq) {
-            rows_unbuffered(j, r0, r1);
+        case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
+        case HV_WEIGHTS_F32: {
+            const float *w = (const float *)W->data + (long)r0 * cols;
+            if (j->n == 1)
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, r1 - r0, cols, 1.0f, w, cols, j->x, 1,
+                            0.0f, y, 1);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, cols, 1.0f,
+                            j->x, cols, w, cols, 0.0f, y, rows);
             break;
         }
-        j->k->gemv_q8_0(y, rows, j->xq,
-                        (const hv_q8_0_block *)W->data + (long)r0 * (cols / HV_Q8_BLOCK),
-                        r1 - r0, cols);
-        break;
+        case HV_WEIGHTS_F16:
+            j->k->gemv_f16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
+                           r1 - r0, cols);
+            break;
+        case HV_WEIGHTS_BF16:
+            j->k->gemv_bf16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
+                            r1 - r0, cols);
+            break;
+        case HV_WEIGHTS_Q8_0:
+            if (!j->xq) {
+                rows_unbuffered(j, r0, r1);
+                break;
+            }
+            j->k->gemv_q8_0(y, rows, j->xq,
+                            (const hv_q8_0_block *)W->data + (long)r0 * (cols / HV_Q8_BLOCK),
+                            r1 - r0, cols);
+            break;
     }
 }
 
@@ -310,8 +303,8 @@ static void linear_task(void *arg, int task, int n_tasks) {
                 widen(j->k, j->W, r0, 0, (long)(r1 - r0) * cols, tile);
                 w = tile;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, cols,
-                        1.0f, j->x, cols, w, cols, 0.0f, j->y + r0, rows);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, cols, 1.0f, j->x,
+                        cols, w, cols, 0.0f, j->y + r0, rows);
         } else if (j->tiled) {
             rows_unbuffered(j, r0, r1);
         } else {
@@ -326,8 +319,8 @@ static void linear_task(void *arg, int task, int n_tasks) {
  * 32-row chunk for n == 1 and sgemm per tile otherwise; the other types
  * take the gemv kernels for n <= HV_LINEAR_GEMV_MAX_N and widened tiles +
  * sgemm above. Small products run on the calling thread alone. */
-void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y,
-                    const float *x, int n, const hv_mat *W, const float *bias) {
+void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                    const hv_mat *W, const float *bias) {
     if (n <= 0 || W->rows <= 0) return;
     pthread_once(&blas_once, blas_single_threaded);
     linear_job job = {y, x, n, W, bias, k, NULL, 0, 0, 0, 0};
@@ -356,7 +349,6 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y,
     free(xq_buf);
 }
 
-void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
-               const float *bias) {
+void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias) {
     hv_linear_with(hv_mm_best(), pool, y, x, n, W, bias);
 }

@@ -25,9 +25,9 @@
 
 typedef struct hv_mat {
     hv_weight_type type; /* never HV_WEIGHTS_AUTO */
-    int rows;           /* output features */
-    int cols;           /* input features */
-    const void *data;   /* rows x cols weights of `type`, row by row */
+    int rows;            /* output features */
+    int cols;            /* input features */
+    const void *data;    /* rows x cols weights of `type`, row by row */
 } hv_mat;
 
 /* The names hv_weight_type_parse reads, by type: "auto", "f32", "f16",
@@ -53,8 +53,8 @@ size_t hv_mat_bytes(const hv_mat *m);
  * infinite in f16/bf16 (|w| >= 65520 in f16). HV_ERR_INVALID_ARG for
  * rows or cols < 1 or a type that is not a matrix's (HV_WEIGHTS_AUTO),
  * HV_ERR_NOMEM when out of memory. */
-hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows,
-                          int cols, void **storage, hv_error *e);
+hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows, int cols,
+                          void **storage, hv_error *e);
 
 /* Writes row `row` of m, widened to f32 (exactly: every stored value is
  * representable), into dst[m->cols]: an embedding lookup in any type. */
@@ -74,14 +74,12 @@ void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
  * kernels are used when the CPU has them (detected at run time); the
  * portable fallback gives bit-identical results. */
 #define HV_LINEAR_GEMV_MAX_N 16
-void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
-               const float *bias);
+void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias);
 
 /* C[m x n] = alpha * A[m x k] . op(B) + beta * C, row-major, with leading
  * dimensions; op(B) = B^T when trans_b (B is n x k), else B (k x n).
  * Single-threaded: callers parallelise over independent products. */
-void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda,
-             const float *B, int ldb, int trans_b, float beta, float *C,
-             int ldc);
+void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
+             int trans_b, float beta, float *C, int ldc);
 
 #endif

@@ -46,8 +46,8 @@ INLINE float load1(const uint16_t *p, int bf16) {
  * accumulators per row (columns k % 16 < 8 and >= 8) keep 8 FMA chains in
  * flight; the next 4 rows are prefetched, 64 bytes per 16 columns, which
  * more than doubles the speed when the weights come from DRAM. */
-INLINE void dot_rows_u16(float *out, const uint16_t *w, int R, int cols,
-                         const float *xi, int bf16) {
+INLINE void dot_rows_u16(float *out, const uint16_t *w, int R, int cols, const float *xi,
+                         int bf16) {
     int c16 = cols & ~15, c8 = cols & ~7, k = 0;
     const uint16_t *w0 = w, *w1 = w + cols, *w2 = w1 + cols, *w3 = w2 + cols;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -81,8 +81,8 @@ INLINE void dot_rows_u16(float *out, const uint16_t *w, int R, int cols,
         }
         if (k < c8) a0 = _mm256_fmadd_ps(load8(w0 + k, bf16), _mm256_loadu_ps(xi + k), a0);
     }
-    __m256 acc[4] = {_mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1),
-                     _mm256_add_ps(a2, b2), _mm256_add_ps(a3, b3)};
+    __m256 acc[4] = {_mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1), _mm256_add_ps(a2, b2),
+                     _mm256_add_ps(a3, b3)};
     for (int r = 0; r < R; r++) {
         const uint16_t *wr = w + (long)r * cols;
         float s = hsum8(acc[r]);
@@ -91,8 +91,8 @@ INLINE void dot_rows_u16(float *out, const uint16_t *w, int R, int cols,
     }
 }
 
-INLINE void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w,
-                     int n_w, int cols, int bf16) {
+INLINE void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w, int cols,
+                     int bf16) {
     for (int r = 0; r < n_w; r += 4) {
         int R = n_w - r < 4 ? 1 : 4;
         if (R == 1) {
@@ -112,13 +112,13 @@ INLINE void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w
     }
 }
 
-TARGET static void gemv_f16(float *y, int ldy, const float *x, int n,
-                            const uint16_t *w, int n_w, int cols) {
+TARGET static void gemv_f16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
+                            int cols) {
     gemv_u16(y, ldy, x, n, w, n_w, cols, 0);
 }
 
-TARGET static void gemv_bf16(float *y, int ldy, const float *x, int n,
-                             const uint16_t *w, int n_w, int cols) {
+TARGET static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
+                             int cols) {
     gemv_u16(y, ldy, x, n, w, n_w, cols, 1);
 }
 
@@ -136,13 +136,12 @@ INLINE __m256 q8_step(const hv_q8_0_block *b, __m256i qx, float dx, __m256 acc) 
     return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_lanes_q8(qw, qx)), acc);
 }
 
-TARGET static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a,
-                             const hv_q8_0_block *w, int n_w, int cols) {
+TARGET static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
+                             int cols) {
     int nb = cols / HV_Q8_BLOCK;
     int r = 0;
     for (; r + 4 <= n_w; r += 4) {
-        const hv_q8_0_block *w0 = w + (long)r * nb, *w1 = w0 + nb, *w2 = w1 + nb,
-                            *w3 = w2 + nb;
+        const hv_q8_0_block *w0 = w + (long)r * nb, *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
         for (int i = 0; i < a->n; i++) {
             const float *xd = a->d + (long)i * nb;
             const int8_t *xq = a->q + (long)i * cols;
@@ -206,8 +205,7 @@ TARGET static void widen_q8_0(float *dst, const hv_q8_0_block *src, long count) 
     }
 }
 
-const hv_mm_kernels hv_mm_avx2 = {"avx2",    gemv_f16,  gemv_bf16,
-                                  gemv_q8_0, widen_f16, widen_bf16,
-                                  widen_q8_0};
+const hv_mm_kernels hv_mm_avx2 = {"avx2",    gemv_f16,   gemv_bf16, gemv_q8_0,
+                                  widen_f16, widen_bf16, widen_q8_0};
 
 #endif

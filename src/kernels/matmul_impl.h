@@ -32,16 +32,16 @@
 /* One q8_0 weight block: 34 bytes, no padding (the layout of llama.cpp's
  * block_q8_0). A row of cols weights is cols / 32 consecutive blocks. */
 typedef struct hv_q8_0_block {
-    uint16_t d;                 /* scale, IEEE f16 */
-    int8_t q[HV_Q8_BLOCK];      /* weights / d, in [-127, 127] */
+    uint16_t d;            /* scale, IEEE f16 */
+    int8_t q[HV_Q8_BLOCK]; /* weights / d, in [-127, 127] */
 } hv_q8_0_block;
 
 /* Activations quantised for the q8_0 dot product: n rows of cols values
  * (cols % 32 == 0) as nb = cols / 32 blocks per row. */
 typedef struct hv_q8_act {
     int n, nb;
-    float *d;                   /* [n][nb] scales, amax / 127 */
-    int8_t *q;                  /* [n][nb * 32] round(x / d), in [-127, 127] */
+    float *d;  /* [n][nb] scales, amax / 127 */
+    int8_t *q; /* [n][nb * 32] round(x / d), in [-127, 127] */
 } hv_q8_act;
 
 /* Fills a (allocated by the caller for n x cols) from x[n x cols]. Per
@@ -58,12 +58,12 @@ void hv_q8_act_quantize(hv_q8_act *a, const float *x, int n, int cols);
  * write count f32 values (q8_0: count / 32 blocks) to dst, exactly. */
 typedef struct hv_mm_kernels {
     const char *name;
-    void (*gemv_f16)(float *y, int ldy, const float *x, int n,
-                     const uint16_t *w, int n_w, int cols);
-    void (*gemv_bf16)(float *y, int ldy, const float *x, int n,
-                      const uint16_t *w, int n_w, int cols);
-    void (*gemv_q8_0)(float *y, int ldy, const hv_q8_act *a,
-                      const hv_q8_0_block *w, int n_w, int cols);
+    void (*gemv_f16)(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
+                     int cols);
+    void (*gemv_bf16)(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
+                      int cols);
+    void (*gemv_q8_0)(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
+                      int cols);
     void (*widen_f16)(float *dst, const uint16_t *src, long count);
     void (*widen_bf16)(float *dst, const uint16_t *src, long count);
     void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
@@ -87,7 +87,7 @@ const hv_mm_kernels *hv_mm_best(void);
 
 /* hv_linear with a given kernel table (tests run the whole driver, with
  * threads and tiles, on each table). */
-void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y,
-                    const float *x, int n, const hv_mat *W, const float *bias);
+void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                    const hv_mat *W, const float *bias);
 
 #endif

@@ -48,8 +48,7 @@ static float lanes_sum(const float a[8]) {
 static float f16_at(const uint16_t *w, int k) { return hv_f16_to_f32(w[k]); }
 static float bf16_at(const uint16_t *w, int k) { return hv_bf16_to_f32(w[k]); }
 
-static void gemv_u16(float *y, int ldy, const float *x, int n,
-                     const uint16_t *w, int n_w, int cols,
+static void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w, int cols,
                      float (*at)(const uint16_t *, int)) {
     int c16 = cols & ~15, c8 = cols & ~7;
     for (int r = 0; r < n_w; r++) {
@@ -73,18 +72,18 @@ static void gemv_u16(float *y, int ldy, const float *x, int n,
     }
 }
 
-static void gemv_f16(float *y, int ldy, const float *x, int n,
-                     const uint16_t *w, int n_w, int cols) {
+static void gemv_f16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
+                     int cols) {
     gemv_u16(y, ldy, x, n, w, n_w, cols, f16_at);
 }
 
-static void gemv_bf16(float *y, int ldy, const float *x, int n,
-                      const uint16_t *w, int n_w, int cols) {
+static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
+                      int cols) {
     gemv_u16(y, ldy, x, n, w, n_w, cols, bf16_at);
 }
 
-static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a,
-                      const hv_q8_0_block *w, int n_w, int cols) {
+static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
+                      int cols) {
     int nb = cols / HV_Q8_BLOCK;
     for (int r = 0; r < n_w; r++) {
         const hv_q8_0_block *wr = w + (long)r * nb;
@@ -117,11 +116,9 @@ static void widen_bf16(float *dst, const uint16_t *src, long count) {
 static void widen_q8_0(float *dst, const hv_q8_0_block *src, long count) {
     for (long b = 0; b < count / HV_Q8_BLOCK; b++) {
         float d = hv_f16_to_f32(src[b].d);
-        for (int t = 0; t < HV_Q8_BLOCK; t++)
-            dst[b * HV_Q8_BLOCK + t] = d * (float)src[b].q[t];
+        for (int t = 0; t < HV_Q8_BLOCK; t++) dst[b * HV_Q8_BLOCK + t] = d * (float)src[b].q[t];
     }
 }
 
-const hv_mm_kernels hv_mm_scalar = {"scalar",   gemv_f16,  gemv_bf16,
-                                    gemv_q8_0,  widen_f16, widen_bf16,
-                                    widen_q8_0};
+const hv_mm_kernels hv_mm_scalar = {"scalar",  gemv_f16,   gemv_bf16, gemv_q8_0,
+                                    widen_f16, widen_bf16, widen_q8_0};

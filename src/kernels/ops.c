@@ -2,8 +2,8 @@
 
 #include <math.h>
 
-void hv_layernorm(float *y, const float *x, int n, int d, const float *w,
-                  const float *b, float eps) {
+void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
+                  float eps) {
     for (int i = 0; i < n; i++) {
         const float *xi = x + (long)i * d;
         float *yi = y + (long)i * d;
@@ -22,7 +22,8 @@ void hv_layernorm(float *y, const float *x, int n, int d, const float *w,
 
 void hv_softmax(float *x, int n) {
     float mx = x[0];
-    for (int i = 1; i < n; i++) if (x[i] > mx) mx = x[i];
+    for (int i = 1; i < n; i++)
+        if (x[i] > mx) mx = x[i];
     double sum = 0;
     for (int i = 0; i < n; i++) {
         x[i] = expf(x[i] - mx);
@@ -34,7 +35,8 @@ void hv_softmax(float *x, int n) {
 
 void hv_log_softmax(float *x, int n) {
     float mx = x[0];
-    for (int i = 1; i < n; i++) if (x[i] > mx) mx = x[i];
+    for (int i = 1; i < n; i++)
+        if (x[i] > mx) mx = x[i];
     double sum = 0;
     for (int i = 0; i < n; i++) sum += exp((double)x[i] - mx);
     float lse = mx + (float)log(sum);
@@ -55,6 +57,7 @@ void hv_add_scaled(float *y, const float *x, long n, float alpha) {
 
 int hv_argmax(const float *x, int n) {
     int best = 0;
-    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
     return best;
 }

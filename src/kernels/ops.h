@@ -3,11 +3,11 @@
 #define HV_OPS_H
 
 /* y[i,:] = LayerNorm(x[i,:]) * w + b over d features, n rows. */
-void hv_layernorm(float *y, const float *x, int n, int d, const float *w,
-                  const float *b, float eps);
+void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
+                  float eps);
 
-void hv_softmax(float *x, int n);      /* in place, max-subtracted */
-void hv_log_softmax(float *x, int n);  /* in place */
+void hv_softmax(float *x, int n);     /* in place, max-subtracted */
+void hv_log_softmax(float *x, int n); /* in place */
 
 void hv_silu(float *x, long n);
 void hv_relu(float *x, long n);

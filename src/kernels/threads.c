@@ -9,17 +9,17 @@
 #include <unistd.h>
 
 struct hv_pool {
-    int n_threads;              /* including the caller */
-    pthread_t *workers;         /* n_threads - 1 */
+    int n_threads;      /* including the caller */
+    pthread_t *workers; /* n_threads - 1 */
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     /* the current job, valid while busy */
     hv_task_fn fn;
     void *arg;
     int n_tasks;
-    atomic_int next;            /* next task index to take */
-    atomic_int running;         /* workers still inside the job */
-    atomic_ulong generation;    /* bumped for every job */
+    atomic_int next;         /* next task index to take */
+    atomic_int running;      /* workers still inside the job */
+    atomic_ulong generation; /* bumped for every job */
     atomic_int stop;
 };
 
@@ -51,8 +51,8 @@ static void *worker_main(void *arg) {
     hv_pool *p = arg;
     unsigned long seen = 0;
     for (;;) {
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->generation) == seen &&
-                        !atomic_load(&p->stop); i++)
+        for (int i = 0;
+             i < SPIN_ROUNDS && atomic_load(&p->generation) == seen && !atomic_load(&p->stop); i++)
             cpu_relax();
         if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
             pthread_mutex_lock(&p->mu);
@@ -106,8 +106,7 @@ void hv_pool_free(hv_pool *p) {
     atomic_store(&p->stop, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; p->workers && i < p->n_threads - 1; i++)
-        pthread_join(p->workers[i], NULL);
+    for (int i = 0; p->workers && i < p->n_threads - 1; i++) pthread_join(p->workers[i], NULL);
     free(p->workers);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);

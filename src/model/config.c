@@ -25,29 +25,27 @@ typedef struct jfile {
 } jfile;
 
 /* Fails with "name: sec.key: <message>" (sec may be ""). */
-static hv_status bad(const jfile *f, hv_status st, const char *sec,
-                     const char *key, const char *fmt, ...)
+static hv_status bad(const jfile *f, hv_status st, const char *sec, const char *key,
+                     const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif
     ;
 
-static hv_status bad(const jfile *f, hv_status st, const char *sec,
-                     const char *key, const char *fmt, ...) {
+static hv_status bad(const jfile *f, hv_status st, const char *sec, const char *key,
+                     const char *fmt, ...) {
     char what[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return hv_err(f->e, st, "%s: %s%s%s: %s", f->name, sec, *sec ? "." : "",
-                  key, what);
+    return hv_err(f->e, st, "%s: %s%s%s: %s", f->name, sec, *sec ? "." : "", key, what);
 }
 
 /* ------------------------------------------------------------ reading */
 
 /* Reads a whole regular file of at most max bytes, NUL-terminated. */
-static hv_status read_text(const char *path, size_t max, char **out,
-                           hv_error *e) {
+static hv_status read_text(const char *path, size_t max, char **out, hv_error *e) {
     *out = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp) return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
@@ -57,8 +55,7 @@ static hv_status read_text(const char *path, size_t max, char **out,
     if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         st = hv_err(e, HV_ERR_IO, "%s: not a regular file", path);
     } else if ((uint64_t)sb.st_size > max) {
-        st = hv_err(e, HV_ERR_LIMIT, "%s: larger than %zu MiB", path,
-                    max >> 20);
+        st = hv_err(e, HV_ERR_LIMIT, "%s: larger than %zu MiB", path, max >> 20);
     } else if (!(buf = malloc((size_t)sb.st_size + 1))) {
         st = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
     } else if (fread(buf, 1, (size_t)sb.st_size, fp) != (size_t)sb.st_size) {
@@ -69,8 +66,10 @@ static hv_status read_text(const char *path, size_t max, char **out,
             st = hv_err(e, HV_ERR_FORMAT, "%s: contains a NUL byte", path);
     }
     fclose(fp);
-    if (st != HV_OK) free(buf);
-    else *out = buf;
+    if (st != HV_OK)
+        free(buf);
+    else
+        *out = buf;
     return st;
 }
 
@@ -83,12 +82,13 @@ static hv_status parse_object(const jfile *f, const char *text, cJSON **out) {
     if (!root) {
         int line = 1, col = 1;
         for (const char *p = text; end && p < end && *p; p++) {
-            if (*p == '\n') line++, col = 1;
-            else col++;
+            if (*p == '\n')
+                line++, col = 1;
+            else
+                col++;
         }
-        return hv_err(f->e, HV_ERR_FORMAT,
-                      "%s: invalid JSON at line %d, column %d", f->name,
-                      line, col);
+        return hv_err(f->e, HV_ERR_FORMAT, "%s: invalid JSON at line %d, column %d", f->name, line,
+                      col);
     }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
@@ -101,8 +101,8 @@ static hv_status parse_object(const jfile *f, const char *text, cJSON **out) {
 /* ----------------------------------------------------------- getters */
 
 /* The object at a dotted path below root ("transf_decoder.config_dict"). */
-static hv_status get_section(const jfile *f, const cJSON *root,
-                             const char *path, const cJSON **out) {
+static hv_status get_section(const jfile *f, const cJSON *root, const char *path,
+                             const cJSON **out) {
     char part[64];
     const cJSON *obj = root;
     for (const char *p = path; *p;) {
@@ -110,8 +110,7 @@ static hv_status get_section(const jfile *f, const cJSON *root,
         snprintf(part, sizeof part, "%.*s", (int)n, p);
         obj = cJSON_GetObjectItemCaseSensitive(obj, part);
         if (!obj) return bad(f, HV_ERR_FORMAT, "", path, "missing");
-        if (!cJSON_IsObject(obj))
-            return bad(f, HV_ERR_FORMAT, "", path, "must be an object");
+        if (!cJSON_IsObject(obj)) return bad(f, HV_ERR_FORMAT, "", path, "must be an object");
         p += n + (p[n] == '.');
     }
     *out = obj;
@@ -119,26 +118,23 @@ static hv_status get_section(const jfile *f, const cJSON *root,
 }
 
 /* A required finite number in [min, max]. */
-static hv_status get_real(const jfile *f, const cJSON *obj, const char *sec,
-                          const char *key, double min, double max,
-                          double *out) {
+static hv_status get_real(const jfile *f, const cJSON *obj, const char *sec, const char *key,
+                          double min, double max, double *out) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!it) return bad(f, HV_ERR_FORMAT, sec, key, "missing");
     if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
         return bad(f, HV_ERR_FORMAT, sec, key, "must be a number");
     double v = it->valuedouble;
     if (v < min || v > max)
-        return bad(f, HV_ERR_FORMAT, sec, key, "must be in [%g, %g], got %g",
-                   min, max, v);
+        return bad(f, HV_ERR_FORMAT, sec, key, "must be in [%g, %g], got %g", min, max, v);
     *out = v;
     return HV_OK;
 }
 
 /* An integer in [min, max]; absent is an error unless present is
  * non-NULL, where it reports presence instead. */
-static hv_status get_int(const jfile *f, const cJSON *obj, const char *sec,
-                         const char *key, int min, int max, int *out,
-                         bool *present) {
+static hv_status get_int(const jfile *f, const cJSON *obj, const char *sec, const char *key,
+                         int min, int max, int *out, bool *present) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (present) *present = it != NULL;
     if (!it) return present ? HV_OK : bad(f, HV_ERR_FORMAT, sec, key, "missing");
@@ -146,30 +142,22 @@ static hv_status get_int(const jfile *f, const cJSON *obj, const char *sec,
     if (!cJSON_IsNumber(it) || !isfinite(v) || v != floor(v))
         return bad(f, HV_ERR_FORMAT, sec, key, "must be an integer");
     if (v < min) {
-        if (min == 1)
-            return bad(f, HV_ERR_FORMAT, sec, key, "must be positive, got %g", v);
-        return bad(f, HV_ERR_FORMAT, sec, key, "must be at least %d, got %g",
-                   min, v);
+        if (min == 1) return bad(f, HV_ERR_FORMAT, sec, key, "must be positive, got %g", v);
+        return bad(f, HV_ERR_FORMAT, sec, key, "must be at least %d, got %g", min, v);
     }
-    if (v > max)
-        return bad(f, HV_ERR_FORMAT, sec, key, "must be at most %d, got %g",
-                   max, v);
+    if (v > max) return bad(f, HV_ERR_FORMAT, sec, key, "must be at most %d, got %g", max, v);
     *out = (int)v;
     return HV_OK;
 }
 
 /* A string key that must equal want; when optional, absence is fine. */
-static hv_status check_string(const jfile *f, const cJSON *obj,
-                              const char *sec, const char *key,
+static hv_status check_string(const jfile *f, const cJSON *obj, const char *sec, const char *key,
                               const char *want, bool optional) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!it)
-        return optional ? HV_OK : bad(f, HV_ERR_FORMAT, sec, key, "missing");
-    if (!cJSON_IsString(it))
-        return bad(f, HV_ERR_FORMAT, sec, key, "must be a string");
+    if (!it) return optional ? HV_OK : bad(f, HV_ERR_FORMAT, sec, key, "missing");
+    if (!cJSON_IsString(it)) return bad(f, HV_ERR_FORMAT, sec, key, "must be a string");
     if (strcmp(it->valuestring, want) != 0)
-        return bad(f, HV_ERR_UNSUPPORTED, sec, key,
-                   "\"%.100s\" is not supported (only \"%s\")",
+        return bad(f, HV_ERR_UNSUPPORTED, sec, key, "\"%.100s\" is not supported (only \"%s\")",
                    it->valuestring, want);
     return HV_OK;
 }
@@ -183,7 +171,7 @@ typedef struct int_key {
 } int_key;
 
 #define F(field) offsetof(hv_config, field)
-#define BIG (1 << 20)
+#define BIG      (1 << 20)
 
 /* Upper bounds are far above any real model and low enough that the
  * engine's size arithmetic stays within int. */
@@ -220,16 +208,14 @@ static const int_key GEN_INTS[] = {
     {"", "decoder_start_token_id", F(decoder_start_token_id), 0, 1 << 24},
 };
 
-static hv_status read_ints(const jfile *f, const cJSON *root,
-                           const int_key *keys, size_t n, hv_config *c) {
+static hv_status read_ints(const jfile *f, const cJSON *root, const int_key *keys, size_t n,
+                           hv_config *c) {
     for (size_t i = 0; i < n; i++) {
         const cJSON *obj = root;
         hv_status st;
-        if (*keys[i].sec && (st = get_section(f, root, keys[i].sec, &obj)))
-            return st;
+        if (*keys[i].sec && (st = get_section(f, root, keys[i].sec, &obj))) return st;
         int *dst = (int *)((char *)c + keys[i].off);
-        st = get_int(f, obj, keys[i].sec, keys[i].key, keys[i].min,
-                     keys[i].max, dst, NULL);
+        st = get_int(f, obj, keys[i].sec, keys[i].key, keys[i].min, keys[i].max, dst, NULL);
         if (st) return st;
     }
     return HV_OK;
@@ -237,13 +223,11 @@ static hv_status read_ints(const jfile *f, const cJSON *root,
 
 /* ----------------------------------------------------------- sections */
 
-static hv_status read_languages(const jfile *f, const cJSON *root,
-                                hv_config *c) {
+static hv_status read_languages(const jfile *f, const cJSON *root, hv_config *c) {
     const char *key = "supported_languages";
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!arr) return bad(f, HV_ERR_FORMAT, "", key, "missing");
-    if (!cJSON_IsArray(arr))
-        return bad(f, HV_ERR_FORMAT, "", key, "must be a list of strings");
+    if (!cJSON_IsArray(arr)) return bad(f, HV_ERR_FORMAT, "", key, "must be a list of strings");
     int n = cJSON_GetArraySize(arr);
     if (n <= 0) return bad(f, HV_ERR_FORMAT, "", key, "must not be empty");
     c->languages = calloc((size_t)n, sizeof *c->languages);
@@ -251,11 +235,10 @@ static hv_status read_languages(const jfile *f, const cJSON *root,
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
         if (!cJSON_IsString(it) || !it->valuestring[0])
-            return bad(f, HV_ERR_FORMAT, "", key,
-                       "entry %d must be a non-empty string", c->n_languages);
-        if (strlen(it->valuestring) > 32)
-            return bad(f, HV_ERR_FORMAT, "", key, "entry %d is too long",
+            return bad(f, HV_ERR_FORMAT, "", key, "entry %d must be a non-empty string",
                        c->n_languages);
+        if (strlen(it->valuestring) > 32)
+            return bad(f, HV_ERR_FORMAT, "", key, "entry %d is too long", c->n_languages);
         if (!(c->languages[c->n_languages] = strdup(it->valuestring)))
             return hv_err(f->e, HV_ERR_NOMEM, "out of memory");
         c->n_languages++;
@@ -264,52 +247,42 @@ static hv_status read_languages(const jfile *f, const cJSON *root,
 }
 
 /* round(seconds * sample_rate) as an int in [1, max]. */
-static hv_status get_samples(const jfile *f, const cJSON *pre,
-                             const char *key, int sample_rate, int max,
-                             int *out) {
+static hv_status get_samples(const jfile *f, const cJSON *pre, const char *key, int sample_rate,
+                             int max, int *out) {
     double s = 0;
     hv_status st = get_real(f, pre, "preprocessor", key, 0, 10, &s);
     if (st) return st;
     double n = round(s * sample_rate);
     if (n < 1 || n > max)
-        return bad(f, HV_ERR_FORMAT, "preprocessor", key,
-                   "%g s is %g samples, must be in [1, %d]", s, n, max);
+        return bad(f, HV_ERR_FORMAT, "preprocessor", key, "%g s is %g samples, must be in [1, %d]",
+                   s, n, max);
     *out = (int)n;
     return HV_OK;
 }
 
-static hv_status read_preprocessor(const jfile *f, const cJSON *root,
-                                   hv_config *c) {
+static hv_status read_preprocessor(const jfile *f, const cJSON *root, hv_config *c) {
     const char *sec = "preprocessor";
     const cJSON *pre;
     hv_status st;
     int rate;
     double v = 0;
     if ((st = get_section(f, root, sec, &pre))) return st;
-    if ((st = get_int(f, pre, sec, "sample_rate", 1, 384000, &rate, NULL)))
-        return st;
+    if ((st = get_int(f, pre, sec, "sample_rate", 1, 384000, &rate, NULL))) return st;
     if (rate != c->sample_rate)
         return bad(f, HV_ERR_FORMAT, sec, "sample_rate",
-                   "%d differs from the top-level sample_rate %d", rate,
-                   c->sample_rate);
-    if ((st = get_samples(f, pre, "window_size", rate, c->n_fft,
-                          &c->win_length)))
-        return st;
-    if ((st = get_samples(f, pre, "window_stride", rate, BIG,
-                          &c->hop_length)))
-        return st;
+                   "%d differs from the top-level sample_rate %d", rate, c->sample_rate);
+    if ((st = get_samples(f, pre, "window_size", rate, c->n_fft, &c->win_length))) return st;
+    if ((st = get_samples(f, pre, "window_stride", rate, BIG, &c->hop_length))) return st;
     if ((st = get_real(f, pre, sec, "dither", 0, 1, &v))) return st;
     c->dither = (float)v;
     /* NeMo's pad_to 0 means "no padding", the same as a multiple of 1. */
     if (c->pad_to == 0) c->pad_to = 1;
     if ((st = check_string(f, pre, sec, "window", "hann", true))) return st;
-    if ((st = check_string(f, pre, sec, "normalize", "per_feature", true)))
-        return st;
+    if ((st = check_string(f, pre, sec, "normalize", "per_feature", true))) return st;
     const cJSON *log = cJSON_GetObjectItemCaseSensitive(pre, "log");
     if (log && !cJSON_IsBool(log))
         return bad(f, HV_ERR_FORMAT, sec, "log", "must be true or false");
-    if (log && !cJSON_IsTrue(log))
-        return bad(f, HV_ERR_UNSUPPORTED, sec, "log", "must be true");
+    if (log && !cJSON_IsTrue(log)) return bad(f, HV_ERR_UNSUPPORTED, sec, "log", "must be true");
     return HV_OK;
 }
 
@@ -318,30 +291,26 @@ static hv_status check_sizes(const jfile *f, hv_config *c) {
     const char *dec = "transf_decoder.config_dict";
     if (c->feat_in != c->n_mels)
         return bad(f, HV_ERR_FORMAT, "encoder", "feat_in",
-                   "%d differs from preprocessor.features %d", c->feat_in,
-                   c->n_mels);
+                   "%d differs from preprocessor.features %d", c->feat_in, c->n_mels);
     if (c->d_model % c->enc_heads)
         return bad(f, HV_ERR_FORMAT, "encoder", "d_model",
-                   "%d is not divisible by encoder.n_heads %d", c->d_model,
-                   c->enc_heads);
+                   "%d is not divisible by encoder.n_heads %d", c->d_model, c->enc_heads);
     if (c->conv_kernel % 2 == 0)
-        return bad(f, HV_ERR_FORMAT, "encoder", "conv_kernel_size",
-                   "must be odd, got %d", c->conv_kernel);
+        return bad(f, HV_ERR_FORMAT, "encoder", "conv_kernel_size", "must be odd, got %d",
+                   c->conv_kernel);
     if (c->sub_factor & (c->sub_factor - 1))
         return bad(f, HV_ERR_FORMAT, "encoder", "subsampling_factor",
                    "must be a power of 2, got %d", c->sub_factor);
     if (c->dec_hidden % c->dec_heads)
         return bad(f, HV_ERR_FORMAT, dec, "hidden_size",
-                   "%d is not divisible by %s.num_attention_heads %d",
-                   c->dec_hidden, dec, c->dec_heads);
+                   "%d is not divisible by %s.num_attention_heads %d", c->dec_hidden, dec,
+                   c->dec_heads);
     if (c->head_hidden != c->dec_hidden)
-        return bad(f, HV_ERR_FORMAT, "head", "hidden_size",
-                   "%d differs from %s.hidden_size %d", c->head_hidden, dec,
-                   c->dec_hidden);
+        return bad(f, HV_ERR_FORMAT, "head", "hidden_size", "%d differs from %s.hidden_size %d",
+                   c->head_hidden, dec, c->dec_hidden);
     if (c->num_classes != c->vocab_size)
-        return bad(f, HV_ERR_FORMAT, "head", "num_classes",
-                   "%d differs from vocab_size %d", c->num_classes,
-                   c->vocab_size);
+        return bad(f, HV_ERR_FORMAT, "head", "num_classes", "%d differs from vocab_size %d",
+                   c->num_classes, c->vocab_size);
     return HV_OK;
 }
 
@@ -349,72 +318,57 @@ static hv_status read_config(const jfile *f, const cJSON *root, hv_config *c) {
     hv_status st;
     const cJSON *obj;
     double v = 0;
-    if ((st = check_string(f, root, "", "model_type", "cohere_asr", false)))
-        return st;
-    if ((st = read_ints(f, root, CONFIG_INTS,
-                        sizeof CONFIG_INTS / sizeof *CONFIG_INTS, c)))
+    if ((st = check_string(f, root, "", "model_type", "cohere_asr", false))) return st;
+    if ((st = read_ints(f, root, CONFIG_INTS, sizeof CONFIG_INTS / sizeof *CONFIG_INTS, c)))
         return st;
     if ((st = check_sizes(f, c))) return st;
-    if ((st = get_real(f, root, "", "max_audio_clip_s", 0, 3600, &v)))
-        return st;
+    if ((st = get_real(f, root, "", "max_audio_clip_s", 0, 3600, &v))) return st;
     c->max_audio_clip_s = (float)v;
-    if ((st = get_real(f, root, "", "overlap_chunk_second", 0, 3600, &v)))
-        return st;
+    if ((st = get_real(f, root, "", "overlap_chunk_second", 0, 3600, &v))) return st;
     c->overlap_chunk_second = (float)v;
     if (!(c->max_audio_clip_s > c->overlap_chunk_second))
         return bad(f, HV_ERR_FORMAT, "", "max_audio_clip_s",
-                   "%g must exceed overlap_chunk_second %g",
-                   c->max_audio_clip_s, c->overlap_chunk_second);
+                   "%g must exceed overlap_chunk_second %g", c->max_audio_clip_s,
+                   c->overlap_chunk_second);
     if ((st = read_languages(f, root, c))) return st;
     if ((st = read_preprocessor(f, root, c))) return st;
 
     if ((st = get_section(f, root, "encoder", &obj))) return st;
-    if ((st = check_string(f, obj, "encoder", "subsampling", "dw_striding",
-                           true)) ||
-        (st = check_string(f, obj, "encoder", "self_attention_model",
-                           "rel_pos", true)))
+    if ((st = check_string(f, obj, "encoder", "subsampling", "dw_striding", true)) ||
+        (st = check_string(f, obj, "encoder", "self_attention_model", "rel_pos", true)))
         return st;
-    if ((st = get_section(f, root, "transf_decoder.config_dict", &obj)))
-        return st;
-    if ((st = check_string(f, obj, "transf_decoder.config_dict", "hidden_act",
-                           "relu", false)))
+    if ((st = get_section(f, root, "transf_decoder.config_dict", &obj))) return st;
+    if ((st = check_string(f, obj, "transf_decoder.config_dict", "hidden_act", "relu", false)))
         return st;
     if ((st = get_section(f, root, "head", &obj))) return st;
     const cJSON *ls = cJSON_GetObjectItemCaseSensitive(obj, "log_softmax");
     if (!ls) return bad(f, HV_ERR_FORMAT, "head", "log_softmax", "missing");
     if (!cJSON_IsBool(ls))
-        return bad(f, HV_ERR_FORMAT, "head", "log_softmax",
-                   "must be true or false");
+        return bad(f, HV_ERR_FORMAT, "head", "log_softmax", "must be true or false");
     c->log_softmax = cJSON_IsTrue(ls);
     return HV_OK;
 }
 
-static hv_status read_generation(const jfile *f, const cJSON *root,
-                                 hv_config *c) {
-    hv_status st = read_ints(f, root, GEN_INTS,
-                             sizeof GEN_INTS / sizeof *GEN_INTS, c);
+static hv_status read_generation(const jfile *f, const cJSON *root, hv_config *c) {
+    hv_status st = read_ints(f, root, GEN_INTS, sizeof GEN_INTS / sizeof *GEN_INTS, c);
     if (st) return st;
     for (size_t i = 0; i < sizeof GEN_INTS / sizeof *GEN_INTS; i++) {
         int id = *(int *)((char *)c + GEN_INTS[i].off);
         if (id >= c->vocab_size)
             return bad(f, HV_ERR_FORMAT, "", GEN_INTS[i].key,
-                       "%d is outside the vocabulary [0, %d)", id,
-                       c->vocab_size);
+                       "%d is outside the vocabulary [0, %d)", id, c->vocab_size);
     }
     /* absent or null (as Python writes "not set"): the default */
     bool present;
     c->max_new_tokens = 256;
-    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "max_new_tokens")))
-        return HV_OK;
-    return get_int(f, root, "", "max_new_tokens", 1, BIG, &c->max_new_tokens,
-                   &present);
+    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "max_new_tokens"))) return HV_OK;
+    return get_int(f, root, "", "max_new_tokens", 1, BIG, &c->max_new_tokens, &present);
 }
 
 /* ------------------------------------------------------------- public */
 
-hv_status hv_config_parse(hv_config *c, const char *config_json,
-                          const char *config_name, const char *gen_json,
-                          const char *gen_name, hv_error *e) {
+hv_status hv_config_parse(hv_config *c, const char *config_json, const char *config_name,
+                          const char *gen_json, const char *gen_name, hv_error *e) {
     hv_config tmp;
     memset(&tmp, 0, sizeof tmp);
     memset(c, 0, sizeof *c);
@@ -440,10 +394,9 @@ hv_status hv_config_load(hv_config *c, const char *model_dir, hv_error *e) {
     char cpath[4096], gpath[4096];
     char *ctext = NULL, *gtext = NULL;
     memset(c, 0, sizeof *c);
-    if ((size_t)snprintf(cpath, sizeof cpath, "%s/config.json", model_dir) >=
-            sizeof cpath ||
-        (size_t)snprintf(gpath, sizeof gpath, "%s/generation_config.json",
-                         model_dir) >= sizeof gpath)
+    if ((size_t)snprintf(cpath, sizeof cpath, "%s/config.json", model_dir) >= sizeof cpath ||
+        (size_t)snprintf(gpath, sizeof gpath, "%s/generation_config.json", model_dir) >=
+            sizeof gpath)
         return hv_err(e, HV_ERR_INVALID_ARG, "%s: path too long", model_dir);
     hv_status st = read_text(cpath, MAX_JSON_BYTES, &ctext, e);
     if (!st) st = read_text(gpath, MAX_JSON_BYTES, &gtext, e);

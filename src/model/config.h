@@ -16,20 +16,20 @@
 typedef struct hv_config {
     /* top level */
     int vocab_size;
-    float max_audio_clip_s;          /* 35 */
-    float overlap_chunk_second;      /* 5 */
-    int min_energy_window_samples;   /* 1600 */
-    int sample_rate;                 /* 16000 */
-    char **languages;                /* supported_languages, owned */
+    float max_audio_clip_s;        /* 35 */
+    float overlap_chunk_second;    /* 5 */
+    int min_energy_window_samples; /* 1600 */
+    int sample_rate;               /* 16000 */
+    char **languages;              /* supported_languages, owned */
     int n_languages;
 
     /* preprocessor */
-    int n_mels;          /* features, 128 */
-    int n_fft;           /* 512 */
-    int win_length;      /* round(window_size * sample_rate), 400 */
-    int hop_length;      /* round(window_stride * sample_rate), 160 */
-    int pad_to;          /* 16 */
-    float dither;        /* 1e-5 */
+    int n_mels;     /* features, 128 */
+    int n_fft;      /* 512 */
+    int win_length; /* round(window_size * sample_rate), 400 */
+    int hop_length; /* round(window_stride * sample_rate), 160 */
+    int pad_to;     /* 16 */
+    float dither;   /* 1e-5 */
 
     /* encoder */
     int feat_in;         /* 128, must equal n_mels */
@@ -43,15 +43,15 @@ typedef struct hv_config {
     int pos_emb_max_len; /* 5000 */
 
     /* transf_decoder.config_dict */
-    int dec_hidden;      /* 1024 */
-    int dec_inner;       /* 4096 */
-    int dec_layers;      /* 8 */
-    int dec_heads;       /* 8 */
-    int dec_max_seq;     /* 1024 */
+    int dec_hidden;  /* 1024 */
+    int dec_inner;   /* 4096 */
+    int dec_layers;  /* 8 */
+    int dec_heads;   /* 8 */
+    int dec_max_seq; /* 1024 */
 
     /* head */
-    int head_hidden;     /* = dec_hidden */
-    int num_classes;     /* = vocab_size */
+    int head_hidden; /* = dec_hidden */
+    int num_classes; /* = vocab_size */
     bool log_softmax;
 
     /* generation_config.json */
@@ -59,7 +59,7 @@ typedef struct hv_config {
     int eos_token_id;
     int bos_token_id;
     int decoder_start_token_id;
-    int max_new_tokens;  /* generation_config max_new_tokens, else 256 */
+    int max_new_tokens; /* generation_config max_new_tokens, else 256 */
 } hv_config;
 
 /* Reads model_dir/config.json and model_dir/generation_config.json (each
@@ -75,9 +75,8 @@ hv_status hv_config_load(hv_config *c, const char *model_dir, hv_error *e);
 
 /* Same from JSON text (for tests and fuzzing); names are used in messages.
  * A NULL text is reported as a missing file. */
-hv_status hv_config_parse(hv_config *c, const char *config_json,
-                          const char *config_name, const char *gen_json,
-                          const char *gen_name, hv_error *e);
+hv_status hv_config_parse(hv_config *c, const char *config_json, const char *config_name,
+                          const char *gen_json, const char *gen_name, hv_error *e);
 
 void hv_config_free(hv_config *c);
 

@@ -25,25 +25,23 @@
 
 #include "kernels/half.h"
 
-#define MAX_HEADER (100u << 20)     /* real headers are a few MiB at most */
-#define MAX_INDEX (100u << 20)
-#define MAX_DIM (1LL << 48)         /* no tensor dimension is larger */
+#define MAX_HEADER (100u << 20) /* real headers are a few MiB at most */
+#define MAX_INDEX  (100u << 20)
+#define MAX_DIM    (1LL << 48) /* no tensor dimension is larger */
 
 static const struct {
     const char *name;
     size_t size;
 } DTYPES[] = {
-    [HV_DT_F32] = {"F32", 4}, [HV_DT_F16] = {"F16", 2},
-    [HV_DT_BF16] = {"BF16", 2}, [HV_DT_F64] = {"F64", 8},
-    [HV_DT_I64] = {"I64", 8}, [HV_DT_I32] = {"I32", 4},
-    [HV_DT_I16] = {"I16", 2}, [HV_DT_I8] = {"I8", 1},
-    [HV_DT_U8] = {"U8", 1}, [HV_DT_BOOL] = {"BOOL", 1},
+    [HV_DT_F32] = {"F32", 4},   [HV_DT_F16] = {"F16", 2}, [HV_DT_BF16] = {"BF16", 2},
+    [HV_DT_F64] = {"F64", 8},   [HV_DT_I64] = {"I64", 8}, [HV_DT_I32] = {"I32", 4},
+    [HV_DT_I16] = {"I16", 2},   [HV_DT_I8] = {"I8", 1},   [HV_DT_U8] = {"U8", 1},
+    [HV_DT_BOOL] = {"BOOL", 1},
 };
 #define N_DTYPES ((int)(sizeof DTYPES / sizeof *DTYPES))
 
 /* Valid safetensors dtypes that hviske does not read. */
-static const char *OTHER_DTYPES[] = {"U16", "U32", "U64", "F8_E4M3",
-                                     "F8_E5M2", "F8_E8M0", "C64"};
+static const char *OTHER_DTYPES[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "C64"};
 
 const char *hv_dtype_name(hv_dtype dt) {
     return (int)dt >= 0 && (int)dt < N_DTYPES ? DTYPES[dt].name : "?";
@@ -54,36 +52,34 @@ size_t hv_dtype_size(hv_dtype dt) {
 }
 
 static uint32_t rd32(const uint8_t *p) {
-    return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
+    return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e) {
     const uint8_t *p = t->data;
     size_t n = (size_t)t->numel;
     switch (t->dtype) {
-    case HV_DT_F32:
+        case HV_DT_F32:
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        if (n) memcpy(dst, p, n * 4); /* the file's byte order is ours */
-        return HV_OK;
+            if (n) memcpy(dst, p, n * 4); /* the file's byte order is ours */
+            return HV_OK;
 #endif
-        for (size_t i = 0; i < n; i++) {
-            uint32_t b = rd32(p + 4 * i);
-            memcpy(dst + i, &b, 4);
-        }
-        return HV_OK;
-    case HV_DT_F16:
-        for (size_t i = 0; i < n; i++)
-            dst[i] = hv_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
-        return HV_OK;
-    case HV_DT_BF16:
-        for (size_t i = 0; i < n; i++)
-            dst[i] = hv_bf16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
-        return HV_OK;
-    default:
-        return hv_err(e, HV_ERR_UNSUPPORTED,
-                      "tensor %s: dtype %s cannot be converted to F32",
-                      t->name, hv_dtype_name(t->dtype));
+            for (size_t i = 0; i < n; i++) {
+                uint32_t b = rd32(p + 4 * i);
+                memcpy(dst + i, &b, 4);
+            }
+            return HV_OK;
+        case HV_DT_F16:
+            for (size_t i = 0; i < n; i++)
+                dst[i] = hv_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+            return HV_OK;
+        case HV_DT_BF16:
+            for (size_t i = 0; i < n; i++)
+                dst[i] = hv_bf16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+            return HV_OK;
+        default:
+            return hv_err(e, HV_ERR_UNSUPPORTED, "tensor %s: dtype %s cannot be converted to F32",
+                          t->name, hv_dtype_name(t->dtype));
     }
 }
 
@@ -104,8 +100,7 @@ static hv_st_tensor *push_tensor(hv_safetensors *st, int *cap) {
 }
 
 static int by_name(const void *a, const void *b) {
-    return strcmp(((const hv_st_tensor *)a)->name,
-                  ((const hv_st_tensor *)b)->name);
+    return strcmp(((const hv_st_tensor *)a)->name, ((const hv_st_tensor *)b)->name);
 }
 
 /* An integral JSON number in [0, max]. */
@@ -126,8 +121,7 @@ static hv_status map_file(hv_safetensors *st, const char *path, hv_error *e) {
     st->files = files;
     hv_st_file *f = &files[st->n_files];
     memset(f, 0, sizeof *f);
-    if (!(f->path = strdup(path)))
-        return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
+    if (!(f->path = strdup(path))) return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
     st->n_files++;
 
     int fd = open(path, O_RDONLY);
@@ -137,8 +131,10 @@ static hv_status map_file(hv_safetensors *st, const char *path, hv_error *e) {
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         s = hv_err(e, HV_ERR_IO, "%s: not a regular file", path);
     } else if (sb.st_size < 8) {
-        s = hv_err(e, HV_ERR_FORMAT, "%s: %lld bytes, too short for a "
-                   "safetensors file", path, (long long)sb.st_size);
+        s = hv_err(e, HV_ERR_FORMAT,
+                   "%s: %lld bytes, too short for a "
+                   "safetensors file",
+                   path, (long long)sb.st_size);
     } else {
         void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED)
@@ -151,45 +147,44 @@ static hv_status map_file(hv_safetensors *st, const char *path, hv_error *e) {
 }
 
 /* Fills t from one header entry; data_size is the data section's size. */
-static hv_status parse_entry(const char *path, const cJSON *ent,
-                             const uint8_t *data, uint64_t data_size,
-                             hv_st_tensor *t, hv_error *e) {
+static hv_status parse_entry(const char *path, const cJSON *ent, const uint8_t *data,
+                             uint64_t data_size, hv_st_tensor *t, hv_error *e) {
     const char *name = ent->string;
     if (!cJSON_IsObject(ent))
-        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: not an object", path,
-                      name);
+        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: not an object", path, name);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(ent, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(ent, "shape");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(ent, "data_offsets");
-    if (!cJSON_IsString(dt))
-        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: no dtype", path, name);
+    if (!cJSON_IsString(dt)) return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: no dtype", path, name);
     int d = 0;
     while (d < N_DTYPES && strcmp(DTYPES[d].name, dt->valuestring)) d++;
     if (d == N_DTYPES) {
         for (size_t i = 0; i < sizeof OTHER_DTYPES / sizeof *OTHER_DTYPES; i++)
             if (!strcmp(OTHER_DTYPES[i], dt->valuestring))
-                return hv_err(e, HV_ERR_UNSUPPORTED,
-                              "%s: tensor %s: dtype %s is not supported",
+                return hv_err(e, HV_ERR_UNSUPPORTED, "%s: tensor %s: dtype %s is not supported",
                               path, name, dt->valuestring);
-        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: unknown dtype \"%.32s\"",
-                      path, name, dt->valuestring);
+        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: unknown dtype \"%.32s\"", path, name,
+                      dt->valuestring);
     }
     t->dtype = (hv_dtype)d;
 
     if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > HV_ST_MAX_DIMS)
-        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: shape must be a list "
-                      "of at most %d dimensions", path, name, HV_ST_MAX_DIMS);
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: shape must be a list "
+                      "of at most %d dimensions",
+                      path, name, HV_ST_MAX_DIMS);
     const cJSON *it;
     t->numel = 1;
     cJSON_ArrayForEach(it, shape) {
         int64_t v;
         if (!json_uint(it, (double)MAX_DIM, &v))
-            return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: dimension %d is "
-                          "not an integer in [0, 2^48]", path, name, t->ndim);
+            return hv_err(e, HV_ERR_FORMAT,
+                          "%s: tensor %s: dimension %d is "
+                          "not an integer in [0, 2^48]",
+                          path, name, t->ndim);
         /* numel * dtype size must fit in 63 bits: check before multiplying */
         if (v && t->numel > (INT64_MAX / 8) / v)
-            return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: shape overflows",
-                          path, name);
+            return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: shape overflows", path, name);
         t->numel *= v;
         t->shape[t->ndim++] = v;
     }
@@ -198,18 +193,21 @@ static hv_status parse_entry(const char *path, const cJSON *ent,
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
         !json_uint(cJSON_GetArrayItem(offs, 0), 9007199254740992.0, &b) ||
         !json_uint(cJSON_GetArrayItem(offs, 1), 9007199254740992.0, &end))
-        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: data_offsets must be "
-                      "two non-negative integers", path, name);
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: data_offsets must be "
+                      "two non-negative integers",
+                      path, name);
     if (b > end || (uint64_t)end > data_size)
-        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: data_offsets [%lld, "
-                      "%lld] outside the data section of %llu bytes", path,
-                      name, (long long)b, (long long)end,
-                      (unsigned long long)data_size);
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: data_offsets [%lld, "
+                      "%lld] outside the data section of %llu bytes",
+                      path, name, (long long)b, (long long)end, (unsigned long long)data_size);
     t->nbytes = (size_t)(end - b);
     if ((uint64_t)t->numel * DTYPES[d].size != (uint64_t)t->nbytes)
-        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: %zu bytes for %lld "
-                      "elements of %s", path, name, t->nbytes,
-                      (long long)t->numel, DTYPES[d].name);
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: %zu bytes for %lld "
+                      "elements of %s",
+                      path, name, t->nbytes, (long long)t->numel, DTYPES[d].name);
     t->data = data + b;
     return HV_OK;
 }
@@ -222,8 +220,7 @@ static int by_offset(const void *a, const void *b) {
 }
 
 /* No two non-empty tensors of one file share a byte. */
-static hv_status check_overlap(const char *path, hv_st_tensor *ts, int n,
-                               hv_error *e) {
+static hv_status check_overlap(const char *path, hv_st_tensor *ts, int n, hv_error *e) {
     if (n < 2) return HV_OK;
     hv_st_tensor **order = malloc((size_t)n * sizeof *order);
     if (!order) return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
@@ -234,12 +231,11 @@ static hv_status check_overlap(const char *path, hv_st_tensor *ts, int n,
     for (int i = 0; i < n && !s; i++) {
         const hv_st_tensor *t = order[i];
         if (t->nbytes == 0) continue;
-        if (prev && (const uint8_t *)t->data <
-                        (const uint8_t *)prev->data + prev->nbytes)
-            s = hv_err(e, HV_ERR_FORMAT, "%s: tensors %s and %s overlap",
-                       path, prev->name, t->name);
-        if (!prev || (const uint8_t *)t->data + t->nbytes >
-                         (const uint8_t *)prev->data + prev->nbytes)
+        if (prev && (const uint8_t *)t->data < (const uint8_t *)prev->data + prev->nbytes)
+            s = hv_err(e, HV_ERR_FORMAT, "%s: tensors %s and %s overlap", path, prev->name,
+                       t->name);
+        if (!prev ||
+            (const uint8_t *)t->data + t->nbytes > (const uint8_t *)prev->data + prev->nbytes)
             prev = t;
     }
     free(order);
@@ -254,12 +250,13 @@ static hv_status parse_header(hv_safetensors *st, hv_error *e) {
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | m[i];
     if (hlen > MAX_HEADER)
-        return hv_err(e, HV_ERR_FORMAT, "%s: header length %llu is absurd",
-                      f->path, (unsigned long long)hlen);
+        return hv_err(e, HV_ERR_FORMAT, "%s: header length %llu is absurd", f->path,
+                      (unsigned long long)hlen);
     if (hlen > f->size - 8)
-        return hv_err(e, HV_ERR_FORMAT, "%s: header length %llu is past the "
-                      "end of the file (%zu bytes)", f->path,
-                      (unsigned long long)hlen, f->size);
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: header length %llu is past the "
+                      "end of the file (%zu bytes)",
+                      f->path, (unsigned long long)hlen, f->size);
     /* cJSON needs a NUL-terminated copy; a NUL inside is malformed */
     char *text = malloc(hlen + 1);
     if (!text) return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", f->path);
@@ -268,13 +265,10 @@ static hv_status parse_header(hv_safetensors *st, hv_error *e) {
     cJSON *root = NULL;
     if (strlen(text) == hlen) root = cJSON_ParseWithOpts(text, NULL, 1);
     free(text);
-    if (!root)
-        return hv_err(e, HV_ERR_FORMAT, "%s: header is not valid JSON",
-                      f->path);
+    if (!root) return hv_err(e, HV_ERR_FORMAT, "%s: header is not valid JSON", f->path);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return hv_err(e, HV_ERR_FORMAT, "%s: header is not a JSON object",
-                      f->path);
+        return hv_err(e, HV_ERR_FORMAT, "%s: header is not a JSON object", f->path);
     }
 
     const uint8_t *data = m + 8 + hlen;
@@ -293,25 +287,21 @@ static hv_status parse_header(hv_safetensors *st, hv_error *e) {
         if ((s = parse_entry(f->path, ent, data, data_size, t, e))) break;
     }
     cJSON_Delete(root);
-    if (!s)
-        s = check_overlap(f->path, st->tensors + first, st->n_tensors - first, e);
+    if (!s) s = check_overlap(f->path, st->tensors + first, st->n_tensors - first, e);
     return s;
 }
 
 /* Sorts all tensors by name; a name seen twice is an error. */
 static hv_status sort_tensors(hv_safetensors *st, hv_error *e) {
-    if (st->n_tensors > 1)
-        qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors,
-              by_name);
+    if (st->n_tensors > 1) qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, by_name);
     for (int i = 1; i < st->n_tensors; i++) {
         const hv_st_tensor *a = &st->tensors[i - 1], *b = &st->tensors[i];
         if (strcmp(a->name, b->name) == 0) {
             if (a->file == b->file)
-                return hv_err(e, HV_ERR_FORMAT, "%s: duplicate tensor %s",
-                              st->files[a->file].path, a->name);
-            return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s is also in %s",
-                          st->files[b->file].path, b->name,
-                          st->files[a->file].path);
+                return hv_err(e, HV_ERR_FORMAT, "%s: duplicate tensor %s", st->files[a->file].path,
+                              a->name);
+            return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s is also in %s", st->files[b->file].path,
+                          b->name, st->files[a->file].path);
         }
     }
     return HV_OK;
@@ -351,21 +341,21 @@ static hv_status slurp(const char *path, char **out, hv_error *e) {
     else
         buf[sb.st_size] = '\0';
     close(fd);
-    if (s) free(buf);
-    else *out = buf;
+    if (s)
+        free(buf);
+    else
+        *out = buf;
     return s;
 }
 
 /* A shard name is a plain file name inside the model directory. */
 static int safe_name(const char *s) {
-    return s[0] && strlen(s) < 256 && !strchr(s, '/') && !strchr(s, '\\') &&
-           !strstr(s, "..");
+    return s[0] && strlen(s) < 256 && !strchr(s, '/') && !strchr(s, '\\') && !strstr(s, "..");
 }
 
 /* Opens every shard the index names (each once), then checks that each
  * indexed tensor lives in the shard the index says. */
-static hv_status open_index(hv_safetensors *st, const char *dir,
-                            const char *ipath, hv_error *e) {
+static hv_status open_index(hv_safetensors *st, const char *dir, const char *ipath, hv_error *e) {
     char *text;
     hv_status s = slurp(ipath, &text, e);
     if (s) return s;
@@ -374,44 +364,42 @@ static hv_status open_index(hv_safetensors *st, const char *dir,
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(map)) {
         cJSON_Delete(root);
-        return hv_err(e, HV_ERR_FORMAT, "%s: not a JSON object with a "
-                      "\"weight_map\" object", ipath);
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: not a JSON object with a "
+                      "\"weight_map\" object",
+                      ipath);
     }
     const cJSON *it;
     char path[4096];
     cJSON_ArrayForEach(it, map) {
         if (!cJSON_IsString(it) || !safe_name(it->valuestring)) {
-            s = hv_err(e, HV_ERR_FORMAT, "%s: weight_map.%s: bad file name",
-                       ipath, it->string);
+            s = hv_err(e, HV_ERR_FORMAT, "%s: weight_map.%s: bad file name", ipath, it->string);
             break;
         }
         snprintf(path, sizeof path, "%s/%s", dir, it->valuestring);
         int seen = 0;
-        for (int i = 0; i < st->n_files && !seen; i++)
-            seen = !strcmp(st->files[i].path, path);
+        for (int i = 0; i < st->n_files && !seen; i++) seen = !strcmp(st->files[i].path, path);
         if (!seen && (s = open_one(st, path, e))) break;
     }
-    if (!s && st->n_files == 0)
-        s = hv_err(e, HV_ERR_FORMAT, "%s: weight_map is empty", ipath);
+    if (!s && st->n_files == 0) s = hv_err(e, HV_ERR_FORMAT, "%s: weight_map is empty", ipath);
     if (!s) s = sort_tensors(st, e);
     cJSON_ArrayForEach(it, map) {
         if (s) break;
         const hv_st_tensor *t = hv_st_find(st, it->string);
         snprintf(path, sizeof path, "%s/%s", dir, it->valuestring);
         if (!t || strcmp(st->files[t->file].path, path) != 0)
-            s = hv_err(e, HV_ERR_FORMAT, "%s: tensor %s is not in %s", ipath,
-                       it->string, it->valuestring);
+            s = hv_err(e, HV_ERR_FORMAT, "%s: tensor %s is not in %s", ipath, it->string,
+                       it->valuestring);
     }
     cJSON_Delete(root);
     return s;
 }
 
-hv_status hv_st_open_dir(hv_safetensors *st, const char *model_dir,
-                         hv_error *e) {
+hv_status hv_st_open_dir(hv_safetensors *st, const char *model_dir, hv_error *e) {
     char ipath[4096], spath[4096];
     memset(st, 0, sizeof *st);
-    if ((size_t)snprintf(ipath, sizeof ipath, "%s/model.safetensors.index.json",
-                         model_dir) >= sizeof ipath - 256)
+    if ((size_t)snprintf(ipath, sizeof ipath, "%s/model.safetensors.index.json", model_dir) >=
+        sizeof ipath - 256)
         return hv_err(e, HV_ERR_INVALID_ARG, "%s: path too long", model_dir);
     snprintf(spath, sizeof spath, "%s/model.safetensors", model_dir);
     hv_status s;
@@ -421,8 +409,10 @@ hv_status hv_st_open_dir(hv_safetensors *st, const char *model_dir,
         s = open_one(st, spath, e);
         if (!s) s = sort_tensors(st, e);
     } else {
-        return hv_err(e, HV_ERR_IO, "%s: no model.safetensors or "
-                      "model.safetensors.index.json", model_dir);
+        return hv_err(e, HV_ERR_IO,
+                      "%s: no model.safetensors or "
+                      "model.safetensors.index.json",
+                      model_dir);
     }
     if (s) hv_st_close(st);
     return s;
@@ -446,8 +436,10 @@ const hv_st_tensor *hv_st_find(const hv_safetensors *st, const char *name) {
         int mid = lo + (hi - lo) / 2;
         int c = strcmp(st->tensors[mid].name, name);
         if (c == 0) return &st->tensors[mid];
-        if (c < 0) lo = mid + 1;
-        else hi = mid - 1;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
     }
     return NULL;
 }

@@ -9,35 +9,42 @@
 #include "util/error.h"
 
 typedef enum hv_dtype {
-    HV_DT_F32, HV_DT_F16, HV_DT_BF16,
+    HV_DT_F32,
+    HV_DT_F16,
+    HV_DT_BF16,
     /* present in files, never used for compute */
-    HV_DT_F64, HV_DT_I64, HV_DT_I32, HV_DT_I16, HV_DT_I8, HV_DT_U8,
+    HV_DT_F64,
+    HV_DT_I64,
+    HV_DT_I32,
+    HV_DT_I16,
+    HV_DT_I8,
+    HV_DT_U8,
     HV_DT_BOOL
 } hv_dtype;
 
 #define HV_ST_MAX_DIMS 8
 
 typedef struct hv_st_tensor {
-    char *name;                    /* owned */
+    char *name; /* owned */
     hv_dtype dtype;
     int ndim;
     int64_t shape[HV_ST_MAX_DIMS];
     int64_t numel;
-    const void *data;              /* inside the mapping; may be unaligned */
+    const void *data; /* inside the mapping; may be unaligned */
     size_t nbytes;
-    int file;                      /* index into the file list */
+    int file; /* index into the file list */
 } hv_st_tensor;
 
 typedef struct hv_st_file {
-    char *path;                    /* owned */
-    void *map;                     /* whole file */
+    char *path; /* owned */
+    void *map;  /* whole file */
     size_t size;
 } hv_st_file;
 
 typedef struct hv_safetensors {
     hv_st_file *files;
     int n_files;
-    hv_st_tensor *tensors;         /* sorted by name */
+    hv_st_tensor *tensors; /* sorted by name */
     int n_tensors;
 } hv_safetensors;
 

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_FILE (64u << 20)    /* real tokenizer.model files are < 1 MiB */
-#define MAX_PIECES (1 << 24)
+#define MAX_FILE        (64u << 20) /* real tokenizer.model files are < 1 MiB */
+#define MAX_PIECES      (1 << 24)
 #define MAX_GROUP_DEPTH 64
 
 /* ------------------------------------------------------------ UTF-8 */
@@ -38,13 +38,11 @@ static int utf8_char(const uint8_t *s, size_t n, uint32_t *cp) {
     if (n >= 2 && (s[0] & 0xe0) == 0xc0 && (s[1] & 0xc0) == 0x80) {
         c = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
         if (c >= 0x80) return *cp = c, 2;
-    } else if (n >= 3 && (s[0] & 0xf0) == 0xe0 && (s[1] & 0xc0) == 0x80 &&
-               (s[2] & 0xc0) == 0x80) {
-        c = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 |
-            (s[2] & 0x3f);
+    } else if (n >= 3 && (s[0] & 0xf0) == 0xe0 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80) {
+        c = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
         if (c >= 0x800 && (c < 0xd800 || c > 0xdfff)) return *cp = c, 3;
-    } else if (n >= 4 && (s[0] & 0xf8) == 0xf0 && (s[1] & 0xc0) == 0x80 &&
-               (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80) {
+    } else if (n >= 4 && (s[0] & 0xf8) == 0xf0 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80 &&
+               (s[3] & 0xc0) == 0x80) {
         c = (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
             (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
         if (c >= 0x10000 && c <= 0x10ffff) return *cp = c, 4;
@@ -65,9 +63,8 @@ static int utf8_valid(const uint8_t *s, size_t n) {
 
 /* Python's str.isspace(), which is what the reference's strip() trims. */
 static int py_space(uint32_t c) {
-    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) ||
-           c == 0x85 || c == 0xa0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
            c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
@@ -120,8 +117,7 @@ static hv_status read_tag(reader *r, uint32_t *field, int *wire) {
 /* Moves past n bytes, which must all be there. */
 static hv_status advance(reader *r, uint64_t n, const char *what) {
     if (n > (uint64_t)(r->end - r->p))
-        return fail(r, "%s of %llu bytes runs past the end", what,
-                    (unsigned long long)n);
+        return fail(r, "%s of %llu bytes runs past the end", what, (unsigned long long)n);
     r->p += n;
     return HV_OK;
 }
@@ -142,25 +138,25 @@ static hv_status skip_field(reader *r, uint32_t field, int wire, int depth) {
     uint64_t v;
     reader sub;
     switch (wire) {
-    case 0: return read_varint(r, &v);
-    case 1: return advance(r, 8, "fixed64");
-    case 2: return read_bytes(r, &sub);
-    case 5: return advance(r, 4, "fixed32");
-    case 3:
-        if (depth >= MAX_GROUP_DEPTH) return fail(r, "groups nested too deep");
-        for (;;) {
-            uint32_t f;
-            int w;
-            hv_status st;
-            if (r->p >= r->end) return fail(r, "unterminated group");
-            if ((st = read_tag(r, &f, &w))) return st;
-            if (w == 4) {
-                return f == field ? HV_OK : fail(r, "mismatched end of group");
+        case 0: return read_varint(r, &v);
+        case 1: return advance(r, 8, "fixed64");
+        case 2: return read_bytes(r, &sub);
+        case 5: return advance(r, 4, "fixed32");
+        case 3:
+            if (depth >= MAX_GROUP_DEPTH) return fail(r, "groups nested too deep");
+            for (;;) {
+                uint32_t f;
+                int w;
+                hv_status st;
+                if (r->p >= r->end) return fail(r, "unterminated group");
+                if ((st = read_tag(r, &f, &w))) return st;
+                if (w == 4) {
+                    return f == field ? HV_OK : fail(r, "mismatched end of group");
+                }
+                if ((st = skip_field(r, f, w, depth + 1))) return st;
             }
-            if ((st = skip_field(r, f, w, depth + 1))) return st;
-        }
-    case 4: return fail(r, "end of group without a start");
-    default: return fail(r, "invalid wire type %d", wire);
+        case 4: return fail(r, "end of group without a start");
+        default: return fail(r, "invalid wire type %d", wire);
     }
 }
 
@@ -212,8 +208,7 @@ static hv_status parse_piece(hv_tokenizer *t, reader *r) {
             uint32_t bits;
             if ((st = advance(r, 4, "score"))) return st;
             const uint8_t *b = r->p - 4; /* little-endian on the wire */
-            bits = b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                   (uint32_t)b[3] << 24;
+            bits = b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
             memcpy(&score, &bits, 4);
         } else if (f == 3) {
             if ((st = read_varint(r, &type))) return st;
@@ -223,11 +218,9 @@ static hv_status parse_piece(hv_tokenizer *t, reader *r) {
     }
     size_t len = text.base ? (size_t)(text.end - text.p) : 0;
     if (len == 0) return fail(r, "piece %d is empty", id);
-    if (!utf8_valid(text.p, len))
-        return fail(r, "piece %d is not valid UTF-8 or contains NUL", id);
+    if (!utf8_valid(text.p, len)) return fail(r, "piece %d is not valid UTF-8 or contains NUL", id);
     if (type < HV_PIECE_NORMAL || type > HV_PIECE_BYTE)
-        return fail(r, "piece %d has unknown type %llu", id,
-                    (unsigned long long)type);
+        return fail(r, "piece %d has unknown type %llu", id, (unsigned long long)type);
 
     char *s = malloc(len + 1);
     if (!s) return hv_err(r->e, HV_ERR_NOMEM, "%s: out of memory", r->name);
@@ -265,8 +258,7 @@ static hv_status build_hash(hv_tokenizer *t, const char *name, hv_error *e) {
         uint32_t i = hash_str(t->pieces[id]) & (size - 1);
         for (; t->hash[i] >= 0; i = (i + 1) & (size - 1))
             if (strcmp(t->pieces[t->hash[i]], t->pieces[id]) == 0)
-                return hv_err(e, HV_ERR_FORMAT,
-                              "%s: duplicate piece \"%.64s\" (ids %d and %d)",
+                return hv_err(e, HV_ERR_FORMAT, "%s: duplicate piece \"%.64s\" (ids %d and %d)",
                               name, t->pieces[id], t->hash[i], id);
         t->hash[i] = id;
     }
@@ -275,8 +267,8 @@ static hv_status build_hash(hv_tokenizer *t, const char *name, hv_error *e) {
 
 /* ----------------------------------------------------------- public */
 
-hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n,
-                             const char *name, hv_error *e) {
+hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, const char *name,
+                             hv_error *e) {
     memset(t, 0, sizeof *t);
     if (!name) name = "tokenizer.model";
     reader r = {buf, buf, buf + n, name, e};
@@ -300,8 +292,7 @@ hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n,
             st = parse_piece(t, &sub);
         }
     }
-    if (!st && t->n_pieces == 0)
-        st = hv_err(e, HV_ERR_FORMAT, "%s: no pieces", name);
+    if (!st && t->n_pieces == 0) st = hv_err(e, HV_ERR_FORMAT, "%s: no pieces", name);
     if (!st) st = build_hash(t, name, e);
     if (st) hv_tokenizer_free(t);
     return st;
@@ -317,8 +308,7 @@ hv_status hv_tokenizer_load(hv_tokenizer *t, const char *path, hv_error *e) {
     if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode))
         st = hv_err(e, HV_ERR_IO, "%s: not a regular file", path);
     else if ((uint64_t)sb.st_size > MAX_FILE)
-        st = hv_err(e, HV_ERR_LIMIT, "%s: larger than %u MiB", path,
-                    MAX_FILE >> 20);
+        st = hv_err(e, HV_ERR_LIMIT, "%s: larger than %u MiB", path, MAX_FILE >> 20);
     else if (!(buf = malloc((size_t)sb.st_size + 1)))
         st = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
     else if (fread(buf, 1, (size_t)sb.st_size, fp) != (size_t)sb.st_size)
@@ -343,8 +333,7 @@ void hv_tokenizer_free(hv_tokenizer *t) {
 int32_t hv_tokenizer_find(const hv_tokenizer *t, const char *piece) {
     if (!t || !t->hash || !piece) return -1;
     uint32_t mask = t->hash_size - 1;
-    for (uint32_t i = hash_str(piece) & mask; t->hash[i] >= 0;
-         i = (i + 1) & mask)
+    for (uint32_t i = hash_str(piece) & mask; t->hash[i] >= 0; i = (i + 1) & mask)
         if (strcmp(t->pieces[t->hash[i]], piece) == 0) return t->hash[i];
     return -1;
 }
@@ -381,8 +370,7 @@ static size_t put_piece(char *out, const char *s) {
     size_t o = 0;
     while (*s) {
         /* byte by byte: && stops at the NUL of a short piece */
-        if ((uint8_t)s[0] == 0xe2 && (uint8_t)s[1] == 0x96 &&
-            (uint8_t)s[2] == 0x81) {
+        if ((uint8_t)s[0] == 0xe2 && (uint8_t)s[1] == 0x96 && (uint8_t)s[2] == 0x81) {
             out[o++] = ' ';
             s += 3;
         } else {
@@ -419,8 +407,10 @@ char *hv_tokenizer_decode(const hv_tokenizer *t, const int32_t *ids, int n) {
     size_t cap = 1, nbytes = 0;
     for (int i = 0; i < n; i++) {
         if (!kept(t, ids[i])) continue;
-        if (t->types[ids[i]] == HV_PIECE_BYTE) cap += 3, nbytes++;
-        else cap += strlen(t->pieces[ids[i]]);
+        if (t->types[ids[i]] == HV_PIECE_BYTE)
+            cap += 3, nbytes++;
+        else
+            cap += strlen(t->pieces[ids[i]]);
     }
     char *out = malloc(cap);
     uint8_t *run = malloc(nbytes + 1);
@@ -448,40 +438,41 @@ char *hv_tokenizer_decode(const hv_tokenizer *t, const int32_t *ids, int n) {
 
 /* ----------------------------------------------------------- prompt */
 
-hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c,
-                              const char *language, int punctuation,
-                              int32_t *ids, int *n, hv_error *e) {
+hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c, const char *language,
+                              int punctuation, int32_t *ids, int *n, hv_error *e) {
     *n = 0;
     if (!language && c->n_languages > 0)
-        language = hv_config_find_language(c, "da") >= 0 ? "da"
-                                                         : c->languages[0];
+        language = hv_config_find_language(c, "da") >= 0 ? "da" : c->languages[0];
     if (hv_config_find_language(c, language) < 0) {
         char list[512] = "";
         size_t len = 0;
         for (int i = 0; i < c->n_languages && len < sizeof list; i++)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
-                                    i ? ", " : "", c->languages[i]);
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "language \"%.64s\" is not supported (supported: %s)",
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+                                    c->languages[i]);
+        return hv_err(e, HV_ERR_INVALID_ARG, "language \"%.64s\" is not supported (supported: %s)",
                       language ? language : "(null)", list);
     }
     int start = c->decoder_start_token_id;
     if (start < 0 || start >= t->n_pieces)
         return hv_err(e, HV_ERR_FORMAT,
                       "decoder_start_token_id %d is outside the tokenizer's "
-                      "%d pieces", start, t->n_pieces);
+                      "%d pieces",
+                      start, t->n_pieces);
     char lang[64];
     snprintf(lang, sizeof lang, "<|%s|>", language);
-    const char *names[9] = {
-        "<|startofcontext|>", "<|startoftranscript|>", "<|emo:undefined|>",
-        lang, lang, punctuation ? "<|pnc|>" : "<|nopnc|>", "<|noitn|>",
-        "<|notimestamp|>", "<|nodiarize|>"};
+    const char *names[9] = {"<|startofcontext|>",
+                            "<|startoftranscript|>",
+                            "<|emo:undefined|>",
+                            lang,
+                            lang,
+                            punctuation ? "<|pnc|>" : "<|nopnc|>",
+                            "<|noitn|>",
+                            "<|notimestamp|>",
+                            "<|nodiarize|>"};
     ids[0] = start;
     for (int i = 0; i < 9; i++) {
         int32_t id = hv_tokenizer_find(t, names[i]);
-        if (id < 0)
-            return hv_err(e, HV_ERR_FORMAT, "tokenizer has no piece \"%s\"",
-                          names[i]);
+        if (id < 0) return hv_err(e, HV_ERR_FORMAT, "tokenizer has no piece \"%s\"", names[i]);
         ids[i + 1] = id;
     }
     *n = 10;

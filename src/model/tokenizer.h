@@ -20,12 +20,12 @@ typedef enum hv_piece_type {
 
 typedef struct hv_tokenizer {
     int n_pieces;
-    char **pieces;        /* [n_pieces] NUL-terminated UTF-8, owned */
-    float *scores;        /* [n_pieces] */
-    uint8_t *types;       /* [n_pieces] hv_piece_type */
-    uint8_t *byte_value;  /* [n_pieces] value of <0xNN> byte pieces */
-    int32_t *hash;        /* open-addressing table of piece ids, -1 = empty */
-    uint32_t hash_size;   /* power of two */
+    char **pieces;       /* [n_pieces] NUL-terminated UTF-8, owned */
+    float *scores;       /* [n_pieces] */
+    uint8_t *types;      /* [n_pieces] hv_piece_type */
+    uint8_t *byte_value; /* [n_pieces] value of <0xNN> byte pieces */
+    int32_t *hash;       /* open-addressing table of piece ids, -1 = empty */
+    uint32_t hash_size;  /* power of two */
 } hv_tokenizer;
 
 /* The longest prompt hv_tokenizer_prompt writes. */
@@ -37,8 +37,8 @@ typedef struct hv_tokenizer {
 hv_status hv_tokenizer_load(hv_tokenizer *t, const char *path, hv_error *e);
 
 /* Parses a serialized ModelProto from memory (tests, fuzzing). */
-hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n,
-                             const char *name, hv_error *e);
+hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, const char *name,
+                             hv_error *e);
 
 void hv_tokenizer_free(hv_tokenizer *t);
 
@@ -62,8 +62,7 @@ char *hv_tokenizer_decode(const hv_tokenizer *t, const int32_t *ids, int n);
  * Fails with HV_ERR_INVALID_ARG for a language not in supported_languages
  * (the message lists them), HV_ERR_FORMAT for a piece missing from the
  * vocabulary (named) or a decoder_start_token_id outside it. */
-hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c,
-                              const char *language, int punctuation,
-                              int32_t *ids, int *n, hv_error *e);
+hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c, const char *language,
+                              int punctuation, int32_t *ids, int *n, hv_error *e);
 
 #endif

@@ -15,10 +15,10 @@ typedef struct loader {
     hv_weights *w;
     const hv_safetensors *st;
     int n_problems;
-    char problems[768];     /* the first few, one per line */
+    char problems[768]; /* the first few, one per line */
     bool oom;
-    hv_error conv_err;      /* first conversion failure */
-    hv_weight_type want;    /* matrices' type; AUTO: the checkpoint's own */
+    hv_error conv_err;   /* first conversion failure */
+    hv_weight_type want; /* matrices' type; AUTO: the checkpoint's own */
 } loader;
 
 static void problem(loader *L, const char *fmt, ...) {
@@ -32,11 +32,18 @@ static void problem(loader *L, const char *fmt, ...) {
 
 static void *track(loader *L, void *p) {
     hv_weights *w = L->w;
-    if (!p) { L->oom = true; return NULL; }
+    if (!p) {
+        L->oom = true;
+        return NULL;
+    }
     if (w->n_allocs == w->cap_allocs) {
         int cap = w->cap_allocs ? w->cap_allocs * 2 : 256;
         void **a = realloc(w->allocs, (size_t)cap * sizeof *a);
-        if (!a) { free(p); L->oom = true; return NULL; }
+        if (!a) {
+            free(p);
+            L->oom = true;
+            return NULL;
+        }
         w->allocs = a;
         w->cap_allocs = cap;
     }
@@ -47,16 +54,15 @@ static void *track(loader *L, void *p) {
 static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
     size_t used = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < ndim && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, i ? ",%lld" : "%lld",
-                                 (long long)shape[i]);
+        used += (size_t)snprintf(buf + used, n - used, i ? ",%lld" : "%lld", (long long)shape[i]);
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
 /* Looks up a tensor and checks its shape and dtype. shape[0] < 0 means
  * "at least -shape[0] rows" (position tables may be longer than used).
  * NULL when absent (a problem unless optional) or wrong. */
-static const hv_st_tensor *find_v(loader *L, bool optional, int ndim,
-                                  const int64_t *shape, const char *fmt, va_list ap) {
+static const hv_st_tensor *find_v(loader *L, bool optional, int ndim, const int64_t *shape,
+                                  const char *fmt, va_list ap) {
     char name[256];
     vsnprintf(name, sizeof name, fmt, ap);
     const hv_st_tensor *t = hv_st_find(L->st, name);
@@ -77,8 +83,7 @@ static const hv_st_tensor *find_v(loader *L, bool optional, int ndim,
         return NULL;
     }
     if (t->dtype != HV_DT_F32 && t->dtype != HV_DT_F16 && t->dtype != HV_DT_BF16) {
-        problem(L, "\n  %s: dtype %s is not F32, F16 or BF16", name,
-                hv_dtype_name(t->dtype));
+        problem(L, "\n  %s: dtype %s is not F32, F16 or BF16", name, hv_dtype_name(t->dtype));
         return NULL;
     }
     return t;
@@ -101,8 +106,8 @@ static float *to_f32(loader *L, const hv_st_tensor *t) {
 }
 
 /* A small tensor (norms, biases, convolutions) as f32. */
-static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape,
-                     const char *fmt, ...) {
+static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape, const char *fmt,
+                     ...) {
     va_list ap;
     va_start(ap, fmt);
     const hv_st_tensor *t = find_v(L, optional, ndim, shape, fmt, ap);
@@ -112,16 +117,15 @@ static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape,
 }
 
 static hv_weight_type disk_type(hv_dtype dt) {
-    return dt == HV_DT_F16 ? HV_WEIGHTS_F16 : dt == HV_DT_BF16 ? HV_WEIGHTS_BF16
-                                                               : HV_WEIGHTS_F32;
+    return dt == HV_DT_F16 ? HV_WEIGHTS_F16 : dt == HV_DT_BF16 ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F32;
 }
 
 /* A weight matrix [rows x cols] in the compute type: the checkpoint's own
  * type by default, read in place from the mapping when it is already that
  * type (no copy), else converted. A matrix that cannot take the type
  * (q8_0 needs cols % 32 == 0) stays f32. */
-static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols,
-                     const char *fmt, ...) {
+static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols, const char *fmt,
+                     ...) {
     hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL};
     va_list ap;
     va_start(ap, fmt);
@@ -158,13 +162,14 @@ static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int co
     return m;
 }
 
-#define S(...) (const int64_t[]){__VA_ARGS__}
+#define S(...)                                                                                     \
+    (const int64_t[]) { __VA_ARGS__ }
 #define NEED(ndim, shape, ...) tensor(L, false, ndim, shape, __VA_ARGS__)
-#define OPT(ndim, shape, ...) tensor(L, true, ndim, shape, __VA_ARGS__)
+#define OPT(ndim, shape, ...)  tensor(L, true, ndim, shape, __VA_ARGS__)
 
 /* A Linear layer: weight [out x in] required, bias [out] required or not. */
-static hv_mat linear(loader *L, float **bias, bool bias_optional, int out,
-                     int in, const char *prefix) {
+static hv_mat linear(loader *L, float **bias, bool bias_optional, int out, int in,
+                     const char *prefix) {
     hv_mat m = matrix(L, 2, S(out, in), out, in, "%s.weight", prefix);
     if (bias) *bias = tensor(L, bias_optional, 1, S(out), "%s.bias", prefix);
     return m;
@@ -181,8 +186,7 @@ static float *zeros_if_null(loader *L, float *p, int n) {
     return p ? p : track(L, calloc((size_t)n, sizeof(float)));
 }
 
-static void load_enc_layer(loader *L, const hv_config *c, int i,
-                           hv_enc_layer *y) {
+static void load_enc_layer(loader *L, const hv_config *c, int i, hv_enc_layer *y) {
     int d = c->d_model, ff = c->d_model * c->ff_expansion, H = c->enc_heads;
     int K = c->conv_kernel;
     char p[160];
@@ -252,23 +256,21 @@ static void load_encoder(loader *L, const hv_config *c, hv_encoder_weights *E) {
         E->pw[s] = matrix(L, 4, S(C, C, 1, 1), C, C, "encoder.pre_encode.conv.%d.weight", 3 * s);
         E->pw_b[s] = NEED(1, S(C), "encoder.pre_encode.conv.%d.bias", 3 * s);
     }
-    E->pre_out = linear(L, &E->pre_out_b, false, c->d_model,
-                        C * hv_subsampled_len(c, c->feat_in),
+    E->pre_out = linear(L, &E->pre_out_b, false, c->d_model, C * hv_subsampled_len(c, c->feat_in),
                         "encoder.pre_encode.out");
     E->layers = track(L, calloc((size_t)c->enc_layers, sizeof *E->layers));
     if (!E->layers) return;
     for (int i = 0; i < c->enc_layers; i++) load_enc_layer(L, c, i, &E->layers[i]);
     if (c->d_model != c->dec_hidden)
-        E->proj = linear(L, &E->proj_b, false, c->dec_hidden, c->d_model,
-                         "encoder_decoder_proj");
+        E->proj = linear(L, &E->proj_b, false, c->dec_hidden, c->d_model, "encoder_decoder_proj");
 }
 
 static void load_decoder(loader *L, const hv_config *c, hv_decoder_weights *D) {
     size_t before = L->w->mat_bytes;
     int h = c->dec_hidden, V = c->vocab_size, I = c->dec_inner;
     D->tok_emb = matrix(L, 2, S(V, h), V, h, "transf_decoder._embedding.token_embedding.weight");
-    D->pos_enc = NEED(2, S(-c->dec_max_seq, h),
-                      "transf_decoder._embedding.position_embedding.pos_enc");
+    D->pos_enc =
+        NEED(2, S(-c->dec_max_seq, h), "transf_decoder._embedding.position_embedding.pos_enc");
     norm(L, &D->emb_ln_w, &D->emb_ln_b, h, "transf_decoder._embedding.layer_norm");
     D->layers = track(L, calloc((size_t)c->dec_layers, sizeof *D->layers));
     if (!D->layers) return;
@@ -315,9 +317,8 @@ static void load_frontend(loader *L, const hv_config *c, hv_weights *w) {
         w->fe_fb = OPT(3, S(1, c->n_mels, bins), "preprocessor.featurizer.fb");
 }
 
-hv_status hv_weights_load(hv_weights *w, const hv_config *c,
-                          const hv_safetensors *st, hv_weight_type type,
-                          hv_error *e) {
+hv_status hv_weights_load(hv_weights *w, const hv_config *c, const hv_safetensors *st,
+                          hv_weight_type type, hv_error *e) {
     memset(w, 0, sizeof *w);
     loader L = {.w = w, .st = st, .want = type};
     /* Pass 1 checks everything (no conversion once a problem is seen);

@@ -40,13 +40,13 @@ void hv_err_copy(const hv_error *e, char *buf, size_t size) {
 
 const char *hv_status_name(hv_status status) {
     switch (status) {
-    case HV_OK: return "ok";
-    case HV_ERR_IO: return "I/O error";
-    case HV_ERR_FORMAT: return "format error";
-    case HV_ERR_INVALID_ARG: return "invalid argument";
-    case HV_ERR_NOMEM: return "out of memory";
-    case HV_ERR_UNSUPPORTED: return "unsupported";
-    case HV_ERR_LIMIT: return "limit exceeded";
+        case HV_OK: return "ok";
+        case HV_ERR_IO: return "I/O error";
+        case HV_ERR_FORMAT: return "format error";
+        case HV_ERR_INVALID_ARG: return "invalid argument";
+        case HV_ERR_NOMEM: return "out of memory";
+        case HV_ERR_UNSUPPORTED: return "unsupported";
+        case HV_ERR_LIMIT: return "limit exceeded";
     }
     return "unknown status";
 }

@@ -15,8 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rate = 0, channels = 0;
     hv_error e;
     /* a duration cap keeps a tiny compressed input from decoding to hours */
-    if (hv_audio_read_memory(data, size, "fuzz", 60.0, &pcm, &n, &rate, &channels, &e) ==
-        HV_OK) {
+    if (hv_audio_read_memory(data, size, "fuzz", 60.0, &pcm, &n, &rate, &channels, &e) == HV_OK) {
         if (hv_audio_to_mono(pcm, n, channels, rate, 16000, &mono, &n_mono, &e) == HV_OK)
             free(mono);
         free(pcm);

@@ -9,8 +9,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hv_tokenizer t;
     hv_error e;
-    if (hv_tokenizer_parse(&t, data, size, "fuzz.model", &e) != HV_OK)
-        return 0;
+    if (hv_tokenizer_parse(&t, data, size, "fuzz.model", &e) != HV_OK) return 0;
     int32_t ids[256];
     int n = 0;
     for (size_t i = 0; i + 1 < size && n < 256; i += 2)
