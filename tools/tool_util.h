@@ -172,17 +172,27 @@ int hvt_chunking_uses_vad(hv_chunking mode);
 /* --chunking NAME into the hv_chunking at value; 0 if valid. */
 int hvt_parse_chunking(const char *arg, void *value);
 
-/* The option rows and the --help lines of speech detection that the CLI
- * and the server share; `off` is the field's offset in the options. */
+/* The speech detection options, the same in the CLI and the server: their
+ * indices (an enum of each program's options holds HVT_VAD_OPTION_IDS)
+ * and their rows, for an options struct with the fields vad_model,
+ * vad (hv_vad_params) and vad_max_gap_s; and their --help lines. */
+#define HVT_VAD_OPTION_IDS                                                                         \
+    O_VAD_MODEL, O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE, O_VAD_PAD, O_VAD_MAX_GAP
+#define HVT_OPT_VAD_MS_(name_, off)                                                                \
+    HVT_OPT(name_, 0, HVT_INT, off, 0, HVT_VAD_MAX_MS, "milliseconds, 0..86400000")
+#define HVT_VAD_OPTION_ROWS(type)                                                                  \
+    [O_VAD_MODEL] = HVT_OPT_NONEMPTY("vad-model", 0, offsetof(type, vad_model), "a directory"),    \
+    [O_VAD_THRESHOLD] = HVT_OPT("vad-threshold", 0, HVT_FLOAT, offsetof(type, vad.threshold), 0,   \
+                                1, "a number from 0 to 1"),                                        \
+    [O_VAD_MIN_SPEECH] = HVT_OPT_VAD_MS_("vad-min-speech-ms", offsetof(type, vad.min_speech_ms)),  \
+    [O_VAD_MIN_SILENCE] =                                                                          \
+        HVT_OPT_VAD_MS_("vad-min-silence-ms", offsetof(type, vad.min_silence_ms)),                 \
+    [O_VAD_PAD] = HVT_OPT_VAD_MS_("vad-speech-pad-ms", offsetof(type, vad.speech_pad_ms)),         \
+    [O_VAD_MAX_GAP] = HVT_OPT("vad-max-gap", 0, HVT_FLOAT, offsetof(type, vad_max_gap_s), 0,       \
+                              86400, "seconds, 0..86400")
+/* --chunking, with hvt_parse_chunking. */
 #define HVT_OPT_CHUNKING(off)                                                                      \
     HVT_OPT_CUSTOM("chunking", off, hvt_parse_chunking, "auto, vad, energy, fixed or none")
-#define HVT_OPT_VAD_MODEL(off) HVT_OPT_NONEMPTY("vad-model", 0, off, "a directory")
-#define HVT_OPT_VAD_THRESHOLD(off)                                                                 \
-    HVT_OPT("vad-threshold", 0, HVT_FLOAT, off, 0, 1, "a number from 0 to 1")
-#define HVT_OPT_VAD_MS(name_, off)                                                                 \
-    HVT_OPT(name_, 0, HVT_INT, off, 0, HVT_VAD_MAX_MS, "milliseconds, 0..86400000")
-#define HVT_OPT_VAD_MAX_GAP(off)                                                                   \
-    HVT_OPT("vad-max-gap", 0, HVT_FLOAT, off, 0, 86400, "seconds, 0..86400")
 #define HVT_VAD_USAGE                                                                              \
     "      --vad-model DIR    the speech detector (default: $HVISKE_VAD_MODEL,\n"                  \
     "                         else the installed or bundled silero-vad)\n"                         \
