@@ -375,7 +375,8 @@ static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, con
         spans[i] = (hv_span){(size_t)regions[i].start_sample, (size_t)regions[i].end_sample};
     *vad_ms = now_ms() - t0;
     hv_speech_chunk_params sp = {cp.chunk, cp.context, cp.window,
-                                 (size_t)llround((double)p->vad_max_gap_s * c->sample_rate)};
+                                 (size_t)llround((double)p->vad_max_gap_s * c->sample_rate),
+                                 (size_t)llround(HV_VAD_KEEP_PAUSE_S * c->sample_rate)};
     st = hv_piece_plan_from_speech(x, n, spans, n_regions, &sp, plan, e);
 done:
     free(probs);
@@ -499,8 +500,9 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
             }
             cx = buf;
         }
-        if ((st =
-                 transcribe_piece(&R, cx, len, first->start, last->end, res, i == 0 ? taps : NULL)))
+        hv_span speech = hv_piece_plan_chunk_speech(&plan, i);
+        if ((st = transcribe_piece(&R, cx, len, speech.start, speech.end, res,
+                                   i == 0 ? taps : NULL)))
             goto done;
         done_s = (double)last->end / c->sample_rate;
         if (p.progress) p.progress(p.progress_user, done_s, res->duration);

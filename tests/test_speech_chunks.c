@@ -8,7 +8,7 @@
 #include "testlib.h"
 
 /* A 100 Hz "sample rate" keeps buffers small: 35 s = 3500 samples. */
-static const hv_speech_chunk_params P = {3500, 500, 16, 0};
+static const hv_speech_chunk_params P = {3500, 500, 16, 0, 0};
 
 /* The plan covers exactly the regions, in order, each chunk at most
  * max_chunk samples of speech. */
@@ -123,8 +123,42 @@ static void test_bad_regions(void) {
     CHECK(pl.pieces == NULL && pl.first == NULL);
     CHECK(hv_piece_plan_from_speech(x, 1000, past, 1, &P, &pl, &e) == HV_ERR_INVALID_ARG);
     CHECK(hv_piece_plan_from_speech(x, 1000, empty, 1, &P, &pl, &e) == HV_ERR_INVALID_ARG);
-    hv_speech_chunk_params bad = {100, 200, 16, 0};
+    hv_speech_chunk_params bad = {100, 200, 16, 0, 0};
     CHECK(hv_piece_plan_from_speech(x, 1000, NULL, 0, &bad, &pl, &e) == HV_ERR_INVALID_ARG);
+    free(x);
+}
+
+/* keep_pause: half of up to keep_pause of each pause goes with the speech
+ * on either side (half of a shorter pause each, so neighbours meet), the
+ * speech spans stay the regions, and chunk lengths count the kept audio. */
+static void test_kept_pauses(void) {
+    size_t n = 10000;
+    float *x = hv_test_noise(n, 5);
+    hv_speech_chunk_params p = P;
+    p.keep_pause = 100;
+    /* 30 before the first; pauses of 40 and 1000; 500 after the last */
+    hv_span r[] = {{30, 500}, {540, 1000}, {2000, 9500}};
+    hv_piece_plan pl;
+    CHECK(hv_piece_plan_from_speech(x, n, r, 3, &p, &pl, NULL) == HV_OK);
+    CHECK(pl.n_pieces >= 4);
+    CHECK(pl.pieces[0].start == 0 && pl.pieces[0].end == 520);    /* 30 before: all of it */
+    CHECK(pl.pieces[1].start == 520 && pl.pieces[1].end == 1050); /* 40: half each */
+    CHECK(pl.pieces[2].start == 1950);                            /* 1000: 50 each */
+    CHECK(pl.pieces[pl.n_pieces - 1].end == 9550);
+    CHECK(pl.speech[0].start == 30 && pl.speech[0].end == 500 && pl.speech[1].start == 540);
+    CHECK(pl.speech[pl.n_pieces - 1].end == 9500);
+    int ok = 1; /* each piece's speech lies inside it */
+    for (int k = 0; k < pl.n_pieces; k++)
+        ok &= pl.speech[k].start >= pl.pieces[k].start && pl.speech[k].end <= pl.pieces[k].end &&
+              pl.speech[k].start <= pl.speech[k].end;
+    CHECK(ok);
+    /* the first chunk holds the first two regions and their kept pauses;
+     * its speech runs from the first region's start */
+    hv_span s0 = hv_piece_plan_chunk_speech(&pl, 0);
+    CHECK(pl.first[1] >= 2 && s0.start == 30);
+    for (int c = 0; c < pl.n_chunks; c++) ok &= hv_piece_plan_chunk_samples(&pl, c) <= p.max_chunk;
+    CHECK(ok);
+    hv_piece_plan_free(&pl);
     free(x);
 }
 
@@ -133,5 +167,6 @@ int main(void) {
     test_cuts();
     test_long_region();
     test_bad_regions();
+    test_kept_pauses();
     TEST_END();
 }

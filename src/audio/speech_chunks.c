@@ -7,8 +7,9 @@
 void hv_piece_plan_free(hv_piece_plan *plan) {
     if (!plan) return;
     free(plan->pieces);
+    free(plan->speech);
     free(plan->first);
-    plan->pieces = NULL;
+    plan->pieces = plan->speech = NULL;
     plan->first = NULL;
     plan->n_pieces = plan->n_chunks = 0;
 }
@@ -18,19 +19,24 @@ hv_status hv_piece_plan_from_bounds(const size_t *bounds, int n_chunks, hv_piece
     hv_piece_plan plan = {0};
     *out = plan;
     plan.pieces = malloc((size_t)(n_chunks ? n_chunks : 1) * sizeof *plan.pieces);
+    plan.speech = malloc((size_t)(n_chunks ? n_chunks : 1) * sizeof *plan.speech);
     plan.first = malloc((size_t)(n_chunks + 1) * sizeof *plan.first);
-    if (!plan.pieces || !plan.first) {
+    if (!plan.pieces || !plan.speech || !plan.first) {
         hv_piece_plan_free(&plan);
         return hv_err(e, HV_ERR_NOMEM, "out of memory planning chunks");
     }
     for (int i = 0; i < n_chunks; i++) {
-        plan.pieces[i] = (hv_span){bounds[i], bounds[i + 1]};
+        plan.pieces[i] = plan.speech[i] = (hv_span){bounds[i], bounds[i + 1]};
         plan.first[i] = i;
     }
     plan.first[n_chunks] = n_chunks;
     plan.n_pieces = plan.n_chunks = n_chunks;
     *out = plan;
     return HV_OK;
+}
+
+hv_span hv_piece_plan_chunk_speech(const hv_piece_plan *plan, int i) {
+    return (hv_span){plan->speech[plan->first[i]].start, plan->speech[plan->first[i + 1] - 1].end};
 }
 
 size_t hv_piece_plan_chunk_samples(const hv_piece_plan *plan, int i) {
@@ -50,11 +56,12 @@ size_t hv_piece_plan_to_input(const hv_piece_plan *plan, int i, size_t pos) {
     return plan->pieces[k].start + pos;
 }
 
-/* Appends the region [a, b) to the pieces; a region longer than max_chunk
- * becomes several pieces cut as the energy plan cuts (they touch, so the
- * chunking below cuts between them for want of any longer pause). */
-static hv_status add_region(hv_piece_plan *plan, const float *x, size_t a, size_t b,
-                            const hv_speech_chunk_params *p, hv_error *e) {
+/* Appends the audio [a, b), whose speech is [sa, sb), to the pieces; one
+ * longer than max_chunk becomes several pieces cut as the energy plan cuts
+ * (they touch, so the chunking below cuts between them for want of any
+ * longer pause), each piece's speech the part of [sa, sb) inside it. */
+static hv_status add_region(hv_piece_plan *plan, const float *x, size_t a, size_t b, size_t sa,
+                            size_t sb, const hv_speech_chunk_params *p, hv_error *e) {
     size_t *bounds = NULL;
     int n = 1;
     if (b - a > p->max_chunk) {
@@ -62,17 +69,29 @@ static hv_status add_region(hv_piece_plan *plan, const float *x, size_t a, size_
         hv_status st = hv_chunk_plan(x + a, b - a, &cp, &bounds, &n, e);
         if (st) return st;
     }
-    hv_span *pc = realloc(plan->pieces, (size_t)(plan->n_pieces + n) * sizeof *pc);
-    if (!pc) {
+    size_t want = (size_t)(plan->n_pieces + n);
+    hv_span *pc = realloc(plan->pieces, want * sizeof *pc);
+    if (pc) plan->pieces = pc;
+    hv_span *sp = pc ? realloc(plan->speech, want * sizeof *sp) : NULL;
+    if (!sp) {
         free(bounds);
         return hv_err(e, HV_ERR_NOMEM, "out of memory planning speech chunks");
     }
-    plan->pieces = pc;
-    for (int i = 0; i < n; i++)
-        pc[plan->n_pieces++] =
-            bounds ? (hv_span){a + bounds[i], a + bounds[i + 1]} : (hv_span){a, b};
+    plan->speech = sp;
+    for (int i = 0; i < n; i++) {
+        hv_span piece = bounds ? (hv_span){a + bounds[i], a + bounds[i + 1]} : (hv_span){a, b};
+        size_t s0 = piece.start > sa ? piece.start : sa, s1 = piece.end < sb ? piece.end : sb;
+        if (s0 > s1) s0 = s1 = s1 < sa ? sa : s1; /* a piece of kept pause only */
+        sp[plan->n_pieces] = (hv_span){s0, s1};
+        pc[plan->n_pieces++] = piece;
+    }
     free(bounds);
     return HV_OK;
+}
+
+/* The pause in the speech after piece k. */
+static size_t pause(const hv_piece_plan *plan, int k) {
+    return plan->speech[k + 1].start - plan->speech[k].end;
 }
 
 /* The pieces of one chunk starting at piece i: as many as fit in
@@ -86,7 +105,7 @@ static int chunk_end(const hv_piece_plan *plan, int i, size_t max_chunk, size_t 
     size_t total = 0;
     int j = i;
     while (j < plan->n_pieces && total + (pc[j].end - pc[j].start) <= max_chunk) {
-        if (j > i && max_gap && pc[j].start - pc[j - 1].end >= max_gap) return j;
+        if (j > i && max_gap && pause(plan, j - 1) >= max_gap) return j;
         total += pc[j].end - pc[j].start;
         j++;
     }
@@ -98,7 +117,7 @@ static int chunk_end(const hv_piece_plan *plan, int i, size_t max_chunk, size_t 
     size_t best_gap = 0, best_half_gap = 0, sum = 0;
     for (int k = i; k < j; k++) {
         sum += pc[k].end - pc[k].start;
-        size_t gap = pc[k + 1].start - pc[k].end;
+        size_t gap = pause(plan, k);
         if (best < 0 || gap >= best_gap) best = k, best_gap = gap;
         if (2 * sum >= max_chunk && (best_half < 0 || gap >= best_half_gap))
             best_half = k, best_half_gap = gap;
@@ -127,7 +146,16 @@ hv_status hv_piece_plan_from_speech(const float *x, size_t n, const hv_span *reg
             goto fail;
         }
         prev_end = b;
-        if ((st = add_region(&plan, x, a, b, p, e))) goto fail;
+    }
+    for (size_t r = 0; r < n_regions; r++) {
+        /* up to half of keep_pause of the pause on each side, and never
+         * more than half of a pause, so neighbours do not overlap */
+        size_t a = regions[r].start, b = regions[r].end;
+        size_t before = r ? (a - regions[r - 1].end) / 2 : a;
+        size_t after = r + 1 < n_regions ? (regions[r + 1].start - b) / 2 : n - b;
+        size_t half = p->keep_pause / 2;
+        size_t a2 = a - (before < half ? before : half), b2 = b + (after < half ? after : half);
+        if ((st = add_region(&plan, x, a2, b2, a, b, p, e))) goto fail;
     }
     /* at most one chunk per piece */
     if (!(plan.first = malloc((size_t)(plan.n_pieces + 1) * sizeof *plan.first))) {

@@ -11,6 +11,12 @@
 
 #include "util/error.h"
 
+/* Of each pause between speech regions, the seconds sent to the encoder
+ * with the speech (hv_speech_chunk_params.keep_pause): the demo model, for
+ * one, ends its transcript at the first sentence when two follow each other
+ * without a pause. */
+#define HV_VAD_KEEP_PAUSE_S 1.0
+
 /* A stretch of the input, [start, end) in samples at the model's rate. */
 typedef struct hv_span {
     size_t start, end;
@@ -20,20 +26,30 @@ typedef struct hv_span {
  * encoder back to back; its times on the input's timeline run from its
  * first piece's start to its last piece's end. */
 typedef struct hv_piece_plan {
-    hv_span *pieces; /* [n_pieces], in time order, not overlapping */
+    hv_span *pieces; /* [n_pieces], in time order, not overlapping: the
+                        audio sent to the encoder */
+    hv_span *speech; /* [n_pieces]: the speech within each piece (the piece
+                        without the pause kept around it; the piece itself
+                        for plans without speech detection) */
     int n_pieces;
     int *first; /* [n_chunks + 1] */
     int n_chunks;
 } hv_piece_plan;
 
 typedef struct hv_speech_chunk_params {
-    size_t max_chunk; /* most samples of speech in one chunk (the clip length) */
-    size_t context;   /* a region longer than max_chunk is cut, as the energy
+    size_t max_chunk;  /* most samples of speech in one chunk (the clip length) */
+    size_t context;    /* a region longer than max_chunk is cut, as the energy
                          plan does, at the quietest window of its last
                          `context` samples ... */
-    size_t window;    /* ... of windows this long */
-    size_t max_gap;   /* a pause of at least this many samples always ends a
+    size_t window;     /* ... of windows this long */
+    size_t max_gap;    /* a pause of at least this many samples always ends a
                          chunk (0: only max_chunk does) */
+    size_t keep_pause; /* of each pause, up to this many samples are kept:
+                          half at the end of the speech before it, half at
+                          the start of the speech after it (likewise up to
+                          half of it before the first region and after the
+                          last), so the model hears speech start and end as
+                          it was trained to */
 } hv_speech_chunk_params;
 
 /* Plans the chunks of the regions[n_regions] (sorted, not overlapping,
@@ -49,7 +65,11 @@ void hv_piece_plan_free(hv_piece_plan *plan);
 hv_status hv_piece_plan_from_bounds(const size_t *bounds, int n_chunks, hv_piece_plan *out,
                                     hv_error *e);
 
-/* Samples of speech in chunk i: the sum of its pieces' lengths. */
+/* Where chunk i's speech begins and ends on the input's timeline (its
+ * segment's times). */
+hv_span hv_piece_plan_chunk_speech(const hv_piece_plan *plan, int i);
+
+/* Samples of audio in chunk i: the sum of its pieces' lengths. */
 size_t hv_piece_plan_chunk_samples(const hv_piece_plan *plan, int i);
 
 /* The position on the original timeline of sample `pos` of chunk i's
