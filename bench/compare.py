@@ -7,7 +7,9 @@ stage's median time and the ratio reference / hviske (> 1: hviske faster).
                [-t N] [--runs R] [--max-tokens N] [--beams N] [--json]
 
 The reference runs in float32 (weights converted at load, as hviske does
-by default), its frontend in float64 as the parity oracle does.
+with --weight-type f32, this script's default), its frontend in float64 as
+the parity oracle does. hviske runs with --chunking energy, so that both
+transcribe every sample (no speech detection).
 """
 import argparse
 import json
@@ -78,7 +80,9 @@ def main():
     a = ap.parse_args()
 
     cmd = [a.bench, "-m", a.model, "-t", str(a.threads), "--runs", str(a.runs),
-           "--max-tokens", str(a.max_tokens), "--weight-type", a.weight_type, "--json", a.audio]
+           "--max-tokens", str(a.max_tokens), "--weight-type", a.weight_type,
+           # every sample, as the reference does (no speech detection)
+           "--chunking", "energy", "--json", a.audio]
     ours = json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout)
     f = ours["files"][0]
 
