@@ -3,11 +3,19 @@
 #               (release build with -Werror, then again under ASan+UBSan)
 #   make run    build and transcribe the bundled example
 #   make format reformat every C file as .clang-format says (the tests check it)
+#   make install  build, then install the programs, libhviske (.so and .a),
+#               hviske.h, hviske.pc, the speech detector and the man pages
+#               under PREFIX (default /usr/local); DESTDIR is honoured
+# Variables: BUILD (build folder), JOBS, PREFIX (install prefix, compiled
+# into the programs' speech detector search path), CMAKE_FLAGS (more cmake
+# options, such as -DBUILD_TESTING=OFF).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+PREFIX_FLAG = $(if $(PREFIX),-DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)))
 
-.PHONY: all deps build test test-release test-asan run format clean
+.PHONY: all deps build test test-release test-asan run format install clean
 
 all: build
 
@@ -15,7 +23,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHV_WERROR=ON
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHV_WERROR=ON $(PREFIX_FLAG) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 test-release: build
@@ -31,8 +39,11 @@ test: test-release test-asan
 run: build
 	@bash scripts/run-example.sh $(BUILD)
 
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
+
 format:
-	clang-format -i --style=file $$(find src include tools tests -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
+	clang-format -i --style=file $$(find src include tools tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -12,6 +12,7 @@ PKGS=(
   python3 python3-numpy python3-torch python3-sentencepiece
   sentencepiece espeak-ng sox
   python3-onnx clang-format
+  man-db python3-pip python3-setuptools
 )
 # node and npm may come from elsewhere (NodeSource, nvm): Debian's packages
 # only for a command that is missing

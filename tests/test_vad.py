@@ -433,7 +433,7 @@ def test_hostile():
     hostile("missing config", lambda d: os.remove(os.path.join(d, "config.json")),
             [cfg, "No such file"])
     hostile("config not JSON", lambda d: open(os.path.join(d, "config.json"), "w").write(
-        "{\"format\": "), [cfg, "not a JSON object"])
+        "{\"format\": "), [cfg, "invalid JSON at line 1"])
     hostile("config missing key", cfg_edit(lambda c: c.pop("hop_length")),
             [cfg, "hop_length: missing"])
     hostile("config wrong format", cfg_edit(lambda c: c.update(format="onnx")),

@@ -29,41 +29,13 @@
 #include "kernels/matmul.h"
 #include "model/safetensors.h"
 #include "pipeline.h"
+#include "util/json_file.h"
 
 #define BLOCK            32           /* windows per matrix product */
 #define SEGMENT          (64 * BLOCK) /* windows encoded before the recurrence runs */
 #define MAX_CONFIG_BYTES (1u << 20)
 
 /* ----------------------------------------------------------- config */
-
-static hv_status read_config(const char *path, cJSON **out, hv_error *e) {
-    *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
-    char *buf = malloc(MAX_CONFIG_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, MAX_CONFIG_BYTES + 1, fp) : 0;
-    int err = ferror(fp);
-    fclose(fp);
-    hv_status st = HV_OK;
-    if (!buf)
-        st = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
-    else if (err)
-        st = hv_err(e, HV_ERR_IO, "%s: read error", path);
-    else if (n > MAX_CONFIG_BYTES)
-        st = hv_err(e, HV_ERR_LIMIT, "%s: larger than %u bytes", path, MAX_CONFIG_BYTES);
-    else {
-        buf[n] = '\0';
-        cJSON *root = strlen(buf) == n ? cJSON_ParseWithOpts(buf, NULL, 1) : NULL;
-        if (!cJSON_IsObject(root)) {
-            cJSON_Delete(root);
-            st = hv_err(e, HV_ERR_FORMAT, "%s: not a JSON object", path);
-        } else {
-            *out = root;
-        }
-    }
-    free(buf);
-    return st;
-}
 
 /* An integer in [min, max]: a required key of the object, or (key NULL) an
  * array element named by what. */
@@ -105,7 +77,7 @@ static hv_status cfg_ints(const char *path, const cJSON *root, const char *key, 
 /* Reads and checks config.json and derives the sizes of the forward pass. */
 static hv_status load_config(hv_vad *v, const char *path, hv_error *e) {
     cJSON *root;
-    hv_status st = read_config(path, &root, e);
+    hv_status st = hv_json_read_object(path, MAX_CONFIG_BYTES, &root, e);
     if (st) return st;
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     int version = 0, n_strides = 0;

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/json_file.h"
+
 #define MAX_JSON_BYTES (16u << 20) /* no real config comes near this */
 
 /* The file being checked, for messages. */
@@ -43,60 +45,6 @@ static hv_status bad(const jfile *f, hv_status st, const char *sec, const char *
 }
 
 /* ------------------------------------------------------------ reading */
-
-/* Reads a whole regular file of at most max bytes, NUL-terminated. */
-static hv_status read_text(const char *path, size_t max, char **out, hv_error *e) {
-    *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    hv_status st = HV_OK;
-    char *buf = NULL;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = hv_err(e, HV_ERR_IO, "%s: not a regular file", path);
-    } else if ((uint64_t)sb.st_size > max) {
-        st = hv_err(e, HV_ERR_LIMIT, "%s: larger than %zu MiB", path, max >> 20);
-    } else if (!(buf = malloc((size_t)sb.st_size + 1))) {
-        st = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
-    } else if (fread(buf, 1, (size_t)sb.st_size, fp) != (size_t)sb.st_size) {
-        st = hv_err(e, HV_ERR_IO, "%s: read error", path);
-    } else {
-        buf[sb.st_size] = '\0';
-        if (strlen(buf) != (size_t)sb.st_size)
-            st = hv_err(e, HV_ERR_FORMAT, "%s: contains a NUL byte", path);
-    }
-    fclose(fp);
-    if (st != HV_OK)
-        free(buf);
-    else
-        *out = buf;
-    return st;
-}
-
-/* Parses text as a JSON object; on error names the line and column. */
-static hv_status parse_object(const jfile *f, const char *text, cJSON **out) {
-    const char *end = NULL;
-    *out = NULL;
-    if (!text) return hv_err(f->e, HV_ERR_IO, "%s: missing", f->name);
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (!root) {
-        int line = 1, col = 1;
-        for (const char *p = text; end && p < end && *p; p++) {
-            if (*p == '\n')
-                line++, col = 1;
-            else
-                col++;
-        }
-        return hv_err(f->e, HV_ERR_FORMAT, "%s: invalid JSON at line %d, column %d", f->name, line,
-                      col);
-    }
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return hv_err(f->e, HV_ERR_FORMAT, "%s: not a JSON object", f->name);
-    }
-    *out = root;
-    return HV_OK;
-}
 
 /* ----------------------------------------------------------- getters */
 
@@ -375,11 +323,11 @@ hv_status hv_config_parse(hv_config *c, const char *config_json, const char *con
     jfile fc = {config_name ? config_name : "config.json", e};
     jfile fg = {gen_name ? gen_name : "generation_config.json", e};
     cJSON *root = NULL;
-    hv_status st = parse_object(&fc, config_json, &root);
+    hv_status st = hv_json_parse_object(fc.name, config_json, &root, fc.e);
     if (!st) st = read_config(&fc, root, &tmp);
     cJSON_Delete(root);
     root = NULL;
-    if (!st) st = parse_object(&fg, gen_json, &root);
+    if (!st) st = hv_json_parse_object(fg.name, gen_json, &root, fg.e);
     if (!st) st = read_generation(&fg, root, &tmp);
     cJSON_Delete(root);
     if (st) {
@@ -398,8 +346,8 @@ hv_status hv_config_load(hv_config *c, const char *model_dir, hv_error *e) {
         (size_t)snprintf(gpath, sizeof gpath, "%s/generation_config.json", model_dir) >=
             sizeof gpath)
         return hv_err(e, HV_ERR_INVALID_ARG, "%s: path too long", model_dir);
-    hv_status st = read_text(cpath, MAX_JSON_BYTES, &ctext, e);
-    if (!st) st = read_text(gpath, MAX_JSON_BYTES, &gtext, e);
+    hv_status st = hv_read_text_file(cpath, MAX_JSON_BYTES, &ctext, e);
+    if (!st) st = hv_read_text_file(gpath, MAX_JSON_BYTES, &gtext, e);
     if (!st) st = hv_config_parse(c, ctext, cpath, gtext, gpath, e);
     free(ctext);
     free(gtext);
