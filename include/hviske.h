@@ -13,6 +13,9 @@
  *     hv_context *ctx = hv_context_new(model, 0);   // 0: model's thread count
  *     hv_transcribe_params tp = hv_transcribe_default_params();
  *     tp.language = "da";
+ *     hv_vad *vad;                                 // optional: speech only
+ *     if (hv_vad_load("models/silero-vad", &vad, err, sizeof err) == HV_OK)
+ *         tp.vad = vad;                            // chunking AUTO = VAD
  *     hv_result *res;
  *     if (hv_transcribe(ctx, pcm, n_frames, 44100, 2, &tp, &res))
  *         fprintf(stderr, "%s\n", hv_context_error(ctx));
@@ -20,6 +23,7 @@
  *         puts(hv_result_text(res));
  *     hv_result_free(res);
  *     hv_context_free(ctx);
+ *     hv_vad_free(vad);
  *     hv_model_free(model);
  *
  * Threading: a model is read-only once loaded. Each thread that transcribes

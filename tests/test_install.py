@@ -251,6 +251,38 @@ def check_detector(prefix, env, copy):
            why(p))
 
 
+def check_python(prefix, env, tmp):
+    """The Python package, installed with pip, finds the installed library
+    (through $LD_LIBRARY_PATH, as for any library in a prefix the dynamic
+    linker does not search) and the installed detector next to it."""
+    src, target = os.path.join(tmp, "python"), os.path.join(tmp, "pytarget")
+    shutil.copytree(os.path.join(SOURCE, "python"), src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    penv = {k: v for k, v in env.items() if not k.startswith("PIP_")}
+    penv.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_ROOT_USER_ACTION="ignore")
+    p = run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+             "--target", target, src], env=penv, cwd=tmp)
+    if p.returncode != 0:
+        report("pip install --target of python/", False, why(p))
+        return
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import hviske\n"
+            "m = hviske.Model(%r, threads=2)\n"
+            "r = m.transcribe(%r)\n"
+            "print(m.library_path); print(m.vad_model); print(r.text)\n"
+            % (target, os.path.join(SOURCE, "models", "demo"),
+               os.path.join(SOURCE, "examples", "da-example.wav")))
+    cenv = {k: v for k, v in penv.items() if k not in ("HVISKE_LIBRARY", "HVISKE_VAD_MODEL")}
+    cenv["LD_LIBRARY_PATH"] = os.path.join(prefix, "lib")
+    p = run([sys.executable, "-c", code], env=cenv, cwd=tmp)
+    out = text(p.stdout).strip().split("\n")
+    want = [os.path.realpath(os.path.join(prefix, "lib", "libhviske.so.0")),
+            os.path.join(prefix, "share", "hviske", "silero-vad"), SENTENCE]
+    report("the pip-installed Python package finds the installed library and detector "
+           "and transcribes the example", p.returncode == 0 and out == want,
+           f"{out} != {want} {why(p)}")
+
+
 def help_options(prog, env):
     p = run([prog, "--help"], env=env)
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])", text(p.stdout)))
@@ -305,6 +337,7 @@ def main():
     check_pkgconfig(prefix, version, env, tmp)
     check_man(prefix, env)
     check_detector(prefix, env, copy)
+    check_python(prefix, env, tmp)
     rc = finish()
     if rc == 0:
         shutil.rmtree(tmp, ignore_errors=True)

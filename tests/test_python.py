@@ -1,0 +1,427 @@
+"""The Python package (python/, ctypes over libhviske) against the CLI.
+
+Loads the build's libhviske.so through $HVISKE_LIBRARY and checks, on the
+demo model and examples/da-example.wav:
+
+  * results equal the CLI's --json (text, tokens, token log-probs, score,
+    segments with times and tokens) for greedy, beam search with 3 beams,
+    sampling with a seed, no punctuation, and --chunking energy; the same
+    audio given as a path, as the file's bytes and as float samples (list,
+    array.array, numpy mono and frames x channels) gives the same result;
+  * the speech detector is found by itself (the build tree's library:
+    the source tree's models/silero-vad), and vad_model= and
+    $HVISKE_VAD_MODEL choose another; a bad one is a clear error;
+  * progress is called per chunk, and an exception it raises comes out
+    after the transcription;
+  * bad arguments raise clear errors (InvalidArgument, also a ValueError,
+    with the library's message where the library finds them; TypeError for
+    a wrong type), a missing file or model names the path, a wrong
+    $HVISKE_LIBRARY gives LibraryNotFound naming it;
+  * two threads transcribing with one model give the same results;
+  * 200 transcriptions keep the resident memory flat;
+  * `pip install --no-build-isolation --no-deps --target DIR ./python`
+    (Debian's pip and setuptools, offline) installs a package that works.
+
+In a sanitizer build the script runs itself again with the sanitizer
+runtimes preloaded (the library needs them; the interpreter is not built
+with them), without leak detection (the interpreter's own allocations) and
+without the memory case (the sanitizer's quarantine holds freed memory).
+
+Environment: HV_SOURCE_DIR, HV_BINARY_DIR, HV_CLI.
+"""
+import array
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import wave
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hvtest import report, finish, Run  # noqa: E402
+
+SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])
+BINARY = os.path.abspath(os.environ["HV_BINARY_DIR"])
+LIB = os.path.join(BINARY, "libhviske.so")
+DEMO = os.path.join(SOURCE, "models", "demo")
+WAV = os.path.join(SOURCE, "examples", "da-example.wav")
+VAD = os.path.join(SOURCE, "models", "silero-vad")
+SENTENCE = "I morgen bliver det gråt med minus tyve grader."
+THREADS = 2
+
+
+def sanitized():
+    try:
+        with open(os.path.join(BINARY, "CMakeCache.txt"), encoding="utf-8") as f:
+            return "HV_SANITIZE:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
+def reexec_with_sanitizers():
+    """Runs this script again with libasan and libubsan preloaded."""
+    libs = []
+    for name in ("libasan.so", "libubsan.so"):
+        p = subprocess.run(["cc", "-print-file-name=" + name], capture_output=True, text=True)
+        path = os.path.realpath(p.stdout.strip())
+        if os.path.isfile(path):
+            libs.append(path)
+    env = dict(os.environ, LD_PRELOAD=":".join(libs), HV_PY_REEXEC="1",
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
+    return subprocess.call([sys.executable] + sys.argv, env=env)
+
+
+os.environ["HVISKE_LIBRARY"] = LIB
+os.environ.pop("HVISKE_VAD_MODEL", None)
+sys.path.insert(0, os.path.join(SOURCE, "python"))
+
+
+def cli_json(args):
+    r = Run(["-m", DEMO, "-t", THREADS, "-q", "--json"] + args + [WAV])
+    if r.rc != 0:
+        raise RuntimeError(str(r))
+    return json.loads(r.out)
+
+
+def close(a, b, tol):
+    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+
+
+def same_as_cli(res, ref):
+    """Differences between a Result and the CLI's JSON object, as text."""
+    bad = []
+    if res.text != ref["text"]:
+        bad.append(f"text {res.text!r} != {ref['text']!r}")
+    if res.tokens != ref["tokens"]:
+        bad.append(f"tokens {res.tokens} != {ref['tokens']}")
+    if len(res.token_logprobs) != len(ref["token_logprobs"]) or not all(
+            close(a, b, 1e-6) for a, b in zip(res.token_logprobs, ref["token_logprobs"])):
+        bad.append("token_logprobs differ")
+    if not close(res.score, ref["score"], 1e-9):
+        bad.append(f"score {res.score} != {ref['score']}")
+    segs = [{"start": round(s.start, 6), "end": round(s.end, 6), "text": s.text,
+             "tokens": s.tokens} for s in res.segments]
+    want = [{"start": round(s["start"], 6), "end": round(s["end"], 6), "text": s["text"],
+             "tokens": s["tokens"]} for s in ref["segments"]]
+    if segs != want:
+        bad.append(f"segments {segs} != {want}")
+    return "; ".join(bad)
+
+
+def wav_samples():
+    """The example as floats (16-bit PCM / 32768, as libsndfile reads it)
+    and its rate."""
+    with wave.open(WAV) as w:
+        assert w.getsampwidth() == 2 and w.getnchannels() == 1
+        raw = w.readframes(w.getnframes())
+        rate = w.getframerate()
+    ints = array.array("h")
+    ints.frombytes(raw)
+    if sys.byteorder == "big":
+        ints.byteswap()
+    return array.array("f", (x / 32768.0 for x in ints)), rate
+
+
+def expect_error(name, exc_types, fn, needle=""):
+    try:
+        fn()
+    except exc_types as e:
+        msg = str(e)
+        report(f"{name}: {type(e).__name__}: {msg[:140]}", needle in msg and msg.strip() != "",
+               f"message {msg!r} lacks {needle!r}")
+        return
+    except Exception as e:  # noqa: BLE001
+        report(name, False, f"raised {type(e).__name__}: {e}, want {exc_types}")
+        return
+    report(name, False, "no error")
+
+
+def test_parity(hviske, model):
+    cases = [("greedy", {}, []),
+             ("beam search, 3 beams", {"beams": 3}, ["--beams", "3"]),
+             ("beams 3, length penalty 1.5", {"beams": 3, "length_penalty": 1.5},
+              ["--beams", "3", "--length-penalty", "1.5"]),
+             ("sampling, seed 7", {"sample": True, "seed": 7}, ["--sample", "--seed", "7"]),
+             ("sampling, seed 11, T 0.7, top-k 20, top-p 0.9",
+              {"sample": True, "seed": 11, "temperature": 0.7, "top_k": 20, "top_p": 0.9},
+              ["--sample", "--seed", "11", "--temperature", "0.7", "--top-k", "20",
+               "--top-p", "0.9"]),
+             ("no punctuation, language da", {"punctuation": False, "language": "da"},
+              ["--no-punctuation", "-l", "da"]),
+             ("chunking energy", {"chunking": "energy"}, ["--chunking", "energy"]),
+             ("chunking fixed 1.5 s", {"chunking": "fixed", "chunk_seconds": 1.5},
+              ["--chunking", "fixed", "--chunk-seconds", "1.5"]),
+             ("max tokens 5", {"max_tokens": 5}, ["--max-tokens", "5"])]
+    for name, kw, args in cases:
+        ref = cli_json(args)
+        res = model.transcribe(WAV, **kw)
+        diff = same_as_cli(res, ref)
+        report(f"equals the CLI's --json: {name}", not diff, diff)
+    res = model.transcribe(WAV)
+    t = res.timings
+    report("Result: language, duration, timings",
+           res.language == "da" and abs(res.duration - 48403 / 16000) < 1e-6 and
+           set(t) == {"frontend_ms", "encoder_ms", "decoder_ms", "prefill_ms", "steps_ms",
+                      "n_steps", "n_tokens", "vad_ms", "encoded_s"} and
+           t["n_tokens"] == len(res.tokens) and t["vad_ms"] > 0 and res.text == SENTENCE,
+           f"{res} {t}")
+
+
+def test_inputs(hviske, model):
+    ref = model.transcribe(WAV)
+    samples, rate = wav_samples()
+    with open(WAV, "rb") as f:
+        data = f.read()
+    variants = [("bytes of the file", lambda: model.transcribe(data)),
+                ("bytearray", lambda: model.transcribe(bytearray(data))),
+                ("array.array('f') samples", lambda: model.transcribe(samples, sample_rate=rate)),
+                ("list of samples", lambda: model.transcribe(list(samples), sample_rate=rate)),
+                ("pathlib path", lambda: model.transcribe(__import__("pathlib").Path(WAV)))]
+    try:
+        import numpy as np
+        a = np.array(samples, dtype=np.float32)
+        variants += [("numpy float32", lambda: model.transcribe(a, sample_rate=rate)),
+                     ("numpy float64", lambda: model.transcribe(a.astype(np.float64),
+                                                                sample_rate=rate)),
+                     ("numpy frames x 2 channels (the same in both)",
+                      lambda: model.transcribe(np.stack([a, a], axis=1), sample_rate=rate))]
+    except ImportError:
+        print("skip  numpy input: numpy is not installed")
+    for name, fn in variants:
+        res = fn()
+        ok = (res.text == ref.text and res.tokens == ref.tokens and
+              [(s.start, s.end) for s in res.segments] == [(s.start, s.end)
+                                                           for s in ref.segments])
+        report(f"audio as {name}: the same result as the path", ok, f"{res} != {ref}")
+
+
+def test_detector(hviske, model):
+    report("the detector is found by itself: the source tree's models/silero-vad for a "
+           "library in a build folder", getattr(model, "vad_model", None) == VAD,
+           getattr(model, "vad_model", None))
+    m2 = hviske.Model(DEMO, threads=THREADS, vad_model=VAD)
+    r = m2.transcribe(WAV)
+    report("vad_model= names the detector", r.text == SENTENCE and m2.vad_model == VAD, r)
+    m2.close()
+    os.environ["HVISKE_VAD_MODEL"] = "/nonexistent/vad"
+    try:
+        m3 = hviske.Model(DEMO, threads=THREADS)
+        expect_error("$HVISKE_VAD_MODEL naming no detector", hviske.FileError,
+                     lambda: m3.transcribe(WAV), "/nonexistent/vad")
+        r = m3.transcribe(WAV, chunking="energy")
+        report("chunking=\"energy\" needs no detector", r.text == SENTENCE, r)
+        m3.close()
+    finally:
+        del os.environ["HVISKE_VAD_MODEL"]
+
+
+def test_progress(hviske, model):
+    calls = []
+    r = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0,
+                         progress=lambda d, t: calls.append((d, t)))
+    report(f"progress is called after each chunk ({len(calls)} calls)",
+           len(calls) >= 3 and calls[-1][0] == calls[-1][1] == r.duration and
+           all(a[0] <= b[0] for a, b in zip(calls, calls[1:])), calls)
+
+    def boom(d, t):
+        raise KeyError("from progress")
+    expect_error("an exception in progress comes out after the transcription", KeyError,
+                 lambda: model.transcribe(WAV, progress=boom), "from progress")
+
+
+def test_errors(hviske, model):
+    IA = hviske.InvalidArgument
+    report("InvalidArgument is a hviske.Error and a ValueError",
+           issubclass(IA, hviske.Error) and issubclass(IA, ValueError))
+    cases = [("beams=0", IA, lambda: model.transcribe(WAV, beams=0), "beams"),
+             ("beams=65 (the library's limit)", IA, lambda: model.transcribe(WAV, beams=65),
+              "64"),
+             ("sample=True with beams=2", IA,
+              lambda: model.transcribe(WAV, sample=True, beams=2), ""),
+             ("temperature=0 when sampling", IA,
+              lambda: model.transcribe(WAV, sample=True, temperature=0.0), "temperature"),
+             ("top_p=0", IA, lambda: model.transcribe(WAV, sample=True, top_p=0.0), "top_p"),
+             ("length_penalty=0", IA,
+              lambda: model.transcribe(WAV, beams=2, length_penalty=0.0), "length"),
+             ("language the model lacks", hviske.Error,
+              lambda: model.transcribe(WAV, language="xx"), "xx"),
+             ("chunking=\"bogus\"", IA, lambda: model.transcribe(WAV, chunking="bogus"),
+              "chunking"),
+             ("chunking=\"fixed\" without chunk_seconds", IA,
+              lambda: model.transcribe(WAV, chunking="fixed"), "chunk_seconds"),
+             ("seed=-1", IA, lambda: model.transcribe(WAV, seed=-1), "seed"),
+             ("top_k=-1", IA, lambda: model.transcribe(WAV, top_k=-1), "top_k"),
+             ("beams=\"3\"", TypeError, lambda: model.transcribe(WAV, beams="3"), "beams"),
+             ("audio=42", TypeError, lambda: model.transcribe(42), "audio"),
+             ("samples without sample_rate", IA, lambda: model.transcribe([0.0] * 16000),
+              "sample_rate"),
+             ("a path with sample_rate", IA, lambda: model.transcribe(WAV, sample_rate=16000),
+              "sample_rate"),
+             ("array.array of ints", TypeError,
+              lambda: model.transcribe(array.array("h", [0] * 100), sample_rate=16000), "float"),
+             ("a missing file", hviske.FileError, lambda: model.transcribe("/nonexistent.wav"),
+              "/nonexistent.wav"),
+             ("bytes that are no audio file", hviske.FormatError,
+              lambda: model.transcribe(b"this is not audio" * 100), ""),
+             ("progress not callable", TypeError,
+              lambda: model.transcribe(WAV, progress=3), "progress"),
+             ("Model of a missing directory", hviske.FileError,
+              lambda: hviske.Model("/nonexistent/model"), "/nonexistent/model"),
+             ("weight_type=\"f8\"", IA, lambda: hviske.Model(DEMO, weight_type="f8"),
+              "weight_type"),
+             ("threads=0", IA, lambda: hviske.Model(DEMO, threads=0), "threads")]
+    for name, exc, fn, needle in cases:
+        expect_error(name, exc, fn, needle)
+    m = hviske.Model(DEMO, threads=1, weight_type="q8_0")
+    m.close()
+    expect_error("a closed model", hviske.Error, lambda: m.transcribe(WAV), "closed")
+    r = model.transcribe(WAV)
+    report("the model works after the errors", r.text == SENTENCE, r)
+
+
+def run_child(code, env):
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    return p
+
+
+def test_library_lookup():
+    base = {k: v for k, v in os.environ.items() if k not in ("HVISKE_LIBRARY",)}
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import hviske\n"
+            "try:\n"
+            "    hviske.Model(%r)\n"
+            "except hviske.LibraryNotFound as e:\n"
+            "    print('LibraryNotFound:', e)\n" % (os.path.join(SOURCE, "python"), DEMO))
+    for name, value, needle in (("a missing file", "/nonexistent/libhviske.so",
+                                 "/nonexistent/libhviske.so"),
+                                ("a library that is not libhviske", "libm.so.6", "not libhviske")):
+        p = run_child(code, dict(base, HVISKE_LIBRARY=value))
+        out = p.stdout.strip()
+        report(f"$HVISKE_LIBRARY naming {name}: {out[:150]}",
+               p.returncode == 0 and out.startswith("LibraryNotFound:") and needle in out and
+               "HVISKE_LIBRARY" in out, f"{p.stdout!r} {p.stderr[-500:]!r}")
+    import ctypes.util
+    if ctypes.util.find_library("hviske"):
+        print("skip  no library at all: a libhviske is installed on this machine")
+    else:
+        env = {k: v for k, v in base.items() if k != "LD_LIBRARY_PATH"}
+        p = run_child(code, env)
+        out = p.stdout.strip()
+        report(f"no library installed and no $HVISKE_LIBRARY: {out[:150]}",
+               out.startswith("LibraryNotFound:") and "HVISKE_LIBRARY" in out,
+               f"{p.stdout!r} {p.stderr[-500:]!r}")
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import hviske\n"
+            "m = hviske.Model(%r, library=%r, threads=2)\n"
+            "print(m.library_path); print(m.transcribe(%r).text)\n"
+            % (os.path.join(SOURCE, "python"), DEMO, LIB, WAV))
+    p = run_child(code, dict(base, HVISKE_LIBRARY="/nonexistent/libhviske.so"))
+    lines = p.stdout.strip().split("\n")
+    report("the library= argument comes before $HVISKE_LIBRARY",
+           p.returncode == 0 and lines[-1] == SENTENCE and
+           lines[0] == os.path.realpath(LIB), f"{p.stdout!r} {p.stderr[-500:]!r}")
+
+
+def test_threads(hviske, model):
+    want = {k: model.transcribe(WAV, **kw).tokens for k, kw in
+            (("greedy", {}), ("beams", {"beams": 3}), ("sample", {"sample": True, "seed": 3}))}
+    got, errors = {}, []
+
+    def work(k, kw):
+        try:
+            for _ in range(3):
+                got.setdefault(k, []).append(model.transcribe(WAV, **kw).tokens)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(k, kw)) for k, kw in
+          (("greedy", {}), ("beams", {"beams": 3}), ("sample", {"sample": True, "seed": 3}))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    report("three threads transcribing with one model get the results of one thread",
+           not errors and all(got.get(k) == [want[k]] * 3 for k in want), f"{errors} {got}")
+
+
+def rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_memory(hviske, model):
+    samples, rate = wav_samples()
+    with open(WAV, "rb") as f:
+        data = f.read()
+    inputs = [lambda: model.transcribe(WAV), lambda: model.transcribe(data, beams=2),
+              lambda: model.transcribe(samples, sample_rate=rate, sample=True, seed=1)]
+    for i in range(30):
+        inputs[i % 3]()
+    before = rss_kb()
+    for i in range(200):
+        inputs[i % 3]()
+    after = rss_kb()
+    report(f"200 transcriptions keep RSS flat ({before} kB -> {after} kB)",
+           after - before < 4096, f"grew {after - before} kB")
+
+
+def test_pip():
+    tmp = tempfile.mkdtemp(prefix="test-python-", dir=BINARY)
+    try:
+        src = os.path.join(tmp, "python")
+        shutil.copytree(os.path.join(SOURCE, "python"), src,
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        target = os.path.join(tmp, "target")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+                   PIP_ROOT_USER_ACTION="ignore")
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                            "--no-deps", "--target", target, src], capture_output=True,
+                           text=True, env=env, cwd=tmp, timeout=600)
+        if p.returncode != 0:
+            report("pip install --no-build-isolation --no-deps --target DIR ./python", False,
+                   f"{p.stdout[-800:]!r} {p.stderr[-800:]!r}")
+            return
+        code = ("import sys; sys.path.insert(0, %r)\n"
+                "import hviske\n"
+                "print(hviske.__file__); print(hviske.Model(%r, threads=2).transcribe(%r).text)\n"
+                % (target, DEMO, WAV))
+        p = run_child(code, env)
+        lines = p.stdout.strip().split("\n")
+        report("pip install --no-build-isolation --no-deps --target DIR ./python: the "
+               "installed package transcribes the example",
+               p.returncode == 0 and lines[0].startswith(target) and lines[-1] == SENTENCE,
+               f"{p.stdout!r} {p.stderr[-800:]!r}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    if sanitized() and not os.environ.get("HV_PY_REEXEC"):
+        return reexec_with_sanitizers()
+    import hviske
+    model = hviske.Model(DEMO, threads=THREADS)
+    test_parity(hviske, model)
+    test_inputs(hviske, model)
+    test_detector(hviske, model)
+    test_progress(hviske, model)
+    test_errors(hviske, model)
+    test_library_lookup()
+    test_threads(hviske, model)
+    if sanitized():
+        print("skip  RSS over 200 transcriptions: the sanitizer's quarantine holds freed "
+              "memory")
+    else:
+        test_memory(hviske, model)
+    test_pip()
+    model.close()
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
