@@ -358,15 +358,11 @@ static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, con
                       "the speech detector runs at %d Hz but the model at %d Hz", v->sample_rate,
                       c->sample_rate);
     double t0 = now_ms();
-    size_t n_win = hv_vad_n_windows(v, n), n_regions = 0;
+    size_t n_regions = 0;
     hv_speech_region *regions = NULL;
     hv_span *spans = NULL;
-    float *probs = malloc((n_win ? n_win : 1) * sizeof *probs);
-    if (!probs) return hv_err(e, HV_ERR_NOMEM, "out of memory");
-    if ((st = hv_vad_forward(v, ctx->pool, x, n, probs, e)) ||
-        (st = hv_vad_speech_regions(probs, n_win, n, v->window, v->sample_rate, &p->vad_params,
-                                    &regions, &n_regions, e)))
-        goto done;
+    if ((st = hv_vad_detect(v, ctx->pool, x, n, &p->vad_params, &regions, &n_regions, e)))
+        return st;
     if (!(spans = malloc((n_regions ? n_regions : 1) * sizeof *spans))) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
@@ -379,7 +375,6 @@ static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, con
                                  (size_t)llround(HV_VAD_KEEP_PAUSE_S * c->sample_rate)};
     st = hv_piece_plan_from_speech(x, n, spans, n_regions, &sp, plan, e);
 done:
-    free(probs);
     free(regions);
     free(spans);
     return st;

@@ -1,6 +1,7 @@
 """Shared bits of the Python test scripts: one line per case, and the
 closing "N passed, M failed" line that CI reads."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -85,3 +86,12 @@ def check(name, run, cond, why=""):
         report(name, False, f"{why} {run}")
     else:
         report(name, True)
+
+
+def readme_section(source_dir, heading):
+    """The text of README.md's "## HEADING" section (up to the next "## "
+    heading), or None: tests run the README's examples as written."""
+    with open(os.path.join(source_dir, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^## " + re.escape(heading) + r"\n(.*?)(?=^## )", text, re.S | re.M)
+    return m.group(1) if m else None

@@ -36,7 +36,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import report, finish, wait_until  # noqa: E402
+from hvtest import finish, readme_section, report, wait_until  # noqa: E402
 
 SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])
 BINARY = os.path.abspath(os.environ["HV_BINARY_DIR"])
@@ -52,12 +52,10 @@ def project_version():
 
 def readme_block():
     """The sh block of README.md's "C library" section."""
-    with open(os.path.join(SOURCE, "README.md"), encoding="utf-8") as f:
-        text = f.read()
-    m = re.search(r"^## C library\n(.*?)(?=^## )", text, re.S | re.M)
-    if not m:
+    section = readme_section(SOURCE, "C library")
+    if section is None:
         return None
-    b = re.search(r"^```sh\n(.*?)^```", m.group(1), re.S | re.M)
+    b = re.search(r"^```sh\n(.*?)^```", section, re.S | re.M)
     return b.group(1) if b and "make install" in b.group(1) else None
 
 

@@ -57,7 +57,7 @@ import uuid
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import WAIT, finish, report, wait_until  # noqa: E402
+from hvtest import WAIT, finish, readme_section, report, wait_until  # noqa: E402
 
 SERVER = os.environ.get("HV_SERVER", "hviske-server")
 CLI = os.environ.get("HV_CLI", "hviske")
@@ -991,12 +991,10 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
 
 def readme_curl():
     """The curl command of README.md's Server section."""
-    with open(os.path.join(SOURCE_DIR, "README.md"), encoding="utf-8") as f:
-        text = f.read()
-    m = re.search(r"^## Server\n(.*?)(?=^## )", text, re.S | re.M)
-    if not m:
+    section = readme_section(SOURCE_DIR, "Server")
+    if section is None:
         return None
-    for line in m.group(1).splitlines():
+    for line in section.splitlines():
         if line.startswith("curl http://127.0.0.1:8080/v1/audio/transcriptions"):
             return line
     return None

@@ -603,42 +603,52 @@ hv_vad_params hv_vad_default_params(void) {
     return p;
 }
 
-/* The input at the detector's rate and its probabilities. */
-static hv_status detect(hv_context *ctx, const hv_vad *v, const float *pcm, size_t n_frames,
-                        int sample_rate, int channels, float **probs, size_t *n_probs,
-                        size_t *n_samples) {
-    hv_error *e = &ctx->err;
-    float *x = NULL, *pr = NULL;
-    size_t n = 0;
-    hv_status st =
-        hv_audio_to_mono(pcm, n_frames, channels, sample_rate, v->sample_rate, &x, &n, e);
-    if (st) return st;
+/* Probabilities of x[n] (already at the detector's rate) into a new
+ * array of hv_vad_n_windows(n) (never NULL on success). */
+static hv_status probs_of(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float **probs,
+                          hv_error *e) {
     size_t n_win = hv_vad_n_windows(v, n);
-    if (!(pr = malloc((n_win ? n_win : 1) * sizeof *pr)))
-        st = hv_err(e, HV_ERR_NOMEM, "out of memory");
-    else
-        st = hv_vad_forward(v, ctx->pool, x, n, pr, e);
-    free(x);
+    float *pr = malloc((n_win ? n_win : 1) * sizeof *pr);
+    if (!pr) return hv_err(e, HV_ERR_NOMEM, "out of memory");
+    hv_status st = hv_vad_forward(v, pool, x, n, pr, e);
     if (st) {
         free(pr);
         return st;
     }
     *probs = pr;
-    *n_probs = n_win;
-    *n_samples = n;
     return HV_OK;
+}
+
+hv_status hv_vad_detect(const hv_vad *v, hv_pool *pool, const float *x, size_t n,
+                        const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
+                        hv_error *e) {
+    float *probs = NULL;
+    hv_status st = probs_of(v, pool, x, n, &probs, e);
+    if (st) return st;
+    st = hv_vad_speech_regions(probs, hv_vad_n_windows(v, n), n, v->window, v->sample_rate, p,
+                               regions, n_regions, e);
+    free(probs);
+    return st;
 }
 
 hv_status hv_vad_probs(hv_context *ctx, const hv_vad *vad, const float *pcm, size_t n_frames,
                        int sample_rate, int channels, float **probs, size_t *n_probs) {
     if (!ctx) return HV_ERR_INVALID_ARG;
-    hv_err_clear(&ctx->err);
+    hv_error *e = &ctx->err;
+    hv_err_clear(e);
     if (!vad || !probs || !n_probs)
-        return hv_err(&ctx->err, HV_ERR_INVALID_ARG, "hv_vad_probs: NULL argument");
+        return hv_err(e, HV_ERR_INVALID_ARG, "hv_vad_probs: NULL argument");
     *probs = NULL;
     *n_probs = 0;
+    float *x;
     size_t n;
-    return detect(ctx, vad, pcm, n_frames, sample_rate, channels, probs, n_probs, &n);
+    hv_status st =
+        hv_audio_to_mono(pcm, n_frames, channels, sample_rate, vad->sample_rate, &x, &n, e);
+    if (st) return st;
+    st = probs_of(vad, ctx->pool, x, n, probs, e);
+    if (!st) *n_probs = hv_vad_n_windows(vad, n);
+    free(x);
+    return st;
 }
 
 void hv_vad_free_probs(float *probs) { free(probs); }
@@ -654,14 +664,14 @@ hv_status hv_vad_regions(hv_context *ctx, const hv_vad *vad, const float *pcm, s
     *regions = NULL;
     *n_regions = 0;
     hv_vad_params p = params ? *params : hv_vad_default_params();
-    float *probs;
-    size_t n_probs, n;
+    float *x;
+    size_t n;
     hv_status st = hv_vad_check_params(&p, e);
-    if (!st) st = detect(ctx, vad, pcm, n_frames, sample_rate, channels, &probs, &n_probs, &n);
     if (st) return st;
-    st = hv_vad_speech_regions(probs, n_probs, n, vad->window, vad->sample_rate, &p, regions,
-                               n_regions, e);
-    free(probs);
+    if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, vad->sample_rate, &x, &n, e)))
+        return st;
+    st = hv_vad_detect(vad, ctx->pool, x, n, &p, regions, n_regions, e);
+    free(x);
     return st;
 }
 

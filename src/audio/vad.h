@@ -67,6 +67,12 @@ size_t hv_vad_n_windows(const hv_vad *vad, size_t n);
 hv_status hv_vad_forward(const hv_vad *vad, hv_pool *pool, const float *x, size_t n, float *probs,
                          hv_error *e);
 
+/* The speech regions of x[n] (mono, at vad->sample_rate, finite):
+ * hv_vad_forward, then hv_vad_speech_regions. *regions as there. */
+hv_status hv_vad_detect(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
+                        const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
+                        hv_error *e);
+
 /* HV_ERR_INVALID_ARG, with a message, for parameters out of range. */
 hv_status hv_vad_check_params(const hv_vad_params *p, hv_error *e);
 
