@@ -255,8 +255,7 @@ int main(int argc, char **argv) {
     }
     double load_ms = (hvt_now_s() - t0) * 1e3;
     hv_vad *vad = NULL;
-    if ((o.chunking == HV_CHUNKING_AUTO || o.chunking == HV_CHUNKING_VAD) &&
-        hvt_load_vad(o.vad_model, &vad, err, sizeof err)) {
+    if (hvt_chunking_uses_vad(o.chunking) && hvt_load_vad(o.vad_model, &vad, err, sizeof err)) {
         fprintf(stderr, "hviske-bench: %s\n", err);
         hv_model_free(model);
         return 1;

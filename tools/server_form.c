@@ -271,11 +271,7 @@ static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp, srv_
 int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcribe_params *base,
                     srv_params *p, srv_error *e) {
     memset(p, 0, sizeof *p);
-    p->tp = hv_transcribe_default_params();
-    p->tp.chunking = base->chunking;
-    p->tp.vad = base->vad;
-    p->tp.vad_params = base->vad_params;
-    p->tp.vad_max_gap_s = base->vad_max_gap_s;
+    p->tp = *base;
     p->format = SRV_FMT_JSON;
     const char *v;
 

@@ -89,9 +89,8 @@ typedef struct srv_params {
 } srv_params;
 
 /* Validates the fields against the model (languages) into *p, starting
- * from the server's own parameters `base` (its chunking mode, speech
- * detector and detector settings; the rest as hv_transcribe_default_params
- * gives it). chunking_strategy "auto" or {"type": "server_vad", ...} asks
+ * from the server's own parameters `base` (hv_transcribe_default_params
+ * with the server's chunking mode, speech detector and its settings). chunking_strategy "auto" or {"type": "server_vad", ...} asks
  * for speech detection (base->vad must be set for it). 0, or -1 with *e
  * set (status 400 and the field in e->param). */
 int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcribe_params *base,
