@@ -6,8 +6,9 @@ benchmarks only. Never commit its output.
 
     make_full_model.py --out DIR [--dtype bf16|f32] [--enc-layers N]
 
-The weights are random (scaled so activations stay finite) and EOS is
-suppressed, so a run generates exactly --max-tokens tokens. Tensors are
+The weights are random (scaled so activations stay finite) and EOS and the
+other special pieces are suppressed, so a run generates exactly --max-tokens
+tokens, all of them words (so word times have words to time). Tensors are
 streamed to disk one at a time, so memory stays small.
 """
 import argparse
@@ -106,7 +107,7 @@ def tensor_list(c):
     return t
 
 
-def make(kind, shape, rng, eos):
+def make(kind, shape, rng, n_special):
     n = int(np.prod(shape))
     if kind == "zero":
         return np.zeros(shape, np.float32)
@@ -120,7 +121,9 @@ def make(kind, shape, rng, eos):
         return mf.decoder_pos_enc(shape[0], shape[1])
     if kind == "cls_bias":
         b = np.zeros(shape, np.float32)
-        b[eos] = -100.0  # never stop: a run makes exactly max_new_tokens tokens
+        # never stop (a run makes exactly max_new_tokens tokens), and only
+        # words: <unk>, <s>, <pad> and the special pieces come first
+        b[:n_special] = -100.0
         return b
     fan_in = n // shape[0]
     std = {"lin": 1.0 / math.sqrt(fan_in), "conv": math.sqrt(2.0 / fan_in), "small": 0.02, "emb": 1.0}[kind]
@@ -171,7 +174,7 @@ def main():
         f.write(struct.pack("<Q", len(hj)))
         f.write(hj)
         for name, shape, kind in tensors:
-            x = make(kind, shape, rng, eos)
+            x = make(kind, shape, rng, 3 + len(SPECIALS))
             f.write(mf.bf16_bits(x).tobytes() if a.dtype == "bf16" else x.astype("<f4").tobytes())
     os.replace(path + ".tmp", path)
     n_params = sum(int(np.prod(s)) for _, s, _ in tensors)

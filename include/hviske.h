@@ -254,6 +254,12 @@ typedef struct hv_transcribe_params {
                                  so no segment spans it; 0: only the clip
                                  length ends chunks. Default 3 */
 
+    /* Word times (docs/TIMESTAMPS.md): 1 gives every word of the result
+     * its start and end, from the decoder's cross-attention over the
+     * encoder frames (one extra teacher-forced decoder pass per chunk).
+     * Default 0. */
+    int word_timestamps;
+
     /* Called after each chunk with the audio seconds done and in total, on
      * the calling thread; NULL for none. */
     void (*progress)(void *user, double done_s, double total_s);
@@ -276,6 +282,7 @@ typedef struct hv_timings {
     double vad_ms;      /* speech detection (0 without it) */
     double encoded_s;   /* seconds of audio sent to the encoder: all of it,
                            or with speech detection only the speech */
+    double align_ms;    /* word times (0 without them) */
 } hv_timings;
 
 /*
@@ -305,6 +312,26 @@ HV_API hv_timings hv_result_timings(const hv_result *res);
 HV_API double hv_result_duration(const hv_result *res);      /* seconds of audio */
 HV_API const char *hv_result_language(const hv_result *res); /* the code used */
 
+/* A word of the transcript: the tokenizer's pieces from one that starts a
+ * word (the piece begins with the word-start marker) up to the next such
+ * piece; punctuation pieces belong to the word before them. Times come
+ * from hv_transcribe_params.word_timestamps (docs/TIMESTAMPS.md). */
+typedef struct hv_word {
+    const char *text;  /* UTF-8, without the space before it */
+    double start, end; /* seconds on the input's timeline (also when speech
+                          detection left pauses out); start <= end, and
+                          the words of a result are in time order */
+    float probability; /* the mean probability of its tokens */
+    int first_token;   /* its tokens: hv_result_tokens() + first_token ... */
+    int n_tokens;      /* ... n_tokens of them (>= 1) */
+} hv_word;
+
+/* The words of the whole transcript, in order; none (0, and a non-NULL
+ * pointer) unless word_timestamps was set. Owned by the result: valid
+ * until hv_result_free. */
+HV_API int hv_result_n_words(const hv_result *res);
+HV_API const hv_word *hv_result_words(const hv_result *res);
+
 /* Each chunk with a non-empty transcript is a segment (the tokens of
  * chunks whose text is empty still count in hv_result_tokens). Pointers
  * stay valid until hv_result_free. */
@@ -317,6 +344,8 @@ typedef struct hv_segment {
     const float *token_logprobs;
     int n_tokens;
     double score;
+    const hv_word *words; /* its words (part of hv_result_words()); n_words */
+    int n_words;          /* is 0 unless word_timestamps was set */
 } hv_segment;
 
 HV_API int hv_result_n_segments(const hv_result *res);

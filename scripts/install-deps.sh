@@ -10,7 +10,7 @@ PKGS=(
   libcjson-dev libopenblas-dev libsndfile1-dev libsoxr-dev libkissfft-dev
   libmicrohttpd-dev curl
   python3 python3-numpy python3-torch python3-sentencepiece
-  sentencepiece espeak-ng sox
+  sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
   python3-onnx clang-format
   man-db python3-pip python3-setuptools
 )

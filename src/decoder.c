@@ -225,6 +225,7 @@ typedef struct attn_job {
     int layer;
     int cross;
     long cols; /* scores per (row, head) */
+    int rows;  /* of this pass */
 } attn_job;
 
 /* One (row, head): scaled dot-product attention over the sequence's cached
@@ -245,6 +246,9 @@ static void attn_task(void *arg, int task, int n_tasks) {
         int nk = dec->enc_len;
         hv_gemm(1, nk, dh, scale, q, dh, dec->cross_k + off, h, 1, 0.0f, sc, nk);
         hv_softmax(sc, nk);
+        if (dec->cross_tap)
+            memcpy(dec->cross_tap + (((long)j->layer * H + hd) * j->rows + r) * nk, sc,
+                   (size_t)nk * sizeof *sc);
         hv_gemm(1, dh, nk, 1.0f, sc, nk, dec->cross_v + off, h, 0, 0.0f, out, dh);
         return;
     }
@@ -320,7 +324,7 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
 
     for (int l = 0; l < c->dec_layers; l++) {
         const hv_dec_layer *y = &w->layers[l];
-        attn_job j = {dec, seqs, n_tok, l, 0, cols};
+        attn_job j = {dec, seqs, n_tok, l, 0, cols, rows};
 
         /* causal self-attention; the new keys and values join the cache */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln1_w, y->ln1_b, HV_LN_EPS);

@@ -45,6 +45,9 @@ typedef struct hv_decoder {
     float *scores;                        /* [rows x heads x max(dec_max_seq, n_enc)] */
     long scores_cap;
     float *logits; /* [max_seqs x V] log-probs, one row per sequence */
+    /* When not NULL, hv_decoder_forward writes each row's cross-attention
+     * weights there: [layers x heads x rows x enc_len] (word times). */
+    float *cross_tap;
 } hv_decoder;
 
 hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c, const hv_decoder_weights *w,

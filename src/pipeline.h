@@ -37,6 +37,7 @@ typedef struct hv_result_seg {
     char *text; /* owned */
     int token_offset, n_tokens;
     double score;
+    int word_offset, n_words; /* into hv_result.words */
 } hv_result_seg;
 
 struct hv_result {
@@ -51,6 +52,8 @@ struct hv_result {
     int sample_rate;     /* of the segments' sample positions */
     hv_result_seg *segs; /* [n_segs] */
     int n_segs;
+    hv_word *words; /* [n_words]; each text owned */
+    int n_words, cap_words;
 };
 
 /* Copies of the intermediate tensors of one run, owned by the caller
@@ -65,6 +68,9 @@ typedef struct hv_taps {
     float *logprobs0;   /* [vocab] */
     int32_t prompt[HV_PROMPT_MAX];
     int n_prompt;
+    float *attn;                /* word times: the cross-attention the */
+    int attn_rows, attn_frames; /* alignment used, [layers x heads x rows x
+                                   frames] */
 } hv_taps;
 
 /* The chunk plan's sizes for p's chunking options on model c. */

@@ -14,6 +14,9 @@
 #include "encoder.h"
 #include "pipeline.h"
 #include "search.h"
+#include "timing/align.h"
+#include "timing/refine.h"
+#include "timing/words.h"
 
 /* ---------------------------------------------------------------- model */
 
@@ -182,6 +185,7 @@ void hv_taps_free(hv_taps *t) {
     free(t->features);
     free(t->enc);
     free(t->logprobs0);
+    free(t->attn);
     memset(t, 0, sizeof *t);
 }
 
@@ -216,11 +220,115 @@ typedef struct run {
     float *lp_buf;    /* [max_new] */
 } run;
 
-/* One chunk: its samples x[n] -> features -> encoder -> decoder; appends
- * a segment [seg_start, seg_end) of the input's timeline when the
- * transcript is not empty. */
-static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t seg_start,
-                                  size_t seg_end, hv_result *res, hv_taps *taps) {
+/* Appends w[n] (times from the start of chunk i of plan) to the result's
+ * words, on the input's timeline, kept in time order. */
+static int result_add_words(hv_result *r, const hv_chunk_word *w, int n, const hv_piece_plan *plan,
+                            int chunk, int token_offset) {
+    if (r->n_words + n > r->cap_words) {
+        int cap = (r->n_words + n) * 2 + 16;
+        hv_word *x = realloc(r->words, (size_t)cap * sizeof *x);
+        if (!x) return -1;
+        r->words = x;
+        r->cap_words = cap;
+    }
+    double rate = r->sample_rate;
+    size_t len = hv_piece_plan_chunk_samples(plan, chunk);
+    for (int k = 0; k < n; k++) {
+        /* a start at the join of two pieces is the later one's start, an
+         * end there the earlier one's end */
+        size_t a = (size_t)fmin(fmax(llround(w[k].start * rate), 0), (double)len);
+        size_t b = (size_t)fmin(fmax(llround(w[k].end * rate), 0), (double)len);
+        double start = hv_piece_plan_to_input(plan, chunk, a) / rate;
+        double end = (b > 0 ? hv_piece_plan_to_input(plan, chunk, b - 1) + 1 : 0) / rate;
+        hv_word *prev = r->n_words ? &r->words[r->n_words - 1] : NULL;
+        if (prev && start < prev->start) start = prev->start;
+        if (end < start) end = start;
+        if (prev && prev->end > start) prev->end = start;
+        r->words[r->n_words++] = (hv_word){
+            w[k].text, start, end, w[k].probability, token_offset + w[k].first, w[k].n_tokens};
+    }
+    return 0;
+}
+
+/* Word times of the chunk's tokens[n] (in so), with the chunk's samples
+ * x[len]; appends them to the result. */
+static hv_status chunk_words(run *R, const float *x, size_t len, const hv_search_out *so,
+                             const hv_piece_plan *plan, int chunk, int token_offset, hv_result *res,
+                             hv_taps *taps) {
+    hv_context *ctx = R->ctx;
+    const hv_model *m = ctx->model;
+    const hv_config *c = &m->cfg;
+    hv_error *e = &ctx->err;
+    hv_chunk_word *w = NULL;
+    double *bounds = NULL;
+    float *attn = NULL;
+    uint8_t *quiet = NULL;
+    hv_loudness loud = {0};
+    int nw = 0;
+    hv_status st;
+    double t0 = now_ms();
+    if ((st = hv_words_split(&m->tok, so->tokens, so->logprobs, so->n, &w, &nw, e))) return st;
+    if (nw == 0) goto done;
+    if (!(bounds = malloc((size_t)(so->n + 1) * sizeof *bounds))) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory for word times");
+        goto done;
+    }
+    /* where the audio is quiet, and the tokens that may sit in a pause */
+    int T = ctx->dec.enc_len;
+    double frame_s = (double)c->hop_length * c->sub_factor / c->sample_rate;
+    if (hv_loudness_measure(&loud, x, len, c->sample_rate) ||
+        !(quiet = malloc((size_t)T + (size_t)so->n + 1))) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory for word times");
+        goto done;
+    }
+    uint8_t *pause = quiet + T;
+    hv_loudness_quiet(&loud, frame_s, T, quiet);
+    for (int i = 0; i < so->n; i++) pause[i] = (uint8_t)hv_token_is_silent(&m->tok, so->tokens[i]);
+    pause[so->n] = 1; /* the end */
+    hv_align_params ap = hv_align_default_params(c->dec_layers);
+    if ((st = hv_align_attention(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, so->tokens, so->n,
+                                 &attn, e)) ||
+        (st = hv_align_bounds(attn, c->dec_layers, c->dec_heads, so->n + 1, T, quiet, pause, &ap,
+                              bounds, e)))
+        goto done;
+    for (int k = 0; k < nw; k++) {
+        /* a word ends where its sound does: before its punctuation, whose
+         * rows hold the pause after it */
+        int end = w[k].first + w[k].n_tokens;
+        while (end - 1 > w[k].first && pause[end - 1]) end--;
+        w[k].start = bounds[w[k].first] * frame_s;
+        w[k].end = bounds[end] * frame_s;
+    }
+    hv_words_refine(w, nw, &loud, frame_s);
+    if (taps) {
+        free(taps->attn);
+        taps->attn = attn;
+        taps->attn_rows = so->n + 1;
+        taps->attn_frames = ctx->dec.enc_len;
+        attn = NULL;
+    }
+    if (result_add_words(res, w, nw, plan, chunk, token_offset)) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory for words");
+        goto done;
+    }
+    for (int k = 0; k < nw; k++) w[k].text = NULL; /* the result's now */
+done:
+    res->timings.align_ms += now_ms() - t0;
+    hv_chunk_words_free(w, nw);
+    free(bounds);
+    free(attn);
+    free(quiet);
+    hv_loudness_free(&loud);
+    return st;
+}
+
+/* One chunk (chunk i of plan): its samples x[n] -> features -> encoder ->
+ * decoder; appends a segment [seg_start, seg_end) of the input's timeline
+ * when the transcript is not empty. */
+static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_piece_plan *plan,
+                                  int chunk, hv_result *res, hv_taps *taps) {
+    hv_span speech = hv_piece_plan_chunk_speech(plan, chunk);
+    size_t seg_start = speech.start, seg_end = speech.end;
     hv_context *ctx = R->ctx;
     const hv_model *m = ctx->model;
     const hv_config *c = &m->cfg;
@@ -271,6 +379,12 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t seg_s
         free(text);
         goto tapped;
     }
+    int word_offset = res->n_words;
+    if (p->word_timestamps &&
+        (st = chunk_words(R, x, n, &so, plan, chunk, res->n_tokens - so.n, res, taps))) {
+        free(text);
+        goto done;
+    }
     hv_result_seg *segs = realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *segs);
     if (!segs) {
         free(text);
@@ -279,7 +393,8 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, size_t seg_s
     }
     res->segs = segs;
     segs[res->n_segs++] = (hv_result_seg){
-        (int64_t)seg_start, (int64_t)seg_end, text, res->n_tokens - so.n, so.n, so.score};
+        (int64_t)seg_start, (int64_t)seg_end,          text, res->n_tokens - so.n, so.n, so.score,
+        word_offset,        res->n_words - word_offset};
 tapped:
     if (taps) {
         taps->features = feat;
@@ -304,6 +419,8 @@ done:
 
 /* Joins the segments' texts. */
 static hv_status result_finish(hv_result *r, hv_error *e) {
+    if (!r->words && !(r->words = malloc(sizeof *r->words)))
+        return hv_err(e, HV_ERR_NOMEM, "out of memory");
     /* callers may memcpy hv_result_tokens(): never NULL, even when empty */
     if (!r->tokens && result_append(r, (const int32_t[]){0}, (const float[]){0}, 1) == 0)
         r->n_tokens = 0;
@@ -495,10 +612,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
             }
             cx = buf;
         }
-        hv_span speech = hv_piece_plan_chunk_speech(&plan, i);
-        if ((st = transcribe_piece(&R, cx, len, speech.start, speech.end, res,
-                                   i == 0 ? taps : NULL)))
-            goto done;
+        if ((st = transcribe_piece(&R, cx, len, &plan, i, res, i == 0 ? taps : NULL))) goto done;
         done_s = (double)last->end / c->sample_rate;
         if (p.progress) p.progress(p.progress_user, done_s, res->duration);
     }
@@ -545,6 +659,8 @@ double hv_result_score(const hv_result *r) { return r->score; }
 double hv_result_duration(const hv_result *r) { return r->duration; }
 const char *hv_result_language(const hv_result *r) { return r->language; }
 int hv_result_n_segments(const hv_result *r) { return r->n_segs; }
+int hv_result_n_words(const hv_result *r) { return r->n_words; }
+const hv_word *hv_result_words(const hv_result *r) { return r->words; }
 
 hv_segment hv_result_segment(const hv_result *r, int i) {
     hv_segment g = {0};
@@ -560,6 +676,8 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
     g.token_logprobs = r->logprobs + s->token_offset;
     g.n_tokens = s->n_tokens;
     g.score = s->score;
+    g.words = r->words + s->word_offset;
+    g.n_words = s->n_words;
     return g;
 }
 
@@ -578,6 +696,8 @@ void hv_result_free(hv_result *r) {
     if (!r) return;
     for (int i = 0; i < r->n_segs; i++) free(r->segs[i].text);
     free(r->segs);
+    for (int i = 0; i < r->n_words; i++) free((char *)r->words[i].text);
+    free(r->words);
     free(r->text);
     free(r->tokens);
     free(r->logprobs);

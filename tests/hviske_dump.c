@@ -8,7 +8,10 @@
  * audio the tensors are those of the first chunk; "bounds" is the chunk
  * plan (hv_chunk_plan on samples.npy with the model's settings) and
  * "segments" the result's segments ({start_sample, end_sample, text,
- * tokens, token_logprobs, score}). */
+ * tokens, token_logprobs, score}). --word-timestamps adds "words" (word,
+ * start, end, probability, first_token, n_tokens) and attention.npy: the
+ * first chunk's cross-attention that the word times came from, [decoder
+ * layers x heads x tokens + 1 x encoder frames]. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -65,7 +68,7 @@ static void usage(void) {
                     "[--no-punctuation] [--max-tokens N] [-t N] [--dither X]\n"
                     "                   [--beams N] [--length-penalty X]\n"
                     "                   [--chunking auto|energy|fixed|none] "
-                    "[--chunk-seconds S] AUDIO\n");
+                    "[--chunk-seconds S] [--word-timestamps] AUDIO\n");
 }
 
 int main(int argc, char **argv) {
@@ -73,11 +76,15 @@ int main(int argc, char **argv) {
     hv_transcribe_params tp = hv_transcribe_default_params();
     int threads = 0;
     tp.dither = 0.0f;
-    static const struct option opts[] = {
-        {"no-punctuation", no_argument, 0, 'P'},       {"max-tokens", required_argument, 0, 'M'},
-        {"dither", required_argument, 0, 'D'},         {"beams", required_argument, 0, 'B'},
-        {"length-penalty", required_argument, 0, 'L'}, {"chunking", required_argument, 0, 'C'},
-        {"chunk-seconds", required_argument, 0, 'S'},  {0, 0, 0, 0}};
+    static const struct option opts[] = {{"no-punctuation", no_argument, 0, 'P'},
+                                         {"max-tokens", required_argument, 0, 'M'},
+                                         {"dither", required_argument, 0, 'D'},
+                                         {"beams", required_argument, 0, 'B'},
+                                         {"length-penalty", required_argument, 0, 'L'},
+                                         {"chunking", required_argument, 0, 'C'},
+                                         {"chunk-seconds", required_argument, 0, 'S'},
+                                         {"word-timestamps", no_argument, 0, 'W'},
+                                         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:o:l:t:", opts, NULL)) != -1) {
         switch (ch) {
@@ -97,6 +104,7 @@ int main(int argc, char **argv) {
                 }
                 break;
             case 'S': tp.chunk_seconds = strtof(optarg, NULL); break;
+            case 'W': tp.word_timestamps = 1; break;
             default: usage(); return 2;
         }
     }
@@ -184,6 +192,25 @@ int main(int argc, char **argv) {
             cJSON_AddItemToArray(segs, o);
         }
         cJSON_AddItemToObject(j, "segments", segs);
+        if (tp.word_timestamps) {
+            cJSON *words = cJSON_CreateArray();
+            const hv_word *w = hv_result_words(res);
+            for (int i = 0; i < hv_result_n_words(res); i++) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "word", w[i].text);
+                cJSON_AddNumberToObject(o, "start", w[i].start);
+                cJSON_AddNumberToObject(o, "end", w[i].end);
+                cJSON_AddNumberToObject(o, "probability", w[i].probability);
+                cJSON_AddNumberToObject(o, "first_token", w[i].first_token);
+                cJSON_AddNumberToObject(o, "n_tokens", w[i].n_tokens);
+                cJSON_AddItemToArray(words, o);
+            }
+            cJSON_AddItemToObject(j, "words", words);
+            cJSON_AddNumberToObject(j, "frame_s",
+                                    (double)c->hop_length * c->sub_factor / c->sample_rate);
+            long s5[4] = {c->dec_layers, c->dec_heads, taps.attn_rows, taps.attn_frames};
+            if (taps.attn && write_npy(out_dir, "attention.npy", taps.attn, 4, s5)) rc = 1;
+        }
         cJSON_AddNumberToObject(j, "duration", hv_result_duration(res));
         cJSON_AddStringToObject(j, "language", hv_result_language(res));
         char *s = cJSON_PrintUnformatted(j);

@@ -24,6 +24,16 @@ def report(name, ok, detail=""):
     sys.stdout.flush()
 
 
+def skip_or_fail(name, why, how="run scripts/install-deps.sh"):
+    """A missing tool: a skip with the reason, but a failure when CI is set
+    (CI installs everything: a skip there would hide a broken install)."""
+    if os.environ.get("CI"):
+        report(name, False, f"{why} (CI is set: {how})")
+    else:
+        print(f"skip  {name}: {why} ({how})")
+        sys.stdout.flush()
+
+
 def finish():
     """Prints the closing line; returns the exit status."""
     print(f"{_counts['passed']} passed, {_counts['failed']} failed")

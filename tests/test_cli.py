@@ -128,6 +128,70 @@ def parse_json_lines(run):
     return objs, ""
 
 
+def word_problem(o, plain):
+    """Why the --word-timestamps JSON object o is not plain (the same run
+    without the option) plus well-formed words; "" when it is."""
+    if set(o) != JSON_KEYS | {"words"}:
+        return f"keys {sorted(o)}"
+    if set(o["timings"]) != TIMING_KEYS | {"align_ms"} or o["timings"]["align_ms"] < 0:
+        return f"timings {o['timings']}"
+    for key in ("text", "tokens", "token_logprobs", "score"):
+        if o[key] != plain[key]:
+            return f"{key} differs from the run without --word-timestamps"
+    words, prev = o["words"], 0.0
+    for w in words:
+        if set(w) != {"word", "start", "end", "probability"} or not isinstance(w["word"], str):
+            return f"word {w}"
+        if not (prev - 1e-9 <= w["start"] <= w["end"] and 0 < w["probability"] <= 1):
+            return f"word {w} after {prev}"
+        prev = w["end"]
+    if o["text"].strip() and not words:
+        return "no words for a transcript"
+    segs = o["segments"]
+    if [dict((k, v) for k, v in g.items() if k != "words") for g in segs] != plain["segments"]:
+        return "segments differ from the run without --word-timestamps"
+    if [w for g in segs for w in g["words"]] != words:
+        return "the segments' words are not the words"
+    return ""
+
+
+def test_word_timestamps(model, wav, wav2):
+    for args in ([], ["--beams", "3"], ["--sample", "--seed", "5"], ["--chunking", "none"]):
+        plain, why = parse_json_lines(Run(["--json", "-m", model] + args + [wav, wav2]))
+        r = Run(["--json", "--word-timestamps", "-m", model] + args + [wav, wav2])
+        objs = []
+        try:
+            objs = [json.loads(line) for line in r.lines()]
+        except ValueError as e:
+            why = f"not JSON: {e}"
+        if not why and (not plain or len(objs) != len(plain)):
+            why = "not one object per input"
+        for o, p in zip(objs, plain or []) if not why else []:
+            why = why or word_problem(o, p)
+        check(f"--word-timestamps {' '.join(args)}: words in order, the rest unchanged", r,
+              r.rc == 0 and not why, why)
+    r = Run(["--format", "json", "--word-timestamps", "-m", model, wav])
+    try:
+        doc = json.loads(r.out)
+        why = "" if "words" in doc and "words" in doc["segments"][0] else "no words"
+    except (ValueError, IndexError, KeyError) as e:
+        why = str(e)
+    check("--format json --word-timestamps: words in the document", r, r.rc == 0 and not why, why)
+    r0 = Run(["-m", model, wav])
+    r = Run(["--word-timestamps", "-m", model, wav])
+    check("--word-timestamps with txt: the same text and a warning", r,
+          r.rc == 0 and r.out == r0.out and "--word-timestamps has no effect" in r.err, "")
+    r = Run(["--json", "--max-lines", "1", "-m", model, wav])
+    check("--max-lines with jsonl: a warning", r,
+          r.rc == 0 and "--max-lines has no effect" in r.err, "")
+    for args in (["--max-lines", "0"], ["--max-lines", "11"], ["--max-lines", "x"],
+                 ["--max-line-chars", "9"], ["--max-line-chars", "1001"],
+                 ["--max-cue-seconds", "0.5"], ["--max-cue-seconds", "601"],
+                 ["--max-cue-seconds", "nan"], ["--max-cue-seconds", ""]):
+        expect_usage_error(f"{' '.join(args)}: usage error",
+                           ["--format", "srt", "-m", model] + args + [wav])
+
+
 # ------------------------------------------------------------------ inputs
 
 def write_wav(path, samples, rate=16000, channels=1):
@@ -693,6 +757,7 @@ def main():
         test_options(model, wav, wav2)
         test_decoding_usage(model, wav)
         test_decoding(model, wav, wav2, models, audio[:3])
+        test_word_timestamps(model, wav, wav2)
         test_batch(model, wav, tmp)
         test_hostile_audio(model, tmp)
 

@@ -95,6 +95,49 @@ def parse_srt(data):
     return cues
 
 
+_SPACE = re.compile("[\\s\x00-\x1f\x7f\x85\u2028\u2029]+")
+
+
+def cue_problem(cues, words, segs, max_s, max_lines, max_chars):
+    """Why cues [(start_ms, end_ms, text)] are not the readable cues of
+    words (the CLI's --word-timestamps JSON) within the limits, or ""."""
+    shown = [w for w in words if _SPACE.sub("", w["word"])]
+    if not shown:
+        return "" if not cues else f"{len(cues)} cues without words"
+    got = _SPACE.sub(" ", " ".join(c[2] for c in cues)).strip()
+    want = _SPACE.sub(" ", " ".join(w["word"] for w in shown)).strip()
+    if got != want:
+        return f"cue texts {got[:80]!r} != words {want[:80]!r}"
+    lo = min(int(round(s["start"] * 1000)) for s in segs) if segs else 0
+    hi = max(int(round(s["end"] * 1000)) for s in segs) if segs else 0
+    k = 0  # the next word: each cue takes the words its text is made of
+    for a, b, text in cues:
+        lines = text.split("\n")
+        pieces = _SPACE.sub(" ", text).strip().split(" ")
+        mine = []
+        while pieces and k < len(shown):
+            wp = _SPACE.sub(" ", shown[k]["word"]).strip().split(" ")
+            if pieces[:len(wp)] != wp:
+                return f"cue {text!r} does not go with word {shown[k]['word']!r}"
+            pieces = pieces[len(wp):]
+            mine.append(shown[k])
+            k += 1
+        if not mine or pieces:
+            return f"cue {text!r}: not whole words"
+        if abs(a - int(round(mine[0]["start"] * 1000))) > 1:
+            return f"cue at {a} ms: its first word starts at {mine[0]['start']} s"
+        if (b - a) > max_s * 1000 + 1 and len(mine) > 1:
+            return f"cue {a}..{b} ms longer than {max_s} s: {text!r}"
+        if len(lines) > max_lines and len(mine) > 1:  # one word may need more
+            return f"cue {text!r}: {len(lines)} lines"
+        for line in lines:
+            if len(line) > max_chars and len(mine) > 1 and " " in line.strip():
+                return f"line {line!r}: more than {max_chars} characters"
+        if a < lo - 1 or b > hi + 501:
+            return f"cue {a}..{b} ms outside the segments {lo}..{hi}"
+    return ""
+
+
 def parse_vtt(data):
     """Strict WebVTT (the W3C grammar, as far as hviske writes it): UTF-8,
     no BOM needed; "WEBVTT" alone on the first line, then a blank line;
@@ -275,16 +318,25 @@ def test_formats(model, long75, tmp):
         why = f"not JSON: {e}"
     check("json on 75 s: one document with language and duration", r, r.rc == 0 and not why, why)
 
+    r = Run(["--json", "--word-timestamps", "-m", model, long75])
+    words = jsonl(r)[0]["words"] if jsonl(r) else []
+    check("--word-timestamps on 75 s: words", r, r.rc == 0 and len(words) > 0, "no words")
     for fmt, parse in (("srt", parse_srt), ("vtt", parse_vtt)):
         r = Run(["--format", fmt, "-m", model, long75])
         try:
-            cues = parse(r.raw)
-            want = [(int(round(s["start"] * 1000)), int(round(s["end"] * 1000)),
-                     s["text"].replace("\n", " ").replace("\r", " ")) for s in segs]
-            why = "" if cues == want else f"cues {cues[:3]} != segments {want[:3]}"
+            why = cue_problem(parse(r.raw), words, segs, 7.0, 2, 42)
         except (ValueError, UnicodeDecodeError) as e:
             why = f"invalid {fmt}: {e}"
-        check(f"{fmt} on 75 s: valid, one cue per segment, times and texts", r, r.rc == 0 and not why, why)
+        check(f"{fmt} on 75 s: valid cues of the words, within the limits", r,
+              r.rc == 0 and not why, why)
+        opts = ["--max-cue-seconds", "2.5", "--max-lines", "1", "--max-line-chars", "20"]
+        r3 = Run(["--format", fmt] + opts + ["-m", model, long75])
+        try:
+            why = cue_problem(parse(r3.raw), words, segs, 2.5, 1, 20)
+        except (ValueError, UnicodeDecodeError) as e:
+            why = f"invalid {fmt}: {e}"
+        check(f"{fmt} with " + " ".join(opts) + ": within those limits", r3,
+              r3.rc == 0 and not why, why)
         out = os.path.join(tmp, "long." + fmt)
         r2 = Run(["--format", fmt, "-o", out, "-m", model, long75])
         same = os.path.exists(out) and open(out, "rb").read() == r.raw
@@ -357,12 +409,14 @@ def test_chunking(model, tiny, long75, ten_min):
           r.rc == 0 and not why and len(objs[0]["segments"]) >= 18
           and objs[0]["segments"][-1]["end"] == 620.0, why)
     r2 = Run(["--format", "srt", "--chunking", "energy", "-m", tiny, ten_min])
+    r3 = Run(["--json", "--word-timestamps", "--chunking", "energy", "-m", tiny, ten_min])
     try:
-        cues = parse_srt(r2.raw)
-        ok = objs and len(cues) == len(objs[0]["segments"]) and cues[-1][1] == 620000
-    except ValueError:
-        ok = False
-    check("10 min as SRT: valid, ends at 00:10:20,000", r2, r2.rc == 0 and ok, "")
+        words = jsonl(r3)[0]["words"]
+        why = cue_problem(parse_srt(r2.raw), words, objs[0]["segments"], 7.0, 2, 42)
+    except (ValueError, TypeError, KeyError) as e:
+        why = f"invalid: {e}"
+    check("10 min as SRT: valid cues of all the words, within 620 s", r2, r2.rc == 0 and not why,
+          why)
 
 
 def test_batch(model, wav, long75, tmp):

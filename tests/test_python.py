@@ -107,6 +107,19 @@ def same_as_cli(res, ref):
              "tokens": s["tokens"]} for s in ref["segments"]]
     if segs != want:
         bad.append(f"segments {segs} != {want}")
+    if "words" in ref:  # --word-timestamps: the same words, times and probabilities
+        def mine(ws):
+            return [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3),
+                     "probability": round(w.probability, 4)} for w in ws]
+        if mine(res.words) != ref["words"] or not res.words:
+            bad.append(f"words {mine(res.words)} != {ref['words']}")
+        if [mine(s.words) for s in res.segments] != [s["words"] for s in ref["segments"]]:
+            bad.append("segment words differ")
+        if any(w.tokens != res.tokens[res.tokens.index(w.tokens[0]):][:len(w.tokens)]
+               for w in res.words):
+            bad.append("word tokens are not the result's")
+    elif res.words or any(s.words for s in res.segments):
+        bad.append("words without word_timestamps")
     return "; ".join(bad)
 
 
@@ -153,7 +166,13 @@ def test_parity(hviske, model):
              ("chunking energy", {"chunking": "energy"}, ["--chunking", "energy"]),
              ("chunking fixed 1.5 s", {"chunking": "fixed", "chunk_seconds": 1.5},
               ["--chunking", "fixed", "--chunk-seconds", "1.5"]),
-             ("max tokens 5", {"max_tokens": 5}, ["--max-tokens", "5"])]
+             ("max tokens 5", {"max_tokens": 5}, ["--max-tokens", "5"]),
+             ("word timestamps, greedy", {"word_timestamps": True}, ["--word-timestamps"]),
+             ("word timestamps, 3 beams", {"word_timestamps": True, "beams": 3},
+              ["--word-timestamps", "--beams", "3"]),
+             ("word timestamps, sampling seed 7",
+              {"word_timestamps": True, "sample": True, "seed": 7},
+              ["--word-timestamps", "--sample", "--seed", "7"])]
     for name, kw, args in cases:
         ref = cli_json(args)
         res = model.transcribe(WAV, **kw)
@@ -164,7 +183,8 @@ def test_parity(hviske, model):
     report("Result: language, duration, timings",
            res.language == "da" and abs(res.duration - 48403 / 16000) < 1e-6 and
            set(t) == {"frontend_ms", "encoder_ms", "decoder_ms", "prefill_ms", "steps_ms",
-                      "n_steps", "n_tokens", "vad_ms", "encoded_s"} and
+                      "n_steps", "n_tokens", "vad_ms", "encoded_s", "align_ms"} and
+           t["align_ms"] == 0 and
            t["n_tokens"] == len(res.tokens) and t["vad_ms"] > 0 and res.text == SENTENCE,
            f"{res} {t}")
 
@@ -255,6 +275,8 @@ def test_errors(hviske, model):
              ("top_k=-1", IA, lambda: model.transcribe(WAV, top_k=-1), "top_k"),
              ("beams=\"3\"", TypeError, lambda: model.transcribe(WAV, beams="3"), "beams"),
              ("audio=42", TypeError, lambda: model.transcribe(42), "audio"),
+             ("word_timestamps=1", TypeError, lambda: model.transcribe(WAV, word_timestamps=1),
+              "word_timestamps"),
              ("samples without sample_rate", IA, lambda: model.transcribe([0.0] * 16000),
               "sample_rate"),
              ("a path with sample_rate", IA, lambda: model.transcribe(WAV, sample_rate=16000),

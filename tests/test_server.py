@@ -294,11 +294,11 @@ def cli_texts(model, files, opts=()):
     return texts
 
 
-def cli_docs(model, files, fmt, tmp):
+def cli_docs(model, files, fmt, tmp, opts=()):
     """{file: bytes} of --format fmt, one document per input."""
     d = tempfile.mkdtemp(dir=tmp)
     cli(["-m", model, "-t", "1", "-q", "--format", fmt, "--output-dir", d]
-        + list(files))
+        + list(opts) + list(files))
     docs = {}
     for f in files:
         base = os.path.splitext(os.path.basename(f))[0]
@@ -310,6 +310,46 @@ def cli_docs(model, files, fmt, tmp):
 def read(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+_SPACES = re.compile("[\\s\x00-\x1f\x7f\x85\u2028\u2029]+")
+
+
+def verbose_ok(o, want, words):
+    """Why the verbose_json o is not the CLI's transcript (want, its JSON)
+    with segments made of the words (its --word-timestamps words) in
+    order, each with OpenAI's keys; "" when it is."""
+    if not isinstance(o, dict) or o.get("task") != "transcribe":
+        return "not a verbose_json transcription"
+    for key in ("language", "duration", "text"):
+        if o.get(key) != want[key]:
+            return f"{key} {o.get(key)!r} != {want[key]!r}"
+    segs, k, toks = o.get("segments"), 0, want["tokens"]
+    if not isinstance(segs, list) or (words and not segs):
+        return "no segments"
+    for i, g in enumerate(segs):
+        if g.get("id") != i or not isinstance(g.get("seek"), int) or g.get("temperature") != 0:
+            return f"segment {i}: id, seek or temperature {g}"
+        if not (isinstance(g.get("avg_logprob"), (int, float)) and g["avg_logprob"] <= 1e-4):
+            return f"segment {i}: avg_logprob {g.get('avg_logprob')}"
+        rest, mine = _SPACES.sub(" ", g.get("text", "")).strip(), []
+        while rest and k < len(words):
+            w = _SPACES.sub(" ", words[k]["word"]).strip()
+            if not w:  # a word that shows nothing is in no cue
+                k += 1
+                continue
+            if not (rest == w or rest.startswith(w + " ")):
+                return f"segment {i} {g.get('text')!r}: not word {words[k]['word']!r}"
+            rest = rest[len(w):].lstrip()
+            mine.append(words[k])
+            k += 1
+        if rest or not mine:
+            return f"segment {i} {g.get('text')!r}: not whole words"
+        if abs(g.get("start", -1) - mine[0]["start"]) > 0.0015 or g.get("end", -1) <= g["start"]:
+            return f"segment {i}: {g.get('start')}..{g.get('end')}, first word at {mine[0]}"
+        if not g.get("tokens") or " ".join(map(str, g["tokens"])) not in " ".join(map(str, toks)):
+            return f"segment {i}: tokens {g.get('tokens')} not a run of {toks}"
+    return "" if k == len(words) else f"{len(words) - k} words in no segment"
 
 
 def write_wav(path, frames, rate=16000):
@@ -374,6 +414,7 @@ def test_formats(port, model, files, tmp):
     txt_lines = txt.decode("utf-8").split("\n")
     docs = {fmt: cli_docs(model, files, fmt, tmp)
             for fmt in ("json", "srt", "vtt")}
+    docs["words"] = cli_docs(model, files, "json", tmp, ["--word-timestamps"])
     for i, f in enumerate(files):
         name = os.path.basename(f)
         audio = read(f)
@@ -389,22 +430,22 @@ def test_formats(port, model, files, tmp):
                r.headers.get("content-type", ""), f"{r} want {txt_lines[i]!r}")
         r = transcribe(port, audio, [("response_format", "verbose_json")])
         o, want = r.json(), json.loads(docs["json"][f])
-        ok = (r.status == 200 and isinstance(o, dict) and
-              o.get("task") == "transcribe" and
-              o.get("language") == want["language"] and
-              o.get("duration") == want["duration"] and
-              o.get("text") == want["text"] and
-              isinstance(o.get("segments"), list) and
-              len(o["segments"]) == len(want["segments"]))
-        for k, (g, w) in enumerate(zip(o.get("segments") or [],
-                                       want["segments"]) if ok else []):
-            ok = ok and g.get("id") == k and all(
-                g.get(key) == w[key] for key in ("start", "end", "text",
-                                                 "tokens")) and \
-                isinstance(g.get("avg_logprob"), (int, float)) and \
-                g.get("avg_logprob") <= 1e-4 and g.get("temperature") == 0 \
-                and isinstance(g.get("seek"), int)
-        report(f"verbose_json {name}", ok, f"{r} want {want}")
+        words = json.loads(docs["words"][f])["words"]
+        report(f"verbose_json {name}: readable segments of the words",
+               r.status == 200 and verbose_ok(o, want, words) == "" and "words" not in o,
+               f"{verbose_ok(o, want, words)} {r}")
+        for grans, keys in ((["word"], ("words",)), (["segment", "word"], ("segments", "words")),
+                            (["segment"], ("segments",))):
+            fields = [("response_format", "verbose_json")] + [
+                ("timestamp_granularities[]", g) for g in grans]
+            r = transcribe(port, audio, fields)
+            o = r.json() or {}
+            ok = (r.status == 200 and all(k in o for k in keys) and
+                  not any(k in o for k in ("segments", "words") if k not in keys) and
+                  ("words" not in o or o["words"] == words) and
+                  ("segments" not in o or verbose_ok(o, want, words) == ""))
+            report(f"verbose_json {name} timestamp_granularities {grans}: {', '.join(keys)}"
+                   " (words as the CLI's --word-timestamps)", ok, f"{r}")
         for fmt in ("srt", "vtt"):
             r = transcribe(port, audio, [("response_format", fmt)])
             report(f"{fmt} {name}", r.status == 200 and
@@ -652,7 +693,7 @@ def test_hostile(port, wav, want, tmp, too_long):
         ("language", ["xx", "", "da\x00", "d" * 31]),
         ("model", ["", "two words", "m\r\nX-Evil: 1"]),
         ("stream", ["true", "maybe"]),
-        ("timestamp_granularities[]", ["word"]),
+        ("timestamp_granularities[]", ["word", "words", "", "segment,word"]),
     ]
     for field, values in bad:
         results = []

@@ -20,7 +20,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import finish, report  # noqa: E402
+from hvtest import finish, report, skip_or_fail  # noqa: E402
 
 SRC = os.environ.get("HV_SOURCE_DIR", os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -34,16 +34,6 @@ ONNX = os.path.join(ORACLE, "node_modules", "@ricky0123", "vad-web", "dist",
 SR, WINDOW = 16000, 512
 TOLERANCE = 1e-4
 TMP = tempfile.mkdtemp(prefix="hviske-vad-")
-
-
-def skip_or_fail(name, why):
-    """Missing tools: a skip with the reason, but a failure under CI."""
-    if os.environ.get("CI"):
-        report(name, False, why + " (CI is set: the oracle must be installed;"
-               " run scripts/install-deps.sh)")
-    else:
-        print(f"skip  {name}: {why} (scripts/install-deps.sh installs it)")
-        sys.stdout.flush()
 
 
 def run(args, timeout=600):

@@ -255,30 +255,17 @@ static void test_errors(hv_context *ctx, const hv_vad *vad) {
 }
 
 int main(void) {
-    const char *src = hv_test_env("HV_SOURCE_DIR", ".");
-    char err[1024];
     hv_model *model = NULL;
     hv_vad *vad = NULL;
-    hv_model_params mp = hv_model_default_params();
-    mp.n_threads = 2;
-    CHECK_MSG(hv_model_load(hv_test_path(src, "models/demo"), &mp, &model, err, sizeof err) ==
-                  HV_OK,
-              "%s", err);
-    CHECK_MSG(hv_vad_load(hv_test_path(src, "models/silero-vad"), &vad, err, sizeof err) == HV_OK,
-              "%s", err);
     float *clip = NULL;
     size_t n_clip = 0;
-    int rate = 0, ch = 0;
-    CHECK_MSG(hv_audio_read(hv_test_path(src, "examples/da-example.wav"), &clip, &n_clip, &rate,
-                            &ch, err, sizeof err) == HV_OK &&
-                  rate == SR && ch == 1,
-              "%s", err);
+    hv_test_load_demo(&model, &vad, &clip, &n_clip);
     if (model && vad && clip) {
         hv_context *ctx = hv_context_new(model, 0);
         test_no_speech(ctx, vad);
         test_time_map(ctx, vad, clip, n_clip);
         test_long_pauses(ctx, vad, clip, n_clip, -1);
-        hv_model *short_clip = load_short_clip_model(src);
+        hv_model *short_clip = load_short_clip_model(hv_test_env("HV_SOURCE_DIR", "."));
         CHECK(short_clip != NULL);
         if (short_clip) {
             hv_context *sc = hv_context_new(short_clip, 0);

@@ -1,5 +1,7 @@
 #include "testlib.h"
 
+#include "hviske.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,4 +63,23 @@ float *hv_test_noise(size_t n, unsigned seed) {
         x[i] = (float)((seed >> 16) % 1000) / 1000.0f - 0.5f;
     }
     return x;
+}
+
+int hv_test_load_demo(hv_model **model, hv_vad **vad, float **clip, size_t *n_clip) {
+    const char *src = hv_test_env("HV_SOURCE_DIR", ".");
+    char err[1024];
+    int rate = 0, ch = 0;
+    hv_model_params mp = hv_model_default_params();
+    mp.n_threads = 2;
+    *clip = NULL;
+    *n_clip = 0;
+    CHECK_MSG(hv_model_load(hv_test_path(src, "models/demo"), &mp, model, err, sizeof err) == HV_OK,
+              "%s", err);
+    CHECK_MSG(hv_vad_load(hv_test_path(src, "models/silero-vad"), vad, err, sizeof err) == HV_OK,
+              "%s", err);
+    CHECK_MSG(hv_audio_read(hv_test_path(src, "examples/da-example.wav"), clip, n_clip, &rate, &ch,
+                            err, sizeof err) == HV_OK &&
+                  rate == 16000 && ch == 1,
+              "%s", err);
+    return *model && *vad && *clip && rate == 16000 && ch == 1 ? 0 : -1;
 }

@@ -38,6 +38,13 @@ float *hv_test_noise(size_t n, unsigned seed);
 /* A fresh empty temporary directory (static buffer). */
 const char *hv_test_tmpdir(void);
 
+/* The bundled demo model (2 threads), speech detector and example clip
+ * (16 kHz mono) of the source tree ($HV_SOURCE_DIR), each checked; what
+ * loaded is set (the rest NULL). 0 when all three loaded. */
+struct hv_model;
+struct hv_vad;
+int hv_test_load_demo(struct hv_model **model, struct hv_vad **vad, float **clip, size_t *n_clip);
+
 #define TEST_END()                                                                                 \
     do {                                                                                           \
         printf("%d passed, %d failed\n", hv_test_passed, hv_test_failed);                          \

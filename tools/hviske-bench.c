@@ -2,13 +2,14 @@
  *
  *   hviske-bench -m MODEL_DIR [-t N] [--weight-type T] [--beams N]
  *                [--max-tokens N] [--chunking MODE] [--vad-model DIR]
- *                [--runs R] [--warmup W] [--json] FILE...
+ *                [--word-timestamps] [--runs R] [--warmup W] [--json] FILE...
  *
  * Loads the model once (timed), then per file runs W warm-up and R measured
  * transcriptions and reports the median and spread (min-max) of each
  * stage (speech detection among them), the share of the audio that speech
  * detection kept from the encoder, the real-time factor and the peak
- * resident memory. */
+ * resident memory; with --word-timestamps also the time the word times
+ * took and their share of the total. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -27,7 +28,7 @@ typedef struct opts {
     const char *weight_type;
     const char *vad_model; /* NULL: hvt_load_vad's search */
     hv_chunking chunking;  /* default auto, as the CLI */
-    int threads, beams, max_tokens, runs, warmup, json, bandwidth;
+    int threads, beams, max_tokens, runs, warmup, json, bandwidth, words;
 } opts;
 
 static double peak_rss_mb(void) {
@@ -102,21 +103,24 @@ enum {
     S_PREFILL,
     S_TOKEN,
     S_DECODER,
+    S_ALIGN,
+    S_ALIGN_SHARE,
     S_SKIPPED,
     S_RTF,
     N_STATS
 };
-static const char *stat_names[N_STATS] = {"total_ms", "vad_ms",     "frontend_ms",  "encoder_ms",
-                                          "cross_ms", "prefill_ms", "per_token_ms", "decoder_ms",
-                                          "skipped",  "rtf"};
+static const char *stat_names[N_STATS] = {"total_ms", "vad_ms",      "frontend_ms",  "encoder_ms",
+                                          "cross_ms", "prefill_ms",  "per_token_ms", "decoder_ms",
+                                          "align_ms", "align_share", "skipped",      "rtf"};
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--weight-type auto|f32|f16|bf16|q8_0]\n"
                "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W]\n"
                "                    [--chunking auto|vad|energy|none] [--vad-model DIR]\n"
-               "                    [--bandwidth] [--json] FILE...\n"
+               "                    [--word-timestamps] [--bandwidth] [--json] FILE...\n"
                "vad_ms is the speech detector's time; skipped the share of the audio it kept\n"
-               "from the encoder (pauses, silence, noise).\n");
+               "from the encoder (pauses, silence, noise). align_ms is the time of the word\n"
+               "times (--word-timestamps), align_share its share of total_ms.\n");
 }
 
 static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const char *path,
@@ -138,6 +142,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
     tp.dither = 0;
     tp.chunking = o->chunking;
     tp.vad = vad;
+    tp.word_timestamps = o->words;
     int rc = 0, tokens = 0;
     double duration = (double)n / rate;
     for (int r = -o->warmup; ctx && r < o->runs; r++) {
@@ -162,6 +167,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
         v[S_CROSS][r] = t.decoder_ms - t.prefill_ms - t.steps_ms;
         v[S_TOKEN][r] = t.n_steps ? t.steps_ms / t.n_steps : 0;
         v[S_DECODER][r] = t.decoder_ms;
+        v[S_ALIGN][r] = t.align_ms;
+        v[S_ALIGN_SHARE][r] = total > 0 ? t.align_ms / total : 0;
         v[S_RTF][r] = total / 1e3 / duration;
     }
     if (!ctx) {
@@ -198,7 +205,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, "auto", NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0};
+    opts o = {NULL, "auto", NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0, 0};
     static const struct option lo[] = {{"threads", required_argument, 0, 't'},
                                        {"beams", required_argument, 0, 'b'},
                                        {"max-tokens", required_argument, 0, 'n'},
@@ -210,6 +217,7 @@ int main(int argc, char **argv) {
                                        {"help", no_argument, 0, 'h'},
                                        {"chunking", required_argument, 0, 'C'},
                                        {"vad-model", required_argument, 0, 'V'},
+                                       {"word-timestamps", no_argument, 0, 'T'},
                                        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:t:h", lo, NULL)) != -1) {
@@ -228,6 +236,7 @@ int main(int argc, char **argv) {
             case 'V': o.vad_model = optarg; break;
             case 'j': o.json = 1; break;
             case 'B': o.bandwidth = 1; break;
+            case 'T': o.words = 1; break;
             case 'h': usage(stdout); return 0;
             default: usage(stderr); return 2;
         }

@@ -114,50 +114,54 @@ typedef struct options {
     const char *vad_model; /* NULL: hvt_load_vad's search */
     hv_vad_params vad;     /* speech detection settings */
     float vad_max_gap_s;
+    hvt_cue_params cues; /* srt, vtt, verbose_json segments */
 } options;
 
 static void usage(FILE *f) {
-    fprintf(f, "Usage: hviske-server -m MODEL_DIR [options]\n"
-               "Serves transcription over HTTP with OpenAI's API:\n"
-               "POST /v1/audio/transcriptions, GET /v1/models, GET /health.\n"
-               "\n"
-               "  -m, --model DIR          checkpoint directory\n"
-               "      --host HOST          address to listen on (default 127.0.0.1)\n"
-               "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
-               "                           free port, printed at start)\n"
-               "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
-               "  -t, --threads N          threads per worker, 1..256 (default: the\n"
-               "                           cores divided among the workers)\n"
-               "      --queue Q            requests that may wait for a worker,\n"
-               "                           0..4096 (default 16); beyond: 503\n"
-               "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
-               "                           (default 25)\n"
-               "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
-               "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
-               "                           /v1/ paths\n"
-               "      --model-name NAME    the model id in /v1/models (default\n"
-               "                           hviske)\n"
-               "      --timeout S          close a connection idle for S seconds,\n"
-               "                           1..86400 (default 30)\n"
-               "      --request-timeout S  a request's body must be in within S\n"
-               "                           seconds of its headers, 1..86400\n"
-               "                           (default 600)\n"
-               "      --max-connections N  open connections at most, 1..65536\n"
-               "                           (default 64)\n"
-               "      --max-connections-per-ip N  from one address, 0..65536\n"
-               "                           (default 0: no limit of its own)\n"
-               "  -q, --quiet              no access log on stderr\n"
-               "\n"
-               "Speech detection (the form field chunking_strategy, \"auto\" or\n"
-               "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
-               "      --chunking MODE    for requests without chunking_strategy:\n"
-               "                         auto (default) = vad: only speech is\n"
-               "                         transcribed; energy, none: all audio\n" HVT_VAD_USAGE "\n"
-               "  -h, --help               show this help and exit\n"
-               "      --version            show the version and exit\n"
-               "\n"
-               "SIGINT or SIGTERM: stop accepting, finish the requests begun, exit\n"
-               "0; a second signal answers the requests still queued with 503.\n");
+    fprintf(f,
+            "Usage: hviske-server -m MODEL_DIR [options]\n"
+            "Serves transcription over HTTP with OpenAI's API:\n"
+            "POST /v1/audio/transcriptions, GET /v1/models, GET /health.\n"
+            "\n"
+            "  -m, --model DIR          checkpoint directory\n"
+            "      --host HOST          address to listen on (default 127.0.0.1)\n"
+            "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
+            "                           free port, printed at start)\n"
+            "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
+            "  -t, --threads N          threads per worker, 1..256 (default: the\n"
+            "                           cores divided among the workers)\n"
+            "      --queue Q            requests that may wait for a worker,\n"
+            "                           0..4096 (default 16); beyond: 503\n"
+            "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
+            "                           (default 25)\n"
+            "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
+            "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
+            "                           /v1/ paths\n"
+            "      --model-name NAME    the model id in /v1/models (default\n"
+            "                           hviske)\n"
+            "      --timeout S          close a connection idle for S seconds,\n"
+            "                           1..86400 (default 30)\n"
+            "      --request-timeout S  a request's body must be in within S\n"
+            "                           seconds of its headers, 1..86400\n"
+            "                           (default 600)\n"
+            "      --max-connections N  open connections at most, 1..65536\n"
+            "                           (default 64)\n"
+            "      --max-connections-per-ip N  from one address, 0..65536\n"
+            "                           (default 0: no limit of its own)\n"
+            "  -q, --quiet              no access log on stderr\n"
+            "\n"
+            "Speech detection (the form field chunking_strategy, \"auto\" or\n"
+            "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
+            "      --chunking MODE    for requests without chunking_strategy:\n"
+            "                         auto (default) = vad: only speech is\n"
+            "                         transcribed; energy, none: all audio\n" HVT_VAD_USAGE "\n"
+            "Subtitles (response_format srt and vtt, and verbose_json's segments):\n" HVT_CUE_USAGE
+            "\n"
+            "  -h, --help               show this help and exit\n"
+            "      --version            show the version and exit\n"
+            "\n"
+            "SIGINT or SIGTERM: stop accepting, finish the requests begun, exit\n"
+            "0; a second signal answers the requests still queued with 503.\n");
 }
 
 /* --model-name: 1 to 127 visible ASCII characters and no '"', as it is
@@ -189,6 +193,7 @@ enum {
     O_QUIET,
     O_CHUNKING,
     HVT_VAD_OPTION_IDS,
+    HVT_CUE_OPTION_IDS,
     O_HELP,
     O_VERSION,
     N_OPTS
@@ -219,6 +224,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
     HVT_VAD_OPTION_ROWS(options),
+    HVT_CUE_OPTION_ROWS(options),
     [O_HELP] = HVT_OPT_HELP,
     [O_VERSION] = HVT_OPT_VERSION,
 };
@@ -240,7 +246,8 @@ static int parse_options(int argc, char **argv, options *o) {
                    .max_connections = 64,
                    .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
-                   .vad_max_gap_s = defaults.vad_max_gap_s};
+                   .vad_max_gap_s = defaults.vad_max_gap_s,
+                   .cues = hvt_cue_default_params()};
     int given[N_OPTS];
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
     if (rc >= 0) return rc;
@@ -472,7 +479,8 @@ static void run_job(worker *w, request *req) {
         goto done;
     }
     size_t len = 0;
-    char *body = srv_format_result(p->format, res, s->rate, p->temperature, &len);
+    srv_format_opts fo = {s->rate, p->temperature, p->granularities, &s->o->cues};
+    char *body = srv_format_result(p->format, res, &fo, &len);
     hv_result_free(res);
     req->resp = buffer_response(body, len, srv_format_content_type(p->format));
     if (req->resp && p->model[0]) MHD_add_response_header(req->resp, "OpenAI-Model", p->model);

@@ -73,7 +73,9 @@ typedef struct options {
     hv_vad_params vad;     /* speech regions from probabilities */
     float vad_max_gap_s;   /* a pause this long always ends a chunk */
     out_format format;
-    const char *output; /* -o FILE; NULL or "-": standard output */
+    int word_timestamps; /* --word-timestamps (srt and vtt compute them anyway) */
+    hvt_cue_params cues; /* srt, vtt: --max-cue-seconds, --max-lines, ... */
+    const char *output;  /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int quiet;
     char **files; /* argv tail */
@@ -121,8 +123,11 @@ static void usage(FILE *f) {
                "                         token_logprobs, score, timings, segments);\n"
                "                         json: one indented JSON document per file\n"
                "                         (adds language and duration); srt, vtt:\n"
-               "                         subtitles, one cue per segment\n"
+               "                         subtitles, cues of whole sentences or\n"
+               "                         clauses timed by word (docs/CLI.md)\n"
                "      --json             same as --format jsonl\n"
+               "      --word-timestamps  json, jsonl: add \"words\" (word, start, end,\n"
+               "                         probability) to each result and segment\n" HVT_CUE_USAGE
                "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
                "                         stdout); with several inputs only for txt\n"
                "                         and jsonl (one line per input)\n"
@@ -182,6 +187,8 @@ enum {
     HVT_VAD_OPTION_IDS,
     O_FORMAT,
     O_JSON,
+    O_WORD_TIMESTAMPS,
+    HVT_CUE_OPTION_IDS,
     O_OUTPUT,
     O_OUTPUT_DIR,
     O_BEAMS,
@@ -214,6 +221,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     HVT_VAD_OPTION_ROWS(options),
     [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(format), parse_format, "txt, json, jsonl, srt or vtt"),
     [O_JSON] = HVT_OPT_FLAG("json", 0),
+    [O_WORD_TIMESTAMPS] = HVT_OPT_FLAG("word-timestamps", 0),
+    HVT_CUE_OPTION_ROWS(options),
     [O_OUTPUT] =
         HVT_OPT_NONEMPTY("output", 'o', AT(output), "a file name, or - for standard output"),
     [O_OUTPUT_DIR] = HVT_OPT_NONEMPTY("output-dir", 0, AT(output_dir), "a directory"),
@@ -336,6 +345,16 @@ static void warn_ignored(const options *o, const int *given) {
     if (o->chunk_seconds > 0.0f && o->chunking != HV_CHUNKING_FIXED)
         fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
                         "without --chunking fixed\n");
+    for (int k = O_MAX_CUE_SECONDS; k <= O_MAX_LINE_CHARS; k++)
+        if (given[k] && o->format != FMT_SRT && o->format != FMT_VTT) {
+            fprintf(stderr, "hviske: warning: --%s has no effect with --format %s\n",
+                    OPTIONS[k].name, FORMAT_NAMES[o->format]);
+            break;
+        }
+    if (given[O_WORD_TIMESTAMPS] && o->format != FMT_JSON && o->format != FMT_JSONL)
+        fprintf(stderr, "hviske: warning: --word-timestamps has no effect with --format %s%s\n",
+                FORMAT_NAMES[o->format],
+                o->format == FMT_TXT ? "" : " (subtitles are timed by word anyway)");
     for (int k = O_VAD_MODEL; k <= O_VAD_MAX_GAP; k++)
         if (given[k] && !hvt_chunking_uses_vad(o->chunking)) {
             fprintf(stderr,
@@ -364,6 +383,7 @@ static int parse_options(int argc, char **argv, options *o) {
                    .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
                    .vad_max_gap_s = defaults.vad_max_gap_s,
+                   .cues = hvt_cue_default_params(),
                    .format = FMT_TXT};
     int given[N_OPTS];
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
@@ -371,6 +391,7 @@ static int parse_options(int argc, char **argv, options *o) {
     o->punctuation = !given[O_NO_PUNCT];
     o->do_sample = given[O_SAMPLE] != 0;
     o->quiet = given[O_QUIET] != 0;
+    o->word_timestamps = given[O_WORD_TIMESTAMPS] != 0;
     if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv)) >= 0)
         return rc;
     if (!o->quiet) warn_ignored(o, given);
@@ -579,9 +600,18 @@ static cJSON *json_int_array(const int32_t *v, int n) {
     return a;
 }
 
+/* Adds "words" of w[n] to obj; 0 when out of memory. */
+static int add_words(cJSON *obj, const hv_word *w, int n) {
+    cJSON *a = hvt_json_words(w, n);
+    if (a && cJSON_AddItemToObject(obj, "words", a)) return 1;
+    cJSON_Delete(a);
+    return 0;
+}
+
 /* The JSON object of one result. full (--format json) adds language and
- * duration. NULL when out of memory. */
-static cJSON *result_json(const char *path, const hv_result *res, int full) {
+ * duration, words (--word-timestamps) the words of the result and of each
+ * segment. NULL when out of memory. */
+static cJSON *result_json(const char *path, const hv_result *res, int full, int words) {
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
@@ -605,6 +635,9 @@ static cJSON *result_json(const char *path, const hv_result *res, int full) {
          cJSON_AddNumberToObject(tim, "vad_ms", ms3(t.vad_ms)) &&
          cJSON_AddNumberToObject(tim, "encoded_s", ms3(t.encoded_s * 1e3) / 1e3) &&
          cJSON_AddNumberToObject(tim, "n_tokens", t.n_tokens);
+    if (ok && words)
+        ok = cJSON_AddNumberToObject(tim, "align_ms", ms3(t.align_ms)) &&
+             add_words(obj, hv_result_words(res), hv_result_n_words(res));
     for (int i = 0; ok && i < hv_result_n_tokens(res); i++)
         ok =
             cJSON_AddItemToArray(arr, cJSON_CreateNumber(tokens[i])) &&
@@ -621,6 +654,7 @@ static cJSON *result_json(const char *path, const hv_result *res, int full) {
         else if (ok)
             toks = NULL; /* so owns it now */
         cJSON_Delete(toks);
+        if (ok && words) ok = add_words(so, g.words, g.n_words);
         if (ok && !cJSON_AddItemToArray(segs, so)) ok = 0;
         if (!ok) cJSON_Delete(so);
         free(st);
@@ -638,15 +672,17 @@ static cJSON *result_json(const char *path, const hv_result *res, int full) {
 
 /* Writes one result in the chosen format; 0 on success, -1 when out of
  * memory (write errors show in ferror(f)). */
-static int write_result(FILE *f, out_format fmt, const char *path, const hv_result *res, int rate) {
+static int write_result(FILE *f, const options *o, const char *path, const hv_result *res,
+                        int rate) {
+    out_format fmt = o->format;
     switch (fmt) {
         case FMT_TXT: hvt_put_line(f, hv_result_text(res)); return 0;
-        case FMT_SRT: return hvt_write_srt(f, res, rate);
-        case FMT_VTT: return hvt_write_vtt(f, res, rate);
+        case FMT_SRT:
+        case FMT_VTT: return hvt_write_subtitles(f, res, rate, &o->cues, fmt == FMT_VTT);
         case FMT_JSON:
         case FMT_JSONL:
         default: {
-            cJSON *obj = result_json(path, res, fmt == FMT_JSON);
+            cJSON *obj = result_json(path, res, fmt == FMT_JSON, o->word_timestamps);
             char *s = !obj              ? NULL
                       : fmt == FMT_JSON ? cJSON_Print(obj)
                                         : cJSON_PrintUnformatted(obj);
@@ -726,6 +762,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     tp.vad = vad;
     tp.vad_params = o->vad;
     tp.vad_max_gap_s = o->vad_max_gap_s;
+    tp.word_timestamps = o->word_timestamps || o->format == FMT_SRT || o->format == FMT_VTT;
     const char *slash = strrchr(path, '/');
     progress pr = {slash && slash[1] ? slash + 1 : path, hvt_now_s(), 0};
     if (show_progress) {
@@ -766,7 +803,7 @@ static int write_output_file(const options *o, const char *input, const char *ou
     }
     out_file of;
     if (out_open(&of, out_path) != 0) return -1;
-    if (write_result(of.f, o->format, input, res, rate) != 0) {
+    if (write_result(of.f, o, input, res, rate) != 0) {
         out_abort(&of);
         file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
         return -1;
@@ -864,7 +901,7 @@ int main(int argc, char **argv) {
                 rc = 1;
             else
                 n_ok++;
-        } else if (write_result(out, o.format, path, res, rate) != 0) {
+        } else if (write_result(out, &o, path, res, rate) != 0) {
             file_error(path, HV_ERR_NOMEM,
                        "out of memory formatting the "
                        "output");

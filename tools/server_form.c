@@ -114,13 +114,35 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
             return -1;
         }
         int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
-        if (seen) {
+        if (seen && idx == SRV_F_TIMESTAMP_GRANULARITIES) {
+            /* OpenAI's list field: one part per value, kept one per line */
+            if (f->len[idx] + 1 > FIELDS[idx].max_len) {
+                srv_error_set(&f->err, 400, "field_too_long", name,
+                              "the field '%s' is too long (at most %zu bytes)", name,
+                              FIELDS[idx].max_len);
+                return -1;
+            }
+            char *nv = realloc(f->value[idx], f->len[idx] + 2);
+            if (!nv) {
+                srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+                return -1;
+            }
+            nv[f->len[idx]++] = '\n';
+            nv[f->len[idx]] = '\0';
+            f->value[idx] = nv;
+            f->cur = idx;
+            f->cur_len = 0;
+            seen = -1;
+        }
+        if (seen > 0) {
             srv_error_set(&f->err, 400, "duplicate_parameter", name,
                           "the field '%s' is given more than once", name);
             return -1;
         }
         if (idx == SRV_N_FIELDS) {
             f->have_file = 1;
+        } else if (seen < 0) {
+            /* a further value of a list field: appended above */
         } else if (!(f->value[idx] = calloc(1, 1))) {
             srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
             return -1;
@@ -273,6 +295,7 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
     memset(p, 0, sizeof *p);
     p->tp = *base;
     p->format = SRV_FMT_JSON;
+    p->granularities = SRV_SEGMENTS;
     const char *v;
 
     if (!f->have_file) {
@@ -356,13 +379,31 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         if (strcmp(v, "true") == 0) BAD("stream", "streaming is not supported");
         BAD("stream", "stream must be true or false");
     }
-    if ((v = val(f, SRV_F_TIMESTAMP_GRANULARITIES)) && strcmp(v, "segment") != 0)
-        BAD("timestamp_granularities[]", "only segment timestamps are "
-                                         "supported");
+    if ((v = val(f, SRV_F_TIMESTAMP_GRANULARITIES))) {
+        p->granularities = 0;
+        for (const char *q = v;;) {
+            size_t k = strcspn(q, "\n");
+            if (k == 4 && !strncmp(q, "word", 4))
+                p->granularities |= SRV_WORDS;
+            else if (k == 7 && !strncmp(q, "segment", 7))
+                p->granularities |= SRV_SEGMENTS;
+            else
+                BAD("timestamp_granularities[]",
+                    "timestamp_granularities[] must be word or segment");
+            if (!q[k]) break;
+            q += k + 1;
+        }
+        if ((p->granularities & SRV_WORDS) && p->format != SRV_FMT_VERBOSE_JSON)
+            BAD("timestamp_granularities[]", "response_format must be verbose_json to use word "
+                                             "timestamps");
+    }
     if (p->tp.do_sample && p->tp.num_beams > 1)
         BAD("num_beams", "temperature > 0 (sampling) and num_beams > 1 "
                          "cannot be combined");
     if ((v = val(f, SRV_F_CHUNKING_STRATEGY)) && parse_chunking_strategy(v, &p->tp, e) != 0)
         return -1;
+    /* readable segments and subtitles come from word times */
+    p->tp.word_timestamps =
+        p->format == SRV_FMT_VERBOSE_JSON || p->format == SRV_FMT_SRT || p->format == SRV_FMT_VTT;
     return 0;
 }

@@ -85,6 +85,8 @@ typedef struct srv_params {
     char language[32];
     srv_format format;
     double temperature; /* as given (0 = greedy), for verbose_json */
+    int granularities;  /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
+                           segments only) */
     char model[128];    /* the model field as given ("" if none) */
 } srv_params;
 

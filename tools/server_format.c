@@ -9,6 +9,7 @@
 #include "server_format.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,19 +92,77 @@ static cJSON *json_segment(const hv_result *res, int i, int rate, double tempera
     return o;
 }
 
-/* {"task":"transcribe","language","duration","text","segments":[...]} */
-static cJSON *json_verbose(const hv_result *res, int rate, double temperature) {
+/* One verbose_json segment made of a cue (its words' tokens, and their
+ * mean log-prob). */
+static cJSON *json_cue(const hv_result *res, const hvt_cue *c, int id, int rate,
+                       double temperature) {
+    const hv_word *w = hv_result_words(res) + c->first_word;
+    const int32_t *tokens = hv_result_tokens(res);
+    const float *lps = hv_result_token_logprobs(res);
+    int a = w[0].first_token, b = w[c->n_words - 1].first_token + w[c->n_words - 1].n_tokens;
+    double sum = 0;
+    for (int k = a; k < b; k++) sum += lps[k];
+    char *text = strdup(c->text);
+    cJSON *o = cJSON_CreateObject(), *toks = NULL;
+    for (char *q = text; q && *q; q++)
+        if (*q == '\n') *q = ' '; /* the cue's lines: one text */
+    int ok = text && o && cJSON_AddNumberToObject(o, "id", id) &&
+             cJSON_AddNumberToObject(o, "seek", floor(c->start * 100)) &&
+             cJSON_AddNumberToObject(o, "start", c->start) &&
+             cJSON_AddNumberToObject(o, "end", c->end) &&
+             cJSON_AddStringToObject(o, "text", text) &&
+             (toks = cJSON_AddArrayToObject(o, "tokens"));
+    for (int k = a; ok && k < b; k++)
+        ok = cJSON_AddItemToArray(toks, cJSON_CreateNumber(tokens[k]));
+    ok = ok && cJSON_AddNumberToObject(o, "temperature", temperature) &&
+         cJSON_AddNumberToObject(o, "avg_logprob", b > a ? hvt_float_for_json(sum / (b - a)) : 0.0);
+    free(text);
+    (void)rate;
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The segments: cues of the words when there are word times, else the
+ * result's own. 0 when out of memory. */
+static int add_segments(cJSON *segs, const hv_result *res, const srv_format_opts *fo) {
+    int nw = hv_result_n_words(res), nc = 0, ok = 1;
+    if (nw == 0) {
+        for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
+            cJSON *s = json_segment(res, i, fo->rate, fo->temperature);
+            ok = s && cJSON_AddItemToArray(segs, s);
+            if (!ok) cJSON_Delete(s);
+        }
+        return ok;
+    }
+    hvt_cue *cues = NULL;
+    if (hvt_build_cues(hv_result_words(res), nw, fo->cues, &cues, &nc) != 0) return 0;
+    for (int i = 0; ok && i < nc; i++) {
+        cJSON *s = json_cue(res, &cues[i], i, fo->rate, fo->temperature);
+        ok = s && cJSON_AddItemToArray(segs, s);
+        if (!ok) cJSON_Delete(s);
+    }
+    hvt_cues_free(cues, nc);
+    return ok;
+}
+
+/* {"task":"transcribe","language","duration","text","segments":[...],
+ *  "words":[...]}; segments and words as the granularities ask */
+static cJSON *json_verbose(const hv_result *res, const srv_format_opts *fo) {
     char *text = hvt_utf8_clean(hv_result_text(res));
-    cJSON *o = cJSON_CreateObject(), *segs = NULL;
+    cJSON *o = cJSON_CreateObject(), *segs = NULL, *words = NULL;
     int ok = text && o && cJSON_AddStringToObject(o, "task", "transcribe") &&
              cJSON_AddStringToObject(o, "language", hv_result_language(res)) &&
              cJSON_AddNumberToObject(o, "duration", hv_result_duration(res)) &&
-             cJSON_AddStringToObject(o, "text", text) &&
-             (segs = cJSON_AddArrayToObject(o, "segments"));
-    for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
-        cJSON *s = json_segment(res, i, rate, temperature);
-        ok = s && cJSON_AddItemToArray(segs, s);
-        if (!ok) cJSON_Delete(s);
+             cJSON_AddStringToObject(o, "text", text);
+    if (ok && (fo->granularities & SRV_SEGMENTS))
+        ok = (segs = cJSON_AddArrayToObject(o, "segments")) && add_segments(segs, res, fo);
+    if (ok && (fo->granularities & SRV_WORDS)) {
+        words = hvt_json_words(hv_result_words(res), hv_result_n_words(res));
+        ok = words && cJSON_AddItemToObject(o, "words", words);
+        if (!ok) cJSON_Delete(words);
     }
     free(text);
     if (!ok) {
@@ -129,19 +188,16 @@ char *srv_format_json(cJSON *o, size_t *len) {
     return body;
 }
 
-char *srv_format_result(srv_format f, const hv_result *res, int rate, double temperature,
-                        size_t *len) {
+char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opts *o, size_t *len) {
     if (f == SRV_FMT_JSON) return srv_format_json(json_plain(res), len);
-    if (f == SRV_FMT_VERBOSE_JSON)
-        return srv_format_json(json_verbose(res, rate, temperature), len);
+    if (f == SRV_FMT_VERBOSE_JSON) return srv_format_json(json_verbose(res, o), len);
 
     char *buf = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&buf, &n);
     if (!m) return NULL;
-    int rc = f == SRV_FMT_TEXT  ? write_text(m, res)
-             : f == SRV_FMT_VTT ? hvt_write_vtt(m, res, rate)
-                                : hvt_write_srt(m, res, rate);
+    int rc = f == SRV_FMT_TEXT ? write_text(m, res)
+                               : hvt_write_subtitles(m, res, o->rate, o->cues, f == SRV_FMT_VTT);
     if (fclose(m) != 0 || rc != 0 || !buf) {
         free(buf);
         return NULL;

@@ -13,14 +13,28 @@
 #include <stddef.h>
 
 #include "hviske.h"
+#include "subtitles.h"
 
 typedef enum srv_format {
     SRV_FMT_JSON,         /* {"text": ...} */
     SRV_FMT_TEXT,         /* the transcript and a newline */
     SRV_FMT_VERBOSE_JSON, /* task, language, duration, text, segments */
-    SRV_FMT_SRT,          /* SubRip, one cue per segment */
-    SRV_FMT_VTT           /* WebVTT, one cue per segment */
+    SRV_FMT_SRT,          /* SubRip, cues from word times */
+    SRV_FMT_VTT           /* WebVTT, cues from word times */
 } srv_format;
+
+/* timestamp_granularities[] values. */
+enum { SRV_SEGMENTS = 1, SRV_WORDS = 2 };
+
+/* How a transcription is written, beyond its format. */
+typedef struct srv_format_opts {
+    int rate;                   /* the model's sample rate */
+    double temperature;         /* reported in verbose_json's segments (0
+                                   for greedy and beam search) */
+    int granularities;          /* verbose_json: SRV_SEGMENTS, SRV_WORDS */
+    const hvt_cue_params *cues; /* srt, vtt and verbose_json segments from
+                                   word times; NULL: the defaults */
+} srv_format_opts;
 
 /* Parses a response_format value; 0 on success. */
 int srv_format_parse(const char *name, srv_format *out);
@@ -28,11 +42,12 @@ int srv_format_parse(const char *name, srv_format *out);
 /* The MIME type of a format's body (static string). */
 const char *srv_format_content_type(srv_format f);
 
-/* The body of a transcription. rate is the model's sample rate (cue times
- * come from sample positions, as in the CLI); temperature is reported in
- * verbose_json's segments (0 for greedy and beam search). */
-char *srv_format_result(srv_format f, const hv_result *res, int rate, double temperature,
-                        size_t *len);
+/* The body of a transcription. When the result has word times,
+ * verbose_json's segments are the cues that srt and vtt show (readable
+ * sentences and clauses, hvt_build_cues) and its "words" are listed when
+ * o->granularities asks for them; without word times its segments are the
+ * result's segments. */
+char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opts *o, size_t *len);
 
 /* cJSON's unformatted text of o and a newline; deletes o. NULL when o is
  * NULL or out of memory. */

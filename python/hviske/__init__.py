@@ -26,7 +26,7 @@ from ._native import (DetectorNotFound, Error, FileError, FormatError, InvalidAr
                       detector_candidates, error, load_library, PROGRESS)
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Result", "Segment", "load_library", "Error", "LibraryNotFound",
+__all__ = ["Model", "Result", "Segment", "Word", "load_library", "Error", "LibraryNotFound",
            "FileError", "FormatError", "InvalidArgument", "OutOfMemory", "Unsupported",
            "LimitError", "DetectorNotFound"]
 
@@ -35,24 +35,39 @@ _ERRBUF = 2048
 
 
 @dataclass
+class Word:
+    """A word with its time (word_timestamps=True): its text (without the
+    space before it; punctuation attached), start and end in seconds on
+    the input's timeline, the mean probability of its tokens, and its
+    tokens."""
+    word: str
+    start: float
+    end: float
+    probability: float
+    tokens: List[int] = field(repr=False, default_factory=list)
+
+
+@dataclass
 class Segment:
     """A chunk of the audio with text: start and end in seconds on the
-    input's timeline, its text, its tokens (EOS excluded), their log-probs
-    and its score."""
+    input's timeline, its text, its tokens (EOS excluded), their log-probs,
+    its score, and its words (empty unless word_timestamps=True)."""
     start: float
     end: float
     text: str
     tokens: List[int]
     token_logprobs: List[float] = field(repr=False)
     score: float = 0.0
+    words: List[Word] = field(default_factory=list)
 
 
 @dataclass
 class Result:
     """A transcription. `text` joins the segments' texts; `tokens` and
-    `token_logprobs` cover every chunk; `timings` has the library's
-    hv_timings fields (milliseconds, counts, `encoded_s`); `duration` is
-    the audio's length in seconds; `language` the code used."""
+    `token_logprobs` cover every chunk; `words` every word (empty unless
+    word_timestamps=True); `timings` has the library's hv_timings fields
+    (milliseconds, counts, `encoded_s`); `duration` is the audio's length
+    in seconds; `language` the code used."""
     text: str
     segments: List[Segment]
     tokens: List[int]
@@ -61,6 +76,7 @@ class Result:
     timings: Dict[str, float] = field(repr=False)
     language: str
     duration: float
+    words: List[Word] = field(default_factory=list)
 
 
 def _int(name, value, lo, hi=None):
@@ -284,7 +300,8 @@ class Model:
 
     def transcribe(self, audio, language=None, punctuation=True, beams=1, length_penalty=1.0,
                    sample=False, temperature=1.0, top_k=0, top_p=1.0, seed=0, chunking="auto",
-                   progress=None, sample_rate=None, max_tokens=None, chunk_seconds=None):
+                   word_timestamps=False, progress=None, sample_rate=None, max_tokens=None,
+                   chunk_seconds=None):
         """Transcribes `audio`: a path, the bytes of an audio file (any format
         libsndfile reads), or float samples (a list, array.array or numpy
         array; numpy 2-D as frames x channels) at `sample_rate` Hz.
@@ -296,6 +313,8 @@ class Model:
         only). chunking: "auto" (= "vad": only speech, found by the speech
         detector), "energy", "fixed" (every chunk_seconds), "none".
         max_tokens: at most this many tokens per chunk (None: the model's).
+        word_timestamps: True gives every word its start and end
+        (result.words and each segment's words).
         progress: called as progress(done_s, total_s) after each chunk, on
         this thread (it cannot stop the transcription; an exception it
         raises is raised once the transcription is done).
@@ -328,6 +347,9 @@ class Model:
         mode = _parse(lib.hv_chunking_parse, "chunking", chunking,
                       "auto, vad, energy, fixed, none")
         tp.chunking = mode
+        if not isinstance(word_timestamps, bool):
+            raise TypeError("word_timestamps must be True or False")
+        tp.word_timestamps = int(word_timestamps)
         if chunk_seconds is not None:
             tp.chunk_seconds = _float("chunk_seconds", chunk_seconds)
         elif chunking == "fixed":
@@ -382,6 +404,13 @@ class Model:
             raise raised[0]
         return result
 
+    @staticmethod
+    def _words(words, n, toks):
+        return [Word(word=(w.text or b"").decode("utf-8", "replace"), start=w.start, end=w.end,
+                     probability=w.probability,
+                     tokens=[toks[j] for j in range(w.first_token, w.first_token + w.n_tokens)])
+                for w in (words[i] for i in range(n))]
+
     def _result(self, res):
         lib = self._lib
         n = lib.hv_result_n_tokens(res)
@@ -395,7 +424,8 @@ class Model:
                                     tokens=[s.tokens[j] for j in range(s.n_tokens)],
                                     token_logprobs=[s.token_logprobs[j]
                                                     for j in range(s.n_tokens)],
-                                    score=s.score))
+                                    score=s.score,
+                                    words=self._words(s.words, s.n_words, toks)))
         t = lib.hv_result_timings(res)
         return Result(text=lib.hv_result_text(res).decode("utf-8", "replace"),
                       segments=segments,
@@ -404,5 +434,7 @@ class Model:
                       score=lib.hv_result_score(res),
                       timings={name: getattr(t, name) for name, _ in t._fields_},
                       language=lib.hv_result_language(res).decode("utf-8"),
-                      duration=lib.hv_result_duration(res))
+                      duration=lib.hv_result_duration(res),
+                      words=self._words(lib.hv_result_words(res), lib.hv_result_n_words(res),
+                                        toks))
 

@@ -87,7 +87,8 @@ class TranscribeParams(ctypes.Structure):
                 ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64),
                 ("chunking", ctypes.c_int), ("chunk_seconds", ctypes.c_float),
                 ("vad", ctypes.c_void_p), ("vad_params", VadParams),
-                ("vad_max_gap_s", ctypes.c_float), ("progress", PROGRESS),
+                ("vad_max_gap_s", ctypes.c_float), ("word_timestamps", ctypes.c_int),
+                ("progress", PROGRESS),
                 ("progress_user", ctypes.c_void_p)]
 
 
@@ -96,7 +97,13 @@ class Timings(ctypes.Structure):
                 ("decoder_ms", ctypes.c_double), ("prefill_ms", ctypes.c_double),
                 ("steps_ms", ctypes.c_double), ("n_steps", ctypes.c_int),
                 ("n_tokens", ctypes.c_int), ("vad_ms", ctypes.c_double),
-                ("encoded_s", ctypes.c_double)]
+                ("encoded_s", ctypes.c_double), ("align_ms", ctypes.c_double)]
+
+
+class Word(ctypes.Structure):
+    _fields_ = [("text", ctypes.c_char_p), ("start", ctypes.c_double), ("end", ctypes.c_double),
+                ("probability", ctypes.c_float), ("first_token", ctypes.c_int),
+                ("n_tokens", ctypes.c_int)]
 
 
 class Segment(ctypes.Structure):
@@ -104,7 +111,8 @@ class Segment(ctypes.Structure):
                 ("start_sample", ctypes.c_int64), ("end_sample", ctypes.c_int64),
                 ("text", ctypes.c_char_p), ("tokens", ctypes.POINTER(ctypes.c_int32)),
                 ("token_logprobs", ctypes.POINTER(ctypes.c_float)),
-                ("n_tokens", ctypes.c_int), ("score", ctypes.c_double)]
+                ("n_tokens", ctypes.c_int), ("score", ctypes.c_double),
+                ("words", ctypes.POINTER(Word)), ("n_words", ctypes.c_int)]
 
 
 class _DlInfo(ctypes.Structure):
@@ -146,6 +154,8 @@ _SIGNATURES = {
     "hv_result_language": (ctypes.c_char_p, [_P]),
     "hv_result_n_segments": (ctypes.c_int, [_P]),
     "hv_result_segment": (Segment, [_P, ctypes.c_int]),
+    "hv_result_n_words": (ctypes.c_int, [_P]),
+    "hv_result_words": (ctypes.POINTER(Word), [_P]),
     "hv_result_free": (None, [_P]),
     "hv_audio_read": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_F),
                                      ctypes.POINTER(ctypes.c_size_t),
