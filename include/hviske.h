@@ -62,7 +62,8 @@ typedef enum hv_status {
     HV_ERR_INVALID_ARG = 3, /* a parameter is out of range */
     HV_ERR_NOMEM = 4,       /* an allocation failed */
     HV_ERR_UNSUPPORTED = 5, /* valid, but not something hviske can run */
-    HV_ERR_LIMIT = 6        /* input exceeds what the model allows */
+    HV_ERR_LIMIT = 6,       /* input exceeds what the model allows */
+    HV_ERR_CANCELLED = 7    /* hv_transcribe_params.abort_callback stopped it */
 } hv_status;
 
 /* A short English name of a status ("format error", ...). Static string. */
@@ -264,6 +265,12 @@ typedef struct hv_transcribe_params {
      * the calling thread; NULL for none. */
     void (*progress)(void *user, double done_s, double total_s);
     void *progress_user;
+
+    /* Asked before each chunk and before each decoder step, on the calling
+     * thread; a non-zero answer stops the transcription: hv_transcribe
+     * returns HV_ERR_CANCELLED and no result. NULL for none. */
+    int (*abort_callback)(void *user);
+    void *abort_user;
 } hv_transcribe_params;
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);

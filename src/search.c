@@ -16,6 +16,13 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Whether the caller asked to stop; then the status and message. */
+static hv_status aborted(const hv_search_params *p, hv_error *e) {
+    if (p->abort && p->abort(p->abort_user))
+        return hv_err(e, HV_ERR_CANCELLED, "transcription cancelled");
+    return HV_OK;
+}
+
 /* One decoder pass after the prompt, timed into out. */
 static hv_status timed_pass(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
                             const int32_t *tokens, hv_search_out *out, hv_error *e) {
@@ -41,6 +48,7 @@ static hv_status search_single(hv_decoder *dec, hv_pool *pool, const hv_search_p
             return hv_err(e, HV_ERR_NOMEM, "out of memory for sampling");
     }
     for (int step = 0; step < p->max_new; step++) {
+        if ((st = aborted(p, e))) break;
         const float *lp = dec->logits;
         int32_t tok = p->do_sample ? hv_sample(lp, V, &sp, &rng, cand, NULL) : hv_argmax(lp, V);
         out->score += lp[tok];
@@ -189,6 +197,7 @@ static hv_status search_beams(hv_decoder *dec, hv_pool *pool, const hv_search_pa
     b.n_live = 1; /* the prompt, already in sequence 0 */
 
     for (int step = 0; step < p->max_new; step++) {
+        if ((st = aborted(p, e))) goto done;
         /* every live beam proposes its 2N best tokens */
         int nc = 0;
         for (int i = 0; i < b.n_live; i++) {

@@ -16,6 +16,8 @@ typedef struct hv_search_params {
     int top_k;
     float top_p;
     uint64_t seed;
+    int (*abort)(void *user); /* asked before each step; NULL: never */
+    void *abort_user;
 } hv_search_params;
 
 /* The chosen sequence. tokens and logprobs are caller arrays of max_new. */
@@ -29,7 +31,7 @@ typedef struct hv_search_out {
     int n_steps;
 } hv_search_out;
 
-/* Decodes after the prompt. first_logprobs, when not NULL, receives the
+/* Decodes after the prompt; HV_ERR_CANCELLED when p->abort says so. first_logprobs, when not NULL, receives the
  * log-probs of the first step ([vocab]). The decoder must have been begun
  * with at least num_beams sequences. */
 hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,

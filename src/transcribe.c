@@ -351,9 +351,9 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
-    hv_search_params sp = {R->max_new,        c->eos_token_id, p->num_beams,
-                           p->length_penalty, p->do_sample,    p->temperature,
-                           p->top_k,          p->top_p,        p->seed};
+    hv_search_params sp = {R->max_new,   c->eos_token_id,   p->num_beams, p->length_penalty,
+                           p->do_sample, p->temperature,    p->top_k,     p->top_p,
+                           p->seed,      p->abort_callback, p->abort_user};
     hv_search_out so = {.tokens = R->tok_buf, .logprobs = R->lp_buf};
     if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p->num_beams, e)) ||
         (st = hv_search(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, &sp, &so, lp0, e)))
@@ -598,6 +598,10 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         size_t len = hv_piece_plan_chunk_samples(&plan, i);
         const float *cx = x + first->start;
         if (len < min_piece && plan.n_chunks > 1) continue;
+        if (p.abort_callback && p.abort_callback(p.abort_user)) {
+            st = hv_err(e, HV_ERR_CANCELLED, "transcription cancelled");
+            goto done;
+        }
         if (first != last) { /* speech with pauses left out: its pieces back to back */
             float *buf = realloc(joined, len * sizeof *buf);
             if (!buf) {

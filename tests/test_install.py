@@ -59,6 +59,13 @@ def readme_block():
     return b.group(1) if b and "make install" in b.group(1) else None
 
 
+def readme_python():
+    """The python block of README.md's "Python" section."""
+    section = readme_section(SOURCE, "Python")
+    b = re.search(r"^```python\n(.*?)^```", section or "", re.S | re.M)
+    return b.group(1) if b else None
+
+
 def base_env(home):
     """The environment without anything that would change where things are
     found or installed."""
@@ -279,6 +286,29 @@ def check_python(prefix, env, tmp):
     report("the pip-installed Python package finds the installed library and detector "
            "and transcribes the example", p.returncode == 0 and out == want,
            f"{out} != {want} {why(p)}")
+
+    # the README's example as written, from the source tree's root
+    block = readme_python()
+    if not block:
+        report("README's Python section has a python block", False)
+        return
+    cenv["PYTHONPATH"] = target
+    p = run([sys.executable, "-c", block], env=cenv, cwd=SOURCE)
+    out = text(p.stdout).strip().split("\n")
+    words, prev = [], 0.0
+    for line in out[1:]:
+        parts = line.split()
+        try:
+            a, b = float(parts[0]), float(parts[1])
+        except (ValueError, IndexError):
+            break
+        if not prev <= a <= b:
+            break
+        prev = b
+        words.append(" ".join(parts[2:]))
+    report("README's Python example, as written: the sentence, then its words in time order",
+           p.returncode == 0 and out[0] == SENTENCE and " ".join(words) == SENTENCE,
+           f"{out} {why(p)}")
 
 
 def help_options(prog, env):

@@ -11,13 +11,14 @@ demo model and examples/da-example.wav:
   * the speech detector is found by itself (the build tree's library:
     the source tree's models/silero-vad), and vad_model= and
     $HVISKE_VAD_MODEL choose another; a bad one is a clear error;
-  * progress is called per chunk, and an exception it raises comes out
-    after the transcription;
+  * progress is called per chunk; returning False stops the transcription
+    (Cancelled), and an exception it raises stops it and comes out;
   * bad arguments raise clear errors (InvalidArgument, also a ValueError,
     with the library's message where the library finds them; TypeError for
     a wrong type), a missing file or model names the path, a wrong
     $HVISKE_LIBRARY gives LibraryNotFound naming it;
   * two threads transcribing with one model give the same results;
+  * python -m hviske prints the CLI's lines and words;
   * 200 transcriptions keep the resident memory flat;
   * `pip install --no-build-isolation --no-deps --target DIR ./python`
     (Debian's pip and setuptools, offline) installs a package that works.
@@ -250,6 +251,30 @@ def test_progress(hviske, model):
     expect_error("an exception in progress comes out after the transcription", KeyError,
                  lambda: model.transcribe(WAV, progress=boom), "from progress")
 
+    # returning False stops it before the next chunk: Cancelled, at once
+    seen = []
+
+    def stop_after_two(d, t):
+        seen.append(d)
+        return len(seen) < 2
+    expect_error("progress returning False stops the transcription: Cancelled",
+                 hviske.Cancelled, lambda: model.transcribe(
+                     WAV, chunking="fixed", chunk_seconds=1.0, progress=stop_after_two),
+                 "cancelled")
+    report(f"stopped after the second chunk ({len(seen)} calls of {len(calls)})",
+           len(seen) == 2 and len(calls) > 2, seen)
+    seen.clear()
+
+    def boom_first(d, t):
+        seen.append(d)
+        raise KeyError("stop now")
+    expect_error("an exception in progress stops the transcription", KeyError,
+                 lambda: model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0,
+                                          progress=boom_first), "stop now")
+    report("... after the first chunk", len(seen) == 1, seen)
+    r2 = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0, progress=lambda d, t: None)
+    report("the model transcribes again after a stop", r2.text == r.text, r2.text)
+
 
 def test_errors(hviske, model):
     IA = hviske.InvalidArgument
@@ -347,6 +372,36 @@ def test_library_lookup():
            lines[0] == os.path.realpath(LIB), f"{p.stdout!r} {p.stderr[-500:]!r}")
 
 
+def test_module_cli():
+    """python -m hviske: the CLI's text and words; errors as the CLI's."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python"))
+
+    def mod(args):
+        return subprocess.run([sys.executable, "-m", "hviske", "-m", DEMO, "-t", str(THREADS)] + args,
+                              capture_output=True, text=True, env=env, timeout=300)
+    p = mod([WAV, WAV])
+    ref = Run(["-m", DEMO, "-t", str(THREADS), "-q", WAV, WAV])
+    report("python -m hviske FILE FILE: the CLI's lines", p.returncode == 0 and
+           p.stdout == ref.out, f"{p.stdout!r} != {ref.out!r} {p.stderr[-300:]!r}")
+    p = mod(["--json", "--word-timestamps", "--beams", "2", WAV])
+    want = cli_json(["--word-timestamps", "--beams", "2"])
+    try:
+        o = json.loads(p.stdout)
+        ok = o["text"] == want["text"] and o["words"] == want["words"]
+    except (ValueError, KeyError) as e:
+        ok, o = False, str(e)
+    report("python -m hviske --json --word-timestamps --beams 2: the CLI's text and words", ok,
+           f"{o} {p.stderr[-300:]!r}")
+    missing = os.path.join(SOURCE, "no-such-file.wav")
+    p = mod([missing, WAV])
+    report("python -m hviske: a missing file is named, the others go on, exit 1",
+           p.returncode == 1 and missing in p.stderr and p.stdout == SENTENCE + "\n",
+           f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    p = mod(["--beams", "0", WAV])
+    report("python -m hviske --beams 0: exit 2 naming beams", p.returncode == 2 and
+           "beams" in p.stderr and p.stdout == "", f"{p.returncode} {p.stderr!r}")
+
+
 def test_threads(hviske, model):
     want = {k: model.transcribe(WAV, **kw).tokens for k, kw in
             (("greedy", {}), ("beams", {"beams": 3}), ("sample", {"sample": True, "seed": 3}))}
@@ -434,6 +489,7 @@ def main():
     test_progress(hviske, model)
     test_errors(hviske, model)
     test_library_lookup()
+    test_module_cli()
     test_threads(hviske, model)
     if sanitized():
         print("skip  RSS over 200 transcriptions: the sanitizer's quarantine holds freed "

@@ -12,7 +12,8 @@
  *
  * Output (--format): txt (the transcript, one line per input), jsonl (one
  * JSON object per line per input; --json is its shorthand), json (one
- * indented JSON document), srt or vtt (subtitles, one cue per segment).
+ * indented JSON document), srt or vtt (subtitles: readable cues of the
+ * words, timed by word). --word-timestamps adds the words to JSON.
  * It goes to standard output, to -o FILE, or with --output-dir DIR to one
  * file per input named after it. Files are written to a temporary file in
  * the same directory and renamed into place when complete, so an

@@ -77,7 +77,8 @@ void hvt_put_line(FILE *f, const char *text) {
     fputc('\n', f);
 }
 
-/* SubRip (vtt 0) or WebVTT (vtt 1): one cue per segment. */
+/* SubRip (vtt 0) or WebVTT (vtt 1): one cue per segment (results without
+ * word times). */
 static int write_cues(FILE *f, const hv_result *res, int rate, int vtt) {
     char a[32], b[32];
     char sep = vtt ? '.' : ',';

@@ -21,14 +21,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from ._native import (DetectorNotFound, Error, FileError, FormatError, InvalidArgument,
-                      LibraryNotFound, LimitError, OutOfMemory, Unsupported,
-                      detector_candidates, error, load_library, PROGRESS)
+from ._native import (ABORT, PROGRESS, Cancelled, DetectorNotFound, Error, FileError,
+                      FormatError, InvalidArgument, LibraryNotFound, LimitError, OutOfMemory,
+                      Unsupported, detector_candidates, error, load_library)
 
 __version__ = "0.1.0"
 __all__ = ["Model", "Result", "Segment", "Word", "load_library", "Error", "LibraryNotFound",
            "FileError", "FormatError", "InvalidArgument", "OutOfMemory", "Unsupported",
-           "LimitError", "DetectorNotFound"]
+           "LimitError", "Cancelled", "DetectorNotFound"]
 
 VAD_ENV = "HVISKE_VAD_MODEL"
 _ERRBUF = 2048
@@ -316,8 +316,9 @@ class Model:
         word_timestamps: True gives every word its start and end
         (result.words and each segment's words).
         progress: called as progress(done_s, total_s) after each chunk, on
-        this thread (it cannot stop the transcription; an exception it
-        raises is raised once the transcription is done).
+        this thread; returning False stops the transcription before its
+        next chunk or decoder step (transcribe then raises Cancelled), and
+        an exception it raises stops it too and comes out of transcribe.
 
         Returns a Result; raises an Error subclass with the library's
         message (InvalidArgument, also a ValueError, for a bad value;
@@ -358,16 +359,18 @@ class Model:
             raise TypeError("progress must be callable as progress(done_s, total_s)")
         if mode in (0, 4):  # HV_CHUNKING_AUTO, HV_CHUNKING_VAD
             tp.vad = self._detector().value
-        raised = []
+        raised, stop = [], []
         if progress is not None:
             def on_progress(_user, done, total):
-                if raised:
+                if raised or stop:
                     return
                 try:
-                    progress(done, total)
+                    if progress(done, total) is False:
+                        stop.append(True)
                 except BaseException as e:  # raised after the call
                     raised.append(e)
             tp.progress = PROGRESS(on_progress)
+            tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop)))
 
         ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate)
         try:
@@ -385,6 +388,8 @@ class Model:
                     raise OutOfMemory("out of memory creating a context", 4)
                 st = lib.hv_transcribe(ctx, ptr, n, rate, channels, ctypes.byref(tp),
                                        ctypes.byref(res))
+                if st != 0 and raised:
+                    raise raised[0]
                 if st != 0:
                     raise error(st, lib.hv_context_error(ctx).decode("utf-8", "replace"))
             finally:

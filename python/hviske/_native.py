@@ -49,13 +49,18 @@ class LimitError(Error):
     """HV_ERR_LIMIT: the input exceeds what the model allows."""
 
 
+class Cancelled(Error):
+    """HV_ERR_CANCELLED: the progress function stopped the transcription
+    (it returned False)."""
+
+
 class DetectorNotFound(Error):
     """The speech detector that chunking "auto" or "vad" needs was not
     found."""
 
 
 _BY_STATUS = {1: FileError, 2: FormatError, 3: InvalidArgument, 4: OutOfMemory,
-              5: Unsupported, 6: LimitError}
+              5: Unsupported, 6: LimitError, 7: Cancelled}
 
 
 def error(status, message):
@@ -76,6 +81,7 @@ class VadParams(ctypes.Structure):
 
 
 PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
+ABORT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 
 class TranscribeParams(ctypes.Structure):
@@ -89,7 +95,8 @@ class TranscribeParams(ctypes.Structure):
                 ("vad", ctypes.c_void_p), ("vad_params", VadParams),
                 ("vad_max_gap_s", ctypes.c_float), ("word_timestamps", ctypes.c_int),
                 ("progress", PROGRESS),
-                ("progress_user", ctypes.c_void_p)]
+                ("progress_user", ctypes.c_void_p), ("abort_callback", ABORT),
+                ("abort_user", ctypes.c_void_p)]
 
 
 class Timings(ctypes.Structure):

@@ -47,6 +47,7 @@ const char *hv_status_name(hv_status status) {
         case HV_ERR_NOMEM: return "out of memory";
         case HV_ERR_UNSUPPORTED: return "unsupported";
         case HV_ERR_LIMIT: return "limit exceeded";
+        case HV_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

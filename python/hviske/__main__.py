@@ -1,0 +1,91 @@
+"""python -m hviske: a thin command line over the package, for scripts
+that have Python but not the hviske program. The real command line is
+`hviske` (docs/CLI.md); this mirrors its most used options and its txt and
+jsonl outputs.
+
+    python -m hviske -m MODEL_DIR [options] FILE...
+
+Exit status: 0 success, 1 a file or the model failed, 2 bad usage.
+"""
+import argparse
+import json
+import sys
+
+from . import Error, InvalidArgument, Model
+
+
+def _usage_error(e):
+    """A bad option value, found before the library is called."""
+    return isinstance(e, TypeError) or (isinstance(e, InvalidArgument) and e.status is None)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="python -m hviske",
+                                description="Transcribes audio files with a Hviske / Cohere "
+                                            "Transcribe checkpoint (one line per file).")
+    p.add_argument("files", nargs="+", metavar="FILE", help="audio files")
+    p.add_argument("-m", "--model", required=True, help="checkpoint directory")
+    p.add_argument("-l", "--language", help="language code (default: da if supported)")
+    p.add_argument("--no-punctuation", action="store_true")
+    p.add_argument("-t", "--threads", type=int, help="worker threads (default: all cores)")
+    p.add_argument("--weight-type", default="auto", help="auto, f32, f16, bf16 or q8_0")
+    p.add_argument("--chunking", default="auto", help="auto, vad, energy, fixed or none")
+    p.add_argument("--chunk-seconds", type=float, help="chunk length for --chunking fixed")
+    p.add_argument("--beams", type=int, default=1, help="beam search with N beams")
+    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--sample", action="store_true", help="sample instead of greedy")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--word-timestamps", action="store_true",
+                   help="with --json: each word with its start, end and probability")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object per file and line (file, text, segments; words)")
+    return p
+
+
+def _json(path, r, words):
+    o = {"file": path, "text": r.text, "language": r.language, "duration": r.duration,
+         "segments": [{"start": s.start, "end": s.end, "text": s.text} for s in r.segments]}
+    if words:
+        o["words"] = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3),
+                       "probability": round(w.probability, 4)} for w in r.words]
+    return json.dumps(o, ensure_ascii=False)
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)
+    try:
+        model = Model(a.model, threads=a.threads, weight_type=a.weight_type)
+    except (Error, TypeError) as e:
+        print(f"hviske: {e}", file=sys.stderr)
+        return 2 if _usage_error(e) else 1
+    rc = 0
+    with model:
+        for path in a.files:
+            try:
+                r = model.transcribe(path, language=a.language,
+                                     punctuation=not a.no_punctuation, beams=a.beams,
+                                     length_penalty=a.length_penalty, sample=a.sample,
+                                     temperature=a.temperature, top_k=a.top_k, top_p=a.top_p,
+                                     seed=a.seed, chunking=a.chunking,
+                                     chunk_seconds=a.chunk_seconds,
+                                     word_timestamps=a.word_timestamps)
+            except (Error, TypeError) as e:
+                if _usage_error(e):
+                    print(f"hviske: {e}", file=sys.stderr)
+                    return 2
+                msg = str(e)
+                print(f"hviske: {msg if msg.startswith(path) else path + ': ' + msg}",
+                      file=sys.stderr)
+                rc = 1
+                continue
+            line = _json(path, r, a.word_timestamps) if a.json else \
+                r.text.replace("\n", " ").replace("\r", " ")
+            print(line, flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
