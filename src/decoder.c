@@ -246,9 +246,10 @@ static void attn_task(void *arg, int task, int n_tasks) {
         int nk = dec->enc_len;
         hv_gemm(1, nk, dh, scale, q, dh, dec->cross_k + off, h, 1, 0.0f, sc, nk);
         hv_softmax(sc, nk);
-        if (dec->cross_tap)
-            memcpy(dec->cross_tap + (((long)j->layer * H + hd) * j->rows + r) * nk, sc,
-                   (size_t)nk * sizeof *sc);
+        if (dec->cross_tap && j->layer >= dec->cross_tap_first)
+            memcpy(dec->cross_tap +
+                       (((long)(j->layer - dec->cross_tap_first) * H + hd) * j->rows + r) * nk,
+                   sc, (size_t)nk * sizeof *sc);
         hv_gemm(1, dh, nk, 1.0f, sc, nk, dec->cross_v + off, h, 0, 0.0f, out, dh);
         return;
     }

@@ -46,8 +46,10 @@ typedef struct hv_decoder {
     long scores_cap;
     float *logits; /* [max_seqs x V] log-probs, one row per sequence */
     /* When not NULL, hv_decoder_forward writes each row's cross-attention
-     * weights there: [layers x heads x rows x enc_len] (word times). */
+     * weights of the layers from cross_tap_first on there:
+     * [layers - cross_tap_first x heads x rows x enc_len] (word times). */
     float *cross_tap;
+    int cross_tap_first;
 } hv_decoder;
 
 hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c, const hv_decoder_weights *w,

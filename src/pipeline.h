@@ -68,9 +68,9 @@ typedef struct hv_taps {
     float *logprobs0;   /* [vocab] */
     int32_t prompt[HV_PROMPT_MAX];
     int n_prompt;
-    float *attn;                /* word times: the cross-attention the */
-    int attn_rows, attn_frames; /* alignment used, [layers x heads x rows x
-                                   frames] */
+    float *attn; /* word times: the cross-attention the alignment used,
+                    [attn_layers (the voting ones) x heads x rows x frames] */
+    int attn_layers, attn_rows, attn_frames;
 } hv_taps;
 
 /* The chunk plan's sizes for p's chunking options on model c. */

@@ -286,10 +286,11 @@ static hv_status chunk_words(run *R, const float *x, size_t len, const hv_search
     for (int i = 0; i < so->n; i++) pause[i] = (uint8_t)hv_token_is_silent(&m->tok, so->tokens[i]);
     pause[so->n] = 1; /* the end */
     hv_align_params ap = hv_align_default_params(c->dec_layers);
+    int voting = c->dec_layers - ap.first_layer;
     if ((st = hv_align_attention(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, so->tokens, so->n,
-                                 &attn, e)) ||
-        (st = hv_align_bounds(attn, c->dec_layers, c->dec_heads, so->n + 1, T, quiet, pause, &ap,
-                              bounds, e)))
+                                 ap.first_layer, &attn, e)) ||
+        (st = hv_align_bounds(attn, voting, c->dec_heads, so->n + 1, T, quiet, pause, &ap, bounds,
+                              e)))
         goto done;
     for (int k = 0; k < nw; k++) {
         /* a word ends where its sound does: before its punctuation, whose
@@ -303,6 +304,7 @@ static hv_status chunk_words(run *R, const float *x, size_t len, const hv_search
     if (taps) {
         free(taps->attn);
         taps->attn = attn;
+        taps->attn_layers = voting;
         taps->attn_rows = so->n + 1;
         taps->attn_frames = ctx->dec.enc_len;
         attn = NULL;

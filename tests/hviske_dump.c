@@ -10,8 +10,8 @@
  * "segments" the result's segments ({start_sample, end_sample, text,
  * tokens, token_logprobs, score}). --word-timestamps adds "words" (word,
  * start, end, probability, first_token, n_tokens) and attention.npy: the
- * first chunk's cross-attention that the word times came from, [decoder
- * layers x heads x tokens + 1 x encoder frames]. */
+ * first chunk's cross-attention that the word times came from, [voting
+ * decoder layers x heads x tokens + 1 x encoder frames]. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
             cJSON_AddItemToObject(j, "words", words);
             cJSON_AddNumberToObject(j, "frame_s",
                                     (double)c->hop_length * c->sub_factor / c->sample_rate);
-            long s5[4] = {c->dec_layers, c->dec_heads, taps.attn_rows, taps.attn_frames};
+            long s5[4] = {taps.attn_layers, c->dec_heads, taps.attn_rows, taps.attn_frames};
             if (taps.attn && write_npy(out_dir, "attention.npy", taps.attn, 4, s5)) rc = 1;
         }
         cJSON_AddNumberToObject(j, "duration", hv_result_duration(res));

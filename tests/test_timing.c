@@ -129,8 +129,14 @@ static void test_bounds(void) {
     hv_align_params ap = hv_align_default_params(L);
     double b[R];
     CHECK(ap.first_layer == 1);
-    CHECK(hv_align_bounds(attn, L, H, R, T, NULL, NULL, &ap, b, NULL) == HV_OK);
+    /* the voting layers only: the second */
+    CHECK(hv_align_bounds(attn + (long)H * R * T, L - 1, H, R, T, NULL, NULL, &ap, b, NULL) ==
+          HV_OK);
     for (int r = 0; r < R; r++) CHECK_MSG(fabs(b[r] - 10 * r) <= 1, "row %d at %g", r, b[r]);
+    /* every layer voting, the first being noise: still near */
+    CHECK(hv_align_bounds(attn, L, H, R, T, NULL, NULL, &ap, b, NULL) == HV_OK);
+    for (int r = 0; r < R; r++)
+        CHECK_MSG(b[r] >= 0 && b[r] < T && (r == 0 || b[r] >= b[r - 1]), "row %d at %g", r, b[r]);
     free(attn);
 
     /* a single row (a transcript with no tokens before the EOS) */

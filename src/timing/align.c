@@ -75,9 +75,11 @@ static void median_filter(float *x, int n, int w, float *tmp) {
 }
 
 hv_status hv_align_attention(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
-                             const int32_t *tokens, int n, float **attn, hv_error *e) {
+                             const int32_t *tokens, int n, int first_layer, float **attn,
+                             hv_error *e) {
     const hv_config *c = dec->c;
-    int L = c->dec_layers, H = c->dec_heads, T = dec->enc_len;
+    int l0 = first_layer < 0 ? 0 : first_layer >= c->dec_layers ? c->dec_layers - 1 : first_layer;
+    int L = c->dec_layers - l0, H = c->dec_heads, T = dec->enc_len;
     int n_in = n_prompt + n; /* the pass: prompt and every token but the EOS */
     int R = n + 1;           /* rows predicting tokens[0 .. n-1] and the EOS */
     *attn = NULL;
@@ -97,6 +99,7 @@ hv_status hv_align_attention(hv_decoder *dec, hv_pool *pool, const int32_t *prom
     if ((st = hv_decoder_reorder(dec, NULL, 0, e))) goto done;
     int seq = 0;
     dec->cross_tap = tap;
+    dec->cross_tap_first = l0;
     st = hv_decoder_forward(dec, pool, &seq, 1, in, n_in, e);
     dec->cross_tap = NULL;
     if (st || (st = hv_decoder_reorder(dec, NULL, 0, e))) goto done;
@@ -135,7 +138,6 @@ static void standardise(float *x, int R, int T) {
 hv_status hv_align_bounds(const float *attn, int L, int H, int R, int T, const uint8_t *quiet,
                           const uint8_t *pause, const hv_align_params *ap, double *bounds,
                           hv_error *e) {
-    int l0 = ap->first_layer < 0 ? 0 : ap->first_layer >= L ? L - 1 : ap->first_layer;
     int mw = ap->median_width < 1 ? 1 : ap->median_width | 1;
     float pen = ap->pause_penalty;
     int R1 = R + 1; /* a first row for the pause before the first token */
@@ -154,7 +156,7 @@ hv_status hv_align_bounds(const float *attn, int L, int H, int R, int T, const u
      * mean is the similarity of token and frame */
     int voters = 0;
     float *s = sim + T; /* rows 1 .. R: the tokens */
-    for (int l = l0; l < L; l++)
+    for (int l = 0; l < L; l++)
         for (int hd = 0; hd < H; hd++) {
             memcpy(head, attn + ((long)l * H + hd) * R * T, (size_t)R * T * sizeof *head);
             standardise(head, R, T);

@@ -25,17 +25,20 @@ hv_align_params hv_align_default_params(int n_layers);
 
 /*
  * The cross-attention weights of the rows that predict tokens[0 .. n-1]
- * and then the EOS, from one teacher-forced decoder pass over prompt +
- * tokens on sequence 0 of dec (which must have been begun on the chunk's
- * encoder states; the pass empties every sequence). On success *attn
- * (caller frees) is [layers x heads x (n + 1) x enc_len]. n >= 1.
+ * and then the EOS, in the decoder layers from first_layer on, from one
+ * teacher-forced decoder pass over prompt + tokens on sequence 0 of dec
+ * (which must have been begun on the chunk's encoder states; the pass
+ * empties every sequence). On success *attn (caller frees) is
+ * [layers - first_layer x heads x (n + 1) x enc_len]. n >= 1.
  */
 hv_status hv_align_attention(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
-                             const int32_t *tokens, int n, float **attn, hv_error *e);
+                             const int32_t *tokens, int n, int first_layer, float **attn,
+                             hv_error *e);
 
 /*
  * Where each token begins, in encoder frames, from attn [layers x heads x
- * rows x T] (rows = n + 1, as hv_align_attention gives it): bounds[i]
+ * rows x T] of the voting layers (rows = n + 1, as hv_align_attention
+ * gives it for ap->first_layer; every head in attn votes): bounds[i]
  * (i < n) is the frame at which token i starts, bounds[n] the frame at
  * which the transcript ends; non-decreasing, within [0, T). quiet[T]
  * (NULL: none known) marks the frames without sound, pause[rows] the rows
