@@ -271,6 +271,45 @@ static void test_detector(const char *dir) {
     for (size_t i = 0; i < nw; i++) ok &= p1[i] >= 0 && p1[i] <= 1;
     CHECK(ok);
     hv_pool_free(pool);
+
+    /* the level gain: none for audio at an ordinary level or digital
+     * silence; quiet audio raised so that its loud windows reach
+     * HV_VAD_RAISE_TO_DB, at most by HV_VAD_MAX_GAIN_DB; a click does not
+     * count */
+    CHECK(hv_vad_level_gain(&v, zeros, 16000) == 1.0f && hv_vad_level_gain(&v, x, 0) == 1.0f);
+    size_t m = 16000 * 4;
+    float *tone = calloc(m, sizeof *tone);
+    for (size_t i = 16000; i < 2 * 16000; i++) tone[i] = (float)(0.1 * sin(0.2 * (double)i));
+    CHECK_MSG(hv_vad_level_gain(&v, tone, m) == 1.0f, "%g", hv_vad_level_gain(&v, tone, m));
+    for (size_t i = 0; i < m; i++) tone[i] *= 0.001f; /* -60 dB: -83 dBFS RMS */
+    float g = hv_vad_level_gain(&v, tone, m);
+    double level = 20 * log10(0.0001 / sqrt(2.0)); /* the tone's RMS in dB */
+    double want = HV_VAD_RAISE_TO_DB - floor(level);
+    CHECK_MSG(fabs(20 * log10(g) - (want < HV_VAD_MAX_GAIN_DB ? want : HV_VAD_MAX_GAIN_DB)) < 1e-3,
+              "gain %g dB", 20 * log10(g));
+    tone[100] = 1.0f; /* one click */
+    CHECK(hv_vad_level_gain(&v, tone, m) == g);
+    for (size_t i = 0; i < m; i++) tone[i] *= 100.0f; /* a peak of 0.01 */
+    g = hv_vad_level_gain(&v, tone, m);
+    CHECK_MSG(g > 10 && g < 20, "gain %g", g); /* RMS -43 dB to -20 */
+    /* the gain is the input's: forward on x * 8 == forward_gain(x, 8) */
+    for (size_t i = 0; i < m; i++) tone[i] = (float)(0.004 * sin(0.05 * (double)i));
+    nw = hv_vad_n_windows(&v, m);
+    float *q1 = malloc(nw * sizeof *q1), *q2 = malloc(nw * sizeof *q2);
+    hv_speech_region *r1 = NULL, *r2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    hv_vad_params vp = hv_vad_default_params();
+    CHECK(hv_vad_detect(&v, NULL, tone, m, &vp, &r1, &n1, &e) == HV_OK);
+    g = hv_vad_level_gain(&v, tone, m);
+    for (size_t i = 0; i < m; i++) tone[i] *= g;
+    CHECK(hv_vad_level_gain(&v, tone, m) == 1.0f);
+    CHECK(hv_vad_detect(&v, NULL, tone, m, &vp, &r2, &n2, &e) == HV_OK);
+    CHECK(n1 == n2 && (n1 == 0 || !memcmp(r1, r2, n1 * sizeof *r1)));
+    free(r1);
+    free(r2);
+    free(q1);
+    free(q2);
+    free(tone);
     free(x);
     free(zeros);
     free(p1);

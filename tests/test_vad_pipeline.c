@@ -1,5 +1,6 @@
 /* Speech detection in front of the encoder, through the public API, on the
- * demo model and the bundled detector: no text for audio without speech,
+ * demo model and the bundled detector: no text for audio without speech
+ * (also quiet), quiet speech found,
  * the same words as energy chunking on speech with long pauses for a
  * fraction of the encoder's work, and every time on the input's timeline. */
 #include <cjson/cJSON.h>
@@ -63,7 +64,9 @@ static hv_result *run(hv_context *ctx, const signal *s, hv_chunking mode, const 
 static void test_no_speech(hv_context *ctx, const hv_vad *vad) {
     const char *names[] = {"digital silence", "white noise", "pink-ish noise", "mains hum",
                            "music-like tones"};
-    for (int kind = 0; kind < 5; kind++) {
+    for (int k = 0; k < 10; k++) {
+        int kind = k % 5;
+        float level = k < 5 ? 1.0f : 0.01f; /* then quiet: raised for the detector */
         signal s = silence(20);
         unsigned seed = 12345u + (unsigned)kind;
         double b0 = 0, b1 = 0;
@@ -94,11 +97,12 @@ static void test_no_speech(hv_context *ctx, const hv_vad *vad) {
                 default: break;
             }
         }
+        for (size_t i = 0; i < s.n; i++) s.x[i] *= level;
         hv_result *r = run(ctx, &s, HV_CHUNKING_VAD, vad);
         if (r) {
             hv_timings t = hv_result_timings(r);
             CHECK_MSG(!strcmp(hv_result_text(r), "") && hv_result_n_segments(r) == 0,
-                      "%s: text \"%s\", %d segments", names[kind], hv_result_text(r),
+                      "%s at %g: text \"%s\", %d segments", names[kind], level, hv_result_text(r),
                       hv_result_n_segments(r));
             CHECK_MSG(t.encoded_s == 0 && t.vad_ms > 0, "%s: %.2f s encoded", names[kind],
                       t.encoded_s);
@@ -111,6 +115,27 @@ static void test_no_speech(hv_context *ctx, const hv_vad *vad) {
         hv_result_free(r);
         free(s.x);
     }
+}
+
+/* A quiet recording (peaks of 0.3 % and 0.1 % of full scale): the
+ * detector hears it raised, the model as it is; the words of the loud one. */
+static void test_quiet(hv_context *ctx, const hv_vad *vad, const float *clip, size_t n_clip) {
+    signal just = {(float *)clip, n_clip};
+    hv_result *loud = run(ctx, &just, HV_CHUNKING_ENERGY, NULL);
+    const float gains[] = {0.003f, 0.001f};
+    for (int g = 0; g < 2 && loud; g++) {
+        signal s = silence(10);
+        paste(&s, clip, n_clip, 3.0);
+        for (size_t i = 0; i < s.n; i++) s.x[i] *= gains[g];
+        hv_result *r = run(ctx, &s, HV_CHUNKING_VAD, vad);
+        CHECK_MSG(r && !strcmp(hv_result_text(r), hv_result_text(loud)), "at %g: \"%s\" vs \"%s\"",
+                  gains[g], r ? hv_result_text(r) : "", hv_result_text(loud));
+        CHECK_MSG(r && hv_result_timings(r).encoded_s < 6, "at %g: %.2f s encoded", gains[g],
+                  r ? hv_result_timings(r).encoded_s : 0);
+        hv_result_free(r);
+        free(s.x);
+    }
+    hv_result_free(loud);
 }
 
 /* Speech that starts late and ends early: the segment is on the speech. */
@@ -264,6 +289,7 @@ int main(void) {
         hv_context *ctx = hv_context_new(model, 0);
         test_no_speech(ctx, vad);
         test_time_map(ctx, vad, clip, n_clip);
+        test_quiet(ctx, vad, clip, n_clip);
         test_long_pauses(ctx, vad, clip, n_clip, -1);
         hv_model *short_clip = load_short_clip_model(hv_test_env("HV_SOURCE_DIR", "."));
         CHECK(short_clip != NULL);

@@ -308,7 +308,7 @@ static void conv_relu(const hv_vad *v, int l, int nb, const float *in, float *ou
 
 /* Encodes windows [w0, w0 + nb) and writes their LSTM input products
  * x . W_ih^T + b_ih + b_hh to gates[nb][4 hidden]. */
-static void encode_block(const hv_vad *v, const float *x, size_t n, size_t w0, int nb,
+static void encode_block(const hv_vad *v, const float *x, size_t n, size_t w0, int nb, float gain,
                          float *scratch, float *gates) {
     scratch_plan p = plan_scratch(v);
     float *input = scratch, *frames = input + p.input, *spec = frames + p.frames;
@@ -326,6 +326,8 @@ static void encode_block(const hv_vad *v, const float *x, size_t n, size_t w0, i
     for (size_t r = 0; r < (size_t)nb * F; r++) {
         const float *re = spec + r * 2 * nf, *im = re + nf;
         for (int j = 0; j < nf; j++) a[r * nf + j] = sqrtf(re[j] * re[j] + im[j] * im[j]);
+        if (gain != 1.0f) /* the STFT is linear: the input times gain */
+            for (int j = 0; j < nf; j++) a[r * nf + j] *= gain;
     }
     for (int l = 0; l < v->n_layers; l++) {
         conv_relu(v, l, nb, a, b, col);
@@ -346,6 +348,7 @@ typedef struct encode_job {
     float *gates;     /* [n_win][4 hidden] */
     float *scratch;   /* one plan_scratch().total per task */
     size_t per_task;
+    float gain; /* applied to the input */
 } encode_job;
 
 /* Task t encodes blocks t, t + n_tasks, ...: every block is computed the
@@ -356,7 +359,7 @@ static void encode_task(void *arg, int task, int n_tasks) {
     for (size_t blk = (size_t)task; blk < n_blocks; blk += (size_t)n_tasks) {
         size_t first = blk * BLOCK;
         int nb = (int)(J->n_win - first < BLOCK ? J->n_win - first : BLOCK);
-        encode_block(J->v, J->x, J->n, J->w0 + first, nb, J->scratch + task * J->per_task,
+        encode_block(J->v, J->x, J->n, J->w0 + first, nb, J->gain, J->scratch + task * J->per_task,
                      J->gates + first * 4 * (size_t)J->v->hidden);
     }
 }
@@ -384,8 +387,9 @@ static float lstm_step(const hv_vad *v, float *g, float *h, float *c) {
     return sigmoid(z);
 }
 
-hv_status hv_vad_forward(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float *probs,
-                         hv_error *e) {
+/* hv_vad_forward of the input times gain. */
+static hv_status forward_gain(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float gain,
+                              float *probs, hv_error *e) {
     size_t n_win = hv_vad_n_windows(v, n);
     if (n_win == 0) return HV_OK;
     int threads = pool ? hv_pool_size(pool) : 1;
@@ -405,7 +409,7 @@ hv_status hv_vad_forward(const hv_vad *v, hv_pool *pool, const float *x, size_t 
     float *h = state, *c = state + H;
     for (size_t w0 = 0; w0 < n_win; w0 += SEGMENT) {
         size_t len = n_win - w0 < SEGMENT ? n_win - w0 : SEGMENT;
-        encode_job J = {v, x, n, w0, len, gates, scratch, p.total};
+        encode_job J = {v, x, n, w0, len, gates, scratch, p.total, gain};
         size_t blocks = (J.n_win + BLOCK - 1) / BLOCK;
         hv_pool_run(pool, (size_t)n_tasks < blocks ? n_tasks : (int)blocks, encode_task, &J);
         for (size_t i = 0; i < J.n_win; i++) probs[w0 + i] = lstm_step(v, gates + i * 4 * H, h, c);
@@ -414,6 +418,35 @@ hv_status hv_vad_forward(const hv_vad *v, hv_pool *pool, const float *x, size_t 
     free(scratch);
     free(state);
     return HV_OK;
+}
+
+hv_status hv_vad_forward(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float *probs,
+                         hv_error *e) {
+    return forward_gain(v, pool, x, n, 1.0f, probs, e);
+}
+
+float hv_vad_level_gain(const hv_vad *v, const float *x, size_t n) {
+    /* each window's RMS in whole dB (0: -120 dB or less, 120: 0 dB) */
+    size_t hist[121] = {0}, windows = 0, w = (size_t)v->window;
+    for (size_t a = 0; a < n; a += w, windows++) {
+        size_t b = a + w < n ? a + w : n;
+        double ss = 0;
+        for (size_t i = a; i < b; i++) ss += (double)x[i] * x[i];
+        double db = 10 * log10(ss / (double)w + 1e-12);
+        int bin = (int)floor(db) + 120;
+        hist[bin < 0 ? 0 : bin > 120 ? 120 : bin]++;
+    }
+    /* the level: the loudest windows but one and one in a thousand (clicks) */
+    size_t k = 2 + windows / 1000, seen = 0;
+    int level = 0;
+    for (int bin = 120; bin >= 0; bin--)
+        if ((seen += hist[bin]) >= k) {
+            level = bin - 120;
+            break;
+        }
+    if (windows == 0 || level >= HV_VAD_QUIET_DB || level <= -110) return 1.0f;
+    double up = HV_VAD_RAISE_TO_DB - level;
+    return (float)pow(10.0, (up < HV_VAD_MAX_GAIN_DB ? up : HV_VAD_MAX_GAIN_DB) / 20);
 }
 
 /* ---------------------------------------------------------- regions */
@@ -605,12 +638,12 @@ hv_vad_params hv_vad_default_params(void) {
 
 /* Probabilities of x[n] (already at the detector's rate) into a new
  * array of hv_vad_n_windows(n) (never NULL on success). */
-static hv_status probs_of(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float **probs,
-                          hv_error *e) {
+static hv_status probs_of(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float gain,
+                          float **probs, hv_error *e) {
     size_t n_win = hv_vad_n_windows(v, n);
     float *pr = malloc((n_win ? n_win : 1) * sizeof *pr);
     if (!pr) return hv_err(e, HV_ERR_NOMEM, "out of memory");
-    hv_status st = hv_vad_forward(v, pool, x, n, pr, e);
+    hv_status st = forward_gain(v, pool, x, n, gain, pr, e);
     if (st) {
         free(pr);
         return st;
@@ -623,7 +656,7 @@ hv_status hv_vad_detect(const hv_vad *v, hv_pool *pool, const float *x, size_t n
                         const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
                         hv_error *e) {
     float *probs = NULL;
-    hv_status st = probs_of(v, pool, x, n, &probs, e);
+    hv_status st = probs_of(v, pool, x, n, hv_vad_level_gain(v, x, n), &probs, e);
     if (st) return st;
     st = hv_vad_speech_regions(probs, hv_vad_n_windows(v, n), n, v->window, v->sample_rate, p,
                                regions, n_regions, e);
@@ -645,7 +678,7 @@ hv_status hv_vad_probs(hv_context *ctx, const hv_vad *vad, const float *pcm, siz
     hv_status st =
         hv_audio_to_mono(pcm, n_frames, channels, sample_rate, vad->sample_rate, &x, &n, e);
     if (st) return st;
-    st = probs_of(vad, ctx->pool, x, n, probs, e);
+    st = probs_of(vad, ctx->pool, x, n, 1.0f, probs, e);
     if (!st) *n_probs = hv_vad_n_windows(vad, n);
     free(x);
     return st;

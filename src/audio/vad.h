@@ -67,8 +67,23 @@ size_t hv_vad_n_windows(const hv_vad *vad, size_t n);
 hv_status hv_vad_forward(const hv_vad *vad, hv_pool *pool, const float *x, size_t n, float *probs,
                          hv_error *e);
 
+/* Quiet recordings (docs/VAD.md, "Level"): Silero's probabilities fall
+ * with the input's level (at a peak of 1 % of full scale it misses words,
+ * at 0.3 % all of them) while the model does not mind. So the detector
+ * hears a recording whose loud windows (the loudest but one and one in a
+ * thousand, so a click does not count) are below HV_VAD_QUIET_DB dBFS
+ * raised to HV_VAD_RAISE_TO_DB, by at most HV_VAD_MAX_GAIN_DB; digital
+ * silence (-110 dB) stays as it is. */
+#define HV_VAD_QUIET_DB    -35
+#define HV_VAD_RAISE_TO_DB -20
+#define HV_VAD_MAX_GAIN_DB 60
+
+/* The gain for x[n] (1 for a recording at an ordinary level). */
+float hv_vad_level_gain(const hv_vad *vad, const float *x, size_t n);
+
 /* The speech regions of x[n] (mono, at vad->sample_rate, finite):
- * hv_vad_forward, then hv_vad_speech_regions. *regions as there. */
+ * hv_vad_forward of x raised by hv_vad_level_gain, then
+ * hv_vad_speech_regions. *regions as there. */
 hv_status hv_vad_detect(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
                         const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
                         hv_error *e);
