@@ -3,19 +3,25 @@
 #               (release build with -Werror, then again under ASan+UBSan)
 #   make run    build and transcribe the bundled example
 #   make format reformat every C file as .clang-format says (the tests check it)
+#   make fuzz   build the libFuzzer targets of tests/fuzz (clang, ASan, UBSan)
+#               and run each for FUZZ_SECONDS seconds (default 30; longer
+#               runs: make fuzz FUZZ_SECONDS=3600); FUZZ_TARGETS picks some
 #   make install  build, then install the programs, libhviske (.so and .a),
 #               hviske.h, hviske.pc, the speech detector and the man pages
 #               under PREFIX (default /usr/local); DESTDIR is honoured
 # Variables: BUILD (build folder), JOBS, PREFIX (install prefix, compiled
 # into the programs' speech detector search path), CMAKE_FLAGS (more cmake
-# options, such as -DBUILD_TESTING=OFF).
+# options, such as -DBUILD_TESTING=OFF), FUZZ_BUILD (the fuzzers' folder).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?=
 PREFIX_FLAG = $(if $(PREFIX),-DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)))
 
-.PHONY: all deps build test test-release test-asan run format install clean
+.PHONY: all deps build test test-release test-asan run format install clean fuzz
 
 all: build
 
@@ -42,8 +48,13 @@ run: build
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
 
+fuzz: build
+	@bash scripts/install-deps.sh fuzz
+	cd $(BUILD) && ctest -R '^fixtures$$' --output-on-failure
+	JOBS=$(JOBS) bash scripts/fuzz.sh $(BUILD) $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 format:
 	clang-format -i --style=file $$(find src include tools tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -365,7 +365,9 @@ HV_API void hv_result_free(hv_result *res); /* NULL is allowed */
  * Reads an audio file (any format libsndfile reads: WAV, FLAC, OGG/Opus,
  * MP3, ...) as interleaved float PCM at its own rate. On success the caller
  * owns *pcm and frees it with hv_audio_free. On failure writes a message
- * naming the file into errbuf.
+ * naming the file into errbuf. The whole interleaved file is held in memory
+ * (channels x rate x seconds floats): hv_audio_read_mono below costs only
+ * the mono samples. A path must be a regular file (a FIFO is HV_ERR_IO).
  */
 HV_API hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                                int *channels, char *errbuf, size_t errbuf_size);
@@ -379,6 +381,26 @@ HV_API hv_status hv_audio_read_buffer(const void *data, size_t size, const char 
                                       double max_seconds, float **pcm, size_t *n_frames,
                                       int *sample_rate, int *channels, char *errbuf,
                                       size_t errbuf_size);
+/*
+ * The same, straight to mono at target_rate (pass hv_model_sample_rate() to
+ * give hv_transcribe what it uses as is): the file is decoded in blocks,
+ * each block's channels averaged and resampled as it comes, so reading costs
+ * the mono samples (4 bytes each) plus a constant of at most 8 MiB (one
+ * block of 4096 frames, at most 1 MiB at 64 channels, the decoder's and the
+ * resampler's state; the _buffer variant's bytes are the caller's),
+ * whatever the file's channel count and rate. The samples equal
+ * what hv_transcribe would make of hv_audio_read's PCM. max_seconds > 0
+ * refuses longer audio with HV_ERR_LIMIT as hv_audio_read_buffer does
+ * (also for paths). A path must be a regular file: a FIFO or a device is
+ * HV_ERR_IO (read pipes with the _buffer variant). On success the caller
+ * frees *samples with hv_audio_free; *n_samples may be 0 for a tiny input.
+ */
+HV_API hv_status hv_audio_read_mono(const char *path, int target_rate, double max_seconds,
+                                    float **samples, size_t *n_samples, char *errbuf,
+                                    size_t errbuf_size);
+HV_API hv_status hv_audio_read_buffer_mono(const void *data, size_t size, const char *name,
+                                           int target_rate, double max_seconds, float **samples,
+                                           size_t *n_samples, char *errbuf, size_t errbuf_size);
 HV_API void hv_audio_free(float *pcm);
 
 #ifdef __cplusplus

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Installs every Debian package that the build, the tests and the PyTorch
-# reference need, then the node packages of the speech detector's ONNX
-# Runtime oracle (tools/vad-oracle). Idempotent: quick when all are present.
+# reference need (with the argument `fuzz`, clang for make fuzz as well),
+# then the node packages of the speech detector's ONNX Runtime oracle
+# (tools/vad-oracle). Idempotent: quick when all are present.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 PKGS=(
   build-essential cmake pkg-config
-  libcjson-dev libopenblas-dev libsndfile1-dev libsoxr-dev libkissfft-dev
+  libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev
   libmicrohttpd-dev curl
   python3 python3-numpy python3-torch python3-sentencepiece
   sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
   python3-onnx clang-format
   man-db python3-pip python3-setuptools
 )
+# `install-deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too
+if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
 # node and npm may come from elsewhere (NodeSource, nvm): Debian's packages
 # only for a command that is missing
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)

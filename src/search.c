@@ -298,6 +298,15 @@ hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n
     hv_status st = hv_decoder_forward(dec, pool, &seq, 1, prompt, n_prompt, e);
     out->prefill_ms = now_ms() - t0;
     if (st) return st;
+    /* Broken weights (NaN, a negative variance, overflow) give non-finite
+     * log-probs, which would decode to an empty text: refuse them. One
+     * pass over [vocab] floats per chunk. */
+    for (int v = 0; v < dec->c->vocab_size; v++)
+        if (!isfinite(dec->logits[v]))
+            return hv_err(e, HV_ERR_FORMAT,
+                          "decoder: the first-step log-prob of token %d is %s (the model's "
+                          "weights give non-finite values)",
+                          v, isnan(dec->logits[v]) ? "NaN" : "infinite");
     if (first_logprobs)
         memcpy(first_logprobs, dec->logits, (size_t)dec->c->vocab_size * sizeof(float));
     return p->num_beams > 1 ? search_beams(dec, pool, p, out, e)

@@ -348,6 +348,16 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid, &enc, &n_enc,
                                  &enc_len, e)))
         goto done;
+    /* broken weights give non-finite states and then an empty text: refuse */
+    for (size_t i = 0; i < (size_t)enc_len * (size_t)c->dec_hidden; i++)
+        if (!isfinite(enc[i])) {
+            st = hv_err(e, HV_ERR_FORMAT,
+                        "encoder: output frame %zu of the chunk at %.2f s is %s (the model's "
+                        "weights give non-finite values)",
+                        i / (size_t)c->dec_hidden, (double)seg_start / c->sample_rate,
+                        isnan(enc[i]) ? "NaN" : "infinite");
+            goto done;
+        }
     t2 = now_ms();
     if (taps && !(lp0 = malloc((size_t)c->vocab_size * sizeof *lp0))) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");

@@ -119,6 +119,12 @@ static void check_variants(void) {
     }
     free(cj);
     free(gj);
+    /* the shortest chunk step accepted: 2 x hop_length (320 samples) */
+    cj = edit(CONFIG, "max_audio_clip_s=5.02");
+    st = hv_config_parse(&c, cj, "config.json", GEN, "gen.json", &e);
+    CHECK_MSG(st == HV_OK, "max_audio_clip_s 5.02: %s", e.msg);
+    if (!st) hv_config_free(&c);
+    free(cj);
 }
 
 typedef struct bad_case {
@@ -187,6 +193,11 @@ static const bad_case BAD[] = {
     {"preprocessor.sample_rate=8000", 0, HV_ERR_FORMAT, "preprocessor.sample_rate"},
     {"max_audio_clip_s=5", 0, HV_ERR_FORMAT, "max_audio_clip_s"},
     {"max_audio_clip_s=-35", 0, HV_ERR_FORMAT, "max_audio_clip_s"},
+    /* chunks so short (under 2 x hop_length = 320 samples) that every one
+     * would be dropped */
+    {"max_audio_clip_s=5.01", 0, HV_ERR_FORMAT, "max_audio_clip_s"},
+    {"overlap_chunk_second=34.99", 0, HV_ERR_FORMAT, "max_audio_clip_s"},
+    {"max_audio_clip_s=0.015;overlap_chunk_second=0", 0, HV_ERR_FORMAT, "max_audio_clip_s"},
     {"overlap_chunk_second=-1", 0, HV_ERR_FORMAT, "overlap_chunk_second"},
     /* languages */
     {"supported_languages=[]", 0, HV_ERR_FORMAT, "supported_languages"},

@@ -769,7 +769,8 @@ def test_slow_clients(port, wav, want, timeout):
             "client stalled in its body", timeout)
 
     # trickling: a byte every 0.5 s never trips the idle timeout; the
-    # request deadline (--request-timeout 4) cuts it off
+    # minimum upload rate (after the --timeout 2 grace) or the request
+    # deadline (--request-timeout 4) cuts it off
     result = {}
     trickling = threading.Event()
 
@@ -799,7 +800,7 @@ def test_slow_clients(port, wav, want, timeout):
            r.status == 200 and r.json() == {"text": want}, str(r))
     t.join()
     report(f"trickling client: cut off after {result.get('dt', 0):.1f} s "
-           f"(--request-timeout 4)",
+           f"(--min-upload-rate, --request-timeout 4)",
            result.get("outcome", "").startswith("closed")
            and result["dt"] < 30, str(result))
 

@@ -17,25 +17,31 @@
  *
  * Threads and the queue
  *
- *   libmicrohttpd's internal polling thread (epoll) does all network I/O:
- *   it reads each request, streams a multipart body through MHD's post
- *   processor into the request's srv_form (limits enforced as bytes
- *   arrive), answers errors and writes responses. It never runs a
- *   transcription, so health checks, uploads and errors are served while
- *   the workers are busy.
+ *   libmicrohttpd runs each connection in a thread of its own: it reads
+ *   the request, streams a multipart body through MHD's post processor
+ *   into the request's srv_form (limits enforced as bytes arrive),
+ *   answers errors and writes responses. No thread but the connection
+ *   that asked waits for a transcription, so health checks, uploads and
+ *   errors are served while the workers are busy.
  *
  *   W worker threads, each with its own hv_context on the one loaded model
  *   (weights shared, read-only), decode the audio and transcribe.
  *
  *   Between them is a bounded FIFO of complete, validated requests. When a
- *   body is in, the polling thread admits the request if fewer than W + Q
- *   are running or waiting: it suspends the connection
- *   (MHD_suspend_connection: MHD stops polling it and its idle timeout
- *   stops) and appends the request. Otherwise it answers 503 with
- *   Retry-After at once; nothing piles up. A worker takes the oldest
- *   request, builds the whole response, and resumes the connection
- *   (MHD_resume_connection, safe from any thread); MHD then calls the
- *   handler again, which queues the response.
+ *   body is in, the connection's thread admits the request if fewer than
+ *   W + Q are running or waiting: it appends the request and waits until
+ *   a worker has built the whole response, then queues it. Otherwise it
+ *   answers 503 with Retry-After at once; nothing piles up. (Not
+ *   MHD_suspend_connection and MHD_resume_connection: with libmicrohttpd
+ *   0.9.75 a resumed connection whose client had half-closed was closed
+ *   without its answer.)
+ *
+ *   A reaper thread shuts down connections that have not completed a
+ *   request's headers within --timeout seconds; a body must keep up with
+ *   --min-upload-rate after --timeout seconds; requests refused at their
+ *   headers are answered at once and the connection closed, the body
+ *   unread. --max-connections serve requests, RESERVE more answer /health
+ *   and 503 to the rest.
  *
  *   The main thread loads the model, starts everything, and waits for
  *   SIGINT or SIGTERM (blocked in every thread, taken with sigtimedwait).
@@ -89,7 +95,12 @@ static const char PROG[] = "hviske-server";
 enum {
     CONN_MEMORY = 32 * 1024, /* MHD's per-connection pool: headers and
                                  read buffer must fit */
-    PP_BUFFER = 16 * 1024    /* the post processor's parse buffer */
+    PP_BUFFER = 16 * 1024,   /* the post processor's parse buffer */
+    RESERVE = 4,             /* connections beyond --max-connections, for
+                                /health and quick 503s */
+    OVERFLOW = 64            /* beyond those: told 503 and closed at once
+                                (libmicrohttpd stops accepting at its limit,
+                                leaving new clients hanging) */
 };
 
 /* ------------------------------------------------------------- options */
@@ -107,6 +118,8 @@ typedef struct options {
     const char *model_name;     /* the id in /v1/models */
     unsigned timeout_s;         /* idle connection timeout */
     unsigned request_timeout_s; /* headers-to-end-of-body deadline */
+    unsigned min_upload_rate;   /* bytes/s a body keeps up with after
+                                   timeout_s; 0: none */
     unsigned max_connections;
     unsigned max_per_ip;   /* 0: no limit */
     int quiet;             /* no access log */
@@ -144,8 +157,13 @@ static void usage(FILE *f) {
             "      --request-timeout S  a request's body must be in within S\n"
             "                           seconds of its headers, 1..86400\n"
             "                           (default 600)\n"
-            "      --max-connections N  open connections at most, 1..65536\n"
-            "                           (default 64)\n"
+            "      --min-upload-rate B  after --timeout seconds, a body must\n"
+            "                           have come at B bytes/s on average, or\n"
+            "                           the connection is closed; 0..1073741824\n"
+            "                           (default 4096; 0: no such limit)\n"
+            "      --max-connections N  open connections for requests, 1..65536\n"
+            "                           (default 64); 4 more answer /health and\n"
+            "                           503 to the rest\n"
             "      --max-connections-per-ip N  from one address, 0..65536\n"
             "                           (default 0: no limit of its own)\n"
             "  -q, --quiet              no access log on stderr\n"
@@ -188,6 +206,7 @@ enum {
     O_MODEL_NAME,
     O_TIMEOUT,
     O_REQUEST_TIMEOUT,
+    O_MIN_UPLOAD_RATE,
     O_MAX_CONN,
     O_MAX_PER_IP,
     O_QUIET,
@@ -217,6 +236,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_TIMEOUT] = HVT_OPT("timeout", 0, HVT_UNSIGNED, AT(timeout_s), 1, 86400, "seconds, 1..86400"),
     [O_REQUEST_TIMEOUT] = HVT_OPT("request-timeout", 0, HVT_UNSIGNED, AT(request_timeout_s), 1,
                                   86400, "seconds, 1..86400"),
+    [O_MIN_UPLOAD_RATE] = HVT_OPT("min-upload-rate", 0, HVT_UNSIGNED, AT(min_upload_rate), 0,
+                                  1073741824, "bytes per second, 0..1073741824"),
     [O_MAX_CONN] = HVT_OPT("max-connections", 0, HVT_UNSIGNED, AT(max_connections), 1, 65536,
                            "an integer 1..65536"),
     [O_MAX_PER_IP] = HVT_OPT("max-connections-per-ip", 0, HVT_UNSIGNED, AT(max_per_ip), 0, 65536,
@@ -243,6 +264,7 @@ static int parse_options(int argc, char **argv, options *o) {
                    .model_name = "hviske",
                    .timeout_s = 30,
                    .request_timeout_s = 600,
+                   .min_upload_rate = 4096,
                    .max_connections = 64,
                    .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
@@ -271,6 +293,17 @@ typedef enum route { ROUTE_NONE, ROUTE_HEALTH, ROUTE_MODELS, ROUTE_TRANSCRIBE } 
 
 typedef struct server server;
 
+/* One open TCP connection (MHD_OPTION_NOTIFY_CONNECTION), for the
+ * reaper: a connection must complete a request's headers within
+ * --timeout seconds of opening or of its previous request. */
+typedef struct conn_rec {
+    struct conn_rec *prev, *next;
+    int fd;
+    double t0;      /* opened, or its last request completed */
+    int in_request; /* headers in, request not yet completed */
+    int reaped;     /* shut down by the reaper */
+} conn_rec;
+
 /* One HTTP request, from its headers to the end of its response. Owned by
  * the polling thread, except while queued or running: then by the queue
  * or one worker, and the connection is suspended. */
@@ -278,6 +311,7 @@ typedef struct request {
     struct request *next; /* queue link */
     server *s;
     struct MHD_Connection *conn;
+    conn_rec *rec; /* its connection's (NULL: untracked) */
     route route;
     char method[12], path[64]; /* printable, for the log */
     double t0;                 /* monotonic seconds at the headers */
@@ -288,6 +322,7 @@ typedef struct request {
     int retry_after;     /* with 503, seconds */
     int close;           /* answer with Connection: close */
     srv_form form;
+    srv_delim delim; /* counts the body's parts into form.seq */
     srv_params params;
     int queued; /* handed to the workers */
     int done;   /* a worker set resp and status */
@@ -314,18 +349,24 @@ struct server {
     worker *workers;
     struct MHD_Daemon *mhd;
 
-    pthread_mutex_t mu;   /* guards everything below */
-    pthread_cond_t work;  /* a request was queued, or stop */
-    request *head, *tail; /* waiting requests, oldest first */
+    pthread_mutex_t mu;      /* guards everything below */
+    pthread_cond_t work;     /* a request was queued, or stop */
+    pthread_cond_t answered; /* a worker (or cancel_waiting) answered one */
+    request *head, *tail;    /* waiting requests, oldest first */
     int n_waiting, n_running;
-    int n_suspended;  /* connections queued or running, until
-                                      the polling thread has them back */
+    int n_suspended;  /* connections whose thread waits for a worker's
+                         answer (queued or running requests) */
     int capacity;     /* workers + queue */
     long active;      /* requests begun, not completed */
     double avg_job_s; /* running average, for Retry-After */
     int draining;     /* shutdown: no new requests */
     int cancel;       /* second signal: nothing more queued */
     int stop;         /* workers: exit when the queue is empty */
+    conn_rec *conns;  /* open connections */
+    unsigned n_open;
+    int reaper_stop;
+    char *overflow;      /* the whole 503 answer beyond the reserve */
+    size_t overflow_len; /* (NULL: none, the connection is just closed) */
 };
 
 /* Seconds a client should wait before retrying: the expected time until
@@ -454,11 +495,12 @@ static void run_job(worker *w, request *req) {
     char err[1024] = "";
     float *pcm = NULL;
     size_t n_frames = 0;
-    int rate = 0, channels = 0;
     hv_result *res = NULL;
 
-    hv_status st = hv_audio_read_buffer(f->file, f->file_len, "file", s->o->max_audio_s, &pcm,
-                                        &n_frames, &rate, &channels, err, sizeof err);
+    /* mono at the model's rate, decoded in blocks: memory is the mono
+     * samples whatever the upload's channels and rate */
+    hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate,
+                                             s->o->max_audio_s, &pcm, &n_frames, err, sizeof err);
     srv_form_free(f); /* the upload is no longer needed */
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
@@ -471,7 +513,7 @@ static void run_job(worker *w, request *req) {
         library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
         goto done;
     }
-    st = hv_transcribe(w->ctx, pcm, n_frames, rate, channels, &p->tp, &res);
+    st = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p->tp, &res);
     hv_audio_free(pcm);
     pcm = NULL;
     if (st != HV_OK) {
@@ -518,10 +560,10 @@ static void *worker_main(void *arg) {
         pthread_mutex_lock(&s->mu);
         s->n_running--;
         s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
-        pthread_mutex_unlock(&s->mu);
-        /* the polling thread owns req again once resumed: touch it no more */
+        /* the connection's thread owns req again: touch it no more */
         req->done = 1;
-        MHD_resume_connection(req->conn);
+        pthread_cond_broadcast(&s->answered);
+        pthread_mutex_unlock(&s->mu);
     }
     return NULL;
 }
@@ -543,8 +585,10 @@ static void cancel_waiting(server *s) {
         req->status = 503;
         req->resp = error_response(req, &e);
         srv_form_free(&req->form);
+        pthread_mutex_lock(&s->mu);
         req->done = 1;
-        MHD_resume_connection(req->conn);
+        pthread_cond_broadcast(&s->answered);
+        pthread_mutex_unlock(&s->mu);
         req = next;
     }
 }
@@ -598,16 +642,13 @@ static enum MHD_Result on_post_data(void *cls, enum MHD_ValueKind kind, const ch
     return srv_form_add(&req->form, key, filename, data, off, size) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* Refuses a request at its headers. The answer goes at once when the body
- * is too large to read (now) or the client waits for "100 Continue"
- * before sending it (MHD then closes the connection). Otherwise it goes
- * when the request is complete: its body, if any, is read and dropped
- * first, so that a client busy sending gets the answer rather than a
- * reset connection, and a keep-alive connection stays usable. */
-static enum MHD_Result refuse(request *req, int now) {
-    const char *expect = header(req->conn, MHD_HTTP_HEADER_EXPECT);
-    if (now || (expect && strcasecmp(expect, "100-continue") == 0)) return answer_error(req);
-    return MHD_YES;
+/* Refuses a request at its headers: the answer goes at once, with
+ * Connection: close, and the body (if any) is never read: a client
+ * without the key, or on a wrong path, method or type, cannot hold a
+ * connection by trickling a body the server would only drop. */
+static enum MHD_Result refuse(request *req) {
+    req->close = 1;
+    return answer_error(req);
 }
 
 /* The first call for a request: its headers are in. */
@@ -622,8 +663,13 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     printable(req->path, sizeof req->path, url);
     srv_form_init(&req->form, s->max_file);
     *con_cls = req;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     pthread_mutex_lock(&s->mu);
     s->active++;
+    req->rec = ci ? ci->socket_context : NULL;
+    if (req->rec) req->rec->in_request = 1;
+    int crowded = s->n_open > s->o->max_connections;
     int draining = s->draining;
     int full = s->n_waiting + s->n_running >= s->capacity;
     req->retry_after = retry_after_locked(s);
@@ -643,31 +689,38 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         req->close = 1;
         req->retry_after = 1;
         srv_error_set(e, 503, "shutting_down", NULL, "the server is shutting down");
-        return refuse(req, 0);
+        return refuse(req);
+    }
+    if (crowded && req->route != ROUTE_HEALTH) {
+        /* a connection in the reserve beyond --max-connections */
+        srv_error_set(e, 503, "too_many_connections", NULL,
+                      "the server has too many open connections; retry later");
+        req->retry_after = 1;
+        return refuse(req);
     }
     if (req->route == ROUTE_NONE) {
         srv_error_set(e, 404, "not_found", NULL, "no such path: %s %s", req->method, req->path);
-        return refuse(req, 0);
+        return refuse(req);
     }
     int transcribe = req->route == ROUTE_TRANSCRIBE;
     if (transcribe ? !post : !get) {
         req->allow = transcribe ? "POST" : "GET, HEAD";
         srv_error_set(e, 405, "method_not_allowed", NULL, "%s is not allowed on %s (allowed: %s)",
                       req->method, req->path, req->allow);
-        return refuse(req, 0);
+        return refuse(req);
     }
     if (req->route != ROUTE_HEALTH && s->o->api_key && !authorized(conn, s->o->api_key)) {
         srv_error_set(e, 401, "invalid_api_key", NULL,
                       "missing or incorrect API key (send 'Authorization: "
                       "Bearer KEY')");
-        return refuse(req, 0);
+        return refuse(req);
     }
     if (req->route != ROUTE_TRANSCRIBE) return MHD_YES; /* answered when complete (on_request) */
 
     if (!is_multipart(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         srv_error_set(e, 415, "unsupported_media_type", NULL,
                       "the body must be multipart/form-data");
-        return refuse(req, 0);
+        return refuse(req);
     }
     const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
@@ -682,7 +735,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
                           "the request body is larger than the server's "
                           "limit of %zu bytes (files up to %d MiB)",
                           s->max_body, s->o->max_upload_mb);
-            return refuse(req, 1);
+            return refuse(req);
         }
     }
     if (full) {
@@ -700,8 +753,9 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         srv_error_set(e, 400, "invalid_multipart", NULL,
                       "malformed "
                       "multipart/form-data Content-Type (no boundary?)");
-        return refuse(req, 0);
+        return refuse(req);
     }
+    srv_delim_init(&req->delim, header(conn, MHD_HTTP_HEADER_CONTENT_TYPE));
     return MHD_YES;
 }
 
@@ -718,16 +772,30 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
         if (req->body_bytes > 2 * (uint64_t)s->max_body)
             return MHD_NO; /* it goes on and on: cut it off */
     }
-    if (!req->err.status && req->pp && MHD_post_process(req->pp, data, size) != MHD_YES) {
-        if (req->form.err.status)
-            req->err = req->form.err;
-        else
-            srv_error_set(&req->err, 400, "invalid_multipart", NULL,
-                          "malformed multipart/form-data body");
+    /* the post processor gets the body up to each delimiter's end, then
+     * the form learns that a part begins (an empty part is a part) */
+    while (size > 0 && !req->err.status && req->pp) {
+        int found;
+        size_t n = srv_delim_scan(&req->delim, data, size, &found);
+        if (MHD_post_process(req->pp, data, n) != MHD_YES) {
+            if (req->form.err.status)
+                req->err = req->form.err;
+            else
+                srv_error_set(&req->err, 400, "invalid_multipart", NULL,
+                              "malformed multipart/form-data body");
+        }
+        req->form.seq += (unsigned)found;
+        data += n;
+        size -= n;
     }
     if (req->err.status) srv_form_free(&req->form); /* the rest is read and dropped */
-    if (hvt_now_s() - req->t0 > s->o->request_timeout_s)
-        return MHD_NO; /* too slow: drop the connection */
+    double dt = hvt_now_s() - req->t0;
+    if (dt > s->o->request_timeout_s) return MHD_NO; /* too slow: drop the connection */
+    /* after a grace of --timeout seconds, the body must keep up with
+     * --min-upload-rate: a trickle is cut off in seconds, not minutes */
+    if (s->o->min_upload_rate > 0 && dt > s->o->timeout_s &&
+        (double)req->body_bytes < (dt - s->o->timeout_s) * s->o->min_upload_rate)
+        return MHD_NO;
     return MHD_YES;
 }
 
@@ -758,8 +826,6 @@ static enum MHD_Result end_request(request *req) {
                           "retry later",
                           s->n_running, s->n_waiting);
         } else {
-            /* suspend before any worker can see it (and resume it) */
-            MHD_suspend_connection(req->conn);
             s->n_suspended++;
             req->queued = 1;
             if (s->tail)
@@ -769,9 +835,20 @@ static enum MHD_Result end_request(request *req) {
             s->tail = req;
             s->n_waiting++;
             pthread_cond_signal(&s->work);
+            /* This connection's own thread waits for the answer; MHD polls
+             * the others meanwhile. (Not MHD_suspend_connection: a client
+             * that half-closes its side after the request, as some clients
+             * and proxies do, had its resumed connection closed by
+             * libmicrohttpd 0.9.75 without the answer.) */
+            while (!req->done) pthread_cond_wait(&s->answered, &s->mu);
+            s->n_suspended--;
         }
         pthread_mutex_unlock(&s->mu);
-        if (req->queued) return MHD_YES;
+        if (req->queued) {
+            struct MHD_Response *r = req->resp;
+            req->resp = NULL;
+            return queue(req, req->status, r);
+        }
     }
     srv_form_free(&req->form);
     return answer_error(req);
@@ -783,17 +860,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     request *req = *con_cls;
     if (!req) return begin_request(cls, conn, url, method, con_cls);
-    if (req->done) { /* a worker answered and resumed the connection */
-        server *s = cls;
-        struct MHD_Response *r = req->resp;
-        req->resp = NULL;
-        req->done = 0;
-        pthread_mutex_lock(&s->mu);
-        s->n_suspended--;
-        pthread_mutex_unlock(&s->mu);
-        return queue(req, req->status, r);
-    }
-    if (req->queued) return MHD_YES; /* not reached: suspended until done */
+    if (req->queued) return MHD_YES; /* answered already */
     if (*upload_size > 0) {
         enum MHD_Result rc = body_data(req, upload, *upload_size);
         *upload_size = 0;
@@ -821,11 +888,81 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req->pp) MHD_destroy_post_processor(req->pp);
     if (req->resp) MHD_destroy_response(req->resp);
     srv_form_free(&req->form);
-    free(req);
-    *con_cls = NULL;
     pthread_mutex_lock(&s->mu);
     s->active--;
+    if (req->rec) { /* the next request's headers are due in --timeout */
+        req->rec->in_request = 0;
+        req->rec->t0 = hvt_now_s();
+    }
     pthread_mutex_unlock(&s->mu);
+    free(req);
+    *con_cls = NULL;
+}
+
+/* Tracks the open connections for the reaper and the reserve. MHD calls
+ * this with MHD_CONNECTION_NOTIFY_CLOSED before it closes the socket, so
+ * an fd in the list is still this connection's. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_rec *r = ci ? calloc(1, sizeof *r) : NULL;
+        if (!r) return; /* untracked: only MHD's own timeouts apply */
+        r->fd = ci->connect_fd;
+        r->t0 = hvt_now_s();
+        pthread_mutex_lock(&s->mu);
+        r->next = s->conns;
+        if (s->conns) s->conns->prev = r;
+        s->conns = r;
+        s->n_open++;
+        if (s->n_open > s->o->max_connections + RESERVE) {
+            /* no slot even in the reserve: a 503 and the end, before MHD
+             * starts the connection's thread (which then sees it shut) */
+            if (s->overflow)
+                (void)!send(r->fd, s->overflow, s->overflow_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            shutdown(r->fd, SHUT_RDWR);
+            r->reaped = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+        *socket_context = r;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        conn_rec *r = *socket_context;
+        pthread_mutex_lock(&s->mu);
+        if (r->prev)
+            r->prev->next = r->next;
+        else
+            s->conns = r->next;
+        if (r->next) r->next->prev = r->prev;
+        s->n_open--;
+        pthread_mutex_unlock(&s->mu);
+        free(r);
+        *socket_context = NULL;
+    }
+}
+
+/* Shuts down every connection that has not completed a request's headers
+ * within --timeout seconds (MHD's idle timeout alone lets a client
+ * trickling its headers a byte at a time hold a connection for hours);
+ * MHD then sees the socket fail and closes it. Runs until reaper_stop. */
+static void *reaper_main(void *arg) {
+    server *s = arg;
+    for (;;) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        double now = hvt_now_s();
+        pthread_mutex_lock(&s->mu);
+        int stop = s->reaper_stop;
+        for (conn_rec *r = s->conns; r && !stop; r = r->next)
+            if (!r->in_request && !r->reaped && now - r->t0 > s->o->timeout_s) {
+                shutdown(r->fd, SHUT_RDWR);
+                r->reaped = 1;
+            }
+        pthread_mutex_unlock(&s->mu);
+        if (stop) break;
+    }
+    return NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -940,9 +1077,27 @@ int main(int argc, char **argv) {
     s.capacity = o.n_workers + o.queue;
     s.avg_job_s = 1.0;
     s.created = time(NULL);
+    {
+        size_t blen = 0;
+        char *body = srv_format_error("the server has too many open connections; retry later",
+                                      "server_error", NULL, "too_many_connections", &blen);
+        char head[256];
+        int hn = snprintf(head, sizeof head,
+                          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                          "Retry-After: 1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+                          blen);
+        if (body && hn > 0 && (s.overflow = malloc((size_t)hn + blen))) {
+            memcpy(s.overflow, head, (size_t)hn);
+            memcpy(s.overflow + hn, body, blen);
+            s.overflow_len = (size_t)hn + blen;
+        }
+        free(body);
+    }
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.work, NULL);
-    int listen_fd = -1, n_started = 0, port = 0, ipv6 = 0;
+    pthread_cond_init(&s.answered, NULL);
+    int listen_fd = -1, n_started = 0, port = 0, ipv6 = 0, reaper = 0;
+    pthread_t reaper_tid;
     MHD_socket q = MHD_INVALID_SOCKET; /* the listening socket, quiesced */
     rc = 1;
 
@@ -986,19 +1141,26 @@ int main(int argc, char **argv) {
             goto done;
         }
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     (ipv6 ? MHD_USE_IPv6 : 0);
-    s.mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER,
-                             on_mhd_log, &s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
-                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o.max_connections,
-                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o.max_per_ip,
-                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o.timeout_s,
-                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_END);
+    /* a thread per connection: one waiting for its transcription holds
+     * only itself (MHD_USE_ITC: MHD_quiesce_daemon needs it) */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+    s.mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, &s,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned int)o.max_connections + RESERVE + OVERFLOW, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned int)o.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o.timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s, MHD_OPTION_END);
     if (!s.mhd) {
         fputs("hviske-server: cannot start the HTTP daemon\n", stderr);
         goto done;
     }
+    if (pthread_create(&reaper_tid, NULL, reaper_main, &s) != 0) {
+        fputs("hviske-server: cannot start a thread\n", stderr);
+        goto done;
+    }
+    reaper = 1;
     fprintf(stderr,
             "hviske-server: listening on http://%s%s%s:%d (model %s, "
             "%d worker%s x %d thread%s, queue %d)\n",
@@ -1028,6 +1190,12 @@ done:
     pthread_cond_broadcast(&s.work);
     pthread_mutex_unlock(&s.mu);
     for (int i = 0; i < n_started; i++) pthread_join(s.workers[i].tid, NULL);
+    if (reaper) {
+        pthread_mutex_lock(&s.mu);
+        s.reaper_stop = 1;
+        pthread_mutex_unlock(&s.mu);
+        pthread_join(reaper_tid, NULL);
+    }
     if (s.mhd) {
         MHD_stop_daemon(s.mhd); /* closes the listening socket unless
                                    quiesced */
@@ -1039,7 +1207,9 @@ done:
     free(s.workers);
     hv_vad_free(s.vad);
     hv_model_free(s.model);
+    free(s.overflow);
     pthread_cond_destroy(&s.work);
+    pthread_cond_destroy(&s.answered);
     pthread_mutex_destroy(&s.mu);
     if (rc == 0) fputs("hviske-server: stopped\n", stderr);
     return rc;

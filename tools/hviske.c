@@ -531,8 +531,8 @@ static int same_file(const char *a, const char *b) {
  * all of it into memory first, so that formats which need to seek work from
  * a pipe too, then decoded by the library with the same checks as a file.
  */
-static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate, int *channels,
-                                  char *err, size_t err_size) {
+static hv_status read_stdin_audio(int rate, float **pcm, size_t *n_frames, char *err,
+                                  size_t err_size) {
     *pcm = NULL;
     *n_frames = 0;
     if (isatty(STDIN_FILENO)) {
@@ -568,20 +568,22 @@ static hv_status read_stdin_audio(float **pcm, size_t *n_frames, int *rate, int 
         size += (size_t)r;
     }
     hv_status st =
-        hv_audio_read_buffer(data, size, "-", 0, pcm, n_frames, rate, channels, err, err_size);
+        hv_audio_read_buffer_mono(data, size, "-", rate, 0, pcm, n_frames, err, err_size);
     free(data);
     return st;
 }
 
-/* Reads one input (a path, or "-" for standard input); 0 on success, else
- * -1 with the failure reported. The caller frees *pcm with free(). */
-static int read_input(const char *path, float **pcm, size_t *n_frames, int *rate, int *channels) {
+/* Reads one input (a path, or "-" for standard input) as mono at `rate`
+ * (the model's: decoded in blocks, so that memory is the mono samples
+ * whatever the file's channels and rate); 0 on success, else -1 with the
+ * failure reported. The caller frees *pcm with free(). */
+static int read_input(const char *path, int rate, float **pcm, size_t *n_frames) {
     char err[1024] = "";
     hv_status st;
     if (strcmp(path, "-") == 0)
-        st = read_stdin_audio(pcm, n_frames, rate, channels, err, sizeof err);
+        st = read_stdin_audio(rate, pcm, n_frames, err, sizeof err);
     else
-        st = hv_audio_read(path, pcm, n_frames, rate, channels, err, sizeof err);
+        st = hv_audio_read_mono(path, rate, 0, pcm, n_frames, err, sizeof err);
     if (st != HV_OK) {
         file_error(path, st, err);
         return -1;
@@ -740,11 +742,11 @@ static void on_progress(void *user, double done, double total) {
 /* Reads and transcribes one input; the result, or NULL with the failure
  * reported. */
 static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const options *o,
-                                   const char *path, int show_progress) {
+                                   const char *path, int rate, int show_progress) {
     float *pcm = NULL;
     size_t n_frames = 0;
-    int rate = 0, channels = 0;
-    if (read_input(path, &pcm, &n_frames, &rate, &channels) != 0) return NULL;
+    int channels = 1;
+    if (read_input(path, rate, &pcm, &n_frames) != 0) return NULL;
 
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.language = o->language;
@@ -892,7 +894,7 @@ int main(int argc, char **argv) {
     ran = 1;
     for (int i = 0; i < o.n_files; i++) {
         const char *path = o.files[i];
-        hv_result *res = transcribe_input(ctx, vad, &o, path, show_progress);
+        hv_result *res = transcribe_input(ctx, vad, &o, path, rate, show_progress);
         if (!res) {
             rc = 1;
             continue;

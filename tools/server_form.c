@@ -106,8 +106,9 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
     const char *name = idx == SRV_N_FIELDS ? "file" : FIELDS[idx].name;
 
     /* A new part starts at offset 0 (a first call with no bytes may be
-     * followed by another at offset 0 for the same part). */
-    if (off == 0 && !(f->cur == idx && f->cur_len == 0)) {
+     * followed by another at offset 0 for the same part, unless a
+     * delimiter came between: then the first was an empty part). */
+    if (off == 0 && !(f->cur == idx && f->cur_len == 0 && f->cur_seq == f->seq)) {
         if (++f->n_parts > MAX_PARTS) {
             srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
                           MAX_PARTS);
@@ -149,6 +150,7 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         }
         f->cur = idx;
         f->cur_len = 0;
+        f->cur_seq = f->seq;
     }
     if (idx != f->cur || off != f->cur_len) {
         srv_error_set(&f->err, 400, "invalid_multipart", NULL,
@@ -198,6 +200,47 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
     }
     f->cur_len += size;
     return 0;
+}
+
+int srv_delim_init(srv_delim *d, const char *content_type) {
+    memset(d, 0, sizeof *d);
+    const char *b = content_type ? strstr(content_type, "boundary=") : NULL;
+    if (!b) return -1;
+    b += 9;
+    size_t n = strlen(b);
+    if (n > 2 && b[0] == '"' && b[n - 1] == '"') {
+        b++;
+        n -= 2;
+    }
+    if (n == 0 || n + 4 > sizeof d->pat) return -1;
+    memcpy(d->pat, "\r\n--", 4);
+    memcpy(d->pat + 4, b, n);
+    d->n = n + 4;
+    size_t k = 0; /* KMP: fail[i] = longest proper border of pat[0..i] */
+    d->fail[0] = 0;
+    for (size_t i = 1; i < d->n; i++) {
+        while (k > 0 && d->pat[i] != d->pat[k]) k = d->fail[k - 1];
+        if (d->pat[i] == d->pat[k]) k++;
+        d->fail[i] = (unsigned char)k;
+    }
+    d->matched = 2; /* the body starts with "--BOUNDARY": as after a CRLF */
+    return 0;
+}
+
+size_t srv_delim_scan(srv_delim *d, const char *data, size_t size, int *found) {
+    *found = 0;
+    if (d->n == 0) return size;
+    for (size_t i = 0; i < size; i++) {
+        while (d->matched > 0 && data[i] != d->pat[d->matched])
+            d->matched = d->fail[d->matched - 1];
+        if (data[i] == d->pat[d->matched]) d->matched++;
+        if (d->matched == d->n) {
+            d->matched = d->fail[d->n - 1];
+            *found = 1;
+            return i + 1;
+        }
+    }
+    return size;
 }
 
 /* ------------------------------------------------------------- values */

@@ -61,10 +61,13 @@ typedef struct srv_form {
     size_t file_len, file_cap;
     int have_file;
     int n_parts;
-    int cur;        /* part being received: a srv_field,
+    int cur;          /* part being received: a srv_field,
                                     SRV_N_FIELDS for file, -1 none */
-    size_t cur_len; /* its bytes so far */
-    srv_error err;  /* the first problem, if any */
+    size_t cur_len;   /* its bytes so far */
+    unsigned seq;     /* parts begun in the raw body, counted by the
+                         caller (srv_delim); 0 if it does not count */
+    unsigned cur_seq; /* seq when the current part began */
+    srv_error err;    /* the first problem, if any */
 } srv_form;
 
 void srv_form_init(srv_form *f, size_t max_file);
@@ -75,9 +78,34 @@ void srv_form_free(srv_form *f); /* frees the buffers; f can be reused */
  * for a file part). Returns 0, or -1 with f->err set (unknown or repeated
  * field, too many parts, a field or the file too large, out of memory);
  * after an error the form takes nothing more.
+ *
+ * libmicrohttpd's post processor may call with no bytes at offset 0
+ * before a part's data, and calls so once for an empty part: the two
+ * look alike. So a call at offset 0 for the part just begun with no bytes
+ * starts a new part only when f->seq (the caller's count of delimiters in
+ * the raw body, srv_delim) has moved since. Every part counts against the
+ * limit of parts, and a field given twice is an error
+ * (timestamp_granularities[] excepted: one part per value).
  */
 int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data, uint64_t off,
                  size_t size);
+
+/* Finds the delimiters of a multipart body as its bytes stream by
+ * ("--BOUNDARY" first, "\r\n--BOUNDARY" after), for srv_form's seq. */
+typedef struct srv_delim {
+    char pat[80];           /* "\r\n--" and the boundary; n == 0: none */
+    unsigned char fail[80]; /* KMP failure function of pat */
+    size_t n, matched;
+} srv_delim;
+
+/* The boundary as libmicrohttpd's post processor takes it from the
+ * Content-Type: everything after "boundary=", without surrounding quotes.
+ * -1 (and a delimiter that is never found) if there is none usable. */
+int srv_delim_init(srv_delim *d, const char *content_type);
+
+/* The length of data's prefix up to and including the end of the next
+ * delimiter (*found = 1), or size (*found = 0) if none ends in it. */
+size_t srv_delim_scan(srv_delim *d, const char *data, size_t size, int *found);
 
 /* The request's parameters, once the whole body is in. */
 typedef struct srv_params {

@@ -9,10 +9,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sndfile.h>
 #include <soxr.h>
+#ifdef HV_HAVE_MPG123
+#include <mpg123.h>
+#endif
 
 /* Reads a chunk of frames at a time; also the first allocation when the
  * header gives no usable length. */
@@ -32,9 +37,258 @@ static uint64_t max_samples(void) {
 
 static const char *sample_problem(float v) { return isnan(v) ? "NaN" : "infinite"; }
 
-static hv_status decode(SNDFILE *sf, const SF_INFO *info, const char *path, double max_seconds,
+/* An open audio stream: libsndfile's, or libmpg123's for MPEG audio. */
+typedef struct source {
+    SNDFILE *sf;
+#ifdef HV_HAVE_MPG123
+    mpg123_handle *mh;
+    int channels;
+    int failed; /* mpg123_read reported an error */
+#endif
+} source;
+
+static hv_status decode(source *sf, const SF_INFO *info, const char *path, double max_seconds,
                         float **pcm, size_t *n_frames, int *sample_rate, int *channels,
                         hv_error *e);
+static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, double max_seconds,
+                             int target_rate, float **out, size_t *n_out, hv_error *e);
+
+/* A file for libsndfile's virtual I/O: bytes in memory, or a descriptor
+ * read with pread, seen through an optional 8-byte patch (below). */
+typedef struct vfile {
+    const unsigned char *data; /* NULL: read fd */
+    int fd;
+    sf_count_t size, pos;
+    sf_count_t patch_at; /* -1: none */
+    unsigned char patch[8];
+    int64_t claimed; /* FLAC: the frames its STREAMINFO claims, else -1 */
+} vfile;
+
+static sf_count_t vf_len(void *u) { return ((vfile *)u)->size; }
+
+static sf_count_t vf_seek(sf_count_t off, int whence, void *u) {
+    vfile *m = u;
+    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+    if (off > 0 ? base > m->size - off : base + off < 0) return -1;
+    m->pos = base + off;
+    return m->pos;
+}
+
+/* count bytes at `at` into ptr, patch applied; what was read */
+static sf_count_t vf_pread(vfile *m, void *ptr, sf_count_t count, sf_count_t at) {
+    sf_count_t left = m->size - at;
+    if (count > left) count = left;
+    if (count <= 0) return 0;
+    sf_count_t got = 0;
+    if (m->data) {
+        memcpy(ptr, m->data + at, (size_t)count);
+        got = count;
+    } else {
+        while (got < count) {
+            ssize_t r = pread(m->fd, (char *)ptr + got, (size_t)(count - got), (off_t)(at + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += r;
+        }
+    }
+    for (sf_count_t i = 0; m->patch_at >= 0 && i < 8; i++)
+        if (m->patch_at + i >= at && m->patch_at + i < at + got)
+            ((unsigned char *)ptr)[m->patch_at + i - at] = m->patch[i];
+    return got;
+}
+
+static sf_count_t vf_read(void *ptr, sf_count_t count, void *u) {
+    vfile *m = u;
+    sf_count_t got = vf_pread(m, ptr, count, m->pos);
+    m->pos += got;
+    return got;
+}
+
+static sf_count_t vf_write(const void *ptr, sf_count_t count, void *u) {
+    (void)ptr, (void)count, (void)u;
+    return 0;
+}
+
+static sf_count_t vf_tell(void *u) { return ((vfile *)u)->pos; }
+
+#ifdef HV_HAVE_MPG123
+/* MPEG audio is decoded with libmpg123 directly rather than through
+ * libsndfile: libsndfile cannot pass libmpg123 its MPG123_QUIET flag, and
+ * without it libmpg123 writes its complaints about damaged frames
+ * ("big_values too large!") to standard error, which a library must not
+ * do. The flags are libsndfile's own (mpeg_decode.c), so that the samples
+ * are the same. */
+static ssize_t mp_read(void *u, void *buf, size_t n) {
+    return (ssize_t)vf_read(buf, (sf_count_t)n, u);
+}
+
+static off_t mp_seek(void *u, off_t off, int whence) {
+    sf_count_t r = vf_seek((sf_count_t)off, whence, u);
+    return r < 0 ? (off_t)-1 : (off_t)r;
+}
+
+static int mp_open(vfile *m, SF_INFO *info, source *src) {
+    int err = MPG123_OK;
+    if (mpg123_init() != MPG123_OK) return -1; /* a no-op since 1.27 */
+    mpg123_handle *mh = mpg123_new(NULL, &err);
+    if (!mh) return -1;
+    long rate = 0;
+    int ch = 0, enc = 0;
+    m->pos = 0;
+    if (mpg123_param(mh, MPG123_ADD_FLAGS, MPG123_QUIET, 0.) != MPG123_OK ||
+        mpg123_param(mh, MPG123_REMOVE_FLAGS, MPG123_AUTO_RESAMPLE, 0.) != MPG123_OK ||
+        mpg123_param(mh, MPG123_ADD_FLAGS, MPG123_FORCE_FLOAT | MPG123_GAPLESS, 0.) != MPG123_OK ||
+#if MPG123_API_VERSION >= 45
+        mpg123_param(mh, MPG123_ADD_FLAGS, MPG123_NO_FRANKENSTEIN, 0.) != MPG123_OK ||
+#endif
+        mpg123_replace_reader_handle(mh, mp_read, mp_seek, NULL) != MPG123_OK ||
+        mpg123_open_handle(mh, m) != MPG123_OK ||
+        mpg123_getformat(mh, &rate, &ch, &enc) != MPG123_OK ||
+        mpg123_format_none(mh) != MPG123_OK ||
+        mpg123_format(mh, rate, ch, MPG123_ENC_FLOAT_32) != MPG123_OK || rate < 1 ||
+        rate > INT32_MAX || ch < 1) {
+        mpg123_delete(mh);
+        return -1;
+    }
+    off_t len = mpg123_length(mh);
+    memset(info, 0, sizeof *info);
+    info->samplerate = (int)rate;
+    info->channels = ch;
+    info->frames = len > 0 ? (sf_count_t)len : SF_COUNT_MAX;
+    info->format = SF_FORMAT_MPEG;
+    src->mh = mh;
+    src->channels = ch;
+    return 0;
+}
+
+/* MPEG by its first bytes: an ID3v2 tag or an MPEG frame sync. */
+static int looks_mpeg(vfile *m) {
+    unsigned char h[3];
+    if (vf_pread(m, h, sizeof h, 0) != (sf_count_t)sizeof h) return 0;
+    return memcmp(h, "ID3", 3) == 0 || (h[0] == 0xFF && (h[1] & 0xE0) == 0xE0);
+}
+#endif
+
+static sf_count_t src_readf(source *s, float *buf, sf_count_t frames) {
+#ifdef HV_HAVE_MPG123
+    if (s->mh) {
+        size_t frame = (size_t)s->channels * sizeof(float);
+        size_t want = (size_t)frames * frame, got = 0;
+        int idle = 0;
+        while (got < want && !s->failed) {
+            size_t done = 0;
+            int r = mpg123_read(s->mh, (unsigned char *)buf + got, want - got, &done);
+            got += done;
+            if (r == MPG123_DONE) break;
+            if (r == MPG123_NEW_FORMAT) continue; /* the locked format, announced */
+            if (r != MPG123_OK) s->failed = 1;
+            if (done == 0 && ++idle > 16) break;
+        }
+        return (sf_count_t)(got / frame);
+    }
+#endif
+    return sf_readf_float(s->sf, buf, frames);
+}
+
+static int src_error(source *s) {
+#ifdef HV_HAVE_MPG123
+    if (s->mh) return s->failed;
+#endif
+    return sf_error(s->sf) != SF_ERR_NO_ERROR;
+}
+
+static const char *src_strerror(source *s) {
+#ifdef HV_HAVE_MPG123
+    if (s->mh) return mpg123_strerror(s->mh);
+#endif
+    return sf_strerror(s->sf);
+}
+
+static void src_close(source *s) {
+#ifdef HV_HAVE_MPG123
+    if (s->mh) mpg123_delete(s->mh);
+    s->mh = NULL;
+#endif
+    if (s->sf) sf_close(s->sf);
+    s->sf = NULL;
+}
+
+/* Opens a vfile: MPEG with libmpg123 (above), the rest with libsndfile;
+ * 0 on success, else -1 (sf_strerror(NULL) says why). libsndfile trusts a
+ * FLAC's STREAMINFO total and stops there, so a header that understates
+ * the length would truncate the audio without a word: a native FLAC is
+ * shown to it with that total set to 0 ("unknown"), so that it decodes to
+ * the real end of the stream, and info->frames is set back to the claim
+ * for the checks made before decoding (the limits, the first
+ * allocation). */
+static int vf_open(vfile *m, SF_INFO *info, source *src) {
+    memset(src, 0, sizeof *src);
+    m->pos = 0;
+    m->patch_at = -1;
+    m->claimed = -1;
+#ifdef HV_HAVE_MPG123
+    if (looks_mpeg(m) && mp_open(m, info, src) == 0) return 0;
+    m->pos = 0;
+#endif
+    unsigned char h[26];
+    if (vf_pread(m, h, sizeof h, 0) == (sf_count_t)sizeof h && memcmp(h, "fLaC", 4) == 0 &&
+        (h[4] & 0x7f) == 0 && h[5] == 0 && h[6] == 0 && h[7] == 34) {
+        /* STREAMINFO: bytes 18..25 hold rate (20 bits), channels - 1 (3),
+         * bits - 1 (5) and the total samples per channel (36) */
+        uint64_t v = 0;
+        for (int i = 18; i < 26; i++) v = v << 8 | h[i];
+        m->claimed = (int64_t)(v & (((uint64_t)1 << 36) - 1));
+        v &= ~(((uint64_t)1 << 36) - 1);
+        for (int i = 0; i < 8; i++) m->patch[i] = (unsigned char)(v >> (56 - 8 * i));
+        m->patch_at = 18;
+    }
+    SF_VIRTUAL_IO vio = {vf_len, vf_seek, vf_read, vf_write, vf_tell};
+    memset(info, 0, sizeof *info);
+    src->sf = sf_open_virtual(&vio, SFM_READ, info, m);
+    if (!src->sf) return -1;
+    if (m->claimed > 0 && info->frames == SF_COUNT_MAX) info->frames = m->claimed;
+    return 0;
+}
+
+/* Opens an audio path for libsndfile. The descriptor is opened
+ * non-blocking first, so that a FIFO (or a device) cannot block the
+ * caller before it is looked at, and must be a regular file: a FIFO is
+ * refused (HV_ERR_IO; the CLI reads pipes through "-" instead). On
+ * success *fd is open (the caller closes it after sf_close). */
+static hv_status open_path(const char *path, SF_INFO *info, source *src, vfile *vf, int *fd,
+                           hv_error *e) {
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (*fd < 0) return hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    hv_status rc;
+    if (fstat(*fd, &st) != 0) {
+        rc = hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    } else if (S_ISDIR(st.st_mode)) {
+        rc = hv_err(e, HV_ERR_IO, "%s: cannot open: is a directory", path);
+    } else if (S_ISFIFO(st.st_mode)) {
+        rc =
+            hv_err(e, HV_ERR_IO,
+                   "%s: cannot open: a FIFO, not a regular file (pipe it to standard input)", path);
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = hv_err(e, HV_ERR_IO, "%s: cannot open: not a regular file", path);
+    } else if (st.st_size == 0) {
+        rc = hv_err(e, HV_ERR_FORMAT, "%s: empty file", path);
+    } else {
+        int fl = fcntl(*fd, F_GETFL);
+        if (fl == -1 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+            rc = hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        } else {
+            *vf = (vfile){.fd = *fd, .size = (sf_count_t)st.st_size};
+            if (vf_open(vf, info, src) == 0) return HV_OK;
+            int code = sf_error(NULL);
+            rc = hv_err(e, code == SF_ERR_SYSTEM ? HV_ERR_IO : HV_ERR_FORMAT,
+                        "%s: not a readable audio file (%s)", path, sf_strerror(NULL));
+        }
+    }
+    close(*fd);
+    *fd = -1;
+    return rc;
+}
 
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                              int *channels, hv_error *e) {
@@ -45,31 +299,72 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, in
     *sample_rate = 0;
     *channels = 0;
     if (!path) return hv_err(e, HV_ERR_INVALID_ARG, "audio: NULL path");
-
-    /* libsndfile reports "cannot open" and "not audio" alike; look first so
-     * that a missing or unreadable file is an I/O error with errno's words. */
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) return hv_err(e, HV_ERR_IO, "%s: cannot open: is a directory", path);
-    if (S_ISREG(st.st_mode) && st.st_size == 0)
-        return hv_err(e, HV_ERR_FORMAT, "%s: empty file", path);
-
     SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open(path, SFM_READ, &info);
-    if (!sf) {
-        int code = sf_error(NULL);
-        return hv_err(e, code == SF_ERR_SYSTEM ? HV_ERR_IO : HV_ERR_FORMAT,
-                      "%s: not a readable audio file (%s)", path, sf_strerror(NULL));
+    vfile vf;
+    int fd;
+    source sf;
+    hv_status rc = open_path(path, &info, &sf, &vf, &fd, e);
+    if (rc) return rc;
+    rc = decode(&sf, &info, path, 0, pcm, n_frames, sample_rate, channels, e);
+    close(fd);
+    return rc;
+}
+
+hv_status hv_audio_read_file_mono(const char *path, int target_rate, double max_seconds,
+                                  float **out, size_t *n_out, hv_error *e) {
+    if (!out || !n_out)
+        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_file_mono: NULL output");
+    *out = NULL;
+    *n_out = 0;
+    if (!path) return hv_err(e, HV_ERR_INVALID_ARG, "audio: NULL path");
+    SF_INFO info;
+    vfile vf;
+    int fd;
+    source sf;
+    hv_status rc = open_path(path, &info, &sf, &vf, &fd, e);
+    if (rc) return rc;
+    rc = decode_mono(&sf, &info, path, max_seconds, target_rate, out, n_out, e);
+    close(fd);
+    return rc;
+}
+
+/* Checks a header's channels, rate and length against what hviske reads
+ * and max_seconds (> 0: a limit); *max_frames gets the most frames to
+ * decode. */
+static hv_status check_header(const SF_INFO *info, const char *path, double max_seconds,
+                              size_t *max_frames, hv_error *e) {
+    if (info->channels < 1)
+        return hv_err(e, HV_ERR_FORMAT, "%s: %d channels", path, info->channels);
+    if (info->channels > HV_AUDIO_MAX_CHANNELS)
+        return hv_err(e, HV_ERR_LIMIT, "%s: %d channels (at most %d supported)", path,
+                      info->channels, HV_AUDIO_MAX_CHANNELS);
+    if (info->samplerate < 1 || info->samplerate > HV_AUDIO_MAX_RATE)
+        return hv_err(e, HV_ERR_FORMAT, "%s: unsupported sample rate %d Hz", path,
+                      info->samplerate);
+    /* Most frames we accept, so that frames * channels floats stay within
+     * HV_AUDIO_MAX_SAMPLES (and therefore within size_t). */
+    *max_frames = (size_t)(max_samples() / (uint64_t)info->channels);
+    if (max_seconds > 0) {
+        double lim = max_seconds * info->samplerate;
+        if ((double)*max_frames > lim) *max_frames = (size_t)lim;
     }
-    return decode(sf, &info, path, 0, pcm, n_frames, sample_rate, channels, e);
+    /* SF_COUNT_MAX means "unknown length" (pipes, some streams). */
+    if (info->frames != SF_COUNT_MAX && info->frames > 0 && (uint64_t)info->frames > *max_frames)
+        return max_seconds > 0
+                   ? hv_err(e, HV_ERR_LIMIT, "%s: %.1f s of audio, more than the %g s allowed",
+                            path, (double)info->frames / info->samplerate, max_seconds)
+                   : hv_err(e, HV_ERR_LIMIT,
+                            "%s: %lld frames of %d channels is more than hviske "
+                            "reads (%llu samples at most)",
+                            path, (long long)info->frames, info->channels,
+                            (unsigned long long)max_samples());
+    return HV_OK;
 }
 
 /* Decodes an open file with every check; closes it. `path` names it in
  * messages. max_seconds > 0 refuses longer audio (HV_ERR_LIMIT), from the
  * header's claim before decoding and from the frames actually decoded. */
-static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path, double max_seconds,
+static hv_status decode(source *sf, const SF_INFO *inf, const char *path, double max_seconds,
                         float **pcm, size_t *n_frames, int *sample_rate, int *channels,
                         hv_error *e) {
     SF_INFO info = *inf;
@@ -78,38 +373,8 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path, doubl
     size_t got = 0, cap = 0;
     size_t ch = (size_t)(info.channels > 0 ? info.channels : 0);
 
-    if (info.channels < 1) {
-        rc = hv_err(e, HV_ERR_FORMAT, "%s: %d channels", path, info.channels);
-        goto done;
-    }
-    if (info.channels > HV_AUDIO_MAX_CHANNELS) {
-        rc = hv_err(e, HV_ERR_LIMIT, "%s: %d channels (at most %d supported)", path, info.channels,
-                    HV_AUDIO_MAX_CHANNELS);
-        goto done;
-    }
-    if (info.samplerate < 1 || info.samplerate > HV_AUDIO_MAX_RATE) {
-        rc = hv_err(e, HV_ERR_FORMAT, "%s: unsupported sample rate %d Hz", path, info.samplerate);
-        goto done;
-    }
-    /* Most frames we accept, so that frames * channels floats stay within
-     * HV_AUDIO_MAX_SAMPLES (and therefore within size_t). */
-    size_t max_frames = (size_t)(max_samples() / ch);
-    if (max_seconds > 0) {
-        double lim = max_seconds * info.samplerate;
-        if ((double)max_frames > lim) max_frames = (size_t)lim;
-    }
-    /* SF_COUNT_MAX means "unknown length" (pipes, some streams). */
-    if (info.frames != SF_COUNT_MAX && info.frames > 0 && (uint64_t)info.frames > max_frames) {
-        rc = max_seconds > 0
-                 ? hv_err(e, HV_ERR_LIMIT, "%s: %.1f s of audio, more than the %g s allowed", path,
-                          (double)info.frames / info.samplerate, max_seconds)
-                 : hv_err(e, HV_ERR_LIMIT,
-                          "%s: %lld frames of %d channels is more than hviske "
-                          "reads (%llu samples at most)",
-                          path, (long long)info.frames, info.channels,
-                          (unsigned long long)max_samples());
-        goto done;
-    }
+    size_t max_frames = 0;
+    if ((rc = check_header(&info, path, max_seconds, &max_frames, e))) goto done;
     cap = (info.frames > 0 && info.frames != SF_COUNT_MAX)
               ? (size_t)info.frames + 1 /* +1: EOF then needs no growth */
               : READ_CHUNK;
@@ -117,7 +382,9 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path, doubl
 
     /* Decode until libsndfile says there is no more. A file that ends before
      * its header says (truncated) yields the frames that are there; only a
-     * file with no decodable frame at all is an error. */
+     * file with no decodable frame at all is an error. err_at: frames when
+     * libsndfile first reported an error (SIZE_MAX: none). */
+    size_t err_at = SIZE_MAX;
     for (;;) {
         if (!buf || got == cap) {
             if (buf) cap = cap > max_frames / 2 ? max_frames + 1 : cap * 2;
@@ -130,9 +397,15 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path, doubl
         }
         size_t want = cap - got;
         if (want > READ_CHUNK) want = READ_CHUNK;
-        sf_count_t r = sf_readf_float(sf, buf + got * ch, (sf_count_t)want);
+        sf_count_t r = src_readf(sf, buf + got * ch, (sf_count_t)want);
         if (r <= 0) break;
+        if (err_at != SIZE_MAX) { /* frames after a decoder error: corrupt inside */
+            rc = hv_err(e, HV_ERR_FORMAT, "%s: decoding failed after %zu frames: %s", path, err_at,
+                        src_strerror(sf));
+            goto done;
+        }
         got += (size_t)r;
+        if (src_error(sf)) err_at = got;
         if (got > max_frames) {
             rc = max_seconds > 0
                      ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
@@ -144,16 +417,16 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path, doubl
             goto done;
         }
     }
-    /* A decoder error after some frames (corrupt FLAC frame, ...) leaves a
-     * partial signal we cannot vouch for: refuse it. End of data is not an
-     * error in libsndfile's book, so a plain truncation passes. */
-    if (sf_error(sf) != SF_ERR_NO_ERROR) {
-        rc = hv_err(e, HV_ERR_FORMAT, "%s: decoding failed after %zu frames: %s", path, got,
-                    sf_strerror(sf));
-        goto done;
-    }
+    /* A decoder error followed by more frames (a corrupt FLAC frame inside
+     * the stream, ...) leaves a signal we cannot vouch for: refused above. An
+     * error with no frame after it is where a cut file ends (libFLAC's
+     * "lost sync" in the last, partial frame; whether libsndfile reports it
+     * depends on the read sizes): the frames before it stand, as for any
+     * truncated file. decode_mono() applies the same rule. */
     if (got == 0) {
-        rc = hv_err(e, HV_ERR_FORMAT, "%s: no audio frames", path);
+        rc = src_error(sf)
+                 ? hv_err(e, HV_ERR_FORMAT, "%s: decoding failed: %s", path, src_strerror(sf))
+                 : hv_err(e, HV_ERR_FORMAT, "%s: no audio frames", path);
         goto done;
     }
     /* Float files can carry NaN or infinity; they would poison every
@@ -176,42 +449,185 @@ static hv_status decode(SNDFILE *sf, const SF_INFO *inf, const char *path, doubl
     *channels = info.channels;
 done:
     free(buf);
-    sf_close(sf);
+    src_close(sf);
     return rc;
 }
 
-/* An in-memory file for libsndfile's virtual I/O. */
-typedef struct mem_file {
-    const unsigned char *data;
-    sf_count_t size, pos;
-} mem_file;
+/* Frames decoded per block by the mono readers: the interleaved block is
+ * at most MONO_BLOCK * HV_AUDIO_MAX_CHANNELS floats (1 MiB). */
+#define MONO_BLOCK 4096
 
-static sf_count_t mem_len(void *u) { return ((mem_file *)u)->size; }
-
-static sf_count_t mem_seek(sf_count_t off, int whence, void *u) {
-    mem_file *m = u;
-    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
-    if (off > 0 ? base > m->size - off : base + off < 0) return -1;
-    m->pos = base + off;
-    return m->pos;
-}
-
-static sf_count_t mem_read(void *ptr, sf_count_t count, void *u) {
-    mem_file *m = u;
-    sf_count_t left = m->size - m->pos;
-    if (count > left) count = left;
-    if (count <= 0) return 0;
-    memcpy(ptr, m->data + m->pos, (size_t)count);
-    m->pos += count;
-    return count;
-}
-
-static sf_count_t mem_write(const void *ptr, sf_count_t count, void *u) {
-    (void)ptr, (void)count, (void)u;
+/* Grows the mono output so that at least `need` more samples fit after
+ * `len`, never beyond `limit` + MONO_PAD samples in all. */
+#define MONO_PAD 4096
+static int mono_reserve(float **out, size_t *cap, size_t len, size_t need, size_t limit) {
+    if (*cap - len >= need) return 0;
+    size_t want = len + need;
+    size_t ncap = *cap ? *cap : MONO_PAD;
+    while (ncap < want) ncap = ncap > SIZE_MAX / 2 ? want : ncap * 2;
+    if (ncap > limit + MONO_PAD && want <= limit + MONO_PAD) ncap = limit + MONO_PAD;
+    if (ncap > SIZE_MAX / sizeof **out) return -1;
+    float *nb = realloc(*out, ncap * sizeof **out);
+    if (!nb) return -1;
+    *out = nb;
+    *cap = ncap;
     return 0;
 }
 
-static sf_count_t mem_tell(void *u) { return ((mem_file *)u)->pos; }
+/* Decodes an open file straight to mono at target_rate, block by block
+ * (read MONO_BLOCK frames, check them, average the channels as
+ * hv_audio_to_mono does, feed soxr's stream), so that only the mono output
+ * grows with the length: the interleaved file is never held whole. The
+ * same checks and limits as decode(); closes the file. */
+static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, double max_seconds,
+                             int target_rate, float **out, size_t *n_out, hv_error *e) {
+    SF_INFO info = *inf;
+    hv_status rc = HV_OK;
+    float *blk = NULL, *mono = NULL, *res = NULL;
+    size_t len = 0, cap = 0, got = 0;
+    soxr_t sx = NULL;
+    size_t ch = (size_t)(info.channels > 0 ? info.channels : 0);
+
+    if (target_rate < 1 || target_rate > HV_AUDIO_MAX_RATE) {
+        rc = hv_err(e, HV_ERR_INVALID_ARG, "%s: target rate %d Hz (1 to %d supported)", path,
+                    target_rate, HV_AUDIO_MAX_RATE);
+        goto done;
+    }
+    size_t max_frames = 0;
+    if ((rc = check_header(&info, path, max_seconds, &max_frames, e))) goto done;
+    /* Most output samples: max_frames at the target rate, plus slack. */
+    size_t max_out = (size_t)((double)max_frames * target_rate / info.samplerate) + 2;
+    blk = malloc((size_t)MONO_BLOCK * ch * sizeof *blk);
+    mono = ch > 1 ? malloc((size_t)MONO_BLOCK * sizeof *mono) : NULL;
+    if (!blk || (ch > 1 && !mono)) {
+        rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    int resample = info.samplerate != target_rate;
+    if (resample) {
+        soxr_error_t err = NULL;
+        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+        soxr_runtime_spec_t rt = soxr_runtime_spec(1);
+        sx = soxr_create(info.samplerate, target_rate, 1, &err, &io, &q, &rt);
+        if (!sx || err) {
+            rc = hv_err(e, HV_ERR_FORMAT, "%s: resampling %d -> %d Hz failed: %s", path,
+                        info.samplerate, target_rate, err ? err : "soxr_create");
+            goto done;
+        }
+    }
+    /* First reservation from the header, trusted up to TRUST_FRAMES. */
+    if (info.frames > 0 && info.frames != SF_COUNT_MAX) {
+        size_t fr = (size_t)info.frames < TRUST_FRAMES ? (size_t)info.frames : TRUST_FRAMES;
+        size_t want = (size_t)((double)fr * target_rate / info.samplerate) + 2;
+        if (mono_reserve(&res, &cap, 0, want, max_out)) {
+            rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
+            goto done;
+        }
+    }
+    /* got when libsndfile first reported an error (SIZE_MAX: none yet) */
+    size_t err_at = SIZE_MAX;
+    for (int eof = 0; !eof;) {
+        sf_count_t r = src_readf(sf, blk, MONO_BLOCK);
+        size_t nr = r > 0 ? (size_t)r : 0;
+        if (nr == 0) eof = 1;
+        if (err_at != SIZE_MAX && nr > 0) {
+            /* frames after a decoder error: corrupt inside, not cut short */
+            rc = hv_err(e, HV_ERR_FORMAT, "%s: decoding failed after %zu frames: %s", path, err_at,
+                        src_strerror(sf));
+            goto done;
+        }
+        if (err_at == SIZE_MAX && src_error(sf)) err_at = got + nr;
+        if (nr > 0 && got + nr > max_frames) {
+            rc = max_seconds > 0
+                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
+                              max_seconds)
+                     : hv_err(e, HV_ERR_LIMIT,
+                              "%s: longer than hviske reads "
+                              "(%llu samples at most)",
+                              path, (unsigned long long)max_samples());
+            goto done;
+        }
+        /* check and downmix: double sums, as hv_audio_to_mono */
+        const float *m = blk;
+        for (size_t i = 0; i < nr * ch; i++)
+            if (!isfinite(blk[i])) {
+                rc = hv_err(e, HV_ERR_FORMAT, "%s: sample %zu of channel %zu (%.3f s) is %s", path,
+                            got + i / ch, i % ch, (double)(got + i / ch) / info.samplerate,
+                            sample_problem(blk[i]));
+                goto done;
+            }
+        if (ch > 1) {
+            for (size_t i = 0; i < nr; i++) {
+                const float *f = blk + i * ch;
+                double s = 0;
+                for (size_t c = 0; c < ch; c++) s += f[c];
+                mono[i] = (float)(s / (double)ch);
+            }
+            m = mono;
+        }
+        got += nr;
+        if (!resample) {
+            if (mono_reserve(&res, &cap, len, nr, max_out)) {
+                rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu samples", path, len + nr);
+                goto done;
+            }
+            if (nr) memcpy(res + len, m, nr * sizeof *res); /* res may be NULL at 0 */
+            len += nr;
+            continue;
+        }
+        /* Feed soxr the block (NULL at the end: flush) until it took all of
+         * it and, when flushing, until it gives nothing more. */
+        size_t fed = 0;
+        for (;;) {
+            size_t room = (size_t)((double)(nr - fed) * target_rate / info.samplerate) + MONO_PAD;
+            if (mono_reserve(&res, &cap, len, room, max_out)) {
+                rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu samples", path, len + room);
+                goto done;
+            }
+            size_t idone = 0, odone = 0, avail = cap - len;
+            soxr_error_t err = soxr_process(sx, eof ? NULL : m + fed, eof ? 0 : nr - fed, &idone,
+                                            res + len, avail, &odone);
+            if (err) {
+                rc = hv_err(e, HV_ERR_FORMAT, "%s: resampling %d -> %d Hz failed: %s", path,
+                            info.samplerate, target_rate, err);
+                goto done;
+            }
+            fed += idone;
+            len += odone;
+            /* done when the input is in and soxr did not fill the room */
+            if (eof ? odone == 0 : fed == nr && odone < avail) break;
+        }
+    }
+    /* A decoder error with no frame after it is where a cut file ends
+     * (libFLAC "lost sync" in the last, partial frame): the frames before
+     * it stand, as with decode()'s "truncated file gives the frames that
+     * are there". No frame at all is an error. */
+    if (got == 0) {
+        rc = err_at != SIZE_MAX
+                 ? hv_err(e, HV_ERR_FORMAT, "%s: decoding failed: %s", path, src_strerror(sf))
+                 : hv_err(e, HV_ERR_FORMAT, "%s: no audio frames", path);
+        goto done;
+    }
+    if (!res && mono_reserve(&res, &cap, 0, 1, max_out)) { /* non-NULL even when empty */
+        rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    if (len < cap) { /* give back the slack; failure to shrink is harmless */
+        float *nb = realloc(res, (len ? len : 1) * sizeof *res);
+        if (nb) res = nb;
+    }
+    *out = res;
+    res = NULL;
+    *n_out = len;
+done:
+    soxr_delete(sx);
+    free(res);
+    free(mono);
+    free(blk);
+    src_close(sf);
+    return rc;
+}
 
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
                                float **pcm, size_t *n_frames, int *sample_rate, int *channels,
@@ -225,15 +641,32 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, 
     if (!name) name = "<memory>";
     if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
     if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
-    mem_file mf = {data, (sf_count_t)size, 0};
-    SF_VIRTUAL_IO vio = {mem_len, mem_seek, mem_read, mem_write, mem_tell};
+    vfile vf = {.data = data, .fd = -1, .size = (sf_count_t)size};
     SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &info, &mf);
-    if (!sf)
+    source sf;
+    if (vf_open(&vf, &info, &sf))
         return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
                       sf_strerror(NULL));
-    return decode(sf, &info, name, max_seconds, pcm, n_frames, sample_rate, channels, e);
+    return decode(&sf, &info, name, max_seconds, pcm, n_frames, sample_rate, channels, e);
+}
+
+hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *name,
+                                    int target_rate, double max_seconds, float **out, size_t *n_out,
+                                    hv_error *e) {
+    if (!out || !n_out)
+        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_memory_mono: NULL output");
+    *out = NULL;
+    *n_out = 0;
+    if (!name) name = "<memory>";
+    if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+    if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
+    vfile vf = {.data = data, .fd = -1, .size = (sf_count_t)size};
+    SF_INFO info;
+    source sf;
+    if (vf_open(&vf, &info, &sf))
+        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                      sf_strerror(NULL));
+    return decode_mono(&sf, &info, name, max_seconds, target_rate, out, n_out, e);
 }
 
 hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int sample_rate,

@@ -21,7 +21,9 @@
  * empty, not audio libsndfile decodes, has no frames, fails to decode, or
  * holds NaN/infinite samples, HV_ERR_LIMIT beyond the limits above.
  * A truncated file (data shorter than its header says) gives the frames
- * that are there, as players do; only zero frames is an error. */
+ * that are there, as players do; only zero frames is an error. A path is
+ * opened without blocking and must name a regular file: a FIFO or a
+ * device is HV_ERR_IO (it could block forever). */
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                              int *channels, hv_error *e);
 
@@ -32,6 +34,21 @@ hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, in
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
                                float **pcm, size_t *n_frames, int *sample_rate, int *channels,
                                hv_error *e);
+
+/* Read a file (or a file's bytes) straight to mono at target_rate: the
+ * file is decoded in blocks of 4096 frames, each block's channels averaged
+ * and fed to a streaming soxr resampler (the same filter as
+ * hv_audio_to_mono, SOXR_HQ), so that the memory used is the mono output
+ * plus a constant, whatever the file's channels and rate. The samples equal
+ * those of hv_audio_read_file followed by hv_audio_to_mono. The same errors
+ * and limits as the interleaved readers (max_seconds > 0 also for files);
+ * target_rate outside 1..HV_AUDIO_MAX_RATE is HV_ERR_INVALID_ARG. *out is
+ * non-NULL on success (free() it), *n_out may be 0 for a tiny input. */
+hv_status hv_audio_read_file_mono(const char *path, int target_rate, double max_seconds,
+                                  float **out, size_t *n_out, hv_error *e);
+hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *name,
+                                    int target_rate, double max_seconds, float **out, size_t *n_out,
+                                    hv_error *e);
 
 /* Averages channels and resamples to target_rate (soxr, SOXR_HQ, linear
  * phase, delay compensated: output sample j is at time j / target_rate).

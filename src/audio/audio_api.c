@@ -25,4 +25,24 @@ hv_status hv_audio_read_buffer(const void *data, size_t size, const char *name, 
     return rc;
 }
 
+hv_status hv_audio_read_mono(const char *path, int target_rate, double max_seconds, float **samples,
+                             size_t *n_samples, char *errbuf, size_t errbuf_size) {
+    hv_error e;
+    hv_err_clear(&e);
+    hv_status rc = hv_audio_read_file_mono(path, target_rate, max_seconds, samples, n_samples, &e);
+    hv_err_copy(&e, errbuf, errbuf_size);
+    return rc;
+}
+
+hv_status hv_audio_read_buffer_mono(const void *data, size_t size, const char *name,
+                                    int target_rate, double max_seconds, float **samples,
+                                    size_t *n_samples, char *errbuf, size_t errbuf_size) {
+    hv_error e;
+    hv_err_clear(&e);
+    hv_status rc = hv_audio_read_memory_mono(data, size, name, target_rate, max_seconds, samples,
+                                             n_samples, &e);
+    hv_err_copy(&e, errbuf, errbuf_size);
+    return rc;
+}
+
 void hv_audio_free(float *pcm) { free(pcm); }

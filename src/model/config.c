@@ -280,6 +280,18 @@ static hv_status read_config(const jfile *f, const cJSON *root, hv_config *c) {
                    c->overlap_chunk_second);
     if ((st = read_languages(f, root, c))) return st;
     if ((st = read_preprocessor(f, root, c))) return st;
+    /* Every chunk but the last advances by at least max_audio_clip_s -
+     * overlap_chunk_second; a chunk shorter than 2 * hop_length samples is
+     * skipped as silence (transcribe.c), so below that every chunk of long
+     * audio would be dropped and the transcript come out empty. */
+    double step = llround(((double)c->max_audio_clip_s - c->overlap_chunk_second) * c->sample_rate);
+    if (step < 2.0 * c->hop_length)
+        return bad(f, HV_ERR_FORMAT, "", "max_audio_clip_s",
+                   "%g minus overlap_chunk_second %g is %.0f samples at %d Hz, fewer than the %d "
+                   "(2 x the window stride) the shortest chunk needs: every chunk would be "
+                   "dropped",
+                   c->max_audio_clip_s, c->overlap_chunk_second, step, c->sample_rate,
+                   2 * c->hop_length);
 
     if ((st = get_section(f, root, "encoder", &obj))) return st;
     if ((st = check_string(f, obj, "encoder", "subsampling", "dw_striding", true)) ||

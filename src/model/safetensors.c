@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "kernels/half.h"
+#include "util/file.h"
 
 #define MAX_HEADER (100u << 20) /* real headers are a few MiB at most */
 #define MAX_INDEX  (100u << 20)
@@ -124,7 +125,7 @@ static hv_status map_file(hv_safetensors *st, const char *path, hv_error *e) {
     if (!(f->path = strdup(path))) return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
     st->n_files++;
 
-    int fd = open(path, O_RDONLY);
+    int fd = hv_open_file(path);
     if (fd < 0) return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
     struct stat sb;
     hv_status s = HV_OK;
@@ -325,7 +326,7 @@ hv_status hv_st_open_file(hv_safetensors *st, const char *path, hv_error *e) {
 /* Reads a small text file whole (the index), NUL-terminated. */
 static hv_status slurp(const char *path, char **out, hv_error *e) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
+    int fd = hv_open_file(path);
     if (fd < 0) return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
     struct stat sb;
     hv_status s = HV_OK;

@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/file.h"
 
 #define MAX_FILE        (64u << 20) /* real tokenizer.model files are < 1 MiB */
 #define MAX_PIECES      (1 << 24)
@@ -300,8 +303,13 @@ hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, cons
 
 hv_status hv_tokenizer_load(hv_tokenizer *t, const char *path, hv_error *e) {
     memset(t, 0, sizeof *t);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd = hv_open_file(path); /* a FIFO must not block */
+    FILE *fp = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (!fp) {
+        hv_status s = hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return s;
+    }
     struct stat sb;
     uint8_t *buf = NULL;
     hv_status st = HV_OK;

@@ -231,6 +231,16 @@ static void load_enc_layer(loader *L, const hv_config *c, int i, hv_enc_layer *y
     y->pw2_b = zeros_if_null(L, y->pw2_b, d);
     y->dw_b = zeros_if_null(L, y->dw_b, d);
     if (L->oom) return;
+    /* A variance must be finite and not negative: else the square root
+     * below may be NaN, and every output silently so. */
+    for (int ch = 0; ch < d; ch++)
+        if (!(isfinite(bn_var[ch]) && bn_var[ch] >= 0)) {
+            problem(L,
+                    "\n  encoder.layers.%d.conv.batch_norm.running_var: value %d is %g (a "
+                    "variance must be finite and not negative)",
+                    i, ch, (double)bn_var[ch]);
+            return;
+        }
     /* Fold eval-mode BatchNorm into the depthwise convolution:
      * bn(z) = z * scale + shift with scale = w / sqrt(var + eps). */
     for (int ch = 0; ch < d; ch++) {

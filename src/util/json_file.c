@@ -6,11 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/file.h"
 
 hv_status hv_read_text_file(const char *path, size_t max, char **out, hv_error *e) {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd = hv_open_file(path); /* a FIFO must not block */
+    FILE *fp = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (!fp) {
+        hv_status s = hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return s;
+    }
     struct stat sb;
     hv_status st = HV_OK;
     char *buf = NULL;

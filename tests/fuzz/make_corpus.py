@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets that are committed under
+tests/fuzz/corpus/<target>/ (small files; run from anywhere, rewrites them
+the same way every time):
+
+  form     calls of srv_form_add (fuzz_form.c's encoding) and srv_delim
+           inputs
+  request  HTTP requests to hviske-server: health, models, transcriptions
+           with a 0.2 s WAV in every response format, a chunked upload,
+           refusals, pipelined requests
+  config   config.json NUL generation_config.json
+  audio    a 0.1 s WAV at 16 kHz mono and 8 kHz stereo
+
+The tokenizer and safetensors targets are seeded from the fixture models
+at `make fuzz` time (their files are hundreds of kB)."""
+import json
+import math
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "corpus")
+
+NAMES = ["file", "model", "language", "prompt", "response_format",
+         "temperature", "punctuation", "num_beams", "length_penalty", "top_k",
+         "top_p", "seed", "max_tokens", "stream", "timestamp_granularities[]",
+         "timestamp_granularities", "chunking_strategy", "colour", "",
+         "file\x01"]
+
+
+def wav(seconds, rate=16000, channels=1):
+    n = int(seconds * rate)
+    frames = b"".join(
+        struct.pack("<h", int(8000 * math.sin(2 * math.pi * 220 * i / rate)))
+        * channels for i in range(n))
+    fmt = struct.pack("<HHIIHH", 1, channels, rate, rate * 2 * channels,
+                      2 * channels, 16)
+    return (b"RIFF" + struct.pack("<I", 36 + len(frames)) + b"WAVE"
+            + b"fmt " + struct.pack("<I", 16) + fmt
+            + b"data" + struct.pack("<I", len(frames)) + frames)
+
+
+def form_calls(calls):
+    """fuzz_form's even mode: (name, data, new_delimiter, continues)."""
+    out = bytearray([0])
+    for name, data, delim, cont in calls:
+        out += bytes([NAMES.index(name), (1 if delim else 0) | (2 if cont else 0),
+                      len(data)]) + data
+    return bytes(out)
+
+
+def multipart(fields, audio, boundary="hvseed"):
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"'
+             f'\r\n\r\n{v}\r\n'.encode() for k, v in fields]
+    if audio is not None:
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; '
+                     f'name="file"; filename="a.wav"\r\nContent-Type: '
+                     f'audio/wav\r\n\r\n'.encode() + audio + b"\r\n")
+    return b"".join(parts) + f"--{boundary}--\r\n".encode()
+
+
+def post(fields, audio, key=True, extra=""):
+    body = multipart(fields, audio)
+    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+            f"{'Authorization: Bearer k' + chr(13) + chr(10) if key else ''}"
+            f"Content-Type: multipart/form-data; boundary=hvseed\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+
+def write(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def main():
+    short = wav(0.2)
+    write("form", "fields", form_calls([
+        ("model", b"", True, False), ("model", b"hviske", False, False),
+        ("language", b"da", True, False),
+        ("response_format", b"verbose_json", True, False),
+        ("timestamp_granularities[]", b"word", True, False),
+        ("timestamp_granularities[]", b"segment", True, False),
+        ("temperature", b"0.5", True, False), ("seed", b"42", True, False),
+        ("file", short[:200], True, False), ("file", short[200:400], False, True)]))
+    write("form", "beams", form_calls([
+        ("num_beams", b"4", True, False), ("length_penalty", b"1.5", True, False),
+        ("punctuation", b"false", True, False), ("max_tokens", b"20", True, False),
+        ("stream", b"false", True, False), ("file", b"RIFF", True, False)]))
+    write("form", "chunking", form_calls([
+        ("chunking_strategy",
+         b'{"type":"server_vad","threshold":0.4,"silence_duration_ms":300}',
+         True, False), ("top_k", b"5", True, False), ("top_p", b"0.9", True, False),
+        ("file", b"x", True, False)]))
+    write("form", "empty_repeat", form_calls([
+        ("temperature", b"", True, False), ("temperature", b"0", True, False),
+        ("file", b"x", True, False)]))
+    write("form", "delim", b"\x01multipart/form-data; boundary=hvseed\x00\x05"
+          + multipart([("model", "m"), ("language", "")], b"RIFF...."))
+    write("form", "delim_quoted", b"\x01multipart/form-data; boundary=\"a b\"\x00\x01"
+          + multipart([("x", "--a b")], None, boundary="a b"))
+
+    write("request", "health", b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    write("request", "models",
+          b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
+    write("request", "pipelined",
+          b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
+    for fmt in ("json", "text", "srt", "vtt"):
+        write("request", f"post_{fmt}",
+              post([("model", "hviske"), ("response_format", fmt)], short))
+    write("request", "post_verbose", post(
+        [("response_format", "verbose_json"), ("timestamp_granularities[]", "word"),
+         ("timestamp_granularities[]", "segment"), ("language", "da")], short))
+    write("request", "post_nokey", post([], short, key=False))
+    write("request", "post_expect", post([("num_beams", "2")], short,
+                                         extra="Expect: 100-continue\r\n"))
+    body = multipart([("temperature", "0.3"), ("seed", "1")], short)
+    chunked = b"".join(b"%x\r\n" % len(body[i:i + 500]) + body[i:i + 500] + b"\r\n"
+                       for i in range(0, len(body), 500)) + b"0\r\n\r\n"
+    write("request", "post_chunked", (
+        b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+        b"Authorization: Bearer k\r\n"
+        b"Content-Type: multipart/form-data; boundary=hvseed\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n") + chunked)
+    write("request", "post_wrong_type",
+          b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+          b"Authorization: Bearer k\r\nContent-Type: text/plain\r\n"
+          b"Content-Length: 3\r\n\r\nabc")
+
+    cfg = {"model_type": "cohere_asr", "vocab_size": 16, "max_audio_clip_s": 35,
+           "overlap_chunk_second": 5, "sample_rate": 16000,
+           "supported_languages": ["en", "da"],
+           "preprocessor": {"sample_rate": 16000, "features": 8, "n_fft": 64,
+                            "window_size": 0.025, "window_stride": 0.01},
+           "encoder": {"feat_in": 8, "d_model": 8, "n_layers": 1, "n_heads": 2,
+                       "subsampling_factor": 8, "subsampling_conv_channels": 4},
+           "transf_decoder": {"config_dict": {"hidden_size": 8, "inner_size": 16,
+                                              "num_layers": 1,
+                                              "num_attention_heads": 2,
+                                              "max_sequence_length": 32}},
+           "head": {"hidden_size": 8, "num_classes": 16}}
+    gen = {"pad_token_id": 0, "eos_token_id": 3, "bos_token_id": 4,
+           "decoder_start_token_id": 4}
+    write("config", "small", json.dumps(cfg).encode() + b"\0" + json.dumps(gen).encode())
+    write("audio", "mono16k.wav", wav(0.1))
+    write("audio", "stereo8k.wav", wav(0.1, 8000, 2))
+
+
+if __name__ == "__main__":
+    main()

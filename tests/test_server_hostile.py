@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""Hostile clients of `hviske-server` (issue #18, round two), over real
+HTTP on 127.0.0.1, with the helpers of tests/test_server.py.
+
+Environment: as tests/test_server.py (HV_SERVER, HV_CLI, HV_FIXTURES).
+
+Covers:
+  * clients that half-close: 3 rounds of 16 concurrent clients, each
+    sending a whole request, then shutdown(SHUT_WR), then reading: every
+    one gets its 200 and the CLI's text (libmicrohttpd 0.9.75 closed a
+    resumed connection whose peer had half-closed: 5-33% were lost);
+    refused requests from half-closing clients get their answer too;
+  * refused requests (401, 404, 405, 415) are answered at their headers,
+    with Connection: close, while the client still owes its whole body;
+  * --min-upload-rate: a body trickled at 4 bytes/s is cut off after
+    the --timeout grace, while a normal upload on the same server works;
+  * headers trickled a byte at a time: the connection is closed once
+    --timeout seconds pass without complete headers (MHD's idle timeout
+    alone never fires: each byte resets it);
+  * --max-connections full of stalled clients: /health still answers,
+    other requests get a quick 503 (too_many_connections, Retry-After),
+    and beyond the reserve every request, /health too, gets one;
+  * multipart parts (issue 5c): an empty part hides no repeated field, and
+    every part, empty or not, counts against the limit of 32;
+    timestamp_granularities[] as one part per value still works.
+Waits are for states (a 503 seen, a connection closed), never fixed
+sleeps; the tricklers' pauses are their attack's pace, and the limits
+checked are the server's own (a few seconds) with wide margins.
+Prints one line per case and ends with "N passed, M failed".
+"""
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hvtest import WAIT, finish, report, wait_until  # noqa: E402
+import test_server as ts  # noqa: E402
+
+URL = "/v1/audio/transcriptions"
+RESERVE = 4  # tools/hviske-server.c: connections beyond --max-connections
+
+
+def post_bytes(audio, fields=(), extra_headers="", boundary=None):
+    """A whole POST of a multipart form, as bytes."""
+    body, ctype = ts.multipart(list(fields), audio, boundary=boundary)
+    head = (f"POST {URL} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+            f"Content-Length: {len(body)}\r\n{extra_headers}\r\n").encode()
+    return head + body
+
+
+def read_all(s):
+    """Reads until the server closes; (bytes, error or None)."""
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return out, None
+            out += b
+    except OSError as e:
+        return out, repr(e)
+
+
+def split_response(resp):
+    """(status, {header: value}, body) of one raw HTTP response."""
+    head, _, body = resp.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return ts.raw_status(resp), headers, body
+
+
+def half_closed(port, data):
+    """Sends data, shuts down the write side, reads the answer."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=ts.TIMEOUT)
+    try:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        return read_all(s)
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------ cases
+
+def test_half_close(port, wav, want):
+    data = post_bytes(ts.read(wav))
+    for rnd in range(3):
+        results = [None] * 16
+
+        def one(i):
+            results[i] = half_closed(port, data)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        bad = []
+        for resp, err in results:
+            st, _, body = split_response(resp)
+            try:
+                ok = st == 200 and json.loads(body) == {"text": want}
+            except ValueError:
+                ok = False
+            if not ok:
+                bad.append(f"{resp[:80]!r} {err}")
+        report(f"half-closing clients, round {rnd + 1}: 16 concurrent, "
+               f"every one answered 200 with the CLI's text",
+               not bad, f"{len(bad)} lost or wrong: {bad[:3]}")
+    for label, req, status in (
+            ("unknown path", b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+            ("bad multipart", post_bytes(b"x", [("temperature", "hot")]), 400)):
+        resp, err = half_closed(port, req)
+        report(f"half-closing client, {label}: {status}",
+               ts.raw_status(resp) == status, f"{resp[:200]!r} {err}")
+
+
+def test_refused_at_once(model, tmp):
+    """Refusals at the headers: the body is never waited for."""
+    srv = ts.Server(model, "-t", "1", "--api-key", "k3y", "--timeout", "60",
+                    "--request-timeout", "600", tmp=tmp)
+    report("refusals server starts", srv.port is not None, srv.stderr())
+    if not srv.port:
+        return
+    key = "Authorization: Bearer k3y\r\n"
+    mp = "multipart/form-data; boundary=xyz"
+    cases = [
+        ("no API key", f"POST {URL}", f"Content-Type: {mp}\r\n", 401),
+        ("unknown path", "POST /v1/nothing", key, 404),
+        ("wrong method", f"PUT {URL}", key + f"Content-Type: {mp}\r\n", 405),
+        ("wrong Content-Type", f"POST {URL}",
+         key + "Content-Type: text/plain\r\n", 415),
+    ]
+    for label, line, headers, status in cases:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+        t0 = time.monotonic()
+        try:
+            # the headers promise 1 MB that never comes
+            s.sendall(f"{line} HTTP/1.1\r\nHost: x\r\n{headers}"
+                      f"Content-Length: 1000000\r\n\r\n".encode())
+            resp, err = read_all(s)
+        finally:
+            s.close()
+        dt = time.monotonic() - t0
+        st, h, _ = split_response(resp)
+        report(f"{label}: {status} at the headers, body not awaited, "
+               f"connection closed ({dt:.1f} s)",
+               st == status and h.get("connection", "").lower() == "close"
+               and err is None,
+               f"{resp[:300]!r} {err}")
+    srv.stop()
+    report("refusals server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def trickle(port, first, pace, limit):
+    """Sends first, then one byte every pace seconds until the server
+    closes the connection or limit seconds pass; (seconds, closed)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=limit)
+    t0 = time.monotonic()
+    closed = False
+    try:
+        s.sendall(first)
+        s.setblocking(False)
+        while time.monotonic() - t0 < limit:
+            try:
+                if s.recv(65536) == b"":
+                    closed = True
+                    break
+            except BlockingIOError:
+                pass
+            s.sendall(b"a")
+            time.sleep(pace)  # the trickler's pace, not a wait for a state
+    except OSError:
+        closed = True
+    finally:
+        s.close()
+    return time.monotonic() - t0, closed
+
+
+def test_slow_uploads(model, wav, want, tmp):
+    srv = ts.Server(model, "-t", "1", "--timeout", "2", "--min-upload-rate",
+                    "1000", "--request-timeout", "600", tmp=tmp)
+    report("slow-upload server starts", srv.port is not None, srv.stderr())
+    if not srv.port:
+        return
+    body, ctype = ts.multipart([], ts.read(wav))
+    head = (f"POST {URL} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    result = {}
+
+    def run():
+        result["body"] = trickle(srv.port, head + body[:50], 0.25, 40)
+
+    t = threading.Thread(target=run)
+    t.start()
+    r = ts.transcribe(srv.port, ts.read(wav))
+    report("trickled body: a normal upload is served meanwhile",
+           r.status == 200 and r.json() == {"text": want}, str(r))
+    t.join()
+    dt, closed = result["body"]
+    report(f"body trickled at 4 bytes/s: cut off after {dt:.1f} s "
+           f"(--timeout 2 --min-upload-rate 1000; --request-timeout 600)",
+           closed and 1.5 <= dt <= 25, f"closed={closed} dt={dt:.1f}")
+    dt, closed = trickle(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: ",
+                         0.25, 40)
+    report(f"headers trickled a byte at a time: closed after {dt:.1f} s "
+           f"(--timeout 2)", closed and 1.5 <= dt <= 25,
+           f"closed={closed} dt={dt:.1f}")
+    r = ts.request(srv.port, "GET", "/health")
+    report("slow-upload server: /health afterwards", r.status == 200, str(r))
+    srv.stop()
+    report("slow-upload server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def test_connection_slots(model, tmp):
+    srv = ts.Server(model, "-t", "1", "--max-connections", "2", "--timeout",
+                    "120", tmp=tmp)
+    report("slots server starts", srv.port is not None, srv.stderr())
+    if not srv.port:
+        return
+    stalled = []
+
+    def stall():
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+        stalled.append(s)
+
+    try:
+        for _ in range(2):
+            stall()
+        last = {}
+
+        def crowded():
+            r = ts.request(srv.port, "GET", "/v1/models", timeout=WAIT)
+            last["r"] = r
+            return ts.is_error(r, 503, code="too_many_connections")
+
+        ok = wait_until(crowded, interval=0.05)
+        report("--max-connections 2 held by stalled clients: others get a "
+               "quick 503 too_many_connections",
+               ok and last["r"].headers.get("retry-after") == "1",
+               str(last.get("r")))
+        r = ts.request(srv.port, "GET", "/health", timeout=WAIT)
+        report("--max-connections 2 held by stalled clients: /health answers",
+               r.status == 200 and isinstance(r.json(), dict), str(r))
+        for _ in range(RESERVE):
+            stall()
+
+        def refused():
+            t0 = time.monotonic()
+            resp, err = ts.raw_exchange(
+                srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+                timeout=WAIT)
+            last["raw"] = (resp[:300], err, time.monotonic() - t0)
+            return (ts.raw_status(resp) == 503
+                    and b'"too_many_connections"' in resp
+                    and b"Retry-After: 1" in resp)
+        report("beyond the reserve: even /health gets a 503 at once, and "
+               "the connection is closed",
+               wait_until(refused, interval=0.05) and last["raw"][2] < WAIT / 2,
+               str(last.get("raw")))
+    finally:
+        for s in stalled:
+            s.close()
+    r = {}
+
+    def healthy():
+        r["r"] = ts.request(srv.port, "GET", "/health", timeout=WAIT)
+        return r["r"].status == 200
+    report("stalled clients gone: /health answers again",
+           wait_until(healthy, interval=0.05), str(r.get("r")))
+    srv.stop()
+    report("slots server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def test_parts(port, wav, want):
+    audio = ts.read(wav)
+    g = "timestamp_granularities[]"
+    for fields, param, label in (
+            ([("temperature", ""), ("temperature", "0")], "temperature",
+             "an empty part, then the same field"),
+            ([("temperature", "0"), ("temperature", "")], "temperature",
+             "a field, then an empty part of it"),
+            ([("model", ""), ("model", "")], "model", "two empty parts"),
+    ):
+        r = ts.transcribe(port, audio, fields)
+        report(f"{label}: 400", ts.is_error(r, 400, param), str(r))
+    r = ts.transcribe(port, audio, [(g, "")] * 40)
+    report("40 empty timestamp_granularities[] parts: 400 too_many_parts",
+           ts.is_error(r, 400, code="too_many_parts"), str(r))
+    r = ts.transcribe(port, audio, [(g, "segment")] * 2 + [(g, "")] * 31)
+    report("2 parts and 31 empty ones: 400 too_many_parts",
+           ts.is_error(r, 400, code="too_many_parts"), str(r))
+    r = ts.transcribe(port, audio, [(g, "")] * 31)
+    report("31 empty parts and the file (32 parts): not too many, 400 for "
+           "the empty value", ts.is_error(r, 400, g, code="invalid_value"),
+           str(r))
+    r = ts.transcribe(port, audio, [("response_format", "verbose_json"),
+                                    (g, "word"), (g, "segment")])
+    o = r.json()
+    report("timestamp_granularities[] word and segment as two parts: 200",
+           r.status == 200 and isinstance(o, dict) and "words" in o
+           and "segments" in o, str(r))
+    # the same form, its bytes sent one by one: parts split across reads
+    data = post_bytes(audio, [("model", "m"), ("language", ""),
+                              ("prompt", "p")], boundary="b" + uuid.uuid4().hex)
+    s = socket.create_connection(("127.0.0.1", port), timeout=ts.TIMEOUT)
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        head_end = data.index(b"\r\n\r\n") + 4
+        s.sendall(data[:head_end])
+        for i in range(head_end, head_end + 600):
+            s.sendall(data[i:i + 1])
+        s.sendall(data[head_end + 600:])
+        resp, err = b"", None
+        while b"\r\n\r\n" not in resp or len(resp) < 40:
+            b = s.recv(65536)
+            if not b:
+                break
+            resp += b
+    finally:
+        s.close()
+    report("a form trickled byte by byte with an empty part: 400 language "
+           "(the empty value), no false repeat",
+           ts.raw_status(resp) == 400 and b'"param":"language"' in resp
+           and b"more than once" not in resp, f"{resp[:300]!r}")
+
+
+def test_usage(model):
+    import subprocess
+    for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
+                 ["--min-upload-rate", "1073741825"]):
+        p = subprocess.run([ts.SERVER, "-m", model] + args,
+                           capture_output=True, timeout=60)
+        report(f"usage error {' '.join(args)}: exit 2",
+               p.returncode == 2, f"rc={p.returncode} {p.stderr[-300:]!r}")
+
+
+def main():
+    if not ts.FIXTURES or not os.path.isfile(
+            os.path.join(ts.FIXTURES, "manifest.json")):
+        report("fixtures", False, f"HV_FIXTURES={ts.FIXTURES!r} has no manifest.json")
+        return finish()
+    with open(os.path.join(ts.FIXTURES, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    model = os.path.join(ts.FIXTURES, "models", ts.MODEL_NAME)
+    audio = {a["name"]: os.path.join(ts.FIXTURES, a["path"])
+             for a in manifest["audio"]}
+    wav = audio["da1_16k"]
+    want = ts.cli_texts(model, [wav])[wav]
+    print(f"# {ts.SERVER}\n# model {model}")
+    t_start = time.time()
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="hv-test-hostile-") as tmp:
+        test_usage(model)
+        srv = ts.Server(model, "--workers", "2", "-t", "1", "--queue", "64",
+                        tmp=tmp)
+        report("server starts", srv.port is not None, srv.stderr())
+        if srv.port:
+            test_half_close(srv.port, wav, want)
+            test_parts(srv.port, wav, want)
+        srv.stop()
+        report("main server: SIGTERM, exit 0, no sanitizer report",
+               *srv.clean_exit())
+        test_refused_at_once(model, tmp)
+        test_slow_uploads(model, wav, want, tmp)
+        test_connection_slots(model, tmp)
+    print(f"# {time.time() - t_start:.1f} s")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
