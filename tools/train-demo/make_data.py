@@ -58,14 +58,17 @@ def train_tokenizer(out, seed, vocab_size, n_sent=120000):
 
 
 def worker(args):
-    out, split, seed, n, w, W = args
+    out, split, seed, n, w, W, v2, clean_every = args
     fe = frontend.Frontend()
     feats_path = os.path.join(out, "%s.%d.f16" % (split, w))
     meta = []
     off = 0
     with open(feats_path, "wb") as f:
         for i in range(w, n, W):
-            x, text, v = synth.make_utterance(seed, split, i)
+            if v2 and not (clean_every and i % clean_every == 0):
+                x, text, v = synth.make_utterance_v2(seed, split, i)   # the v2 condition mixture
+            else:
+                x, text, v = synth.make_utterance(seed, split, i)      # the v1 recipe
             x = np.round(x.astype(np.float64) * 32767.0) / 32768.0   # 16-bit PCM like a WAV file
             feats, T = fe(x, dither=frontend.DITHER, seed=synth.utt_seed(seed, split, i) % (2 ** 31), pad=False)
             f.write(feats.astype(np.float16).tobytes())
@@ -74,10 +77,10 @@ def worker(args):
     return meta
 
 
-def gen_split(out, split, seed, n, jobs):
+def gen_split(out, split, seed, n, jobs, v2=False, clean_every=0):
     t0 = time.time()
     with mp.Pool(jobs) as pool:
-        metas = pool.map(worker, [(out, split, seed, n, w, jobs) for w in range(jobs)])
+        metas = pool.map(worker, [(out, split, seed, n, w, jobs, v2, clean_every) for w in range(jobs)])
     meta = sorted([m for ms in metas for m in ms], key=lambda m: m["i"])
     with open(os.path.join(out, "%s.jsonl" % split), "w", encoding="utf-8") as f:
         for m in meta:
@@ -94,13 +97,24 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--vocab-size", type=int, default=1000)
+    ap.add_argument("--v2", action="store_true",
+                    help="v2 data (issue #13): the condition mixture of synth.make_utterance_v2 (long "
+                         "multi-sentence clips, silence/noise with empty targets, telephone, codecs, speeds, "
+                         "whisper, low SNR, reverb, loudness), every --clean-every-th utterance the v1 recipe")
+    ap.add_argument("--clean-every", type=int, default=5, help="with --v2: utterance i %% N == 0 is v1-style")
+    ap.add_argument("--tokenizer", default=None,
+                    help="copy this tokenizer.model instead of training one (fine-tuning an exported model)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
-    train_tokenizer(a.out, a.seed, a.vocab_size)
+    if a.tokenizer:
+        import shutil
+        shutil.copyfile(a.tokenizer, os.path.join(a.out, "tokenizer.model"))
+    else:
+        train_tokenizer(a.out, a.seed, a.vocab_size)
     print("tokenizer: %.1f s" % (time.time() - t0), flush=True)
-    gen_split(a.out, "dev", a.seed, a.dev, a.jobs)
-    gen_split(a.out, "train", a.seed, a.train, a.jobs)
+    gen_split(a.out, "dev", a.seed, a.dev, a.jobs, a.v2, 0)
+    gen_split(a.out, "train", a.seed, a.train, a.jobs, a.v2, a.clean_every)
     with open(os.path.join(a.out, "done.json"), "w") as f:
         json.dump(vars(a), f)
     print("total %.1f s" % (time.time() - t0))

@@ -381,8 +381,8 @@ class HviskeModel(nn.Module):
         x = E.token_embedding(tokens) + E.position_embedding.pos_enc[start_pos:start_pos + n][None]
         x = E.layer_norm(x)
         total = start_pos + n
-        qpos = torch.arange(start_pos, total)[:, None]
-        kpos = torch.arange(0, total)[None, :]
+        qpos = torch.arange(start_pos, total, device=tokens.device)[:, None]
+        kpos = torch.arange(0, total, device=tokens.device)[None, :]
         self_mask = (kpos > qpos)[None, None]
         cmask = enc_pad[:, None, None, :]
         D = self.transf_decoder._decoder

@@ -148,6 +148,12 @@ def make_batches(utts, batch_frames, max_bs, seed, epoch, shortest_first=False):
 
 def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1):
     x, e, L, pad = model.encode(batch["feats"], batch["lens"])
+    if ctc_w == 0 and ce_on:                     # fine-tuning without the auxiliary CTC head
+        lp = model.decode(batch["inp"], e, pad)
+        ce = F.nll_loss(lp.reshape(-1, lp.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100)
+        m = (batch["labels"] != -100).to(lp.dtype)
+        smooth = -(lp.mean(dim=-1) * m).sum() / m.sum()
+        return (1 - label_smoothing) * ce + label_smoothing * smooth, torch.zeros(()), ce.detach()
     lp_ctc = torch.log_softmax(model.ctc_head(x), dim=-1).transpose(0, 1)
     ctc = F.ctc_loss(lp_ctc, batch["ctc_tgt"], L, batch["ctc_len"], blank=tok.pad, reduction="mean",
                      zero_infinity=True)
@@ -166,31 +172,33 @@ def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1):
 
 @torch.no_grad()
 def greedy(model, utts, tok, bs=64, max_new=None):
-    """Batched greedy decoding (KV cache). max_new default: 2 x the
-    utterance's audio seconds x 4 + 8 tokens, at most 120."""
+    """Batched greedy decoding (KV cache). max_new default: 12 tokens per
+    second of the longest utterance + 8, at most 480."""
     model.eval()
     hyps = [None] * len(utts)
     order = sorted(range(len(utts)), key=lambda i: utts[i]["T"])
     for s in range(0, len(order), bs):
         idx = order[s:s + bs]
-        batch = collate([utts[i] for i in idx], tok)
+        batch = to_dev(collate([utts[i] for i in idx], tok), DEV)
         _, e, L, pad = model.encode(batch["feats"], batch["lens"])
         B = len(idx)
-        limit = max_new or min(120, int(max(utts[i]["T"] for i in idx) / 100 * 8) + 8)
+        limit = max_new or min(480, int(max(utts[i]["T"] for i in idx) / 100 * 12) + 8)
         cross = model.cross_kv(e)
         cache = [None] * len(cross)
-        lp = model.decode_incremental(torch.tensor([tok.prompt] * B, dtype=torch.long), 0, cache, cross, pad)
+        lp = model.decode_incremental(torch.tensor([tok.prompt] * B, dtype=torch.long, device=DEV), 0, cache,
+                                      cross, pad)
         pos = len(tok.prompt)
         done = torch.zeros(B, dtype=torch.bool)
         out = [[] for _ in range(B)]
         for _ in range(limit):
             nxt = lp.argmax(-1)
+            nl = nxt.tolist()
             for b in range(B):
                 if not done[b]:
-                    if int(nxt[b]) == tok.eos:
+                    if nl[b] == tok.eos:
                         done[b] = True
                     else:
-                        out[b].append(int(nxt[b]))
+                        out[b].append(nl[b])
             if bool(done.all()):
                 break
             lp = model.decode_incremental(nxt[:, None], pos, cache, cross, pad)
@@ -226,7 +234,7 @@ def dev_loss(model, utts, tok, bs=64):
     model.eval()
     tot, n = 0.0, 0
     for s in range(0, len(utts), bs):
-        batch = collate(utts[s:s + bs], tok)
+        batch = to_dev(collate(utts[s:s + bs], tok), DEV)
         _, e, L, pad = model.encode(batch["feats"], batch["lens"])
         lp = model.decode(batch["inp"], e, pad)
         m = batch["labels"] != -100
@@ -236,19 +244,55 @@ def dev_loss(model, utts, tok, bs=64):
     return tot / n
 
 
+DEV = torch.device("cpu")
+
+
+def to_dev(batch, dev):
+    return {k: (v.to(dev) if torch.is_tensor(v) and k != "ctc_len" else v) for k, v in batch.items()}
+
+
+def load_exported(model, path):
+    """Loads an exported model.safetensors (BF16/F32) into the training
+    model; the CTC head (not exported) keeps its initialisation."""
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    sd = model.state_dict()
+    new = {}
+    for k, h in header.items():
+        if k == "__metadata__" or k not in sd:
+            continue
+        a, b = h["data_offsets"]
+        raw = data[a:b]
+        if h["dtype"] == "BF16":
+            v = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            v = np.frombuffer(raw, dtype="<f4")
+        new[k] = torch.from_numpy(v.reshape(h["shape"]).copy()).to(sd[k].dtype)
+    missing = [k for k in sd if k not in new]
+    assert all(k.startswith("ctc_head.") for k in missing), missing
+    model.load_state_dict(new, strict=False)
+    return len(new)
+
+
 def exported_copy(model):
     m = copy.deepcopy(model)
-    st = X.rounded_state(model)
+    st = {k: v.to(DEV) for k, v in X.rounded_state(model).items()}
     missing, unexpected = m.load_state_dict(st, strict=False)
     assert all(k.startswith("ctc_head.") for k in missing) and not unexpected, (missing, unexpected)
     m.eval()
     return m
 
 
-def lr_at(step, a):
+def lr_at(step, a, elapsed=None):
     if step < a.warmup:
         return a.lr * (step + 1) / a.warmup
-    p = min(1.0, (step - a.warmup) / max(1, a.total_steps - a.warmup))
+    if a.time_schedule and elapsed is not None:     # cosine over --max-minutes of wall time
+        p = min(1.0, elapsed / (a.max_minutes * 60))
+    else:
+        p = min(1.0, (step - a.warmup) / max(1, a.total_steps - a.warmup))
     return a.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * p)))
 
 
@@ -288,8 +332,23 @@ def main():
     ap.add_argument("--reset-best", action="store_true",
                     help="on resume, forget the best dev WER and the history (after the dev set changed)")
     ap.add_argument("--config", default=None, help="JSON overrides of model.default_config")
+    ap.add_argument("--init", default=None,
+                    help="start from an exported model directory (its model.safetensors; config must match)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--eval-first", action="store_true", help="evaluate (and export) before the first step")
+    ap.add_argument("--time-schedule", action="store_true",
+                    help="cosine decay over --max-minutes of wall time instead of --total-steps")
+    ap.add_argument("--max-minutes", type=float, default=None,
+                    help="stop (evaluate, export, checkpoint) after this many minutes of wall time")
     a = ap.parse_args()
+    global DEV
+    DEV = torch.device(a.device)
+    t_start = time.time()
     torch.set_num_threads(a.threads)
+    if a.time_schedule and a.max_minutes is None:
+        ap.error("--time-schedule needs --max-minutes")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
     os.makedirs(a.run, exist_ok=True)
     tok = Tok(os.path.join(a.data, "tokenizer.model"))
     t0 = time.time()
@@ -303,6 +362,10 @@ def main():
         cfg.update(json.loads(a.config))
     torch.manual_seed(a.seed)
     model = M.HviskeModel(cfg)
+    if a.init and not a.resume:
+        nt = load_exported(model, os.path.join(a.init, "model.safetensors"))
+        log("initialised %d tensors from %s" % (nt, a.init))
+    model.to(DEV)
     n_params = sum(p.numel() for k, p in model.state_dict().items() if not k.startswith("ctc_head."))
     log("model: %.2f M exported parameters, config %s" % (n_params / 1e6, json.dumps(cfg)))
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
@@ -314,6 +377,7 @@ def main():
         cfg = ck["config"]
         model = M.HviskeModel(cfg)
         model.load_state_dict(ck["model"])
+        model.to(DEV)
         opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
         opt.load_state_dict(ck["opt"])
         step, epoch, bpos, best = ck["step"], ck["epoch"], ck["bpos"], ck["best"]
@@ -323,6 +387,9 @@ def main():
         if a.reset_best:
             best, history = {"wer": 1e9}, []
             log("best dev WER and history reset")
+
+    def stop_now():
+        return a.max_minutes is not None and time.time() - t_start > a.max_minutes * 60
 
     test = None
     sa_rng = np.random.RandomState(a.seed * 1000 + step)
@@ -372,16 +439,19 @@ def main():
                 log("exported %s (step %d)" % (a.export, step))
         model.train()
 
+    if a.eval_first:                             # the starting point is the best so far (fine-tuning)
+        evaluate_and_export()
+        last_eval = time.time()
     model.train()
-    while step < a.max_steps:
+    while step < a.max_steps and not stop_now():
         batches = make_batches(train, a.batch_frames, a.max_bs, a.seed, epoch,
                                shortest_first=(epoch == 0 and step < a.ctc_only_steps))
-        while bpos < len(batches) and step < a.max_steps:
+        while bpos < len(batches) and step < a.max_steps and not stop_now():
             ts = time.time()
             utts = [train[i] for i in batches[bpos]]
-            batch = collate(utts, tok, specaug=sa_rng if step >= a.specaug_from else None)
+            batch = to_dev(collate(utts, tok, specaug=sa_rng if step >= a.specaug_from else None), DEV)
             ctc_only = step < a.ctc_only_steps
-            lr = lr_at(step, a)
+            lr = lr_at(step, a, time.time() - t_start)
             for g in opt.param_groups:
                 g["lr"] = lr
             loss, ctc, ce = losses(model, batch, tok, a.ctc_weight, ce_on=not ctc_only)
