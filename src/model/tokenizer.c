@@ -13,13 +13,10 @@
  * this against Debian's python3-sentencepiece. */
 #include "model/tokenizer.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "util/file.h"
 
@@ -303,26 +300,10 @@ hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, cons
 
 hv_status hv_tokenizer_load(hv_tokenizer *t, const char *path, hv_error *e) {
     memset(t, 0, sizeof *t);
-    int fd = hv_open_file(path); /* a FIFO must not block */
-    FILE *fp = fd < 0 ? NULL : fdopen(fd, "rb");
-    if (!fp) {
-        hv_status s = hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        return s;
-    }
-    struct stat sb;
-    uint8_t *buf = NULL;
-    hv_status st = HV_OK;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode))
-        st = hv_err(e, HV_ERR_IO, "%s: not a regular file", path);
-    else if ((uint64_t)sb.st_size > MAX_FILE)
-        st = hv_err(e, HV_ERR_LIMIT, "%s: larger than %u MiB", path, MAX_FILE >> 20);
-    else if (!(buf = malloc((size_t)sb.st_size + 1)))
-        st = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
-    else if (fread(buf, 1, (size_t)sb.st_size, fp) != (size_t)sb.st_size)
-        st = hv_err(e, HV_ERR_IO, "%s: read error", path);
-    fclose(fp);
-    if (!st) st = hv_tokenizer_parse(t, buf, (size_t)sb.st_size, path, e);
+    char *buf;
+    size_t len;
+    hv_status st = hv_read_file(path, MAX_FILE, &buf, &len, e);
+    if (!st) st = hv_tokenizer_parse(t, (const uint8_t *)buf, len, path, e);
     free(buf);
     return st;
 }
