@@ -629,6 +629,19 @@ done:
     return rc;
 }
 
+/* Opens an audio file's bytes in memory for decoding (vf must outlive
+ * the source); `name` stands for it in messages. */
+static hv_status open_memory(const void *data, size_t size, const char *name, SF_INFO *info,
+                             source *src, vfile *vf, hv_error *e) {
+    if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+    if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
+    *vf = (vfile){.data = data, .fd = -1, .size = (sf_count_t)size};
+    if (vf_open(vf, info, src))
+        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                      sf_strerror(NULL));
+    return HV_OK;
+}
+
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
                                float **pcm, size_t *n_frames, int *sample_rate, int *channels,
                                hv_error *e) {
@@ -639,14 +652,11 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, 
     *sample_rate = 0;
     *channels = 0;
     if (!name) name = "<memory>";
-    if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
-    if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
-    vfile vf = {.data = data, .fd = -1, .size = (sf_count_t)size};
+    vfile vf;
     SF_INFO info;
     source sf;
-    if (vf_open(&vf, &info, &sf))
-        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
-                      sf_strerror(NULL));
+    hv_status rc = open_memory(data, size, name, &info, &sf, &vf, e);
+    if (rc) return rc;
     return decode(&sf, &info, name, max_seconds, pcm, n_frames, sample_rate, channels, e);
 }
 
@@ -658,14 +668,11 @@ hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *n
     *out = NULL;
     *n_out = 0;
     if (!name) name = "<memory>";
-    if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
-    if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
-    vfile vf = {.data = data, .fd = -1, .size = (sf_count_t)size};
+    vfile vf;
     SF_INFO info;
     source sf;
-    if (vf_open(&vf, &info, &sf))
-        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
-                      sf_strerror(NULL));
+    hv_status rc = open_memory(data, size, name, &info, &sf, &vf, e);
+    if (rc) return rc;
     return decode_mono(&sf, &info, name, max_seconds, target_rate, out, n_out, e);
 }
 
