@@ -324,8 +324,9 @@ typedef struct request {
     srv_form form;
     srv_delim delim; /* counts the body's parts into form.seq */
     srv_params params;
-    int queued; /* handed to the workers */
-    int done;   /* a worker set resp and status */
+    int queued;    /* handed to the workers */
+    int done;      /* a worker set resp and status */
+    int answering; /* its worker's answer is being sent (n_answering) */
     struct MHD_Response *resp;
     unsigned status;
     unsigned sent; /* the status queued, for the log */
@@ -356,6 +357,7 @@ struct server {
     int n_waiting, n_running;
     int n_suspended;  /* connections whose thread waits for a worker's
                          answer (queued or running requests) */
+    int n_answering;  /* workers' answers queued, not yet sent in full */
     int capacity;     /* workers + queue */
     long active;      /* requests begun, not completed */
     double avg_job_s; /* running average, for Retry-After */
@@ -842,6 +844,8 @@ static enum MHD_Result end_request(request *req) {
              * libmicrohttpd 0.9.75 without the answer.) */
             while (!req->done) pthread_cond_wait(&s->answered, &s->mu);
             s->n_suspended--;
+            s->n_answering++; /* until on_completed: shutdown waits for it */
+            req->answering = 1;
         }
         pthread_mutex_unlock(&s->mu);
         if (req->queued) {
@@ -890,6 +894,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     srv_form_free(&req->form);
     pthread_mutex_lock(&s->mu);
     s->active--;
+    if (req->answering) s->n_answering--;
     if (req->rec) { /* the next request's headers are due in --timeout */
         req->rec->in_request = 0;
         req->rec->t0 = hvt_now_s();
@@ -1028,18 +1033,21 @@ static int listen_on(const char *host, int port, int *bound, int *ipv6) {
 
 /* Waits until every request begun has completed. A signal in the meantime
  * answers the queued requests with 503 and stops waiting for uploads: once
- * no connection is suspended (the running transcriptions are answered),
- * the responses get a second to go out, and the daemon is stopped. */
+ * every accepted request's answer has gone out in full (none waits for a
+ * worker, none is being sent: n_suspended and n_answering are 0), uploads
+ * still coming in get a second, and the daemon is stopped. */
 static void wait_idle(server *s, const sigset_t *sigs) {
     int cancelled = 0;
     double t_free = 0;
     for (;;) {
         pthread_mutex_lock(&s->mu);
         long active = s->active;
-        int suspended = s->n_suspended;
+        int pending = s->n_suspended + s->n_answering; /* accepted, not sent */
         pthread_mutex_unlock(&s->mu);
         if (active == 0) return;
-        if (cancelled && suspended == 0) {
+        /* every accepted request's answer is sent in full, whatever the
+         * machine's load; then a second for uploads still coming in */
+        if (cancelled && pending == 0) {
             if (t_free == 0)
                 t_free = hvt_now_s();
             else if (hvt_now_s() - t_free > 1.0)
