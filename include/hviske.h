@@ -63,7 +63,8 @@ typedef enum hv_status {
     HV_ERR_NOMEM = 4,       /* an allocation failed */
     HV_ERR_UNSUPPORTED = 5, /* valid, but not something hviske can run */
     HV_ERR_LIMIT = 6,       /* input exceeds what the model allows */
-    HV_ERR_CANCELLED = 7    /* hv_transcribe_params.abort_callback stopped it */
+    HV_ERR_CANCELLED = 7    /* hv_transcribe_params.abort_callback stopped it
+                               (without a segment_callback) */
 } hv_status;
 
 /* A short English name of a status ("format error", ...). Static string. */
@@ -219,6 +220,8 @@ typedef enum hv_chunking {
 /* Parses "auto", "energy", "fixed", "none", "vad"; returns 0 on success. */
 HV_API int hv_chunking_parse(const char *name, hv_chunking *out);
 
+struct hv_segment; /* a segment of a result (below) */
+
 typedef struct hv_transcribe_params {
     const char *language; /* a code from the model's supported_languages;
                              NULL = "da" if supported, else the first */
@@ -267,10 +270,29 @@ typedef struct hv_transcribe_params {
     void *progress_user;
 
     /* Asked before each chunk and before each decoder step, on the calling
-     * thread; a non-zero answer stops the transcription: hv_transcribe
-     * returns HV_ERR_CANCELLED and no result. NULL for none. */
+     * thread; a non-zero answer stops the transcription. Without a
+     * segment_callback, hv_transcribe then returns HV_ERR_CANCELLED and no
+     * result; with one, it returns what was done (below). NULL for none. */
     int (*abort_callback)(void *user);
     void *abort_user;
+
+    /* Results as they come: called on the calling thread once for each
+     * segment as soon as it is final, in order, with exactly what
+     * hv_result_segment() of the final result gives for it (its text,
+     * tokens, times, score, and its words when word_timestamps is set). A
+     * segment is final when its chunk is transcribed (and its words timed):
+     * one call per chunk with text, whatever the chunking mode. *seg and
+     * everything it points to are valid only during the call (copy what
+     * you keep). NULL for none.
+     *
+     * A non-zero answer stops the transcription after this segment. Once a
+     * segment_callback is set, every stop (its answer or abort_callback's)
+     * ends hv_transcribe with HV_OK and a result that holds what was done:
+     * the segments delivered so far (a chunk stopped midway is left out,
+     * its tokens too), their text, tokens and words, with
+     * hv_result_stopped() = 1; progress is not called for the rest. */
+    int (*segment_callback)(void *user, const struct hv_segment *seg);
+    void *segment_user;
 } hv_transcribe_params;
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
@@ -278,18 +300,20 @@ HV_API hv_transcribe_params hv_transcribe_default_params(void);
 typedef struct hv_result hv_result;
 
 typedef struct hv_timings {
-    double frontend_ms; /* resampling + log-mel features */
-    double encoder_ms;  /* encoder + projection */
-    double decoder_ms;  /* cross-attention setup, prefill and every step */
-    double prefill_ms;  /* of decoder_ms: the prompt passes */
-    double steps_ms;    /* of decoder_ms: the one-token (or one-beam-batch)
+    double frontend_ms;   /* resampling + log-mel features */
+    double encoder_ms;    /* encoder + projection */
+    double decoder_ms;    /* cross-attention setup, prefill and every step */
+    double prefill_ms;    /* of decoder_ms: the prompt passes */
+    double steps_ms;      /* of decoder_ms: the one-token (or one-beam-batch)
                            passes after the prompt */
-    int n_steps;        /* how many such passes */
-    int n_tokens;       /* generated tokens, EOS excluded */
-    double vad_ms;      /* speech detection (0 without it) */
-    double encoded_s;   /* seconds of audio sent to the encoder: all of it,
+    int n_steps;          /* how many such passes */
+    int n_tokens;         /* generated tokens, EOS excluded */
+    double vad_ms;        /* speech detection (0 without it) */
+    double encoded_s;     /* seconds of audio sent to the encoder: all of it,
                            or with speech detection only the speech */
-    double align_ms;    /* word times (0 without them) */
+    double align_ms;      /* word times (0 without them) */
+    double encoder_gflop; /* the encoder's matrix products, in 1e9 floating-
+                             point operations (hviske-bench: / encoder_ms) */
 } hv_timings;
 
 /*
@@ -356,6 +380,10 @@ typedef struct hv_segment {
 } hv_segment;
 
 HV_API int hv_result_n_segments(const hv_result *res);
+/* 1 when the transcription was stopped early by segment_callback or
+ * abort_callback (with a segment_callback set) and the result holds only
+ * the segments done until then; 0 when it covers the whole input. */
+HV_API int hv_result_stopped(const hv_result *res);
 HV_API hv_segment hv_result_segment(const hv_result *res, int i);
 HV_API void hv_result_free(hv_result *res); /* NULL is allowed */
 

@@ -9,11 +9,12 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PKGS=(
   build-essential cmake pkg-config
   libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev
-  libmicrohttpd-dev curl
+  libmicrohttpd-dev curl nginx
   python3 python3-numpy python3-torch python3-sentencepiece
   sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
   python3-onnx clang-format
   man-db python3-pip python3-setuptools
+  slurm-wlm munge
 )
 # `install-deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too
 if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
@@ -35,16 +36,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# The oracle's node packages, exactly as its package-lock.json pins them.
+# The node packages of the oracle and of the Node client test (tests/node:
+# the OpenAI SDK), exactly as their package-lock.json files pin them.
 # Install scripts are skipped: onnxruntime-node's would download more, and
 # the package ships libonnxruntime for linux-x64 already. A stamp with the
 # lock file's checksum tells a current node_modules from a missing or stale
 # one.
-ORACLE="$ROOT/tools/vad-oracle"
-stamp="$ORACLE/node_modules/.hviske-lock.sha256"
-want="$(sha256sum "$ORACLE/package-lock.json" | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "install-deps: npm ci in tools/vad-oracle" >&2
-  (cd "$ORACLE" && npm ci --ignore-scripts --no-audit --no-fund)
-  echo "$want" >"$stamp"
-fi
+for dir in tools/vad-oracle tests/node; do
+  stamp="$ROOT/$dir/node_modules/.hviske-lock.sha256"
+  want="$(sha256sum "$ROOT/$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "install-deps: npm ci in $dir" >&2
+    (cd "$ROOT/$dir" && npm ci --ignore-scripts --no-audit --no-fund)
+    echo "$want" >"$stamp"
+  fi
+done

@@ -17,20 +17,23 @@ typedef struct conv_job {
     const float *in; /* [T x F x Cin] */
     float *out;      /* [T2 x F2 x C] */
     int T, F, T2, F2, C;
-    const float *w; /* [C x 3 x 3] */
+    const float *w; /* [3 x 3 x C]: tap-major, so a tap's channels are contiguous */
     const float *b; /* [C] */
     int depthwise;  /* 0: 1 -> C channels (Cin = 1); 1: C -> C per channel */
     int relu;
 } conv_job;
 
-/* 3x3 convolution, stride 2, padding 1, over output time rows. */
+/* 3x3 convolution, stride 2, padding 1, over output time rows. Each output
+ * is its bias plus the taps in (time, frequency) order, as the checkpoint's
+ * [C x 3 x 3] weights are laid out; the loops over channels are contiguous
+ * so that the compiler vectorises them. */
 static void conv_task(void *arg, int task, int n_tasks) {
     const conv_job *j = arg;
-    int cin = j->depthwise ? j->C : 1;
+    int C = j->C, cin = j->depthwise ? C : 1;
     for (int t = task; t < j->T2; t += n_tasks) {
         for (int f = 0; f < j->F2; f++) {
-            float *o = j->out + ((long)t * j->F2 + f) * j->C;
-            for (int c = 0; c < j->C; c++) o[c] = j->b[c];
+            float *o = j->out + ((long)t * j->F2 + f) * C;
+            memcpy(o, j->b, (size_t)C * sizeof *o);
             for (int kt = 0; kt < 3; kt++) {
                 int ti = 2 * t - 1 + kt;
                 if (ti < 0 || ti >= j->T) continue;
@@ -38,14 +41,23 @@ static void conv_task(void *arg, int task, int n_tasks) {
                     int fi = 2 * f - 1 + kf;
                     if (fi < 0 || fi >= j->F) continue;
                     const float *x = j->in + ((long)ti * j->F + fi) * cin;
-                    for (int c = 0; c < j->C; c++)
-                        o[c] += j->w[c * 9 + kt * 3 + kf] * x[j->depthwise ? c : 0];
+                    const float *w = j->w + (kt * 3 + kf) * C;
+                    if (j->depthwise)
+                        for (int c = 0; c < C; c++) o[c] += w[c] * x[c];
+                    else
+                        for (int c = 0; c < C; c++) o[c] += w[c] * x[0];
                 }
             }
             if (j->relu)
-                for (int c = 0; c < j->C; c++) o[c] = o[c] > 0 ? o[c] : 0;
+                for (int c = 0; c < C; c++) o[c] = o[c] > 0 ? o[c] : 0;
         }
     }
+}
+
+/* [C x 3 x 3] -> [3 x 3 x C] into wt. */
+static void taps_first(float *wt, const float *w, int C) {
+    for (int c = 0; c < C; c++)
+        for (int k = 0; k < 9; k++) wt[k * C + c] = w[c * 9 + k];
 }
 
 /* Zeroes time rows >= len of a [T x row] buffer. */
@@ -64,11 +76,15 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
 
     int T2 = hv_sub_conv_len(T), F2 = hv_sub_conv_len(F);
     float *img = malloc((size_t)T2 * F2 * C * sizeof *img);
-    if (!img) {
+    float *wt = malloc((size_t)9 * C * sizeof *wt);
+    if (!img || !wt) {
         free(in);
+        free(img);
+        free(wt);
         return NULL;
     }
-    conv_job j0 = {in, img, T, F, T2, F2, C, w->conv0_w, w->conv0_b, 0, 1};
+    taps_first(wt, w->conv0_w, C);
+    conv_job j0 = {in, img, T, F, T2, F2, C, wt, w->conv0_b, 0, 1};
     hv_pool_run(pool, hv_pool_size(pool), conv_task, &j0);
     free(in);
     T = T2;
@@ -85,9 +101,11 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
             free(dw);
             free(pw);
             free(img);
+            free(wt);
             return NULL;
         }
-        conv_job j = {img, dw, T, F, T2, F2, C, w->dw_w[s], w->dw_b[s], 1, 0};
+        taps_first(wt, w->dw_w[s], C);
+        conv_job j = {img, dw, T, F, T2, F2, C, wt, w->dw_b[s], 1, 0};
         hv_pool_run(pool, hv_pool_size(pool), conv_task, &j);
         free(img);
         T = T2;
@@ -102,6 +120,7 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
 
     /* Flatten each time step channel-major (index c * F + f), as the
      * checkpoint's Linear expects, then project to d_model. */
+    free(wt);
     float *flat = malloc((size_t)T * C * F * sizeof *flat);
     float *x = malloc((size_t)T * c->d_model * sizeof *x);
     if (!flat || !x) {
@@ -132,6 +151,7 @@ typedef struct enc_scratch {
     float *pos;                   /* [(2n-1) x d]: sinusoids */
     float *p;                     /* [(2n-1) x d]: linear_pos(pos) */
     float *att;                   /* [H x head_scratch(n, dh)] */
+    float *dw_taps;               /* [K x d]: a layer's depthwise weights, tap-major */
 } enc_scratch;
 
 /* Row-wise work spread over the pool: LayerNorm, SiLU and GLU are cheap
@@ -158,10 +178,11 @@ static void rows_task(void *arg, int task, int n_tasks) {
         case ROWS_SILU: hv_silu(j->y + r0 * d, (r1 - r0) * d); break;
         case ROWS_GLU: /* first half * sigmoid(second half); padded rows zero */
             for (int t = r0; t < r1; t++) {
-                const float *a = j->x + (long)t * 2 * d;
                 float *g = j->y + (long)t * d;
-                for (long ch = 0; ch < d; ch++)
-                    g[ch] = t < j->len ? a[ch] / (1.0f + expf(-a[d + ch])) : 0.0f;
+                if (t < j->len)
+                    hv_glu(g, j->x + (long)t * 2 * d, d);
+                else
+                    memset(g, 0, (size_t)d * sizeof *g);
             }
             break;
     }
@@ -223,28 +244,28 @@ static void attn_head(void *arg, int h, int n_tasks) {
      * relative positions. */
     hv_gemm(len, len, dh, 1.0f, qu, dh, s->k + h * dh, d, 1, 0.0f, ac, n);
     hv_gemm(len, P, dh, 1.0f, qv, dh, s->p + h * dh, d, 1, 0.0f, bd, P);
-    for (int i = 0; i < n; i++) {
-        float *ctx = s->ctx + (long)i * d + h * dh;
-        if (i >= len) { /* padded query: probabilities masked to 0 */
-            memset(ctx, 0, (size_t)dh * sizeof *ctx);
-            continue;
-        }
+    for (int i = 0; i < len; i++) {
         /* rel-shift: key j of query i sits at relative column n-1-i+j */
         float *sc = ac + (long)i * n;
         const float *b = bd + (long)i * P + (n - 1 - i);
         for (int jj = 0; jj < len; jj++) sc[jj] = (sc[jj] + b[jj]) * scale;
         hv_softmax(sc, len); /* padded keys would get exactly 0 */
-        hv_gemm(1, dh, len, 1.0f, sc, len, s->v + h * dh, d, 0, 0.0f, ctx, dh);
     }
+    /* context of every valid query in one product; padded queries'
+     * probabilities are masked to 0 */
+    hv_gemm(len, dh, len, 1.0f, ac, n, s->v + h * dh, d, 0, 0.0f, s->ctx + h * dh, d);
+    for (int i = len; i < n; i++)
+        memset(s->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
 }
 
 static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, int len,
                            enc_scratch *s, const hv_enc_layer *y) {
     int d = c->d_model, H = c->enc_heads;
     layernorm(pool, s->norm, x, n, d, y->att_norm_w, y->att_norm_b);
-    hv_linear(pool, s->q, s->norm, n, &y->wq, y->bq);
-    hv_linear(pool, s->k, s->norm, n, &y->wk, y->bk);
-    hv_linear(pool, s->v, s->norm, n, &y->wv, y->bv);
+    const hv_mat *qkv[3] = {&y->wq, &y->wk, &y->wv};
+    const float *qkv_b[3] = {y->bq, y->bk, y->bv};
+    float *qkv_y[3] = {s->q, s->k, s->v};
+    hv_linear_many(pool, n, s->norm, 3, qkv, qkv_b, qkv_y);
     hv_linear(pool, s->p, s->pos, 2 * n - 1, &y->wpos, NULL);
     attn_job j = {s, y, n, len, d, H, d / H};
     hv_pool_run(pool, H, attn_head, &j);
@@ -255,22 +276,23 @@ static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, i
 typedef struct dwconv_job {
     const float *in;    /* [n x d] GLU output, padded rows zero */
     float *out;         /* [n x d] */
-    const float *w, *b; /* [d x K] (BatchNorm folded), [d] */
+    const float *w, *b; /* [K x d] (BatchNorm folded), [d] */
     int n, d, K;
 } dwconv_job;
 
-/* Depthwise conv over time + folded BatchNorm + SiLU, over time rows. */
+/* Depthwise conv over time + folded BatchNorm + SiLU, over time rows; w is
+ * tap-major [K x d] so the loops over channels are contiguous. */
 static void dwconv_task(void *arg, int task, int n_tasks) {
     const dwconv_job *j = arg;
     int pad = (j->K - 1) / 2;
     for (int t = task; t < j->n; t += n_tasks) {
         float *o = j->out + (long)t * j->d;
-        for (int ch = 0; ch < j->d; ch++) o[ch] = j->b[ch];
+        memcpy(o, j->b, (size_t)j->d * sizeof *o);
         for (int k = 0; k < j->K; k++) {
             int ti = t + k - pad;
             if (ti < 0 || ti >= j->n) continue;
-            const float *xi = j->in + (long)ti * j->d;
-            for (int ch = 0; ch < j->d; ch++) o[ch] += j->w[(long)ch * j->K + k] * xi[ch];
+            const float *xi = j->in + (long)ti * j->d, *w = j->w + (long)k * j->d;
+            for (int ch = 0; ch < j->d; ch++) o[ch] += w[ch] * xi[ch];
         }
         hv_silu(o, j->d);
     }
@@ -284,7 +306,10 @@ static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n, int 
     /* GLU over channels; the padded time steps are zeroed so they do not
      * leak into the convolution */
     rows_run(pool, (rows_job){ROWS_GLU, s->q, s->big, n, d, len, NULL, NULL});
-    dwconv_job j = {s->q, s->k, y->dw_w, y->dw_b, n, d, c->conv_kernel};
+    int K = c->conv_kernel;
+    for (int ch = 0; ch < d; ch++)
+        for (int k = 0; k < K; k++) s->dw_taps[(long)k * d + ch] = y->dw_w[(long)ch * K + k];
+    dwconv_job j = {s->q, s->k, s->dw_taps, y->dw_b, n, d, K};
     hv_pool_run(pool, hv_pool_size(pool), dwconv_task, &j);
     hv_linear(pool, s->tmp, s->k, n, &y->pw2, y->pw2_b);
     hv_add_scaled(x, s->tmp, (long)n * d, 1.0f);
@@ -302,6 +327,33 @@ static void rel_positions(float *pos, int n, int d) {
             if (2 * i + 1 < d) pos[(long)r * d + 2 * i + 1] = cosf(p * wi);
         }
     }
+}
+
+double hv_encoder_flops(const hv_config *c, const hv_encoder_weights *w, int n_frames,
+                        int n_valid) {
+    double C = c->sub_channels, T = n_frames, F = c->feat_in, mac = 0;
+    double len = hv_sub_conv_len(n_valid < n_frames ? n_valid : n_frames);
+    T = hv_sub_conv_len(n_frames), F = hv_sub_conv_len(c->feat_in);
+    mac += T * F * C * 9; /* 1 -> C channels */
+    for (int s = 1; s < w->n_stages; s++) {
+        T = hv_sub_conv_len((int)T), F = hv_sub_conv_len((int)F);
+        len = hv_sub_conv_len((int)len);
+        mac += T * F * C * 9 + T * F * C * C; /* depthwise, pointwise */
+    }
+    double n = T, d = c->d_model, ff = (double)c->d_model * c->ff_expansion, P = 2 * n - 1;
+    mac += n * C * F * d;                   /* pre_out */
+    double layer = 2 * 2 * n * d * ff       /* two half-step feed-forwards */
+                   + 4 * n * d * d          /* q, k, v, out */
+                   + P * d * d              /* linear_pos */
+                   + len * len * d          /* content scores */
+                   + len * P * d            /* position scores */
+                   + len * len * d          /* context */
+                   + n * d * 2 * d          /* pointwise conv 1 */
+                   + n * d * c->conv_kernel /* depthwise conv */
+                   + n * d * d;             /* pointwise conv 2 */
+    mac += c->enc_layers * layer;
+    if (w->proj.data) mac += n * d * c->dec_hidden;
+    return 2 * mac;
 }
 
 hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
@@ -331,9 +383,11 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
     s.pos = malloc((size_t)P * d * sizeof(float));
     s.p = malloc((size_t)P * d * sizeof(float));
     s.att = malloc((size_t)H * head_scratch(n, d / H) * sizeof(float));
+    s.dw_taps = malloc((size_t)c->conv_kernel * d * sizeof(float));
     float *res = NULL;
     hv_status st = HV_OK;
-    if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp || !s.pos || !s.p || !s.att) {
+    if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp || !s.pos || !s.p || !s.att ||
+        !s.dw_taps) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
         goto done;
     }
@@ -381,5 +435,6 @@ done:
     free(s.pos);
     free(s.p);
     free(s.att);
+    free(s.dw_taps);
     return st;
 }

@@ -14,4 +14,12 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
                              const float *feat, int n_frames, int n_valid, float **out, int *n_enc,
                              int *enc_len, hv_error *e);
 
+/* Floating-point operations (2 per multiply-add) of the encoder's matrix
+ * products for n_frames feature frames of which n_valid are real: the
+ * subsampling convolutions, every Linear, the attention scores and context,
+ * the depthwise convolution and the projection; not the element-wise work
+ * (norms, activations, softmax), a few percent. hviske-bench divides it by
+ * the encoder's time. */
+double hv_encoder_flops(const hv_config *c, const hv_encoder_weights *w, int n_frames, int n_valid);
+
 #endif

@@ -54,6 +54,7 @@ struct hv_result {
     int n_segs;
     hv_word *words; /* [n_words]; each text owned */
     int n_words, cap_words;
+    int stopped; /* hv_result_stopped: ended early, holds what was done */
 };
 
 /* Copies of the intermediate tensors of one run, owned by the caller

@@ -218,6 +218,7 @@ typedef struct run {
     float dither;
     int32_t *tok_buf; /* [max_new] */
     float *lp_buf;    /* [max_new] */
+    int stop;         /* segment_callback asked to stop */
 } run;
 
 /* Appends w[n] (times from the start of chunk i of plan) to the result's
@@ -372,6 +373,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         goto done;
     res->timings.frontend_ms += t1 - t0;
     res->timings.encoder_ms += t2 - t1;
+    res->timings.encoder_gflop += hv_encoder_flops(c, &m->w.enc, n_fr, n_valid) / 1e9;
     res->timings.encoded_s += (double)n / c->sample_rate;
     res->timings.decoder_ms += now_ms() - t2;
     res->timings.prefill_ms += so.prefill_ms;
@@ -407,6 +409,12 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     segs[res->n_segs++] = (hv_result_seg){
         (int64_t)seg_start, (int64_t)seg_end,          text, res->n_tokens - so.n, so.n, so.score,
         word_offset,        res->n_words - word_offset};
+    /* the segment is final: its words are timed and later chunks, which
+     * lie after it on the timeline, change nothing in it */
+    if (p->segment_callback) {
+        hv_segment g = hv_result_segment(res, res->n_segs - 1);
+        if (p->segment_callback(p->segment_user, &g)) R->stop = 1;
+    }
 tapped:
     if (taps) {
         taps->features = feat;
@@ -610,9 +618,9 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         size_t len = hv_piece_plan_chunk_samples(&plan, i);
         const float *cx = x + first->start;
         if (len < min_piece && plan.n_chunks > 1) continue;
-        if (p.abort_callback && p.abort_callback(p.abort_user)) {
+        if (R.stop || (p.abort_callback && p.abort_callback(p.abort_user))) {
             st = hv_err(e, HV_ERR_CANCELLED, "transcription cancelled");
-            goto done;
+            goto stopped;
         }
         if (first != last) { /* speech with pauses left out: its pieces back to back */
             float *buf = realloc(joined, len * sizeof *buf);
@@ -628,9 +636,13 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
             }
             cx = buf;
         }
-        if ((st = transcribe_piece(&R, cx, len, &plan, i, res, i == 0 ? taps : NULL))) goto done;
+        if ((st = transcribe_piece(&R, cx, len, &plan, i, res, i == 0 ? taps : NULL))) goto stopped;
         done_s = (double)last->end / c->sample_rate;
-        if (p.progress) p.progress(p.progress_user, done_s, res->duration);
+        if (p.progress && !R.stop) p.progress(p.progress_user, done_s, res->duration);
+    }
+    if (R.stop) {
+        st = hv_err(e, HV_ERR_CANCELLED, "transcription cancelled");
+        goto stopped;
     }
     /* speech detection may leave the end (or everything) out */
     if (p.progress && done_s < res->duration)
@@ -649,6 +661,17 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     }
     *out = res;
     res = NULL;
+    goto done;
+stopped:
+    /* with a segment_callback, a stop gives what was done */
+    if (st == HV_ERR_CANCELLED && p.segment_callback) {
+        res->stopped = 1;
+        if ((st = result_finish(res, e)) == HV_OK) {
+            hv_err_clear(e);
+            *out = res;
+            res = NULL;
+        }
+    }
 done:
     if (st && taps) hv_taps_free(taps);
     hv_result_free(res);
@@ -675,6 +698,7 @@ double hv_result_score(const hv_result *r) { return r->score; }
 double hv_result_duration(const hv_result *r) { return r->duration; }
 const char *hv_result_language(const hv_result *r) { return r->language; }
 int hv_result_n_segments(const hv_result *r) { return r->n_segs; }
+int hv_result_stopped(const hv_result *r) { return r->stopped; }
 int hv_result_n_words(const hv_result *r) { return r->n_words; }
 const hv_word *hv_result_words(const hv_result *r) { return r->words; }
 

@@ -379,7 +379,9 @@ static void test_linear(hv_weight_type t, int exact) {
                     hv_linear(pools[p], y, x, n, &W, b);
                     same_threads &= same_bits(y, y0, ny);
                 }
-                if (simd && t != HV_WEIGHTS_F32) {
+                /* f32 weights reach the kernel tables only in the packed
+                 * GEMM (n > HV_LINEAR_GEMV_MAX_N); below, OpenBLAS */
+                if (simd && (t != HV_WEIGHTS_F32 || n > HV_LINEAR_GEMV_MAX_N)) {
                     hv_linear_with(&hv_mm_scalar, pools[1], y, x, n, &W, b);
                     same_simd &= same_bits(y, y0, ny);
                     hv_linear_with(simd, pools[2], y, x, n, &W, b);
@@ -538,6 +540,52 @@ static void test_special(void) {
     hv_pool_free(pool);
 }
 
+/* hv_linear_many (one packed input for several products) gives each
+ * product exactly hv_linear's bits, for every type, few and many rows,
+ * matrices of different heights, with and without bias, 1-3 threads. */
+static void test_linear_many(void) {
+    static const int ns[] = {1, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 61, 300};
+    static const int heights[3] = {40, 300, 17};
+    enum { COLS = 96 };
+    for (int ti = 0; ti < N_TYPES; ti++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (int threads = 1; threads <= 3; threads++) {
+                int n = ns[ni], same = 1;
+                hv_pool *pool = hv_pool_new(threads);
+                float *x = falloc((size_t)n * COLS), *y[3], *want = falloc((size_t)n * 300);
+                for (int i = 0; i < n * COLS; i++) x[i] = frand();
+                hv_mat W[3];
+                void *st[3];
+                float *b[3];
+                for (int m = 0; m < 3; m++) {
+                    float *src = falloc((size_t)heights[m] * COLS);
+                    for (int i = 0; i < heights[m] * COLS; i++) src[i] = frand() * 0.1f;
+                    hv_error e;
+                    CHECK(hv_mat_from_f32(&W[m], all_types[ti], src, heights[m], COLS, &st[m],
+                                          &e) == HV_OK);
+                    free(src);
+                    y[m] = falloc((size_t)n * heights[m]);
+                    b[m] = m == 1 ? NULL : falloc(heights[m]);
+                    for (int i = 0; b[m] && i < heights[m]; i++) b[m][i] = frand();
+                }
+                const hv_mat *Wp[3] = {&W[0], &W[1], &W[2]};
+                const float *bp[3] = {b[0], b[1], b[2]};
+                hv_linear_many(pool, n, x, 3, Wp, bp, y);
+                for (int m = 0; m < 3; m++) {
+                    hv_linear(pool, want, x, n, &W[m], b[m]);
+                    same &= same_bits(want, y[m], (size_t)n * heights[m]);
+                    free(st[m]);
+                    free(y[m]);
+                    free(b[m]);
+                }
+                CHECK_MSG(same, "hv_linear_many %s n=%d threads=%d: differs from hv_linear",
+                          hv_weight_type_name(all_types[ti]), n, threads);
+                free(x);
+                free(want);
+                hv_pool_free(pool);
+            }
+}
+
 /* --------------------------------------------------------- benchmark */
 
 static double now(void) {
@@ -626,5 +674,6 @@ int main(int argc, char **argv) {
         test_linear(all_types[t], 0);
     }
     test_special();
+    test_linear_many();
     TEST_END();
 }

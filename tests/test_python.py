@@ -13,6 +13,9 @@ demo model and examples/da-example.wav:
     $HVISKE_VAD_MODEL choose another; a bad one is a clear error;
   * progress is called per chunk; returning False stops the transcription
     (Cancelled), and an exception it raises stops it and comes out;
+  * on_segment gets the result's segments one by one, in order; returning
+    False stops after that segment with the segments done and
+    stopped=True; an exception it raises comes out;
   * bad arguments raise clear errors (InvalidArgument, also a ValueError,
     with the library's message where the library finds them; TypeError for
     a wrong type), a missing file or model names the path, a wrong
@@ -184,8 +187,9 @@ def test_parity(hviske, model):
     report("Result: language, duration, timings",
            res.language == "da" and abs(res.duration - 48403 / 16000) < 1e-6 and
            set(t) == {"frontend_ms", "encoder_ms", "decoder_ms", "prefill_ms", "steps_ms",
-                      "n_steps", "n_tokens", "vad_ms", "encoded_s", "align_ms"} and
-           t["align_ms"] == 0 and
+                      "n_steps", "n_tokens", "vad_ms", "encoded_s", "align_ms",
+                      "encoder_gflop"} and
+           t["align_ms"] == 0 and t["encoder_gflop"] > 0 and
            t["n_tokens"] == len(res.tokens) and t["vad_ms"] > 0 and res.text == SENTENCE,
            f"{res} {t}")
 
@@ -274,6 +278,33 @@ def test_progress(hviske, model):
     report("... after the first chunk", len(seen) == 1, seen)
     r2 = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0, progress=lambda d, t: None)
     report("the model transcribes again after a stop", r2.text == r.text, r2.text)
+
+
+def test_on_segment(hviske, model):
+    # three segments: fixed chunks of 1 s of the example, words timed
+    got = []
+    r = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0, word_timestamps=True,
+                         on_segment=got.append)
+
+    def plain(s):  # the words' tokens are only in the result
+        return (s.start, s.end, s.text, s.tokens, s.token_logprobs, s.score,
+                [(w.word, w.start, w.end, w.probability) for w in s.words])
+    report(f"on_segment gets every segment of the result, in order ({len(got)})",
+           len(got) >= 2 and [plain(s) for s in got] == [plain(s) for s in r.segments]
+           and not r.stopped, [s.text for s in got])
+    first = []
+    r1 = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0,
+                          on_segment=lambda s: (first.append(s), False)[1])
+    report("on_segment returning False stops after it: the segments done, stopped=True",
+           len(first) == 1 and r1.stopped and len(r1.segments) == 1 and
+           r1.text == first[0].text == r.segments[0].text, (len(first), r1))
+
+    def boom(s):
+        raise KeyError("from on_segment")
+    expect_error("an exception in on_segment comes out", KeyError,
+                 lambda: model.transcribe(WAV, on_segment=boom), "from on_segment")
+    expect_error("on_segment not callable", TypeError,
+                 lambda: model.transcribe(WAV, on_segment=3), "on_segment")
 
 
 def test_errors(hviske, model):
@@ -487,6 +518,7 @@ def main():
     test_inputs(hviske, model)
     test_detector(hviske, model)
     test_progress(hviske, model)
+    test_on_segment(hviske, model)
     test_errors(hviske, model)
     test_library_lookup()
     test_module_cli()

@@ -9,7 +9,11 @@
  * stage (speech detection among them), the share of the audio that speech
  * detection kept from the encoder, the real-time factor and the peak
  * resident memory; with --word-timestamps also the time the word times
- * took and their share of the total. */
+ * took and their share of the total. The encoder's rate (its matrix
+ * products' floating-point operations per second) is reported as well;
+ * with --peak also the rate of OpenBLAS sgemm on the encoder's own shapes,
+ * on the same threads in the same run, and the encoder's share of it. */
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -28,8 +32,11 @@ typedef struct opts {
     const char *weight_type;
     const char *vad_model; /* NULL: hvt_load_vad's search */
     hv_chunking chunking;  /* default auto, as the CLI */
-    int threads, beams, max_tokens, runs, warmup, json, bandwidth, words;
+    int threads, beams, max_tokens, runs, warmup, json, bandwidth, words, peak;
 } opts;
+
+/* Provided by OpenBLAS; declared here since cblas.h variants differ. */
+void openblas_set_num_threads(int num_threads);
 
 static double peak_rss_mb(void) {
     struct rusage ru;
@@ -79,6 +86,88 @@ static double read_bandwidth_gbs(int threads) {
     return best;
 }
 
+/* The sgemm peak on the encoder's shapes: each of `threads` threads runs
+ * single-threaded OpenBLAS sgemm on its share of the output features, as
+ * hviske splits a Linear, for y[m x N] = x[m x K] . W^T with (K, N) each of
+ * the encoder's Linear shapes (d -> 4d and 4d -> d of the feed-forwards,
+ * d -> d of attention, d -> 2d of the convolution module), weighted by how
+ * often a layer runs them. Returns GFLOP/s: best of 3 timings per shape. */
+typedef struct peak_job {
+    const float *x, *w;
+    float *y;
+    int m, n, k, ldy;
+} peak_job;
+
+static void *peak_run(void *arg) {
+    const peak_job *j = arg;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->m, j->n, j->k, 1.0f, j->x, j->k, j->w,
+                j->k, 0.0f, j->y, j->ldy);
+    return NULL;
+}
+
+static double sgemm_peak_gflops(int threads, int m, int d, int ff) {
+    const struct { int k, n, count; } shapes[] = {{d, ff, 2}, {ff, d, 2}, {d, d, 6}, {d, 2 * d, 1}};
+    size_t most = (size_t)d * ff;
+    float *x = malloc((size_t)m * ff * sizeof *x), *w = malloc(most * sizeof *w);
+    float *y = malloc((size_t)m * ff * sizeof *y);
+    if (!x || !w || !y) {
+        free(x), free(w), free(y);
+        return 0;
+    }
+    for (size_t i = 0; i < (size_t)m * ff; i++) x[i] = (float)((i * 7919) % 1000) / 1000 - 0.5f;
+    for (size_t i = 0; i < most; i++) w[i] = (float)((i * 104729) % 1000) / 1e5f - 0.005f;
+    openblas_set_num_threads(1);
+    double flop = 0, secs = 0;
+    pthread_t th[256];
+    peak_job jobs[256];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int K = shapes[s].k, N = shapes[s].n, per = (N / threads + 15) & ~15;
+        double best = 1e30;
+        for (int rep = 0; rep < 3; rep++) {
+            double t0 = hvt_now_s();
+            int used = 0;
+            for (int t = 0; t < threads && t * per < N; t++, used++) {
+                int n0 = t * per, n1 = n0 + per < N ? n0 + per : N;
+                jobs[t] = (peak_job){x, w + (size_t)n0 * K, y + n0, m, n1 - n0, K, N};
+                pthread_create(&th[t], NULL, peak_run, &jobs[t]);
+            }
+            for (int t = 0; t < used; t++) pthread_join(th[t], NULL);
+            double dt = hvt_now_s() - t0;
+            if (dt < best) best = dt;
+        }
+        flop += shapes[s].count * 2.0 * m * K * N;
+        secs += shapes[s].count * best;
+    }
+    free(x), free(w), free(y);
+    return flop / secs / 1e9;
+}
+
+/* d_model and ff_expansion_factor from MODEL_DIR/config.json; 0 when they
+ * cannot be read (the model loaded, so they normally can). */
+static int encoder_dims(const char *model_dir, int *d, int *ff, double *max_clip_s) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char *buf = malloc(1 << 20);
+    size_t len = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (!buf) return 0;
+    buf[len] = 0;
+    cJSON *root = cJSON_Parse(buf);
+    free(buf);
+    const cJSON *enc = cJSON_GetObjectItemCaseSensitive(root, "encoder");
+    const cJSON *dm = cJSON_GetObjectItemCaseSensitive(enc, "d_model");
+    const cJSON *fe = cJSON_GetObjectItemCaseSensitive(enc, "ff_expansion_factor");
+    const cJSON *mc = cJSON_GetObjectItemCaseSensitive(root, "max_audio_clip_s");
+    int ok = cJSON_IsNumber(dm) && cJSON_IsNumber(fe) && dm->valueint > 0 && fe->valueint > 0 &&
+             dm->valueint <= 65536 && fe->valueint <= 64;
+    if (ok) *d = dm->valueint, *ff = dm->valueint * fe->valueint;
+    *max_clip_s = cJSON_IsNumber(mc) && mc->valuedouble > 0 ? mc->valuedouble : 35;
+    cJSON_Delete(root);
+    return ok;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -103,24 +192,28 @@ enum {
     S_PREFILL,
     S_TOKEN,
     S_DECODER,
+    S_ENC_GFLOPS,
     S_ALIGN,
     S_ALIGN_SHARE,
     S_SKIPPED,
     S_RTF,
     N_STATS
 };
-static const char *stat_names[N_STATS] = {"total_ms", "vad_ms",      "frontend_ms",  "encoder_ms",
-                                          "cross_ms", "prefill_ms",  "per_token_ms", "decoder_ms",
-                                          "align_ms", "align_share", "skipped",      "rtf"};
+static const char *stat_names[N_STATS] = {
+    "total_ms",    "vad_ms",       "frontend_ms", "encoder_ms",     "cross_ms",
+    "prefill_ms",  "per_token_ms", "decoder_ms",  "encoder_gflops", "align_ms",
+    "align_share", "skipped",      "rtf"};
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--weight-type auto|f32|f16|bf16|q8_0]\n"
                "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W]\n"
                "                    [--chunking auto|vad|energy|none] [--vad-model DIR]\n"
-               "                    [--word-timestamps] [--bandwidth] [--json] FILE...\n"
+               "                    [--word-timestamps] [--bandwidth] [--peak] [--json] FILE...\n"
                "vad_ms is the speech detector's time; skipped the share of the audio it kept\n"
                "from the encoder (pauses, silence, noise). align_ms is the time of the word\n"
-               "times (--word-timestamps), align_share its share of total_ms.\n");
+               "times (--word-timestamps), align_share its share of total_ms. encoder_gflops\n"
+               "is the encoder's rate; --peak measures OpenBLAS sgemm on the encoder's shapes\n"
+               "with the same threads (sgemm_peak_gflops) and the encoder's share of it.\n");
 }
 
 static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const char *path,
@@ -167,6 +260,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
         v[S_CROSS][r] = t.decoder_ms - t.prefill_ms - t.steps_ms;
         v[S_TOKEN][r] = t.n_steps ? t.steps_ms / t.n_steps : 0;
         v[S_DECODER][r] = t.decoder_ms;
+        v[S_ENC_GFLOPS][r] = t.encoder_ms > 0 ? t.encoder_gflop / t.encoder_ms * 1e3 : 0;
         v[S_ALIGN][r] = t.align_ms;
         v[S_ALIGN_SHARE][r] = total > 0 ? t.align_ms / total : 0;
         v[S_RTF][r] = total / 1e3 / duration;
@@ -178,11 +272,25 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
     if (!rc) {
         stat3 s[N_STATS];
         for (int k = 0; k < N_STATS; k++) s[k] = summarise(v[k], o->runs);
+        /* the sgemm peak with m = the encoder frames of the file's longest
+         * possible chunk (10 ms features, subsampled 8x) */
+        double peak = 0, clip_s = 35;
+        int d, ff;
+        if (o->peak && encoder_dims(o->model, &d, &ff, &clip_s)) {
+            int m = (int)ceil((duration < clip_s ? duration : clip_s) * 100 / 8);
+            int threads = o->threads ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+            peak = sgemm_peak_gflops(threads < 256 ? threads : 256, m > 0 ? m : 1, d, ff);
+        }
+        double share = peak > 0 ? s[S_ENC_GFLOPS].median / peak : 0;
         if (o->json) {
             cJSON *j = cJSON_CreateObject();
             cJSON_AddStringToObject(j, "file", path);
             cJSON_AddNumberToObject(j, "audio_s", duration);
             cJSON_AddNumberToObject(j, "tokens", tokens);
+            if (o->peak) {
+                cJSON_AddNumberToObject(j, "sgemm_peak_gflops", peak);
+                cJSON_AddNumberToObject(j, "encoder_peak_share", share);
+            }
             for (int k = 0; k < N_STATS; k++) {
                 cJSON *m = cJSON_AddObjectToObject(j, stat_names[k]);
                 cJSON_AddNumberToObject(m, "median", s[k].median);
@@ -194,8 +302,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
             printf("%s: %.2f s audio, %d tokens, %d runs (median [min-max])\n", path, duration,
                    tokens, o->runs);
             for (int k = 0; k < N_STATS; k++)
-                printf("  %-13s %10.3f  [%.3f - %.3f]\n", stat_names[k], s[k].median, s[k].min,
+                printf("  %-14s %10.3f  [%.3f - %.3f]\n", stat_names[k], s[k].median, s[k].min,
                        s[k].max);
+            if (o->peak)
+                printf("  sgemm peak on the encoder's shapes %.1f GFLOP/s: encoder at %.1f%%\n",
+                       peak, 100 * share);
         }
     }
     for (int k = 0; k < N_STATS; k++) free(v[k]);
@@ -205,7 +316,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, "auto", NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0, 0};
+    opts o = {NULL, "auto", NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0, 0, 0};
     static const struct option lo[] = {{"threads", required_argument, 0, 't'},
                                        {"beams", required_argument, 0, 'b'},
                                        {"max-tokens", required_argument, 0, 'n'},
@@ -218,6 +329,7 @@ int main(int argc, char **argv) {
                                        {"chunking", required_argument, 0, 'C'},
                                        {"vad-model", required_argument, 0, 'V'},
                                        {"word-timestamps", no_argument, 0, 'T'},
+                                       {"peak", no_argument, 0, 'P'},
                                        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:t:h", lo, NULL)) != -1) {
@@ -237,6 +349,7 @@ int main(int argc, char **argv) {
             case 'j': o.json = 1; break;
             case 'B': o.bandwidth = 1; break;
             case 'T': o.words = 1; break;
+            case 'P': o.peak = 1; break;
             case 'h': usage(stdout); return 0;
             default: usage(stderr); return 2;
         }

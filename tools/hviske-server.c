@@ -13,7 +13,18 @@
  *     GET  /health                    {"status":"ok","workers":W,
  *                                      "running":R,"queued":Q}: requests
  *                                     being transcribed and waiting for
- *                                     a worker
+ *                                     a worker; 200 while alive, draining
+ *                                     too
+ *     GET  /ready                     200 when the model is loaded, the
+ *                                     queue has room and no shutdown
+ *                                     signal came; 503 otherwise (for
+ *                                     load balancers)
+ *     GET  /metrics                   Prometheus text format, hviske_*
+ *                                     (server_metrics.c)
+ *
+ *   Every answer carries X-Request-Id: the client's (1..128 visible ASCII
+ *   characters) or a generated one; the access log (standard error or
+ *   --access-log FILE; none with -q) has a JSON line per request.
  *
  * Threads and the queue
  *
@@ -26,6 +37,11 @@
  *
  *   W worker threads, each with its own hv_context on the one loaded model
  *   (weights shared, read-only), decode the audio and transcribe.
+ *   With stream=true a worker answers as soon as the audio is decoded,
+ *   with a response that the connection's thread sends as the worker adds
+ *   events to it (server_stream.c), one per final segment; a client that
+ *   goes away stops the transcription (the stream's gone flag, asked by
+ *   the library's abort and segment callbacks).
  *
  *   Between them is a bounded FIFO of complete, validated requests. When a
  *   body is in, the connection's thread admits the request if fewer than
@@ -45,12 +61,15 @@
  *
  *   The main thread loads the model, starts everything, and waits for
  *   SIGINT or SIGTERM (blocked in every thread, taken with sigtimedwait).
- *   The first signal stops accepting connections, answers new requests on
- *   open connections with 503, and lets every request already begun finish
- *   and be answered; a second one answers the requests still waiting in
- *   the queue with 503 (running transcriptions always finish: the library
- *   cannot stop one midway). Then the workers are joined, the daemon
- *   stopped, everything freed, and the exit status is 0.
+ *   The first signal drains: /ready answers 503 at once, /health and
+ *   /metrics go on answering, every other request begun after it gets 503
+ *   shutting_down with Connection: close (a balancer retries it on
+ *   another replica), and every request begun before it finishes and is
+ *   answered; then the listening socket is closed. A second signal
+ *   answers the requests still waiting in the queue with 503 (running
+ *   transcriptions always finish: the library cannot stop one midway).
+ *   Then the workers are joined, the daemon stopped, everything freed,
+ *   and the exit status is 0.
  *
  * Every byte of a request is hostile: headers are bounded by MHD's
  * per-connection memory limit, idle connections time out, a body must
@@ -86,6 +105,8 @@
 #include "hviske.h"
 #include "server_form.h"
 #include "server_format.h"
+#include "server_metrics.h"
+#include "server_stream.h"
 #include "tool_util.h"
 
 #define MIB ((size_t)1 << 20)
@@ -121,11 +142,12 @@ typedef struct options {
     unsigned min_upload_rate;   /* bytes/s a body keeps up with after
                                    timeout_s; 0: none */
     unsigned max_connections;
-    unsigned max_per_ip;   /* 0: no limit */
-    int quiet;             /* no access log */
-    hv_chunking chunking;  /* requests without chunking_strategy */
-    const char *vad_model; /* NULL: hvt_load_vad's search */
-    hv_vad_params vad;     /* speech detection settings */
+    unsigned max_per_ip;    /* 0: no limit */
+    int quiet;              /* no access log */
+    const char *access_log; /* NULL: standard error */
+    hv_chunking chunking;   /* requests without chunking_strategy */
+    const char *vad_model;  /* NULL: hvt_load_vad's search */
+    hv_vad_params vad;      /* speech detection settings */
     float vad_max_gap_s;
     hvt_cue_params cues; /* srt, vtt, verbose_json segments */
 } options;
@@ -134,7 +156,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "Usage: hviske-server -m MODEL_DIR [options]\n"
             "Serves transcription over HTTP with OpenAI's API:\n"
-            "POST /v1/audio/transcriptions, GET /v1/models, GET /health.\n"
+            "POST /v1/audio/transcriptions, GET /v1/models, GET /health,\n"
+            "GET /ready (503 when busy or draining), GET /metrics (Prometheus).\n"
             "\n"
             "  -m, --model DIR          checkpoint directory\n"
             "      --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -162,11 +185,13 @@ static void usage(FILE *f) {
             "                           the connection is closed; 0..1073741824\n"
             "                           (default 4096; 0: no such limit)\n"
             "      --max-connections N  open connections for requests, 1..65536\n"
-            "                           (default 64); 4 more answer /health and\n"
-            "                           503 to the rest\n"
+            "                           (default 64); 4 more answer /health,\n"
+            "                           /ready, /metrics and 503 to the rest\n"
             "      --max-connections-per-ip N  from one address, 0..65536\n"
             "                           (default 0: no limit of its own)\n"
-            "  -q, --quiet              no access log on stderr\n"
+            "      --access-log FILE    append the access log (a JSON line per\n"
+            "                           request) to FILE instead of stderr\n"
+            "  -q, --quiet              no access log\n"
             "\n"
             "Speech detection (the form field chunking_strategy, \"auto\" or\n"
             "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
@@ -178,8 +203,9 @@ static void usage(FILE *f) {
             "  -h, --help               show this help and exit\n"
             "      --version            show the version and exit\n"
             "\n"
-            "SIGINT or SIGTERM: stop accepting, finish the requests begun, exit\n"
-            "0; a second signal answers the requests still queued with 503.\n");
+            "SIGINT or SIGTERM: /ready answers 503, new work gets 503, the requests\n"
+            "begun finish, exit 0; a second signal answers the requests still\n"
+            "queued with 503.\n");
 }
 
 /* --model-name: 1 to 127 visible ASCII characters and no '"', as it is
@@ -210,6 +236,7 @@ enum {
     O_MAX_CONN,
     O_MAX_PER_IP,
     O_QUIET,
+    O_ACCESS_LOG,
     O_CHUNKING,
     HVT_VAD_OPTION_IDS,
     HVT_CUE_OPTION_IDS,
@@ -243,6 +270,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_MAX_PER_IP] = HVT_OPT("max-connections-per-ip", 0, HVT_UNSIGNED, AT(max_per_ip), 0, 65536,
                              "an integer 0..65536"),
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
+    [O_ACCESS_LOG] = HVT_OPT_NONEMPTY("access-log", 0, AT(access_log), "a file name"),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
     HVT_VAD_OPTION_ROWS(options),
     HVT_CUE_OPTION_ROWS(options),
@@ -289,7 +317,14 @@ static int parse_options(int argc, char **argv, options *o) {
 
 /* -------------------------------------------------------------- server */
 
-typedef enum route { ROUTE_NONE, ROUTE_HEALTH, ROUTE_MODELS, ROUTE_TRANSCRIBE } route;
+typedef enum route {
+    ROUTE_NONE,
+    ROUTE_HEALTH,
+    ROUTE_MODELS,
+    ROUTE_TRANSCRIBE,
+    ROUTE_READY,
+    ROUTE_METRICS
+} route;
 
 typedef struct server server;
 
@@ -329,7 +364,11 @@ typedef struct request {
     int answering; /* its worker's answer is being sent (n_answering) */
     struct MHD_Response *resp;
     unsigned status;
-    unsigned sent; /* the status queued, for the log */
+    unsigned sent;           /* the status queued, for the log */
+    int late;                /* begun while draining: not waited for at shutdown */
+    double audio_s;          /* seconds of audio decoded (-1: none), for the log */
+    char id[SRV_ID_MAX + 1]; /* X-Request-Id */
+    char client[64];         /* the peer's address, numeric */
 } request;
 
 typedef struct worker {
@@ -369,6 +408,11 @@ struct server {
     int reaper_stop;
     char *overflow;      /* the whole 503 answer beyond the reserve */
     size_t overflow_len; /* (NULL: none, the connection is just closed) */
+
+    srv_metrics metrics; /* atomics: no lock (server_metrics.h) */
+    uint64_t id_seed;    /* generated request ids: seed and counter */
+    _Atomic uint64_t id_counter;
+    FILE *access_log; /* NULL: none (-q) */
 };
 
 /* Seconds a client should wait before retrying: the expected time until
@@ -413,6 +457,7 @@ static struct MHD_Response *error_response(const request *req, const srv_error *
 
 static enum MHD_Result queue(request *req, unsigned status, struct MHD_Response *r) {
     if (!r) return MHD_NO; /* out of memory: drop the connection */
+    MHD_add_response_header(r, "X-Request-Id", req->id);
     enum MHD_Result rc = MHD_queue_response(req->conn, status, r);
     MHD_destroy_response(r);
     if (rc == MHD_YES) req->sent = status;
@@ -431,14 +476,15 @@ static enum MHD_Result answer_json(request *req, cJSON *o) {
 
 /* {"status":"ok","workers":W,"running":R,"queued":Q}: R requests being
  * transcribed, Q complete ones waiting for a worker (uploads still
- * arriving are neither). One snapshot, taken under the queue's lock. */
+ * arriving are neither); status "draining" after a shutdown signal. One
+ * snapshot, taken under the queue's lock. */
 static enum MHD_Result answer_health(request *req) {
     server *s = req->s;
     pthread_mutex_lock(&s->mu);
-    int running = s->n_running, queued = s->n_waiting;
+    int running = s->n_running, queued = s->n_waiting, draining = s->draining;
     pthread_mutex_unlock(&s->mu);
     cJSON *o = cJSON_CreateObject();
-    if (o && (!cJSON_AddStringToObject(o, "status", "ok") ||
+    if (o && (!cJSON_AddStringToObject(o, "status", draining ? "draining" : "ok") ||
               !cJSON_AddNumberToObject(o, "workers", s->o->n_workers) ||
               !cJSON_AddNumberToObject(o, "running", running) ||
               !cJSON_AddNumberToObject(o, "queued", queued))) {
@@ -446,6 +492,54 @@ static enum MHD_Result answer_health(request *req) {
         o = NULL;
     }
     return answer_json(req, o);
+}
+
+/* 200 {"status":"ready",...} when the server takes transcriptions now;
+ * 503 {"status":"busy"|"draining",...} when its workers and queue are
+ * full, its connections beyond --max-connections, or a shutdown signal
+ * came. (The model is loaded before the server listens.) */
+static enum MHD_Result answer_ready(request *req) {
+    server *s = req->s;
+    pthread_mutex_lock(&s->mu);
+    int running = s->n_running, queued = s->n_waiting, draining = s->draining;
+    int full = running + queued >= s->capacity || s->n_open > s->o->max_connections;
+    pthread_mutex_unlock(&s->mu);
+    const char *st = draining ? "draining" : full ? "busy" : "ready";
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddStringToObject(o, "status", st) ||
+              !cJSON_AddNumberToObject(o, "running", running) ||
+              !cJSON_AddNumberToObject(o, "queued", queued) ||
+              !cJSON_AddNumberToObject(o, "capacity", s->capacity))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    size_t len = 0;
+    char *body = srv_format_json(o, &len);
+    struct MHD_Response *r = buffer_response(body, len, "application/json");
+    unsigned status = MHD_HTTP_OK;
+    if (r && (draining || full)) {
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    }
+    return queue(req, status, r);
+}
+
+/* The Prometheus text exposition (server_metrics.c). */
+static enum MHD_Result answer_metrics(request *req) {
+    server *s = req->s;
+    srv_gauges g = {.workers = s->o->n_workers};
+    pthread_mutex_lock(&s->mu);
+    g.running = s->n_running;
+    g.queued = s->n_waiting;
+    g.capacity = s->capacity;
+    g.open_connections = s->n_open;
+    g.draining = s->draining;
+    g.ready =
+        !s->draining && g.running + g.queued < s->capacity && s->n_open <= s->o->max_connections;
+    pthread_mutex_unlock(&s->mu);
+    size_t len = 0;
+    char *body = srv_metrics_format(&s->metrics, &g, HV_VERSION, &len);
+    return queue(req, MHD_HTTP_OK, buffer_response(body, len, SRV_METRICS_CONTENT_TYPE));
 }
 
 static enum MHD_Result answer_models(request *req) {
@@ -488,8 +582,117 @@ static void library_error(srv_error *e, hv_status st, const char *msg) {
     }
 }
 
-/* Decodes and transcribes one request; sets req->resp and req->status. */
-static void run_job(worker *w, request *req) {
+/* How a job ended, for the worker: handed 1 when the request went back to
+ * its connection's thread already (a stream, answered as it began). */
+typedef struct job_end {
+    int handed;
+    unsigned status;
+    double audio_s; /* transcribed in full; 0: not */
+} job_end;
+
+/* --------------------------------------------------- streamed answers */
+
+/* A stream's transcription (stream=true): each final segment's text is a
+ * delta event, after a space but for the first (none for ja and zh), so
+ * that the deltas joined are the done event's text. */
+typedef struct stream_job {
+    srv_stream *st;
+    int n;        /* segments sent */
+    int no_space; /* ja, zh: texts joined without a space */
+} stream_job;
+
+/* The abort callback: the client went away. */
+static int stream_gone(void *user) { return srv_stream_gone(user); }
+
+static int stream_segment(void *user, const hv_segment *g) {
+    stream_job *sj = user;
+    if (srv_stream_gone(sj->st)) return 1;
+    size_t n = strlen(g->text), len = 0;
+    char *text = malloc(n + 2);
+    if (!text) return 1;
+    int space = sj->n > 0 && !sj->no_space;
+    text[0] = ' ';
+    memcpy(text + space, g->text, n + 1);
+    char *ev = srv_sse_delta(text, &len);
+    free(text);
+    int failed = !ev || srv_stream_push(sj->st, ev, len) != 0;
+    free(ev);
+    sj->n++;
+    return failed; /* out of memory: stop */
+}
+
+/* Answers req at once with the event stream (the connection's thread
+ * sends it; req is its own again), then transcribes pcm into it: a delta
+ * per segment, then the done event, or an error event when the
+ * transcription fails. A client that goes away stops the transcription
+ * (srv_stream_gone). Takes pcm. */
+static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_frames) {
+    server *s = w->s;
+    job_end je = {0, MHD_HTTP_OK, req->audio_s};
+    srv_params p = req->params;
+    if (req->params.tp.language == req->params.language) p.tp.language = p.language;
+    char id[sizeof req->id];
+    memcpy(id, req->id, sizeof id);
+    double keepalive = s->o->timeout_s / 2.0 < 5 ? s->o->timeout_s / 2.0 : 5;
+    srv_stream *st = srv_stream_new(keepalive);
+    struct MHD_Response *r = st ? srv_stream_response(st) : NULL;
+    if (!r) {
+        if (st) srv_stream_end(st);
+        hv_audio_free(pcm);
+        srv_error e = {0};
+        srv_error_set(&e, 500, NULL, NULL, "out of memory");
+        req->status = je.status = (unsigned)e.status;
+        req->resp = error_response(req, &e);
+        return je;
+    }
+    if (p.model[0]) MHD_add_response_header(r, "OpenAI-Model", p.model);
+    pthread_mutex_lock(&s->mu);
+    req->resp = r;
+    req->status = MHD_HTTP_OK;
+    req->done = 1; /* the connection's thread owns req again: touch it no more */
+    pthread_cond_broadcast(&s->answered);
+    pthread_mutex_unlock(&s->mu);
+    je.handed = 1;
+
+    const char *lang = p.tp.language                            ? p.tp.language
+                       : hvt_model_has_language(s->model, "da") ? "da"
+                                                                : hv_model_language(s->model, 0);
+    stream_job sj = {st, 0, lang && (!strcmp(lang, "ja") || !strcmp(lang, "zh"))};
+    p.tp.segment_callback = stream_segment;
+    p.tp.segment_user = &sj;
+    p.tp.abort_callback = stream_gone;
+    p.tp.abort_user = st;
+    hv_result *res = NULL;
+    hv_status hst = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p.tp, &res);
+    hv_audio_free(pcm);
+    char *ev = NULL;
+    size_t len = 0;
+    if (hst != HV_OK) { /* the answer began: the error is an event */
+        srv_error e = {0};
+        library_error(&e, hst, hv_context_error(w->ctx));
+        ev = srv_sse_error(e.message, e.type, e.param[0] ? e.param : NULL, e.code, &len);
+        je.status = (unsigned)e.status;
+        je.audio_s = 0;
+    } else if (hv_result_stopped(res)) {
+        je.audio_s = 0;
+        if (!s->o->quiet)
+            fprintf(stderr,
+                    "hviske-server: request %s: the client went away: transcription "
+                    "stopped after %d segment%s\n",
+                    id, sj.n, sj.n == 1 ? "" : "s");
+    } else {
+        ev = srv_sse_done(hv_result_text(res), &len);
+    }
+    if (ev) srv_stream_push(st, ev, len);
+    free(ev);
+    hv_result_free(res);
+    srv_stream_end(st);
+    return je;
+}
+
+/* Decodes and transcribes one request; sets req->resp and req->status
+ * (stream=true: hands req back as the stream begins). */
+static job_end run_job(worker *w, request *req) {
     server *s = w->s;
     srv_form *f = &req->form;
     srv_params *p = &req->params;
@@ -515,6 +718,8 @@ static void run_job(worker *w, request *req) {
         library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
         goto done;
     }
+    req->audio_s = (double)n_frames / s->rate;
+    if (p->stream) return stream_job_run(w, req, pcm, n_frames);
     st = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p->tp, &res);
     hv_audio_free(pcm);
     pcm = NULL;
@@ -536,6 +741,7 @@ done:
         req->status = (unsigned)e.status;
         req->resp = error_response(req, &e); /* NULL: the connection drops */
     }
+    return (job_end){0, req->status, req->audio_s};
 }
 
 static void *worker_main(void *arg) {
@@ -556,15 +762,18 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
 
         double t = hvt_now_s();
-        run_job(w, req);
+        job_end je = run_job(w, req);
         t = hvt_now_s() - t;
+        srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
 
         pthread_mutex_lock(&s->mu);
         s->n_running--;
         s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
-        /* the connection's thread owns req again: touch it no more */
-        req->done = 1;
-        pthread_cond_broadcast(&s->answered);
+        if (!je.handed) {
+            /* the connection's thread owns req again: touch it no more */
+            req->done = 1;
+            pthread_cond_broadcast(&s->answered);
+        }
         pthread_mutex_unlock(&s->mu);
     }
     return NULL;
@@ -606,6 +815,20 @@ static void printable(char *out, size_t n, const char *s) {
 
 static const char *header(struct MHD_Connection *c, const char *name) {
     return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* The connection's peer address, numeric ("" when unknown). */
+static void peer_address(struct MHD_Connection *c, char *out, size_t n) {
+    out[0] = '\0';
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr) return;
+    const struct sockaddr *sa = ci->client_addr;
+    socklen_t len = sa->sa_family == AF_INET6  ? sizeof(struct sockaddr_in6)
+                    : sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                               : 0;
+    if (!len || getnameinfo(sa, len, out, (socklen_t)n, NULL, 0, NI_NUMERICHOST) != 0)
+        out[0] = '\0';
 }
 
 /* Compares the Authorization header with "Bearer KEY" in time that
@@ -661,14 +884,19 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     req->s = s;
     req->conn = conn;
     req->t0 = hvt_now_s();
+    req->audio_s = -1;
     printable(req->method, sizeof req->method, method);
     printable(req->path, sizeof req->path, url);
+    srv_request_id(req->id, header(conn, "X-Request-Id"), s->id_seed, &s->id_counter);
+    peer_address(conn, req->client, sizeof req->client);
     srv_form_init(&req->form, s->max_file);
     *con_cls = req;
+    srv_metrics_begin(&s->metrics);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     pthread_mutex_lock(&s->mu);
-    s->active++;
+    req->late = s->draining;
+    if (!req->late) s->active++; /* shutdown waits for it */
     req->rec = ci ? ci->socket_context : NULL;
     if (req->rec) req->rec->in_request = 1;
     int crowded = s->n_open > s->o->max_connections;
@@ -686,14 +914,22 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         req->route = ROUTE_MODELS;
     else if (strcmp(url, "/v1/audio/transcriptions") == 0)
         req->route = ROUTE_TRANSCRIBE;
+    else if (strcmp(url, "/ready") == 0)
+        req->route = ROUTE_READY;
+    else if (strcmp(url, "/metrics") == 0)
+        req->route = ROUTE_METRICS;
+    /* what a balancer or a monitor asks: answered while draining and in
+     * the reserve of connections, without the API key */
+    int probe =
+        req->route == ROUTE_HEALTH || req->route == ROUTE_READY || req->route == ROUTE_METRICS;
 
-    if (draining) {
+    if (draining && !probe) {
         req->close = 1;
         req->retry_after = 1;
         srv_error_set(e, 503, "shutting_down", NULL, "the server is shutting down");
         return refuse(req);
     }
-    if (crowded && req->route != ROUTE_HEALTH) {
+    if (crowded && !probe) {
         /* a connection in the reserve beyond --max-connections */
         srv_error_set(e, 503, "too_many_connections", NULL,
                       "the server has too many open connections; retry later");
@@ -711,7 +947,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
                       req->method, req->path, req->allow);
         return refuse(req);
     }
-    if (req->route != ROUTE_HEALTH && s->o->api_key && !authorized(conn, s->o->api_key)) {
+    if (!probe && s->o->api_key && !authorized(conn, s->o->api_key)) {
         srv_error_set(e, 401, "invalid_api_key", NULL,
                       "missing or incorrect API key (send 'Authorization: "
                       "Bearer KEY')");
@@ -872,6 +1108,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (req->err.status) return answer_error(req);
     if (req->route == ROUTE_HEALTH) return answer_health(req);
+    if (req->route == ROUTE_READY) return answer_ready(req);
+    if (req->route == ROUTE_METRICS) return answer_metrics(req);
     if (req->route == ROUTE_MODELS) return answer_models(req);
     return end_request(req);
 }
@@ -882,18 +1120,33 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     request *req = *con_cls;
     (void)conn;
     if (!req) return;
-    if (!s->o->quiet) {
+    double dt = hvt_now_s() - req->t0;
+    srv_route mr = srv_route_of(req->path);
+    if (s->access_log) {
         static const char *const why[] = {
-            "", "error", "timed out", "daemon stopped", "read error", "client aborted"};
-        fprintf(stderr, "hviske-server: %s %s %u %.3f s%s%s\n", req->method, req->path, req->sent,
-                hvt_now_s() - req->t0, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " " : "",
-                (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
+            NULL, "error", "timed out", "daemon stopped", "read error", "client aborted"};
+        srv_access a = {.request_id = req->id,
+                        .method = req->method,
+                        .path = req->path,
+                        .route = mr,
+                        .status = req->sent,
+                        .audio_s = req->audio_s,
+                        .duration_s = dt,
+                        .client = req->client,
+                        .error = (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "error"};
+        char *line = srv_access_line(&a);
+        if (line) { /* one call: lines of concurrent requests do not mix */
+            fprintf(s->access_log, "%s\n", line);
+            fflush(s->access_log);
+        }
+        free(line);
     }
+    srv_metrics_end(&s->metrics, mr, req->sent, dt);
     if (req->pp) MHD_destroy_post_processor(req->pp);
     if (req->resp) MHD_destroy_response(req->resp);
     srv_form_free(&req->form);
     pthread_mutex_lock(&s->mu);
-    s->active--;
+    if (!req->late) s->active--;
     if (req->answering) s->n_answering--;
     if (req->rec) { /* the next request's headers are due in --timeout */
         req->rec->in_request = 0;
@@ -1085,6 +1338,8 @@ int main(int argc, char **argv) {
     s.capacity = o.n_workers + o.queue;
     s.avg_job_s = 1.0;
     s.created = time(NULL);
+    s.id_seed = srv_request_id_seed();
+    s.access_log = o.quiet ? NULL : stderr;
     {
         size_t blen = 0;
         char *body = srv_format_error("the server has too many open connections; retry later",
@@ -1110,13 +1365,22 @@ int main(int argc, char **argv) {
     rc = 1;
 
     char err[1024] = "";
+    if (o.access_log && !o.quiet) {
+        if (!(s.access_log = fopen(o.access_log, "a"))) {
+            fprintf(stderr, "hviske-server: %s: %s\n", o.access_log, strerror(errno));
+            goto done;
+        }
+        fcntl(fileno(s.access_log), F_SETFD, FD_CLOEXEC);
+    }
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
+    double t_load = hvt_now_s();
     hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
     if (st != HV_OK) {
         fprintf(stderr, "hviske-server: %s\n", err[0] ? err : hv_status_name(st));
         goto done;
     }
+    s.metrics.model_load_s = hvt_now_s() - t_load;
     s.rate = hv_model_sample_rate(s.model);
     if (hvt_chunking_uses_vad(o.chunking) &&
         hvt_load_vad(o.vad_model, &s.vad, err, sizeof err) != HV_OK) {
@@ -1181,15 +1445,20 @@ int main(int argc, char **argv) {
         ;
     fprintf(stderr, "hviske-server: %s: finishing the requests begun\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fflush(stderr);
     pthread_mutex_lock(&s.mu);
-    s.draining = 1;
+    s.draining = 1; /* /ready: 503; new work: 503 with Connection: close */
     pthread_mutex_unlock(&s.mu);
+    /* Connections are still accepted while draining, so a balancer's
+     * health check reads /ready's 503 (and a retry of new work goes to
+     * another replica) instead of a refused connection; requests begun
+     * now are not waited for. */
+    wait_idle(&s, &sigs);
     /* Stop accepting: MHD no longer polls the listening socket (ours to
      * close after the stop), and shutting it down makes the kernel refuse
      * new connections instead of queueing them unanswered. */
     q = MHD_quiesce_daemon(s.mhd);
     if (q != MHD_INVALID_SOCKET) shutdown(q, SHUT_RDWR);
-    wait_idle(&s, &sigs);
     rc = 0;
 
 done:
@@ -1216,6 +1485,7 @@ done:
     hv_vad_free(s.vad);
     hv_model_free(s.model);
     free(s.overflow);
+    if (s.access_log && s.access_log != stderr) fclose(s.access_log);
     pthread_cond_destroy(&s.work);
     pthread_cond_destroy(&s.answered);
     pthread_mutex_destroy(&s.mu);

@@ -18,6 +18,13 @@
  * file per input named after it. Files are written to a temporary file in
  * the same directory and renamed into place when complete, so an
  * interrupted or failed run never leaves a partial output file.
+ * --stream writes each segment to standard output as soon as it is final
+ * (the library's segment callback) instead of the whole result at the end.
+ *
+ * Archive batches (docs/SCALING.md): --files-from LIST names the inputs,
+ * --shard K/N (or a Slurm array's or Kubernetes Indexed Job's environment)
+ * keeps one task's share of them, --skip-existing passes over inputs whose
+ * output file is there, --summary appends a JSON line per input.
  *
  * A failing input is reported on stderr ("hviske: FILE: message") and the
  * others go on. Exit status: 0 all inputs done, 1 an input, the model or
@@ -31,6 +38,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +48,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "hviske.h"
 #include "subtitles.h"
 #include "tool_util.h"
@@ -78,14 +87,25 @@ typedef struct options {
     hvt_cue_params cues; /* srt, vtt: --max-cue-seconds, --max-lines, ... */
     const char *output;  /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
+    int stream; /* --stream: each segment on stdout as it is final */
     int quiet;
-    char **files; /* argv tail */
+    char **files; /* argv tail, or this shard's entries of list */
     int n_files;
     char **out_paths; /* --output-dir: one per input */
+    /* archive batches (docs/SCALING.md) */
+    const char *files_from;      /* --files-from LIST; "-": standard input */
+    char **list;                 /* its entries, all of them (owned) */
+    int n_list;                  /* the list's entries */
+    hvt_shard shard;             /* n == 0: every input */
+    int shard_count;             /* --shard-count N; 0: not given */
+    const char *shard_count_env; /* --shard-count-env VAR */
+    int skip_existing;           /* --skip-existing */
+    const char *summary;         /* --summary FILE */
 } options;
 
 static void usage(FILE *f) {
     fprintf(f, "Usage: hviske -m MODEL_DIR [options] FILE...\n"
+               "       hviske -m MODEL_DIR [options] --files-from LIST\n"
                "Transcribes audio files (WAV, FLAC, OGG/Opus, MP3, ...; '-' reads\n"
                "one from standard input) to text. By default one line per file on\n"
                "stdout, in order (line breaks inside a transcript become spaces);\n"
@@ -135,6 +155,27 @@ static void usage(FILE *f) {
                "      --output-dir DIR   one output file per input in DIR, named\n"
                "                         after it with the format's extension\n"
                "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
+               "      --stream           each segment on stdout as soon as it is final:\n"
+               "                         txt: its text (the line ends with the file);\n"
+               "                         jsonl: {\"file\", \"segment\"} per segment,\n"
+               "                         then the file's whole result; srt, vtt: its\n"
+               "                         cues (standard output only)\n"
+               "\n"
+               "Archive batches (docs/SCALING.md):\n"
+               "      --files-from LIST  the inputs, one path per line ('-': read the\n"
+               "                         list from stdin), instead of FILE operands\n"
+               "      --shard K/N        only the inputs at positions i with\n"
+               "                         i mod N = K (K counts from 0); with\n"
+               "                         --files-from and no --shard, the shard comes\n"
+               "                         from SLURM_ARRAY_TASK_ID/_COUNT/_MIN, or from\n"
+               "                         JOB_COMPLETION_INDEX with one of:\n"
+               "      --shard-count N    the number of shards (Indexed Job completions)\n"
+               "      --shard-count-env VAR  the variable holding that number\n"
+               "      --skip-existing    with --output-dir: inputs whose output file\n"
+               "                         exists are not redone\n"
+               "      --summary FILE     append one JSON line per input: input, output,\n"
+               "                         status (ok, skipped, error), error,\n"
+               "                         audio_seconds, processing_seconds\n"
                "\n"
                "Decoding (default: greedy):\n"
                "      --beams N          beam search with N beams, N >= 1 (1: greedy)\n"
@@ -189,9 +230,16 @@ enum {
     O_FORMAT,
     O_JSON,
     O_WORD_TIMESTAMPS,
+    O_STREAM,
     HVT_CUE_OPTION_IDS,
     O_OUTPUT,
     O_OUTPUT_DIR,
+    O_FILES_FROM,
+    O_SHARD,
+    O_SHARD_COUNT,
+    O_SHARD_COUNT_ENV,
+    O_SKIP_EXISTING,
+    O_SUMMARY,
     O_BEAMS,
     O_LENGTH_PENALTY,
     O_SAMPLE,
@@ -223,10 +271,21 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(format), parse_format, "txt, json, jsonl, srt or vtt"),
     [O_JSON] = HVT_OPT_FLAG("json", 0),
     [O_WORD_TIMESTAMPS] = HVT_OPT_FLAG("word-timestamps", 0),
+    [O_STREAM] = HVT_OPT_FLAG("stream", 0),
     HVT_CUE_OPTION_ROWS(options),
     [O_OUTPUT] =
         HVT_OPT_NONEMPTY("output", 'o', AT(output), "a file name, or - for standard output"),
     [O_OUTPUT_DIR] = HVT_OPT_NONEMPTY("output-dir", 0, AT(output_dir), "a directory"),
+    [O_FILES_FROM] = HVT_OPT_NONEMPTY("files-from", 0, AT(files_from),
+                                      "a file listing the inputs, or - for standard input"),
+    [O_SHARD] = HVT_OPT_CUSTOM("shard", AT(shard), hvt_parse_shard,
+                               "K/N: integers with N >= 1 and 0 <= K < N, shards counted from 0"),
+    [O_SHARD_COUNT] =
+        HVT_OPT("shard-count", 0, HVT_INT, AT(shard_count), 1, INT_MAX, "an integer >= 1"),
+    [O_SHARD_COUNT_ENV] = HVT_OPT_NONEMPTY("shard-count-env", 0, AT(shard_count_env),
+                                           "the name of an environment variable"),
+    [O_SKIP_EXISTING] = HVT_OPT_FLAG("skip-existing", 0),
+    [O_SUMMARY] = HVT_OPT_NONEMPTY("summary", 0, AT(summary), "a file name"),
     /* no HV_MAX_BEAMS here: the library names the limit when it refuses */
     [O_BEAMS] = HVT_OPT("beams", 0, HVT_INT, AT(num_beams), 1, INT_MAX, "an integer >= 1"),
     [O_LENGTH_PENALTY] = HVT_OPT("length-penalty", 0, HVT_FLOAT_ABOVE, AT(length_penalty), 0,
@@ -286,16 +345,87 @@ static int check_combinations(options *o, const int *given) {
     if (o->output && o->output_dir)
         return hvt_usage_error(PROG, "--output and --output-dir cannot be "
                                      "combined");
+    if (o->stream && o->format == FMT_JSON)
+        return hvt_usage_error(PROG, "--stream works with --format txt, jsonl, srt or vtt "
+                                     "(json is one document per input)");
+    if (o->stream && ((o->output && strcmp(o->output, "-") != 0) || o->output_dir))
+        return hvt_usage_error(PROG, "--stream writes to standard output; output files are "
+                                     "written whole (drop --stream, or -o/--output-dir)");
     if (!o->model_dir) return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
+    if (o->skip_existing && !o->output_dir)
+        return hvt_usage_error(PROG, "--skip-existing needs --output-dir DIR (it looks for "
+                                     "the output files there)");
+    if (given[O_SHARD_COUNT] && given[O_SHARD_COUNT_ENV])
+        return hvt_usage_error(PROG, "--shard-count and --shard-count-env cannot be combined");
+    if (given[O_SHARD] && (given[O_SHARD_COUNT] || given[O_SHARD_COUNT_ENV]))
+        return hvt_usage_error(PROG, "--shard K/N gives the count itself: no --%s with it",
+                               given[O_SHARD_COUNT] ? "shard-count" : "shard-count-env");
+    if (!o->files_from && (given[O_SHARD_COUNT] || given[O_SHARD_COUNT_ENV]))
+        return hvt_usage_error(PROG,
+                               "--%s only applies with --files-from (the shard taken "
+                               "from the environment)",
+                               given[O_SHARD_COUNT] ? "shard-count" : "shard-count-env");
+    return -1;
+}
+
+/* A list or a shard from the environment that cannot be used: the
+ * message, and the usage exit status (found before the model loads). */
+static int batch_error(const char *msg) {
+    fprintf(stderr, "hviske: %s\n", msg);
+    return HVT_EXIT_USAGE;
+}
+
+/* Keeps the inputs of o->shard (all when there is none) in o->files and
+ * o->out_paths, in their order; -1 to go on, 1 when out of memory. */
+static int select_shard(options *o) {
+    if (o->shard.n == 0) return -1;
+    int m = 0;
+    for (int i = 0; i < o->n_files; i++) {
+        if (hvt_shard_has(&o->shard, i)) {
+            o->files[m] = o->files[i];
+            if (o->out_paths) o->out_paths[m] = o->out_paths[i];
+            m++;
+        } else if (o->out_paths) {
+            free(o->out_paths[i]);
+        }
+    }
+    if (!o->quiet)
+        fprintf(stderr, "hviske: shard %d of %d (from %s): %d of %d inputs\n", o->shard.k,
+                o->shard.n, o->shard.source, m, o->n_files);
+    o->n_files = m;
     return -1;
 }
 
 /* Takes the inputs, argv[optind..], and with --output-dir their output
  * paths. -1 to go on, otherwise the exit status. */
-static int take_inputs(options *o, int argc, char **argv) {
-    if (optind >= argc) return hvt_usage_error(PROG, "no input files");
-    o->files = argv + optind;
-    o->n_files = argc - optind;
+static int take_inputs(options *o, int argc, char **argv, const int *given) {
+    char **all = argv + optind;
+    int n_all = argc - optind;
+    if (o->files_from) {
+        char err[1024];
+        if (optind < argc)
+            return hvt_usage_error(PROG,
+                                   "--files-from %s and FILE operands cannot be combined "
+                                   "(list every input)",
+                                   o->files_from);
+        if (hvt_read_list(o->files_from, &o->list, &o->n_list, err, sizeof err) != 0)
+            return batch_error(err);
+        all = o->list;
+        n_all = o->n_list;
+        if (!given[O_SHARD] &&
+            hvt_shard_from_env(o->shard_count, o->shard_count_env, &o->shard, err, sizeof err) < 0)
+            return batch_error(err);
+    } else if (optind >= argc) {
+        return hvt_usage_error(PROG, "no input files");
+    }
+    /* o->files: pointers into argv or the list, then only the shard's */
+    o->files = malloc((size_t)n_all * sizeof *o->files);
+    if (!o->files) {
+        fputs("hviske: out of memory\n", stderr);
+        return 1;
+    }
+    memcpy(o->files, all, (size_t)n_all * sizeof *o->files);
+    o->n_files = n_all;
     int n_stdin = 0;
     for (int i = 0; i < o->n_files; i++) n_stdin += strcmp(o->files[i], "-") == 0;
     if (n_stdin > 1) return hvt_usage_error(PROG, "'-' (standard input) given %d times", n_stdin);
@@ -304,7 +434,7 @@ static int take_inputs(options *o, int argc, char **argv) {
                                "--format %s writes one document per "
                                "input: with %d inputs use --output-dir DIR",
                                FORMAT_NAMES[o->format], o->n_files);
-    if (!o->output_dir) return -1;
+    if (!o->output_dir) return select_shard(o);
     o->out_paths = calloc((size_t)o->n_files, sizeof *o->out_paths);
     if (!o->out_paths) {
         fputs("hviske: out of memory\n", stderr);
@@ -316,14 +446,20 @@ static int take_inputs(options *o, int argc, char **argv) {
             fputs("hviske: out of memory\n", stderr);
             return 1;
         }
-        for (int k = 0; k < i; k++)
-            if (strcmp(o->out_paths[k], o->out_paths[i]) == 0)
-                return hvt_usage_error(PROG,
-                                       "inputs '%s' and '%s' would "
-                                       "both write %s",
-                                       o->files[k], o->files[i], o->out_paths[i]);
     }
-    return -1;
+    /* over the whole list, not only the shard: two tasks must never write
+     * (or, with --skip-existing, take as done) the same file */
+    int a, b, dup = hvt_first_duplicate(o->out_paths, o->n_files, &a, &b);
+    if (dup < 0) {
+        fputs("hviske: out of memory\n", stderr);
+        return 1;
+    }
+    if (dup)
+        return hvt_usage_error(PROG,
+                               "inputs '%s' and '%s' would "
+                               "both write %s",
+                               o->files[a], o->files[b], o->out_paths[a]);
+    return select_shard(o);
 }
 
 /* Options of a mode that is off are harmless but probably not what was
@@ -393,10 +529,28 @@ static int parse_options(int argc, char **argv, options *o) {
     o->do_sample = given[O_SAMPLE] != 0;
     o->quiet = given[O_QUIET] != 0;
     o->word_timestamps = given[O_WORD_TIMESTAMPS] != 0;
-    if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv)) >= 0)
+    o->stream = given[O_STREAM] != 0;
+    o->skip_existing = given[O_SKIP_EXISTING] != 0;
+    if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv, given)) >= 0)
         return rc;
     if (!o->quiet) warn_ignored(o, given);
     return -1;
+}
+
+/* The last failure of an input, as printed after "hviske: ", for the
+ * run summary (--summary). */
+static char g_error[1536];
+
+/* Prints "hviske: <message>" on stderr and keeps the message in g_error. */
+#if defined(__GNUC__)
+static void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#endif
+static void errorf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "hviske: %s\n", g_error);
 }
 
 /* Prints "hviske: FILE: msg", without repeating FILE when msg already
@@ -405,9 +559,9 @@ static void file_error(const char *path, hv_status status, const char *msg) {
     if (!msg || !*msg) msg = hv_status_name(status);
     size_t n = strlen(path);
     if (strncmp(msg, path, n) == 0 && msg[n] == ':')
-        fprintf(stderr, "hviske: %s\n", msg);
+        errorf("%s", msg);
     else
-        fprintf(stderr, "hviske: %s: %s\n", path, msg);
+        errorf("%s: %s", path, msg);
 }
 
 /* Milliseconds rounded to the microsecond, so JSON shows 1.507, not
@@ -462,21 +616,21 @@ static int out_open(out_file *of, const char *path) {
     const char *base = slash ? slash + 1 : path;
     int n = snprintf(g_tmp, sizeof g_tmp, "%.*s.%s.hviske-XXXXXX", (int)dlen, path, base);
     if (n < 0 || (size_t)n >= sizeof g_tmp) {
-        fprintf(stderr, "hviske: %s: file name too long\n", path);
+        errorf("%s: file name too long", path);
         return -1;
     }
     g_tmp_set = 1;
     int fd = mkstemp(g_tmp);
     if (fd < 0) {
         g_tmp_set = 0;
-        fprintf(stderr, "hviske: %s: cannot create: %s\n", path, strerror(errno));
+        errorf("%s: cannot create: %s", path, strerror(errno));
         return -1;
     }
     /* mkstemp makes it 0600; give the file the usual 0666 & ~umask */
     mode_t mask = umask(0);
     umask(mask);
     if (fchmod(fd, 0666 & ~mask) != 0 || !(of->f = fdopen(fd, "w"))) {
-        fprintf(stderr, "hviske: %s: cannot create: %s\n", path, strerror(errno));
+        errorf("%s: cannot create: %s", path, strerror(errno));
         close(fd);
         unlink(g_tmp);
         g_tmp_set = 0;
@@ -510,7 +664,7 @@ static int out_commit(out_file *of) {
     if (err) {
         unlink(g_tmp);
         g_tmp_set = 0;
-        fprintf(stderr, "hviske: %s: cannot write: %s\n", of->path, strerror(err));
+        errorf("%s: cannot write: %s", of->path, strerror(err));
         return -1;
     }
     g_tmp_set = 0;
@@ -611,6 +765,29 @@ static int add_words(cJSON *obj, const hv_word *w, int n) {
     return 0;
 }
 
+/* The JSON object of one segment (start, end, text, tokens; words: its
+ * words too). NULL when out of memory. */
+static cJSON *segment_json(const hv_segment *g, int words) {
+    char *st = hvt_utf8_clean(g->text);
+    cJSON *so = cJSON_CreateObject(), *toks = NULL;
+    int ok = st && so && cJSON_AddNumberToObject(so, "start", g->start) &&
+             cJSON_AddNumberToObject(so, "end", g->end) &&
+             cJSON_AddStringToObject(so, "text", st) &&
+             (toks = json_int_array(g->tokens, g->n_tokens));
+    if (ok && !cJSON_AddItemToObject(so, "tokens", toks))
+        ok = 0; /* toks is not so's: delete it below */
+    else if (ok)
+        toks = NULL; /* so owns it now */
+    cJSON_Delete(toks);
+    if (ok && words) ok = add_words(so, g->words, g->n_words);
+    free(st);
+    if (!ok) {
+        cJSON_Delete(so);
+        return NULL;
+    }
+    return so;
+}
+
 /* The JSON object of one result. full (--format json) adds language and
  * duration, words (--word-timestamps) the words of the result and of each
  * segment. NULL when out of memory. */
@@ -647,20 +824,11 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
             cJSON_AddItemToArray(lparr, cJSON_CreateNumber(lps ? hvt_float_for_json(lps[i]) : 0.0));
     for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
-        char *st = hvt_utf8_clean(g.text);
-        cJSON *so = cJSON_CreateObject(), *toks = NULL;
-        ok = st && so && cJSON_AddNumberToObject(so, "start", g.start) &&
-             cJSON_AddNumberToObject(so, "end", g.end) && cJSON_AddStringToObject(so, "text", st) &&
-             (toks = json_int_array(g.tokens, g.n_tokens));
-        if (ok && !cJSON_AddItemToObject(so, "tokens", toks))
-            ok = 0; /* toks is not so's: delete it below */
-        else if (ok)
-            toks = NULL; /* so owns it now */
-        cJSON_Delete(toks);
-        if (ok && words) ok = add_words(so, g.words, g.n_words);
-        if (ok && !cJSON_AddItemToArray(segs, so)) ok = 0;
-        if (!ok) cJSON_Delete(so);
-        free(st);
+        cJSON *so = segment_json(&g, words);
+        if (!so || !cJSON_AddItemToArray(segs, so)) {
+            cJSON_Delete(so);
+            ok = 0;
+        }
     }
     if (ok) ok = cJSON_AddItemToObject(obj, "segments", segs);
     if (!ok) {
@@ -737,6 +905,71 @@ static void on_progress(void *user, double done, double total) {
     p->shown = 1;
 }
 
+/* ------------------------------------------------------------ streaming */
+
+/* The language of inputs without -l (the library's default), for how
+ * --stream joins segments in txt (no space for ja and zh). */
+static const char *g_language = "";
+
+/* --stream: where the segments of one input go as they come (stdout). */
+typedef struct stream_out {
+    const options *o;
+    char *file;   /* the input's name, cleaned (jsonl) */
+    progress *pr; /* its progress line, cleared before output */
+    int rate;     /* the model's sample rate */
+    int n;        /* segments written */
+    int cue;      /* srt: the last cue's number */
+    int no_space; /* txt: segments joined without a space */
+    int failed;   /* out of memory formatting one */
+} stream_out;
+
+/* The library's segment callback with --stream: writes the segment in the
+ * output format and flushes. txt: its text, after a space (the line ends
+ * when the input is done); jsonl: {"file", "segment"}; srt, vtt: its cues,
+ * numbered on from the previous segment's. A non-zero answer (standard
+ * output failed) stops the transcription. */
+static int on_stream_segment(void *user, const hv_segment *g) {
+    stream_out *so = user;
+    const options *o = so->o;
+    FILE *f = stdout;
+    if (so->pr->shown) {
+        fputs("\r\033[K", stderr);
+        so->pr->shown = 0;
+    }
+    switch (o->format) {
+        case FMT_TXT:
+            if (so->n && !so->no_space) fputc(' ', f);
+            hvt_put_text(f, g->text);
+            break;
+        case FMT_SRT:
+        case FMT_VTT:
+            if (so->n == 0 && o->format == FMT_VTT) fputs("WEBVTT\n\n", f);
+            if (hvt_write_segment_cues(f, g, so->rate, &o->cues, o->format == FMT_VTT, &so->cue))
+                so->failed = 1;
+            break;
+        default: {
+            cJSON *obj = cJSON_CreateObject(), *seg = segment_json(g, o->word_timestamps);
+            char *s = NULL;
+            if (obj && seg && cJSON_AddStringToObject(obj, "file", so->file) &&
+                cJSON_AddItemToObject(obj, "segment", seg)) {
+                seg = NULL;
+                s = cJSON_PrintUnformatted(obj);
+            }
+            cJSON_Delete(seg);
+            cJSON_Delete(obj);
+            if (s) {
+                fputs(s, f);
+                fputc('\n', f);
+                cJSON_free(s);
+            } else {
+                so->failed = 1;
+            }
+        }
+    }
+    so->n++;
+    return fflush(f) != 0 || ferror(f) || so->failed;
+}
+
 /* ---------------------------------------------------------- transcribe */
 
 /* Reads and transcribes one input; the result, or NULL with the failure
@@ -772,13 +1005,36 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
         tp.progress = on_progress;
         tp.progress_user = &pr;
     }
+    const char *lang = o->language ? o->language : g_language;
+    stream_out so = {o, NULL, &pr, rate, 0, 0, !strcmp(lang, "ja") || !strcmp(lang, "zh"), 0};
+    if (o->stream) {
+        if (!(so.file = hvt_utf8_clean(path))) {
+            free(pcm);
+            file_error(path, HV_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        tp.segment_callback = on_stream_segment;
+        tp.segment_user = &so;
+    }
 
     hv_result *res = NULL;
     hv_status st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp, &res);
     free(pcm); /* hv_audio_free, or ours from standard input */
+    free(so.file);
     if (pr.shown) {
         fputs("\r\033[K", stderr);
         fflush(stderr);
+    }
+    /* --stream: the txt line ends with the input (also a failed one with
+     * text written); a vtt without cues still has its header */
+    if (o->stream && o->format == FMT_TXT && (st == HV_OK || so.n > 0)) fputc('\n', stdout);
+    if (o->stream && o->format == FMT_VTT && st == HV_OK && so.n == 0) fputs("WEBVTT\n\n", stdout);
+    if (o->stream) fflush(stdout);
+    if (st == HV_OK && (so.failed || hv_result_stopped(res))) {
+        file_error(path, HV_ERR_NOMEM,
+                   so.failed ? "out of memory formatting the output" : "error writing the output");
+        hv_result_free(res);
+        return NULL;
     }
     if (st != HV_OK) {
         const char *msg = hv_context_error(ctx);
@@ -797,11 +1053,34 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     return res;
 }
 
+/* --skip-existing: whether an input's output file is there. Output files
+ * appear only by the rename of a complete temporary file (out_commit), so
+ * one that exists is complete; a leftover temporary file of a killed run
+ * (.NAME.hviske-XXXXXX) has another name and does not count. */
+static int output_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Appends an input's line to the summary when there is one; a failure to
+ * write it is reported once, fails the run (status 1) and ends the
+ * summary. */
+static void summarize(int *fd, const options *o, const char *input, const char *output,
+                      const char *status, const char *error, double audio_s, double t0, int *rc) {
+    if (*fd < 0) return;
+    if (hvt_summary_write(*fd, input, output, status, error, audio_s, hvt_now_s() - t0) != 0) {
+        fprintf(stderr, "hviske: %s: cannot write the summary: %s\n", o->summary, strerror(errno));
+        close(*fd);
+        *fd = -1;
+        *rc = 1;
+    }
+}
+
 /* Writes one result to its own file under --output-dir; 0 on success. */
 static int write_output_file(const options *o, const char *input, const char *out_path,
                              const hv_result *res, int rate) {
     if (strcmp(input, "-") != 0 && same_file(input, out_path)) {
-        fprintf(stderr, "hviske: %s: not overwriting the input %s\n", out_path, input);
+        errorf("%s: not overwriting the input %s", out_path, input);
         return -1;
     }
     out_file of;
@@ -816,6 +1095,7 @@ static int write_output_file(const options *o, const char *input, const char *ou
 
 int main(int argc, char **argv) {
     options o;
+    int summary_fd = -1;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0) goto free_options;
     install_signal_handlers();
@@ -849,6 +1129,18 @@ int main(int argc, char **argv) {
             goto free_options;
         }
     }
+    if (o.summary) {
+        char serr[1024];
+        if ((summary_fd = hvt_summary_open(o.summary, serr, sizeof serr)) < 0) {
+            fprintf(stderr, "hviske: %s\n", serr);
+            rc = 1;
+            goto free_options;
+        }
+    }
+    /* --skip-existing: when every output is there already (a finished task
+     * resubmitted), or the shard is empty, no model is loaded */
+    int n_todo = o.n_files;
+    for (int i = 0; o.skip_existing && i < o.n_files; i++) n_todo -= output_exists(o.out_paths[i]);
 
     char err[1024] = "";
     hv_model_params mp = hv_model_default_params();
@@ -858,12 +1150,22 @@ int main(int argc, char **argv) {
     hv_vad *vad = NULL;
     hv_context *ctx = NULL;
     int n_ok = 0, ran = 0;
+    if (n_todo == 0) {
+        rc = 0;
+        for (int i = 0; i < o.n_files; i++)
+            summarize(&summary_fd, &o, o.files[i], o.out_paths ? o.out_paths[i] : NULL, "skipped",
+                      NULL, -1, hvt_now_s(), &rc);
+        goto done;
+    }
     hv_status st = hv_model_load(o.model_dir, &mp, &model, err, sizeof err);
     if (st != HV_OK) {
         fprintf(stderr, "hviske: %s\n", err[0] ? err : hv_status_name(st));
         rc = 1;
         goto done;
     }
+    g_language = hvt_model_has_language(model, "da") ? "da"
+                 : hv_model_n_languages(model) > 0   ? hv_model_language(model, 0)
+                                                     : "";
     if (o.language && !hvt_model_has_language(model, o.language)) {
         fprintf(stderr,
                 "hviske: language '%s' is not supported by %s "
@@ -894,25 +1196,38 @@ int main(int argc, char **argv) {
     ran = 1;
     for (int i = 0; i < o.n_files; i++) {
         const char *path = o.files[i];
+        const char *out_path = o.output_dir ? o.out_paths[i] : NULL;
+        double t0 = hvt_now_s();
+        if (o.skip_existing && output_exists(out_path)) {
+            summarize(&summary_fd, &o, path, out_path, "skipped", NULL, -1, t0, &rc);
+            continue;
+        }
         hv_result *res = transcribe_input(ctx, vad, &o, path, rate, show_progress);
         if (!res) {
             rc = 1;
+            summarize(&summary_fd, &o, path, out_path, "error", g_error, -1, t0, &rc);
             continue;
         }
+        int ok = 0;
         if (o.output_dir) {
             if (write_output_file(&o, path, o.out_paths[i], res, rate) != 0)
                 rc = 1;
             else
-                n_ok++;
+                ok = 1;
+        } else if (o.stream && o.format != FMT_JSONL) {
+            ok = 1; /* written segment by segment */
         } else if (write_result(out, &o, path, res, rate) != 0) {
             file_error(path, HV_ERR_NOMEM,
                        "out of memory formatting the "
                        "output");
             rc = 1;
         } else {
-            n_ok++;
+            ok = 1;
             if (!to_file) fflush(stdout);
         }
+        n_ok += ok;
+        summarize(&summary_fd, &o, path, out_path, ok ? "ok" : "error", ok ? NULL : g_error,
+                  hv_result_duration(res), t0, &rc);
         hv_result_free(res);
     }
 
@@ -937,8 +1252,14 @@ done:
         rc = 1;
     }
 free_options:
+    if (summary_fd >= 0 && close(summary_fd) != 0) {
+        fprintf(stderr, "hviske: %s: cannot write the summary: %s\n", o.summary, strerror(errno));
+        rc = 1;
+    }
     if (o.out_paths)
         for (int i = 0; i < o.n_files; i++) free(o.out_paths[i]);
     free(o.out_paths);
+    free(o.files);
+    hvt_list_free(o.list, o.n_list);
     return rc;
 }

@@ -418,10 +418,15 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
                     "18446744073709551615");
     if ((v = val(f, SRV_F_MAX_TOKENS)) && hvt_parse_int(v, 1, INT_MAX, &p->tp.max_new_tokens))
         BAD("max_tokens", "max_tokens must be an integer >= 1");
-    if ((v = val(f, SRV_F_STREAM)) && strcmp(v, "false") != 0) {
-        if (strcmp(v, "true") == 0) BAD("stream", "streaming is not supported");
-        BAD("stream", "stream must be true or false");
+    if ((v = val(f, SRV_F_STREAM))) {
+        if (strcmp(v, "true") == 0)
+            p->stream = 1;
+        else if (strcmp(v, "false") != 0)
+            BAD("stream", "stream must be true or false");
     }
+    /* events carry text, as OpenAI streams json and text */
+    if (p->stream && p->format != SRV_FMT_JSON && p->format != SRV_FMT_TEXT)
+        BAD("stream", "stream=true works with response_format json or text");
     if ((v = val(f, SRV_F_TIMESTAMP_GRANULARITIES))) {
         p->granularities = 0;
         for (const char *q = v;;) {

@@ -116,6 +116,7 @@ typedef struct srv_params {
     int granularities;  /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
                            segments only) */
     char model[128];    /* the model field as given ("" if none) */
+    int stream;         /* stream=true: Server-Sent Events (json, text) */
 } srv_params;
 
 /* Validates the fields against the model (languages) into *p, starting

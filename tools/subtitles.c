@@ -77,6 +77,8 @@ void hvt_put_line(FILE *f, const char *text) {
     fputc('\n', f);
 }
 
+void hvt_put_text(FILE *f, const char *text) { put_cue_text(f, text, 0); }
+
 /* SubRip (vtt 0) or WebVTT (vtt 1): one cue per segment (results without
  * word times). */
 static int write_cues(FILE *f, const hv_result *res, int rate, int vtt) {
@@ -624,11 +626,11 @@ static void put_cue_line(FILE *f, const char *t, size_t len, int vtt) {
     }
 }
 
-static int write_word_cues(FILE *f, const hvt_cue *cues, int n, int vtt) {
+/* The cues, without the WebVTT header; SubRip numbers go on from
+ * *number. */
+static int write_word_cues_from(FILE *f, const hvt_cue *cues, int n, int vtt, int *number) {
     char a[32], b[32];
     char sep = vtt ? '.' : ',';
-    int number = 0;
-    if (vtt) fputs("WEBVTT\n\n", f);
     for (int i = 0; i < n; i++) {
         char *text = hvt_utf8_clean(cues[i].text ? cues[i].text : "");
         if (!text) return -1;
@@ -640,7 +642,7 @@ static int write_word_cues(FILE *f, const hvt_cue *cues, int n, int vtt) {
                 if (!shown) {
                     cue_time_s(a, sizeof a, cues[i].start, sep);
                     cue_time_s(b, sizeof b, cues[i].end, sep);
-                    if (!vtt) fprintf(f, "%d\n", ++number);
+                    if (!vtt) fprintf(f, "%d\n", ++*number);
                     fprintf(f, "%s --> %s\n", a, b);
                     shown = 1;
                 }
@@ -654,6 +656,12 @@ static int write_word_cues(FILE *f, const hvt_cue *cues, int n, int vtt) {
         free(text);
     }
     return 0;
+}
+
+static int write_word_cues(FILE *f, const hvt_cue *cues, int n, int vtt) {
+    int number = 0;
+    if (vtt) fputs("WEBVTT\n\n", f);
+    return write_word_cues_from(f, cues, n, vtt, &number);
 }
 
 int hvt_write_srt_cues(FILE *f, const hvt_cue *cues, int n) {
@@ -670,6 +678,30 @@ int hvt_write_subtitles(FILE *f, const hv_result *res, int rate, const hvt_cue_p
     hvt_cue *cues = NULL;
     if (hvt_build_cues(hv_result_words(res), nw, p, &cues, &nc) != 0) return -1;
     int rc = vtt ? hvt_write_vtt_cues(f, cues, nc) : hvt_write_srt_cues(f, cues, nc);
+    hvt_cues_free(cues, nc);
+    return rc;
+}
+
+int hvt_write_segment_cues(FILE *f, const hv_segment *g, int rate, const hvt_cue_params *p, int vtt,
+                           int *number) {
+    if (g->n_words == 0) { /* one cue of the segment, as write_cues */
+        char a[32], b[32];
+        char sep = vtt ? '.' : ',';
+        char *text = hvt_utf8_clean(g->text);
+        if (!text) return -1;
+        cue_time(a, sizeof a, g->start_sample, rate, sep);
+        cue_time(b, sizeof b, g->end_sample, rate, sep);
+        if (!vtt) fprintf(f, "%d\n", ++*number);
+        fprintf(f, "%s --> %s\n", a, b);
+        put_cue_text(f, text, vtt);
+        fputs("\n\n", f);
+        free(text);
+        return 0;
+    }
+    hvt_cue *cues = NULL;
+    int nc = 0;
+    if (hvt_build_cues(g->words, g->n_words, p, &cues, &nc) != 0) return -1;
+    int rc = write_word_cues_from(f, cues, nc, vtt, number);
     hvt_cues_free(cues, nc);
     return rc;
 }

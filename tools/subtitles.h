@@ -30,6 +30,9 @@ char *hvt_utf8_clean(const char *s);
  * byte pieces) become spaces, then a newline. The text is written as it is
  * otherwise (not cleaned). */
 void hvt_put_line(FILE *f, const char *text);
+/* The same without the newline (--stream writes a line segment by
+ * segment). */
+void hvt_put_text(FILE *f, const char *text);
 
 /* SubRip: cues numbered from 1, "HH:MM:SS,mmm --> HH:MM:SS,mmm", the
  * cleaned text on one line, a blank line; one cue per segment. Cue times
@@ -166,5 +169,17 @@ struct cJSON *hvt_json_words(const hv_word *w, int n);
  * words (hvt_build_cues with p, NULL for the defaults) when it has word
  * times, else one cue per segment. 0, or -1 when out of memory. */
 int hvt_write_subtitles(FILE *f, const hv_result *res, int rate, const hvt_cue_params *p, int vtt);
+
+/* The cues of one segment as it comes (hviske --stream): built from its
+ * own words as hvt_write_subtitles builds a result's (one cue of the
+ * segment without words), SubRip numbers going on from *number, no WebVTT
+ * header. Cues never span two segments, and the time rules that look at
+ * the next cue stop at the segment's end; so the cues of all segments
+ * equal hvt_write_subtitles's when the segments lie more than
+ * HVT_CUE_LONG_PAUSE_MS apart (such a pause ends a cue anyway), and may
+ * be cut differently where they lie closer. 0, or -1 when out of
+ * memory. */
+int hvt_write_segment_cues(FILE *f, const hv_segment *g, int rate, const hvt_cue_params *p, int vtt,
+                           int *number);
 
 #endif /* HV_TOOLS_SUBTITLES_H */

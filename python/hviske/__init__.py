@@ -21,9 +21,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from ._native import (ABORT, PROGRESS, Cancelled, DetectorNotFound, Error, FileError,
+from ._native import (ABORT, PROGRESS, SEGMENT, Cancelled, DetectorNotFound, Error, FileError,
                       FormatError, InvalidArgument, LibraryNotFound, LimitError, OutOfMemory,
                       Unsupported, detector_candidates, error, load_library)
+from ._native import Segment as _CSegment
 
 __version__ = "0.1.0"
 __all__ = ["Model", "Result", "Segment", "Word", "load_library", "Error", "LibraryNotFound",
@@ -67,7 +68,9 @@ class Result:
     `token_logprobs` cover every chunk; `words` every word (empty unless
     word_timestamps=True); `timings` has the library's hv_timings fields
     (milliseconds, counts, `encoded_s`); `duration` is the audio's length
-    in seconds; `language` the code used."""
+    in seconds; `language` the code used. `stopped` is True when
+    on_segment stopped the transcription early: the result then holds the
+    segments done until then."""
     text: str
     segments: List[Segment]
     tokens: List[int]
@@ -77,6 +80,7 @@ class Result:
     language: str
     duration: float
     words: List[Word] = field(default_factory=list)
+    stopped: bool = False
 
 
 def _int(name, value, lo, hi=None):
@@ -301,7 +305,7 @@ class Model:
     def transcribe(self, audio, language=None, punctuation=True, beams=1, length_penalty=1.0,
                    sample=False, temperature=1.0, top_k=0, top_p=1.0, seed=0, chunking="auto",
                    word_timestamps=False, progress=None, sample_rate=None, max_tokens=None,
-                   chunk_seconds=None):
+                   chunk_seconds=None, on_segment=None):
         """Transcribes `audio`: a path, the bytes of an audio file (any format
         libsndfile reads), or float samples (a list, array.array or numpy
         array; numpy 2-D as frames x channels) at `sample_rate` Hz.
@@ -319,6 +323,14 @@ class Model:
         this thread; returning False stops the transcription before its
         next chunk or decoder step (transcribe then raises Cancelled), and
         an exception it raises stops it too and comes out of transcribe.
+        on_segment: called as on_segment(segment) with each Segment as soon
+        as it is final, in order, on this thread (the segments of the
+        result, one by one, while the audio after them is still being
+        transcribed; the `tokens` of its words are filled in the result
+        only); returning False stops the transcription after it, and
+        transcribe then returns the Result of the segments done, with
+        stopped=True (progress returning False, or an exception from either
+        function, then stops it the same way but as described above).
 
         Returns a Result; raises an Error subclass with the library's
         message (InvalidArgument, also a ValueError, for a bad value;
@@ -357,6 +369,8 @@ class Model:
             raise InvalidArgument("chunking=\"fixed\" needs chunk_seconds")
         if progress is not None and not callable(progress):
             raise TypeError("progress must be callable as progress(done_s, total_s)")
+        if on_segment is not None and not callable(on_segment):
+            raise TypeError("on_segment must be callable as on_segment(segment)")
         if mode in (0, 4):  # HV_CHUNKING_AUTO, HV_CHUNKING_VAD
             tp.vad = self._detector().value
         raised, stop = [], []
@@ -371,6 +385,19 @@ class Model:
                     raised.append(e)
             tp.progress = PROGRESS(on_progress)
             tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop)))
+        if on_segment is not None:
+            def on_seg(_user, ptr):
+                if raised or stop:
+                    return 1
+                try:
+                    s = ctypes.cast(ptr, ctypes.POINTER(_CSegment)).contents
+                    return int(on_segment(self._segment(s, None)) is False)
+                except BaseException as e:  # raised after the call
+                    raised.append(e)
+                    return 1
+            tp.segment_callback = SEGMENT(on_seg)
+            if progress is None:
+                tp.abort_callback = ABORT(lambda _user: int(bool(raised)))
 
         ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate)
         try:
@@ -390,6 +417,10 @@ class Model:
                                        ctypes.byref(res))
                 if st != 0 and raised:
                     raise raised[0]
+                if st == 0 and on_segment is not None and stop and not raised:
+                    # progress asked to stop: Cancelled, as without on_segment
+                    lib.hv_result_free(res)
+                    raise Cancelled("transcription cancelled", 7)
                 if st != 0:
                     raise error(st, lib.hv_context_error(ctx).decode("utf-8", "replace"))
             finally:
@@ -411,26 +442,28 @@ class Model:
 
     @staticmethod
     def _words(words, n, toks):
+        """toks: the result's tokens; None: the words' tokens are left
+        empty (a segment as it comes: the result's tokens are not known)."""
         return [Word(word=(w.text or b"").decode("utf-8", "replace"), start=w.start, end=w.end,
                      probability=w.probability,
-                     tokens=[toks[j] for j in range(w.first_token, w.first_token + w.n_tokens)])
+                     tokens=[toks[j] for j in range(w.first_token, w.first_token + w.n_tokens)]
+                     if toks is not None else [])
                 for w in (words[i] for i in range(n))]
+
+    def _segment(self, s, toks):
+        """A Segment of the library's hv_segment s (toks as for _words)."""
+        return Segment(start=s.start, end=s.end, text=(s.text or b"").decode("utf-8", "replace"),
+                       tokens=[s.tokens[j] for j in range(s.n_tokens)],
+                       token_logprobs=[s.token_logprobs[j] for j in range(s.n_tokens)],
+                       score=s.score, words=self._words(s.words, s.n_words, toks))
 
     def _result(self, res):
         lib = self._lib
         n = lib.hv_result_n_tokens(res)
         toks = lib.hv_result_tokens(res)
         lps = lib.hv_result_token_logprobs(res)
-        segments = []
-        for i in range(lib.hv_result_n_segments(res)):
-            s = lib.hv_result_segment(res, i)
-            segments.append(Segment(start=s.start, end=s.end,
-                                    text=(s.text or b"").decode("utf-8", "replace"),
-                                    tokens=[s.tokens[j] for j in range(s.n_tokens)],
-                                    token_logprobs=[s.token_logprobs[j]
-                                                    for j in range(s.n_tokens)],
-                                    score=s.score,
-                                    words=self._words(s.words, s.n_words, toks)))
+        segments = [self._segment(lib.hv_result_segment(res, i), toks)
+                    for i in range(lib.hv_result_n_segments(res))]
         t = lib.hv_result_timings(res)
         return Result(text=lib.hv_result_text(res).decode("utf-8", "replace"),
                       segments=segments,
@@ -441,5 +474,6 @@ class Model:
                       language=lib.hv_result_language(res).decode("utf-8"),
                       duration=lib.hv_result_duration(res),
                       words=self._words(lib.hv_result_words(res), lib.hv_result_n_words(res),
-                                        toks))
+                                        toks),
+                      stopped=bool(lib.hv_result_stopped(res)))
 

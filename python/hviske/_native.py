@@ -82,6 +82,9 @@ class VadParams(ctypes.Structure):
 
 PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
 ABORT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+# int (*segment_callback)(void *user, const hv_segment *seg): the segment
+# as a plain pointer, cast to POINTER(Segment) by the callback
+SEGMENT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class TranscribeParams(ctypes.Structure):
@@ -96,7 +99,8 @@ class TranscribeParams(ctypes.Structure):
                 ("vad_max_gap_s", ctypes.c_float), ("word_timestamps", ctypes.c_int),
                 ("progress", PROGRESS),
                 ("progress_user", ctypes.c_void_p), ("abort_callback", ABORT),
-                ("abort_user", ctypes.c_void_p)]
+                ("abort_user", ctypes.c_void_p), ("segment_callback", SEGMENT),
+                ("segment_user", ctypes.c_void_p)]
 
 
 class Timings(ctypes.Structure):
@@ -104,7 +108,8 @@ class Timings(ctypes.Structure):
                 ("decoder_ms", ctypes.c_double), ("prefill_ms", ctypes.c_double),
                 ("steps_ms", ctypes.c_double), ("n_steps", ctypes.c_int),
                 ("n_tokens", ctypes.c_int), ("vad_ms", ctypes.c_double),
-                ("encoded_s", ctypes.c_double), ("align_ms", ctypes.c_double)]
+                ("encoded_s", ctypes.c_double), ("align_ms", ctypes.c_double),
+                ("encoder_gflop", ctypes.c_double)]
 
 
 class Word(ctypes.Structure):
@@ -160,6 +165,7 @@ _SIGNATURES = {
     "hv_result_duration": (ctypes.c_double, [_P]),
     "hv_result_language": (ctypes.c_char_p, [_P]),
     "hv_result_n_segments": (ctypes.c_int, [_P]),
+    "hv_result_stopped": (ctypes.c_int, [_P]),
     "hv_result_segment": (Segment, [_P, ctypes.c_int]),
     "hv_result_n_words": (ctypes.c_int, [_P]),
     "hv_result_words": (ctypes.POINTER(Word), [_P]),

@@ -25,6 +25,10 @@
 /* Provided by OpenBLAS; declared here since cblas.h variants differ. */
 void openblas_set_num_threads(int num_threads);
 
+#ifndef HV_GEMM_F32_BLAS
+#define HV_GEMM_F32_BLAS 0
+#endif
+
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_threaded(void) { openblas_set_num_threads(1); }
 
@@ -138,9 +142,7 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
     return HV_OK;
 }
 
-/* count values of W starting at row r, column c (q8_0: c and count
- * multiples of 32) widened to f32 at dst. */
-static void widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long count, float *dst) {
+void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long count, float *dst) {
     long at = (long)r * W->cols + c;
     switch (W->type) {
         case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
@@ -154,7 +156,7 @@ static void widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long co
 }
 
 void hv_mat_row_f32(const hv_mat *m, int row, float *dst) {
-    widen(hv_mm_best(), m, row, 0, m->cols, dst);
+    hv_mat_widen(hv_mm_best(), m, row, 0, m->cols, dst);
 }
 
 /* ------------------------------------------------------ kernel choice */
@@ -232,7 +234,7 @@ static void rows_unbuffered(const linear_job *j, int r0, int r1) {
         for (int i = 0; i < j->n; i++) j->y[(long)i * W->rows + r] = 0.0f;
         for (int c = 0; c < W->cols; c += 256) {
             int len = W->cols - c < 256 ? W->cols - c : 256;
-            widen(j->k, W, r, c, len, buf);
+            hv_mat_widen(j->k, W, r, c, len, buf);
             for (int i = 0; i < j->n; i++) {
                 const float *xi = j->x + (long)i * W->cols + c;
                 float s = 0.0f;
@@ -300,7 +302,7 @@ static void linear_task(void *arg, int task, int n_tasks) {
         if (j->tiled && (tile || f32)) {
             const float *w = (const float *)j->W->data + (long)r0 * cols;
             if (tile) {
-                widen(j->k, j->W, r0, 0, (long)(r1 - r0) * cols, tile);
+                hv_mat_widen(j->k, j->W, r0, 0, (long)(r1 - r0) * cols, tile);
                 w = tile;
             }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, cols, 1.0f, j->x,
@@ -313,6 +315,15 @@ static void linear_task(void *arg, int task, int n_tasks) {
         add_bias(j, r0, r1);
     }
     free(tile);
+}
+
+/* Whether many-row products with W take the packed GEMM: where the CPU
+ * has the SIMD kernels (with the portable ones it would be ~100x slower than
+ * OpenBLAS, which then keeps the f32 weights and the widened tiles), also
+ * when a test runs it with the portable table. HV_GEMM_F32_BLAS=1 at build
+ * time keeps f32 weights on OpenBLAS, for comparisons. */
+static int packed_gemm(const hv_mat *W) {
+    return hv_mm_simd() && (W->type != HV_WEIGHTS_F32 || !HV_GEMM_F32_BLAS);
 }
 
 /* The regimes (docs/KERNELS.md): f32 weights go to OpenBLAS, sgemv per
@@ -333,6 +344,9 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
     job.n_chunks = (W->rows + job.chunk - 1) / job.chunk;
     atomic_init(&job.next, 0);
     if (tasks > job.n_chunks) tasks = job.n_chunks;
+    /* the encoder's regime: the packed GEMM, for every weight type */
+    if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y) == 0)
+        return;
     hv_q8_act xq;
     void *xq_buf = NULL;
     if (W->type == HV_WEIGHTS_Q8_0 && !job.tiled) {
@@ -351,4 +365,13 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
 
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias) {
     hv_linear_with(hv_mm_best(), pool, y, x, n, W, bias);
+}
+
+void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_mat *const *W,
+                    const float *const *bias, float *const *y) {
+    int packed = n > HV_LINEAR_GEMV_MAX_N && count <= HV_GEMM_MAX_OUT;
+    for (int m = 0; packed && m < count; m++)
+        packed = W[m]->cols == W[0]->cols && W[m]->rows > 0 && packed_gemm(W[m]);
+    if (packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y) == 0) return;
+    for (int m = 0; m < count; m++) hv_linear(pool, y[m], x, n, W[m], bias[m]);
 }

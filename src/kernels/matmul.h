@@ -61,20 +61,29 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
 void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
 
 /* y[n x W.rows] = x[n x W.cols] . W^T (+ bias[W.rows] when not NULL).
- * f32 weights go to OpenBLAS (sgemv/sgemm). For the other types:
- * - n <= HV_LINEAR_GEMV_MAX_N (decoder steps, beams, short prompts): a
- *   kernel that streams the weights once and widens them on the fly; for
- *   q8_0 it quantises x to int8 blocks of 32 (one f32 scale each) and uses
- *   integer dot products, which adds activation-rounding error;
- * - larger n (encoder, cross-attention keys/values): tiles of weight rows
- *   are widened to f32 and multiplied with OpenBLAS sgemm; the result is
- *   that of f32 weights equal to the stored ones.
+ * - n <= HV_LINEAR_GEMV_MAX_N (decoder steps, beams, short prompts): f32
+ *   weights go to OpenBLAS (sgemv/sgemm); the other types to a kernel that
+ *   streams the weights once and widens them on the fly; for q8_0 it
+ *   quantises x to int8 blocks of 32 (one f32 scale each) and uses integer
+ *   dot products, which adds activation-rounding error;
+ * - larger n (encoder, cross-attention keys/values): the packed GEMM
+ *   (gemm.c) for every type, weights widened exactly to f32 as they are
+ *   packed, so the result is that of f32 weights equal to the stored ones;
+ *   on a CPU without the SIMD kernels, OpenBLAS sgemm instead (widened
+ *   tiles for the reduced types).
  * Every output element is computed the same way whatever the number of
  * threads, so results do not depend on the pool size. AVX2+FMA+F16C
  * kernels are used when the CPU has them (detected at run time); the
  * portable fallback gives bit-identical results. */
 #define HV_LINEAR_GEMV_MAX_N 16
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias);
+
+/* hv_linear for count products of the same input x [n x cols]: y[m] =
+ * x . W[m]^T + bias[m] (bias[m] may be NULL), each exactly as hv_linear
+ * computes it; with many rows x is packed once for all of them and their
+ * chunks share the threads (the attention's query, key and value). */
+void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_mat *const *W,
+                    const float *const *bias, float *const *y);
 
 /* C[m x n] = alpha * A[m x k] . op(B) + beta * C, row-major, with leading
  * dimensions; op(B) = B^T when trans_b (B is n x k), else B (k x n).

@@ -18,6 +18,9 @@
  *   (f32), and for lane j < 8, p = sum of the 4 products qw*qx at
  *   positions 4j .. 4j+3 (an exact integer), a[j] = fma(d, (float)p, a[j]);
  *   then the same sum of lanes.
+ * Packed GEMM (n > HV_LINEAR_GEMV_MAX_N, gemm.c): every output element is
+ *   s = 0; s = fma(x[i][k], w[j][k], s) for k = 0, 1, ..., cols - 1 in
+ *   order (weights widened to f32 exactly); y = s + bias[j].
  * Products are fused explicitly (fmaf, _mm256_fmadd_ps) on both sides, so
  * the compiler's contraction setting cannot make them differ. */
 #ifndef HV_MATMUL_IMPL_H
@@ -67,7 +70,20 @@ typedef struct hv_mm_kernels {
     void (*widen_f16)(float *dst, const uint16_t *src, long count);
     void (*widen_bf16)(float *dst, const uint16_t *src, long count);
     void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
+    /* The packed GEMM's micro-kernel: a tile of HV_GEMM_MR x HV_GEMM_NR
+     * outputs, c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + the fma
+     * chain over k < kc of a[k * MR + i] * b[k * NR + j]. */
+    void (*gemm_tile)(int kc, const float *a, const float *b, float *c, long ldc, int accumulate);
+    /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc:
+     * HV_GEMM_NR widened weight rows into one packed panel. */
+    void (*gemm_panel)(float *dst, const float *src, long ld, int kc);
 } hv_mm_kernels;
+
+/* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2
+ * accumulators), and its blocking: HV_GEMM_KC columns per packed block. */
+#define HV_GEMM_MR 6
+#define HV_GEMM_NR 16
+#define HV_GEMM_KC 256
 
 /* Portable C; always available. */
 extern const hv_mm_kernels hv_mm_scalar;
@@ -84,6 +100,20 @@ const hv_mm_kernels *hv_mm_simd(void);
 
 /* The kernels hv_linear uses: hv_mm_simd() when not NULL, else scalar. */
 const hv_mm_kernels *hv_mm_best(void);
+
+/* count values of W starting at row r, column c (q8_0: c and count
+ * multiples of 32) widened to f32 at dst, exactly. */
+void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long count, float *dst);
+
+/* y[m][n x W[m].rows] = x . W[m]^T (+ bias[m] when not NULL) for count <=
+ * HV_GEMM_MAX_OUT weight matrices of the same cols, by the packed GEMM
+ * (gemm.c), for any n and weight type, spread over the pool: the
+ * activations are packed once for all of them, the weights one block at a
+ * time as they are widened. Returns -1, having done nothing, when its
+ * buffers cannot be had or the shapes do not match. */
+#define HV_GEMM_MAX_OUT 4
+int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
+                    const hv_mat *const *W, const float *const *bias, float *const *y);
 
 /* hv_linear with a given kernel table (tests run the whole driver, with
  * threads and tiles, on each table). */

@@ -120,5 +120,19 @@ static void widen_q8_0(float *dst, const hv_q8_0_block *src, long count) {
     }
 }
 
-const hv_mm_kernels hv_mm_scalar = {"scalar",  gemv_f16,   gemv_bf16, gemv_q8_0,
-                                    widen_f16, widen_bf16, widen_q8_0};
+static void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc, int accumulate) {
+    for (int i = 0; i < HV_GEMM_MR; i++)
+        for (int j = 0; j < HV_GEMM_NR; j++) {
+            float s = accumulate ? c[i * ldc + j] : 0.0f;
+            for (int k = 0; k < kc; k++) s = fmaf(a[k * HV_GEMM_MR + i], b[k * HV_GEMM_NR + j], s);
+            c[i * ldc + j] = s;
+        }
+}
+
+static void gemm_panel(float *dst, const float *src, long ld, int kc) {
+    for (int k = 0; k < kc; k++)
+        for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
+}
+
+const hv_mm_kernels hv_mm_scalar = {"scalar",   gemv_f16,   gemv_bf16, gemv_q8_0, widen_f16,
+                                    widen_bf16, widen_q8_0, gemm_tile, gemm_panel};

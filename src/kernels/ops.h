@@ -9,7 +9,13 @@ void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const 
 void hv_softmax(float *x, int n);     /* in place, max-subtracted */
 void hv_log_softmax(float *x, int n); /* in place */
 
+/* SiLU x / (1 + e^-x) in place, and the GLU y[d] = a[:d] * sigmoid(a[d:2d]),
+ * with hv_exp_act for e^x (vectorised where the CPU allows; the same bits
+ * either way). */
 void hv_silu(float *x, long n);
+void hv_glu(float *y, const float *a, long d);
+/* e^x within 2 ulp of expf (Cephes' polynomial); x clamped to [-87, 88]. */
+float hv_exp_act(float x);
 void hv_relu(float *x, long n);
 
 /* y[n] += alpha * x[n] */

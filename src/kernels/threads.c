@@ -21,6 +21,9 @@ struct hv_pool {
     atomic_int running;      /* workers still inside the job */
     atomic_ulong generation; /* bumped for every job */
     atomic_int stop;
+    /* hv_pool_scratch: n_threads + 1 buffers and their sizes */
+    void **scratch;
+    size_t *scratch_bytes;
 };
 
 /* Polls before sleeping: a decoder step is ~100 short jobs, and a futex
@@ -84,6 +87,9 @@ hv_pool *hv_pool_new(int n_threads) {
     atomic_init(&p->running, 0);
     atomic_init(&p->generation, 0);
     atomic_init(&p->stop, 0);
+    p->scratch = calloc((size_t)n_threads + 1, sizeof *p->scratch);
+    p->scratch_bytes = calloc((size_t)n_threads + 1, sizeof *p->scratch_bytes);
+    if (!p->scratch || !p->scratch_bytes) goto fail;
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
         if (!p->workers) goto fail;
@@ -108,6 +114,9 @@ void hv_pool_free(hv_pool *p) {
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; p->workers && i < p->n_threads - 1; i++) pthread_join(p->workers[i], NULL);
     free(p->workers);
+    for (int i = 0; p->scratch && i <= p->n_threads; i++) free(p->scratch[i]);
+    free(p->scratch);
+    free(p->scratch_bytes);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
@@ -115,6 +124,18 @@ void hv_pool_free(hv_pool *p) {
 }
 
 int hv_pool_size(const hv_pool *p) { return p ? p->n_threads : 1; }
+
+void *hv_pool_scratch(hv_pool *p, int slot, size_t bytes) {
+    if (!p || slot < 0 || slot > p->n_threads) return NULL;
+    if (p->scratch_bytes[slot] < bytes) {
+        void *buf = NULL;
+        if (posix_memalign(&buf, 64, bytes) != 0) return NULL;
+        free(p->scratch[slot]);
+        p->scratch[slot] = buf;
+        p->scratch_bytes[slot] = bytes;
+    }
+    return p->scratch[slot];
+}
 
 void hv_pool_run(hv_pool *p, int n_tasks, hv_task_fn fn, void *arg) {
     if (n_tasks <= 0) return;

@@ -3,6 +3,8 @@
 #ifndef HV_THREADS_H
 #define HV_THREADS_H
 
+#include <stddef.h>
+
 typedef struct hv_pool hv_pool;
 
 /* Work item: called once per task index in [0, n_tasks). */
@@ -18,6 +20,16 @@ int hv_pool_size(const hv_pool *pool);
 /* Runs fn(arg, i, n_tasks) for every i, spread over the threads, and
  * returns when all are done. pool NULL runs everything on the caller. */
 void hv_pool_run(hv_pool *pool, int n_tasks, hv_task_fn fn, void *arg);
+
+/* Scratch memory owned by the pool: one buffer per slot, slots 0 ..
+ * hv_pool_size(pool) (task indices, and one more for a job's shared data),
+ * at least `bytes` long and 64-byte aligned. A slot keeps its largest size
+ * until the pool is freed, so repeated jobs neither allocate nor fault in
+ * fresh pages. The contents are not kept when the slot grows. Each slot is
+ * for one task at a time: a job with at most hv_pool_size(pool) tasks gives
+ * task i slot i. NULL when out of memory, for a NULL pool or a slot out of
+ * range. */
+void *hv_pool_scratch(hv_pool *pool, int slot, size_t bytes);
 
 int hv_cpu_count(void);
 

@@ -1,0 +1,197 @@
+/* The packed GEMM for matrix products with many activation rows (the
+ * encoder, cross-attention keys and values, long prompts): y = x . W^T +
+ * bias for weights of any type, at the speed of the micro-kernel.
+ *
+ * The structure is the usual one for GEMM (Goto; BLIS): the activations x
+ * are packed once per call into panels of HV_GEMM_MR rows, column block by
+ * column block (HV_GEMM_KC columns), so the micro-kernel reads them
+ * contiguously; each task takes a chunk of weight rows, widens one column
+ * block of it at a time straight into panels of HV_GEMM_NR rows (no f32
+ * copy of the whole matrix, and no second copy as with widen + sgemm), and
+ * runs the micro-kernel over every activation panel. A tile's outputs stay
+ * in y between column blocks, so every output is one fma chain over the
+ * columns in order (matmul_impl.h): the result does not depend on the
+ * blocking, the chunks or the number of threads, and the scalar and AVX2
+ * micro-kernels agree bit for bit. Buffers come from the pool's scratch, so
+ * repeated calls neither allocate nor fault in pages. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kernels/matmul_impl.h"
+
+#define MR HV_GEMM_MR
+#define NR HV_GEMM_NR
+#define KC HV_GEMM_KC
+/* Activation rows per pass over a packed weight panel: MC x KC floats
+ * (96 KiB) stay in the L2 cache while each weight panel (16 KiB) stays in
+ * L1. */
+#define MC 96
+
+/* One product of a job: its weights, bias and output, and its chunks. */
+typedef struct gemm_out {
+    const hv_mat *W;
+    const float *bias;
+    float *y;
+    int chunk;       /* weight rows per task chunk (multiple of NR) */
+    int first_chunk; /* job-wide index of its first chunk */
+} gemm_out;
+
+typedef struct gemm_job {
+    const hv_mm_kernels *k;
+    hv_pool *pool;
+    const float *x;
+    int n, n_pad, cols; /* activation rows (n_pad: rounded up to MR), columns */
+    float *xp;          /* packed activations: n_pad x cols */
+    gemm_out out[HV_GEMM_MAX_OUT];
+    int n_out, n_chunks, max_chunk;
+    atomic_int next;
+} gemm_job;
+
+/* Column block [k0, k0 + kc) of the activations as n_pad / MR panels of
+ * [kc][MR], at xp + k0 * n_pad (block after block); rows >= n are zero. */
+static void pack_x_task(void *arg, int task, int n_tasks) {
+    gemm_job *j = arg;
+    int cols = j->cols, panels = j->n_pad / MR;
+    for (int k0 = 0; k0 < cols; k0 += KC) {
+        int kc = cols - k0 < KC ? cols - k0 : KC;
+        float *block = j->xp + (long)k0 * j->n_pad;
+        for (int p = task; p < panels; p += n_tasks) {
+            float *dst = block + (long)p * MR * kc;
+            for (int i = 0; i < MR; i++) {
+                int r = p * MR + i;
+                const float *src = j->x + (long)r * cols + k0;
+                if (r < j->n)
+                    for (int c = 0; c < kc; c++) dst[c * MR + i] = src[c];
+                else
+                    for (int c = 0; c < kc; c++) dst[c * MR + i] = 0.0f;
+            }
+        }
+    }
+}
+
+/* Weight rows [r0, r1) x columns [k0, k0 + kc) widened into panels of
+ * [kc][NR] at wp (rows past r1 zero): each panel's rows are widened into
+ * rows[NR][kc] (contiguous, the types' vector kernels), then transposed. */
+static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, int kc, float *wp,
+                   float *rows) {
+    size_t row_bytes = hv_mat_bytes(W) / (size_t)W->rows;
+    /* bytes of kc columns, and where the next block starts in each row */
+    size_t span = row_bytes * (size_t)kc / (size_t)W->cols;
+    size_t next = row_bytes * (size_t)(k0 + kc) / (size_t)W->cols;
+    int prefetch = k0 + kc < W->cols;
+    if (prefetch && next + span > row_bytes) span = row_bytes - next; /* the last block */
+    for (int p = 0; r0 + p * NR < r1; p++) {
+        for (int jj = 0; jj < NR; jj++) {
+            int r = r0 + p * NR + jj;
+            /* the weights come from memory, 16 rows at a time: fetch each
+             * row's next block while this one is widened */
+            if (r < r1 && prefetch) {
+                const char *at = (const char *)W->data + (size_t)r * row_bytes + next;
+                for (size_t b = 0; b < span; b += 64) __builtin_prefetch(at + b);
+            }
+            if (r < r1)
+                hv_mat_widen(j->k, W, r, k0, kc, rows + (long)jj * kc);
+            else
+                memset(rows + (long)jj * kc, 0, (size_t)kc * sizeof *rows);
+        }
+        j->k->gemm_panel(wp + (long)p * NR * kc, rows, kc, kc);
+    }
+}
+
+/* One tile at activation row i, weight row r (panel pointers given); edge
+ * tiles go through a full-size buffer so the kernel never sees a tail. */
+static void tile(const gemm_job *j, const gemm_out *o, int kc, const float *xp, const float *wp,
+                 int i, int r, int r1, int accumulate) {
+    int rows = o->W->rows;
+    float *c = o->y + (long)i * rows + r;
+    int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
+    if (mi == MR && nj == NR) {
+        j->k->gemm_tile(kc, xp, wp, c, rows, accumulate);
+        return;
+    }
+    float buf[MR * NR] = {0};
+    if (accumulate)
+        for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
+    j->k->gemm_tile(kc, xp, wp, buf, NR, accumulate);
+    for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
+}
+
+/* Scratch floats of a task: its packed weight block and NR widened rows. */
+static size_t task_floats(const gemm_job *j) { return ((size_t)j->max_chunk + NR) * KC; }
+
+static void gemm_task(void *arg, int task, int n_tasks) {
+    gemm_job *j = arg;
+    (void)n_tasks;
+    int cols = j->cols;
+    float *wp = hv_pool_scratch(j->pool, task, task_floats(j) * sizeof(float));
+    float *wrows = wp + (size_t)j->max_chunk * KC;
+    for (;;) {
+        int ch = atomic_fetch_add(&j->next, 1);
+        if (ch >= j->n_chunks) break;
+        int m = j->n_out - 1;
+        while (j->out[m].first_chunk > ch) m--;
+        const gemm_out *o = &j->out[m];
+        int rows = o->W->rows, r0 = (ch - o->first_chunk) * o->chunk;
+        int r1 = r0 + o->chunk < rows ? r0 + o->chunk : rows;
+        for (int k0 = 0; k0 < cols; k0 += KC) {
+            int kc = cols - k0 < KC ? cols - k0 : KC;
+            pack_w(j, o->W, r0, r1, k0, kc, wp, wrows);
+            const float *xblock = j->xp + (long)k0 * j->n_pad;
+            for (int i0 = 0; i0 < j->n; i0 += MC) {
+                int i1 = i0 + MC < j->n ? i0 + MC : j->n;
+                for (int r = r0; r < r1; r += NR) {
+                    const float *wpanel = wp + (long)(r - r0) * kc;
+                    for (int i = i0; i < i1; i += MR)
+                        tile(j, o, kc, xblock + (long)i * kc, wpanel, i, r, r1, k0 > 0);
+                }
+            }
+        }
+        if (o->bias)
+            for (int i = 0; i < j->n; i++) {
+                float *yi = o->y + (long)i * rows;
+                for (int r = r0; r < r1; r++) yi[r] += o->bias[r];
+            }
+    }
+}
+
+/* Weight rows per chunk: a multiple of NR, fixed by the shape (never by
+ * the thread count), 128..256 so that a chunk's packed block (<= 256 KiB)
+ * stays in the L2 cache and a matrix of >= 1024 rows gives >= 8 chunks to
+ * balance over the threads. */
+static int chunk_rows(int rows) {
+    int t = (rows / 8) & ~(NR - 1);
+    return t < 128 ? 128 : t > 256 ? 256 : t;
+}
+
+int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
+                    const hv_mat *const *W, const float *const *bias, float *const *y) {
+    if (count < 1 || count > HV_GEMM_MAX_OUT) return -1;
+    if (!pool) { /* a one-thread pool of our own for its scratch */
+        hv_pool *own = hv_pool_new(1);
+        int rc = own ? hv_gemm_weights(k, own, n, x, count, W, bias, y) : -1;
+        hv_pool_free(own);
+        return rc;
+    }
+    gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
+    j.cols = W[0]->cols;
+    for (int m = 0; m < count; m++) {
+        if (W[m]->cols != j.cols) return -1;
+        int chunk = chunk_rows(W[m]->rows);
+        j.out[m] = (gemm_out){W[m], bias[m], y[m], chunk, j.n_chunks};
+        j.n_chunks += (W[m]->rows + chunk - 1) / chunk;
+        if (chunk > j.max_chunk) j.max_chunk = chunk;
+    }
+    j.n_out = count;
+    int tasks = hv_pool_size(pool);
+    if (tasks > j.n_chunks) tasks = j.n_chunks;
+    j.xp = hv_pool_scratch(pool, hv_pool_size(pool), (size_t)j.n_pad * j.cols * sizeof(float));
+    if (!j.xp) return -1;
+    /* every task's slot before any task runs, so a task cannot fail */
+    for (int t = 0; t < tasks; t++)
+        if (!hv_pool_scratch(pool, t, task_floats(&j) * sizeof(float))) return -1;
+    atomic_init(&j.next, 0);
+    int pack_tasks = hv_pool_size(pool) < j.n_pad / MR ? hv_pool_size(pool) : j.n_pad / MR;
+    hv_pool_run(pool, pack_tasks, pack_x_task, &j);
+    hv_pool_run(pool, tasks, gemm_task, &j);
+    return 0;
+}
