@@ -305,12 +305,12 @@ typedef struct hv_timings {
     double decoder_ms;    /* cross-attention setup, prefill and every step */
     double prefill_ms;    /* of decoder_ms: the prompt passes */
     double steps_ms;      /* of decoder_ms: the one-token (or one-beam-batch)
-                           passes after the prompt */
+                             passes after the prompt */
     int n_steps;          /* how many such passes */
     int n_tokens;         /* generated tokens, EOS excluded */
     double vad_ms;        /* speech detection (0 without it) */
     double encoded_s;     /* seconds of audio sent to the encoder: all of it,
-                           or with speech detection only the speech */
+                             or with speech detection only the speech */
     double align_ms;      /* word times (0 without them) */
     double encoder_gflop; /* the encoder's matrix products, in 1e9 floating-
                              point operations (hviske-bench: / encoder_ms) */
