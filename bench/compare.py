@@ -4,12 +4,19 @@ model and audio with the same thread count, in one go, and prints each
 stage's median time and the ratio reference / hviske (> 1: hviske faster).
 
     compare.py --model DIR --audio FILE [--bench build/hviske-bench]
-               [-t N] [--runs R] [--max-tokens N] [--beams N] [--json]
+               [-t N] [--runs R] [--max-tokens N] [--weight-type T] [--int8]
+               [--json]
 
 The reference runs in float32 (weights converted at load, as hviske does
 with --weight-type f32, this script's default), its frontend in float64 as
 the parity oracle does. hviske runs with --chunking energy, so that both
 transcribe every sample (no speech detection).
+
+--int8 times the reference a second time with every Linear layer through
+PyTorch's own dynamic int8 quantisation (torch.ao.quantization.
+quantize_dynamic: int8 weights per tensor, activations quantised on the
+fly), the baseline for hviske's q8_0 (`--weight-type q8_0`), and adds it
+as a column.
 """
 import argparse
 import json
@@ -66,6 +73,28 @@ def reference_times(m, samples, max_tokens, runs):
     return {k: statistics.median(r[k] for r in rows) for k in rows[0]}
 
 
+def int8_linear():
+    """A drop-in for the reference's linear(x, w, b) that runs each weight
+    as an nn.Linear converted by torch.ao.quantization.quantize_dynamic to
+    qint8 (built on first use, in the warm-up run; kept by weight)."""
+    cache = {}
+
+    def linear(x, w, b=None):
+        key = (id(w), id(b))
+        if key not in cache:
+            lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
+            with torch.no_grad():
+                lin.weight.copy_(w)
+                if b is not None:
+                    lin.bias.copy_(b)
+            q = torch.ao.quantization.quantize_dynamic(
+                torch.nn.Sequential(lin), {torch.nn.Linear}, dtype=torch.qint8)
+            cache[key] = (q, w, b)  # w and b kept so that their ids stay theirs
+        q = cache[key][0]
+        return q(x.reshape(-1, x.shape[-1])).reshape(*x.shape[:-1], w.shape[0])
+    return linear
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -76,6 +105,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--weight-type", default="f32",
                     help="hviske's weight type (the reference always runs f32)")
+    ap.add_argument("--int8", action="store_true",
+                    help="also time the reference with torch's dynamic int8 Linear layers")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
@@ -92,6 +123,13 @@ def main():
     ref_load = ms(t0)
     samples = ref.load_audio_16k(a.audio, m.sample_rate)
     theirs = reference_times(m, samples, a.max_tokens, a.runs)
+    theirs8 = None
+    if a.int8:
+        f32_linear, ref.linear = ref.linear, int8_linear()
+        try:
+            theirs8 = reference_times(m, samples, a.max_tokens, a.runs)
+        finally:
+            ref.linear = f32_linear
 
     stages = ["frontend_ms", "encoder_ms", "cross_ms", "prefill_ms", "per_token_ms"]
     out = {"model": a.model, "audio": a.audio, "audio_s": f["audio_s"], "threads": a.threads,
@@ -101,15 +139,23 @@ def main():
     for s in stages:
         h, r = f[s]["median"], theirs[s]
         out["stages"][s] = {"hviske": h, "reference": r, "ratio": r / h if h > 0 else None}
+        if theirs8:
+            r8 = theirs8[s]
+            out["stages"][s].update({"reference_int8": r8,
+                                     "ratio_int8": r8 / h if h > 0 else None})
     if a.json:
         print(json.dumps(out))
         return
     print("model %s, audio %s (%.1f s), %d threads, hviske weights %s (%.0f MB), median of %d runs"
           % (a.model, a.audio, f["audio_s"], a.threads, a.weight_type, ours["weight_mb"], a.runs))
-    print("%-14s %12s %12s %8s" % ("stage", "hviske ms", "reference ms", "ratio"))
+    head = "%-14s %12s %12s %8s" % ("stage", "hviske ms", "reference ms", "ratio")
+    print(head + ("  %12s %8s" % ("ref int8 ms", "ratio") if theirs8 else ""))
     for s in stages:
         v = out["stages"][s]
-        print("%-14s %12.2f %12.2f %7.2fx" % (s, v["hviske"], v["reference"], v["ratio"] or 0))
+        line = "%-14s %12.2f %12.2f %7.2fx" % (s, v["hviske"], v["reference"], v["ratio"] or 0)
+        if theirs8:
+            line += "  %12.2f %7.2fx" % (v["reference_int8"], v["ratio_int8"] or 0)
+        print(line)
     print("%-14s %12.1f %12.1f" % ("load", ours["load_ms"], ref_load))
     print("hviske peak RSS %.0f MB" % ours["peak_rss_mb"])
 

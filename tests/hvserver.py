@@ -1,7 +1,8 @@
 """Shared bits of the tests that run hviske-server as a whole process
-(test_server_metrics.py, test_fleet.py): a server on a free loopback port,
-plain HTTP requests, multipart forms, the JSON access log, and a strict
-parser of the Prometheus text format (version 0.0.4)."""
+(test_server.py, test_server_metrics.py, test_streaming.py, test_fleet.py):
+a server on a free loopback port, plain HTTP requests, multipart forms, the
+JSON access log, and a strict parser of the Prometheus text format
+(version 0.0.4)."""
 import http.client
 import json
 import math
@@ -14,10 +15,6 @@ import uuid
 from hvtest import wait_until
 
 SERVER = os.environ.get("HV_SERVER", "hviske-server")
-SOURCE_DIR = os.environ.get(
-    "HV_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEMO_MODEL = os.path.join(SOURCE_DIR, "models", "demo")
 TIMEOUT = 300
 
 
@@ -52,6 +49,23 @@ class Server:
 
     def stderr(self):
         return self.stderr_bytes().decode("utf-8", "replace")
+
+    def rss_kib(self):
+        """The server's resident memory (VmRSS), KiB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return None
+
+    def sanitized(self):
+        """True when the server runs under AddressSanitizer (its RSS then
+        holds ASan's quarantine of freed memory)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/maps") as f:
+                return "libasan" in f.read()
+        except OSError:
+            return False
 
     def access_lines(self, text=None):
         """The JSON lines of the access log in text (default: stderr)."""
@@ -117,6 +131,16 @@ def request(port, method, path, body=None, headers=None, timeout=TIMEOUT):
         return Reply(0, {}, str(e).encode())
     finally:
         c.close()
+
+
+def recv_all(sock):
+    """Everything the peer sends on sock until it closes the connection."""
+    data = b""
+    while True:
+        b = sock.recv(65536)
+        if not b:
+            return data
+        data += b
 
 
 def multipart(fields, file=None, filename="audio.wav"):

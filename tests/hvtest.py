@@ -7,6 +7,11 @@ import sys
 import time
 
 CLI = os.environ.get("HV_CLI", "hviske")
+SOURCE_DIR = os.environ.get(
+    "HV_SOURCE_DIR",
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEMO_MODEL = os.path.join(SOURCE_DIR, "models", "demo")  # the bundled model
+EXAMPLE = os.path.join(SOURCE_DIR, "examples", "da-example.wav")  # 16 kHz mono
 TIMEOUT = 600  # seconds per CLI run
 WAIT = 60      # seconds for a program to reach a state a test waits for
 
@@ -58,11 +63,11 @@ def wait_until(cond, timeout=WAIT, interval=0.02):
 class Run:
     """One run of the hviske CLI ($HV_CLI) with captured output."""
 
-    def __init__(self, args, stdin=None, input_bytes=None, env=None):
+    def __init__(self, args, stdin=None, input_bytes=None, env=None, cwd=None):
         self.args = [CLI] + [str(a) for a in args]
         try:
             p = subprocess.run(self.args, capture_output=True, timeout=TIMEOUT,
-                               stdin=stdin, input=input_bytes, env=env)
+                               stdin=stdin, input=input_bytes, env=env, cwd=cwd)
             self.rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
             self.rc, out, err = None, e.stdout or b"", e.stderr or b""

@@ -40,18 +40,14 @@ static hv_status run(hv_context *ctx, const float *x, size_t n, int beams, asks 
 }
 
 int main(void) {
-    hv_model *model = NULL;
-    hv_vad *vad = NULL;
-    float *clip = NULL;
-    size_t n = 0;
-    hv_test_load_demo(&model, &vad, &clip, &n);
-    hv_context *ctx = model ? hv_context_new(model, 0) : NULL;
-    if (ctx && clip) {
+    hv_test_demo d;
+    hv_test_demo_open(&d);
+    if (d.ctx && d.clip) {
         for (int beams = 1; beams <= 3; beams += 2) {
             /* never: the same as without the callback */
             asks never = {0, 0, 0};
             hv_result *r;
-            CHECK(run(ctx, clip, n, beams, &never, &r) == HV_OK && r);
+            CHECK(run(d.ctx, d.clip, d.n_clip, beams, &never, &r) == HV_OK && r);
             int chunks = never.progress;
             CHECK_MSG(chunks >= 2 && never.n > chunks + hv_result_n_tokens(r) - 1,
                       "%d asks for %d chunks, %d tokens", never.n, chunks,
@@ -61,7 +57,7 @@ int main(void) {
             tp.chunking = HV_CHUNKING_FIXED;
             tp.chunk_seconds = 1.5f;
             tp.num_beams = beams;
-            CHECK(hv_transcribe(ctx, clip, n, 16000, 1, &tp, &plain) == HV_OK);
+            CHECK(hv_transcribe(d.ctx, d.clip, d.n_clip, 16000, 1, &tp, &plain) == HV_OK);
             CHECK(r && plain && !strcmp(hv_result_text(r), hv_result_text(plain)));
             hv_result_free(plain);
             int total = never.n;
@@ -72,24 +68,22 @@ int main(void) {
             int stops[3] = {1, total / 2, total};
             for (int k = 0; k < 3; k++) {
                 asks a = {0, stops[k], 0};
-                hv_status st = run(ctx, clip, n, beams, &a, &r);
+                hv_status st = run(d.ctx, d.clip, d.n_clip, beams, &a, &r);
                 CHECK_MSG(st == HV_ERR_CANCELLED && !r && a.n == stops[k],
                           "beams %d, stop at ask %d of %d: status %d, asked %d times", beams,
                           stops[k], total, (int)st, a.n);
-                CHECK(strstr(hv_context_error(ctx), "cancelled") != NULL);
+                CHECK(strstr(hv_context_error(d.ctx), "cancelled") != NULL);
                 CHECK(a.progress < chunks);
                 hv_result_free(r);
             }
             /* the context still works */
             asks again = {0, 0, 0};
-            CHECK(run(ctx, clip, n, beams, &again, &r) == HV_OK && r && again.n == total);
+            CHECK(run(d.ctx, d.clip, d.n_clip, beams, &again, &r) == HV_OK && r &&
+                  again.n == total);
             hv_result_free(r);
         }
         CHECK(!strcmp(hv_status_name(HV_ERR_CANCELLED), "cancelled"));
     }
-    hv_context_free(ctx);
-    hv_audio_free(clip);
-    hv_vad_free(vad);
-    hv_model_free(model);
+    hv_test_demo_free(&d);
     TEST_END();
 }

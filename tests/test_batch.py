@@ -24,48 +24,20 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import CLI, TIMEOUT, finish, report  # noqa: E402
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run, check,  # noqa: E402
+                    finish, report)
 
-SOURCE_DIR = os.environ.get(
-    "HV_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL = os.path.join(SOURCE_DIR, "models", "demo")
-EXAMPLE = os.path.join(SOURCE_DIR, "examples", "da-example.wav")
 SUMMARY_KEYS = {"input", "output", "status", "error", "audio_seconds", "processing_seconds"}
 SCHEDULER_VARS = ("JOB_COMPLETION_INDEX", "NSHARDS")
 
 
-class R:
-    """One run of hviske in directory cwd with extra environment."""
-
-    def __init__(self, args, cwd, env=None, stdin=b""):
-        e = {k: v for k, v in os.environ.items()
-             if not k.startswith("SLURM_") and k not in SCHEDULER_VARS}
-        e.update(env or {})
-        self.args = args
-        try:
-            p = subprocess.run([CLI] + [str(a) for a in args], cwd=cwd, env=e, input=stdin,
-                               capture_output=True, timeout=TIMEOUT)
-            self.rc, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as x:
-            self.rc, out, err = None, x.stdout or b"", x.stderr or b""
-        self.out = out.decode("utf-8", "replace")
-        self.err = err.decode("utf-8", "replace")
-
-    def crashed(self):
-        return (self.rc is None or self.rc < 0 or "Sanitizer" in self.err
-                or "runtime error" in self.err)
-
-    def __str__(self):
-        return f"[hviske {' '.join(map(str, self.args))}] rc={self.rc} " \
-               f"stdout={self.out[:300]!r} stderr={self.err[-600:]!r}"
-
-
-def check(name, r, cond, why=""):
-    if r.crashed():
-        report(name, False, f"crashed {r}")
-    else:
-        report(name, bool(cond), f"{why} {r}")
+def R(args, cwd, env=None, stdin=b""):
+    """One run of hviske in directory cwd with extra environment (none of
+    the caller's scheduler variables)."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith("SLURM_") and k not in SCHEDULER_VARS}
+    e.update(env or {})
+    return Run(args, input_bytes=stdin, env=e, cwd=cwd)
 
 
 def summary(path):
@@ -98,7 +70,7 @@ def write(path, data):
 
 
 def base(d):
-    return ["-m", MODEL, "-t", "1", "-q"]
+    return ["-m", DEMO_MODEL, "-t", "1", "-q"]
 
 
 def test_shards(d, inputs):
@@ -401,7 +373,7 @@ def test_indexed_job(d, inputs):
     write(os.path.join(d, "k8s-list"), "".join(os.path.join(d, x) + "\n" for x in inputs))
     cmd = (cmd.replace("/archive/list.txt", os.path.join(d, "k8s-list"))
            .replace("/archive/transcripts", os.path.join(d, "k8s-out"))
-           .replace("/models/hviske-v5.3", MODEL).replace("exec hviske ", f"exec {CLI} "))
+           .replace("/models/hviske-v5.3", DEMO_MODEL).replace("exec hviske ", f"exec {CLI} "))
     rcs = []
     for k in range(3):
         p = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, timeout=TIMEOUT,

@@ -43,9 +43,9 @@ import time
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import WAIT, finish, report, skip_or_fail, wait_until  # noqa: E402
-from hvserver import (DEMO_MODEL, SOURCE_DIR, Server, multipart,  # noqa: E402
-                      request, scrape_settled, transcribe)
+from hvtest import (DEMO_MODEL, EXAMPLE, SOURCE_DIR, WAIT, finish, report,  # noqa: E402
+                    skip_or_fail, wait_until)
+from hvserver import Server, multipart, request, scrape_settled, transcribe  # noqa: E402
 
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 T = "/v1/audio/transcriptions"
@@ -64,7 +64,7 @@ def read(path):
 
 def clips():
     """The example and two short fixture clips (espeak-ng Danish)."""
-    out = [os.path.join(SOURCE_DIR, "examples", "da-example.wav")]
+    out = [EXAMPLE]
     for name in ("da1_16k.wav", "da2_16k.wav"):
         p = os.path.join(FIXTURES, "audio", name)
         if os.path.isfile(p):

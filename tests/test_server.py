@@ -57,89 +57,17 @@ import uuid
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import WAIT, finish, readme_section, report, wait_until  # noqa: E402
+from hvtest import (CLI, EXAMPLE, SOURCE_DIR, WAIT, finish, readme_section,  # noqa: E402
+                    report, wait_until)
+from hvserver import SERVER, Server  # noqa: E402
 
-SERVER = os.environ.get("HV_SERVER", "hviske-server")
-CLI = os.environ.get("HV_CLI", "hviske")
 FIXTURES = os.environ.get("HV_FIXTURES", "")
-SOURCE_DIR = os.environ.get(
-    "HV_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_NAME = "multi-f32"
 TIMEOUT = 300
 ERROR_KEYS = {"message", "type", "param", "code"}
 
 
-
-# ------------------------------------------------------------- the server
-
-class Server:
-    """hviske-server on 127.0.0.1 with --port 0; the port is read from its
-    "listening on" line. stderr goes to a file (read at the end)."""
-
-    def __init__(self, model, *args, tmp):
-        self.log_path = os.path.join(tmp, f"server-{uuid.uuid4().hex}.log")
-        self.log = open(self.log_path, "wb")
-        self.args = [SERVER, "-m", model, "--host", "127.0.0.1", "--port",
-                     "0"] + [str(a) for a in args]
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL,
-                                     stderr=self.log)
-
-        def listening():
-            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)",
-                          self.stderr_bytes())
-            if m:
-                return int(m.group(1))
-            return "exited" if self.proc.poll() is not None else None
-
-        port = wait_until(listening, interval=0.05)
-        self.port = port if isinstance(port, int) else None
-        self.rc = None
-
-    def stderr_bytes(self):
-        with open(self.log_path, "rb") as f:
-            return f.read()
-
-    def stderr(self):
-        return self.stderr_bytes().decode("utf-8", "replace")
-
-    def rss_kib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return None
-
-    def sanitized(self):
-        """True when the server runs under AddressSanitizer (its RSS then
-        holds ASan's quarantine of freed memory)."""
-        try:
-            with open(f"/proc/{self.proc.pid}/maps") as f:
-                return "libasan" in f.read()
-        except OSError:
-            return False
-
-    def stop(self, sig=signal.SIGTERM, timeout=TIMEOUT):
-        """Signals the server (sig None: it was) and waits; returns its
-        exit status."""
-        if sig is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.rc = self.proc.wait()
-            self.rc = ("timeout", self.rc)
-        self.log.close()
-        return self.rc
-
-    def clean_exit(self):
-        """(ok, why) after stop(): exit 0 and no sanitizer report."""
-        err = self.stderr()
-        bad = [m for m in ("Sanitizer", "runtime error", "LeakSanitizer")
-               if m in err]
-        return self.rc == 0 and not bad, f"rc={self.rc} stderr={err[-1500:]!r}"
-
+# ------------------------------------------------------------- requests
 
 def multipart(fields, file=None, filename="audio.wav", boundary=None):
     """(body, content type) of a multipart/form-data form: fields is a list
@@ -1058,7 +986,7 @@ def test_readme_curl(port, model):
             for a in shlex.split(line)]
     p = subprocess.run(args + ["-sS"], capture_output=True, cwd=SOURCE_DIR,
                        timeout=TIMEOUT)
-    wav = os.path.join(SOURCE_DIR, "examples", "da-example.wav")
+    wav = EXAMPLE
     want = cli_texts(model, [wav])[wav]
     try:
         o = json.loads(p.stdout.decode("utf-8"))

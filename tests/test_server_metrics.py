@@ -30,11 +30,10 @@ import threading
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import WAIT, finish, report, wait_until  # noqa: E402
-from hvserver import (DEMO_MODEL, SOURCE_DIR, Server, metric, multipart,  # noqa: E402
-                      parse_metrics, request, scrape, scrape_settled, transcribe)
+from hvtest import DEMO_MODEL, EXAMPLE, WAIT, finish, report, wait_until  # noqa: E402
+from hvserver import (Server, metric, multipart, parse_metrics, recv_all,  # noqa: E402
+                      request, scrape, scrape_settled, transcribe)
 
-WAV = os.path.join(SOURCE_DIR, "examples", "da-example.wav")
 WANT = "I morgen bliver det gråt med minus tyve grader."
 T = "/v1/audio/transcriptions"
 LOG_KEYS = {"time", "request_id", "method", "route", "path", "status",
@@ -49,7 +48,7 @@ def read(path):
 
 def long_wav(path, copies):
     """The example said `copies` times over, one WAV file."""
-    with wave.open(WAV, "rb") as w:
+    with wave.open(EXAMPLE, "rb") as w:
         params, frames = w.getparams(), w.readframes(w.getnframes())
     with wave.open(path, "wb") as o:
         o.setparams(params)
@@ -120,9 +119,9 @@ def test_metrics(tmp):
         before = counts(before_s)
         audio_before = metric(before_s, "hviske_audio_seconds_total")
         sent = []
-        r = transcribe(srv.port, read(WAV))
+        r = transcribe(srv.port, read(EXAMPLE))
         sent.append((T, "200", r.status == 200 and r.json() == {"text": WANT}))
-        r = transcribe(srv.port, read(WAV), fields=[("temperature", "hot")])
+        r = transcribe(srv.port, read(EXAMPLE), fields=[("temperature", "hot")])
         sent.append((T, "400", r.status == 400))
         body, ctype = multipart([], b"RIFF not audio")
         r = request(srv.port, "POST", T, body, {"Content-Type": ctype})
@@ -185,12 +184,7 @@ def test_metrics(tmp):
         with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
             s.sendall(b"GET /nothing HTTP/1.1\r\nHost: x\r\n"
                       b"X-Request-Id: caf\xc3\xa9\x01\r\nConnection: close\r\n\r\n")
-            raw = b""
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    break
-                raw += b
+            raw = recv_all(s)
         m = re.search(rb"\r\nX-Request-Id: ([^\r]*)\r\n", raw)
         report("X-Request-Id with bytes outside ASCII: generated; on a 404 too",
                raw.startswith(b"HTTP/1.1 404") and m and
@@ -199,7 +193,7 @@ def test_metrics(tmp):
                for _ in range(20)]
         report("generated ids: unique", len(set(ids)) == 20 and
                all(GEN_ID.fullmatch(i or "") for i in ids), str(ids[:3]))
-        r = transcribe(srv.port, read(WAV), request_id="trace-42")
+        r = transcribe(srv.port, read(EXAMPLE), request_id="trace-42")
         report("a transcription's answer carries its X-Request-Id",
                r.status == 200 and r.headers.get("x-request-id") == "trace-42", str(r))
     finally:
@@ -235,7 +229,7 @@ def test_log_options(tmp):
     srv = Server(DEMO_MODEL, "-t", "1", "--access-log", path, tmp=tmp, name="logfile")
     ok = bool(srv.port)
     if ok:
-        r = transcribe(srv.port, read(WAV), request_id="to-the-file")
+        r = transcribe(srv.port, read(EXAMPLE), request_id="to-the-file")
         ok = r.status == 200
     srv.stop()
     with open(path) as f:
@@ -314,7 +308,7 @@ def test_drain(tmp):
     held = None
     signalled = False
     try:
-        body, ctype = multipart([], read(WAV))
+        body, ctype = multipart([], read(EXAMPLE))
         held = socket.create_connection(("127.0.0.1", srv.port), timeout=120)
         held.sendall((f"POST {T} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
                       f"X-Request-Id: held\r\nContent-Length: {len(body)}\r\n\r\n")
@@ -331,7 +325,7 @@ def test_drain(tmp):
         r = request(srv.port, "GET", "/health")
         report("draining: /health still 200 (alive), status draining",
                r.status == 200 and r.json()["status"] == "draining", str(r))
-        r = transcribe(srv.port, read(WAV), request_id="late")
+        r = transcribe(srv.port, read(EXAMPLE), request_id="late")
         report("draining: a new transcription gets 503 shutting_down with "
                "Connection: close and its X-Request-Id",
                r.status == 503 and (r.json() or {}).get("error", {}).get("code") ==

@@ -26,16 +26,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import CLI, finish, report, skip_or_fail, wait_until  # noqa: E402
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish, report,  # noqa: E402
+                    skip_or_fail, wait_until)
 
-SOURCE_DIR = os.environ.get(
-    "HV_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL = os.path.join(SOURCE_DIR, "models", "demo")
-EXAMPLE = os.path.join(SOURCE_DIR, "examples", "da-example.wav")
 SCRIPT = os.path.join(SOURCE_DIR, "deploy", "slurm", "hviske-array.sbatch")
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "scancel", "scontrol", "sinfo")
@@ -335,7 +330,7 @@ def run_test(cluster, d):
     # the reference: one process, no shards
     env = dict(cluster.env)
     del env["SLURM_CONF"]
-    ref = subprocess.run([CLI, "-m", MODEL, "-t", "1", "-q", "--files-from", "list.txt",
+    ref = subprocess.run([CLI, "-m", DEMO_MODEL, "-t", "1", "-q", "--files-from", "list.txt",
                           "--output-dir", "ref"], cwd=d, env=env, capture_output=True,
                          text=True, timeout=JOB_WAIT)
     report("reference run without shards", ref.returncode == 0 and sorted(
@@ -343,7 +338,7 @@ def run_test(cluster, d):
         f"rc={ref.returncode} {ref.stderr[-500:]}")
 
     # the array script reads these, as docs/SCALING.md shows
-    cluster.env.update({"HVISKE": CLI, "MODEL": MODEL, "LIST": "list.txt", "OUT": "out",
+    cluster.env.update({"HVISKE": CLI, "MODEL": DEMO_MODEL, "LIST": "list.txt", "OUT": "out",
                         "WEIGHTS": "auto"})
 
     def submit(array):

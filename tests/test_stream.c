@@ -143,18 +143,14 @@ static hv_transcribe_params params_of(const mode *m, const hv_vad *vad, collect 
 }
 
 int main(void) {
-    hv_model *model = NULL;
-    hv_vad *vad = NULL;
-    float *clip = NULL;
-    size_t n = 0;
-    hv_test_load_demo(&model, &vad, &clip, &n);
-    hv_context *ctx = model ? hv_context_new(model, 0) : NULL;
-    if (ctx && clip && vad) {
+    hv_test_demo d;
+    if (hv_test_demo_open(&d) == 0) {
         /* seven sentences with 6 s of silence between: seven segments with
          * speech detection, two by energy */
-        size_t gap = 6 * 16000, n_long = 7 * n + 6 * gap;
+        size_t gap = 6 * 16000, n_long = 7 * d.n_clip + 6 * gap;
         float *x = calloc(n_long, sizeof *x);
-        for (int k = 0; k < 7; k++) memcpy(x + (size_t)k * (n + gap), clip, n * sizeof *x);
+        for (int k = 0; k < 7; k++)
+            memcpy(x + (size_t)k * (d.n_clip + gap), d.clip, d.n_clip * sizeof *x);
 
         static const mode modes[] = {
             {"vad greedy words", HV_CHUNKING_VAD, 0, 1, 1, 1, 1},
@@ -166,14 +162,14 @@ int main(void) {
         };
         for (size_t mi = 0; mi < sizeof modes / sizeof *modes; mi++) {
             const mode *m = &modes[mi];
-            const float *in = m->long_input ? x : clip;
-            size_t len = m->long_input ? n_long : n;
-            hv_transcribe_params plain_tp = params_of(m, vad, NULL);
+            const float *in = m->long_input ? x : d.clip;
+            size_t len = m->long_input ? n_long : d.n_clip;
+            hv_transcribe_params plain_tp = params_of(m, d.vad, NULL);
             hv_result *plain = NULL, *r = NULL;
-            CHECK(hv_transcribe(ctx, in, len, 16000, 1, &plain_tp, &plain) == HV_OK);
+            CHECK(hv_transcribe(d.ctx, in, len, 16000, 1, &plain_tp, &plain) == HV_OK);
             collect c = {0};
-            hv_transcribe_params tp = params_of(m, vad, &c);
-            CHECK(hv_transcribe(ctx, in, len, 16000, 1, &tp, &r) == HV_OK && r);
+            hv_transcribe_params tp = params_of(m, d.vad, &c);
+            CHECK(hv_transcribe(d.ctx, in, len, 16000, 1, &tp, &r) == HV_OK && r);
             if (!plain || !r) continue;
             int ns = hv_result_n_segments(r);
             CHECK_MSG(ns >= 1 && ns == hv_result_n_segments(plain) && c.n == ns,
@@ -208,15 +204,15 @@ int main(void) {
          * first k segments, their text and tokens, stopped, no more
          * chunks transcribed */
         const mode *m = &modes[0];
-        hv_transcribe_params full_tp = params_of(m, vad, NULL);
+        hv_transcribe_params full_tp = params_of(m, d.vad, NULL);
         hv_result *full = NULL;
-        CHECK(hv_transcribe(ctx, x, n_long, 16000, 1, &full_tp, &full) == HV_OK && full);
+        CHECK(hv_transcribe(d.ctx, x, n_long, 16000, 1, &full_tp, &full) == HV_OK && full);
         int total = full ? hv_result_n_segments(full) : 0;
         for (int k = 1; full && k <= total; k++) {
             collect c = {.stop_after = k};
-            hv_transcribe_params tp = params_of(m, vad, &c);
+            hv_transcribe_params tp = params_of(m, d.vad, &c);
             hv_result *r = NULL;
-            hv_status st = hv_transcribe(ctx, x, n_long, 16000, 1, &tp, &r);
+            hv_status st = hv_transcribe(d.ctx, x, n_long, 16000, 1, &tp, &r);
             CHECK_MSG(st == HV_OK && r && c.n == k && hv_result_n_segments(r) == k,
                       "stop after %d of %d: status %d, %d calls, %d segments", k, total, (int)st,
                       c.n, r ? hv_result_n_segments(r) : -1);
@@ -225,7 +221,7 @@ int main(void) {
             CHECK_MSG(hv_result_stopped(r) == 1, "stop after %d: stopped %d", k,
                       hv_result_stopped(r));
             CHECK(c.progress_after_stop == 0);
-            CHECK(!strcmp(hv_context_error(ctx), ""));
+            CHECK(!strcmp(hv_context_error(d.ctx), ""));
             int same = 1, n_tok = 0, n_words = 0;
             for (int i = 0; i < k && i < hv_result_n_segments(r); i++) {
                 hv_segment g = hv_result_segment(r, i), q = hv_result_segment(full, i);
@@ -250,18 +246,18 @@ int main(void) {
         /* abort_callback with a segment_callback set: what was done, at
          * every point of the call */
         collect never = {0};
-        hv_transcribe_params tp = params_of(m, vad, &never);
+        hv_transcribe_params tp = params_of(m, d.vad, &never);
         hv_result *r = NULL;
-        CHECK(hv_transcribe(ctx, x, n_long, 16000, 1, &tp, &r) == HV_OK && r);
+        CHECK(hv_transcribe(d.ctx, x, n_long, 16000, 1, &tp, &r) == HV_OK && r);
         int asks = never.asks;
         hv_result_free(r);
         collect_free(&never);
         int prev = -1, grew = 0;
         for (int a = 1; a <= asks; a += asks / 7 > 0 ? asks / 7 : 1) {
             collect c = {.abort_at = a};
-            tp = params_of(m, vad, &c);
+            tp = params_of(m, d.vad, &c);
             r = NULL;
-            hv_status st = hv_transcribe(ctx, x, n_long, 16000, 1, &tp, &r);
+            hv_status st = hv_transcribe(d.ctx, x, n_long, 16000, 1, &tp, &r);
             CHECK_MSG(st == HV_OK && r && hv_result_stopped(r) && c.asks == a,
                       "abort at ask %d of %d: status %d, asked %d", a, asks, (int)st, c.asks);
             if (!r) continue;
@@ -279,15 +275,12 @@ int main(void) {
         CHECK_MSG(grew >= 1, "the partial results never grew (%d asks)", asks);
         /* the context goes on working */
         r = NULL;
-        CHECK(hv_transcribe(ctx, x, n_long, 16000, 1, &full_tp, &r) == HV_OK && r && full &&
+        CHECK(hv_transcribe(d.ctx, x, n_long, 16000, 1, &full_tp, &r) == HV_OK && r && full &&
               !strcmp(hv_result_text(r), hv_result_text(full)) && !hv_result_stopped(r));
         hv_result_free(r);
         hv_result_free(full);
         free(x);
     }
-    hv_context_free(ctx);
-    hv_audio_free(clip);
-    hv_vad_free(vad);
-    hv_model_free(model);
+    hv_test_demo_free(&d);
     TEST_END();
 }

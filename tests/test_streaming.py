@@ -36,19 +36,13 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hvtest import (TIMEOUT, Run, finish, readme_section, report,  # noqa: E402
-                    skip_or_fail, wait_until)
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run,  # noqa: E402
+                    finish, readme_section, report, skip_or_fail, wait_until)
+from hvserver import Server, multipart, recv_all  # noqa: E402
 
-SERVER = os.environ.get("HV_SERVER", "hviske-server")
-CLI = os.environ.get("HV_CLI", "hviske")
-SOURCE_DIR = os.environ.get(
-    "HV_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL = os.path.join(SOURCE_DIR, "models", "demo")
-EXAMPLE = os.path.join(SOURCE_DIR, "examples", "da-example.wav")
 NODE_DIR = os.path.join(SOURCE_DIR, "tests", "node")
 
 
@@ -75,7 +69,7 @@ def without_timings(line):
 
 
 def test_cli(long7, tmp):
-    base = ["-m", MODEL, "-t", "2", "-q"]
+    base = ["-m", DEMO_MODEL, "-t", "2", "-q"]
     for fmt in ("txt", "srt", "vtt"):
         a = Run(base + ["--format", fmt, long7])
         b = Run(base + ["--stream", "--format", fmt, long7])
@@ -139,55 +133,8 @@ def test_cli(long7, tmp):
 
 # ---------------------------------------------------------------- server
 
-class Server:
-    def __init__(self, *args, tmp):
-        self.log_path = os.path.join(tmp, f"server-{uuid.uuid4().hex}.log")
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [SERVER, "-m", MODEL, "--host", "127.0.0.1", "--port", "0", "-t", "2"] +
-            [str(a) for a in args], stdout=subprocess.DEVNULL, stderr=self.log)
-
-        def listening():
-            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", self.stderr_bytes())
-            if m:
-                return int(m.group(1))
-            return "exited" if self.proc.poll() is not None else None
-        port = wait_until(listening, interval=0.05)
-        self.port = port if isinstance(port, int) else None
-
-    def stderr_bytes(self):
-        with open(self.log_path, "rb") as f:
-            return f.read()
-
-    def stderr(self):
-        return self.stderr_bytes().decode("utf-8", "replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            rc = self.proc.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = ("timeout", self.proc.wait())
-        self.log.close()
-        err = self.stderr()
-        bad = [m for m in ("Sanitizer", "runtime error") if m in err]
-        return rc == 0 and not bad, f"rc={rc} stderr={err[-1500:]!r}"
-
-
-def multipart(fields, file_bytes):
-    b = "hv" + uuid.uuid4().hex
-    parts = [f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-             for k, v in fields]
-    parts.append(f'--{b}\r\nContent-Disposition: form-data; name="file"; '
-                 f'filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n'.encode() +
-                 file_bytes + b"\r\n")
-    return b"".join(parts) + f"--{b}--\r\n".encode(), f"multipart/form-data; boundary={b}"
-
-
 def request_bytes(port, fields, file_bytes, path="/v1/audio/transcriptions"):
-    body, ctype = multipart(fields, file_bytes)
+    body, ctype = multipart(fields, file_bytes, filename="a.wav")
     head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
             "Connection: close\r\n\r\n")
@@ -209,12 +156,7 @@ def http(port, fields, file_bytes, path="/v1/audio/transcriptions"):
     """(status, headers dict (lower-case names), body) of one request."""
     with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
         s.sendall(request_bytes(port, fields, file_bytes, path))
-        data = b""
-        while True:
-            k = s.recv(65536)
-            if not k:
-                break
-            data += k
+        data = recv_all(s)
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split()[1])
@@ -230,12 +172,7 @@ def http(port, fields, file_bytes, path="/v1/audio/transcriptions"):
 def get(port, path):
     with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while True:
-            k = s.recv(65536)
-            if not k:
-                break
-            data += k
+        data = recv_all(s)
     head, _, body = data.partition(b"\r\n\r\n")
     if b"chunked" in head.lower():
         body = dechunk(body)
@@ -298,12 +235,7 @@ def test_server_sse(port, long7, want_text, want_segments):
     with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
         s.sendall(request_bytes(port, [("model", "hviske"), ("stream", "true")], audio))
         s.shutdown(socket.SHUT_WR)
-        data = b""
-        while True:
-            k = s.recv(65536)
-            if not k:
-                break
-            data += k
+        data = recv_all(s)
     head, _, body = data.partition(b"\r\n\r\n")
     try:
         events = sse_events(dechunk(body))
@@ -362,7 +294,8 @@ def test_disconnect(tmp, want_one):
     path = sentences_wav(os.path.join(tmp, "long80.wav"), 80, 4)
     with open(path, "rb") as f:
         audio = f.read()
-    srv = Server("--workers", "1", "--queue", "1", "--max-upload-mb", "64", tmp=tmp)
+    srv = Server(DEMO_MODEL, "-t", "2", "--workers", "1", "--queue", "1", "--max-upload-mb",
+                 "64", tmp=tmp)
     if not srv.port:
         report("server for the disconnect test starts", False, srv.stderr())
         return
@@ -391,7 +324,8 @@ def test_disconnect(tmp, want_one):
         st, h, body = http(srv.port, [("model", "hviske")], f.read())
     report("... which serves the next request",
            st == 200 and json.loads(body) == {"text": want_one}, f"{st} {body[:300]!r}")
-    report("disconnect server: SIGTERM, exit 0, no sanitizer report", *srv.stop())
+    srv.stop()
+    report("disconnect server: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
 
 
 # ------------------------------------------------------------------ node
@@ -458,18 +392,19 @@ def main():
     with tempfile.TemporaryDirectory(prefix="hv-test-streaming-") as tmp:
         long7 = sentences_wav(os.path.join(tmp, "long7.wav"), 7, 6)
         test_cli(long7, tmp)
-        r = Run(["-m", MODEL, "-t", "2", "-q", "--stream", "--format", "jsonl", long7])
+        r = Run(["-m", DEMO_MODEL, "-t", "2", "-q", "--stream", "--format", "jsonl", long7])
         want_segments = [json.loads(x)["segment"]["text"] for x in r.lines()[:-1]]
         want_text = json.loads(r.lines()[-1])["text"] if r.lines() else ""
-        want_one = Run(["-m", MODEL, "-t", "2", "-q", EXAMPLE]).out.strip()
+        want_one = Run(["-m", DEMO_MODEL, "-t", "2", "-q", EXAMPLE]).out.strip()
         report("CLI reference: 7 segments", len(want_segments) == 7 and want_one, str(r))
-        srv = Server("--workers", "1", tmp=tmp)
+        srv = Server(DEMO_MODEL, "-t", "2", "--workers", "1", tmp=tmp)
         report("server starts", srv.port is not None, srv.stderr())
         if srv.port:
             test_server_sse(srv.port, long7, want_text, want_segments)
             test_readme_curl_stream(srv.port, want_one)
             test_node(srv.port, long7, want_text, want_segments, want_one, tmp)
-        report("server: SIGTERM, exit 0, no sanitizer report", *srv.stop())
+        srv.stop()
+        report("server: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
         test_disconnect(tmp, want_one)
     print(f"# {time.time() - t0:.1f} s")
     return finish()

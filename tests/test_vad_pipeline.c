@@ -298,30 +298,22 @@ static void test_errors(hv_context *ctx, const hv_vad *vad) {
 }
 
 int main(void) {
-    hv_model *model = NULL;
-    hv_vad *vad = NULL;
-    float *clip = NULL;
-    size_t n_clip = 0;
-    hv_test_load_demo(&model, &vad, &clip, &n_clip);
-    if (model && vad && clip) {
-        hv_context *ctx = hv_context_new(model, 0);
-        test_no_speech(ctx, vad);
-        test_time_map(ctx, vad, clip, n_clip);
-        test_quiet(ctx, vad, clip, n_clip);
-        test_long_pauses(ctx, vad, clip, n_clip, -1);
+    hv_test_demo d;
+    if (hv_test_demo_open(&d) == 0) {
+        test_no_speech(d.ctx, d.vad);
+        test_time_map(d.ctx, d.vad, d.clip, d.n_clip);
+        test_quiet(d.ctx, d.vad, d.clip, d.n_clip);
+        test_long_pauses(d.ctx, d.vad, d.clip, d.n_clip, -1);
         hv_model *short_clip = load_short_clip_model(hv_test_env("HV_SOURCE_DIR", "."));
         CHECK(short_clip != NULL);
         if (short_clip) {
             hv_context *sc = hv_context_new(short_clip, 0);
-            test_long_pauses(sc, vad, clip, n_clip, 0);
+            test_long_pauses(sc, d.vad, d.clip, d.n_clip, 0);
             hv_context_free(sc);
             hv_model_free(short_clip);
         }
-        test_errors(ctx, vad);
-        hv_context_free(ctx);
+        test_errors(d.ctx, d.vad);
     }
-    hv_audio_free(clip);
-    hv_vad_free(vad);
-    hv_model_free(model);
+    hv_test_demo_free(&d);
     TEST_END();
 }

@@ -194,20 +194,12 @@ static void test_one_token(hv_context *ctx, const hv_vad *vad, const float *clip
 }
 
 int main(void) {
-    hv_model *model = NULL;
-    hv_vad *vad = NULL;
-    float *clip = NULL;
-    size_t n_clip = 0;
-    hv_test_load_demo(&model, &vad, &clip, &n_clip);
-    if (model && vad && clip) {
-        hv_context *ctx = hv_context_new(model, 0);
-        test_modes(ctx, vad, clip, n_clip);
-        test_time_map(ctx, vad, clip, n_clip);
-        test_one_token(ctx, vad, clip, n_clip);
-        hv_context_free(ctx);
+    hv_test_demo d;
+    if (hv_test_demo_open(&d) == 0) {
+        test_modes(d.ctx, d.vad, d.clip, d.n_clip);
+        test_time_map(d.ctx, d.vad, d.clip, d.n_clip);
+        test_one_token(d.ctx, d.vad, d.clip, d.n_clip);
     }
-    hv_audio_free(clip);
-    hv_vad_free(vad);
-    hv_model_free(model);
+    hv_test_demo_free(&d);
     TEST_END();
 }

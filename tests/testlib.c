@@ -65,21 +65,31 @@ float *hv_test_noise(size_t n, unsigned seed) {
     return x;
 }
 
-int hv_test_load_demo(hv_model **model, hv_vad **vad, float **clip, size_t *n_clip) {
+int hv_test_demo_open(hv_test_demo *d) {
     const char *src = hv_test_env("HV_SOURCE_DIR", ".");
     char err[1024];
     int rate = 0, ch = 0;
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = 2;
-    *clip = NULL;
-    *n_clip = 0;
-    CHECK_MSG(hv_model_load(hv_test_path(src, "models/demo"), &mp, model, err, sizeof err) == HV_OK,
+    memset(d, 0, sizeof *d);
+    CHECK_MSG(hv_model_load(hv_test_path(src, "models/demo"), &mp, &d->model, err, sizeof err) ==
+                  HV_OK,
               "%s", err);
-    CHECK_MSG(hv_vad_load(hv_test_path(src, "models/silero-vad"), vad, err, sizeof err) == HV_OK,
+    CHECK_MSG(hv_vad_load(hv_test_path(src, "models/silero-vad"), &d->vad, err, sizeof err) ==
+                  HV_OK,
               "%s", err);
-    CHECK_MSG(hv_audio_read(hv_test_path(src, "examples/da-example.wav"), clip, n_clip, &rate, &ch,
-                            err, sizeof err) == HV_OK &&
+    CHECK_MSG(hv_audio_read(hv_test_path(src, "examples/da-example.wav"), &d->clip, &d->n_clip,
+                            &rate, &ch, err, sizeof err) == HV_OK &&
                   rate == 16000 && ch == 1,
               "%s", err);
-    return *model && *vad && *clip && rate == 16000 && ch == 1 ? 0 : -1;
+    d->ctx = d->model ? hv_context_new(d->model, 0) : NULL;
+    return d->ctx && d->vad && d->clip && rate == 16000 && ch == 1 ? 0 : -1;
+}
+
+void hv_test_demo_free(hv_test_demo *d) {
+    hv_context_free(d->ctx);
+    hv_audio_free(d->clip);
+    hv_vad_free(d->vad);
+    hv_model_free(d->model);
+    memset(d, 0, sizeof *d);
 }

@@ -39,11 +39,19 @@ float *hv_test_noise(size_t n, unsigned seed);
 const char *hv_test_tmpdir(void);
 
 /* The bundled demo model (2 threads), speech detector and example clip
- * (16 kHz mono) of the source tree ($HV_SOURCE_DIR), each checked; what
- * loaded is set (the rest NULL). 0 when all three loaded. */
-struct hv_model;
-struct hv_vad;
-int hv_test_load_demo(struct hv_model **model, struct hv_vad **vad, float **clip, size_t *n_clip);
+ * (16 kHz mono) of the source tree ($HV_SOURCE_DIR), each checked, and a
+ * context on the model (0 threads: the model's); what loaded is set (the
+ * rest NULL). hv_test_demo_open returns 0 when all four are there;
+ * hv_test_demo_free frees whatever is. */
+typedef struct hv_test_demo {
+    struct hv_model *model;
+    struct hv_vad *vad;
+    struct hv_context *ctx;
+    float *clip;
+    size_t n_clip;
+} hv_test_demo;
+int hv_test_demo_open(hv_test_demo *d);
+void hv_test_demo_free(hv_test_demo *d);
 
 #define TEST_END()                                                                                 \
     do {                                                                                           \
