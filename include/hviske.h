@@ -76,16 +76,20 @@ typedef struct hv_model hv_model;
 
 /* The type the weight matrices are computed in. */
 typedef enum hv_weight_type {
-    HV_WEIGHTS_AUTO = 0, /* the checkpoint's own type (f32, f16 or bf16),
-                            read in place from the file without a copy */
+    HV_WEIGHTS_AUTO = 0, /* the checkpoint's own type (f32, f16, bf16, or
+                            q8_0/q4_0 blocks written by hv_quantize), read
+                            in place from the file without a copy */
     HV_WEIGHTS_F32 = 1,
     HV_WEIGHTS_F16 = 2,
     HV_WEIGHTS_BF16 = 3,
-    HV_WEIGHTS_Q8_0 = 4 /* 8-bit blocks of 32 with one scale; matrices
+    HV_WEIGHTS_Q8_0 = 4, /* 8-bit blocks of 32 with one scale; matrices
                             whose width is not a multiple of 32 stay f32 */
+    HV_WEIGHTS_Q4_0 = 5  /* 4-bit blocks of 32 with one scale (4.5 bits per
+                            weight), every matrix; same width rule */
 } hv_weight_type;
 
-/* Parses "auto", "f32", "f16", "bf16", "q8_0"; returns 0 on success. */
+/* Parses "auto", "f32", "f16", "bf16", "q8_0", "q4_0"; returns 0 on
+ * success. */
 HV_API int hv_weight_type_parse(const char *name, hv_weight_type *out);
 
 typedef struct hv_model_params {
@@ -107,6 +111,22 @@ HV_API hv_status hv_model_load(const char *model_dir, const hv_model_params *par
                                char *errbuf, size_t errbuf_size);
 
 HV_API void hv_model_free(hv_model *model); /* NULL is allowed */
+
+/*
+ * Writes a pre-quantized checkpoint (the hviske-quantize tool,
+ * docs/QUANTIZE.md): the checkpoint in_dir (single file or sharded) loaded
+ * with its matrices in `type` (any but HV_WEIGHTS_AUTO; q8_0 and q4_0 are
+ * stored as block bytes), written as out_dir/model.safetensors together
+ * with copies of config.json, generation_config.json (when present) and
+ * tokenizer.model, each file through a temporary file and a rename.
+ * out_dir is created when absent; an existing one must be empty unless
+ * overwrite is non-zero, and may not be in_dir. Loading out_dir with the
+ * same weight type gives the same weights as loading in_dir with it, read
+ * in place from the mapped file without conversion. Errors as for
+ * hv_model_load.
+ */
+HV_API hv_status hv_quantize(const char *in_dir, const char *out_dir, hv_weight_type type,
+                             int overwrite, char *errbuf, size_t errbuf_size);
 
 /* Model facts, for display. Strings are owned by the model. */
 HV_API size_t hv_model_weight_bytes(const hv_model *model); /* weight matrices */

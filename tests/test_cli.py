@@ -410,7 +410,7 @@ def test_options(model, wav, wav2):
     # (test_weight_types measures the others); bad names are usage errors
     base = Run(["--json", "-m", model, wav])
     base_objs, _ = parse_json_lines(base)
-    for wt in ("auto", "f32", "f16", "bf16", "q8_0"):
+    for wt in ("auto", "f32", "f16", "bf16", "q8_0", "q4_0"):
         r = Run(["--json", "--weight-type", wt, "-m", model, wav])
         objs, why = parse_json_lines(r)
         ok = r.rc == 0 and objs is not None and len(objs) == 1

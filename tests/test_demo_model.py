@@ -6,7 +6,9 @@
   seeded generator (sentences and voices never used in training) is at
   most 5 % (tools/train-demo/evaluate --ci);
 - reduced-precision weights keep the transcripts: greedy tokens identical
-  to f32 for at least 95 % of the files with f16, bf16 and q8_0, with the
+  to f32 for at least 95 % of the files with f16, bf16 and q8_0, and 90 %
+  with q4_0 (measured: 28 of these 30, and 198 of 200 clean held-out
+  utterances of `evaluate --count 200`), with the
   log-prob differences reported.
 
 Prints one line per case and ends with "N passed, M failed".
@@ -62,7 +64,7 @@ def main():
         report("f32 run", ref is not None, why)
         if ref is None:
             return finish()
-        for wt in ("f16", "bf16", "q8_0"):
+        for wt in ("f16", "bf16", "q8_0", "q4_0"):
             got, why = transcribe(files, wt)
             if got is None:
                 report(f"{wt} run", False, why)
@@ -77,8 +79,9 @@ def main():
                     worst = max(worst, abs(x - y))
             print(f"# {wt}: tokens identical to f32 for {same} of {len(files)} files; "
                   f"worst token log-prob difference {worst:.2e}")
-            report(f"{wt}: greedy tokens identical to f32 for >= 95 % of files",
-                   same * 100 >= 95 * len(files), f"{same} of {len(files)}")
+            need = 90 if wt == "q4_0" else 95
+            report(f"{wt}: greedy tokens identical to f32 for >= {need} % of files",
+                   same * 100 >= need * len(files), f"{same} of {len(files)}")
     return finish()
 
 

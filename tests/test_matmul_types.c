@@ -15,7 +15,7 @@
 #include "testlib.h"
 
 static const hv_weight_type all_types[] = {HV_WEIGHTS_F32, HV_WEIGHTS_F16, HV_WEIGHTS_BF16,
-                                           HV_WEIGHTS_Q8_0};
+                                           HV_WEIGHTS_Q8_0, HV_WEIGHTS_Q4_0};
 #define N_TYPES (int)(sizeof all_types / sizeof all_types[0])
 
 static unsigned rng = 12345;
@@ -57,6 +57,7 @@ static void test_names(void) {
     CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_AUTO), "auto") == 0);
     CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_F16), "f16") == 0);
     CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_Q8_0), "q8_0") == 0);
+    CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_Q4_0), "q4_0") == 0);
     CHECK(strcmp(hv_weight_type_name((hv_weight_type)42), "?") == 0);
     hv_weight_type out = HV_WEIGHTS_F16;
     CHECK(hv_weight_type_parse("q8", &out) == -1 && out == HV_WEIGHTS_F16);
@@ -281,6 +282,101 @@ static void test_q8_act(void) {
     CHECK(isnan(d[1]) && isnan(d[2]) && !isnan(d[0]));
 }
 
+/* q4_0: the scale rule of matmul.h, no clipping, error <= |d| / 2, the
+ * extreme value exact, nibble layout, refusals. */
+static void test_q4_0_convert(void) {
+    const int rows = 48, cols = 96, nb = cols / 32;
+    float *v = falloc((size_t)rows * cols);
+    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL};
+    void *st = &m;
+    hv_error e;
+    for (int i = 0; i < rows * cols; i++) v[i] = frand();
+    CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q4_0, v, 2, 48, &st, &e) == HV_ERR_UNSUPPORTED &&
+          st == NULL);
+    for (int b = 0; b < rows * nb; b++) {
+        float *blk = v + b * 32;
+        float scale = powf(10.0f, (float)irand(-4, 4));
+        for (int t = 0; t < 32; t++) {
+            switch (b % 6) {
+                case 0: blk[t] = frand() * scale; break;
+                case 1: blk[t] = 0.0f; break;
+                case 2: blk[t] = fabsf(frand()) * scale; break;  /* one sign */
+                case 3: blk[t] = -fabsf(frand()) * scale; break; /* the other */
+                case 4: blk[t] = t == 3 ? 1e4f : frand(); break; /* outlier */
+                default: blk[t] = frand() * 1e-6f; break;        /* f16-subnormal scale */
+            }
+        }
+    }
+    CHECK(hv_mat_from_f32(&m, HV_WEIGHTS_Q4_0, v, rows, cols, &st, &e) == HV_OK);
+    CHECK(m.type == HV_WEIGHTS_Q4_0 && hv_mat_bytes(&m) == (size_t)rows * nb * 18 &&
+          sizeof(hv_q4_0_block) == 18);
+    float *w = dequant(&m);
+    const hv_q4_0_block *q = st;
+    int ok_err = 1, ok_scale = 1, ok_extreme = 1;
+    for (int b = 0; b < rows * nb; b++) {
+        float mv = 0, o = 0;
+        for (int t = 0; t < 32; t++)
+            if (fabsf(v[b * 32 + t]) > fabsf(mv)) mv = v[b * 32 + t];
+        for (int t = 0; t < 32; t++)
+            if (v[b * 32 + t] * mv < 0) o = fmaxf(o, fabsf(v[b * 32 + t]));
+        double d = hv_f16_to_f32(q[b].d), mag = fmax(fabs(mv) / 8.0, o / 7.0);
+        if (!(fabs(d) >= mag && fabs(d) <= mag * (1 + 0x1p-10) + 0x1p-24)) ok_scale = 0;
+        if (mv != 0 && !(d * mv < 0)) ok_scale = 0;
+        for (int t = 0; t < 32; t++) {
+            double err = fabs((double)w[b * 32 + t] - v[b * 32 + t]);
+            if (err > fabs(d) / 2 * (1 + 1e-6)) ok_err = 0;
+            int nib = t < 16 ? q[b].qs[t] & 15 : q[b].qs[t - 16] >> 4;
+            if (w[b * 32 + t] != hv_f16_to_f32(q[b].d) * (float)(nib - 8)) ok_err = 0;
+        }
+        /* m / d rounds to -8 when d is exactly |m| / 8 */
+        if (fabs(d) == fabs(mv) / 8.0) {
+            for (int t = 0; t < 32; t++)
+                if (v[b * 32 + t] == mv) ok_extreme &= w[b * 32 + t] == mv;
+        }
+    }
+    CHECK_MSG(ok_err, "q4_0: every weight within |scale|/2, value = d * (nibble - 8)");
+    CHECK_MSG(ok_scale, "q4_0: |scale| = max(|m|/8, o/7) rounded up to f16, sign opposite m");
+    CHECK(ok_extreme);
+    CHECK(q[1].d == 0 && w[32] == 0.0f); /* block 1: zeros */
+    /* values k/8, k in [-8, 7], with a -1 in the block: exact */
+    float blk[32];
+    for (int t = 0; t < 32; t++) blk[t] = (float)(t % 16 - 8) / 8.0f;
+    void *st2;
+    hv_mat m2;
+    CHECK(hv_mat_from_f32(&m2, HV_WEIGHTS_Q4_0, blk, 1, 32, &st2, &e) == HV_OK);
+    float back[32];
+    hv_mat_row_f32(&m2, 0, back);
+    CHECK(memcmp(back, blk, sizeof blk) == 0 && ((const hv_q4_0_block *)st2)->d == 0x3000);
+    free(st2);
+    const hv_mm_kernels *simd = hv_mm_simd();
+    if (simd) {
+        float *a = falloc((size_t)rows * cols), *c = falloc((size_t)rows * cols);
+        hv_mm_scalar.widen_q4_0(a, q, (long)rows * cols);
+        simd->widen_q4_0(c, q, (long)rows * cols);
+        CHECK_MSG(same_bits(a, c, (size_t)rows * cols), "q4_0 widen: scalar == simd");
+        free(a);
+        free(c);
+    }
+    free(w);
+    free(st);
+    /* refused: a scale beyond f16, NaN, infinity */
+    for (int t = 0; t < 32; t++) blk[t] = 1.0f;
+    blk[5] = 65504.0f * 8.0f; /* the largest |m| that fits */
+    CHECK(hv_mat_from_f32(&m2, HV_WEIGHTS_Q4_0, blk, 1, 32, &st2, &e) == HV_OK);
+    CHECK(((const hv_q4_0_block *)st2)->d == 0xfbff);
+    free(st2);
+    blk[5] = 1e6f;
+    CHECK(hv_mat_from_f32(&m2, HV_WEIGHTS_Q4_0, blk, 1, 32, &st2, &e) == HV_ERR_UNSUPPORTED &&
+          !st2);
+    blk[5] = NAN;
+    CHECK(hv_mat_from_f32(&m2, HV_WEIGHTS_Q4_0, blk, 1, 32, &st2, &e) == HV_ERR_UNSUPPORTED &&
+          !st2);
+    blk[5] = INFINITY;
+    CHECK(hv_mat_from_f32(&m2, HV_WEIGHTS_Q4_0, blk, 1, 32, &st2, &e) == HV_ERR_UNSUPPORTED &&
+          !st2);
+    free(v);
+}
+
 /* ------------------------------------------------------------ linear */
 
 typedef struct shape {
@@ -300,6 +396,16 @@ static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int r
             for (int c = 0; c < cols; c++) src[(size_t)r * cols + c] = frand() * s;
         }
         for (int r = 0; r < rows; r++) bias[r] = frand();
+        return;
+    }
+    if (t == HV_WEIGHTS_Q4_0) {
+        /* weights k/8, k in [-8, 7], with a -1 in each block (scale 1/8
+         * exactly); activations as for q8_0 */
+        for (int i = 0; i < n * cols; i++)
+            x[i] = (float)(i % 32 == 5 ? (i & 64 ? 127 : -127) : irand(-127, 127)) / 64.0f;
+        for (int i = 0; i < rows * cols; i++)
+            src[i] = (float)(i % 32 == 17 ? -8 : irand(-8, 7)) / 8.0f;
+        for (int r = 0; r < rows; r++) bias[r] = (float)irand(-8192, 8192) / 8192.0f;
         return;
     }
     if (t != HV_WEIGHTS_Q8_0) { /* k/8 . k/16: multiples of 2^-7, |sum| <= cols */
@@ -324,7 +430,7 @@ static double tolerance(hv_weight_type t, int n, const float *xi, const float *w
                         float b) {
     double s = fabs(b), q = 0;
     for (int c = 0; c < cols; c++) s += fabs((double)xi[c] * wr[c]);
-    if (t == HV_WEIGHTS_Q8_0 && n <= HV_LINEAR_GEMV_MAX_N)
+    if ((t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0) && n <= HV_LINEAR_GEMV_MAX_N)
         for (int c0 = 0; c0 < cols; c0 += 32) {
             double amax = 0, wsum = 0;
             for (int c = c0; c < c0 + 32; c++) {
@@ -340,9 +446,9 @@ static void test_linear(hv_weight_type t, int exact) {
     static const shape gen[] = {{1, 1},     {5, 3},     {17, 9},   {33, 31},  {64, 100},
                                 {130, 257}, {40, 1000}, {300, 24}, {200, 520}};
     static const shape q8[] = {{1, 32}, {3, 64}, {37, 96}, {130, 256}, {40, 1024}, {200, 512}};
-    const shape *shapes = t == HV_WEIGHTS_Q8_0 ? q8 : gen;
-    int n_shapes =
-        t == HV_WEIGHTS_Q8_0 ? (int)(sizeof q8 / sizeof q8[0]) : (int)(sizeof gen / sizeof gen[0]);
+    int blocks = t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0;
+    const shape *shapes = blocks ? q8 : gen;
+    int n_shapes = blocks ? (int)(sizeof q8 / sizeof q8[0]) : (int)(sizeof gen / sizeof gen[0]);
     static const int ns[] = {1, 2, 3, 7, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 64, 200};
     hv_pool *pools[3];
     for (int p = 0; p < 3; p++) pools[p] = hv_pool_new(p + 1);
@@ -481,6 +587,20 @@ static void test_kernels_direct(void) {
         simd->gemv_q8_0(yb + w0, ldy, &a, wq + w0 * 3, n_w - w0, cols);
         CHECK_MSG(same_bits(ya, yb, 5 * 13), "q8_0 gemv from row %d", w0);
     }
+    hv_q4_0_block w4[11 * 3];
+    for (int b = 0; b < 11 * 3; b++) {
+        w4[b].d = hv_f32_to_f16(frand() * 0.01f);
+        for (int t = 0; t < 16; t++) w4[b].qs[t] = (uint8_t)irand(0, 255);
+    }
+    w4[0].qs[7] = 0x00; /* extremes: -8 against -127 and 127 */
+    w4[0].qs[8] = 0xff;
+    for (int w0 = 0; w0 < 8; w0++) {
+        memset(ya, 0, sizeof ya);
+        memset(yb, 0, sizeof yb);
+        hv_mm_scalar.gemv_q4_0(ya + w0, ldy, &a, w4 + w0 * 3, n_w - w0, cols);
+        simd->gemv_q4_0(yb + w0, ldy, &a, w4 + w0 * 3, n_w - w0, cols);
+        CHECK_MSG(same_bits(ya, yb, 5 * 13), "q4_0 gemv from row %d", w0);
+    }
 }
 
 /* Big values, zeros, negative zeros, subnormals, NaN and infinity in x. */
@@ -496,7 +616,10 @@ static void test_special(void) {
                 float v = frand();
                 switch (r % 4) {
                     case 0:
-                        v *= t == HV_WEIGHTS_F16 ? 60000.0f : t == HV_WEIGHTS_BF16 ? 1e30f : 8e6f;
+                        v *= t == HV_WEIGHTS_F16    ? 60000.0f
+                             : t == HV_WEIGHTS_BF16 ? 1e30f
+                             : t == HV_WEIGHTS_Q4_0 ? 4e5f
+                                                    : 8e6f;
                         break;
                     case 1: v = c % 2 ? -0.0f : 0.0f; break;
                     case 2: v = t == HV_WEIGHTS_F16 ? v * 0x1p-20f : v * 1e-39f; break;
@@ -668,6 +791,7 @@ int main(int argc, char **argv) {
     test_f16_bf16_roundtrip();
     test_q8_0_convert();
     test_q8_act();
+    test_q4_0_convert();
     test_kernels_direct();
     for (int t = 0; t < N_TYPES; t++) {
         test_linear(all_types[t], 1);

@@ -1,10 +1,11 @@
-/* Reduced-precision weights (f16, bf16, q8_0) against f32 on every fixture
+/* Reduced-precision weights (f16, bf16, q8_0, q4_0) against f32 on every fixture
  * model and audio file. The fixtures' random weights make decoding chaotic
  * (top-1/top-2 gaps down to 0.002 nats, and errors grow through untrained
  * layers), so a weight rounding of 2^-9 (bf16) or 1/254 of a block's
  * largest value (q8_0) flips later tokens of some files; f16 (2^-12) must
  * keep whole sequences for at least 95% of the files, every type the first
- * token, and all differences are reported. The trained demo model is where
+ * token (q4_0, whose step is 1/15 of a block's range, for 70%: measured
+ * 37 of 45), and all differences are reported. The trained demo model is where
  * whole-sequence agreement of every type is meaningful. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -48,13 +49,15 @@ int main(void) {
     char *man = fx ? hv_test_read_text(hv_test_path(fx, "manifest.json")) : NULL;
     cJSON *j = man ? cJSON_Parse(man) : NULL;
     CHECK_MSG(j != NULL, "fixtures manifest readable");
-    const char *names[] = {"f16", "bf16", "q8_0"};
-    hv_weight_type types[] = {HV_WEIGHTS_F16, HV_WEIGHTS_BF16, HV_WEIGHTS_Q8_0};
-    int same[3] = {0}, first[3] = {0}, total[3] = {0};
-    double worst_lp[3] = {0};
+    enum { NT = 4 };
+    const char *names[NT] = {"f16", "bf16", "q8_0", "q4_0"};
+    hv_weight_type types[NT] = {HV_WEIGHTS_F16, HV_WEIGHTS_BF16, HV_WEIGHTS_Q8_0, HV_WEIGHTS_Q4_0};
+    int same[NT] = {0}, first[NT] = {0}, total[NT] = {0};
+    double worst_lp[NT] = {0};
     hv_weight_type parsed;
     CHECK(hv_weight_type_parse("q8_0", &parsed) == 0 && parsed == HV_WEIGHTS_Q8_0);
     CHECK(hv_weight_type_parse("auto", &parsed) == 0 && parsed == HV_WEIGHTS_AUTO);
+    CHECK(hv_weight_type_parse("q4_0", &parsed) == 0 && parsed == HV_WEIGHTS_Q4_0);
     CHECK(hv_weight_type_parse("q4", &parsed) != 0);
 
     cJSON *mo;
@@ -68,8 +71,8 @@ int main(void) {
         hv_model *ref;
         CHECK_MSG(hv_model_load(mdir, &mp, &ref, err, sizeof err) == HV_OK, "%s", err);
         if (!ref) continue;
-        hv_model *typed[3];
-        for (int t = 0; t < 3; t++) {
+        hv_model *typed[NT];
+        for (int t = 0; t < NT; t++) {
             mp.weight_type = types[t];
             CHECK_MSG(hv_model_load(mdir, &mp, &typed[t], err, sizeof err) == HV_OK, "%s", err);
             /* 16-bit types halve the matrices; q8_0 takes 8.5 bits where the
@@ -89,7 +92,7 @@ int main(void) {
                 CHECK_MSG(0, "%s %s: f32 run failed", mdir, apath);
                 continue;
             }
-            for (int t = 0; t < 3; t++) {
+            for (int t = 0; t < NT; t++) {
                 if (!typed[t] || transcribe(typed[t], apath, &b)) {
                     CHECK_MSG(0, "%s %s: %s run failed", mdir, apath, names[t]);
                     continue;
@@ -102,16 +105,17 @@ int main(void) {
                     worst_lp[t] = fmax(worst_lp[t], fabs(a.lps[i] - b.lps[i]));
             }
         }
-        for (int t = 0; t < 3; t++) hv_model_free(typed[t]);
+        for (int t = 0; t < NT; t++) hv_model_free(typed[t]);
         hv_model_free(ref);
     }
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < NT; t++) {
         printf("%-5s greedy tokens identical to f32 for %d of %d files, first token for %d; "
                "worst token log-prob difference on the shared prefix %.2e\n",
                names[t], same[t], total[t], first[t], worst_lp[t]);
-        CHECK_MSG(total[t] > 0 && first[t] * 100 >= total[t] * 95,
-                  "%s: first token identical for %d of %d (>= 95%% required)", names[t], first[t],
-                  total[t]);
+        int need = types[t] == HV_WEIGHTS_Q4_0 ? 70 : 95;
+        CHECK_MSG(total[t] > 0 && first[t] * 100 >= total[t] * need,
+                  "%s: first token identical for %d of %d (>= %d%% required)", names[t], first[t],
+                  total[t], need);
         if (types[t] == HV_WEIGHTS_F16)
             CHECK_MSG(same[t] * 100 >= total[t] * 95, "f16: %d of %d identical (>= 95%% required)",
                       same[t], total[t]);

@@ -205,7 +205,8 @@ static const char *stat_names[N_STATS] = {
     "align_share", "skipped",      "rtf"};
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N] [--weight-type auto|f32|f16|bf16|q8_0]\n"
+    fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N]\n"
+               "                    [--weight-type auto|f32|f16|bf16|q8_0|q4_0]\n"
                "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W]\n"
                "                    [--chunking auto|vad|energy|none] [--vad-model DIR]\n"
                "                    [--word-timestamps] [--bandwidth] [--peak] [--json] FILE...\n"

@@ -118,7 +118,8 @@ static void usage(FILE *f) {
                "      --no-punctuation   ask for text without punctuation\n"
                "  -t, --threads N        worker threads, 1..256 (default: all cores)\n"
                "      --weight-type T    auto (default: the checkpoint's own type,\n"
-               "                         read in place), f32, f16, bf16 or q8_0\n"
+               "                         read in place), f32, f16, bf16, q8_0 or\n"
+               "                         q4_0\n"
                "      --max-tokens N     stop each chunk after N generated tokens\n"
                "                         (N >= 1)\n"
                "      --dither X         dither amount, X >= 0 (default: the\n"
@@ -259,7 +260,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_NO_PUNCT] = HVT_OPT_FLAG("no-punctuation", 0),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
     [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), parse_weight_type,
-                                     "auto, f32, f16, bf16 or q8_0"),
+                                     "auto, f32, f16, bf16, q8_0 or q4_0"),
     [O_MAX_TOKENS] =
         HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1, INT_MAX, "an integer >= 1"),
     [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY, "a finite number >= 0"),

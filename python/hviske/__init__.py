@@ -111,7 +111,7 @@ class Model:
     """A checkpoint directory loaded once (read-only; share it between
     threads). `threads`: worker threads per transcription (None: all
     cores); `weight_type`: "auto" (the checkpoint's own), "f32", "f16",
-    "bf16" or "q8_0". `library`: the libhviske file to use (default:
+    "bf16", "q8_0" or "q4_0". `library`: the libhviske file to use (default:
     $HVISKE_LIBRARY, else the installed one); `vad_model`: the speech
     detector's directory (default: $HVISKE_VAD_MODEL, else the one
     installed with the library, else the source tree's when the library is
@@ -126,7 +126,7 @@ class Model:
         params = lib.hv_model_default_params()
         params.n_threads = 0 if threads is None else _int("threads", threads, 1, 256)
         params.weight_type = _parse(lib.hv_weight_type_parse, "weight_type", weight_type,
-                                    "auto, f32, f16, bf16, q8_0")
+                                    "auto, f32, f16, bf16, q8_0, q4_0")
         if vad_model is not None and not isinstance(vad_model, (str, bytes, os.PathLike)):
             raise TypeError(f"vad_model must be a path, not {type(vad_model).__name__}")
         self._vad_model = vad_model

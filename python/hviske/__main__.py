@@ -28,7 +28,7 @@ def _parser():
     p.add_argument("-l", "--language", help="language code (default: da if supported)")
     p.add_argument("--no-punctuation", action="store_true")
     p.add_argument("-t", "--threads", type=int, help="worker threads (default: all cores)")
-    p.add_argument("--weight-type", default="auto", help="auto, f32, f16, bf16 or q8_0")
+    p.add_argument("--weight-type", default="auto", help="auto, f32, f16, bf16, q8_0 or q4_0")
     p.add_argument("--chunking", default="auto", help="auto, vad, energy, fixed or none")
     p.add_argument("--chunk-seconds", type=float, help="chunk length for --chunking fixed")
     p.add_argument("--beams", type=int, default=1, help="beam search with N beams")

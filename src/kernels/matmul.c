@@ -41,11 +41,9 @@ void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda, const fl
 
 /* ------------------------------------------------------------ types */
 
-const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES] = {[HV_WEIGHTS_AUTO] = "auto",
-                                                             [HV_WEIGHTS_F32] = "f32",
-                                                             [HV_WEIGHTS_F16] = "f16",
-                                                             [HV_WEIGHTS_BF16] = "bf16",
-                                                             [HV_WEIGHTS_Q8_0] = "q8_0"};
+const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES] = {
+    [HV_WEIGHTS_AUTO] = "auto", [HV_WEIGHTS_F32] = "f32",   [HV_WEIGHTS_F16] = "f16",
+    [HV_WEIGHTS_BF16] = "bf16", [HV_WEIGHTS_Q8_0] = "q8_0", [HV_WEIGHTS_Q4_0] = "q4_0"};
 
 const char *hv_weight_type_name(hv_weight_type type) {
     return (int)type >= 0 && (int)type < HV_N_WEIGHT_TYPES ? hv_weight_type_names[type] : "?";
@@ -59,6 +57,7 @@ static size_t row_bytes(hv_weight_type type, int cols) {
         case HV_WEIGHTS_F16:
         case HV_WEIGHTS_BF16: return (size_t)cols * 2;
         case HV_WEIGHTS_Q8_0: return (size_t)(cols / HV_Q8_BLOCK) * sizeof(hv_q8_0_block);
+        case HV_WEIGHTS_Q4_0: return (size_t)(cols / HV_Q8_BLOCK) * sizeof(hv_q4_0_block);
     }
     return 0;
 }
@@ -90,6 +89,39 @@ static int quantize_block(hv_q8_0_block *blk, const float *v) {
     return 0;
 }
 
+/* One q4_0 block from 32 values (matmul.h has the rule): the value m of
+ * largest magnitude maps to -8 and every other value into [-8, 7], so none
+ * is clipped and each is off by at most |d| / 2. Returns 0, or -1 for a
+ * non-finite value or a scale beyond f16's range. */
+static int quantize_block_q4(hv_q4_0_block *blk, const float *v) {
+    float m = 0.0f;
+    for (int t = 0; t < HV_Q8_BLOCK; t++) {
+        if (!isfinite(v[t])) return -1;
+        if (fabsf(v[t]) > fabsf(m)) m = v[t];
+    }
+    float o = 0.0f; /* largest magnitude of the other sign */
+    for (int t = 0; t < HV_Q8_BLOCK; t++)
+        if ((m > 0.0f && v[t] < 0.0f) || (m < 0.0f && v[t] > 0.0f))
+            if (fabsf(v[t]) > o) o = fabsf(v[t]);
+    float mag = fabsf(m) / 8.0f;
+    if (o / 7.0f > mag) mag = o / 7.0f;
+    uint16_t h = hv_f32_to_f16(mag);
+    if (hv_f16_to_f32(h) < mag) h++; /* next f16 up */
+    if (h >= 0x7c00) return -1;
+    if (m > 0.0f) h |= 0x8000; /* d's sign is opposite to m's */
+    float dd = hv_f16_to_f32(h);
+    blk->d = h;
+    for (int t = 0; t < HV_Q8_BLOCK / 2; t++) {
+        int q[2];
+        for (int s = 0; s < 2; s++) {
+            float r = dd != 0.0f ? rintf(v[t + 16 * s] / dd) : 0.0f;
+            q[s] = (int)(r > 7.0f ? 7.0f : r < -8.0f ? -8.0f : r) + 8;
+        }
+        blk->qs[t] = (uint8_t)(q[0] | q[1] << 4);
+    }
+    return 0;
+}
+
 hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows, int cols,
                           void **storage, hv_error *e) {
     *storage = NULL;
@@ -97,9 +129,9 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
         return hv_err(e, HV_ERR_INVALID_ARG, "matrix %dx%d: empty", rows, cols);
     if ((int)type < HV_WEIGHTS_F32 || (int)type >= HV_N_WEIGHT_TYPES)
         return hv_err(e, HV_ERR_INVALID_ARG, "weight type %d: not a matrix type", (int)type);
-    if (type == HV_WEIGHTS_Q8_0 && cols % HV_Q8_BLOCK)
-        return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d: q8_0 needs a multiple of %d columns",
-                      rows, cols, HV_Q8_BLOCK);
+    if ((type == HV_WEIGHTS_Q8_0 || type == HV_WEIGHTS_Q4_0) && cols % HV_Q8_BLOCK)
+        return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d: %s needs a multiple of %d columns",
+                      rows, cols, hv_weight_type_name(type), HV_Q8_BLOCK);
     size_t bytes = (size_t)rows * row_bytes(type, cols);
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes) != 0)
@@ -128,6 +160,13 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
                     why = "a block has a non-finite weight or a scale beyond f16";
             break;
         }
+        case HV_WEIGHTS_Q4_0: {
+            hv_q4_0_block *dst = p;
+            for (size_t b = 0; b < count / HV_Q8_BLOCK && !why; b++)
+                if (quantize_block_q4(&dst[b], src + b * HV_Q8_BLOCK) != 0)
+                    why = "a block has a non-finite weight or a scale beyond f16";
+            break;
+        }
     }
     if (why) {
         free(p);
@@ -151,6 +190,9 @@ void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long co
         case HV_WEIGHTS_BF16: k->widen_bf16(dst, (const uint16_t *)W->data + at, count); break;
         case HV_WEIGHTS_Q8_0:
             k->widen_q8_0(dst, (const hv_q8_0_block *)W->data + at / HV_Q8_BLOCK, count);
+            break;
+        case HV_WEIGHTS_Q4_0:
+            k->widen_q4_0(dst, (const hv_q4_0_block *)W->data + at / HV_Q8_BLOCK, count);
             break;
     }
 }
@@ -196,7 +238,7 @@ typedef struct linear_job {
     const hv_mat *W;
     const float *bias;
     const hv_mm_kernels *k;
-    const hv_q8_act *xq; /* q8_0 with n <= HV_LINEAR_GEMV_MAX_N */
+    const hv_q8_act *xq; /* q8_0, q4_0 with n <= HV_LINEAR_GEMV_MAX_N */
     int tiled;           /* n > HV_LINEAR_GEMV_MAX_N: sgemm per chunk */
     int chunk, n_chunks; /* output rows in fixed chunks of `chunk` rows */
     atomic_int next;     /* next chunk to take */
@@ -278,6 +320,15 @@ static void gemv_rows(const linear_job *j, int r0, int r1) {
                             (const hv_q8_0_block *)W->data + (long)r0 * (cols / HV_Q8_BLOCK),
                             r1 - r0, cols);
             break;
+        case HV_WEIGHTS_Q4_0:
+            if (!j->xq) {
+                rows_unbuffered(j, r0, r1);
+                break;
+            }
+            j->k->gemv_q4_0(y, rows, j->xq,
+                            (const hv_q4_0_block *)W->data + (long)r0 * (cols / HV_Q8_BLOCK),
+                            r1 - r0, cols);
+            break;
     }
 }
 
@@ -349,7 +400,7 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
         return;
     hv_q8_act xq;
     void *xq_buf = NULL;
-    if (W->type == HV_WEIGHTS_Q8_0 && !job.tiled) {
+    if ((W->type == HV_WEIGHTS_Q8_0 || W->type == HV_WEIGHTS_Q4_0) && !job.tiled) {
         int nb = W->cols / HV_Q8_BLOCK;
         xq_buf = malloc((size_t)n * nb * (sizeof(float) + HV_Q8_BLOCK));
         if (xq_buf) {

@@ -10,6 +10,10 @@
  *                    scale d per block and 32 int8 q in [-127, 127]:
  *                    w = d * q. 34 bytes per 32 weights (8.5 bits/weight);
  *                    cols % 32 == 0.
+ *   HV_WEIGHTS_Q4_0  blocks of 32 with one f16 scale d (which may be
+ *                    negative) and 32 4-bit q in [0, 15]: w = d * (q - 8).
+ *                    18 bytes per 32 weights (4.5 bits/weight);
+ *                    cols % 32 == 0.
  * The types are the public hv_weight_type; HV_WEIGHTS_AUTO is a choice at
  * load time, never the type of a matrix. */
 #ifndef HV_MATMUL_H
@@ -21,7 +25,7 @@
 #include "util/error.h"
 
 /* One past the last hv_weight_type. */
-#define HV_N_WEIGHT_TYPES (HV_WEIGHTS_Q8_0 + 1)
+#define HV_N_WEIGHT_TYPES (HV_WEIGHTS_Q4_0 + 1)
 
 typedef struct hv_mat {
     hv_weight_type type; /* never HV_WEIGHTS_AUTO */
@@ -31,7 +35,7 @@ typedef struct hv_mat {
 } hv_mat;
 
 /* The names hv_weight_type_parse reads, by type: "auto", "f32", "f16",
- * "bf16", "q8_0". */
+ * "bf16", "q8_0", "q4_0". */
 extern const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES];
 
 /* hv_weight_type_names[type], or "?" for a value outside the enum. */
@@ -45,10 +49,15 @@ size_t hv_mat_bytes(const hv_mat *m);
  * free()) and m describes it (m->data == *storage). f16 and bf16 round to
  * nearest, ties to even; q8_0 takes per block d = amax / 127 rounded up to
  * the next f16 (so |q| <= 127 without clipping) and q = round(w / d), an
- * error of at most d / 2 per weight. HV_WEIGHTS_F32 copies.
+ * error of at most d / 2 per weight. q4_0: with m the block's value of
+ * largest magnitude and o the largest magnitude among the values of the
+ * other sign, |d| = max(|m| / 8, o / 7) rounded up to the next f16, with
+ * the sign opposite to m's, and q - 8 = round(w / d): m maps to -8, every
+ * value into [-8, 7] without clipping, each off by at most |d| / 2 (a
+ * block of one sign uses all 16 levels). HV_WEIGHTS_F32 copies.
  * Returns HV_ERR_UNSUPPORTED, with *storage NULL and m untouched, when the
- * matrix cannot be held in `type` and should stay f32: q8_0 with cols not a
- * multiple of 32, a q8_0 block with a non-finite weight or with amax too
+ * matrix cannot be held in `type` and should stay f32: q8_0 or q4_0 with
+ * cols not a multiple of 32, a q8_0 or q4_0 block with a non-finite weight or with amax too
  * large for an f16 scale (> ~8.3e6), or a finite weight that would become
  * infinite in f16/bf16 (|w| >= 65520 in f16). HV_ERR_INVALID_ARG for
  * rows or cols < 1 or a type that is not a matrix's (HV_WEIGHTS_AUTO),
@@ -65,7 +74,7 @@ void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
  *   weights go to OpenBLAS (sgemv/sgemm); the other types to a kernel that
  *   streams the weights once and widens them on the fly; for q8_0 it
  *   quantises x to int8 blocks of 32 (one f32 scale each) and uses integer
- *   dot products, which adds activation-rounding error;
+ *   dot products, which adds activation-rounding error; q4_0 likewise;
  * - larger n (encoder, cross-attention keys/values): the packed GEMM
  *   (gemm.c) for every type, weights widened exactly to f32 as they are
  *   packed, so the result is that of f32 weights equal to the stored ones;

@@ -180,6 +180,81 @@ TARGET static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_
     }
 }
 
+/* A q4_0 block's 32 nibbles q (0..15) as bytes in element order: the
+ * low nibbles are elements 0..15, the high ones 16..31. */
+INLINE __m256i q4_nibbles(const hv_q4_0_block *b) {
+    __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
+    __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(raw), _mm_srli_epi16(raw, 4), 1);
+    return _mm256_and_si256(both, _mm256_set1_epi8(15));
+}
+
+/* The same as bytes q - 8, in [-8, 7]. */
+INLINE __m256i q4_bytes(const hv_q4_0_block *b) {
+    return _mm256_sub_epi8(q4_nibbles(b), _mm256_set1_epi8(8));
+}
+
+/* 8 int32 lanes of 4 * 8 * (the sum of qx at positions 4j .. 4j+3): the
+ * term that turns the dot with the nibbles q into the dot with q - 8.
+ * Computed once per activation block for the 4 rows that share it. */
+INLINE __m256i q4_bias(__m256i qx) {
+    __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), qx); /* |pair| <= 254 */
+    return _mm256_slli_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), 3);
+}
+
+/* Lane j = sum of (q - 8) * qx at positions 4j .. 4j+3, exactly: the
+ * unsigned nibbles times signed qx (pair sums <= 2 * 15 * 127, no
+ * saturation), minus 8 * the sum of qx. */
+INLINE __m256 q4_step(const hv_q4_0_block *b, __m256i qx, __m256i bias, float dx, __m256 acc) {
+    __m256i p16 = _mm256_maddubs_epi16(q4_nibbles(b), qx);
+    __m256i p = _mm256_sub_epi32(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)), bias);
+    __m256 d = _mm256_set1_ps(_cvtsh_ss(b->d) * dx);
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+}
+
+TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
+                             int cols) {
+    int nb = cols / HV_Q8_BLOCK;
+    int r = 0;
+    for (; r + 4 <= n_w; r += 4) {
+        const hv_q4_0_block *w0 = w + (long)r * nb, *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+        for (int i = 0; i < a->n; i++) {
+            const float *xd = a->d + (long)i * nb;
+            const int8_t *xq = a->q + (long)i * cols;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            /* fetch the next 4 rows (72 bytes per block step) */
+            const char *next = (const char *)(w3 + nb);
+            for (int b = 0; b < nb; b++) {
+                __m256i qx = _mm256_loadu_si256((const __m256i *)(xq + (long)b * HV_Q8_BLOCK));
+                __m256i bias = q4_bias(qx);
+                _mm_prefetch(next + 72 * b, _MM_HINT_T0);
+                _mm_prefetch(next + 72 * b + 64, _MM_HINT_T0);
+                a0 = q4_step(w0 + b, qx, bias, xd[b], a0);
+                a1 = q4_step(w1 + b, qx, bias, xd[b], a1);
+                a2 = q4_step(w2 + b, qx, bias, xd[b], a2);
+                a3 = q4_step(w3 + b, qx, bias, xd[b], a3);
+            }
+            float *yi = y + (long)i * ldy + r;
+            yi[0] = hsum8(a0);
+            yi[1] = hsum8(a1);
+            yi[2] = hsum8(a2);
+            yi[3] = hsum8(a3);
+        }
+    }
+    for (; r < n_w; r++) {
+        const hv_q4_0_block *w0 = w + (long)r * nb;
+        for (int i = 0; i < a->n; i++) {
+            const float *xd = a->d + (long)i * nb;
+            const int8_t *xq = a->q + (long)i * cols;
+            __m256 a0 = _mm256_setzero_ps();
+            for (int b = 0; b < nb; b++) {
+                __m256i qx = _mm256_loadu_si256((const __m256i *)(xq + (long)b * HV_Q8_BLOCK));
+                a0 = q4_step(w0 + b, qx, q4_bias(qx), xd[b], a0);
+            }
+            y[(long)i * ldy + r] = hsum8(a0);
+        }
+    }
+}
+
 TARGET static void widen_f16(float *dst, const uint16_t *src, long count) {
     long i = 0;
     for (; i + 8 <= count; i += 8) _mm256_storeu_ps(dst + i, load8(src + i, 0));
@@ -202,6 +277,23 @@ TARGET static void widen_q8_0(float *dst, const hv_q8_0_block *src, long count) 
             __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
             _mm256_storeu_ps(o + t, _mm256_mul_ps(d, q));
         }
+    }
+}
+
+/* d * (q - 8) is exact in f32. */
+TARGET static void widen_q4_0(float *dst, const hv_q4_0_block *src, long count) {
+    for (long b = 0; b < count / HV_Q8_BLOCK; b++) {
+        __m256 d = _mm256_set1_ps(_cvtsh_ss(src[b].d));
+        __m256i q = q4_bytes(&src[b]);
+        float *o = dst + b * HV_Q8_BLOCK;
+        __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
+        _mm256_storeu_ps(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0))));
+        _mm256_storeu_ps(o + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                                     _mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8)))));
+        _mm256_storeu_ps(o + 16, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1))));
+        _mm256_storeu_ps(
+            o + 24,
+            _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8)))));
     }
 }
 
@@ -276,7 +368,8 @@ TARGET static void gemm_panel(float *dst, const float *src, long ld, int kc) {
         for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
-const hv_mm_kernels hv_mm_avx2 = {"avx2",     gemv_f16,   gemv_bf16, gemv_q8_0, widen_f16,
-                                  widen_bf16, widen_q8_0, gemm_tile, gemm_panel};
+const hv_mm_kernels hv_mm_avx2 = {"avx2",     gemv_f16,  gemv_bf16,  gemv_q8_0,
+                                  gemv_q4_0,  widen_f16, widen_bf16, widen_q8_0,
+                                  widen_q4_0, gemm_tile, gemm_panel};
 
 #endif

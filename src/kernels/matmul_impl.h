@@ -18,6 +18,8 @@
  *   (f32), and for lane j < 8, p = sum of the 4 products qw*qx at
  *   positions 4j .. 4j+3 (an exact integer), a[j] = fma(d, (float)p, a[j]);
  *   then the same sum of lanes.
+ * q4_0 dot: the q8_0 dot with each weight block's q replaced by its 32
+ *   values q - 8 (in [-8, 7]) in element order.
  * Packed GEMM (n > HV_LINEAR_GEMV_MAX_N, gemm.c): every output element is
  *   s = 0; s = fma(x[i][k], w[j][k], s) for k = 0, 1, ..., cols - 1 in
  *   order (weights widened to f32 exactly); y = s + bias[j].
@@ -38,6 +40,14 @@ typedef struct hv_q8_0_block {
     uint16_t d;            /* scale, IEEE f16 */
     int8_t q[HV_Q8_BLOCK]; /* weights / d, in [-127, 127] */
 } hv_q8_0_block;
+
+/* One q4_0 weight block: 18 bytes, no padding (llama.cpp's block_q4_0).
+ * Element t < 16 is the low nibble of qs[t], element t + 16 its high
+ * nibble; the value is d * (nibble - 8). */
+typedef struct hv_q4_0_block {
+    uint16_t d;                  /* scale, IEEE f16 (may be negative) */
+    uint8_t qs[HV_Q8_BLOCK / 2]; /* nibbles */
+} hv_q4_0_block;
 
 /* Activations quantised for the q8_0 dot product: n rows of cols values
  * (cols % 32 == 0) as nb = cols / 32 blocks per row. */
@@ -67,9 +77,12 @@ typedef struct hv_mm_kernels {
                       int cols);
     void (*gemv_q8_0)(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
                       int cols);
+    void (*gemv_q4_0)(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
+                      int cols);
     void (*widen_f16)(float *dst, const uint16_t *src, long count);
     void (*widen_bf16)(float *dst, const uint16_t *src, long count);
     void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
+    void (*widen_q4_0)(float *dst, const hv_q4_0_block *src, long count);
     /* The packed GEMM's micro-kernel: a tile of HV_GEMM_MR x HV_GEMM_NR
      * outputs, c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + the fma
      * chain over k < kc of a[k * MR + i] * b[k * NR + j]. */
@@ -102,7 +115,7 @@ const hv_mm_kernels *hv_mm_simd(void);
 const hv_mm_kernels *hv_mm_best(void);
 
 /* count values of W starting at row r, column c (q8_0: c and count
- * multiples of 32) widened to f32 at dst, exactly. */
+ * and q4_0: c and count multiples of 32) widened to f32 at dst, exactly. */
 void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long count, float *dst);
 
 /* y[m][n x W[m].rows] = x . W[m]^T (+ bias[m] when not NULL) for count <=

@@ -105,6 +105,39 @@ static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block
     }
 }
 
+/* A q4_0 block's 32 values q - 8, in element order. */
+static void q4_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]) {
+    for (int t = 0; t < HV_Q8_BLOCK / 2; t++) {
+        q[t] = (int8_t)((b->qs[t] & 15) - 8);
+        q[t + 16] = (int8_t)((b->qs[t] >> 4) - 8);
+    }
+}
+
+static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
+                      int cols) {
+    int nb = cols / HV_Q8_BLOCK;
+    for (int r = 0; r < n_w; r++) {
+        const hv_q4_0_block *wr = w + (long)r * nb;
+        for (int i = 0; i < a->n; i++) {
+            const float *xd = a->d + (long)i * nb;
+            const int8_t *xq = a->q + (long)i * cols;
+            float acc[8] = {0};
+            for (int b = 0; b < nb; b++) {
+                float d = hv_f16_to_f32(wr[b].d) * xd[b];
+                int8_t qw[HV_Q8_BLOCK];
+                q4_values(&wr[b], qw);
+                const int8_t *qx = xq + (long)b * HV_Q8_BLOCK;
+                for (int j = 0; j < 8; j++) {
+                    int p = 0;
+                    for (int t = 4 * j; t < 4 * j + 4; t++) p += qw[t] * qx[t];
+                    acc[j] = fmaf(d, (float)p, acc[j]);
+                }
+            }
+            y[(long)i * ldy + r] = lanes_sum(acc);
+        }
+    }
+}
+
 static void widen_f16(float *dst, const uint16_t *src, long count) {
     for (long i = 0; i < count; i++) dst[i] = hv_f16_to_f32(src[i]);
 }
@@ -117,6 +150,16 @@ static void widen_q8_0(float *dst, const hv_q8_0_block *src, long count) {
     for (long b = 0; b < count / HV_Q8_BLOCK; b++) {
         float d = hv_f16_to_f32(src[b].d);
         for (int t = 0; t < HV_Q8_BLOCK; t++) dst[b * HV_Q8_BLOCK + t] = d * (float)src[b].q[t];
+    }
+}
+
+/* d * (q - 8) is exact in f32. */
+static void widen_q4_0(float *dst, const hv_q4_0_block *src, long count) {
+    for (long b = 0; b < count / HV_Q8_BLOCK; b++) {
+        float d = hv_f16_to_f32(src[b].d);
+        int8_t q[HV_Q8_BLOCK];
+        q4_values(&src[b], q);
+        for (int t = 0; t < HV_Q8_BLOCK; t++) dst[b * HV_Q8_BLOCK + t] = d * (float)q[t];
     }
 }
 
@@ -134,5 +177,6 @@ static void gemm_panel(float *dst, const float *src, long ld, int kc) {
         for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
-const hv_mm_kernels hv_mm_scalar = {"scalar",   gemv_f16,   gemv_bf16, gemv_q8_0, widen_f16,
-                                    widen_bf16, widen_q8_0, gemm_tile, gemm_panel};
+const hv_mm_kernels hv_mm_scalar = {"scalar",   gemv_f16,  gemv_bf16,  gemv_q8_0,
+                                    gemv_q4_0,  widen_f16, widen_bf16, widen_q8_0,
+                                    widen_q4_0, gemm_tile, gemm_panel};

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "kernels/half.h"
+#include "kernels/matmul_impl.h"
 #include "util/file.h"
 
 #define MAX_HEADER (100u << 20) /* real headers are a few MiB at most */
@@ -59,6 +60,23 @@ static uint32_t rd32(const uint8_t *p) {
 hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e) {
     const uint8_t *p = t->data;
     size_t n = (size_t)t->numel;
+    if (t->quant != HV_WEIGHTS_AUTO) {
+        /* blocks hold uint16 scales: read them from an aligned copy when
+         * the file's offset is odd */
+        void *copy = NULL;
+        const void *blocks = p;
+        if ((uintptr_t)p % 2) {
+            if (!(copy = malloc(t->nbytes)))
+                return hv_err(e, HV_ERR_NOMEM, "tensor %s: out of memory", t->name);
+            memcpy(copy, p, t->nbytes);
+            blocks = copy;
+        }
+        int64_t rows = t->shape[0];
+        hv_mat m = {t->quant, (int)rows, (int)(t->numel / rows), blocks};
+        hv_mat_widen(hv_mm_best(), &m, 0, 0, (long)t->numel, dst);
+        free(copy);
+        return HV_OK;
+    }
     switch (t->dtype) {
         case HV_DT_F32:
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -243,6 +261,122 @@ static hv_status check_overlap(const char *path, hv_st_tensor *ts, int n, hv_err
     return s;
 }
 
+/* ------------------------------------------------ quantized tensors */
+
+static int by_name_ptr(const void *a, const void *b) {
+    return strcmp((*(hv_st_tensor *const *)a)->name, (*(hv_st_tensor *const *)b)->name);
+}
+
+/* One "hviske.quant" entry: name -> {"type": "q4_0", "shape": [rows, ...]}
+ * for the U8 tensor t of this file. */
+static hv_status quant_entry(const char *path, const cJSON *q, hv_st_tensor *t, hv_error *e) {
+    const char *name = q->string;
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(q, "type");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(q, "shape");
+    if (!cJSON_IsObject(q) || !cJSON_IsString(ty) || !cJSON_IsArray(shape))
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: hviske.quant entry must be {\"type\": ..., \"shape\": "
+                      "[...]}",
+                      path, name);
+    hv_weight_type type;
+    if (!strcmp(ty->valuestring, "q8_0"))
+        type = HV_WEIGHTS_Q8_0;
+    else if (!strcmp(ty->valuestring, "q4_0"))
+        type = HV_WEIGHTS_Q4_0;
+    else
+        return hv_err(e, HV_ERR_UNSUPPORTED,
+                      "%s: tensor %s: unknown block format \"%.32s\" (this hviske reads q8_0 "
+                      "and q4_0)",
+                      path, name, ty->valuestring);
+    if (t->dtype != HV_DT_U8 || t->ndim != 1)
+        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: a quantized tensor must be 1-D U8 bytes",
+                      path, name);
+    int nd = cJSON_GetArraySize(shape);
+    if (nd < 2 || nd > HV_ST_MAX_DIMS)
+        return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: logical shape needs 2 to %d dimensions",
+                      path, name, HV_ST_MAX_DIMS);
+    int64_t dims[HV_ST_MAX_DIMS], cols = 1;
+    for (int i = 0; i < nd; i++) {
+        if (!json_uint(cJSON_GetArrayItem(shape, i), (double)INT32_MAX, &dims[i]) || !dims[i])
+            return hv_err(e, HV_ERR_FORMAT,
+                          "%s: tensor %s: logical dimension %d is not an integer in [1, 2^31)",
+                          path, name, i);
+        if (i && (cols *= dims[i]) > INT32_MAX)
+            return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: logical shape too large", path, name);
+    }
+    size_t bsize = type == HV_WEIGHTS_Q8_0 ? sizeof(hv_q8_0_block) : sizeof(hv_q4_0_block);
+    if (cols % HV_Q8_BLOCK)
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: %lld columns, not a multiple of the %s block of %d", path,
+                      name, (long long)cols, ty->valuestring, HV_Q8_BLOCK);
+    uint64_t blocks = (uint64_t)dims[0] * (uint64_t)(cols / HV_Q8_BLOCK);
+    if (blocks * bsize != (uint64_t)t->nbytes)
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: %zu bytes, but %llu %s blocks of %zu bytes are %llu", path,
+                      name, t->nbytes, (unsigned long long)blocks, ty->valuestring, bsize,
+                      (unsigned long long)(blocks * bsize));
+    /* every scale finite: an f16 whose exponent bits are all ones is not */
+    const uint8_t *p = t->data;
+    for (uint64_t b = 0; b < blocks; b++) {
+        const uint8_t *d = p + b * bsize;
+        if ((d[1] & 0x7c) == 0x7c)
+            return hv_err(e, HV_ERR_FORMAT,
+                          "%s: tensor %s: block %llu has a non-finite scale (f16 0x%02x%02x)", path,
+                          name, (unsigned long long)b, d[1], d[0]);
+    }
+    t->quant = type;
+    t->ndim = nd;
+    t->numel = dims[0] * cols;
+    memcpy(t->shape, dims, sizeof(int64_t) * (size_t)nd);
+    return HV_OK;
+}
+
+/* Applies the file's "__metadata__"."hviske.quant" (a JSON object in a
+ * string, as safetensors metadata values are strings) to its tensors
+ * ts[0..n). */
+static hv_status apply_quant(const char *path, const cJSON *meta, hv_st_tensor *ts, int n,
+                             hv_error *e) {
+    if (!meta) return HV_OK;
+    if (!cJSON_IsObject(meta))
+        return hv_err(e, HV_ERR_FORMAT, "%s: __metadata__ is not an object", path);
+    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(meta, "hviske.quant");
+    if (!qs) return HV_OK;
+    if (!cJSON_IsString(qs))
+        return hv_err(e, HV_ERR_FORMAT, "%s: __metadata__.hviske.quant is not a string", path);
+    cJSON *root = cJSON_ParseWithOpts(qs->valuestring, NULL, 1);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return hv_err(e, HV_ERR_FORMAT, "%s: __metadata__.hviske.quant is not a JSON object", path);
+    }
+    hv_st_tensor **order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!order) {
+        cJSON_Delete(root);
+        return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (int i = 0; i < n; i++) order[i] = &ts[i];
+    qsort(order, (size_t)n, sizeof *order, by_name_ptr);
+    hv_status s = HV_OK;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, root) {
+        hv_st_tensor key = {.name = q->string}, *kp = &key;
+        hv_st_tensor **hit = bsearch(&kp, order, (size_t)n, sizeof *order, by_name_ptr);
+        if (!hit) {
+            s = hv_err(e, HV_ERR_FORMAT,
+                       "%s: hviske.quant names tensor %s, which is not in the file", path,
+                       q->string);
+            break;
+        }
+        if ((*hit)->quant != HV_WEIGHTS_AUTO) {
+            s = hv_err(e, HV_ERR_FORMAT, "%s: hviske.quant names tensor %s twice", path, q->string);
+            break;
+        }
+        if ((s = quant_entry(path, q, *hit, e))) break;
+    }
+    free(order);
+    cJSON_Delete(root);
+    return s;
+}
+
 /* Reads the header of the last mapped file and appends its tensors. */
 static hv_status parse_header(hv_safetensors *st, hv_error *e) {
     int fi = st->n_files - 1;
@@ -287,8 +421,11 @@ static hv_status parse_header(hv_safetensors *st, hv_error *e) {
         t->file = fi;
         if ((s = parse_entry(f->path, ent, data, data_size, t, e))) break;
     }
-    cJSON_Delete(root);
     if (!s) s = check_overlap(f->path, st->tensors + first, st->n_tensors - first, e);
+    if (!s)
+        s = apply_quant(f->path, cJSON_GetObjectItemCaseSensitive(root, "__metadata__"),
+                        st->tensors + first, st->n_tensors - first, e);
+    cJSON_Delete(root);
     return s;
 }
 

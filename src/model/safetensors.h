@@ -24,9 +24,16 @@ typedef enum hv_dtype {
 
 #define HV_ST_MAX_DIMS 8
 
+/* A pre-quantized tensor (docs/QUANTIZE.md) is stored as a U8 tensor of
+ * its block bytes and named in the file's "__metadata__" entry
+ * "hviske.quant" with its block format and logical shape: once opened, its
+ * ndim, shape and numel are the logical ones, quant its block type (q8_0,
+ * q4_0), dtype stays U8 and nbytes the stored length. For every other
+ * tensor quant is HV_WEIGHTS_AUTO. */
 typedef struct hv_st_tensor {
     char *name; /* owned */
     hv_dtype dtype;
+    hv_weight_type quant; /* HV_WEIGHTS_Q8_0, _Q4_0, or AUTO: not quantized */
     int ndim;
     int64_t shape[HV_ST_MAX_DIMS];
     int64_t numel;
@@ -53,7 +60,9 @@ typedef struct hv_safetensors {
  * tensor -> plain file name in model_dir; each shard is opened once, every
  * indexed tensor must be in its shard, a tensor in two shards is an error).
  * Every header is validated (dtypes, shapes, offsets inside the data,
- * byte lengths, no overlaps, no duplicate names); messages name the file.
+ * byte lengths, no overlaps, no duplicate names; for quantized tensors the
+ * metadata, the block format, the byte length for the logical shape and
+ * that every block scale is finite); messages name the file.
  * On failure st is left empty (nothing to close). */
 hv_status hv_st_open_dir(hv_safetensors *st, const char *model_dir, hv_error *e);
 
@@ -73,8 +82,9 @@ const hv_st_tensor *hv_st_find(const hv_safetensors *st, const char *name);
 const char *hv_dtype_name(hv_dtype dt);
 size_t hv_dtype_size(hv_dtype dt);
 
-/* Converts an F32/F16/BF16 tensor to n = numel floats at dst. Returns
- * HV_ERR_UNSUPPORTED for other dtypes. */
+/* Converts an F32/F16/BF16 or quantized tensor to n = numel floats at dst
+ * (quantized: widened exactly). Returns HV_ERR_UNSUPPORTED for other
+ * dtypes. */
 hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e);
 
 #endif

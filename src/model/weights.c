@@ -82,7 +82,8 @@ static const hv_st_tensor *find_v(loader *L, bool optional, int ndim, const int6
         problem(L, "\n  %s: shape %s, expected %s", name, have, want);
         return NULL;
     }
-    if (t->dtype != HV_DT_F32 && t->dtype != HV_DT_F16 && t->dtype != HV_DT_BF16) {
+    if (t->dtype != HV_DT_F32 && t->dtype != HV_DT_F16 && t->dtype != HV_DT_BF16 &&
+        t->quant == HV_WEIGHTS_AUTO) {
         problem(L, "\n  %s: dtype %s is not F32, F16 or BF16", name, hv_dtype_name(t->dtype));
         return NULL;
     }
@@ -116,13 +117,30 @@ static float *tensor(loader *L, bool optional, int ndim, const int64_t *shape, c
     return track(L, to_f32(L, t));
 }
 
-static hv_weight_type disk_type(hv_dtype dt) {
+static hv_weight_type disk_type(const hv_st_tensor *t) {
+    hv_dtype dt = t->dtype;
+    if (t->quant != HV_WEIGHTS_AUTO) return t->quant;
     return dt == HV_DT_F16 ? HV_WEIGHTS_F16 : dt == HV_DT_BF16 ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F32;
+}
+
+/* Records m under the tensor's name. */
+static void named(loader *L, const hv_st_tensor *t, const hv_mat *m) {
+    hv_weights *w = L->w;
+    if (w->n_mats % 64 == 0) {
+        hv_named_mat *a = realloc(w->mats, (size_t)(w->n_mats + 64) * sizeof *a);
+        if (!a) {
+            L->oom = true;
+            return;
+        }
+        w->mats = a;
+    }
+    w->mats[w->n_mats++] = (hv_named_mat){t->name, *m};
 }
 
 /* A weight matrix [rows x cols] in the compute type: the checkpoint's own
  * type by default, read in place from the mapping when it is already that
- * type (no copy), else converted. A matrix that cannot take the type
+ * type (no copy; quantized blocks at an odd offset are copied), else
+ * converted. A matrix that cannot take the type
  * (q8_0 needs cols % 32 == 0) stays f32. */
 static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols, const char *fmt,
                      ...) {
@@ -132,12 +150,25 @@ static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int co
     const hv_st_tensor *t = find_v(L, false, ndim, shape, fmt, ap);
     va_end(ap);
     if (!t || L->oom || L->n_problems) return m;
-    hv_weight_type want = L->want == HV_WEIGHTS_AUTO ? disk_type(t->dtype) : L->want;
-    size_t esize = hv_dtype_size(t->dtype);
-    if (want == disk_type(t->dtype) && (uintptr_t)t->data % esize == 0) {
+    hv_weight_type want = L->want == HV_WEIGHTS_AUTO ? disk_type(t) : L->want;
+    /* quantized blocks hold uint16 scales */
+    size_t esize = t->quant != HV_WEIGHTS_AUTO ? 2 : hv_dtype_size(t->dtype);
+    bool quant = t->quant != HV_WEIGHTS_AUTO;
+    if (want == disk_type(t) && (quant || (uintptr_t)t->data % esize == 0)) {
         m.type = want;
         m.data = t->data;
+        if ((uintptr_t)t->data % esize) { /* blocks at an odd offset: copied */
+            void *copy = NULL;
+            if (posix_memalign(&copy, 64, t->nbytes) != 0) {
+                L->oom = true;
+                return m;
+            }
+            memcpy(copy, t->data, t->nbytes);
+            m.data = track(L, copy);
+            hv_st_release(t);
+        }
         L->w->mat_bytes += t->nbytes;
+        named(L, t, &m);
         return m;
     }
     float *f = to_f32(L, t);
@@ -159,6 +190,7 @@ static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int co
         return m;
     }
     L->w->mat_bytes += hv_mat_bytes(&m);
+    named(L, t, &m);
     return m;
 }
 
@@ -355,5 +387,6 @@ void hv_weights_free(hv_weights *w) {
     if (!w) return;
     for (int i = 0; i < w->n_allocs; i++) free(w->allocs[i]);
     free(w->allocs);
+    free(w->mats);
     memset(w, 0, sizeof *w);
 }

@@ -80,6 +80,12 @@ typedef struct hv_decoder_weights {
     float *cls_b; /* [V x h] (tok_emb when tied), [V] */
 } hv_decoder_weights;
 
+/* A weight matrix by its checkpoint name (hviske-quantize writes these). */
+typedef struct hv_named_mat {
+    const char *name; /* the tensor's, owned by the hv_safetensors */
+    hv_mat m;
+} hv_named_mat;
+
 typedef struct hv_weights {
     float *fe_window; /* [win_length] or NULL */
     float *fe_fb;     /* [n_mels x n_fft/2+1] or NULL */
@@ -87,15 +93,18 @@ typedef struct hv_weights {
     hv_decoder_weights dec;
     size_t mat_bytes;     /* bytes of all weight matrices */
     size_t dec_mat_bytes; /* of which read per decoder step */
-    void **allocs;        /* every buffer above, for freeing */
+    hv_named_mat *mats;   /* every weight matrix, in load order */
+    int n_mats;
+    void **allocs; /* every buffer above, for freeing */
     int n_allocs, cap_allocs;
 } hv_weights;
 
 /* Checks every tensor docs/MODEL.md needs against the config (listing all
  * missing or misshapen ones in one error). Weight matrices take `type`
- * (HV_WEIGHTS_AUTO: the checkpoint's own), and are read in place from the
- * mapping when their stored type is the compute type, so st must stay open
- * while w is used; everything else is converted to f32. */
+ * (HV_WEIGHTS_AUTO: the checkpoint's own, pre-quantized blocks included),
+ * and are read in place from the mapping when their stored type is the
+ * compute type (quantized blocks at an odd offset are copied), so st must
+ * stay open while w is used; everything else is converted to f32. */
 hv_status hv_weights_load(hv_weights *w, const hv_config *c, const hv_safetensors *st,
                           hv_weight_type type, hv_error *e);
 void hv_weights_free(hv_weights *w);
