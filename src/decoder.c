@@ -244,13 +244,13 @@ static void attn_task(void *arg, int task, int n_tasks) {
     if (j->cross) {
         long off = (long)j->layer * dec->n_enc * h + hd * dh;
         int nk = dec->enc_len;
-        hv_gemm(1, nk, dh, scale, q, dh, dec->cross_k + off, h, 1, 0.0f, sc, nk);
+        hv_attn_scores(sc, q, dec->cross_k + off, h, nk, dh, scale);
         hv_softmax(sc, nk);
         if (dec->cross_tap && j->layer >= dec->cross_tap_first)
             memcpy(dec->cross_tap +
                        (((long)(j->layer - dec->cross_tap_first) * H + hd) * j->rows + r) * nk,
                    sc, (size_t)nk * sizeof *sc);
-        hv_gemm(1, dh, nk, 1.0f, sc, nk, dec->cross_v + off, h, 0, 0.0f, out, dh);
+        hv_attn_context(out, sc, dec->cross_v + off, h, nk, dh, 0);
         return;
     }
     int s = j->seqs[r / j->n_tok];
@@ -259,13 +259,12 @@ static void attn_task(void *arg, int task, int n_tasks) {
     long off = (long)j->layer * BS * h + hd * dh;
     for (int b = 0; b * BS < nk; b++) {
         int cnt = nk - b * BS < BS ? nk - b * BS : BS;
-        hv_gemm(1, cnt, dh, scale, q, dh, dec->blocks[t[b]].k + off, h, 1, 0.0f, sc + b * BS, cnt);
+        hv_attn_scores(sc + b * BS, q, dec->blocks[t[b]].k + off, h, cnt, dh, scale);
     }
     hv_softmax(sc, nk);
     for (int b = 0; b * BS < nk; b++) {
         int cnt = nk - b * BS < BS ? nk - b * BS : BS;
-        hv_gemm(1, dh, cnt, 1.0f, sc + b * BS, cnt, dec->blocks[t[b]].v + off, h, 0,
-                b ? 1.0f : 0.0f, out, dh);
+        hv_attn_context(out, sc + b * BS, dec->blocks[t[b]].v + off, h, cnt, dh, b > 0);
     }
 }
 

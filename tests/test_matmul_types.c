@@ -717,7 +717,82 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#ifdef HV_MM_HAVE_AVX2
+#include <immintrin.h>
+
+/* Multiply-accumulates per ns of one core, in the shape of a 6 x 16 GEMM
+ * tile (12 independent accumulators, 2 weight vectors, 6 broadcasts per
+ * step): f32 FMA (8 per instruction) against int8 through AVX2's
+ * vpmaddubsw + vpmaddwd + vpaddd (32 per 3 instructions), the route an
+ * int8 GEMM for q8_0 weights would take without VNNI. The ratio bounds
+ * what such a GEMM could gain over the f32 one on this CPU. */
+#define PROBE6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+__attribute__((target("avx2,fma"), noinline)) static double probe_f32(long steps, const float *in,
+                                                                      float *out) {
+#define PF_DECL(i) __m256 c##i = _mm256_setzero_ps(), d##i = c##i;
+    PROBE6(PF_DECL)
+    double t = now();
+    for (long n = 0; n < steps; n++) {
+        const float *a = in + (n & 7);
+        __m256 b0 = _mm256_loadu_ps(in + 8), b1 = _mm256_loadu_ps(in + 16);
+#define PF_STEP(i)                                                                                 \
+    {                                                                                              \
+        __m256 x = _mm256_broadcast_ss(a + i);                                                     \
+        c##i = _mm256_fmadd_ps(x, b0, c##i), d##i = _mm256_fmadd_ps(x, b1, d##i);                  \
+    }
+        PROBE6(PF_STEP)
+    }
+    t = now() - t;
+#define PF_SUM(i) *out += _mm256_cvtss_f32(_mm256_add_ps(c##i, d##i));
+    PROBE6(PF_SUM)
+    return steps * 12.0 * 8 / t * 1e-9;
+}
+
+__attribute__((target("avx2,fma"), noinline)) static double probe_int8(long steps, const int *in,
+                                                                       int *out) {
+#define PI_DECL(i) __m256i c##i = _mm256_setzero_si256(), d##i = c##i;
+    PROBE6(PI_DECL)
+    __m256i one = _mm256_set1_epi16(1);
+    double t = now();
+    for (long n = 0; n < steps; n++) {
+        const int *a = in + (n & 7);
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)(in + 8));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(in + 16));
+#define PI_STEP(i)                                                                                 \
+    {                                                                                              \
+        __m256i x = _mm256_set1_epi32(a[i]);                                                       \
+        c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, x), one));        \
+        d##i = _mm256_add_epi32(d##i, _mm256_madd_epi16(_mm256_maddubs_epi16(b1, x), one));        \
+    }
+        PROBE6(PI_STEP)
+    }
+    t = now() - t;
+#define PI_SUM(i) *out += _mm256_cvtsi256_si32(_mm256_add_epi32(c##i, d##i));
+    PROBE6(PI_SUM)
+    return steps * 12.0 * 32 / t * 1e-9;
+}
+
+static void bench_arithmetic(void) {
+    if (!hv_mm_simd()) return;
+    float fin[32], fout = 0;
+    int iin[32], iout = 0;
+    for (int i = 0; i < 32; i++) fin[i] = 1.0f + frand() * 1e-3f, iin[i] = irand(0, 1 << 30);
+    double f32 = 0, i8 = 0;
+    for (int rep = 0; rep < 5; rep++) { /* best of 5 */
+        double a = probe_f32(20000000, fin, &fout), b = probe_int8(20000000, iin, &iout);
+        if (a > f32) f32 = a;
+        if (b > i8) i8 = b;
+    }
+    printf("one core, multiply-accumulates per ns: f32 fma %.1f, int8 (vpmaddubsw+vpmaddwd+vpaddd) "
+           "%.1f: %.2fx  [%g %d]\n",
+           f32, i8, i8 / f32, (double)fout, iout);
+}
+#else
+static void bench_arithmetic(void) {}
+#endif
+
 static void bench(void) {
+    bench_arithmetic();
     const struct {
         int n, rows, cols;
         const char *what;
@@ -782,6 +857,67 @@ static void bench(void) {
     }
 }
 
+/* The decoder's attention kernels: the SIMD ones bit for bit the scalar
+ * ones, both within the rounding bound of an f64 reference (a sum of m
+ * products in f32 is within m * 2^-24 of the sum of their magnitudes). */
+static void test_attention(void) {
+    const hv_mm_kernels *simd = hv_mm_simd();
+    const int ns[] = {1, 3, 4, 5, 16, 17, 40}, lens[] = {1, 7, 8, 9, 64, 65, 128, 130};
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof lens / sizeof lens[0]; b++) {
+            int n = ns[a], len = lens[b];
+            long ld = len + 3;
+            float *q = falloc(len), *k = falloc((size_t)n * ld), *p = falloc(n);
+            float *s0 = falloc(n), *s1 = falloc(n), *o0 = falloc(len), *o1 = falloc(len);
+            float *start = falloc(len);
+            for (int i = 0; i < len; i++) q[i] = frand(), start[i] = frand();
+            for (long i = 0; i < n * ld; i++) k[i] = frand();
+            for (int i = 0; i < n; i++) p[i] = frand();
+            float scale = 0.125f;
+            hv_mm_scalar.attn_scores(s0, q, k, ld, n, len, scale);
+            for (int i = 0; i < n; i++) {
+                double ref = 0, mag = 0;
+                for (int c = 0; c < len; c++) {
+                    ref += (double)q[c] * k[i * ld + c];
+                    mag += fabs((double)q[c] * k[i * ld + c]);
+                }
+                double bound = scale * (len + 1) * mag * 0x1p-24 + fabs(scale * ref) * 0x1p-24;
+                CHECK_MSG(fabs(s0[i] - scale * ref) <= bound, "scores n %d len %d row %d", n, len,
+                          i);
+            }
+            hv_attn_scores(s1, q, k, ld, n, len, scale);
+            CHECK_MSG(same_bits(s0, s1, n), "hv_attn_scores n %d len %d", n, len);
+            for (int acc = 0; acc < 2; acc++) {
+                memcpy(o0, start, (size_t)len * sizeof *o0);
+                hv_mm_scalar.attn_context(o0, p, k, ld, n, len, acc);
+                for (int c = 0; c < len; c++) {
+                    double ref = acc ? start[c] : 0, mag = fabs(ref);
+                    for (int i = 0; i < n; i++) {
+                        ref += (double)p[i] * k[i * ld + c];
+                        mag += fabs((double)p[i] * k[i * ld + c]);
+                    }
+                    CHECK_MSG(fabs(o0[c] - ref) <= (n + 1) * mag * 0x1p-24,
+                              "context n %d len %d col %d", n, len, c);
+                }
+                memcpy(o1, start, (size_t)len * sizeof *o1);
+                hv_attn_context(o1, p, k, ld, n, len, acc);
+                CHECK_MSG(same_bits(o0, o1, len), "hv_attn_context n %d len %d acc %d", n, len,
+                          acc);
+                if (simd) {
+                    memcpy(o1, start, (size_t)len * sizeof *o1);
+                    simd->attn_context(o1, p, k, ld, n, len, acc);
+                    CHECK_MSG(same_bits(o0, o1, len), "SIMD context n %d len %d acc %d", n, len,
+                              acc);
+                }
+            }
+            if (simd) {
+                simd->attn_scores(s1, q, k, ld, n, len, scale);
+                CHECK_MSG(same_bits(s0, s1, n), "SIMD scores n %d len %d", n, len);
+            }
+            free(q), free(k), free(p), free(s0), free(s1), free(o0), free(o1), free(start);
+        }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
         bench();
@@ -799,5 +935,6 @@ int main(int argc, char **argv) {
     }
     test_special();
     test_linear_many();
+    test_attention();
     TEST_END();
 }

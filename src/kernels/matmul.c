@@ -39,6 +39,16 @@ void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda, const fl
                 lda, B, ldb, beta, C, ldc);
 }
 
+void hv_attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
+                    float scale) {
+    hv_mm_best()->attn_scores(s, q, k, ld, n, len, scale);
+}
+
+void hv_attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+                     int accumulate) {
+    hv_mm_best()->attn_context(out, p, v, ld, n, len, accumulate);
+}
+
 /* ------------------------------------------------------------ types */
 
 const char *const hv_weight_type_names[HV_N_WEIGHT_TYPES] = {

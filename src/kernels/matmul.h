@@ -94,6 +94,16 @@ void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, 
 void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_mat *const *W,
                     const float *const *bias, float *const *y);
 
+/* One query's attention over n cached rows of len floats, row i at
+ * k + i * ld (a head's slice of the key cache): s[i] = scale * (q . row i).
+ * And the context: out[j] = (accumulate ? out[j] : 0) + sum over i of p[i]
+ * * v[i * ld + j]. For the decoder's one-row steps, where a BLAS call per
+ * cache block costs more than its arithmetic; single-threaded, SIMD when
+ * the CPU has it, bit-identical either way. */
+void hv_attn_scores(float *s, const float *q, const float *k, long ld, int n, int len, float scale);
+void hv_attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+                     int accumulate);
+
 /* C[m x n] = alpha * A[m x k] . op(B) + beta * C, row-major, with leading
  * dimensions; op(B) = B^T when trans_b (B is n x k), else B (k x n).
  * Single-threaded: callers parallelise over independent products. */

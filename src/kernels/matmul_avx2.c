@@ -136,50 +136,6 @@ INLINE __m256 q8_step(const hv_q8_0_block *b, __m256i qx, float dx, __m256 acc) 
     return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_lanes_q8(qw, qx)), acc);
 }
 
-TARGET static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
-                             int cols) {
-    int nb = cols / HV_Q8_BLOCK;
-    int r = 0;
-    for (; r + 4 <= n_w; r += 4) {
-        const hv_q8_0_block *w0 = w + (long)r * nb, *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
-        for (int i = 0; i < a->n; i++) {
-            const float *xd = a->d + (long)i * nb;
-            const int8_t *xq = a->q + (long)i * cols;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            /* fetch the next 4 rows (136 bytes per block step) */
-            const char *next = (const char *)(w3 + nb);
-            for (int b = 0; b < nb; b++) {
-                __m256i qx = _mm256_loadu_si256((const __m256i *)(xq + (long)b * HV_Q8_BLOCK));
-                _mm_prefetch(next + 136 * b, _MM_HINT_T0);
-                _mm_prefetch(next + 136 * b + 64, _MM_HINT_T0);
-                _mm_prefetch(next + 136 * b + 128, _MM_HINT_T0);
-                a0 = q8_step(w0 + b, qx, xd[b], a0);
-                a1 = q8_step(w1 + b, qx, xd[b], a1);
-                a2 = q8_step(w2 + b, qx, xd[b], a2);
-                a3 = q8_step(w3 + b, qx, xd[b], a3);
-            }
-            float *yi = y + (long)i * ldy + r;
-            yi[0] = hsum8(a0);
-            yi[1] = hsum8(a1);
-            yi[2] = hsum8(a2);
-            yi[3] = hsum8(a3);
-        }
-    }
-    for (; r < n_w; r++) {
-        const hv_q8_0_block *w0 = w + (long)r * nb;
-        for (int i = 0; i < a->n; i++) {
-            const float *xd = a->d + (long)i * nb;
-            const int8_t *xq = a->q + (long)i * cols;
-            __m256 a0 = _mm256_setzero_ps();
-            for (int b = 0; b < nb; b++) {
-                __m256i qx = _mm256_loadu_si256((const __m256i *)(xq + (long)b * HV_Q8_BLOCK));
-                a0 = q8_step(w0 + b, qx, xd[b], a0);
-            }
-            y[(long)i * ldy + r] = hsum8(a0);
-        }
-    }
-}
-
 /* A q4_0 block's 32 nibbles q (0..15) as bytes in element order: the
  * low nibbles are elements 0..15, the high ones 16..31. */
 INLINE __m256i q4_nibbles(const hv_q4_0_block *b) {
@@ -211,27 +167,38 @@ INLINE __m256 q4_step(const hv_q4_0_block *b, __m256i qx, __m256i bias, float dx
     return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
 }
 
-TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
-                             int cols) {
+/* One block's step for either type (q4: its bias given). */
+INLINE __m256 block_step(const char *blk, int q4, __m256i qx, __m256i bias, float dx, __m256 acc) {
+    if (q4) return q4_step((const hv_q4_0_block *)blk, qx, bias, dx, acc);
+    return q8_step((const hv_q8_0_block *)blk, qx, dx, acc);
+}
+
+/* The q8_0 and q4_0 GEMV (q4 a constant, so each copy keeps only its own
+ * type's code): 4 weight rows at a time against each activation row,
+ * fetching the next 4 rows block by block (4 x 34 or 4 x 18 bytes per
+ * step), then single rows. */
+INLINE void gemv_blocks(float *y, int ldy, const hv_q8_act *a, const char *w, int n_w, int cols,
+                        int q4) {
+    const long bb = q4 ? (long)sizeof(hv_q4_0_block) : (long)sizeof(hv_q8_0_block);
     int nb = cols / HV_Q8_BLOCK;
+    long row = bb * nb;
     int r = 0;
     for (; r + 4 <= n_w; r += 4) {
-        const hv_q4_0_block *w0 = w + (long)r * nb, *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+        const char *w0 = w + r * row, *w1 = w0 + row, *w2 = w1 + row, *w3 = w2 + row;
+        const char *next = w3 + row;
         for (int i = 0; i < a->n; i++) {
             const float *xd = a->d + (long)i * nb;
             const int8_t *xq = a->q + (long)i * cols;
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            /* fetch the next 4 rows (72 bytes per block step) */
-            const char *next = (const char *)(w3 + nb);
             for (int b = 0; b < nb; b++) {
                 __m256i qx = _mm256_loadu_si256((const __m256i *)(xq + (long)b * HV_Q8_BLOCK));
-                __m256i bias = q4_bias(qx);
-                _mm_prefetch(next + 72 * b, _MM_HINT_T0);
-                _mm_prefetch(next + 72 * b + 64, _MM_HINT_T0);
-                a0 = q4_step(w0 + b, qx, bias, xd[b], a0);
-                a1 = q4_step(w1 + b, qx, bias, xd[b], a1);
-                a2 = q4_step(w2 + b, qx, bias, xd[b], a2);
-                a3 = q4_step(w3 + b, qx, bias, xd[b], a3);
+                __m256i bias = q4 ? q4_bias(qx) : _mm256_setzero_si256();
+                long o = b * bb;
+                for (long f = 0; f < 4 * bb; f += 64) _mm_prefetch(next + 4 * o + f, _MM_HINT_T0);
+                a0 = block_step(w0 + o, q4, qx, bias, xd[b], a0);
+                a1 = block_step(w1 + o, q4, qx, bias, xd[b], a1);
+                a2 = block_step(w2 + o, q4, qx, bias, xd[b], a2);
+                a3 = block_step(w3 + o, q4, qx, bias, xd[b], a3);
             }
             float *yi = y + (long)i * ldy + r;
             yi[0] = hsum8(a0);
@@ -241,18 +208,29 @@ TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_
         }
     }
     for (; r < n_w; r++) {
-        const hv_q4_0_block *w0 = w + (long)r * nb;
+        const char *w0 = w + r * row;
         for (int i = 0; i < a->n; i++) {
             const float *xd = a->d + (long)i * nb;
             const int8_t *xq = a->q + (long)i * cols;
             __m256 a0 = _mm256_setzero_ps();
             for (int b = 0; b < nb; b++) {
                 __m256i qx = _mm256_loadu_si256((const __m256i *)(xq + (long)b * HV_Q8_BLOCK));
-                a0 = q4_step(w0 + b, qx, q4_bias(qx), xd[b], a0);
+                __m256i bias = q4 ? q4_bias(qx) : _mm256_setzero_si256();
+                a0 = block_step(w0 + b * bb, q4, qx, bias, xd[b], a0);
             }
             y[(long)i * ldy + r] = hsum8(a0);
         }
     }
+}
+
+TARGET static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
+                             int cols) {
+    gemv_blocks(y, ldy, a, (const char *)w, n_w, cols, 0);
+}
+
+TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
+                             int cols) {
+    gemv_blocks(y, ldy, a, (const char *)w, n_w, cols, 1);
 }
 
 TARGET static void widen_f16(float *dst, const uint16_t *src, long count) {
@@ -368,8 +346,76 @@ TARGET static void gemm_panel(float *dst, const float *src, long ld, int kc) {
         for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
-const hv_mm_kernels hv_mm_avx2 = {"avx2",     gemv_f16,  gemv_bf16,  gemv_q8_0,
-                                  gemv_q4_0,  widen_f16, widen_bf16, widen_q8_0,
-                                  widen_q4_0, gemm_tile, gemm_panel};
+/* 8 lane sums of q . r over the first len & ~7 columns. */
+INLINE __m256 dot_8(const float *q, const float *r, int len8) {
+    __m256 a = _mm256_setzero_ps();
+    for (int k = 0; k < len8; k += 8)
+        a = _mm256_fmadd_ps(_mm256_loadu_ps(q + k), _mm256_loadu_ps(r + k), a);
+    return a;
+}
+
+INLINE float dot_tail(float s, const float *q, const float *r, int len8, int len) {
+    for (int k = len8; k < len; k++) s = fmaf(q[k], r[k], s);
+    return s;
+}
+
+/* Four rows at a time, so that four fma chains are in flight. */
+TARGET static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
+                               float scale) {
+    int len8 = len & ~7, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float *r0 = k + i * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int c = 0; c < len8; c += 8) {
+            __m256 qc = _mm256_loadu_ps(q + c);
+            a0 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r0 + c), a0);
+            a1 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r1 + c), a1);
+            a2 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r2 + c), a2);
+            a3 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r3 + c), a3);
+        }
+        s[i] = scale * dot_tail(hsum8(a0), q, r0, len8, len);
+        s[i + 1] = scale * dot_tail(hsum8(a1), q, r1, len8, len);
+        s[i + 2] = scale * dot_tail(hsum8(a2), q, r2, len8, len);
+        s[i + 3] = scale * dot_tail(hsum8(a3), q, r3, len8, len);
+    }
+    for (; i < n; i++) {
+        const float *r = k + i * ld;
+        s[i] = scale * dot_tail(hsum8(dot_8(q, r, len8)), q, r, len8, len);
+    }
+}
+
+/* 64 output columns at a time in 8 registers over all rows, then 8, then
+ * the tail one by one: each out[j] is its own chain in row order. */
+TARGET static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+                                int accumulate) {
+    int j = 0;
+    for (; j + 64 <= len; j += 64) {
+        __m256 o[8];
+        for (int t = 0; t < 8; t++)
+            o[t] = accumulate ? _mm256_loadu_ps(out + j + 8 * t) : _mm256_setzero_ps();
+        for (int i = 0; i < n; i++) {
+            __m256 pi = _mm256_set1_ps(p[i]);
+            const float *r = v + i * ld + j;
+            for (int t = 0; t < 8; t++)
+                o[t] = _mm256_fmadd_ps(pi, _mm256_loadu_ps(r + 8 * t), o[t]);
+        }
+        for (int t = 0; t < 8; t++) _mm256_storeu_ps(out + j + 8 * t, o[t]);
+    }
+    for (; j + 8 <= len; j += 8) {
+        __m256 o = accumulate ? _mm256_loadu_ps(out + j) : _mm256_setzero_ps();
+        for (int i = 0; i < n; i++)
+            o = _mm256_fmadd_ps(_mm256_set1_ps(p[i]), _mm256_loadu_ps(v + i * ld + j), o);
+        _mm256_storeu_ps(out + j, o);
+    }
+    for (; j < len; j++) {
+        float o = accumulate ? out[j] : 0.0f;
+        for (int i = 0; i < n; i++) o = fmaf(p[i], v[i * ld + j], o);
+        out[j] = o;
+    }
+}
+
+const hv_mm_kernels hv_mm_avx2 = {"avx2",     gemv_f16,    gemv_bf16,   gemv_q8_0,  gemv_q4_0,
+                                  widen_f16,  widen_bf16,  widen_q8_0,  widen_q4_0, gemm_tile,
+                                  gemm_panel, attn_scores, attn_context};
 
 #endif

@@ -23,6 +23,11 @@
  * Packed GEMM (n > HV_LINEAR_GEMV_MAX_N, gemm.c): every output element is
  *   s = 0; s = fma(x[i][k], w[j][k], s) for k = 0, 1, ..., cols - 1 in
  *   order (weights widened to f32 exactly); y = s + bias[j].
+ * Attention rows (hv_attn_scores): s = dot(q, k row) of len floats with 8
+ *   lane sums, for k = 0, 8, ... below len & ~7 and j < 8: a[j] =
+ *   fma(q[k+j], r[k+j], a[j]); then the same sum of lanes, then s = fma(q[k],
+ *   r[k], s) for the tail; the score is scale * s. hv_attn_context: out[j] =
+ *   fma(p[i], v[i][j], out[j]) for the rows i in order, from 0 or from out.
  * Products are fused explicitly (fmaf, _mm256_fmadd_ps) on both sides, so
  * the compiler's contraction setting cannot make them differ. */
 #ifndef HV_MATMUL_IMPL_H
@@ -90,6 +95,13 @@ typedef struct hv_mm_kernels {
     /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc:
      * HV_GEMM_NR widened weight rows into one packed panel. */
     void (*gemm_panel)(float *dst, const float *src, long ld, int kc);
+    /* Attention over n rows of len floats, row i at k + i * ld (the key
+     * and value caches): s[i] = scale * dot(q, row i); and out[j] =
+     * (accumulate ? out[j] : 0) + the fma chain over i of p[i] * row i[j]. */
+    void (*attn_scores)(float *s, const float *q, const float *k, long ld, int n, int len,
+                        float scale);
+    void (*attn_context)(float *out, const float *p, const float *v, long ld, int n, int len,
+                         int accumulate);
 } hv_mm_kernels;
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

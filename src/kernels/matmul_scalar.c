@@ -82,29 +82,6 @@ static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *
     gemv_u16(y, ldy, x, n, w, n_w, cols, bf16_at);
 }
 
-static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
-                      int cols) {
-    int nb = cols / HV_Q8_BLOCK;
-    for (int r = 0; r < n_w; r++) {
-        const hv_q8_0_block *wr = w + (long)r * nb;
-        for (int i = 0; i < a->n; i++) {
-            const float *xd = a->d + (long)i * nb;
-            const int8_t *xq = a->q + (long)i * cols;
-            float acc[8] = {0};
-            for (int b = 0; b < nb; b++) {
-                float d = hv_f16_to_f32(wr[b].d) * xd[b];
-                const int8_t *qw = wr[b].q, *qx = xq + (long)b * HV_Q8_BLOCK;
-                for (int j = 0; j < 8; j++) {
-                    int p = 0;
-                    for (int t = 4 * j; t < 4 * j + 4; t++) p += qw[t] * qx[t];
-                    acc[j] = fmaf(d, (float)p, acc[j]);
-                }
-            }
-            y[(long)i * ldy + r] = lanes_sum(acc);
-        }
-    }
-}
-
 /* A q4_0 block's 32 values q - 8, in element order. */
 static void q4_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]) {
     for (int t = 0; t < HV_Q8_BLOCK / 2; t++) {
@@ -113,19 +90,30 @@ static void q4_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]) {
     }
 }
 
-static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
-                      int cols) {
+static void q8_values(const void *blk, int8_t q[HV_Q8_BLOCK]) {
+    memcpy(q, ((const hv_q8_0_block *)blk)->q, HV_Q8_BLOCK);
+}
+
+static void q4_block_values(const void *blk, int8_t q[HV_Q8_BLOCK]) { q4_values(blk, q); }
+
+/* The q8_0 and q4_0 GEMV: blocks of bb bytes, each an f16 scale and the
+ * 32 values that `values` gives. */
+static void gemv_blocks(float *y, int ldy, const hv_q8_act *a, const char *w, int n_w, int cols,
+                        size_t bb, void (*values)(const void *blk, int8_t q[HV_Q8_BLOCK])) {
     int nb = cols / HV_Q8_BLOCK;
     for (int r = 0; r < n_w; r++) {
-        const hv_q4_0_block *wr = w + (long)r * nb;
+        const char *wr = w + (size_t)r * nb * bb;
         for (int i = 0; i < a->n; i++) {
             const float *xd = a->d + (long)i * nb;
             const int8_t *xq = a->q + (long)i * cols;
             float acc[8] = {0};
             for (int b = 0; b < nb; b++) {
-                float d = hv_f16_to_f32(wr[b].d) * xd[b];
+                const char *blk = wr + (size_t)b * bb;
+                uint16_t dw;
+                memcpy(&dw, blk, sizeof dw);
+                float d = hv_f16_to_f32(dw) * xd[b];
                 int8_t qw[HV_Q8_BLOCK];
-                q4_values(&wr[b], qw);
+                values(blk, qw);
                 const int8_t *qx = xq + (long)b * HV_Q8_BLOCK;
                 for (int j = 0; j < 8; j++) {
                     int p = 0;
@@ -136,6 +124,16 @@ static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block
             y[(long)i * ldy + r] = lanes_sum(acc);
         }
     }
+}
+
+static void gemv_q8_0(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
+                      int cols) {
+    gemv_blocks(y, ldy, a, (const char *)w, n_w, cols, sizeof *w, q8_values);
+}
+
+static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
+                      int cols) {
+    gemv_blocks(y, ldy, a, (const char *)w, n_w, cols, sizeof *w, q4_block_values);
 }
 
 static void widen_f16(float *dst, const uint16_t *src, long count) {
@@ -177,6 +175,29 @@ static void gemm_panel(float *dst, const float *src, long ld, int kc) {
         for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
-const hv_mm_kernels hv_mm_scalar = {"scalar",   gemv_f16,  gemv_bf16,  gemv_q8_0,
-                                    gemv_q4_0,  widen_f16, widen_bf16, widen_q8_0,
-                                    widen_q4_0, gemm_tile, gemm_panel};
+/* dot(q, r) in the lane order of matmul_impl.h. */
+static float dot_lanes(const float *q, const float *r, int len) {
+    int len8 = len & ~7, k = 0;
+    float a[8] = {0};
+    for (; k < len8; k += 8)
+        for (int j = 0; j < 8; j++) a[j] = fmaf(q[k + j], r[k + j], a[j]);
+    float s = lanes_sum(a);
+    for (; k < len; k++) s = fmaf(q[k], r[k], s);
+    return s;
+}
+
+static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
+                        float scale) {
+    for (int i = 0; i < n; i++) s[i] = scale * dot_lanes(q, k + i * ld, len);
+}
+
+static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+                         int accumulate) {
+    if (!accumulate) memset(out, 0, (size_t)len * sizeof *out);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < len; j++) out[j] = fmaf(p[i], v[i * ld + j], out[j]);
+}
+
+const hv_mm_kernels hv_mm_scalar = {"scalar",   gemv_f16,    gemv_bf16,   gemv_q8_0,  gemv_q4_0,
+                                    widen_f16,  widen_bf16,  widen_q8_0,  widen_q4_0, gemm_tile,
+                                    gemm_panel, attn_scores, attn_context};
