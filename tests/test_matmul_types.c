@@ -415,29 +415,36 @@ static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int r
         return;
     }
     /* q8_0: blocks of k/64 and k/128 with a +-127 in each, so the scales
-     * are 2^-6 and 2^-7 exactly; the sums stay below 2^24 * 2^-13 */
+     * are 2^-6 and 2^-7 exactly; the sums stay below 2^24 * 2^-13. The
+     * int8 GEMM (n > HV_LINEAR_GEMV_MAX_N) quantizes activations to 63
+     * levels: there k/32 with a +-63 in each block. */
+    int lv = n > HV_LINEAR_GEMV_MAX_N ? 63 : 127;
     for (int i = 0; i < n * cols; i++)
-        x[i] = (float)(i % 32 == 5 ? (i & 64 ? 127 : -127) : irand(-127, 127)) / 64.0f;
+        x[i] = (float)(i % 32 == 5 ? (i & 64 ? lv : -lv) : irand(-lv, lv)) /
+               (lv == 63 ? 32.0f : 64.0f);
     for (int i = 0; i < rows * cols; i++)
         src[i] = (float)(i % 32 == 17 ? (i & 32 ? 127 : -127) : irand(-127, 127)) / 128.0f;
     for (int r = 0; r < rows; r++) bias[r] = (float)irand(-8192, 8192) / 8192.0f;
 }
 
 /* How far y may be from the exact result: f32 rounding of the sums
- * (~eps sqrt(cols) sum|x w|), plus, for q8_0 decoder steps, the rounding
- * of x to its blocks: at most d_x / 2 per value. */
+ * (~eps sqrt(cols) sum|x w|), plus the rounding of x to its blocks, at
+ * most d_x / 2 per value: for q8_0 and q4_0 decoder steps d_x = amax /
+ * 127, for q8_0's int8 GEMM (n > HV_LINEAR_GEMV_MAX_N) amax / 63. */
 static double tolerance(hv_weight_type t, int n, const float *xi, const float *wr, int cols,
                         float b) {
     double s = fabs(b), q = 0;
     for (int c = 0; c < cols; c++) s += fabs((double)xi[c] * wr[c]);
-    if ((t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0) && n <= HV_LINEAR_GEMV_MAX_N)
+    int gemv = n <= HV_LINEAR_GEMV_MAX_N;
+    double levels = gemv ? 127.0 : 63.0;
+    if ((t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0) && (gemv || t == HV_WEIGHTS_Q8_0))
         for (int c0 = 0; c0 < cols; c0 += 32) {
             double amax = 0, wsum = 0;
             for (int c = c0; c < c0 + 32; c++) {
                 amax = fmax(amax, fabs(xi[c]));
                 wsum += fabs(wr[c]);
             }
-            q += amax / 127.0 / 2.0 * wsum * (1 + 1e-5);
+            q += amax / levels / 2.0 * wsum * (1 + 1e-5);
         }
     return q + 2.0 * FLT_EPSILON * sqrt(cols + 1.0) * s + 1e-30;
 }
@@ -857,6 +864,110 @@ static void bench(void) {
     }
 }
 
+/* The int8 GEMM's micro-kernel and panel transpose on their own: the
+ * extremes (u = 1 and 127 against w = -127 and 127, where the unsigned-by-
+ * signed pair sums come closest to saturating), 1 to 8 blocks, from zero
+ * and accumulating; SIMD bit for bit scalar, both equal to the exact
+ * integer dot scaled in f64 within one rounding per block. */
+static void test_gemm_q8_tile(void) {
+    enum { MR = HV_GEMM_Q8_MR, NR = HV_GEMM_NR, MAXB = 8 };
+    static uint8_t a[MAXB * 8 * MR * 4];
+    static int8_t b[MAXB * 8 * NR * 4];
+    float ad[MAXB * MR], bd[MAXB * NR], c0[MR * NR], c1[MR * NR], start[MR * NR];
+    int32_t bc[MAXB * NR];
+    const hv_mm_kernels *simd = hv_mm_simd();
+    for (int round = 0; round < 4; round++) {
+        for (size_t i = 0; i < sizeof a; i++)
+            a[i] = (uint8_t)(round == 0 ? 127 : round == 1 ? 1 : irand(1, 127));
+        for (size_t i = 0; i < sizeof b; i++)
+            b[i] = (int8_t)(round < 2 ? (i % 3 ? 127 : -127) : irand(-127, 127));
+        for (int i = 0; i < MAXB * MR; i++) ad[i] = frand() * 0.01f;
+        for (int i = 0; i < MAXB * NR; i++) bd[i] = frand() * 0.01f;
+        for (int blk = 0; blk < MAXB; blk++)
+            for (int j = 0; j < NR; j++) {
+                int32_t sum = 0;
+                for (int q = blk * 8; q < blk * 8 + 8; q++)
+                    for (int t = 0; t < 4; t++) sum += b[(q * NR + j) * 4 + t];
+                bc[blk * NR + j] = 64 * sum;
+            }
+        for (int i = 0; i < MR * NR; i++) start[i] = frand();
+        for (int nbk = 1; nbk <= MAXB; nbk++)
+            for (int acc = 0; acc < 2; acc++) {
+                memcpy(c0, start, sizeof c0);
+                hv_mm_scalar.gemm_tile_q8(nbk, a, ad, b, bd, bc, c0, NR, acc);
+                int ok = 1;
+                for (int i = 0; i < MR; i++)
+                    for (int j = 0; j < NR; j++) {
+                        double ref = acc ? start[i * NR + j] : 0, mag = fabs(ref);
+                        for (int blk = 0; blk < nbk; blk++) {
+                            long p = 0;
+                            for (int q = blk * 8; q < blk * 8 + 8; q++)
+                                for (int t = 0; t < 4; t++)
+                                    p += (long)(a[(q * MR + i) * 4 + t] - 64) *
+                                         b[(q * NR + j) * 4 + t];
+                            double term = (double)ad[blk * MR + i] * bd[blk * NR + j] * p;
+                            ref += term;
+                            mag += fabs(term);
+                        }
+                        ok &= fabs(c0[i * NR + j] - ref) <= 2.0 * (nbk + 1) * mag * 0x1p-24;
+                    }
+                CHECK_MSG(ok, "int8 tile round %d, %d blocks, accumulate %d: exact dot", round, nbk,
+                          acc);
+                if (simd) {
+                    memcpy(c1, start, sizeof c1);
+                    simd->gemm_tile_q8(nbk, a, ad, b, bd, bc, c1, NR, acc);
+                    CHECK_MSG(same_bits(c0, c1, MR * NR), "int8 tile round %d, %d blocks, acc %d",
+                              round, nbk, acc);
+                }
+            }
+    }
+    /* activation blocks: SIMD quantization gives the scalar bytes and
+     * scale, for random, tied (x / d = k + 1/2), zero, tiny, huge, NaN and
+     * infinite values */
+    for (int round = 0; round < 9; round++) {
+        float x[32];
+        for (int t = 0; t < 32; t++) x[t] = frand() * (round == 3 ? 1e-38f : 1.0f);
+        if (round == 1) /* amax 63 * 0.25: d = 0.25, halves fall on ties */
+            for (int t = 0; t < 32; t++) x[t] = (t == 0 ? 63 : irand(-62, 62) + 0.5f) * 0.25f;
+        if (round == 2) memset(x, 0, sizeof x), x[7] = -0.0f;
+        if (round == 4) x[9] = 3e38f, x[10] = -3e38f;
+        if (round == 5) x[31] = NAN;
+        if (round == 6) x[0] = -INFINITY;
+        if (round == 7) x[4] = 0x1p-130f, x[5] = -0x1p-149f; /* subnormals only */
+        if (round == 7)
+            for (int t = 0; t < 32; t++)
+                if (t != 4 && t != 5) x[t] = 0.0f;
+        uint8_t u0[32], u1[32];
+        float d0 = hv_mm_scalar.quantize_q7(x, u0);
+        int ok = 1;
+        for (int t = 0; t < 32; t++) ok &= u0[t] >= 1 && u0[t] <= 127;
+        if (d0 > 0)
+            for (int t = 0; t < 32; t++) ok &= fabs(x[t] - d0 * (u0[t] - 64)) <= d0 / 2 * 1.0001;
+        CHECK_MSG(ok, "q7 quantization round %d: within d / 2", round);
+        if (round >= 5 && round <= 6) CHECK_MSG(isnan(d0), "q7 round %d: NaN scale", round);
+        if (simd) {
+            float d1 = simd->quantize_q7(x, u1);
+            CHECK_MSG(same_bits(&d0, &d1, 1) && memcmp(u0, u1, 32) == 0,
+                      "q7 quantization round %d: SIMD == scalar", round);
+        }
+    }
+    /* the panel transpose moves words untouched, NaN patterns included */
+    uint32_t src[NR * 21], d0[NR * 21], d1[NR * 21];
+    for (int i = 0; i < NR * 21; i++) src[i] = (uint32_t)rand() * 2654435761u ^ (uint32_t)i;
+    src[5] = 0x7f800001u; /* a signalling NaN as a float */
+    for (int kq = 1; kq <= 21; kq += 4) {
+        hv_mm_scalar.gemm_panel_u32(d0, src, 21, kq);
+        int ok = 1;
+        for (int k = 0; k < kq; k++)
+            for (int r = 0; r < NR; r++) ok &= d0[k * NR + r] == src[r * 21 + k];
+        CHECK_MSG(ok, "u32 panel, %d words", kq);
+        if (simd) {
+            simd->gemm_panel_u32(d1, src, 21, kq);
+            CHECK_MSG(memcmp(d0, d1, (size_t)kq * NR * 4) == 0, "SIMD u32 panel, %d words", kq);
+        }
+    }
+}
+
 /* The decoder's attention kernels: the SIMD ones bit for bit the scalar
  * ones, both within the rounding bound of an f64 reference (a sum of m
  * products in f32 is within m * 2^-24 of the sum of their magnitudes). */
@@ -936,5 +1047,6 @@ int main(int argc, char **argv) {
     test_special();
     test_linear_many();
     test_attention();
+    test_gemm_q8_tile();
     TEST_END();
 }

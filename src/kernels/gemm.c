@@ -27,24 +27,13 @@
  * L1. */
 #define MC 96
 
-/* One product of a job: its weights, bias and output, and its chunks. */
-typedef struct gemm_out {
-    const hv_mat *W;
-    const float *bias;
-    float *y;
-    int chunk;       /* weight rows per task chunk (multiple of NR) */
-    int first_chunk; /* job-wide index of its first chunk */
-} gemm_out;
-
 typedef struct gemm_job {
     const hv_mm_kernels *k;
     hv_pool *pool;
     const float *x;
     int n, n_pad, cols; /* activation rows (n_pad: rounded up to MR), columns */
     float *xp;          /* packed activations: n_pad x cols */
-    gemm_out out[HV_GEMM_MAX_OUT];
-    int n_out, n_chunks, max_chunk;
-    atomic_int next;
+    hv_gemm_outs o;
 } gemm_job;
 
 /* Column block [k0, k0 + kc) of the activations as n_pad / MR panels of
@@ -100,10 +89,9 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
 
 /* One tile at activation row i, weight row r (panel pointers given); edge
  * tiles go through a full-size buffer so the kernel never sees a tail. */
-static void tile(const gemm_job *j, const gemm_out *o, int kc, const float *xp, const float *wp,
+static void tile(const gemm_job *j, int rows, float *y, int kc, const float *xp, const float *wp,
                  int i, int r, int r1, int accumulate) {
-    int rows = o->W->rows;
-    float *c = o->y + (long)i * rows + r;
+    float *c = y + (long)i * rows + r;
     int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
     if (mi == MR && nj == NR) {
         j->k->gemm_tile(kc, xp, wp, c, rows, accumulate);
@@ -117,40 +105,32 @@ static void tile(const gemm_job *j, const gemm_out *o, int kc, const float *xp, 
 }
 
 /* Scratch floats of a task: its packed weight block and NR widened rows. */
-static size_t task_floats(const gemm_job *j) { return ((size_t)j->max_chunk + NR) * KC; }
+static size_t task_floats(const gemm_job *j) { return ((size_t)j->o.max_chunk + NR) * KC; }
 
 static void gemm_task(void *arg, int task, int n_tasks) {
     gemm_job *j = arg;
     (void)n_tasks;
     int cols = j->cols;
     float *wp = hv_pool_scratch(j->pool, task, task_floats(j) * sizeof(float));
-    float *wrows = wp + (size_t)j->max_chunk * KC;
-    for (;;) {
-        int ch = atomic_fetch_add(&j->next, 1);
-        if (ch >= j->n_chunks) break;
-        int m = j->n_out - 1;
-        while (j->out[m].first_chunk > ch) m--;
-        const gemm_out *o = &j->out[m];
-        int rows = o->W->rows, r0 = (ch - o->first_chunk) * o->chunk;
-        int r1 = r0 + o->chunk < rows ? r0 + o->chunk : rows;
+    float *wrows = wp + (size_t)j->o.max_chunk * KC;
+    int m, r0, r1;
+    while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
+        const hv_mat *W = j->o.out[m].W;
         for (int k0 = 0; k0 < cols; k0 += KC) {
             int kc = cols - k0 < KC ? cols - k0 : KC;
-            pack_w(j, o->W, r0, r1, k0, kc, wp, wrows);
+            pack_w(j, W, r0, r1, k0, kc, wp, wrows);
             const float *xblock = j->xp + (long)k0 * j->n_pad;
             for (int i0 = 0; i0 < j->n; i0 += MC) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
                 for (int r = r0; r < r1; r += NR) {
                     const float *wpanel = wp + (long)(r - r0) * kc;
                     for (int i = i0; i < i1; i += MR)
-                        tile(j, o, kc, xblock + (long)i * kc, wpanel, i, r, r1, k0 > 0);
+                        tile(j, W->rows, j->o.out[m].y, kc, xblock + (long)i * kc, wpanel, i, r, r1,
+                             k0 > 0);
                 }
             }
         }
-        if (o->bias)
-            for (int i = 0; i < j->n; i++) {
-                float *yi = o->y + (long)i * rows;
-                for (int r = r0; r < r1; r++) yi[r] += o->bias[r];
-            }
+        hv_gemm_outs_bias(&j->o, m, j->n, r0, r1);
     }
 }
 
@@ -158,9 +138,52 @@ static void gemm_task(void *arg, int task, int n_tasks) {
  * the thread count), 128..256 so that a chunk's packed block (<= 256 KiB)
  * stays in the L2 cache and a matrix of >= 1024 rows gives >= 8 chunks to
  * balance over the threads. */
-static int chunk_rows(int rows) {
+int hv_gemm_chunk_rows(int rows) {
     int t = (rows / 8) & ~(NR - 1);
     return t < 128 ? 128 : t > 256 ? 256 : t;
+}
+
+int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
+                      float *const *y) {
+    if (count < 1 || count > HV_GEMM_MAX_OUT) return -1;
+    memset(o, 0, sizeof *o);
+    o->cols = W[0]->cols;
+    for (int m = 0; m < count; m++) {
+        if (W[m]->cols != o->cols) return -1;
+        int chunk = hv_gemm_chunk_rows(W[m]->rows);
+        o->out[m].W = W[m];
+        o->out[m].bias = bias[m];
+        o->out[m].y = y[m];
+        o->out[m].chunk = chunk;
+        o->out[m].first_chunk = o->n_chunks;
+        o->n_chunks += (W[m]->rows + chunk - 1) / chunk;
+        if (chunk > o->max_chunk) o->max_chunk = chunk;
+    }
+    o->n_out = count;
+    atomic_init(&o->next, 0);
+    return 0;
+}
+
+int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1) {
+    int ch = atomic_fetch_add(&o->next, 1);
+    if (ch >= o->n_chunks) return 0;
+    int i = o->n_out - 1;
+    while (o->out[i].first_chunk > ch) i--;
+    int rows = o->out[i].W->rows, chunk = o->out[i].chunk;
+    *m = i;
+    *r0 = (ch - o->out[i].first_chunk) * chunk;
+    *r1 = *r0 + chunk < rows ? *r0 + chunk : rows;
+    return 1;
+}
+
+void hv_gemm_outs_bias(const hv_gemm_outs *o, int m, int n, int r0, int r1) {
+    const float *bias = o->out[m].bias;
+    int rows = o->out[m].W->rows;
+    if (bias)
+        for (int i = 0; i < n; i++) {
+            float *yi = o->out[m].y + (long)i * rows;
+            for (int r = r0; r < r1; r++) yi[r] += bias[r];
+        }
 }
 
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
@@ -172,24 +195,19 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
         hv_pool_free(own);
         return rc;
     }
+    int q8 = 1; /* q8_0 weights take the int8 GEMM */
+    for (int m = 0; m < count; m++) q8 &= W[m]->type == HV_WEIGHTS_Q8_0;
+    if (q8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y);
     gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
-    j.cols = W[0]->cols;
-    for (int m = 0; m < count; m++) {
-        if (W[m]->cols != j.cols) return -1;
-        int chunk = chunk_rows(W[m]->rows);
-        j.out[m] = (gemm_out){W[m], bias[m], y[m], chunk, j.n_chunks};
-        j.n_chunks += (W[m]->rows + chunk - 1) / chunk;
-        if (chunk > j.max_chunk) j.max_chunk = chunk;
-    }
-    j.n_out = count;
+    if (hv_gemm_outs_init(&j.o, count, W, bias, y)) return -1;
+    j.cols = j.o.cols;
     int tasks = hv_pool_size(pool);
-    if (tasks > j.n_chunks) tasks = j.n_chunks;
+    if (tasks > j.o.n_chunks) tasks = j.o.n_chunks;
     j.xp = hv_pool_scratch(pool, hv_pool_size(pool), (size_t)j.n_pad * j.cols * sizeof(float));
     if (!j.xp) return -1;
     /* every task's slot before any task runs, so a task cannot fail */
     for (int t = 0; t < tasks; t++)
         if (!hv_pool_scratch(pool, t, task_floats(&j) * sizeof(float))) return -1;
-    atomic_init(&j.next, 0);
     int pack_tasks = hv_pool_size(pool) < j.n_pad / MR ? hv_pool_size(pool) : j.n_pad / MR;
     hv_pool_run(pool, pack_tasks, pack_x_task, &j);
     hv_pool_run(pool, tasks, gemm_task, &j);

@@ -11,6 +11,7 @@
 
 #ifdef HV_MM_HAVE_AVX2
 
+#include <float.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -346,6 +347,114 @@ TARGET static void gemm_panel(float *dst, const float *src, long ld, int kc) {
         for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
+/* (The empty asm statements only order the rows: without them GCC hoists
+ * every row's broadcast and products first and spills the accumulators.)
+ * The int8 GEMM's 5 x 16 tile: per block of 32 columns, 10 int32
+ * accumulators (two per activation row) take 8 steps of 4 columns: one
+ * broadcast 32-bit word of activation bytes per row against two vectors
+ * of weight bytes, vpmaddubsw (unsigned u by signed w, pairs into int16,
+ * exact: see gemm_q8.c) then vpmaddwd by 1 (quads into int32); then the
+ * offset term comes off and each output takes one fma with the product
+ * of the two scales, as the scalar kernel does. */
+TARGET static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                                const float *bd, const int32_t *bc, float *c, long ldc,
+                                int accumulate) {
+    __m256 acc[HV_GEMM_Q8_MR][2];
+    for (int i = 0; i < HV_GEMM_Q8_MR; i++)
+        for (int v = 0; v < 2; v++)
+            acc[i][v] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8 * v) : _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int blk = 0; blk < nbk; blk++) {
+        __m256i p00 = _mm256_setzero_si256(), p01 = p00, p10 = p00, p11 = p00, p20 = p00;
+        __m256i p21 = p00, p30 = p00, p31 = p00, p40 = p00, p41 = p00;
+        for (int q = 0; q < HV_Q8_BLOCK / 4; q++, a += 4 * HV_GEMM_Q8_MR, b += 4 * HV_GEMM_NR) {
+            __m256i w0 = _mm256_loadu_si256((const __m256i *)b);
+            __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+#define Q8_ROW(i)                                                                                  \
+    {                                                                                              \
+        int32_t word;                                                                              \
+        memcpy(&word, a + 4 * i, 4);                                                               \
+        __m256i x = _mm256_set1_epi32(word);                                                       \
+        __asm__ volatile("" : "+x"(x));                                                            \
+        p##i##0 = _mm256_add_epi32(p##i##0, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w0), ones)); \
+        p##i##1 = _mm256_add_epi32(p##i##1, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w1), ones)); \
+        __asm__ volatile("" : "+x"(p##i##0), "+x"(p##i##1));                                       \
+    }
+            Q8_ROW(0) Q8_ROW(1) Q8_ROW(2) Q8_ROW(3) Q8_ROW(4)
+#undef Q8_ROW
+        }
+        __m256 d0 = _mm256_loadu_ps(bd + blk * HV_GEMM_NR);
+        __m256 d1 = _mm256_loadu_ps(bd + blk * HV_GEMM_NR + 8);
+        __m256i c0 = _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR));
+        __m256i c1 = _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR + 8));
+#define Q8_OUT(i)                                                                                  \
+    {                                                                                              \
+        __m256 s = _mm256_set1_ps(ad[blk * HV_GEMM_Q8_MR + i]);                                    \
+        acc[i][0] = _mm256_fmadd_ps(_mm256_mul_ps(d0, s),                                          \
+                                    _mm256_cvtepi32_ps(_mm256_sub_epi32(p##i##0, c0)), acc[i][0]); \
+        acc[i][1] = _mm256_fmadd_ps(_mm256_mul_ps(d1, s),                                          \
+                                    _mm256_cvtepi32_ps(_mm256_sub_epi32(p##i##1, c1)), acc[i][1]); \
+    }
+        Q8_OUT(0) Q8_OUT(1) Q8_OUT(2) Q8_OUT(3) Q8_OUT(4)
+#undef Q8_OUT
+    }
+    for (int i = 0; i < HV_GEMM_Q8_MR; i++)
+        for (int v = 0; v < 2; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
+}
+
+/* The scalar quantize_q7 with vector arithmetic: the same IEEE division
+ * and round-to-nearest-even per value, so the same bytes. */
+TARGET static float quantize_q7(const float *x, uint8_t u[HV_Q8_BLOCK]) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), inf = _mm256_set1_ps(INFINITY);
+    __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int t = 0; t < 4; t++) {
+        v[t] = _mm256_loadu_ps(x + 8 * t);
+        __m256 a = _mm256_andnot_ps(sign, v[t]);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ)); /* inf or NaN */
+        amax = _mm256_max_ps(amax, a);
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    int finite = _mm256_movemask_ps(bad) == 0;
+    float d = finite ? _mm_cvtss_f32(m) / 63.0f : NAN;
+    if (finite && d < FLT_MIN) d = 0.0f;
+    if (!(d > 0.0f)) {
+        memset(u, 64, HV_Q8_BLOCK);
+        return d;
+    }
+    __m256 vd = _mm256_set1_ps(d), hi = _mm256_set1_ps(63.0f), lo = _mm256_set1_ps(-63.0f);
+    __m256i q[4];
+    for (int t = 0; t < 4; t++) {
+        __m256 r =
+            _mm256_round_ps(_mm256_div_ps(v[t], vd), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q[t] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
+    }
+    /* int32 -> int8 with the lanes back in order, then the offset */
+    __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    w = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)u, _mm256_add_epi8(w, _mm256_set1_epi8(64)));
+    return d;
+}
+
+/* gemm_panel's transpose for 32-bit words (moved as floats, bits intact). */
+TARGET static void gemm_panel_u32(uint32_t *dst, const uint32_t *src, long ld, int kq) {
+    int k = 0;
+    for (; k + 8 <= kq; k += 8)
+        for (int h = 0; h < HV_GEMM_NR; h += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_castsi256_ps(
+                    _mm256_loadu_si256((const __m256i *)(src + (h + i) * ld + k)));
+            transpose8(r);
+            for (int i = 0; i < 8; i++)
+                _mm256_storeu_si256((__m256i *)(dst + (k + i) * HV_GEMM_NR + h),
+                                    _mm256_castps_si256(r[i]));
+        }
+    for (; k < kq; k++)
+        for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
+}
+
 /* 8 lane sums of q . r over the first len & ~7 columns. */
 INLINE __m256 dot_8(const float *q, const float *r, int len8) {
     __m256 a = _mm256_setzero_ps();
@@ -414,8 +523,6 @@ TARGET static void attn_context(float *out, const float *p, const float *v, long
     }
 }
 
-const hv_mm_kernels hv_mm_avx2 = {"avx2",     gemv_f16,    gemv_bf16,   gemv_q8_0,  gemv_q4_0,
-                                  widen_f16,  widen_bf16,  widen_q8_0,  widen_q4_0, gemm_tile,
-                                  gemm_panel, attn_scores, attn_context};
+const hv_mm_kernels hv_mm_avx2 = HV_MM_KERNEL_TABLE("avx2");
 
 #endif

@@ -23,6 +23,10 @@
  * Packed GEMM (n > HV_LINEAR_GEMV_MAX_N, gemm.c): every output element is
  *   s = 0; s = fma(x[i][k], w[j][k], s) for k = 0, 1, ..., cols - 1 in
  *   order (weights widened to f32 exactly); y = s + bias[j].
+ * int8 GEMM for q8_0 weights (gemm_q8.c): activations quantized per row
+ *   and block of 32 to q in [-63, 63] with scale dx; every output is s = 0;
+ *   for each block in order, p = the exact integer sum of q * qw over the
+ *   block, s = fma(dw * dx, (float)p, s); then y = s + bias[j].
  * Attention rows (hv_attn_scores): s = dot(q, k row) of len floats with 8
  *   lane sums, for k = 0, 8, ... below len & ~7 and j < 8: a[j] =
  *   fma(q[k+j], r[k+j], a[j]); then the same sum of lanes, then s = fma(q[k],
@@ -33,6 +37,7 @@
 #ifndef HV_MATMUL_IMPL_H
 #define HV_MATMUL_IMPL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "kernels/matmul.h"
@@ -95,6 +100,23 @@ typedef struct hv_mm_kernels {
     /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc:
      * HV_GEMM_NR widened weight rows into one packed panel. */
     void (*gemm_panel)(float *dst, const float *src, long ld, int kc);
+    /* The int8 GEMM's micro-kernel (gemm_q8.c): a tile of HV_GEMM_Q8_MR x
+     * HV_GEMM_NR outputs over nbk blocks of 32 columns; a: activation bytes
+     * u = q + 64 as [nbk * 8][MR][4], ad: their scales [nbk][MR]; b: weight
+     * bytes [nbk * 8][NR][4], bd: their scales [nbk][NR], bc: 64 x the sum
+     * of each block's weights [nbk][NR]. Per block, p = sum u * w - bc,
+     * and c = fma(bd * ad, (float)p, c), from c or from 0. */
+    void (*gemm_tile_q8)(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate);
+    /* One activation block of 32 for the int8 GEMM: returns d = amax /
+     * 63 and writes u[t] = 64 + rint(x[t] / d) (clamped to [-63, 63]
+     * before the offset). A block with a NaN or infinity gets d = NaN and
+     * u = 64 (its outputs become NaN); one whose d would be below FLT_MIN
+     * gets d = 0 and u = 64. */
+    float (*quantize_q7)(const float *x, uint8_t u[HV_Q8_BLOCK]);
+    /* gemm_panel for 32-bit words: dst[k * HV_GEMM_NR + r] = src[r * ld +
+     * k] for r < HV_GEMM_NR, k < kq (4 weight bytes per word). */
+    void (*gemm_panel_u32)(uint32_t *dst, const uint32_t *src, long ld, int kq);
     /* Attention over n rows of len floats, row i at k + i * ld (the key
      * and value caches): s[i] = scale * dot(q, row i); and out[j] =
      * (accumulate ? out[j] : 0) + the fma chain over i of p[i] * row i[j]. */
@@ -104,11 +126,25 @@ typedef struct hv_mm_kernels {
                          int accumulate);
 } hv_mm_kernels;
 
+/* A kernel table from static functions named after its fields. */
+#define HV_MM_KERNEL_TABLE(label)                                                                  \
+    {                                                                                              \
+        .name = label, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16, .gemv_q8_0 = gemv_q8_0,       \
+        .gemv_q4_0 = gemv_q4_0, .widen_f16 = widen_f16, .widen_bf16 = widen_bf16,                  \
+        .widen_q8_0 = widen_q8_0, .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile,                \
+        .gemm_panel = gemm_panel, .gemm_tile_q8 = gemm_tile_q8, .quantize_q7 = quantize_q7,        \
+        .gemm_panel_u32 = gemm_panel_u32, .attn_scores = attn_scores, .attn_context = attn_context \
+    }
+
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2
  * accumulators), and its blocking: HV_GEMM_KC columns per packed block. */
-#define HV_GEMM_MR 6
-#define HV_GEMM_NR 16
-#define HV_GEMM_KC 256
+#define HV_GEMM_MR    6
+#define HV_GEMM_NR    16
+#define HV_GEMM_KC    256
+/* The int8 GEMM's tile: 5 activation rows x 16 weight rows, so that its 10
+ * int32 accumulators, two weight vectors, a broadcast, a product and the
+ * constant fit the 16 AVX2 registers (6 rows spill). */
+#define HV_GEMM_Q8_MR 5
 
 /* Portable C; always available. */
 extern const hv_mm_kernels hv_mm_scalar;
@@ -139,6 +175,42 @@ void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long co
 #define HV_GEMM_MAX_OUT 4
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
                     const hv_mat *const *W, const float *const *bias, float *const *y);
+
+/* The products of one packed-GEMM call (gemm.c, gemm_q8.c) and their
+ * split into task chunks of weight rows: chunks are numbered across the
+ * products, so the tasks of all of them share one counter. */
+typedef struct hv_gemm_outs {
+    struct {
+        const hv_mat *W;
+        const float *bias;
+        float *y;
+        int chunk;       /* weight rows per chunk (hv_gemm_chunk_rows) */
+        int first_chunk; /* number of its first chunk */
+    } out[HV_GEMM_MAX_OUT];
+    int n_out, n_chunks, max_chunk, cols;
+    atomic_int next; /* the next chunk to hand out */
+} hv_gemm_outs;
+
+/* Fills o for count (1..HV_GEMM_MAX_OUT) products; -1 when the count is
+ * out of range or the matrices' column counts differ. */
+int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
+                      float *const *y);
+
+/* Takes the next chunk (any thread): its product m and weight rows
+ * [r0, r1); 0 when none is left. */
+int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
+
+/* Adds product m's bias (if any) to rows [r0, r1) of its n outputs. */
+void hv_gemm_outs_bias(const hv_gemm_outs *o, int m, int n, int r0, int r1);
+
+/* hv_gemm_weights for q8_0 weights through the int8 GEMM (gemm_q8.c),
+ * on a pool (not NULL); hv_gemm_weights calls it when every W[m] is q8_0. */
+int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
+               const hv_mat *const *W, const float *const *bias, float *const *y);
+
+/* Weight rows per task chunk of the packed GEMMs: a multiple of
+ * HV_GEMM_NR that depends on the shape only. */
+int hv_gemm_chunk_rows(int rows);
 
 /* hv_linear with a given kernel table (tests run the whole driver, with
  * threads and tiles, on each table). */

@@ -175,6 +175,45 @@ static void gemm_panel(float *dst, const float *src, long ld, int kc) {
         for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
+static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
+    const int steps = HV_Q8_BLOCK / 4;
+    for (int i = 0; i < HV_GEMM_Q8_MR; i++)
+        for (int j = 0; j < HV_GEMM_NR; j++) {
+            float s = accumulate ? c[i * ldc + j] : 0.0f;
+            for (int blk = 0; blk < nbk; blk++) {
+                int32_t p = 0;
+                for (int q = blk * steps; q < (blk + 1) * steps; q++)
+                    for (int t = 0; t < 4; t++)
+                        p += a[(q * HV_GEMM_Q8_MR + i) * 4 + t] * b[(q * HV_GEMM_NR + j) * 4 + t];
+                p -= bc[blk * HV_GEMM_NR + j];
+                s = fmaf(bd[blk * HV_GEMM_NR + j] * ad[blk * HV_GEMM_Q8_MR + i], (float)p, s);
+            }
+            c[i * ldc + j] = s;
+        }
+}
+
+static float quantize_q7(const float *x, uint8_t u[HV_Q8_BLOCK]) {
+    float amax = 0.0f;
+    int finite = 1;
+    for (int t = 0; t < HV_Q8_BLOCK; t++) {
+        finite &= isfinite(x[t]) != 0;
+        if (fabsf(x[t]) > amax) amax = fabsf(x[t]);
+    }
+    float d = finite ? amax / 63.0f : NAN;
+    if (finite && d < FLT_MIN) d = 0.0f;
+    for (int t = 0; t < HV_Q8_BLOCK; t++) {
+        float r = d > 0.0f ? rintf(x[t] / d) : 0.0f;
+        u[t] = (uint8_t)(64 + (r > 63.0f ? 63 : r < -63.0f ? -63 : (int)r));
+    }
+    return d;
+}
+
+static void gemm_panel_u32(uint32_t *dst, const uint32_t *src, long ld, int kq) {
+    for (int k = 0; k < kq; k++)
+        for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
+}
+
 /* dot(q, r) in the lane order of matmul_impl.h. */
 static float dot_lanes(const float *q, const float *r, int len) {
     int len8 = len & ~7, k = 0;
@@ -198,6 +237,4 @@ static void attn_context(float *out, const float *p, const float *v, long ld, in
         for (int j = 0; j < len; j++) out[j] = fmaf(p[i], v[i * ld + j], out[j]);
 }
 
-const hv_mm_kernels hv_mm_scalar = {"scalar",   gemv_f16,    gemv_bf16,   gemv_q8_0,  gemv_q4_0,
-                                    widen_f16,  widen_bf16,  widen_q8_0,  widen_q4_0, gemm_tile,
-                                    gemm_panel, attn_scores, attn_context};
+const hv_mm_kernels hv_mm_scalar = HV_MM_KERNEL_TABLE("scalar");

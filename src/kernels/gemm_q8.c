@@ -1,0 +1,181 @@
+/* The packed GEMM in int8 for q8_0 weights (the encoder, cross-attention
+ * keys and values, long prompts): y = x . W^T + bias with the products of
+ * each block of 32 columns done in integers.
+ *
+ * Activations are quantized once per call, per row and block of 32, to 7
+ * bits: d = amax / 63, q = rint(x / d) in [-63, 63], stored as u = q + 64
+ * in [1, 127]. AVX2 multiplies unsigned by signed bytes and adds pairs
+ * into int16 (vpmaddubsw); with u <= 127 and |w| <= 127 a pair is at most
+ * 32258, so nothing saturates (8-bit activations would: 2 x 255 x 127).
+ * The offset comes back out exactly: sum u w = sum q w + 64 sum w, and
+ * 64 sum w per weight row and block is computed when the weights are
+ * packed. Each output is then one fma chain over the blocks in order,
+ * s = fma(dw * dx, (float)(exact block dot), s), then + bias: the same in
+ * the portable and AVX2 micro-kernels, whatever the blocking, chunks or
+ * threads (matmul_impl.h).
+ *
+ * The layout follows gemm.c's: activations packed once into panels of
+ * HV_GEMM_Q8_MR rows, 4 bytes (4 columns) per row per step, so a step
+ * broadcasts one 32-bit word per row; weights packed per task, one column
+ * block at a time, into panels of HV_GEMM_NR rows, 4 bytes per row per
+ * step (two 32-byte vectors), with their scales and offset terms. */
+#include <string.h>
+
+#include "kernels/half.h"
+#include "kernels/matmul_impl.h"
+
+#define MR  HV_GEMM_Q8_MR
+#define NR  HV_GEMM_NR
+#define KC  HV_GEMM_KC
+#define BLK HV_Q8_BLOCK
+#define MC  (96 / MR * MR) /* activation rows per pass over a weight panel, whole panels */
+
+typedef struct q8_job {
+    const hv_mm_kernels *k;
+    hv_pool *pool;
+    const float *x;
+    int n, n_pad, cols;
+    uint8_t *xq; /* packed activation bytes: n_pad x cols */
+    float *xd;   /* their scales: n_pad x cols / 32 */
+    hv_gemm_outs o;
+} q8_job;
+
+/* Column block [k0, k0 + kc) of panel p: bytes at xq + k0 * n_pad + p * MR
+ * * kc as [kc / 4][MR][4], scales at xd + k0 / 32 * n_pad + p * MR * nbk
+ * as [nbk][MR]; rows >= n are zero with scale 0. */
+static void pack_x_task(void *arg, int task, int n_tasks) {
+    q8_job *j = arg;
+    int panels = j->n_pad / MR;
+    for (int k0 = 0; k0 < j->cols; k0 += KC) {
+        int kc = j->cols - k0 < KC ? j->cols - k0 : KC, nbk = kc / BLK;
+        for (int p = task; p < panels; p += n_tasks) {
+            uint8_t *dst = j->xq + (long)k0 * j->n_pad + (long)p * MR * kc;
+            float *dd = j->xd + (long)k0 / BLK * j->n_pad + (long)p * MR * nbk;
+            for (int i = 0; i < MR; i++) {
+                int r = p * MR + i;
+                for (int b = 0; b < nbk; b++) {
+                    uint8_t u[BLK];
+                    float d = 0.0f;
+                    if (r < j->n)
+                        d = j->k->quantize_q7(j->x + (long)r * j->cols + k0 + b * BLK, u);
+                    else
+                        memset(u, 64, BLK);
+                    dd[b * MR + i] = d;
+                    for (int q = 0; q < BLK / 4; q++)
+                        memcpy(dst + ((long)(b * BLK / 4 + q) * MR + i) * 4, u + 4 * q, 4);
+                }
+            }
+        }
+    }
+}
+
+/* Weight rows [r0, r1) x columns [k0, k0 + kc) into panels of NR rows:
+ * per panel, bytes [kc / 4][NR][4] (transposed through rows[NR][kc]),
+ * then scales [nbk][NR] and offset terms 64 * sum w [nbk][NR]; rows past
+ * r1 are zero. */
+static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int kc, uint8_t *wp,
+                   uint8_t *rows) {
+    int nb = W->cols / BLK, nbk = kc / BLK;
+    size_t panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
+    for (int p = 0; r0 + p * NR < r1; p++) {
+        uint8_t *panel = wp + p * panel_bytes;
+        float *wd = (float *)(panel + (size_t)kc * NR);
+        int32_t *wc = (int32_t *)(wd + nbk * NR);
+        for (int jj = 0; jj < NR; jj++) {
+            int r = r0 + p * NR + jj;
+            uint8_t *row = rows + (long)jj * kc;
+            if (r >= r1) {
+                memset(row, 0, (size_t)kc);
+                for (int b = 0; b < nbk; b++) wd[b * NR + jj] = 0.0f, wc[b * NR + jj] = 0;
+                continue;
+            }
+            const hv_q8_0_block *blk = (const hv_q8_0_block *)W->data + (long)r * nb + k0 / BLK;
+            if (k0 + kc < W->cols) /* this row's next column block, 34 bytes per block */
+                for (int off = 0; off < nbk * 34; off += 64)
+                    __builtin_prefetch((const char *)(blk + nbk) + off);
+            for (int b = 0; b < nbk; b++) {
+                int32_t sum = 0;
+                for (int t = 0; t < BLK; t++) sum += blk[b].q[t];
+                wd[b * NR + jj] = hv_f16_to_f32(blk[b].d);
+                wc[b * NR + jj] = 64 * sum;
+                memcpy(row + b * BLK, blk[b].q, BLK);
+            }
+        }
+        j->k->gemm_panel_u32((uint32_t *)panel, (const uint32_t *)rows, kc / 4, kc / 4);
+    }
+}
+
+/* One tile at activation row i, weight row r; edge tiles through a
+ * full-size buffer. */
+static void tile(const q8_job *j, int rows, float *y, int nbk, const uint8_t *xp, const float *xd,
+                 const uint8_t *wpanel, int i, int r, int r1, int accumulate) {
+    int kc = nbk * BLK;
+    const float *wd = (const float *)(wpanel + (size_t)kc * NR);
+    const int32_t *wc = (const int32_t *)(wd + nbk * NR);
+    float *c = y + (long)i * rows + r;
+    int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
+    if (mi == MR && nj == NR) {
+        j->k->gemm_tile_q8(nbk, xp, xd, (const int8_t *)wpanel, wd, wc, c, rows, accumulate);
+        return;
+    }
+    float buf[MR * NR] = {0};
+    if (accumulate)
+        for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
+    j->k->gemm_tile_q8(nbk, xp, xd, (const int8_t *)wpanel, wd, wc, buf, NR, accumulate);
+    for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
+}
+
+/* Scratch bytes of a task: its packed weight block and NR rows of bytes. */
+static size_t task_bytes(const q8_job *j) {
+    return (size_t)j->o.max_chunk * (KC + KC / BLK * 8) + (size_t)NR * KC;
+}
+
+static void gemm_task(void *arg, int task, int n_tasks) {
+    q8_job *j = arg;
+    (void)n_tasks;
+    uint8_t *wp = hv_pool_scratch(j->pool, task, task_bytes(j));
+    uint8_t *wrows = wp + (size_t)j->o.max_chunk * (KC + KC / BLK * 8);
+    int m, r0, r1;
+    while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
+        const hv_mat *W = j->o.out[m].W;
+        for (int k0 = 0; k0 < j->cols; k0 += KC) {
+            int kc = j->cols - k0 < KC ? j->cols - k0 : KC, nbk = kc / BLK;
+            size_t panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
+            pack_w(j, W, r0, r1, k0, kc, wp, wrows);
+            const uint8_t *xblock = j->xq + (long)k0 * j->n_pad;
+            const float *dblock = j->xd + (long)k0 / BLK * j->n_pad;
+            for (int i0 = 0; i0 < j->n; i0 += MC) {
+                int i1 = i0 + MC < j->n ? i0 + MC : j->n;
+                for (int r = r0; r < r1; r += NR) {
+                    const uint8_t *wpanel = wp + (size_t)(r - r0) / NR * panel_bytes;
+                    for (int i = i0; i < i1; i += MR)
+                        tile(j, W->rows, j->o.out[m].y, nbk, xblock + (long)i * kc,
+                             dblock + (long)i * nbk, wpanel, i, r, r1, k0 > 0);
+                }
+            }
+        }
+        hv_gemm_outs_bias(&j->o, m, j->n, r0, r1);
+    }
+}
+
+int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
+               const hv_mat *const *W, const float *const *bias, float *const *y) {
+    q8_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
+    if (hv_gemm_outs_init(&j.o, count, W, bias, y)) return -1;
+    j.cols = j.o.cols;
+    if (j.cols % BLK) return -1;
+    for (int m = 0; m < count; m++)
+        if (W[m]->type != HV_WEIGHTS_Q8_0) return -1;
+    int tasks = hv_pool_size(pool);
+    if (tasks > j.o.n_chunks) tasks = j.o.n_chunks;
+    size_t x_bytes = (size_t)j.n_pad * j.cols, d_bytes = (size_t)j.n_pad * (j.cols / BLK) * 4;
+    j.xd = hv_pool_scratch(pool, hv_pool_size(pool), d_bytes + x_bytes);
+    if (!j.xd) return -1;
+    j.xq = (uint8_t *)(j.xd + (size_t)j.n_pad * (j.cols / BLK));
+    for (int t = 0; t < tasks; t++)
+        if (!hv_pool_scratch(pool, t, task_bytes(&j))) return -1;
+    int pack_tasks = hv_pool_size(pool) < j.n_pad / MR ? hv_pool_size(pool) : j.n_pad / MR;
+    hv_pool_run(pool, pack_tasks, pack_x_task, &j);
+    hv_pool_run(pool, tasks, gemm_task, &j);
+    return 0;
+}
