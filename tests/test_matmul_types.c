@@ -398,11 +398,17 @@ static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int r
         for (int r = 0; r < rows; r++) bias[r] = frand();
         return;
     }
+    /* activations for the block types: k/64 with a +-127 in each block
+     * (scale 2^-6 exactly) for decoder steps; the int8 GEMM (n >
+     * HV_LINEAR_GEMV_MAX_N) quantizes them to 63 levels: there k/32 with
+     * a +-63 in each block */
+    int lv = n > HV_LINEAR_GEMV_MAX_N ? 63 : 127;
     if (t == HV_WEIGHTS_Q4_0) {
         /* weights k/8, k in [-8, 7], with a -1 in each block (scale 1/8
-         * exactly); activations as for q8_0 */
+         * exactly) */
         for (int i = 0; i < n * cols; i++)
-            x[i] = (float)(i % 32 == 5 ? (i & 64 ? 127 : -127) : irand(-127, 127)) / 64.0f;
+            x[i] = (float)(i % 32 == 5 ? (i & 64 ? lv : -lv) : irand(-lv, lv)) /
+                   (lv == 63 ? 32.0f : 64.0f);
         for (int i = 0; i < rows * cols; i++)
             src[i] = (float)(i % 32 == 17 ? -8 : irand(-8, 7)) / 8.0f;
         for (int r = 0; r < rows; r++) bias[r] = (float)irand(-8192, 8192) / 8192.0f;
@@ -414,11 +420,8 @@ static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int r
         for (int r = 0; r < rows; r++) bias[r] = (float)irand(-128, 128) / 128.0f;
         return;
     }
-    /* q8_0: blocks of k/64 and k/128 with a +-127 in each, so the scales
-     * are 2^-6 and 2^-7 exactly; the sums stay below 2^24 * 2^-13. The
-     * int8 GEMM (n > HV_LINEAR_GEMV_MAX_N) quantizes activations to 63
-     * levels: there k/32 with a +-63 in each block. */
-    int lv = n > HV_LINEAR_GEMV_MAX_N ? 63 : 127;
+    /* q8_0: weight blocks of k/128 with a +-127 in each (scale 2^-7
+     * exactly); the sums stay below 2^24 * 2^-13 */
     for (int i = 0; i < n * cols; i++)
         x[i] = (float)(i % 32 == 5 ? (i & 64 ? lv : -lv) : irand(-lv, lv)) /
                (lv == 63 ? 32.0f : 64.0f);
@@ -430,14 +433,14 @@ static void fill(hv_weight_type t, int exact, float *x, int n, float *src, int r
 /* How far y may be from the exact result: f32 rounding of the sums
  * (~eps sqrt(cols) sum|x w|), plus the rounding of x to its blocks, at
  * most d_x / 2 per value: for q8_0 and q4_0 decoder steps d_x = amax /
- * 127, for q8_0's int8 GEMM (n > HV_LINEAR_GEMV_MAX_N) amax / 63. */
+ * 127, in their int8 GEMM (n > HV_LINEAR_GEMV_MAX_N) amax / 63. */
 static double tolerance(hv_weight_type t, int n, const float *xi, const float *wr, int cols,
                         float b) {
     double s = fabs(b), q = 0;
     for (int c = 0; c < cols; c++) s += fabs((double)xi[c] * wr[c]);
     int gemv = n <= HV_LINEAR_GEMV_MAX_N;
     double levels = gemv ? 127.0 : 63.0;
-    if ((t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0) && (gemv || t == HV_WEIGHTS_Q8_0))
+    if (t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0)
         for (int c0 = 0; c0 < cols; c0 += 32) {
             double amax = 0, wsum = 0;
             for (int c = c0; c < c0 + 32; c++) {

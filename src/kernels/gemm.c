@@ -195,9 +195,10 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
         hv_pool_free(own);
         return rc;
     }
-    int q8 = 1; /* q8_0 weights take the int8 GEMM */
-    for (int m = 0; m < count; m++) q8 &= W[m]->type == HV_WEIGHTS_Q8_0;
-    if (q8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y);
+    int int8 = 1; /* block-quantized weights take the int8 GEMM */
+    for (int m = 0; m < count; m++)
+        int8 &= W[m]->type == HV_WEIGHTS_Q8_0 || W[m]->type == HV_WEIGHTS_Q4_0;
+    if (int8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y);
     gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
     if (hv_gemm_outs_init(&j.o, count, W, bias, y)) return -1;
     j.cols = j.o.cols;

@@ -1,6 +1,8 @@
-/* The packed GEMM in int8 for q8_0 weights (the encoder, cross-attention
- * keys and values, long prompts): y = x . W^T + bias with the products of
- * each block of 32 columns done in integers.
+/* The packed GEMM in int8 for q8_0 and q4_0 weights (the encoder,
+ * cross-attention keys and values, long prompts): y = x . W^T + bias with
+ * the products of each block of 32 columns done in integers (a q4_0
+ * block's values are its nibbles - 8, unpacked when the weights are
+ * packed).
  *
  * Activations are quantized once per call, per row and block of 32, to 7
  * bits: d = amax / 63, q = rint(x / d) in [-63, 63], stored as u = q + 64
@@ -89,16 +91,30 @@ static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int
                 for (int b = 0; b < nbk; b++) wd[b * NR + jj] = 0.0f, wc[b * NR + jj] = 0;
                 continue;
             }
-            const hv_q8_0_block *blk = (const hv_q8_0_block *)W->data + (long)r * nb + k0 / BLK;
-            if (k0 + kc < W->cols) /* this row's next column block, 34 bytes per block */
-                for (int off = 0; off < nbk * 34; off += 64)
-                    __builtin_prefetch((const char *)(blk + nbk) + off);
+            int q4 = W->type == HV_WEIGHTS_Q4_0;
+            size_t bb = q4 ? sizeof(hv_q4_0_block) : sizeof(hv_q8_0_block);
+            const char *blk = (const char *)W->data + ((size_t)r * nb + k0 / BLK) * bb;
+            if (k0 + kc < W->cols) /* this row's next column block */
+                for (size_t off = 0; off < nbk * bb; off += 64)
+                    __builtin_prefetch(blk + nbk * bb + off);
             for (int b = 0; b < nbk; b++) {
+                const char *at = blk + b * bb;
+                int8_t *v = (int8_t *)row + b * BLK;
+                uint16_t d;
+                memcpy(&d, at, sizeof d); /* both block types begin with the scale */
+                if (q4) { /* the values q - 8, low nibbles first (widen_q4_0's order) */
+                    const uint8_t *qs = ((const hv_q4_0_block *)at)->qs;
+                    for (int t = 0; t < BLK / 2; t++) {
+                        v[t] = (int8_t)((qs[t] & 15) - 8);
+                        v[t + BLK / 2] = (int8_t)((qs[t] >> 4) - 8);
+                    }
+                } else {
+                    memcpy(v, ((const hv_q8_0_block *)at)->q, BLK);
+                }
                 int32_t sum = 0;
-                for (int t = 0; t < BLK; t++) sum += blk[b].q[t];
-                wd[b * NR + jj] = hv_f16_to_f32(blk[b].d);
+                for (int t = 0; t < BLK; t++) sum += v[t];
+                wd[b * NR + jj] = hv_f16_to_f32(d);
                 wc[b * NR + jj] = 64 * sum;
-                memcpy(row + b * BLK, blk[b].q, BLK);
             }
         }
         j->k->gemm_panel_u32((uint32_t *)panel, (const uint32_t *)rows, kc / 4, kc / 4);
@@ -165,7 +181,7 @@ int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int
     j.cols = j.o.cols;
     if (j.cols % BLK) return -1;
     for (int m = 0; m < count; m++)
-        if (W[m]->type != HV_WEIGHTS_Q8_0) return -1;
+        if (W[m]->type != HV_WEIGHTS_Q8_0 && W[m]->type != HV_WEIGHTS_Q4_0) return -1;
     int tasks = hv_pool_size(pool);
     if (tasks > j.o.n_chunks) tasks = j.o.n_chunks;
     size_t x_bytes = (size_t)j.n_pad * j.cols, d_bytes = (size_t)j.n_pad * (j.cols / BLK) * 4;

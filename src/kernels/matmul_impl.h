@@ -23,7 +23,8 @@
  * Packed GEMM (n > HV_LINEAR_GEMV_MAX_N, gemm.c): every output element is
  *   s = 0; s = fma(x[i][k], w[j][k], s) for k = 0, 1, ..., cols - 1 in
  *   order (weights widened to f32 exactly); y = s + bias[j].
- * int8 GEMM for q8_0 weights (gemm_q8.c): activations quantized per row
+ * int8 GEMM for q8_0 and q4_0 weights (gemm_q8.c; q4_0's values q - 8):
+ *   activations quantized per row
  *   and block of 32 to q in [-63, 63] with scale dx; every output is s = 0;
  *   for each block in order, p = the exact integer sum of q * qw over the
  *   block, s = fma(dw * dx, (float)p, s); then y = s + bias[j].
@@ -203,8 +204,9 @@ int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
 /* Adds product m's bias (if any) to rows [r0, r1) of its n outputs. */
 void hv_gemm_outs_bias(const hv_gemm_outs *o, int m, int n, int r0, int r1);
 
-/* hv_gemm_weights for q8_0 weights through the int8 GEMM (gemm_q8.c),
- * on a pool (not NULL); hv_gemm_weights calls it when every W[m] is q8_0. */
+/* hv_gemm_weights for q8_0 and q4_0 weights through the int8 GEMM
+ * (gemm_q8.c), on a pool (not NULL); hv_gemm_weights calls it when every
+ * W[m] is one of them. */
 int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
                const hv_mat *const *W, const float *const *bias, float *const *y);
 
