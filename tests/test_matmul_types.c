@@ -47,6 +47,20 @@ static int same_bits(const float *a, const float *b, size_t n) {
 
 /* ------------------------------------------------------------ names */
 
+/* The SIMD widening of every value of W gives the portable kernels' bits. */
+static void check_widen_simd(const hv_mat *W) {
+    const hv_mm_kernels *simd = hv_mm_simd();
+    if (!simd) return;
+    long count = (long)W->rows * W->cols;
+    float *a = falloc((size_t)count), *c = falloc((size_t)count);
+    hv_mat_widen(&hv_mm_scalar, W, 0, 0, count, a);
+    hv_mat_widen(simd, W, 0, 0, count, c);
+    CHECK_MSG(same_bits(a, c, (size_t)count), "%s widen: scalar == %s",
+              hv_weight_type_name(W->type), simd->name);
+    free(a);
+    free(c);
+}
+
 static void test_names(void) {
     /* every type, AUTO included, round-trips through the public parser */
     for (int t = 0; t < HV_N_WEIGHT_TYPES; t++) {
@@ -228,16 +242,7 @@ static void test_q8_0_convert(void) {
             for (int t = 0; t < 32; t++) exact &= w[b * 32 + t] == v[b * 32 + t];
     }
     CHECK(exact);
-    /* SIMD widening == scalar */
-    const hv_mm_kernels *simd = hv_mm_simd();
-    if (simd) {
-        float *a = falloc((size_t)rows * cols), *c = falloc((size_t)rows * cols);
-        hv_mm_scalar.widen_q8_0(a, q, (long)rows * cols);
-        simd->widen_q8_0(c, q, (long)rows * cols);
-        CHECK(same_bits(a, c, (size_t)rows * cols));
-        free(a);
-        free(c);
-    }
+    check_widen_simd(&m);
     free(w);
     free(st);
 
@@ -348,15 +353,7 @@ static void test_q4_0_convert(void) {
     hv_mat_row_f32(&m2, 0, back);
     CHECK(memcmp(back, blk, sizeof blk) == 0 && ((const hv_q4_0_block *)st2)->d == 0x3000);
     free(st2);
-    const hv_mm_kernels *simd = hv_mm_simd();
-    if (simd) {
-        float *a = falloc((size_t)rows * cols), *c = falloc((size_t)rows * cols);
-        hv_mm_scalar.widen_q4_0(a, q, (long)rows * cols);
-        simd->widen_q4_0(c, q, (long)rows * cols);
-        CHECK_MSG(same_bits(a, c, (size_t)rows * cols), "q4_0 widen: scalar == simd");
-        free(a);
-        free(c);
-    }
+    check_widen_simd(&m);
     free(w);
     free(st);
     /* refused: a scale beyond f16, NaN, infinity */

@@ -77,7 +77,8 @@ static void pack_x_task(void *arg, int task, int n_tasks) {
  * r1 are zero. */
 static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int kc, uint8_t *wp,
                    uint8_t *rows) {
-    int nb = W->cols / BLK, nbk = kc / BLK;
+    int nb = W->cols / BLK, nbk = kc / BLK, q4 = W->type == HV_WEIGHTS_Q4_0;
+    size_t bb = q4 ? sizeof(hv_q4_0_block) : sizeof(hv_q8_0_block);
     size_t panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
     for (int p = 0; r0 + p * NR < r1; p++) {
         uint8_t *panel = wp + p * panel_bytes;
@@ -91,8 +92,6 @@ static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int
                 for (int b = 0; b < nbk; b++) wd[b * NR + jj] = 0.0f, wc[b * NR + jj] = 0;
                 continue;
             }
-            int q4 = W->type == HV_WEIGHTS_Q4_0;
-            size_t bb = q4 ? sizeof(hv_q4_0_block) : sizeof(hv_q8_0_block);
             const char *blk = (const char *)W->data + ((size_t)r * nb + k0 / BLK) * bb;
             if (k0 + kc < W->cols) /* this row's next column block */
                 for (size_t off = 0; off < nbk * bb; off += 64)
@@ -102,12 +101,8 @@ static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int
                 int8_t *v = (int8_t *)row + b * BLK;
                 uint16_t d;
                 memcpy(&d, at, sizeof d); /* both block types begin with the scale */
-                if (q4) { /* the values q - 8, low nibbles first (widen_q4_0's order) */
-                    const uint8_t *qs = ((const hv_q4_0_block *)at)->qs;
-                    for (int t = 0; t < BLK / 2; t++) {
-                        v[t] = (int8_t)((qs[t] & 15) - 8);
-                        v[t + BLK / 2] = (int8_t)((qs[t] >> 4) - 8);
-                    }
+                if (q4) {
+                    hv_q4_0_values((const hv_q4_0_block *)at, v);
                 } else {
                     memcpy(v, ((const hv_q8_0_block *)at)->q, BLK);
                 }

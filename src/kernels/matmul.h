@@ -76,10 +76,11 @@ void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
  *   quantises x to int8 blocks of 32 (one f32 scale each) and uses integer
  *   dot products, which adds activation-rounding error; q4_0 likewise;
  * - larger n (encoder, cross-attention keys/values): the packed GEMM
- *   (gemm.c) for every type, weights widened exactly to f32 as they are
+ *   (gemm.c), f32, f16 and bf16 weights widened exactly to f32 as they are
  *   packed, so the result is that of f32 weights equal to the stored ones;
- *   on a CPU without the SIMD kernels, OpenBLAS sgemm instead (widened
- *   tiles for the reduced types).
+ *   q8_0 and q4_0 through its int8 twin (gemm_q8.c), which rounds x to 7
+ *   bits per block of 32; on a CPU without the SIMD kernels, OpenBLAS
+ *   sgemm instead (widened tiles for the reduced types).
  * Every output element is computed the same way whatever the number of
  * threads, so results do not depend on the pool size. AVX2+FMA+F16C
  * kernels are used when the CPU has them (detected at run time); the

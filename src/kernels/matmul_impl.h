@@ -60,6 +60,9 @@ typedef struct hv_q4_0_block {
     uint8_t qs[HV_Q8_BLOCK / 2]; /* nibbles */
 } hv_q4_0_block;
 
+/* A q4_0 block's 32 values q - 8, in [-8, 7], in element order. */
+void hv_q4_0_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]);
+
 /* Activations quantised for the q8_0 dot product: n rows of cols values
  * (cols % 32 == 0) as nb = cols / 32 blocks per row. */
 typedef struct hv_q8_act {

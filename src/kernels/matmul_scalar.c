@@ -11,32 +11,39 @@
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
 
+/* One block of 32 activations rounded to `levels` steps each side: d =
+ * amax / levels, q = rint(x / d) in [-levels, levels]. A block whose d
+ * would be subnormal (amax < levels * FLT_MIN) becomes zeros; a block with
+ * a NaN or infinity gets d = NaN and q = 0, so that its outputs become
+ * NaN. Returns d. (The GEMV's blocks take 127 levels, the int8 GEMM's 63.) */
+static float quantize_levels(const float *v, int levels, int8_t q[HV_Q8_BLOCK]) {
+    float amax = 0.0f;
+    int finite = 1;
+    for (int t = 0; t < HV_Q8_BLOCK; t++) {
+        finite &= isfinite(v[t]) != 0;
+        if (fabsf(v[t]) > amax) amax = fabsf(v[t]);
+    }
+    float d = finite ? amax / (float)levels : NAN;
+    if (finite && d < FLT_MIN) d = 0.0f; /* too small to divide by */
+    if (!(d > 0.0f)) {
+        memset(q, 0, HV_Q8_BLOCK);
+        return d;
+    }
+    for (int t = 0; t < HV_Q8_BLOCK; t++) {
+        float r = rintf(v[t] / d);
+        q[t] = (int8_t)(r > levels ? levels : r < -levels ? -levels : r);
+    }
+    return d;
+}
+
 void hv_q8_act_quantize(hv_q8_act *a, const float *x, int n, int cols) {
     int nb = cols / HV_Q8_BLOCK;
     a->n = n;
     a->nb = nb;
     for (int i = 0; i < n; i++)
         for (int b = 0; b < nb; b++) {
-            const float *v = x + (long)i * cols + (long)b * HV_Q8_BLOCK;
-            int8_t *q = a->q + (long)i * cols + (long)b * HV_Q8_BLOCK;
-            float amax = 0.0f;
-            int finite = 1;
-            for (int t = 0; t < HV_Q8_BLOCK; t++) {
-                float m = fabsf(v[t]);
-                finite &= isfinite(v[t]) != 0;
-                if (m > amax) amax = m;
-            }
-            float d = finite ? amax / 127.0f : NAN;
-            if (finite && d < FLT_MIN) d = 0.0f; /* too small to divide by */
-            a->d[(long)i * nb + b] = d;
-            if (!(d > 0.0f)) {
-                memset(q, 0, HV_Q8_BLOCK);
-                continue;
-            }
-            for (int t = 0; t < HV_Q8_BLOCK; t++) {
-                float r = rintf(v[t] / d);
-                q[t] = (int8_t)(r > 127.0f ? 127 : r < -127.0f ? -127 : r);
-            }
+            long at = (long)i * cols + (long)b * HV_Q8_BLOCK;
+            a->d[(long)i * nb + b] = quantize_levels(x + at, 127, a->q + at);
         }
 }
 
@@ -82,8 +89,7 @@ static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *
     gemv_u16(y, ldy, x, n, w, n_w, cols, bf16_at);
 }
 
-/* A q4_0 block's 32 values q - 8, in element order. */
-static void q4_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]) {
+void hv_q4_0_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]) {
     for (int t = 0; t < HV_Q8_BLOCK / 2; t++) {
         q[t] = (int8_t)((b->qs[t] & 15) - 8);
         q[t + 16] = (int8_t)((b->qs[t] >> 4) - 8);
@@ -94,7 +100,7 @@ static void q8_values(const void *blk, int8_t q[HV_Q8_BLOCK]) {
     memcpy(q, ((const hv_q8_0_block *)blk)->q, HV_Q8_BLOCK);
 }
 
-static void q4_block_values(const void *blk, int8_t q[HV_Q8_BLOCK]) { q4_values(blk, q); }
+static void q4_block_values(const void *blk, int8_t q[HV_Q8_BLOCK]) { hv_q4_0_values(blk, q); }
 
 /* The q8_0 and q4_0 GEMV: blocks of bb bytes, each an f16 scale and the
  * 32 values that `values` gives. */
@@ -156,7 +162,7 @@ static void widen_q4_0(float *dst, const hv_q4_0_block *src, long count) {
     for (long b = 0; b < count / HV_Q8_BLOCK; b++) {
         float d = hv_f16_to_f32(src[b].d);
         int8_t q[HV_Q8_BLOCK];
-        q4_values(&src[b], q);
+        hv_q4_0_values(&src[b], q);
         for (int t = 0; t < HV_Q8_BLOCK; t++) dst[b * HV_Q8_BLOCK + t] = d * (float)q[t];
     }
 }
@@ -194,18 +200,9 @@ static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_
 }
 
 static float quantize_q7(const float *x, uint8_t u[HV_Q8_BLOCK]) {
-    float amax = 0.0f;
-    int finite = 1;
-    for (int t = 0; t < HV_Q8_BLOCK; t++) {
-        finite &= isfinite(x[t]) != 0;
-        if (fabsf(x[t]) > amax) amax = fabsf(x[t]);
-    }
-    float d = finite ? amax / 63.0f : NAN;
-    if (finite && d < FLT_MIN) d = 0.0f;
-    for (int t = 0; t < HV_Q8_BLOCK; t++) {
-        float r = d > 0.0f ? rintf(x[t] / d) : 0.0f;
-        u[t] = (uint8_t)(64 + (r > 63.0f ? 63 : r < -63.0f ? -63 : (int)r));
-    }
+    int8_t q[HV_Q8_BLOCK];
+    float d = quantize_levels(x, 63, q);
+    for (int t = 0; t < HV_Q8_BLOCK; t++) u[t] = (uint8_t)(64 + q[t]);
     return d;
 }
 
