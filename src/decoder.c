@@ -186,12 +186,24 @@ hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int
         }
         dec->cross_cap = n_enc;
     }
-    /* Padded encoder frames are masked, so only the valid rows matter. */
+    /* Padded encoder frames are masked, so only the valid rows matter.
+     * Stored head by head ([layer][head][frame][dh]), so that each head's
+     * attention reads one contiguous run. */
+    int H = c->dec_heads, dh = h / H;
+    float *kv = alloc_floats((long)enc_len * h);
+    if (!kv) return hv_err(e, HV_ERR_NOMEM, "out of memory for cross-attention");
     for (int l = 0; l < L; l++) {
         const hv_dec_layer *y = &dec->w->layers[l];
-        hv_linear(pool, dec->cross_k + (long)l * n_enc * h, enc, enc_len, &y->ck, y->ck_b);
-        hv_linear(pool, dec->cross_v + (long)l * n_enc * h, enc, enc_len, &y->cv, y->cv_b);
+        for (int v = 0; v < 2; v++) {
+            float *dst = (v ? dec->cross_v : dec->cross_k) + (long)l * n_enc * h;
+            hv_linear(pool, kv, enc, enc_len, v ? &y->cv : &y->ck, v ? y->cv_b : y->ck_b);
+            for (int hd = 0; hd < H; hd++)
+                for (int f = 0; f < enc_len; f++)
+                    memcpy(dst + ((long)hd * n_enc + f) * dh, kv + (long)f * h + (long)hd * dh,
+                           (size_t)dh * sizeof(float));
+        }
     }
+    free(kv);
     dec->n_enc = n_enc;
     dec->enc_len = enc_len;
     return HV_OK;
@@ -242,41 +254,44 @@ static void attn_task(void *arg, int task, int n_tasks) {
     float scale = 1.0f / sqrtf((float)dh);
 
     if (j->cross) {
-        long off = (long)j->layer * dec->n_enc * h + hd * dh;
+        long off = ((long)j->layer * H + hd) * dec->n_enc * dh;
         int nk = dec->enc_len;
-        hv_attn_scores(sc, q, dec->cross_k + off, h, nk, dh, scale);
+        hv_attn_scores(sc, q, dec->cross_k + off, dh, nk, dh, scale);
         hv_softmax(sc, nk);
         if (dec->cross_tap && j->layer >= dec->cross_tap_first)
             memcpy(dec->cross_tap +
                        (((long)(j->layer - dec->cross_tap_first) * H + hd) * j->rows + r) * nk,
                    sc, (size_t)nk * sizeof *sc);
-        hv_attn_context(out, sc, dec->cross_v + off, h, nk, dh, 0);
+        hv_attn_context(out, sc, dec->cross_v + off, dh, nk, dh, 0);
         return;
     }
     int s = j->seqs[r / j->n_tok];
     int nk = dec->seq_len[s] + r % j->n_tok + 1;
     const int *t = seq_table(dec, s);
-    long off = (long)j->layer * BS * h + hd * dh;
+    long off = ((long)j->layer * H + hd) * BS * dh;
     for (int b = 0; b * BS < nk; b++) {
         int cnt = nk - b * BS < BS ? nk - b * BS : BS;
-        hv_attn_scores(sc + b * BS, q, dec->blocks[t[b]].k + off, h, cnt, dh, scale);
+        hv_attn_scores(sc + b * BS, q, dec->blocks[t[b]].k + off, dh, cnt, dh, scale);
     }
     hv_softmax(sc, nk);
     for (int b = 0; b * BS < nk; b++) {
         int cnt = nk - b * BS < BS ? nk - b * BS : BS;
-        hv_attn_context(out, sc + b * BS, dec->blocks[t[b]].v + off, h, cnt, dh, b > 0);
+        hv_attn_context(out, sc + b * BS, dec->blocks[t[b]].v + off, dh, cnt, dh, b > 0);
     }
 }
 
-/* Copies rows of src [rows x h] into each row's cache slot of `layer`. */
+/* Copies rows of src [rows x h] into each row's cache slot of `layer`,
+ * head by head. */
 static void store_cache(hv_decoder *dec, const attn_job *j, int rows, const float *src,
                         int values) {
-    int h = dec->c->dec_hidden;
+    int h = dec->c->dec_hidden, H = dec->c->dec_heads, dh = h / H;
     for (int r = 0; r < rows; r++) {
         int s = j->seqs[r / j->n_tok], p = dec->seq_len[s] + r % j->n_tok;
         hv_kv_block *b = &dec->blocks[seq_table(dec, s)[p / BS]];
-        float *dst = (values ? b->v : b->k) + ((long)j->layer * BS + p % BS) * h;
-        memcpy(dst, src + (long)r * h, (size_t)h * sizeof(float));
+        float *dst = (values ? b->v : b->k) + (long)j->layer * BS * h + (long)(p % BS) * dh;
+        for (int hd = 0; hd < H; hd++)
+            memcpy(dst + (long)hd * BS * dh, src + (long)r * h + (long)hd * dh,
+                   (size_t)dh * sizeof(float));
     }
 }
 

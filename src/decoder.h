@@ -16,8 +16,8 @@
 
 /* One cache block: keys and values of HV_KV_BLOCK positions. */
 typedef struct hv_kv_block {
-    float *k; /* [layers x HV_KV_BLOCK x h] */
-    float *v; /* [layers x HV_KV_BLOCK x h] */
+    float *k; /* [layers x heads x HV_KV_BLOCK x h / heads] */
+    float *v; /* [layers x heads x HV_KV_BLOCK x h / heads] */
     int refs; /* sequences using it; 0 = free */
 } hv_kv_block;
 
@@ -26,8 +26,8 @@ typedef struct hv_decoder {
     const hv_decoder_weights *w;
     /* per utterance */
     int n_enc, enc_len;
-    float *cross_k; /* [layers x n_enc x h] */
-    float *cross_v; /* [layers x n_enc x h] */
+    float *cross_k; /* [layers x heads x n_enc x h / heads] */
+    float *cross_v; /* [layers x heads x n_enc x h / heads] */
     int cross_cap;  /* encoder rows the cross buffers hold */
     /* self-attention cache */
     hv_kv_block *blocks;

@@ -178,7 +178,7 @@ static void test_q8_0_convert(void) {
     /* columns not a multiple of 32 are refused with UNSUPPORTED */
     float *v = falloc(64 * 96);
     for (int i = 0; i < 64 * 96; i++) v[i] = frand();
-    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL};
+    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL, 0};
     void *st = &m;
     hv_error e;
     const int bad_cols[] = {1, 16, 31, 33, 48, 95};
@@ -271,8 +271,8 @@ static void test_q8_act(void) {
     x[70] = 1e-37f;
     float d[3];
     int8_t q[96];
-    hv_q8_act a = {0, 0, d, q};
-    hv_q8_act_quantize(&a, x, 1, 96);
+    hv_q8_act a = {0, 0, d, q, NULL};
+    hv_q8_act_quantize(&hv_mm_scalar, &a, x, 1, 96);
     CHECK(a.n == 1 && a.nb == 3);
     int ok = 1;
     for (int t = 0; t < 64; t++) {
@@ -283,7 +283,7 @@ static void test_q8_act(void) {
     CHECK(ok && d[0] > 0.0f && d[1] == 0.0f && d[2] == 0.0f);
     x[40] = NAN;
     x[70] = INFINITY;
-    hv_q8_act_quantize(&a, x, 1, 96);
+    hv_q8_act_quantize(hv_mm_best(), &a, x, 1, 96);
     CHECK(isnan(d[1]) && isnan(d[2]) && !isnan(d[0]));
 }
 
@@ -292,7 +292,7 @@ static void test_q8_act(void) {
 static void test_q4_0_convert(void) {
     const int rows = 48, cols = 96, nb = cols / 32;
     float *v = falloc((size_t)rows * cols);
-    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL};
+    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL, 0};
     void *st = &m;
     hv_error e;
     for (int i = 0; i < rows * cols; i++) v[i] = frand();
@@ -449,10 +449,14 @@ static double tolerance(hv_weight_type t, int n, const float *xi, const float *w
     return q + 2.0 * FLT_EPSILON * sqrt(cols + 1.0) * s + 1e-30;
 }
 
-static void test_linear(hv_weight_type t, int exact) {
+/* x8: the q8_0/q4_0 matrices (of rows % 8 == 0) interleaved; for n >
+ * HV_LINEAR_GEMV_MAX_N (the int8 GEMM) their bits must be the row-by-row
+ * layout's. */
+static void test_linear(hv_weight_type t, int exact, int x8) {
     static const shape gen[] = {{1, 1},     {5, 3},     {17, 9},   {33, 31},  {64, 100},
                                 {130, 257}, {40, 1000}, {300, 24}, {200, 520}};
-    static const shape q8[] = {{1, 32}, {3, 64}, {37, 96}, {130, 256}, {40, 1024}, {200, 512}};
+    static const shape q8[] = {{1, 32},    {3, 64},    {37, 96}, {130, 256},
+                               {40, 1024}, {200, 512}, {8, 32},  {136, 96}};
     int blocks = t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0;
     const shape *shapes = blocks ? q8 : gen;
     int n_shapes = blocks ? (int)(sizeof q8 / sizeof q8[0]) : (int)(sizeof gen / sizeof gen[0]);
@@ -475,15 +479,26 @@ static void test_linear(hv_weight_type t, int exact) {
             hv_error e;
             hv_status rc = hv_mat_from_f32(&W, t, src, rows, cols, &st, &e);
             CHECK_MSG(rc == HV_OK, "%s %dx%d: %s", hv_weight_type_name(t), rows, cols, e.msg);
-            if (rc != HV_OK) {
+            if (rc != HV_OK || (x8 && rows % HV_X8_ROWS)) {
                 free(x);
                 free(src);
                 free(bias);
+                if (rc == HV_OK) free(st);
                 continue;
             }
-            float *w = dequant(&W);
             size_t ny = (size_t)n * rows;
-            float *y = falloc(ny), *y0 = falloc(ny), *yb = falloc(ny);
+            float *y = falloc(ny), *y0 = falloc(ny), *yb = falloc(ny), *yrows = NULL;
+            if (x8) {
+                if (n > HV_LINEAR_GEMV_MAX_N) {
+                    yrows = falloc(ny);
+                    hv_linear(pools[1], yrows, x, n, &W, NULL);
+                }
+                void *st8;
+                CHECK(hv_mat_interleave(&W, &st8, &e) == HV_OK && W.x8 == 1);
+                free(st);
+                st = st8;
+            }
+            float *w = dequant(&W);
             int same_threads = 1, same_simd = 1, bias_ok = 1;
             for (int with_bias = 0; with_bias < 2; with_bias++) {
                 const float *b = with_bias ? bias : NULL;
@@ -502,6 +517,9 @@ static void test_linear(hv_weight_type t, int exact) {
                 }
                 if (!with_bias) {
                     memcpy(yb, y0, ny * sizeof(float));
+                    if (yrows)
+                        CHECK_MSG(same_bits(y0, yrows, ny), "%s n=%d %dx%d: x8 == row by row",
+                                  hv_weight_type_name(t), n, rows, cols);
                     continue;
                 }
                 /* bias is added after the product: y(b) == y(NULL) + b */
@@ -520,9 +538,9 @@ static void test_linear(hv_weight_type t, int exact) {
                     double rel = exact ? (d > 0 ? INFINITY : 0) : d / tol;
                     if (isnan(rel) || rel > shape_worst) shape_worst = isnan(rel) ? INFINITY : rel;
                 }
-            CHECK_MSG(shape_worst <= 1, "%s %s n=%d %dx%d: error %g x tolerance",
-                      hv_weight_type_name(t), exact ? "exact" : "random", n, rows, cols,
-                      shape_worst);
+            CHECK_MSG(shape_worst <= 1, "%s%s %s n=%d %dx%d: error %g x tolerance",
+                      hv_weight_type_name(t), x8 ? " x8" : "", exact ? "exact" : "random", n, rows,
+                      cols, shape_worst);
             if (shape_worst > worst) worst = shape_worst, worst_shape = s;
             CHECK_MSG(same_threads, "%s n=%d %dx%d: same bits on 1, 2, 3 threads",
                       hv_weight_type_name(t), n, rows, cols);
@@ -537,11 +555,12 @@ static void test_linear(hv_weight_type t, int exact) {
             free(y);
             free(y0);
             free(yb);
+            free(yrows);
             free(st);
         }
     if (!exact)
-        printf("%-5s random: worst error %.3f of tolerance (shape %d)\n", hv_weight_type_name(t),
-               worst, worst_shape);
+        printf("%-5s%s random: worst error %.3f of tolerance (shape %d)\n", hv_weight_type_name(t),
+               x8 ? " x8" : "", worst, worst_shape);
     for (int p = 0; p < 3; p++) hv_pool_free(pools[p]);
 }
 
@@ -582,7 +601,8 @@ static void test_kernels_direct(void) {
     hv_q8_act a;
     a.d = xd;
     a.q = xq;
-    hv_q8_act_quantize(&a, x, n, cols);
+    a.s = NULL;
+    hv_q8_act_quantize(&hv_mm_scalar, &a, x, n, cols);
     xq[7] = -127; /* extremes */
     xq[8] = 127;
     wq[0].q[7] = -127;
@@ -608,6 +628,94 @@ static void test_kernels_direct(void) {
         simd->gemv_q4_0(yb + w0, ldy, &a, w4 + w0 * 3, n_w - w0, cols);
         CHECK_MSG(same_bits(ya, yb, 5 * 13), "q4_0 gemv from row %d", w0);
     }
+}
+
+/* hv_mat_interleave: the same values at every row and column range
+ * (hv_mat_widen), the same byte count, refused where it cannot apply; the
+ * x8 GEMV kernels: SIMD == scalar on extremes (q8_0 -127 and -128 weights
+ * against +-127 activations, q4_0 nibbles 0 and 15), 1-5 activation rows,
+ * 1-3 groups, a stride; the block sums of hv_q8_act_quantize. */
+static void test_x8_layout(void) {
+    hv_error e;
+    for (int ti = 0; ti < 2; ti++) {
+        hv_weight_type t = ti ? HV_WEIGHTS_Q4_0 : HV_WEIGHTS_Q8_0;
+        const int rows = 24, cols = 96;
+        float *src = falloc(rows * cols);
+        for (int i = 0; i < rows * cols; i++) src[i] = frand() * (float)(1 + i % 7);
+        hv_mat W, X;
+        void *st, *st8;
+        CHECK(hv_mat_from_f32(&W, t, src, rows, cols, &st, &e) == HV_OK && W.x8 == 0);
+        X = W;
+        CHECK(hv_mat_interleave(&X, &st8, &e) == HV_OK && X.x8 && X.data == st8 &&
+              hv_mat_bytes(&X) == hv_mat_bytes(&W));
+        float a[24 * 96], b[24 * 96];
+        for (int r = 0; r < rows; r += 5)
+            for (int c = 0; c < cols; c += 32) {
+                long count = (long)(rows - r) * cols - c;
+                hv_mat_widen(&hv_mm_scalar, &W, r, c, count, a);
+                hv_mat_widen(&hv_mm_scalar, &X, r, c, count, b);
+                CHECK_MSG(same_bits(a, b, (size_t)count), "%s x8 widen from %d,%d",
+                          hv_weight_type_name(t), r, c);
+            }
+        void *none = &W;
+        CHECK(hv_mat_interleave(&X, &none, &e) == HV_ERR_UNSUPPORTED && !none); /* already x8 */
+        hv_mat odd = W;
+        odd.rows = 20;
+        CHECK(hv_mat_interleave(&odd, &none, &e) == HV_ERR_UNSUPPORTED && odd.x8 == 0);
+        free(st);
+        free(st8);
+        free(src);
+    }
+    hv_mat f = {HV_WEIGHTS_BF16, 8, 32, NULL, 0};
+    void *none;
+    CHECK(hv_mat_interleave(&f, &none, &e) == HV_ERR_UNSUPPORTED);
+
+    /* activation block sums */
+    float x[5 * 96];
+    float xd[5 * 3];
+    int8_t xq[5 * 96];
+    int32_t xs[5 * 3];
+    for (int i = 0; i < 5 * 96; i++) x[i] = frand();
+    hv_q8_act act = {0, 0, xd, xq, xs};
+    hv_q8_act_quantize(hv_mm_best(), &act, x, 5, 96);
+    int sums_ok = 1;
+    for (int blk = 0; blk < 15; blk++) {
+        int32_t want = 0;
+        for (int k = 0; k < 32; k++) want += xq[blk * 32 + k];
+        sums_ok &= xs[blk] == want;
+    }
+    CHECK_MSG(sums_ok, "hv_q8_act_quantize: block sums");
+
+    const hv_mm_kernels *simd = hv_mm_simd();
+    if (!simd) return;
+    xq[7] = -127; /* extremes against the weights' below */
+    xq[8] = 127;
+    for (int i = 0; i < 15; i++) { /* the sums as the kernels need them after that */
+        xs[i] = 0;
+        for (int k = 0; k < 32; k++) xs[i] += xq[i * 32 + k];
+    }
+    enum { GROUPS = 3, NB = 3, LDY = 29 };
+    uint16_t wd[GROUPS * NB * 8];
+    uint8_t wq[GROUPS * NB * 8 * 32];
+    for (size_t i = 0; i < sizeof wd / sizeof wd[0]; i++) wd[i] = hv_f32_to_f16(frand() * 0.01f);
+    for (size_t i = 0; i < sizeof wq; i++) wq[i] = (uint8_t)irand(0, 255);
+    wq[7] = 0x81; /* q8_0: -127 and -128 at row 1's first bytes; q4_0: nibbles 1, 8 */
+    wq[8] = 0x80;
+    wq[32 + 7] = 0x00; /* q4_0: 0 and 15 at the high-nibble word */
+    wq[32 + 8] = 0xff;
+    float ya[5 * LDY], yb[5 * LDY];
+    for (int q4 = 0; q4 < 2; q4++)
+        for (int n = 1; n <= 5; n += 2)
+            for (int g = 1; g <= GROUPS; g++) {
+                act.n = n;
+                memset(ya, 0, sizeof ya);
+                memset(yb, 0, sizeof yb);
+                (q4 ? hv_mm_scalar.gemv_q4_0x8 : hv_mm_scalar.gemv_q8_0x8)(ya, LDY, &act, wd, wq,
+                                                                           8 * g, 96);
+                (q4 ? simd->gemv_q4_0x8 : simd->gemv_q8_0x8)(yb, LDY, &act, wd, wq, 8 * g, 96);
+                CHECK_MSG(same_bits(ya, yb, 5 * LDY), "%s x8 gemv n %d groups %d",
+                          q4 ? "q4_0" : "q8_0", n, g);
+            }
 }
 
 /* Big values, zeros, negative zeros, subnormals, NaN and infinity in x. */
@@ -950,6 +1058,19 @@ static void test_gemm_q8_tile(void) {
             CHECK_MSG(same_bits(&d0, &d1, 1) && memcmp(u0, u1, 32) == 0,
                       "q7 quantization round %d: SIMD == scalar", round);
         }
+        /* the GEMV's 127 levels (hv_q8_act_quantize) */
+        int8_t q0[32], q1[32];
+        d0 = hv_mm_scalar.quantize_q8(x, q0);
+        ok = 1;
+        for (int t = 0; t < 32; t++) ok &= q0[t] >= -127;
+        if (d0 > 0)
+            for (int t = 0; t < 32; t++) ok &= fabs(x[t] - d0 * q0[t]) <= d0 / 2 * 1.0001;
+        CHECK_MSG(ok, "q8 quantization round %d: within d / 2", round);
+        if (simd) {
+            float d1 = simd->quantize_q8(x, q1);
+            CHECK_MSG(same_bits(&d0, &d1, 1) && memcmp(q0, q1, 32) == 0,
+                      "q8 quantization round %d: SIMD == scalar", round);
+        }
     }
     /* the panel transpose moves words untouched, NaN patterns included */
     uint32_t src[NR * 21], d0[NR * 21], d1[NR * 21];
@@ -1041,9 +1162,14 @@ int main(int argc, char **argv) {
     test_q4_0_convert();
     test_kernels_direct();
     for (int t = 0; t < N_TYPES; t++) {
-        test_linear(all_types[t], 1);
-        test_linear(all_types[t], 0);
+        test_linear(all_types[t], 1, 0);
+        test_linear(all_types[t], 0, 0);
     }
+    for (int exact = 0; exact < 2; exact++) /* the 8-row layout */
+        for (int t = 0; t < N_TYPES; t++)
+            if (all_types[t] == HV_WEIGHTS_Q8_0 || all_types[t] == HV_WEIGHTS_Q4_0)
+                test_linear(all_types[t], exact, 1);
+    test_x8_layout();
     test_special();
     test_linear_many();
     test_attention();

@@ -12,7 +12,10 @@
 - hostile quantized files (truncated, wrong byte length, bad metadata
   JSON, unknown block format, non-finite scale, a missing or twice-named
   tensor, bad logical shapes): each a clear error naming the file and the
-  tensor, never a crash; a tensor at an odd offset is copied and loads.
+  tensor, never a crash; a tensor at an odd offset is copied and loads;
+  x8 blocks (interleaved by 8 rows) with a row count not a multiple of 8
+  are refused; the same weights row by row (the layout written before x8)
+  load and transcribe token for token the same.
 Load time and peak memory of the demo model are reported, not asserted.
 
 Prints one line per case and ends with "N passed, M failed".
@@ -240,11 +243,35 @@ def hostile(tmp, good_dir, audio):
     q.pop(name)
     h["__metadata__"]["hviske.quant"] = json.dumps(q)
     variant("u8-without-metadata", h, data, name)
-    # a NaN and an infinite scale (f16 0x7e00, 0xfc00) in the last block
-    for tag, bits in (("nan-scale", b"\x00\x7e"), ("inf-scale", b"\x00\xfc")):
+    # a NaN and an infinite scale (f16 0x7e00, 0xfc00) in the first, second
+    # and last block:
+    # x8 keeps the scales in front (rows x blocks of 2 bytes), row by row
+    # each block begins with its own
+    bsize = 18 if quant[name]["type"].startswith("q4_0") else 34
+    rows = quant[name]["shape"][0]
+    nblocks = (e - b) // bsize
+    x8 = quant[name]["type"].endswith("x8")
+    last = b + 2 * nblocks - 2 if x8 else e - bsize
+    second = b + 2 if x8 else b + bsize
+    for tag, at, bits in (("nan-scale", second, b"\x00\x7e"), ("inf-scale", last, b"\x00\xfc"),
+                          ("neg-inf-scale", b, b"\x00\xfc")):
         d = bytearray(data)
-        d[e - 18:e - 16] = bits
+        d[at:at + 2] = bits
         variant(tag, header, bytes(d), "non-finite scale")
+    if quant[name]["type"].endswith("x8"):
+        # interleaved by 8 rows, but a row count that is not a multiple of 8
+        q = json.loads(json.dumps(quant))
+        q[name]["shape"] = [1, rows * q[name]["shape"][1]] if rows > 1 else [3, 32]
+        variant("x8-rows", with_quant(q), data, "not a multiple of the 8")
+        # the same weights row by row (as hviske-quantize wrote them before
+        # the x8 layout): still loads, in place, and transcribes the same
+        h, d, q = json.loads(json.dumps(header)), bytearray(data), json.loads(json.dumps(quant))
+        for t, entry in quant.items():
+            if entry["type"].endswith("x8"):
+                tb, te = header[t]["data_offsets"]
+                d[tb:te] = rows_layout(data[tb:te], entry)
+                q[t]["type"] = entry["type"][:-2]
+        variant("row-layout", with_quant(q), bytes(d), "", loads=True)
     # every tensor at an odd offset: one pad byte at the data's start
     h = json.loads(json.dumps(header))
     for k, v in h.items():
@@ -252,6 +279,26 @@ def hostile(tmp, good_dir, audio):
             v["data_offsets"] = [v["data_offsets"][0] + 1, v["data_offsets"][1] + 1]
     h["pad"] = {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}
     variant("odd-offsets", h, b"\x00" + data, "", pad_to=1, loads=True)
+
+
+def rows_layout(x8, entry):
+    """The bytes of an x8 block tensor (docs/QUANTIZE.md) row by row."""
+    rows, cols = entry["shape"][0], 1
+    for c in entry["shape"][1:]:
+        cols *= c
+    nb, payload = cols // 32, 16 if entry["type"].startswith("q4_0") else 32
+    scales, words = x8[:rows * nb * 2], x8[rows * nb * 2:]
+    out = bytearray()
+    for r in range(rows):
+        g, j = divmod(r, 8)
+        for blk in range(nb):
+            gb = g * nb + blk
+            out += scales[(gb * 8 + j) * 2:(gb * 8 + j) * 2 + 2]
+            base = gb * 8 * payload
+            for k in range(payload // 4):
+                at = base + (k * 8 + j) * 4
+                out += words[at:at + 4]
+    return bytes(out)
 
 
 def report_load(model, wt, audio):

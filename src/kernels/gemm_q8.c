@@ -116,6 +116,60 @@ static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int
     }
 }
 
+/* pack_w for x8 weights (matmul_impl.h): a panel's NR rows are whole
+ * groups whose words already lie side by side, [block][word][8 rows][4
+ * bytes], as the panel has them: copied group by group (q4_0: payload
+ * word k < 4 holds values 4k.. as low nibbles and 16 + 4k.. as high ones,
+ * so it gives value words k and 4 + k), no transpose. Groups past r1 are
+ * zero. */
+static void pack_w_x8(const hv_mat *W, int r0, int r1, int k0, int kc, uint8_t *wp) {
+    enum { G = HV_X8_ROWS, WORDS = BLK / 4 };
+    int nbk = kc / BLK, q4 = W->type == HV_WEIGHTS_Q4_0;
+    size_t pay = (size_t)G * hv_x8_payload(W->type),
+           panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
+    for (int p = 0; r0 + p * NR < r1; p++) {
+        uint8_t *panel = wp + p * panel_bytes;
+        float *wd = (float *)(panel + (size_t)kc * NR);
+        int32_t *wc = (int32_t *)(wd + nbk * NR);
+        for (int h = 0; h < NR / G; h++) {
+            int r = r0 + p * NR + h * G; /* the group's first row */
+            for (int b = 0; b < nbk; b++) {
+                int8_t *dst = (int8_t *)panel + ((size_t)b * WORDS * NR + h * G) * 4;
+                if (r >= r1) {
+                    for (int k = 0; k < WORDS; k++) memset(dst + (size_t)k * NR * 4, 0, G * 4);
+                    for (int j = 0; j < G; j++)
+                        wd[b * NR + h * G + j] = 0.0f, wc[b * NR + h * G + j] = 0;
+                    continue;
+                }
+                int bk = k0 / BLK + b;
+                const uint16_t *d = hv_x8_scales(W, r / G) + (size_t)bk * G;
+                const uint8_t *pb = hv_x8_payloads(W, r / G) + (size_t)bk * pay;
+                int32_t acc[G * 4] = {0}; /* per byte position; row j: 4j .. 4j + 3 */
+                if (q4)
+                    for (int k = 0; k < WORDS / 2; k++) {
+                        const uint8_t *in = pb + k * G * 4;
+                        int8_t *lo = dst + (size_t)k * NR * 4,
+                               *hi = lo + (size_t)WORDS / 2 * NR * 4;
+                        for (int t = 0; t < G * 4; t++) {
+                            lo[t] = (int8_t)((in[t] & 15) - 8);
+                            hi[t] = (int8_t)((in[t] >> 4) - 8);
+                        }
+                    }
+                else
+                    for (int k = 0; k < WORDS; k++)
+                        memcpy(dst + (size_t)k * NR * 4, pb + k * G * 4, G * 4);
+                for (int k = 0; k < WORDS; k++)
+                    for (int t = 0; t < G * 4; t++) acc[t] += dst[(size_t)k * NR * 4 + t];
+                for (int j = 0; j < G; j++) {
+                    wd[b * NR + h * G + j] = hv_f16_to_f32(d[j]);
+                    wc[b * NR + h * G + j] =
+                        64 * (acc[4 * j] + acc[4 * j + 1] + acc[4 * j + 2] + acc[4 * j + 3]);
+                }
+            }
+        }
+    }
+}
+
 /* One tile at activation row i, weight row r; edge tiles through a
  * full-size buffer. */
 static void tile(const q8_job *j, int rows, float *y, int nbk, const uint8_t *xp, const float *xd,
@@ -152,7 +206,10 @@ static void gemm_task(void *arg, int task, int n_tasks) {
         for (int k0 = 0; k0 < j->cols; k0 += KC) {
             int kc = j->cols - k0 < KC ? j->cols - k0 : KC, nbk = kc / BLK;
             size_t panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
-            pack_w(j, W, r0, r1, k0, kc, wp, wrows);
+            if (W->x8)
+                pack_w_x8(W, r0, r1, k0, kc, wp);
+            else
+                pack_w(j, W, r0, r1, k0, kc, wp, wrows);
             const uint8_t *xblock = j->xq + (long)k0 * j->n_pad;
             const float *dblock = j->xd + (long)k0 / BLK * j->n_pad;
             for (int i0 = 0; i0 < j->n; i0 += MC) {

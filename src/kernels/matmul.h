@@ -15,7 +15,11 @@
  *                    18 bytes per 32 weights (4.5 bits/weight);
  *                    cols % 32 == 0.
  * The types are the public hv_weight_type; HV_WEIGHTS_AUTO is a choice at
- * load time, never the type of a matrix. */
+ * load time, never the type of a matrix. q8_0 and q4_0 matrices come in two
+ * layouts of the same bytes: row by row (each row's blocks in turn), or
+ * interleaved by 8 rows with all scales first ("x8", matmul_impl.h), which
+ * the decoder's GEMV reads 8 rows at a time and a loader checks by reading
+ * the scales alone. */
 #ifndef HV_MATMUL_H
 #define HV_MATMUL_H
 
@@ -31,8 +35,13 @@ typedef struct hv_mat {
     hv_weight_type type; /* never HV_WEIGHTS_AUTO */
     int rows;            /* output features */
     int cols;            /* input features */
-    const void *data;    /* rows x cols weights of `type`, row by row */
+    const void *data;    /* rows x cols weights of `type`, laid out as x8 says */
+    int x8;              /* q8_0/q4_0 only: 1 = interleaved by 8 rows (rows %
+                          * 8 == 0, matmul_impl.h), 0 = row by row */
 } hv_mat;
+
+/* Rows per group of the x8 layout. */
+#define HV_X8_ROWS 8
 
 /* The names hv_weight_type_parse reads, by type: "auto", "f32", "f16",
  * "bf16", "q8_0", "q4_0". */
@@ -64,6 +73,13 @@ size_t hv_mat_bytes(const hv_mat *m);
  * HV_ERR_NOMEM when out of memory. */
 hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int rows, int cols,
                           void **storage, hv_error *e);
+
+/* Converts the row-by-row q8_0 or q4_0 matrix *m to the x8 layout in a
+ * new buffer: *storage receives it (64-byte aligned, freed by the caller
+ * with free()) and *m describes it; the old buffer is the caller's. Same
+ * values, same bytes in all. HV_ERR_UNSUPPORTED (m untouched) for another
+ * type, rows % 8 != 0 or a matrix already x8; HV_ERR_NOMEM. */
+hv_status hv_mat_interleave(hv_mat *m, void **storage, hv_error *e);
 
 /* Writes row `row` of m, widened to f32 (exactly: every stored value is
  * representable), into dst[m->cols]: an embedding lookup in any type. */

@@ -20,6 +20,9 @@
  *   then the same sum of lanes.
  * q4_0 dot: the q8_0 dot with each weight block's q replaced by its 32
  *   values q - 8 (in [-8, 7]) in element order.
+ * x8 dot (q8_0 and q4_0 in the x8 layout, 8 rows at a time): s = 0; for
+ *   each block b in order, p = the exact integer dot of the block's 32
+ *   values with the activation block's q, s = fma(dw * dx, (float)p, s).
  * Packed GEMM (n > HV_LINEAR_GEMV_MAX_N, gemm.c): every output element is
  *   s = 0; s = fma(x[i][k], w[j][k], s) for k = 0, 1, ..., cols - 1 in
  *   order (weights widened to f32 exactly); y = s + bias[j].
@@ -63,20 +66,39 @@ typedef struct hv_q4_0_block {
 /* A q4_0 block's 32 values q - 8, in [-8, 7], in element order. */
 void hv_q4_0_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]);
 
+/* The x8 layout of a q8_0 or q4_0 matrix of rows % 8 == 0 and nb = cols /
+ * 32 blocks per row: groups of 8 rows; first every scale, f16 [rows /
+ * 8][nb][8] (group, block, row in the group), then every payload (a q8_0
+ * block's 32 q, a q4_0 block's 16 nibble bytes qs) as 4-byte words
+ * [rows / 8][nb][payload / 4][8][4]: word k of the 8 rows' block b side by
+ * side, so that one 32-byte load holds 8 rows (SIMD lanes are rows), and
+ * the scales are a contiguous 1/9 of the bytes (a loader checks them
+ * without touching the rest). The same bytes in all as row by row. */
+/* Payload bytes per block: 32 (q8_0) or 16 (q4_0). */
+static inline int hv_x8_payload(hv_weight_type t) { return t == HV_WEIGHTS_Q4_0 ? 16 : 32; }
+
+/* Where group g's scales and payloads begin in the x8 matrix W. */
+static inline const uint16_t *hv_x8_scales(const hv_mat *W, int g) {
+    return (const uint16_t *)W->data + (size_t)g * (W->cols / HV_Q8_BLOCK) * HV_X8_ROWS;
+}
+static inline const uint8_t *hv_x8_payloads(const hv_mat *W, int g) {
+    size_t nb = (size_t)(W->cols / HV_Q8_BLOCK);
+    return (const uint8_t *)W->data + (size_t)W->rows * nb * 2 +
+           (size_t)g * nb * HV_X8_ROWS * hv_x8_payload(W->type);
+}
+
+/* The 32 values (q8_0: q; q4_0: q - 8) of row j < 8 of one x8 block, given
+ * the block's payload words (8 rows x payload bytes at pb). */
+void hv_x8_values(const uint8_t *pb, int j, int q4, int8_t q[HV_Q8_BLOCK]);
+
 /* Activations quantised for the q8_0 dot product: n rows of cols values
  * (cols % 32 == 0) as nb = cols / 32 blocks per row. */
 typedef struct hv_q8_act {
     int n, nb;
-    float *d;  /* [n][nb] scales, amax / 127 */
-    int8_t *q; /* [n][nb * 32] round(x / d), in [-127, 127] */
+    float *d;   /* [n][nb] scales, amax / 127 */
+    int8_t *q;  /* [n][nb * 32] round(x / d), in [-127, 127] */
+    int32_t *s; /* [n][nb] each block's sum of q (for the x8 q4_0 GEMV), or NULL */
 } hv_q8_act;
-
-/* Fills a (allocated by the caller for n x cols) from x[n x cols]. Per
- * block d = amax / 127 and q = rint(x / d), so |x - d q| <= d / 2. A block
- * whose d would be subnormal (amax < 127 * FLT_MIN, ~1.5e-36) becomes
- * zeros; a block with a NaN or infinity gets d = NaN and q = 0, so that its
- * outputs become NaN. */
-void hv_q8_act_quantize(hv_q8_act *a, const float *x, int n, int cols);
 
 /* Kernels for one instruction set. The gemv kernels compute, for the
  * n_w weight rows starting at w and the n activation rows,
@@ -93,6 +115,13 @@ typedef struct hv_mm_kernels {
                       int cols);
     void (*gemv_q4_0)(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
                       int cols);
+    /* The same for x8 weights (n_w % 8 == 0): the scales and payloads of
+     * the first of n_w / 8 groups at wd and wq (hv_x8_scales and
+     * hv_x8_payloads); q4_0 needs a->s. */
+    void (*gemv_q8_0x8)(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
+                        const uint8_t *wq, int n_w, int cols);
+    void (*gemv_q4_0x8)(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
+                        const uint8_t *wq, int n_w, int cols);
     void (*widen_f16)(float *dst, const uint16_t *src, long count);
     void (*widen_bf16)(float *dst, const uint16_t *src, long count);
     void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
@@ -118,6 +147,10 @@ typedef struct hv_mm_kernels {
      * u = 64 (its outputs become NaN); one whose d would be below FLT_MIN
      * gets d = 0 and u = 64. */
     float (*quantize_q7)(const float *x, uint8_t u[HV_Q8_BLOCK]);
+    /* The same with 127 levels and no offset, the GEMV's activations
+     * (hv_q8_act_quantize): d = amax / 127, q[t] = rint(x[t] / d) in
+     * [-127, 127]; q = 0 for the blocks that quantize_q7 gives u = 64. */
+    float (*quantize_q8)(const float *x, int8_t q[HV_Q8_BLOCK]);
     /* gemm_panel for 32-bit words: dst[k * HV_GEMM_NR + r] = src[r * ld +
      * k] for r < HV_GEMM_NR, k < kq (4 weight bytes per word). */
     void (*gemm_panel_u32)(uint32_t *dst, const uint32_t *src, long ld, int kq);
@@ -130,13 +163,22 @@ typedef struct hv_mm_kernels {
                          int accumulate);
 } hv_mm_kernels;
 
+/* Fills a (allocated by the caller for n x cols; s too unless NULL) from
+ * x[n x cols] with k's quantize_q8. Per
+ * block d = amax / 127 and q = rint(x / d), so |x - d q| <= d / 2. A block
+ * whose d would be subnormal (amax < 127 * FLT_MIN, ~1.5e-36) becomes
+ * zeros; a block with a NaN or infinity gets d = NaN and q = 0, so that its
+ * outputs become NaN. */
+void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, int n, int cols);
+
 /* A kernel table from static functions named after its fields. */
 #define HV_MM_KERNEL_TABLE(label)                                                                  \
     {                                                                                              \
         .name = label, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16, .gemv_q8_0 = gemv_q8_0,       \
-        .gemv_q4_0 = gemv_q4_0, .widen_f16 = widen_f16, .widen_bf16 = widen_bf16,                  \
-        .widen_q8_0 = widen_q8_0, .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile,                \
-        .gemm_panel = gemm_panel, .gemm_tile_q8 = gemm_tile_q8, .quantize_q7 = quantize_q7,        \
+        .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,            \
+        .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
+        .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile, .gemm_panel = gemm_panel,                \
+        .gemm_tile_q8 = gemm_tile_q8, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,      \
         .gemm_panel_u32 = gemm_panel_u32, .attn_scores = attn_scores, .attn_context = attn_context \
     }
 

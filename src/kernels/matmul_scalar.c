@@ -36,14 +36,19 @@ static float quantize_levels(const float *v, int levels, int8_t q[HV_Q8_BLOCK]) 
     return d;
 }
 
-void hv_q8_act_quantize(hv_q8_act *a, const float *x, int n, int cols) {
+void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, int n, int cols) {
     int nb = cols / HV_Q8_BLOCK;
     a->n = n;
     a->nb = nb;
     for (int i = 0; i < n; i++)
         for (int b = 0; b < nb; b++) {
             long at = (long)i * cols + (long)b * HV_Q8_BLOCK;
-            a->d[(long)i * nb + b] = quantize_levels(x + at, 127, a->q + at);
+            a->d[(long)i * nb + b] = k->quantize_q8(x + at, a->q + at);
+            if (a->s) {
+                int32_t sum = 0;
+                for (int t = 0; t < HV_Q8_BLOCK; t++) sum += a->q[at + t];
+                a->s[(long)i * nb + b] = sum;
+            }
         }
 }
 
@@ -142,6 +147,53 @@ static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block
     gemv_blocks(y, ldy, a, (const char *)w, n_w, cols, sizeof *w, q4_block_values);
 }
 
+void hv_x8_values(const uint8_t *pb, int j, int q4, int8_t q[HV_Q8_BLOCK]) {
+    for (int k = 0; k < (q4 ? 4 : 8); k++)
+        for (int t = 0; t < 4; t++) {
+            uint8_t v = pb[(k * HV_X8_ROWS + j) * 4 + t];
+            if (q4) {
+                q[4 * k + t] = (int8_t)((v & 15) - 8);
+                q[4 * k + t + 16] = (int8_t)((v >> 4) - 8);
+            } else {
+                q[4 * k + t] = (int8_t)v;
+            }
+        }
+}
+
+/* The x8 GEMV (matmul_impl.h's x8 dot), one row at a time. */
+static void gemv_x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd, const uint8_t *wq,
+                    int n_w, int cols, int q4) {
+    int nb = cols / HV_Q8_BLOCK;
+    size_t pay = (size_t)HV_X8_ROWS * (q4 ? 16 : 32); /* payload bytes per group and block */
+    for (int g = 0; g < n_w / HV_X8_ROWS; g++)
+        for (int i = 0; i < a->n; i++)
+            for (int j = 0; j < HV_X8_ROWS; j++) {
+                const float *xd = a->d + (long)i * nb;
+                const int8_t *xq = a->q + (long)i * cols;
+                float s = 0.0f;
+                for (int b = 0; b < nb; b++) {
+                    size_t gb = (size_t)g * nb + b;
+                    int8_t qw[HV_Q8_BLOCK];
+                    hv_x8_values(wq + gb * pay, j, q4, qw);
+                    int32_t p = 0;
+                    for (int t = 0; t < HV_Q8_BLOCK; t++) p += qw[t] * xq[b * HV_Q8_BLOCK + t];
+                    float d = hv_f16_to_f32(wd[gb * HV_X8_ROWS + j]) * xd[b];
+                    s = fmaf(d, (float)p, s);
+                }
+                y[(long)i * ldy + g * HV_X8_ROWS + j] = s;
+            }
+}
+
+static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
+                        const uint8_t *wq, int n_w, int cols) {
+    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 0);
+}
+
+static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
+                        const uint8_t *wq, int n_w, int cols) {
+    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1);
+}
+
 static void widen_f16(float *dst, const uint16_t *src, long count) {
     for (long i = 0; i < count; i++) dst[i] = hv_f16_to_f32(src[i]);
 }
@@ -197,6 +249,10 @@ static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_
             }
             c[i * ldc + j] = s;
         }
+}
+
+static float quantize_q8(const float *x, int8_t q[HV_Q8_BLOCK]) {
+    return quantize_levels(x, 127, q);
 }
 
 static float quantize_q7(const float *x, uint8_t u[HV_Q8_BLOCK]) {

@@ -31,6 +31,7 @@ typedef struct out_tensor {
     const void *data;
     size_t nbytes;
     hv_weight_type quant; /* blocks: logical shape in qshape */
+    int x8;               /* blocks interleaved by 8 rows */
     int qndim;
     int64_t qshape[HV_ST_MAX_DIMS];
     int align; /* element size the offset must be a multiple of */
@@ -76,7 +77,10 @@ static char *make_header(out_tensor *ts, int n, size_t *len) {
         off += ts[i].nbytes;
         if (ts[i].quant != HV_WEIGHTS_AUTO) {
             cJSON *q = cJSON_AddObjectToObject(quant, ts[i].name);
-            cJSON_AddStringToObject(q, "type", hv_weight_type_name(ts[i].quant));
+            char type[16];
+            snprintf(type, sizeof type, "%s%s", hv_weight_type_name(ts[i].quant),
+                     ts[i].x8 ? "x8" : "");
+            cJSON_AddStringToObject(q, "type", type);
             cJSON_AddItemToObject(q, "shape", shape_json(ts[i].qndim, ts[i].qshape));
         }
     }
@@ -225,6 +229,7 @@ static hv_status quantize(const char *in_dir, const char *out_dir, hv_weight_typ
             o->align = q != HV_WEIGHTS_AUTO ? 2 : (int)hv_dtype_size(t->dtype);
         }
         o->quant = q;
+        o->x8 = m ? m->x8 : t->x8;
         if (q != HV_WEIGHTS_AUTO) {
             o->ndim = 1;
             o->shape[0] = (int64_t)o->nbytes;

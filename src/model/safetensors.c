@@ -72,7 +72,7 @@ hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e) {
             blocks = copy;
         }
         int64_t rows = t->shape[0];
-        hv_mat m = {t->quant, (int)rows, (int)(t->numel / rows), blocks};
+        hv_mat m = {t->quant, (int)rows, (int)(t->numel / rows), blocks, t->x8};
         hv_mat_widen(hv_mm_best(), &m, 0, 0, (long)t->numel, dst);
         free(copy);
         return HV_OK;
@@ -263,6 +263,12 @@ static hv_status check_overlap(const char *path, hv_st_tensor *ts, int n, hv_err
 
 /* ------------------------------------------------ quantized tensors */
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LITTLE_ENDIAN 1 /* f16 scales read 4 at a time as the file has them */
+#else
+#define HOST_LITTLE_ENDIAN 0
+#endif
+
 static int by_name_ptr(const void *a, const void *b) {
     return strcmp((*(hv_st_tensor *const *)a)->name, (*(hv_st_tensor *const *)b)->name);
 }
@@ -278,16 +284,24 @@ static hv_status quant_entry(const char *path, const cJSON *q, hv_st_tensor *t, 
                       "%s: tensor %s: hviske.quant entry must be {\"type\": ..., \"shape\": "
                       "[...]}",
                       path, name);
-    hv_weight_type type;
-    if (!strcmp(ty->valuestring, "q8_0"))
-        type = HV_WEIGHTS_Q8_0;
-    else if (!strcmp(ty->valuestring, "q4_0"))
-        type = HV_WEIGHTS_Q4_0;
-    else
+    /* the block formats: a type, and row by row or interleaved by 8 rows */
+    static const struct {
+        const char *name;
+        hv_weight_type type;
+        int x8;
+    } formats[] = {{"q8_0", HV_WEIGHTS_Q8_0, 0},
+                   {"q4_0", HV_WEIGHTS_Q4_0, 0},
+                   {"q8_0x8", HV_WEIGHTS_Q8_0, 1},
+                   {"q4_0x8", HV_WEIGHTS_Q4_0, 1}};
+    int f = 0, nf = (int)(sizeof formats / sizeof formats[0]);
+    while (f < nf && strcmp(ty->valuestring, formats[f].name)) f++;
+    if (f == nf)
         return hv_err(e, HV_ERR_UNSUPPORTED,
-                      "%s: tensor %s: unknown block format \"%.32s\" (this hviske reads q8_0 "
-                      "and q4_0)",
+                      "%s: tensor %s: unknown block format \"%.32s\" (this hviske reads q8_0, "
+                      "q4_0, q8_0x8 and q4_0x8)",
                       path, name, ty->valuestring);
+    hv_weight_type type = formats[f].type;
+    int x8 = formats[f].x8;
     if (t->dtype != HV_DT_U8 || t->ndim != 1)
         return hv_err(e, HV_ERR_FORMAT, "%s: tensor %s: a quantized tensor must be 1-D U8 bytes",
                       path, name);
@@ -315,16 +329,37 @@ static hv_status quant_entry(const char *path, const cJSON *q, hv_st_tensor *t, 
                       "%s: tensor %s: %zu bytes, but %llu %s blocks of %zu bytes are %llu", path,
                       name, t->nbytes, (unsigned long long)blocks, ty->valuestring, bsize,
                       (unsigned long long)(blocks * bsize));
-    /* every scale finite: an f16 whose exponent bits are all ones is not */
+    if (x8 && dims[0] % HV_X8_ROWS)
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: tensor %s: %lld rows, not a multiple of the %d that %s interleaves",
+                      path, name, (long long)dims[0], HV_X8_ROWS, ty->valuestring);
+    /* every scale finite: an f16 whose exponent bits are all ones is not.
+     * x8 keeps the scales together in front: only they are read. */
     const uint8_t *p = t->data;
-    for (uint64_t b = 0; b < blocks; b++) {
-        const uint8_t *d = p + b * bsize;
-        if ((d[1] & 0x7c) == 0x7c)
-            return hv_err(e, HV_ERR_FORMAT,
-                          "%s: tensor %s: block %llu has a non-finite scale (f16 0x%02x%02x)", path,
-                          name, (unsigned long long)b, d[1], d[0]);
+    size_t stride = x8 ? 2 : bsize;
+    for (uint64_t b0 = 0; b0 < blocks; b0 += 4096) {
+        /* a branch-free pass per 4096 scales (vectorized), the culprit
+         * looked for only when one is bad */
+        uint64_t b1 = blocks - b0 < 4096 ? blocks : b0 + 4096, b = b0;
+        int bad = 0;
+        if (x8 && HOST_LITTLE_ENDIAN) /* 4 scales at a time: x's lane 0 = exponent all ones */
+            for (; b + 4 <= b1; b += 4) {
+                uint64_t w, x;
+                memcpy(&w, p + 2 * b, 8);
+                x = (w & 0x7c007c007c007c00u) ^ 0x7c007c007c007c00u;
+                bad |= ((x - 0x0001000100010001u) & 0x8000800080008000u) != 0;
+            }
+        for (; b < b1; b++) bad |= (p[b * stride + 1] & 0x7c) == 0x7c;
+        for (uint64_t b = b0; bad && b < b1; b++) {
+            const uint8_t *d = p + b * stride;
+            if ((d[1] & 0x7c) == 0x7c)
+                return hv_err(e, HV_ERR_FORMAT,
+                              "%s: tensor %s: block %llu has a non-finite scale (f16 0x%02x%02x)",
+                              path, name, (unsigned long long)b, d[1], d[0]);
+        }
     }
     t->quant = type;
+    t->x8 = x8;
     t->ndim = nd;
     t->numel = dims[0] * cols;
     memcpy(t->shape, dims, sizeof(int64_t) * (size_t)nd);

@@ -28,12 +28,14 @@ typedef enum hv_dtype {
  * its block bytes and named in the file's "__metadata__" entry
  * "hviske.quant" with its block format and logical shape: once opened, its
  * ndim, shape and numel are the logical ones, quant its block type (q8_0,
- * q4_0), dtype stays U8 and nbytes the stored length. For every other
- * tensor quant is HV_WEIGHTS_AUTO. */
+ * q4_0), x8 whether the blocks are interleaved by 8 rows ("q8_0x8",
+ * "q4_0x8": matmul_impl.h's x8 layout), dtype stays U8 and nbytes the
+ * stored length. For every other tensor quant is HV_WEIGHTS_AUTO. */
 typedef struct hv_st_tensor {
     char *name; /* owned */
     hv_dtype dtype;
     hv_weight_type quant; /* HV_WEIGHTS_Q8_0, _Q4_0, or AUTO: not quantized */
+    int x8;               /* quantized: 1 = x8 layout, 0 = row by row */
     int ndim;
     int64_t shape[HV_ST_MAX_DIMS];
     int64_t numel;

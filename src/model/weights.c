@@ -140,11 +140,12 @@ static void named(loader *L, const hv_st_tensor *t, const hv_mat *m) {
 /* A weight matrix [rows x cols] in the compute type: the checkpoint's own
  * type by default, read in place from the mapping when it is already that
  * type (no copy; quantized blocks at an odd offset are copied), else
- * converted. A matrix that cannot take the type
+ * converted (q8_0 and q4_0 of rows % 8 == 0 then interleaved: the x8
+ * layout of matmul_impl.h). A matrix that cannot take the type
  * (q8_0 needs cols % 32 == 0) stays f32. */
 static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols, const char *fmt,
                      ...) {
-    hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL};
+    hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL, 0};
     va_list ap;
     va_start(ap, fmt);
     const hv_st_tensor *t = find_v(L, false, ndim, shape, fmt, ap);
@@ -157,6 +158,7 @@ static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int co
     if (want == disk_type(t) && (quant || (uintptr_t)t->data % esize == 0)) {
         m.type = want;
         m.data = t->data;
+        m.x8 = t->x8;
         if ((uintptr_t)t->data % esize) { /* blocks at an odd offset: copied */
             void *copy = NULL;
             if (posix_memalign(&copy, 64, t->nbytes) != 0) {
@@ -180,6 +182,17 @@ static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int co
                        : hv_mat_from_f32(&m, want, f, rows, cols, &storage, &err);
     if (st == HV_OK) {
         free(f);
+        /* blocks for the decoder's 8-row GEMV (the same values) */
+        void *x8 = NULL;
+        if ((want == HV_WEIGHTS_Q8_0 || want == HV_WEIGHTS_Q4_0) && rows % HV_X8_ROWS == 0) {
+            if (hv_mat_interleave(&m, &x8, &err) != HV_OK) { /* only out of memory */
+                free(storage);
+                L->oom = true;
+                return m;
+            }
+            free(storage);
+            storage = x8;
+        }
         track(L, storage);
     } else if (st == HV_ERR_UNSUPPORTED) {
         m.type = HV_WEIGHTS_F32;
