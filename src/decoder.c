@@ -20,7 +20,25 @@ hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c, const hv_decoder_
     dec->c = c;
     dec->w = w;
     dec->blocks_per_seq = (c->dec_max_seq + BS - 1) / BS;
+    hv_weight_type t = c->dec_layers > 0 ? w->layers[0].sq.type : HV_WEIGHTS_F32;
+    dec->kv_half = t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0;
     return HV_OK;
+}
+
+/* Bytes of one cached value. */
+static size_t kv_bytes(const hv_decoder *dec) { return dec->kv_half ? 2 : sizeof(float); }
+
+/* Writes n values of src at element `at` of a cache array. */
+static void kv_store(const hv_decoder *dec, void *base, long at, const float *src, int n) {
+    if (dec->kv_half)
+        hv_narrow_f16((uint16_t *)base + at, src, n);
+    else
+        memcpy((float *)base + at, src, (size_t)n * sizeof(float));
+}
+
+/* Element `at` of a cache array. */
+static const void *kv_at(const hv_decoder *dec, const void *base, long at) {
+    return (const char *)base + at * (long)kv_bytes(dec);
 }
 
 void hv_decoder_free(hv_decoder *dec) {
@@ -72,8 +90,8 @@ static int alloc_block(hv_decoder *dec) {
     if (!b) return -1;
     dec->blocks = b;
     b = &dec->blocks[dec->n_blocks];
-    b->k = alloc_floats(n);
-    b->v = alloc_floats(n);
+    b->k = malloc((size_t)n * kv_bytes(dec));
+    b->v = malloc((size_t)n * kv_bytes(dec));
     if (!b->k || !b->v) {
         free(b->k);
         free(b->v);
@@ -97,8 +115,8 @@ static int prepare_append(hv_decoder *dec, int s, int n) {
             int nb = alloc_block(dec);
             if (nb < 0) return -1;
             /* whole blocks are copied; rows past p are rewritten before use */
-            memcpy(dec->blocks[nb].k, dec->blocks[t[bi]].k, (size_t)layer_rows * sizeof(float));
-            memcpy(dec->blocks[nb].v, dec->blocks[t[bi]].v, (size_t)layer_rows * sizeof(float));
+            memcpy(dec->blocks[nb].k, dec->blocks[t[bi]].k, (size_t)layer_rows * kv_bytes(dec));
+            memcpy(dec->blocks[nb].v, dec->blocks[t[bi]].v, (size_t)layer_rows * kv_bytes(dec));
             dec->blocks[t[bi]].refs--;
             t[bi] = nb;
         }
@@ -175,8 +193,8 @@ hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int
     if (n_enc > dec->cross_cap) {
         free(dec->cross_k);
         free(dec->cross_v);
-        dec->cross_k = alloc_floats((long)L * n_enc * h);
-        dec->cross_v = alloc_floats((long)L * n_enc * h);
+        dec->cross_k = malloc((size_t)L * n_enc * h * kv_bytes(dec));
+        dec->cross_v = malloc((size_t)L * n_enc * h * kv_bytes(dec));
         if (!dec->cross_k || !dec->cross_v) {
             free(dec->cross_k);
             free(dec->cross_v);
@@ -195,12 +213,12 @@ hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int
     for (int l = 0; l < L; l++) {
         const hv_dec_layer *y = &dec->w->layers[l];
         for (int v = 0; v < 2; v++) {
-            float *dst = (v ? dec->cross_v : dec->cross_k) + (long)l * n_enc * h;
+            void *dst = v ? dec->cross_v : dec->cross_k;
             hv_linear(pool, kv, enc, enc_len, v ? &y->cv : &y->ck, v ? y->cv_b : y->ck_b);
             for (int hd = 0; hd < H; hd++)
                 for (int f = 0; f < enc_len; f++)
-                    memcpy(dst + ((long)hd * n_enc + f) * dh, kv + (long)f * h + (long)hd * dh,
-                           (size_t)dh * sizeof(float));
+                    kv_store(dec, dst, (((long)l * H + hd) * n_enc + f) * dh,
+                             kv + (long)f * h + (long)hd * dh, dh);
         }
     }
     free(kv);
@@ -256,13 +274,13 @@ static void attn_task(void *arg, int task, int n_tasks) {
     if (j->cross) {
         long off = ((long)j->layer * H + hd) * dec->n_enc * dh;
         int nk = dec->enc_len;
-        hv_attn_scores(sc, q, dec->cross_k + off, dh, nk, dh, scale);
+        hv_attn_scores(sc, q, kv_at(dec, dec->cross_k, off), dec->kv_half, dh, nk, dh, scale);
         hv_softmax(sc, nk);
         if (dec->cross_tap && j->layer >= dec->cross_tap_first)
             memcpy(dec->cross_tap +
                        (((long)(j->layer - dec->cross_tap_first) * H + hd) * j->rows + r) * nk,
                    sc, (size_t)nk * sizeof *sc);
-        hv_attn_context(out, sc, dec->cross_v + off, dh, nk, dh, 0);
+        hv_attn_context(out, sc, kv_at(dec, dec->cross_v, off), dec->kv_half, dh, nk, dh, 0);
         return;
     }
     int s = j->seqs[r / j->n_tok];
@@ -271,12 +289,14 @@ static void attn_task(void *arg, int task, int n_tasks) {
     long off = ((long)j->layer * H + hd) * BS * dh;
     for (int b = 0; b * BS < nk; b++) {
         int cnt = nk - b * BS < BS ? nk - b * BS : BS;
-        hv_attn_scores(sc + b * BS, q, dec->blocks[t[b]].k + off, dh, cnt, dh, scale);
+        hv_attn_scores(sc + b * BS, q, kv_at(dec, dec->blocks[t[b]].k, off), dec->kv_half, dh, cnt,
+                       dh, scale);
     }
     hv_softmax(sc, nk);
     for (int b = 0; b * BS < nk; b++) {
         int cnt = nk - b * BS < BS ? nk - b * BS : BS;
-        hv_attn_context(out, sc + b * BS, dec->blocks[t[b]].v + off, dh, cnt, dh, b > 0);
+        hv_attn_context(out, sc + b * BS, kv_at(dec, dec->blocks[t[b]].v, off), dec->kv_half, dh,
+                        cnt, dh, b > 0);
     }
 }
 
@@ -288,10 +308,10 @@ static void store_cache(hv_decoder *dec, const attn_job *j, int rows, const floa
     for (int r = 0; r < rows; r++) {
         int s = j->seqs[r / j->n_tok], p = dec->seq_len[s] + r % j->n_tok;
         hv_kv_block *b = &dec->blocks[seq_table(dec, s)[p / BS]];
-        float *dst = (values ? b->v : b->k) + (long)j->layer * BS * h + (long)(p % BS) * dh;
+        long at = (long)j->layer * BS * h + (long)(p % BS) * dh;
         for (int hd = 0; hd < H; hd++)
-            memcpy(dst + (long)hd * BS * dh, src + (long)r * h + (long)hd * dh,
-                   (size_t)dh * sizeof(float));
+            kv_store(dec, values ? b->v : b->k, at + (long)hd * BS * dh,
+                     src + (long)r * h + (long)hd * dh, dh);
     }
 }
 
@@ -343,11 +363,12 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
 
         /* causal self-attention; the new keys and values join the cache */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln1_w, y->ln1_b, HV_LN_EPS);
-        hv_linear(pool, dec->q, dec->norm, rows, &y->sq, y->sq_b);
-        hv_linear(pool, dec->kv, dec->norm, rows, &y->sk, y->sk_b);
+        const hv_mat *qkv[3] = {&y->sq, &y->sk, &y->sv};
+        const float *qkv_b[3] = {y->sq_b, y->sk_b, y->sv_b};
+        float *qkv_y[3] = {dec->q, dec->kv, dec->tmp}; /* tmp: free until the output */
+        hv_linear_many(pool, rows, dec->norm, 3, qkv, qkv_b, qkv_y);
         store_cache(dec, &j, rows, dec->kv, 0);
-        hv_linear(pool, dec->kv, dec->norm, rows, &y->sv, y->sv_b);
-        store_cache(dec, &j, rows, dec->kv, 1);
+        store_cache(dec, &j, rows, dec->tmp, 1);
         hv_pool_run(pool, rows * H, attn_task, &j);
         hv_linear(pool, dec->tmp, dec->ctx, rows, &y->so, y->so_b);
         hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);

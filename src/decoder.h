@@ -14,10 +14,11 @@
 
 #define HV_KV_BLOCK 16 /* positions per cache block */
 
-/* One cache block: keys and values of HV_KV_BLOCK positions. */
+/* One cache block: keys and values of HV_KV_BLOCK positions, f32 or f16
+ * (hv_decoder.kv_half). */
 typedef struct hv_kv_block {
-    float *k; /* [layers x heads x HV_KV_BLOCK x h / heads] */
-    float *v; /* [layers x heads x HV_KV_BLOCK x h / heads] */
+    void *k;  /* [layers x heads x HV_KV_BLOCK x h / heads] */
+    void *v;  /* [layers x heads x HV_KV_BLOCK x h / heads] */
     int refs; /* sequences using it; 0 = free */
 } hv_kv_block;
 
@@ -26,9 +27,14 @@ typedef struct hv_decoder {
     const hv_decoder_weights *w;
     /* per utterance */
     int n_enc, enc_len;
-    float *cross_k; /* [layers x heads x n_enc x h / heads] */
-    float *cross_v; /* [layers x heads x n_enc x h / heads] */
-    int cross_cap;  /* encoder rows the cross buffers hold */
+    /* Keys and values are stored in f16 (kv_half) when the decoder's
+     * matrices are q8_0 or q4_0: their results are approximate already,
+     * and a step then reads half the cache bytes; f32 otherwise, so that
+     * f32, f16 and bf16 weights keep the reference's arithmetic. */
+    int kv_half;
+    void *cross_k; /* [layers x heads x n_enc x h / heads] */
+    void *cross_v; /* [layers x heads x n_enc x h / heads] */
+    int cross_cap; /* encoder rows the cross buffers hold */
     /* self-attention cache */
     hv_kv_block *blocks;
     int n_blocks;

@@ -780,17 +780,23 @@ static void test_special(void) {
 
 /* hv_linear_many (one packed input for several products) gives each
  * product exactly hv_linear's bits, for every type, few and many rows,
- * matrices of different heights, with and without bias, 1-3 threads. */
+ * matrices of different heights, with and without bias, 1-3 threads; for
+ * q8_0/q4_0 also with the x8 layout where the height allows (40, 304),
+ * beside a row-by-row one (17). */
 static void test_linear_many(void) {
-    static const int ns[] = {1, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 61, 300};
-    static const int heights[3] = {40, 300, 17};
+    static const int ns[] = {1, 3, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 61, 300};
+    static const int heights[3] = {40, 304, 17};
     enum { COLS = 96 };
-    for (int ti = 0; ti < N_TYPES; ti++)
+    for (int ti = 0; ti < N_TYPES + 2; ti++)
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
             for (int threads = 1; threads <= 3; threads++) {
+                /* the last two rounds: q8_0 and q4_0 interleaved */
+                int x8 = ti >= N_TYPES;
+                hv_weight_type type =
+                    x8 ? (ti == N_TYPES ? HV_WEIGHTS_Q8_0 : HV_WEIGHTS_Q4_0) : all_types[ti];
                 int n = ns[ni], same = 1;
                 hv_pool *pool = hv_pool_new(threads);
-                float *x = falloc((size_t)n * COLS), *y[3], *want = falloc((size_t)n * 300);
+                float *x = falloc((size_t)n * COLS), *y[3], *want = falloc((size_t)n * 304);
                 for (int i = 0; i < n * COLS; i++) x[i] = frand();
                 hv_mat W[3];
                 void *st[3];
@@ -799,8 +805,12 @@ static void test_linear_many(void) {
                     float *src = falloc((size_t)heights[m] * COLS);
                     for (int i = 0; i < heights[m] * COLS; i++) src[i] = frand() * 0.1f;
                     hv_error e;
-                    CHECK(hv_mat_from_f32(&W[m], all_types[ti], src, heights[m], COLS, &st[m],
-                                          &e) == HV_OK);
+                    CHECK(hv_mat_from_f32(&W[m], type, src, heights[m], COLS, &st[m], &e) == HV_OK);
+                    void *st8;
+                    if (x8 && hv_mat_interleave(&W[m], &st8, &e) == HV_OK) {
+                        free(st[m]);
+                        st[m] = st8;
+                    }
                     free(src);
                     y[m] = falloc((size_t)n * heights[m]);
                     b[m] = m == 1 ? NULL : falloc(heights[m]);
@@ -816,8 +826,8 @@ static void test_linear_many(void) {
                     free(y[m]);
                     free(b[m]);
                 }
-                CHECK_MSG(same, "hv_linear_many %s n=%d threads=%d: differs from hv_linear",
-                          hv_weight_type_name(all_types[ti]), n, threads);
+                CHECK_MSG(same, "hv_linear_many %s%s n=%d threads=%d: differs from hv_linear",
+                          hv_weight_type_name(type), x8 ? " x8" : "", n, threads);
                 free(x);
                 free(want);
                 hv_pool_free(pool);
@@ -1117,7 +1127,7 @@ static void test_attention(void) {
                 CHECK_MSG(fabs(s0[i] - scale * ref) <= bound, "scores n %d len %d row %d", n, len,
                           i);
             }
-            hv_attn_scores(s1, q, k, ld, n, len, scale);
+            hv_attn_scores(s1, q, k, 0, ld, n, len, scale);
             CHECK_MSG(same_bits(s0, s1, n), "hv_attn_scores n %d len %d", n, len);
             for (int acc = 0; acc < 2; acc++) {
                 memcpy(o0, start, (size_t)len * sizeof *o0);
@@ -1132,7 +1142,7 @@ static void test_attention(void) {
                               "context n %d len %d col %d", n, len, c);
                 }
                 memcpy(o1, start, (size_t)len * sizeof *o1);
-                hv_attn_context(o1, p, k, ld, n, len, acc);
+                hv_attn_context(o1, p, k, 0, ld, n, len, acc);
                 CHECK_MSG(same_bits(o0, o1, len), "hv_attn_context n %d len %d acc %d", n, len,
                           acc);
                 if (simd) {
@@ -1148,6 +1158,83 @@ static void test_attention(void) {
             }
             free(q), free(k), free(p), free(s0), free(s1), free(o0), free(o1), free(start);
         }
+}
+
+/* The f16-cache kernels: exactly the f32 kernels on the widened rows
+ * (scalar), SIMD == scalar; the f16 store rounds to nearest even, clamps
+ * to +-65504 and keeps NaN, SIMD == scalar. */
+static void test_attention_f16(void) {
+    const hv_mm_kernels *simd = hv_mm_simd();
+    const int ns[] = {1, 4, 5, 17}, lens[] = {1, 8, 9, 64, 128, 130};
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof lens / sizeof lens[0]; b++) {
+            int n = ns[a], len = lens[b];
+            long ld = len + 5;
+            uint16_t *k16 = malloc((size_t)n * ld * sizeof *k16);
+            float *kw = falloc((size_t)n * ld), *q = falloc(len), *p = falloc(n);
+            float *s0 = falloc(n), *s1 = falloc(n), *o0 = falloc(len), *o1 = falloc(len);
+            for (long i = 0; i < n * ld; i++) {
+                k16[i] = hv_f32_to_f16(frand() * 4.0f);
+                kw[i] = hv_f16_to_f32(k16[i]);
+            }
+            for (int i = 0; i < len; i++) q[i] = frand();
+            for (int i = 0; i < n; i++) p[i] = frand();
+            hv_mm_scalar.attn_scores(s0, q, kw, ld, n, len, 0.125f);
+            hv_mm_scalar.attn_scores_f16(s1, q, k16, ld, n, len, 0.125f);
+            CHECK_MSG(same_bits(s0, s1, n), "f16 scores == f32 on widened rows, n %d len %d", n,
+                      len);
+            hv_attn_scores(s1, q, k16, 1, ld, n, len, 0.125f);
+            CHECK_MSG(same_bits(s0, s1, n), "hv_attn_scores f16 n %d len %d", n, len);
+            if (simd) {
+                simd->attn_scores_f16(s1, q, k16, ld, n, len, 0.125f);
+                CHECK_MSG(same_bits(s0, s1, n), "SIMD f16 scores n %d len %d", n, len);
+            }
+            for (int acc = 0; acc < 2; acc++) {
+                for (int i = 0; i < len; i++) o0[i] = o1[i] = (float)i;
+                hv_mm_scalar.attn_context(o0, p, kw, ld, n, len, acc);
+                hv_mm_scalar.attn_context_f16(o1, p, k16, ld, n, len, acc);
+                CHECK_MSG(same_bits(o0, o1, len), "f16 context n %d len %d acc %d", n, len, acc);
+                if (simd) {
+                    for (int i = 0; i < len; i++) o1[i] = (float)i;
+                    simd->attn_context_f16(o1, p, k16, ld, n, len, acc);
+                    CHECK_MSG(same_bits(o0, o1, len), "SIMD f16 context n %d len %d acc %d", n, len,
+                              acc);
+                }
+            }
+            free(k16), free(kw), free(q), free(p), free(s0), free(s1), free(o0), free(o1);
+        }
+    enum { N = 203 };
+    float v[N];
+    uint16_t h0[N], h1[N];
+    for (int i = 0; i < N; i++) v[i] = frand() * powf(2.0f, (float)(i % 40 - 28));
+    v[0] = 1e6f, v[1] = -1e6f, v[2] = INFINITY, v[3] = -INFINITY, v[4] = 65519.0f;
+    v[5] = 0x1p-24f, v[6] = 0x1p-25f, v[7] = 3 * 0x1p-25f, v[8] = -0.0f, v[9] = NAN;
+    v[10] = 1.0f + 0x1p-11f, v[11] = 1.0f + 3 * 0x1p-11f; /* ties to even */
+    v[N - 1] = NAN;
+    hv_mm_scalar.narrow_f16(h0, v, N);
+    CHECK(h0[0] == 0x7bff && h0[1] == 0xfbff && h0[2] == 0x7bff && h0[3] == 0xfbff &&
+          h0[4] == 0x7bff);
+    CHECK(h0[5] == 0x0001 && h0[6] == 0x0000 && h0[7] == 0x0002 && h0[8] == 0x8000);
+    CHECK(h0[10] == 0x3c00 && h0[11] == 0x3c02);
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        float w = hv_f16_to_f32(h0[i]);
+        if (isnan(v[i]))
+            ok &= isnan(w) != 0;
+        else if (fabsf(v[i]) <= 65504.0f)
+            ok &= fabsf(w - v[i]) <= fabsf(v[i]) * 0x1p-11f + 0x1p-25f;
+    }
+    CHECK_MSG(ok, "f16 store within half an ulp, NaN kept");
+    if (simd) {
+        for (int len = 1; len <= N; len += 29) {
+            simd->narrow_f16(h1, v, len);
+            int same = 1;
+            for (int i = 0; i < len; i++)
+                same &=
+                    isnan(v[i]) ? (h1[i] & 0x7c00) == 0x7c00 && (h1[i] & 0x3ff) : h1[i] == h0[i];
+            CHECK_MSG(same, "SIMD f16 store == scalar, %d values", len);
+        }
+    }
 }
 
 int main(int argc, char **argv) {
@@ -1173,6 +1260,7 @@ int main(int argc, char **argv) {
     test_special();
     test_linear_many();
     test_attention();
+    test_attention_f16();
     test_gemm_q8_tile();
     TEST_END();
 }

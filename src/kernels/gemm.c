@@ -138,19 +138,19 @@ static void gemm_task(void *arg, int task, int n_tasks) {
  * the thread count), 128..256 so that a chunk's packed block (<= 256 KiB)
  * stays in the L2 cache and a matrix of >= 1024 rows gives >= 8 chunks to
  * balance over the threads. */
-int hv_gemm_chunk_rows(int rows) {
-    int t = (rows / 8) & ~(NR - 1);
+int hv_gemm_chunk_rows(const hv_mat *W) {
+    int t = (W->rows / 8) & ~(NR - 1);
     return t < 128 ? 128 : t > 256 ? 256 : t;
 }
 
 int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
-                      float *const *y) {
+                      float *const *y, int (*chunk_rows)(const hv_mat *W)) {
     if (count < 1 || count > HV_GEMM_MAX_OUT) return -1;
     memset(o, 0, sizeof *o);
     o->cols = W[0]->cols;
     for (int m = 0; m < count; m++) {
         if (W[m]->cols != o->cols) return -1;
-        int chunk = hv_gemm_chunk_rows(W[m]->rows);
+        int chunk = chunk_rows(W[m]);
         o->out[m].W = W[m];
         o->out[m].bias = bias[m];
         o->out[m].y = y[m];
@@ -200,7 +200,7 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
         int8 &= W[m]->type == HV_WEIGHTS_Q8_0 || W[m]->type == HV_WEIGHTS_Q4_0;
     if (int8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y);
     gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
-    if (hv_gemm_outs_init(&j.o, count, W, bias, y)) return -1;
+    if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows)) return -1;
     j.cols = j.o.cols;
     int tasks = hv_pool_size(pool);
     if (tasks > j.o.n_chunks) tasks = j.o.n_chunks;

@@ -59,3 +59,9 @@ uint16_t hv_f32_to_f16(float f) {
     if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
     return sign | (uint16_t)h;
 }
+
+uint16_t hv_f32_to_f16_sat(float f) {
+    if (f > 65504.0f) f = 65504.0f;
+    if (f < -65504.0f) f = -65504.0f;
+    return hv_f32_to_f16(f);
+}

@@ -11,6 +11,9 @@
 float hv_f16_to_f32(uint16_t h);
 float hv_bf16_to_f32(uint16_t b);
 uint16_t hv_f32_to_f16(float f);
+/* The same after clamping finite and infinite values to +-65504 (f16's
+ * largest): a cache stored in f16 never turns a large value infinite. */
+uint16_t hv_f32_to_f16_sat(float f);
 uint16_t hv_f32_to_bf16(float f);
 
 #endif

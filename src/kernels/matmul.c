@@ -39,14 +39,26 @@ void hv_gemm(int m, int n, int k, float alpha, const float *A, int lda, const fl
                 lda, B, ldb, beta, C, ldc);
 }
 
-void hv_attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
+void hv_attn_scores(float *s, const float *q, const void *k, int half, long ld, int n, int len,
                     float scale) {
-    hv_mm_best()->attn_scores(s, q, k, ld, n, len, scale);
+    const hv_mm_kernels *t = hv_mm_best();
+    if (half)
+        t->attn_scores_f16(s, q, k, ld, n, len, scale);
+    else
+        t->attn_scores(s, q, k, ld, n, len, scale);
 }
 
-void hv_attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+void hv_attn_context(float *out, const float *p, const void *v, int half, long ld, int n, int len,
                      int accumulate) {
-    hv_mm_best()->attn_context(out, p, v, ld, n, len, accumulate);
+    const hv_mm_kernels *t = hv_mm_best();
+    if (half)
+        t->attn_context_f16(out, p, v, ld, n, len, accumulate);
+    else
+        t->attn_context(out, p, v, ld, n, len, accumulate);
+}
+
+void hv_narrow_f16(uint16_t *dst, const float *src, long count) {
+    hv_mm_best()->narrow_f16(dst, src, count);
 }
 
 /* ------------------------------------------------------------ types */
@@ -326,6 +338,9 @@ static void add_bias(const linear_job *j, int r0, int r1) {
  * the EPYC's 2 threads). A multiple of 8. */
 #define GEMV_CHUNK_X8 64
 
+/* Weight rows per GEMV task chunk of W. */
+static int gemv_chunk(const hv_mat *W) { return W->x8 ? GEMV_CHUNK_X8 : GEMV_CHUNK; }
+
 static int tile_rows(int rows) {
     int t = (rows / 8) & ~15;
     return t < 128 ? 128 : t > 256 ? 256 : t;
@@ -465,7 +480,7 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
     if (flops < 2e5 || W->rows < 32) tasks = 1;
     job.tiled = n > HV_LINEAR_GEMV_MAX_N;
     int sgemm = job.tiled || (W->type == HV_WEIGHTS_F32 && n > 1);
-    job.chunk = sgemm ? tile_rows(W->rows) : W->x8 ? GEMV_CHUNK_X8 : GEMV_CHUNK;
+    job.chunk = sgemm ? tile_rows(W->rows) : gemv_chunk(W);
     job.n_chunks = (W->rows + job.chunk - 1) / job.chunk;
     atomic_init(&job.next, 0);
     if (tasks > job.n_chunks) tasks = job.n_chunks;
@@ -493,11 +508,62 @@ void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, 
     hv_linear_with(hv_mm_best(), pool, y, x, n, W, bias);
 }
 
+typedef struct gemv_many_job {
+    const hv_mm_kernels *k;
+    const float *x;
+    int n;
+    const hv_q8_act *xq;
+    hv_gemm_outs o;
+} gemv_many_job;
+
+static void gemv_many_task(void *arg, int task, int n_tasks) {
+    gemv_many_job *g = arg;
+    (void)task;
+    (void)n_tasks;
+    int m, r0, r1;
+    while (hv_gemm_outs_next(&g->o, &m, &r0, &r1)) {
+        linear_job j = {g->o.out[m].y, g->x, g->n, g->o.out[m].W, NULL, g->k, g->xq, 0, 0, 0, 0};
+        gemv_rows(&j, r0, r1);
+        hv_gemm_outs_bias(&g->o, m, g->n, r0, r1);
+    }
+}
+
+/* The decoder's products with one input (query, key, value) in one pool
+ * dispatch, x quantized once: for n <= HV_LINEAR_GEMV_MAX_N and q8_0/q4_0
+ * weights of one width. Each output as hv_linear computes it. -1 when it
+ * does not apply or its buffer cannot be had (nothing done). */
+static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
+                     const hv_mat *const *W, const float *const *bias, float *const *y) {
+    for (int m = 0; m < count; m++)
+        if ((W[m]->type != HV_WEIGHTS_Q8_0 && W[m]->type != HV_WEIGHTS_Q4_0) || W[m]->rows < 1)
+            return -1;
+    gemv_many_job g = {.k = k, .x = x, .n = n};
+    if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk)) return -1;
+    int nb = g.o.cols / HV_Q8_BLOCK;
+    void *buf = malloc((size_t)n * nb * (sizeof(float) + sizeof(int32_t) + HV_Q8_BLOCK));
+    if (!buf) return -1;
+    hv_q8_act xq;
+    xq.d = buf;
+    xq.s = (int32_t *)(xq.d + (size_t)n * nb);
+    xq.q = (int8_t *)(xq.s + (size_t)n * nb);
+    hv_q8_act_quantize(k, &xq, x, n, g.o.cols);
+    g.xq = &xq;
+    int tasks = hv_pool_size(pool) < g.o.n_chunks ? hv_pool_size(pool) : g.o.n_chunks;
+    hv_pool_run(pool, tasks, gemv_many_task, &g);
+    free(buf);
+    return 0;
+}
+
 void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_mat *const *W,
                     const float *const *bias, float *const *y) {
-    int packed = n > HV_LINEAR_GEMV_MAX_N && count <= HV_GEMM_MAX_OUT;
-    for (int m = 0; packed && m < count; m++)
-        packed = W[m]->cols == W[0]->cols && W[m]->rows > 0 && packed_gemm(W[m]);
-    if (packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y) == 0) return;
+    int fits = count <= HV_GEMM_MAX_OUT, packed = n > HV_LINEAR_GEMV_MAX_N;
+    for (int m = 0; m < count; m++) {
+        fits &= W[m]->cols == W[0]->cols && W[m]->rows > 0;
+        packed &= packed_gemm(W[m]);
+    }
+    if (fits && packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y) == 0) return;
+    if (fits && n > 0 && n <= HV_LINEAR_GEMV_MAX_N && W[0]->cols % HV_Q8_BLOCK == 0 &&
+        gemv_many(hv_mm_best(), pool, n, x, count, W, bias, y) == 0)
+        return;
     for (int m = 0; m < count; m++) hv_linear(pool, y[m], x, n, W[m], bias[m]);
 }

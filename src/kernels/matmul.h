@@ -24,6 +24,7 @@
 #define HV_MATMUL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels/threads.h"
 #include "util/error.h"
@@ -107,19 +108,27 @@ void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, 
 /* hv_linear for count products of the same input x [n x cols]: y[m] =
  * x . W[m]^T + bias[m] (bias[m] may be NULL), each exactly as hv_linear
  * computes it; with many rows x is packed once for all of them and their
- * chunks share the threads (the attention's query, key and value). */
+ * chunks share the threads (the attention's query, key and value); with
+ * few rows (decoder steps) and q8_0/q4_0 weights x is quantized once and
+ * all their chunks take one dispatch of the pool. */
 void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_mat *const *W,
                     const float *const *bias, float *const *y);
 
-/* One query's attention over n cached rows of len floats, row i at
- * k + i * ld (a head's slice of the key cache): s[i] = scale * (q . row i).
- * And the context: out[j] = (accumulate ? out[j] : 0) + sum over i of p[i]
- * * v[i * ld + j]. For the decoder's one-row steps, where a BLAS call per
- * cache block costs more than its arithmetic; single-threaded, SIMD when
- * the CPU has it, bit-identical either way. */
-void hv_attn_scores(float *s, const float *q, const float *k, long ld, int n, int len, float scale);
-void hv_attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+/* One query's attention over n cached rows of len values, row i at
+ * element i * ld of k (a head's slice of the key cache), the values f32
+ * (half = 0) or f16 (half = 1, widened exactly): s[i] = scale * (q . row
+ * i). And the context: out[j] = (accumulate ? out[j] : 0) + sum over i of
+ * p[i] * row i of v [j]. For the decoder's one-row steps, where a BLAS call
+ * per cache block costs more than its arithmetic; single-threaded, SIMD
+ * when the CPU has it, bit-identical either way, and f16 rows give the
+ * bits of f32 rows holding the same values. hv_narrow_f16 stores such
+ * rows: dst[i] = src[i] as f16, rounded to nearest even, finite values
+ * beyond f16's range clamped to +-65504. */
+void hv_attn_scores(float *s, const float *q, const void *k, int half, long ld, int n, int len,
+                    float scale);
+void hv_attn_context(float *out, const float *p, const void *v, int half, long ld, int n, int len,
                      int accumulate);
+void hv_narrow_f16(uint16_t *dst, const float *src, long count);
 
 /* C[m x n] = alpha * A[m x k] . op(B) + beta * C, row-major, with leading
  * dimensions; op(B) = B^T when trans_b (B is n x k), else B (k x n).

@@ -7,6 +7,7 @@
  * The gemv kernels take 4 weight rows at a time so that each activation
  * load feeds 4 rows' accumulator chains; a row's own arithmetic is the
  * same whether it is in a group of 4 or handled alone. */
+#include "kernels/half.h"
 #include "kernels/matmul_impl.h"
 
 #ifdef HV_MM_HAVE_AVX2
@@ -550,48 +551,56 @@ TARGET static void gemm_panel_u32(uint32_t *dst, const uint32_t *src, long ld, i
         for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
-/* 8 lane sums of q . r over the first len & ~7 columns. */
-INLINE __m256 dot_8(const float *q, const float *r, int len8) {
-    __m256 a = _mm256_setzero_ps();
-    for (int k = 0; k < len8; k += 8)
-        a = _mm256_fmadd_ps(_mm256_loadu_ps(q + k), _mm256_loadu_ps(r + k), a);
-    return a;
+/* The attention kernels read cached rows of f32 or of f16 (widened
+ * exactly by F16C): element i of a row r of either. */
+INLINE __m256 row8(const void *r, long i, int half) {
+    if (half) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)r + i)));
+    return _mm256_loadu_ps((const float *)r + i);
 }
 
-INLINE float dot_tail(float s, const float *q, const float *r, int len8, int len) {
-    for (int k = len8; k < len; k++) s = fmaf(q[k], r[k], s);
+INLINE float row1(const void *r, long i, int half) {
+    return half ? _cvtsh_ss(((const uint16_t *)r)[i]) : ((const float *)r)[i];
+}
+
+INLINE float dot_tail(float s, const float *q, const void *r, int len8, int len, int half) {
+    for (int k = len8; k < len; k++) s = fmaf(q[k], row1(r, k, half), s);
     return s;
 }
 
 /* Four rows at a time, so that four fma chains are in flight. */
-TARGET static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
-                               float scale) {
+INLINE void scores_rows(float *s, const float *q, const char *k, long ld, int n, int len,
+                        float scale, int half) {
+    const long es = half ? 2 : 4, step = ld * es;
     int len8 = len & ~7, i = 0;
     for (; i + 4 <= n; i += 4) {
-        const float *r0 = k + i * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+        const char *r0 = k + i * step, *r1 = r0 + step, *r2 = r1 + step, *r3 = r2 + step;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int c = 0; c < len8; c += 8) {
             __m256 qc = _mm256_loadu_ps(q + c);
-            a0 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r0 + c), a0);
-            a1 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r1 + c), a1);
-            a2 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r2 + c), a2);
-            a3 = _mm256_fmadd_ps(qc, _mm256_loadu_ps(r3 + c), a3);
+            a0 = _mm256_fmadd_ps(qc, row8(r0, c, half), a0);
+            a1 = _mm256_fmadd_ps(qc, row8(r1, c, half), a1);
+            a2 = _mm256_fmadd_ps(qc, row8(r2, c, half), a2);
+            a3 = _mm256_fmadd_ps(qc, row8(r3, c, half), a3);
         }
-        s[i] = scale * dot_tail(hsum8(a0), q, r0, len8, len);
-        s[i + 1] = scale * dot_tail(hsum8(a1), q, r1, len8, len);
-        s[i + 2] = scale * dot_tail(hsum8(a2), q, r2, len8, len);
-        s[i + 3] = scale * dot_tail(hsum8(a3), q, r3, len8, len);
+        s[i] = scale * dot_tail(hsum8(a0), q, r0, len8, len, half);
+        s[i + 1] = scale * dot_tail(hsum8(a1), q, r1, len8, len, half);
+        s[i + 2] = scale * dot_tail(hsum8(a2), q, r2, len8, len, half);
+        s[i + 3] = scale * dot_tail(hsum8(a3), q, r3, len8, len, half);
     }
     for (; i < n; i++) {
-        const float *r = k + i * ld;
-        s[i] = scale * dot_tail(hsum8(dot_8(q, r, len8)), q, r, len8, len);
+        const char *r = k + i * step;
+        __m256 a = _mm256_setzero_ps();
+        for (int c = 0; c < len8; c += 8)
+            a = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), row8(r, c, half), a);
+        s[i] = scale * dot_tail(hsum8(a), q, r, len8, len, half);
     }
 }
 
 /* 64 output columns at a time in 8 registers over all rows, then 8, then
  * the tail one by one: each out[j] is its own chain in row order. */
-TARGET static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
-                                int accumulate) {
+INLINE void context_rows(float *out, const float *p, const char *v, long ld, int n, int len,
+                         int accumulate, int half) {
+    const long step = ld * (half ? 2 : 4);
     int j = 0;
     for (; j + 64 <= len; j += 64) {
         __m256 o[8];
@@ -599,23 +608,57 @@ TARGET static void attn_context(float *out, const float *p, const float *v, long
             o[t] = accumulate ? _mm256_loadu_ps(out + j + 8 * t) : _mm256_setzero_ps();
         for (int i = 0; i < n; i++) {
             __m256 pi = _mm256_set1_ps(p[i]);
-            const float *r = v + i * ld + j;
-            for (int t = 0; t < 8; t++)
-                o[t] = _mm256_fmadd_ps(pi, _mm256_loadu_ps(r + 8 * t), o[t]);
+            const char *r = v + i * step;
+            for (int t = 0; t < 8; t++) o[t] = _mm256_fmadd_ps(pi, row8(r, j + 8 * t, half), o[t]);
         }
         for (int t = 0; t < 8; t++) _mm256_storeu_ps(out + j + 8 * t, o[t]);
     }
     for (; j + 8 <= len; j += 8) {
         __m256 o = accumulate ? _mm256_loadu_ps(out + j) : _mm256_setzero_ps();
         for (int i = 0; i < n; i++)
-            o = _mm256_fmadd_ps(_mm256_set1_ps(p[i]), _mm256_loadu_ps(v + i * ld + j), o);
+            o = _mm256_fmadd_ps(_mm256_set1_ps(p[i]), row8(v + i * step, j, half), o);
         _mm256_storeu_ps(out + j, o);
     }
     for (; j < len; j++) {
         float o = accumulate ? out[j] : 0.0f;
-        for (int i = 0; i < n; i++) o = fmaf(p[i], v[i * ld + j], o);
+        for (int i = 0; i < n; i++) o = fmaf(p[i], row1(v + i * step, j, half), o);
         out[j] = o;
     }
+}
+
+TARGET static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
+                               float scale) {
+    scores_rows(s, q, (const char *)k, ld, n, len, scale, 0);
+}
+
+TARGET static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+                                int accumulate) {
+    context_rows(out, p, (const char *)v, ld, n, len, accumulate, 0);
+}
+
+TARGET static void attn_scores_f16(float *s, const float *q, const uint16_t *k, long ld, int n,
+                                   int len, float scale) {
+    scores_rows(s, q, (const char *)k, ld, n, len, scale, 1);
+}
+
+TARGET static void attn_context_f16(float *out, const float *p, const uint16_t *v, long ld, int n,
+                                    int len, int accumulate) {
+    context_rows(out, p, (const char *)v, ld, n, len, accumulate, 1);
+}
+
+/* f16 with round to nearest even (vcvtps2ph), finite values beyond f16's
+ * range clamped to +-65504 first: as hv_f32_to_f16 after the same clamp. */
+TARGET static void narrow_f16(uint16_t *dst, const float *src, long count) {
+    const __m256 hi = _mm256_set1_ps(65504.0f), lo = _mm256_set1_ps(-65504.0f);
+    long i = 0;
+    for (; i + 8 <= count; i += 8) {
+        /* max/min return their second operand for a NaN first: NaN stays */
+        __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(src + i), lo), hi);
+        __m256 x = _mm256_loadu_ps(src + i);
+        v = _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
 const hv_mm_kernels hv_mm_avx2 = HV_MM_KERNEL_TABLE("avx2");

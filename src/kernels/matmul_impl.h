@@ -161,6 +161,15 @@ typedef struct hv_mm_kernels {
                         float scale);
     void (*attn_context)(float *out, const float *p, const float *v, long ld, int n, int len,
                          int accumulate);
+    /* The same over f16 rows, each value widened exactly first (so the
+     * results are those of the f32 kernels on the widened rows), and the
+     * f16 store: dst[i] = src[i] clamped to +-65504, rounded to nearest
+     * even (hv_f32_to_f16_sat; NaN stays NaN). */
+    void (*attn_scores_f16)(float *s, const float *q, const uint16_t *k, long ld, int n, int len,
+                            float scale);
+    void (*attn_context_f16)(float *out, const float *p, const uint16_t *v, long ld, int n, int len,
+                             int accumulate);
+    void (*narrow_f16)(uint16_t *dst, const float *src, long count);
 } hv_mm_kernels;
 
 /* Fills a (allocated by the caller for n x cols; s too unless NULL) from
@@ -179,7 +188,9 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
         .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile, .gemm_panel = gemm_panel,                \
         .gemm_tile_q8 = gemm_tile_q8, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,      \
-        .gemm_panel_u32 = gemm_panel_u32, .attn_scores = attn_scores, .attn_context = attn_context \
+        .gemm_panel_u32 = gemm_panel_u32, .attn_scores = attn_scores,                              \
+        .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \
+        .attn_context_f16 = attn_context_f16, .narrow_f16 = narrow_f16                             \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2
@@ -237,10 +248,12 @@ typedef struct hv_gemm_outs {
     atomic_int next; /* the next chunk to hand out */
 } hv_gemm_outs;
 
-/* Fills o for count (1..HV_GEMM_MAX_OUT) products; -1 when the count is
- * out of range or the matrices' column counts differ. */
+/* Fills o for count (1..HV_GEMM_MAX_OUT) products, each in chunks of
+ * chunk_rows(W[m]) rows (the packed GEMMs: hv_gemm_chunk_rows; the GEMV
+ * kernels' own for the decoder's hv_linear_many); -1 when the count is out
+ * of range or the matrices' column counts differ. */
 int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
-                      float *const *y);
+                      float *const *y, int (*chunk_rows)(const hv_mat *W));
 
 /* Takes the next chunk (any thread): its product m and weight rows
  * [r0, r1); 0 when none is left. */
@@ -257,7 +270,7 @@ int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int
 
 /* Weight rows per task chunk of the packed GEMMs: a multiple of
  * HV_GEMM_NR that depends on the shape only. */
-int hv_gemm_chunk_rows(int rows);
+int hv_gemm_chunk_rows(const hv_mat *W);
 
 /* hv_linear with a given kernel table (tests run the whole driver, with
  * threads and tiles, on each table). */

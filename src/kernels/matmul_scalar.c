@@ -290,4 +290,31 @@ static void attn_context(float *out, const float *p, const float *v, long ld, in
         for (int j = 0; j < len; j++) out[j] = fmaf(p[i], v[i * ld + j], out[j]);
 }
 
+/* The f16-cache twins: each value widened (exactly), then as above. */
+static void attn_scores_f16(float *s, const float *q, const uint16_t *k, long ld, int n, int len,
+                            float scale) {
+    int len8 = len & ~7;
+    for (int i = 0; i < n; i++) {
+        const uint16_t *r = k + i * ld;
+        float a[8] = {0};
+        int c = 0;
+        for (; c < len8; c += 8)
+            for (int j = 0; j < 8; j++) a[j] = fmaf(q[c + j], hv_f16_to_f32(r[c + j]), a[j]);
+        float d = lanes_sum(a);
+        for (; c < len; c++) d = fmaf(q[c], hv_f16_to_f32(r[c]), d);
+        s[i] = scale * d;
+    }
+}
+
+static void attn_context_f16(float *out, const float *p, const uint16_t *v, long ld, int n, int len,
+                             int accumulate) {
+    if (!accumulate) memset(out, 0, (size_t)len * sizeof *out);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < len; j++) out[j] = fmaf(p[i], hv_f16_to_f32(v[i * ld + j]), out[j]);
+}
+
+static void narrow_f16(uint16_t *dst, const float *src, long count) {
+    for (long i = 0; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
+}
+
 const hv_mm_kernels hv_mm_scalar = HV_MM_KERNEL_TABLE("scalar");
