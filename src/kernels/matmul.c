@@ -338,6 +338,20 @@ static void add_bias(const linear_job *j, int r0, int r1) {
  * the EPYC's 2 threads). A multiple of 8. */
 #define GEMV_CHUNK_X8 64
 
+/* x [n x cols] quantized for the q8_0/q4_0 GEMV kernels into a (block
+ * sums included) in one new buffer, which is returned for the caller to
+ * free; NULL when out of memory. */
+static void *q8_act_new(const hv_mm_kernels *k, hv_q8_act *a, const float *x, int n, int cols) {
+    size_t nb = (size_t)(cols / HV_Q8_BLOCK);
+    void *buf = malloc((size_t)n * nb * (sizeof(float) + sizeof(int32_t) + HV_Q8_BLOCK));
+    if (!buf) return NULL;
+    a->d = buf;
+    a->s = (int32_t *)(a->d + (size_t)n * nb);
+    a->q = (int8_t *)(a->s + (size_t)n * nb);
+    hv_q8_act_quantize(k, a, x, n, cols);
+    return buf;
+}
+
 /* Weight rows per GEMV task chunk of W. */
 static int gemv_chunk(const hv_mat *W) { return W->x8 ? GEMV_CHUNK_X8 : GEMV_CHUNK; }
 
@@ -391,33 +405,21 @@ static void gemv_rows(const linear_job *j, int r0, int r1) {
                             r1 - r0, cols);
             break;
         case HV_WEIGHTS_Q8_0:
-            if (!j->xq) {
+        case HV_WEIGHTS_Q4_0: {
+            int q4 = W->type == HV_WEIGHTS_Q4_0;
+            const char *w = (const char *)W->data + (size_t)r0 * row_bytes(W->type, cols);
+            if (!j->xq)
                 rows_unbuffered(j, r0, r1);
-                break;
-            }
-            if (W->x8) {
-                j->k->gemv_q8_0x8(y, rows, j->xq, hv_x8_scales(W, r0 / HV_X8_ROWS),
-                                  hv_x8_payloads(W, r0 / HV_X8_ROWS), r1 - r0, cols);
-                break;
-            }
-            j->k->gemv_q8_0(y, rows, j->xq,
-                            (const hv_q8_0_block *)W->data + (long)r0 * (cols / HV_Q8_BLOCK),
-                            r1 - r0, cols);
+            else if (W->x8)
+                (q4 ? j->k->gemv_q4_0x8
+                    : j->k->gemv_q8_0x8)(y, rows, j->xq, hv_x8_scales(W, r0 / HV_X8_ROWS),
+                                         hv_x8_payloads(W, r0 / HV_X8_ROWS), r1 - r0, cols);
+            else if (q4)
+                j->k->gemv_q4_0(y, rows, j->xq, (const hv_q4_0_block *)w, r1 - r0, cols);
+            else
+                j->k->gemv_q8_0(y, rows, j->xq, (const hv_q8_0_block *)w, r1 - r0, cols);
             break;
-        case HV_WEIGHTS_Q4_0:
-            if (!j->xq) {
-                rows_unbuffered(j, r0, r1);
-                break;
-            }
-            if (W->x8) {
-                j->k->gemv_q4_0x8(y, rows, j->xq, hv_x8_scales(W, r0 / HV_X8_ROWS),
-                                  hv_x8_payloads(W, r0 / HV_X8_ROWS), r1 - r0, cols);
-                break;
-            }
-            j->k->gemv_q4_0(y, rows, j->xq,
-                            (const hv_q4_0_block *)W->data + (long)r0 * (cols / HV_Q8_BLOCK),
-                            r1 - r0, cols);
-            break;
+        }
     }
 }
 
@@ -489,17 +491,9 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
         return;
     hv_q8_act xq;
     void *xq_buf = NULL;
-    if ((W->type == HV_WEIGHTS_Q8_0 || W->type == HV_WEIGHTS_Q4_0) && !job.tiled) {
-        int nb = W->cols / HV_Q8_BLOCK;
-        xq_buf = malloc((size_t)n * nb * (sizeof(float) + sizeof(int32_t) + HV_Q8_BLOCK));
-        if (xq_buf) {
-            xq.d = xq_buf;
-            xq.s = (int32_t *)(xq.d + (size_t)n * nb);
-            xq.q = (int8_t *)(xq.s + (size_t)n * nb);
-            hv_q8_act_quantize(k, &xq, x, n, W->cols);
-            job.xq = &xq;
-        }
-    }
+    if ((W->type == HV_WEIGHTS_Q8_0 || W->type == HV_WEIGHTS_Q4_0) && !job.tiled &&
+        (xq_buf = q8_act_new(k, &xq, x, n, W->cols)))
+        job.xq = &xq;
     hv_pool_run(pool, tasks, linear_task, &job);
     free(xq_buf);
 }
@@ -539,14 +533,9 @@ static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *
             return -1;
     gemv_many_job g = {.k = k, .x = x, .n = n};
     if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk)) return -1;
-    int nb = g.o.cols / HV_Q8_BLOCK;
-    void *buf = malloc((size_t)n * nb * (sizeof(float) + sizeof(int32_t) + HV_Q8_BLOCK));
-    if (!buf) return -1;
     hv_q8_act xq;
-    xq.d = buf;
-    xq.s = (int32_t *)(xq.d + (size_t)n * nb);
-    xq.q = (int8_t *)(xq.s + (size_t)n * nb);
-    hv_q8_act_quantize(k, &xq, x, n, g.o.cols);
+    void *buf = q8_act_new(k, &xq, x, n, g.o.cols);
+    if (!buf) return -1;
     g.xq = &xq;
     int tasks = hv_pool_size(pool) < g.o.n_chunks ? hv_pool_size(pool) : g.o.n_chunks;
     hv_pool_run(pool, tasks, gemv_many_task, &g);
