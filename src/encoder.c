@@ -148,8 +148,8 @@ typedef struct enc_scratch {
     float *norm;                  /* [n x d] */
     float *big;                   /* [n x 4d]: feed-forward hidden, GLU input */
     float *q, *k, *v, *ctx, *tmp; /* [n x d] */
-    float *pos;                   /* [(2n-1) x d]: sinusoids */
-    float *p;                     /* [(2n-1) x d]: linear_pos(pos) */
+    float *pos;                   /* [(2N-1) x d]: sinusoids (N: pos_frames) */
+    float *p;                     /* [(2N-1) x d]: a layer's linear_pos(pos) */
     float *att;                   /* [H x head_scratch(n, dh)] */
     float *dw_taps;               /* [K x d]: a layer's depthwise weights, tap-major */
 } enc_scratch;
@@ -211,6 +211,7 @@ static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x, int n
 typedef struct attn_job {
     const enc_scratch *s;
     const hv_enc_layer *y;
+    const float *p; /* [(2n-1) x d]: linear_pos rows of positions n-1 .. -(n-1) */
     int n, len, d, H, dh;
 } attn_job;
 
@@ -243,7 +244,7 @@ static void attn_head(void *arg, int h, int n_tasks) {
     /* ac = (q + u) k^T over valid keys; bd = (q + v) p^T over all 2n-1
      * relative positions. */
     hv_gemm(len, len, dh, 1.0f, qu, dh, s->k + h * dh, d, 1, 0.0f, ac, n);
-    hv_gemm(len, P, dh, 1.0f, qv, dh, s->p + h * dh, d, 1, 0.0f, bd, P);
+    hv_gemm(len, P, dh, 1.0f, qv, dh, j->p + h * dh, d, 1, 0.0f, bd, P);
     for (int i = 0; i < len; i++) {
         /* rel-shift: key j of query i sits at relative column n-1-i+j */
         float *sc = ac + (long)i * n;
@@ -259,15 +260,14 @@ static void attn_head(void *arg, int h, int n_tasks) {
 }
 
 static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, int len,
-                           enc_scratch *s, const hv_enc_layer *y) {
+                           enc_scratch *s, const hv_enc_layer *y, const float *p) {
     int d = c->d_model, H = c->enc_heads;
     layernorm(pool, s->norm, x, n, d, y->att_norm_w, y->att_norm_b);
     const hv_mat *qkv[3] = {&y->wq, &y->wk, &y->wv};
     const float *qkv_b[3] = {y->bq, y->bk, y->bv};
     float *qkv_y[3] = {s->q, s->k, s->v};
     hv_linear_many(pool, n, s->norm, 3, qkv, qkv_b, qkv_y);
-    hv_linear(pool, s->p, s->pos, 2 * n - 1, &y->wpos, NULL);
-    attn_job j = {s, y, n, len, d, H, d / H};
+    attn_job j = {s, y, p, n, len, d, H, d / H};
     hv_pool_run(pool, H, attn_head, &j);
     hv_linear(pool, s->tmp, s->ctx, n, &y->wo, y->bo);
     hv_add_scaled(x, s->tmp, (long)n * d, 1.0f);
@@ -316,7 +316,8 @@ static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n, int 
 }
 
 /* Transformer-XL sinusoids for positions n-1 down to -(n-1), computed in
- * float32 as the reference implementation does. */
+ * float32 as the reference implementation does. A row depends only on the
+ * position it stands for, not on n. */
 static void rel_positions(float *pos, int n, int d) {
     float k = -logf(10000.0f) / (float)d;
     for (int r = 0; r < 2 * n - 1; r++) {
@@ -327,6 +328,46 @@ static void rel_positions(float *pos, int n, int d) {
             if (2 * i + 1 < d) pos[(long)r * d + 2 * i + 1] = cosf(p * wi);
         }
     }
+}
+
+/* The frames N >= n whose 2N-1 positions the projections are computed for:
+ * at least `want` (the cache's size hint) and at least HV_POS_MIN_FRAMES,
+ * within pos_emb_max_len. HV_POS_MIN_FRAMES makes 2N-1 > the GEMV's
+ * HV_LINEAR_GEMV_MAX_N rows, so every projection row comes from the packed
+ * GEMM, whose rows do not depend on the other rows of the product: a
+ * chunk's rows are the same bits whether computed for it alone or cut from
+ * a cache built for a longer chunk. */
+#define HV_POS_MIN_FRAMES (HV_LINEAR_GEMV_MAX_N / 2 + 1)
+static int pos_frames(const hv_config *c, int n, int want) {
+    int N = want > n ? want : n;
+    if (N < HV_POS_MIN_FRAMES) N = HV_POS_MIN_FRAMES;
+    return N > c->pos_emb_max_len ? c->pos_emb_max_len : N; /* n is within it */
+}
+
+void hv_pos_cache_free(hv_pos_cache *pc) {
+    if (!pc) return;
+    free(pc->p);
+    pc->p = NULL;
+    pc->n = 0;
+}
+
+/* Fills pc with every layer's projections for N frames (the sinusoids for
+ * N are in pos); -1 when out of memory (pc is then empty). */
+static int pos_cache_fill(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
+                          hv_pos_cache *pc, const float *pos, int N) {
+    hv_pos_cache_free(pc);
+    size_t rows = 2 * (size_t)N - 1, d = (size_t)c->d_model;
+    pc->p = malloc((size_t)c->enc_layers * rows * d * sizeof(float));
+    if (!pc->p) return -1;
+    for (int i = 0; i < c->enc_layers; i++)
+        hv_linear(pool, pc->p + (size_t)i * rows * d, pos, (int)rows, &w->layers[i].wpos, NULL);
+    pc->n = N;
+    pc->builds++;
+    return 0;
+}
+
+double hv_encoder_pos_flops(const hv_config *c, int n) {
+    return 2.0 * c->enc_layers * (2.0 * n - 1) * c->d_model * c->d_model;
 }
 
 double hv_encoder_flops(const hv_config *c, const hv_encoder_weights *w, int n_frames,
@@ -357,8 +398,8 @@ double hv_encoder_flops(const hv_config *c, const hv_encoder_weights *w, int n_f
 }
 
 hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
-                             const float *feat, int n_frames, int n_valid, float **out, int *n_enc,
-                             int *enc_len, hv_error *e) {
+                             const float *feat, int n_frames, int n_valid, hv_pos_cache *cache,
+                             int n_hint, float **out, int *n_enc, int *enc_len, hv_error *e) {
     *out = NULL;
     int n, len;
     if (n_valid > n_frames) n_valid = n_frames;
@@ -371,7 +412,11 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
     float *x = subsample(c, w, pool, feat, n_frames, n_valid, &n, &len);
     if (!x) return hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
 
-    int d = c->d_model, H = c->enc_heads, P = 2 * n - 1;
+    int d = c->d_model, H = c->enc_heads;
+    /* a cache that covers n frames is used as it is; otherwise the
+     * projections are computed for N frames (into the cache, or per layer) */
+    int cached = cache && cache->n >= n;
+    int N = cached ? cache->n : pos_frames(c, n, cache ? n_hint : 0), P = 2 * N - 1;
     enc_scratch s = {0};
     s.norm = malloc((size_t)n * d * sizeof(float));
     s.big = malloc((size_t)n * d * (c->ff_expansion > 2 ? c->ff_expansion : 2) * sizeof(float));
@@ -380,26 +425,38 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
     s.v = malloc((size_t)n * d * sizeof(float));
     s.ctx = malloc((size_t)n * d * sizeof(float));
     s.tmp = malloc((size_t)n * d * sizeof(float));
-    s.pos = malloc((size_t)P * d * sizeof(float));
-    s.p = malloc((size_t)P * d * sizeof(float));
+    s.pos = cached ? NULL : malloc((size_t)P * d * sizeof(float));
+    s.p = cached ? NULL : malloc((size_t)P * d * sizeof(float));
     s.att = malloc((size_t)H * head_scratch(n, d / H) * sizeof(float));
     s.dw_taps = malloc((size_t)c->conv_kernel * d * sizeof(float));
     float *res = NULL;
     hv_status st = HV_OK;
-    if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp || !s.pos || !s.p || !s.att ||
-        !s.dw_taps) {
+    if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp || (!cached && !s.pos) ||
+        (!cached && !s.p) || !s.att || !s.dw_taps) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
         goto done;
     }
-    rel_positions(s.pos, n, d);
+    if (!cached) {
+        rel_positions(s.pos, N, d);
+        /* without memory for a cache, per layer as without one */
+        if (cache) cached = pos_cache_fill(c, w, pool, cache, s.pos, N) == 0;
+    }
 
     for (int i = 0; i < c->enc_layers; i++) {
         const hv_enc_layer *y = &w->layers[i];
+        /* this chunk's 2n-1 positions are rows N-n .. N+n-2 of the 2N-1 */
+        const float *p;
+        if (cached) {
+            p = cache->p + ((size_t)i * (2 * (size_t)N - 1) + (size_t)(N - n)) * d;
+        } else {
+            hv_linear(pool, s.p, s.pos, P, &y->wpos, NULL);
+            p = s.p + (size_t)(N - n) * d;
+        }
         /* half-step feed-forward */
         feed_forward_half(c, pool, x, n, &s, y->ff1_norm_w, y->ff1_norm_b, &y->ff1_up, y->ff1_up_b,
                           &y->ff1_down, y->ff1_down_b);
         /* relative-position multi-head self-attention */
-        self_attention(c, pool, x, n, len, &s, y);
+        self_attention(c, pool, x, n, len, &s, y, p);
         /* convolution module */
         conv_module(c, pool, x, n, len, &s, y);
         /* second half-step feed-forward */

@@ -1,5 +1,6 @@
 /* The public API: model loading, contexts, and the transcription pipeline
  * samples -> features -> encoder states -> tokens -> text. */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -219,6 +220,9 @@ typedef struct run {
     int32_t *tok_buf; /* [max_new] */
     float *lp_buf;    /* [max_new] */
     int stop;         /* segment_callback asked to stop */
+    hv_pos_cache pos; /* the encoder's position projections, for calls of
+                         several chunks (else unused: pos_hint 0) */
+    int pos_hint;     /* encoder frames of the call's longest chunk */
 } run;
 
 /* Appends w[n] (times from the start of chunk i of plan) to the result's
@@ -346,8 +350,10 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
                                   &feat, &n_fr, &n_valid, e)))
         goto done;
     t1 = now_ms();
-    if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid, &enc, &n_enc,
-                                 &enc_len, e)))
+    int pos_builds = R->pos.builds;
+    if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid,
+                                 R->pos_hint ? &R->pos : NULL, R->pos_hint, &enc, &n_enc, &enc_len,
+                                 e)))
         goto done;
     /* broken weights give non-finite states and then an empty text: refuse */
     for (size_t i = 0; i < (size_t)enc_len * (size_t)c->dec_hidden; i++)
@@ -373,7 +379,13 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         goto done;
     res->timings.frontend_ms += t1 - t0;
     res->timings.encoder_ms += t2 - t1;
-    res->timings.encoder_gflop += hv_encoder_flops(c, &m->w.enc, n_fr, n_valid) / 1e9;
+    /* the products done: cached position projections count when made */
+    double flops = hv_encoder_flops(c, &m->w.enc, n_fr, n_valid);
+    if (R->pos.n >= n_enc) {
+        flops -= hv_encoder_pos_flops(c, n_enc);
+        if (R->pos.builds != pos_builds) flops += hv_encoder_pos_flops(c, R->pos.n);
+    }
+    res->timings.encoder_gflop += flops / 1e9;
     res->timings.encoded_s += (double)n / c->sample_rate;
     res->timings.decoder_ms += now_ms() - t2;
     res->timings.prefill_ms += so.prefill_ms;
@@ -475,6 +487,14 @@ hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_par
 
 /* The chunks of x[n] as pieces of it: the plan of p->chunking (AUTO
  * already resolved), with speech detection for HV_CHUNKING_VAD. */
+/* The encoder frames of a chunk of len samples: hv_frontend_compute's
+ * padded frame count, subsampled. */
+static int chunk_encoder_frames(const hv_model *m, size_t len) {
+    size_t pad = m->fe.pad_to > 1 ? (size_t)m->fe.pad_to : 1;
+    size_t frames = (len / (size_t)m->fe.hop + pad) / pad * pad;
+    return hv_subsampled_len(&m->cfg, frames < INT_MAX ? (int)frames : INT_MAX);
+}
+
 static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, const float *x,
                              size_t n, hv_piece_plan *plan, double *vad_ms) {
     const hv_config *c = &ctx->model->cfg;
@@ -611,6 +631,17 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                     c->sample_rate, min_piece);
         goto done;
     }
+    /* with more than one chunk to encode, the position projections are
+     * made once, for the longest */
+    int n_encoded = 0, longest = 0;
+    for (int i = 0; i < plan.n_chunks; i++) {
+        size_t len = hv_piece_plan_chunk_samples(&plan, i);
+        if (len < min_piece && plan.n_chunks > 1) continue;
+        int frames = chunk_encoder_frames(m, len);
+        n_encoded++;
+        longest = frames > longest ? frames : longest;
+    }
+    R.pos_hint = n_encoded > 1 ? longest : 0;
     double done_s = 0;
     for (int i = 0; i < plan.n_chunks; i++) {
         const hv_span *first = &plan.pieces[plan.first[i]];
@@ -680,6 +711,7 @@ done:
     hv_piece_plan_free(&plan);
     free(R.tok_buf);
     free(R.lp_buf);
+    hv_pos_cache_free(&R.pos);
     return st;
 }
 
