@@ -154,11 +154,11 @@ typedef struct enc_scratch {
     float *dw_taps;               /* [K x d]: a layer's depthwise weights, tap-major */
 } enc_scratch;
 
-/* Row-wise work spread over the pool: LayerNorm, SiLU and GLU are cheap
+/* Row-wise work spread over the pool: LayerNorm and GLU are cheap
  * per row but add up over 48 layers. Rows are independent, so the results
  * do not depend on the split. */
 typedef struct rows_job {
-    enum { ROWS_LAYERNORM, ROWS_SILU, ROWS_GLU } op;
+    enum { ROWS_LAYERNORM, ROWS_GLU } op;
     float *y;
     const float *x;
     int n, d, len;      /* rows, row width (GLU: output width), valid rows */
@@ -175,7 +175,6 @@ static void rows_task(void *arg, int task, int n_tasks) {
         case ROWS_LAYERNORM:
             hv_layernorm(j->y + r0 * d, j->x + r0 * d, r1 - r0, j->d, j->w, j->b, HV_LN_EPS);
             break;
-        case ROWS_SILU: hv_silu(j->y + r0 * d, (r1 - r0) * d); break;
         case ROWS_GLU: /* first half * sigmoid(second half); padded rows zero */
             for (int t = r0; t < r1; t++) {
                 float *g = j->y + (long)t * d;
@@ -202,8 +201,7 @@ static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x, int n
                               const hv_mat *down, const float *down_b) {
     int d = c->d_model;
     layernorm(pool, s->norm, x, n, d, nw, nb);
-    hv_linear(pool, s->big, s->norm, n, up, up_b);
-    rows_run(pool, (rows_job){ROWS_SILU, s->big, s->big, n, up->rows, n, NULL, NULL});
+    hv_linear_silu(pool, s->big, s->norm, n, up, up_b);
     hv_linear(pool, s->tmp, s->big, n, down, down_b);
     hv_add_scaled(x, s->tmp, (long)n * d, 0.5f);
 }

@@ -12,6 +12,7 @@
 #include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/ops.h"
 #include "testlib.h"
 
 static const hv_weight_type all_types[] = {HV_WEIGHTS_F32, HV_WEIGHTS_F16, HV_WEIGHTS_BF16,
@@ -499,7 +500,7 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 st = st8;
             }
             float *w = dequant(&W);
-            int same_threads = 1, same_simd = 1, bias_ok = 1;
+            int same_threads = 1, same_simd = 1, bias_ok = 1, silu_ok = 1;
             for (int with_bias = 0; with_bias < 2; with_bias++) {
                 const float *b = with_bias ? bias : NULL;
                 hv_linear(pools[0], y0, x, n, &W, b);
@@ -526,6 +527,22 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 for (int i = 0; i < n; i++)
                     for (int r = 0; r < rows; r++)
                         bias_ok &= y0[(size_t)i * rows + r] == yb[(size_t)i * rows + r] + bias[r];
+                /* SiLU fused into the product: hv_linear then hv_silu, bit
+                 * for bit, on any threads and kernel table */
+                float *ys = falloc(ny);
+                memcpy(ys, y0, ny * sizeof(float));
+                hv_silu(ys, (long)ny);
+                for (int p = 0; p < 3; p++) {
+                    hv_linear_silu(pools[p], y, x, n, &W, b);
+                    silu_ok &= same_bits(y, ys, ny);
+                }
+                if (simd && (t != HV_WEIGHTS_F32 || n > HV_LINEAR_GEMV_MAX_N)) {
+                    hv_linear_silu_with(&hv_mm_scalar, pools[1], y, x, n, &W, b);
+                    silu_ok &= same_bits(y, ys, ny);
+                    hv_linear_silu_with(simd, pools[2], y, x, n, &W, b);
+                    silu_ok &= same_bits(y, ys, ny);
+                }
+                free(ys);
             }
             double shape_worst = 0;
             for (int i = 0; i < n; i++)
@@ -548,6 +565,8 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                       cols, simd ? simd->name : "-");
             CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_weight_type_name(t), n, rows,
                       cols);
+            CHECK_MSG(silu_ok, "%s%s n=%d %dx%d: hv_linear_silu == hv_linear + hv_silu",
+                      hv_weight_type_name(t), x8 ? " x8" : "", n, rows, cols);
             free(x);
             free(src);
             free(bias);

@@ -222,14 +222,14 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 }
             }
         }
-        hv_gemm_outs_bias(&j->o, m, j->n, r0, r1);
+        hv_gemm_outs_finish(&j->o, m, j->n, r0, r1);
     }
 }
 
 int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
-               const hv_mat *const *W, const float *const *bias, float *const *y) {
+               const hv_mat *const *W, const float *const *bias, float *const *y, int silu) {
     q8_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
-    if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows)) return -1;
+    if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, silu)) return -1;
     j.cols = j.o.cols;
     if (j.cols % BLK) return -1;
     for (int m = 0; m < count; m++)

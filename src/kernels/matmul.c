@@ -17,6 +17,7 @@
 
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/ops.h"
 
 #ifdef HV_MM_HAVE_AVX2
 #include <cpuid.h>
@@ -472,8 +473,10 @@ static int packed_gemm(const hv_mat *W) {
  * 32-row chunk for n == 1 and sgemm per tile otherwise; the other types
  * take the gemv kernels for n <= HV_LINEAR_GEMV_MAX_N and widened tiles +
  * sgemm above. Small products run on the calling thread alone. */
-void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
-                    const hv_mat *W, const float *bias) {
+/* hv_linear, then SiLU over y when silu: fused into the packed GEMM's
+ * chunks, or one pass after the other paths. */
+static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                   const hv_mat *W, const float *bias, int silu) {
     if (n <= 0 || W->rows <= 0) return;
     pthread_once(&blas_once, blas_single_threaded);
     linear_job job = {y, x, n, W, bias, k, NULL, 0, 0, 0, 0};
@@ -487,7 +490,7 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
     atomic_init(&job.next, 0);
     if (tasks > job.n_chunks) tasks = job.n_chunks;
     /* the encoder's regime: the packed GEMM, for every weight type */
-    if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y) == 0)
+    if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, silu) == 0)
         return;
     hv_q8_act xq;
     void *xq_buf = NULL;
@@ -496,10 +499,26 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
         job.xq = &xq;
     hv_pool_run(pool, tasks, linear_task, &job);
     free(xq_buf);
+    if (silu) hv_silu(y, (long)n * W->rows);
+}
+
+void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                    const hv_mat *W, const float *bias) {
+    linear(k, pool, y, x, n, W, bias, 0);
+}
+
+void hv_linear_silu_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                         const hv_mat *W, const float *bias) {
+    linear(k, pool, y, x, n, W, bias, 1);
 }
 
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias) {
-    hv_linear_with(hv_mm_best(), pool, y, x, n, W, bias);
+    linear(hv_mm_best(), pool, y, x, n, W, bias, 0);
+}
+
+void hv_linear_silu(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
+                    const float *bias) {
+    linear(hv_mm_best(), pool, y, x, n, W, bias, 1);
 }
 
 typedef struct gemv_many_job {
@@ -518,7 +537,7 @@ static void gemv_many_task(void *arg, int task, int n_tasks) {
     while (hv_gemm_outs_next(&g->o, &m, &r0, &r1)) {
         linear_job j = {g->o.out[m].y, g->x, g->n, g->o.out[m].W, NULL, g->k, g->xq, 0, 0, 0, 0};
         gemv_rows(&j, r0, r1);
-        hv_gemm_outs_bias(&g->o, m, g->n, r0, r1);
+        hv_gemm_outs_finish(&g->o, m, g->n, r0, r1);
     }
 }
 
@@ -532,7 +551,7 @@ static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *
         if ((W[m]->type != HV_WEIGHTS_Q8_0 && W[m]->type != HV_WEIGHTS_Q4_0) || W[m]->rows < 1)
             return -1;
     gemv_many_job g = {.k = k, .x = x, .n = n};
-    if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk)) return -1;
+    if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk, 0)) return -1;
     hv_q8_act xq;
     void *buf = q8_act_new(k, &xq, x, n, g.o.cols);
     if (!buf) return -1;
@@ -550,7 +569,8 @@ void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_ma
         fits &= W[m]->cols == W[0]->cols && W[m]->rows > 0;
         packed &= packed_gemm(W[m]);
     }
-    if (fits && packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y) == 0) return;
+    if (fits && packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y, 0) == 0)
+        return;
     if (fits && n > 0 && n <= HV_LINEAR_GEMV_MAX_N && W[0]->cols % HV_Q8_BLOCK == 0 &&
         gemv_many(hv_mm_best(), pool, n, x, count, W, bias, y) == 0)
         return;

@@ -105,6 +105,12 @@ void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
 #define HV_LINEAR_GEMV_MAX_N 16
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias);
 
+/* hv_linear followed by SiLU over y (hv_silu), the same bits: with many
+ * rows the SiLU is applied to each task's chunk of outputs as it is
+ * finished, while it is in the cache (the encoder's feed-forward). */
+void hv_linear_silu(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
+                    const float *bias);
+
 /* hv_linear for count products of the same input x [n x cols]: y[m] =
  * x . W[m]^T + bias[m] (bias[m] may be NULL), each exactly as hv_linear
  * computes it; with many rows x is packed once for all of them and their

@@ -227,11 +227,13 @@ void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long co
  * HV_GEMM_MAX_OUT weight matrices of the same cols, by the packed GEMM
  * (gemm.c), for any n and weight type, spread over the pool: the
  * activations are packed once for all of them, the weights one block at a
- * time as they are widened. Returns -1, having done nothing, when its
- * buffers cannot be had or the shapes do not match. */
+ * time as they are widened. silu: then hv_silu over the outputs, chunk by
+ * chunk while they are in the cache (the same bits as one hv_silu after).
+ * Returns -1, having done nothing, when its buffers cannot be had or the
+ * shapes do not match. */
 #define HV_GEMM_MAX_OUT 4
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
-                    const hv_mat *const *W, const float *const *bias, float *const *y);
+                    const hv_mat *const *W, const float *const *bias, float *const *y, int silu);
 
 /* The products of one packed-GEMM call (gemm.c, gemm_q8.c) and their
  * split into task chunks of weight rows: chunks are numbered across the
@@ -245,6 +247,7 @@ typedef struct hv_gemm_outs {
         int first_chunk; /* number of its first chunk */
     } out[HV_GEMM_MAX_OUT];
     int n_out, n_chunks, max_chunk, cols;
+    int silu;        /* hv_gemm_outs_finish applies SiLU after the bias */
     atomic_int next; /* the next chunk to hand out */
 } hv_gemm_outs;
 
@@ -253,20 +256,21 @@ typedef struct hv_gemm_outs {
  * kernels' own for the decoder's hv_linear_many); -1 when the count is out
  * of range or the matrices' column counts differ. */
 int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
-                      float *const *y, int (*chunk_rows)(const hv_mat *W));
+                      float *const *y, int (*chunk_rows)(const hv_mat *W), int silu);
 
 /* Takes the next chunk (any thread): its product m and weight rows
  * [r0, r1); 0 when none is left. */
 int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
 
-/* Adds product m's bias (if any) to rows [r0, r1) of its n outputs. */
-void hv_gemm_outs_bias(const hv_gemm_outs *o, int m, int n, int r0, int r1);
+/* Finishes rows [r0, r1) of product m's n outputs: adds its bias (if
+ * any), then SiLU when o->silu. */
+void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1);
 
 /* hv_gemm_weights for q8_0 and q4_0 weights through the int8 GEMM
  * (gemm_q8.c), on a pool (not NULL); hv_gemm_weights calls it when every
  * W[m] is one of them. */
 int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
-               const hv_mat *const *W, const float *const *bias, float *const *y);
+               const hv_mat *const *W, const float *const *bias, float *const *y, int silu);
 
 /* Weight rows per task chunk of the packed GEMMs: a multiple of
  * HV_GEMM_NR that depends on the shape only. */
@@ -276,5 +280,9 @@ int hv_gemm_chunk_rows(const hv_mat *W);
  * threads and tiles, on each table). */
 void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
                     const hv_mat *W, const float *bias);
+
+/* hv_linear_silu with a given kernel table. */
+void hv_linear_silu_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                         const hv_mat *W, const float *bias);
 
 #endif
