@@ -2,6 +2,8 @@
 
 #include "hviske.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,4 +94,41 @@ void hv_test_demo_free(hv_test_demo *d) {
     hv_vad_free(d->vad);
     hv_model_free(d->model);
     memset(d, 0, sizeof *d);
+}
+
+/* Loads dir with each type and hands the model to fn. */
+static void each_type(const char *dir, const hv_weight_type *types, int n_types,
+                      void (*fn)(hv_model *m, const char *dir, hv_weight_type type, void *user),
+                      void *user) {
+    for (int t = 0; t < n_types; t++) {
+        char err[1024];
+        hv_model_params mp = hv_model_default_params();
+        mp.weight_type = types[t];
+        hv_model *m = NULL;
+        CHECK_MSG(hv_model_load(dir, &mp, &m, err, sizeof err) == HV_OK, "%s", err);
+        if (m) fn(m, dir, types[t], user);
+        hv_model_free(m);
+    }
+}
+
+int hv_test_each_model(const hv_weight_type *types, int n_types,
+                       void (*fn)(hv_model *m, const char *dir, hv_weight_type type, void *user),
+                       void *user) {
+    const char *fx = hv_test_env("HV_FIXTURES", NULL);
+    char *man = fx ? hv_test_read_text(hv_test_path(fx, "manifest.json")) : NULL;
+    cJSON *j = man ? cJSON_Parse(man) : NULL, *mo;
+    int n = j ? 0 : -1;
+    char dir[4096];
+    cJSON_ArrayForEach(mo, cJSON_GetObjectItem(j, "models")) {
+        const char *path = cJSON_GetStringValue(cJSON_GetObjectItem(mo, "path"));
+        if (!path) continue;
+        snprintf(dir, sizeof dir, "%s", hv_test_path(fx, path));
+        each_type(dir, types, n_types, fn, user);
+        n++;
+    }
+    cJSON_Delete(j);
+    free(man);
+    snprintf(dir, sizeof dir, "%s", hv_test_path(hv_test_env("HV_SOURCE_DIR", "."), "models/demo"));
+    each_type(dir, types, n_types, fn, user);
+    return n;
 }

@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "hviske.h"
+
 extern int hv_test_passed, hv_test_failed;
 
 #define CHECK(cond) CHECK_MSG(cond, "%s", #cond)
@@ -52,6 +54,16 @@ typedef struct hv_test_demo {
 } hv_test_demo;
 int hv_test_demo_open(hv_test_demo *d);
 void hv_test_demo_free(hv_test_demo *d);
+
+/* For every model in the fixtures' manifest ($HV_FIXTURES/manifest.json)
+ * and then the demo model (models/demo of $HV_SOURCE_DIR), loads it with
+ * each of the n_types weight types in turn (a failed load is a failed
+ * check) and calls fn(model, dir, type, user), then frees it. Returns how
+ * many fixture models there were, -1 when the manifest cannot be read
+ * (the demo model is still visited). */
+int hv_test_each_model(const hv_weight_type *types, int n_types,
+                       void (*fn)(hv_model *m, const char *dir, hv_weight_type type, void *user),
+                       void *user);
 
 #define TEST_END()                                                                                 \
     do {                                                                                           \
