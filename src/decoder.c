@@ -20,8 +20,17 @@ hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c, const hv_decoder_
     dec->c = c;
     dec->w = w;
     dec->blocks_per_seq = (c->dec_max_seq + BS - 1) / BS;
-    hv_weight_type t = c->dec_layers > 0 ? w->layers[0].sq.type : HV_WEIGHTS_F32;
-    dec->kv_half = t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0;
+    /* f16 caches only when every product that feeds them (the keys and
+     * values of self- and cross-attention, in every layer) is quantized:
+     * a checkpoint that keeps any of them in full precision keeps its
+     * exact arithmetic */
+    dec->kv_half = c->dec_layers > 0;
+    for (int l = 0; l < c->dec_layers; l++) {
+        const hv_mat *m[4] = {&w->layers[l].sk, &w->layers[l].sv, &w->layers[l].ck,
+                              &w->layers[l].cv};
+        for (int i = 0; i < 4; i++)
+            dec->kv_half &= m[i]->type == HV_WEIGHTS_Q8_0 || m[i]->type == HV_WEIGHTS_Q4_0;
+    }
     return HV_OK;
 }
 

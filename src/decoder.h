@@ -27,8 +27,9 @@ typedef struct hv_decoder {
     const hv_decoder_weights *w;
     /* per utterance */
     int n_enc, enc_len;
-    /* Keys and values are stored in f16 (kv_half) when the decoder's
-     * matrices are q8_0 or q4_0: their results are approximate already,
+    /* Keys and values are stored in f16 (kv_half) when the decoder's key
+     * and value matrices (all of them) are q8_0 or q4_0: their results are
+     * approximate already,
      * and a step then reads half the cache bytes; f32 otherwise, so that
      * f32, f16 and bf16 weights keep the reference's arithmetic. */
     int kv_half;

@@ -1106,14 +1106,15 @@ static void test_gemm_q8_tile(void) {
     for (int i = 0; i < NR * 21; i++) src[i] = (uint32_t)rand() * 2654435761u ^ (uint32_t)i;
     src[5] = 0x7f800001u; /* a signalling NaN as a float */
     for (int kq = 1; kq <= 21; kq += 4) {
-        hv_mm_scalar.gemm_panel_u32(d0, src, 21, kq);
+        hv_mm_scalar.gemm_panel(d0, src, 21, kq);
         int ok = 1;
         for (int k = 0; k < kq; k++)
             for (int r = 0; r < NR; r++) ok &= d0[k * NR + r] == src[r * 21 + k];
-        CHECK_MSG(ok, "u32 panel, %d words", kq);
+        CHECK_MSG(ok, "panel of 32-bit words, %d words", kq);
         if (simd) {
-            simd->gemm_panel_u32(d1, src, 21, kq);
-            CHECK_MSG(memcmp(d0, d1, (size_t)kq * NR * 4) == 0, "SIMD u32 panel, %d words", kq);
+            simd->gemm_panel(d1, src, 21, kq);
+            CHECK_MSG(memcmp(d0, d1, (size_t)kq * NR * 4) == 0,
+                      "SIMD panel of 32-bit words, %d words", kq);
         }
     }
 }

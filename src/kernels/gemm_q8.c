@@ -112,7 +112,7 @@ static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int
                 wc[b * NR + jj] = 64 * sum;
             }
         }
-        j->k->gemm_panel_u32((uint32_t *)panel, (const uint32_t *)rows, kc / 4, kc / 4);
+        j->k->gemm_panel(panel, rows, kc / 4, kc / 4);
     }
 }
 
@@ -147,13 +147,8 @@ static void pack_w_x8(const hv_mat *W, int r0, int r1, int k0, int kc, uint8_t *
                 int32_t acc[G * 4] = {0}; /* per byte position; row j: 4j .. 4j + 3 */
                 if (q4)
                     for (int k = 0; k < WORDS / 2; k++) {
-                        const uint8_t *in = pb + k * G * 4;
-                        int8_t *lo = dst + (size_t)k * NR * 4,
-                               *hi = lo + (size_t)WORDS / 2 * NR * 4;
-                        for (int t = 0; t < G * 4; t++) {
-                            lo[t] = (int8_t)((in[t] & 15) - 8);
-                            hi[t] = (int8_t)((in[t] >> 4) - 8);
-                        }
+                        int8_t *lo = dst + (size_t)k * NR * 4;
+                        hv_q4_split(pb + k * G * 4, G * 4, lo, lo + (size_t)WORDS / 2 * NR * 4);
                     }
                 else
                     for (int k = 0; k < WORDS; k++)

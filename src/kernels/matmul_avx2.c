@@ -418,8 +418,11 @@ INLINE void transpose8(__m256 r[8]) {
     r[6] = _mm256_permute2f128_ps(u2, u6, 0x31), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-/* 16 rows into a panel, 8 x 8 blocks at a time through registers. */
-TARGET static void gemm_panel(float *dst, const float *src, long ld, int kc) {
+/* 16 rows of 32-bit words into a panel, 8 x 8 blocks at a time through
+ * registers (moved as floats: loads, shuffles and stores keep the bits). */
+TARGET static void gemm_panel(void *dst_words, const void *src_words, long ld, int kc) {
+    float *dst = dst_words;
+    const float *src = src_words;
     int k = 0;
     for (; k + 8 <= kc; k += 8)
         for (int h = 0; h < HV_GEMM_NR; h += 8) {
@@ -429,7 +432,7 @@ TARGET static void gemm_panel(float *dst, const float *src, long ld, int kc) {
             for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (k + i) * HV_GEMM_NR + h, r[i]);
         }
     for (; k < kc; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
+        for (int r = 0; r < HV_GEMM_NR; r++) memcpy(dst + k * HV_GEMM_NR + r, src + r * ld + k, 4);
 }
 
 /* (The empty asm statements only order the rows: without them GCC hoists
@@ -531,24 +534,6 @@ TARGET static float quantize_q7(const float *x, uint8_t u[HV_Q8_BLOCK]) {
 
 TARGET static float quantize_q8(const float *x, int8_t q[HV_Q8_BLOCK]) {
     return quantize_block(x, 127.0f, 0, q);
-}
-
-/* gemm_panel's transpose for 32-bit words (moved as floats, bits intact). */
-TARGET static void gemm_panel_u32(uint32_t *dst, const uint32_t *src, long ld, int kq) {
-    int k = 0;
-    for (; k + 8 <= kq; k += 8)
-        for (int h = 0; h < HV_GEMM_NR; h += 8) {
-            __m256 r[8];
-            for (int i = 0; i < 8; i++)
-                r[i] = _mm256_castsi256_ps(
-                    _mm256_loadu_si256((const __m256i *)(src + (h + i) * ld + k)));
-            transpose8(r);
-            for (int i = 0; i < 8; i++)
-                _mm256_storeu_si256((__m256i *)(dst + (k + i) * HV_GEMM_NR + h),
-                                    _mm256_castps_si256(r[i]));
-        }
-    for (; k < kq; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
 /* The attention kernels read cached rows of f32 or of f16 (widened

@@ -66,6 +66,16 @@ typedef struct hv_q4_0_block {
 /* A q4_0 block's 32 values q - 8, in [-8, 7], in element order. */
 void hv_q4_0_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]);
 
+/* The nibble split every q4_0 reader shares: lo[t] = (in[t] & 15) - 8 and
+ * hi[t] = (in[t] >> 4) - 8 for t < n (a row block's 16 bytes, or x8 words
+ * of 4 bytes). */
+static inline void hv_q4_split(const uint8_t *in, int n, int8_t *lo, int8_t *hi) {
+    for (int t = 0; t < n; t++) {
+        lo[t] = (int8_t)((in[t] & 15) - 8);
+        hi[t] = (int8_t)((in[t] >> 4) - 8);
+    }
+}
+
 /* The x8 layout of a q8_0 or q4_0 matrix of rows % 8 == 0 and nb = cols /
  * 32 blocks per row: groups of 8 rows; first every scale, f16 [rows /
  * 8][nb][8] (group, block, row in the group), then every payload (a q8_0
@@ -130,9 +140,11 @@ typedef struct hv_mm_kernels {
      * outputs, c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + the fma
      * chain over k < kc of a[k * MR + i] * b[k * NR + j]. */
     void (*gemm_tile)(int kc, const float *a, const float *b, float *c, long ldc, int accumulate);
-    /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc:
-     * HV_GEMM_NR widened weight rows into one packed panel. */
-    void (*gemm_panel)(float *dst, const float *src, long ld, int kc);
+    /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc,
+     * over 32-bit words moved bit for bit: HV_GEMM_NR rows into one packed
+     * panel, of widened f32 weights (the packed GEMM) or of 4 weight bytes
+     * per word (the int8 GEMM). */
+    void (*gemm_panel)(void *dst, const void *src, long ld, int kc);
     /* The int8 GEMM's micro-kernel (gemm_q8.c): a tile of HV_GEMM_Q8_MR x
      * HV_GEMM_NR outputs over nbk blocks of 32 columns; a: activation bytes
      * u = q + 64 as [nbk * 8][MR][4], ad: their scales [nbk][MR]; b: weight
@@ -151,9 +163,6 @@ typedef struct hv_mm_kernels {
      * (hv_q8_act_quantize): d = amax / 127, q[t] = rint(x[t] / d) in
      * [-127, 127]; q = 0 for the blocks that quantize_q7 gives u = 64. */
     float (*quantize_q8)(const float *x, int8_t q[HV_Q8_BLOCK]);
-    /* gemm_panel for 32-bit words: dst[k * HV_GEMM_NR + r] = src[r * ld +
-     * k] for r < HV_GEMM_NR, k < kq (4 weight bytes per word). */
-    void (*gemm_panel_u32)(uint32_t *dst, const uint32_t *src, long ld, int kq);
     /* Attention over n rows of len floats, row i at k + i * ld (the key
      * and value caches): s[i] = scale * dot(q, row i); and out[j] =
      * (accumulate ? out[j] : 0) + the fma chain over i of p[i] * row i[j]. */
@@ -188,9 +197,9 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
         .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile, .gemm_panel = gemm_panel,                \
         .gemm_tile_q8 = gemm_tile_q8, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,      \
-        .gemm_panel_u32 = gemm_panel_u32, .attn_scores = attn_scores,                              \
-        .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \
-        .attn_context_f16 = attn_context_f16, .narrow_f16 = narrow_f16                             \
+        .attn_scores = attn_scores, .attn_context = attn_context,                                  \
+        .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
+        .narrow_f16 = narrow_f16                                                                   \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

@@ -95,10 +95,7 @@ static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *
 }
 
 void hv_q4_0_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]) {
-    for (int t = 0; t < HV_Q8_BLOCK / 2; t++) {
-        q[t] = (int8_t)((b->qs[t] & 15) - 8);
-        q[t + 16] = (int8_t)((b->qs[t] >> 4) - 8);
-    }
+    hv_q4_split(b->qs, HV_Q8_BLOCK / 2, q, q + HV_Q8_BLOCK / 2);
 }
 
 static void q8_values(const void *blk, int8_t q[HV_Q8_BLOCK]) {
@@ -148,16 +145,13 @@ static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block
 }
 
 void hv_x8_values(const uint8_t *pb, int j, int q4, int8_t q[HV_Q8_BLOCK]) {
-    for (int k = 0; k < (q4 ? 4 : 8); k++)
-        for (int t = 0; t < 4; t++) {
-            uint8_t v = pb[(k * HV_X8_ROWS + j) * 4 + t];
-            if (q4) {
-                q[4 * k + t] = (int8_t)((v & 15) - 8);
-                q[4 * k + t + 16] = (int8_t)((v >> 4) - 8);
-            } else {
-                q[4 * k + t] = (int8_t)v;
-            }
-        }
+    for (int k = 0; k < (q4 ? 4 : 8); k++) {
+        const uint8_t *word = pb + (k * HV_X8_ROWS + j) * 4;
+        if (q4)
+            hv_q4_split(word, 4, q + 4 * k, q + 4 * k + HV_Q8_BLOCK / 2);
+        else
+            memcpy(q + 4 * k, word, 4);
+    }
 }
 
 /* The x8 GEMV (matmul_impl.h's x8 dot), one row at a time. */
@@ -228,9 +222,10 @@ static void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc
         }
 }
 
-static void gemm_panel(float *dst, const float *src, long ld, int kc) {
+static void gemm_panel(void *dst, const void *src, long ld, int kc) {
     for (int k = 0; k < kc; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
+        for (int r = 0; r < HV_GEMM_NR; r++)
+            memcpy((char *)dst + 4 * (k * HV_GEMM_NR + r), (const char *)src + 4 * (r * ld + k), 4);
 }
 
 static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
@@ -260,11 +255,6 @@ static float quantize_q7(const float *x, uint8_t u[HV_Q8_BLOCK]) {
     float d = quantize_levels(x, 63, q);
     for (int t = 0; t < HV_Q8_BLOCK; t++) u[t] = (uint8_t)(64 + q[t]);
     return d;
-}
-
-static void gemm_panel_u32(uint32_t *dst, const uint32_t *src, long ld, int kq) {
-    for (int k = 0; k < kq; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++) dst[k * HV_GEMM_NR + r] = src[r * ld + k];
 }
 
 /* dot(q, r) in the lane order of matmul_impl.h. */

@@ -30,23 +30,26 @@ static void problem(loader *L, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* arr (n used of *cap elements of elem bytes) with room for one more:
+ * itself, or moved to twice the room (*cap updated); NULL when out of
+ * memory (arr is kept). */
+static void *reserve_one(void *arr, int n, int *cap, size_t elem) {
+    if (n < *cap) return arr;
+    int c = *cap ? *cap * 2 : 256;
+    void *a = realloc(arr, (size_t)c * elem);
+    if (a) *cap = c;
+    return a;
+}
+
 static void *track(loader *L, void *p) {
     hv_weights *w = L->w;
-    if (!p) {
+    void **a = p ? reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a) : NULL;
+    if (!a) {
+        free(p);
         L->oom = true;
         return NULL;
     }
-    if (w->n_allocs == w->cap_allocs) {
-        int cap = w->cap_allocs ? w->cap_allocs * 2 : 256;
-        void **a = realloc(w->allocs, (size_t)cap * sizeof *a);
-        if (!a) {
-            free(p);
-            L->oom = true;
-            return NULL;
-        }
-        w->allocs = a;
-        w->cap_allocs = cap;
-    }
+    w->allocs = a;
     w->allocs[w->n_allocs++] = p;
     return p;
 }
@@ -126,14 +129,12 @@ static hv_weight_type disk_type(const hv_st_tensor *t) {
 /* Records m under the tensor's name. */
 static void named(loader *L, const hv_st_tensor *t, const hv_mat *m) {
     hv_weights *w = L->w;
-    if (w->n_mats % 64 == 0) {
-        hv_named_mat *a = realloc(w->mats, (size_t)(w->n_mats + 64) * sizeof *a);
-        if (!a) {
-            L->oom = true;
-            return;
-        }
-        w->mats = a;
+    hv_named_mat *a = reserve_one(w->mats, w->n_mats, &w->cap_mats, sizeof *a);
+    if (!a) {
+        L->oom = true;
+        return;
     }
+    w->mats = a;
     w->mats[w->n_mats++] = (hv_named_mat){t->name, *m};
 }
 

@@ -94,7 +94,7 @@ typedef struct hv_weights {
     size_t mat_bytes;     /* bytes of all weight matrices */
     size_t dec_mat_bytes; /* of which read per decoder step */
     hv_named_mat *mats;   /* every weight matrix, in load order */
-    int n_mats;
+    int n_mats, cap_mats;
     void **allocs; /* every buffer above, for freeing */
     int n_allocs, cap_allocs;
 } hv_weights;
