@@ -71,20 +71,29 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
     int prefetch = k0 + kc < W->cols;
     if (prefetch && next + span > row_bytes) span = row_bytes - next; /* the last block */
     for (int p = 0; r0 + p * NR < r1; p++) {
+        int rp = r0 + p * NR;
+        /* f32 rows need no widening: a whole panel is transposed from the
+         * matrix itself */
+        int direct = W->type == HV_WEIGHTS_F32 && rp + NR <= r1;
         for (int jj = 0; jj < NR; jj++) {
-            int r = r0 + p * NR + jj;
+            int r = rp + jj;
             /* the weights come from memory, 16 rows at a time: fetch each
              * row's next block while this one is widened */
             if (r < r1 && prefetch) {
                 const char *at = (const char *)W->data + (size_t)r * row_bytes + next;
                 for (size_t b = 0; b < span; b += 64) __builtin_prefetch(at + b);
             }
+            if (direct) continue;
             if (r < r1)
                 hv_mat_widen(j->k, W, r, k0, kc, rows + (long)jj * kc);
             else
                 memset(rows + (long)jj * kc, 0, (size_t)kc * sizeof *rows);
         }
-        j->k->gemm_panel(wp + (long)p * NR * kc, rows, kc, kc);
+        if (direct)
+            j->k->gemm_panel(wp + (long)p * NR * kc,
+                             (const float *)W->data + (size_t)rp * W->cols + k0, W->cols, kc);
+        else
+            j->k->gemm_panel(wp + (long)p * NR * kc, rows, kc, kc);
     }
 }
 
