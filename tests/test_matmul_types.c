@@ -1117,6 +1117,34 @@ static void test_gemm_q8_tile(void) {
                       "SIMD panel of 32-bit words, %d words", kq);
         }
     }
+    /* the half-precision panels: widen_f16 / widen_bf16's values moved as
+     * gemm_panel moves them, scalar and SIMD, infinities and subnormals
+     * among them */
+    uint16_t hsrc[NR * 21];
+    for (int i = 0; i < NR * 21; i++) hsrc[i] = (uint16_t)(rand() * 2654435761u >> 7);
+    hsrc[3] = 0x7c00, hsrc[4] = 0xfc00, hsrc[6] = 0x0001,
+    hsrc[7] = 0x8000;                   /* f16 +-inf, subnormal, -0 */
+    hsrc[8] = 0x7f80, hsrc[9] = 0x0001; /* bf16 inf, subnormal */
+    for (int i = 0; i < NR * 21; i++)
+        if ((hsrc[i] & 0x7c00) == 0x7c00 && (hsrc[i] & 0x3ff)) hsrc[i] &= 0xfc00; /* no f16 NaN */
+    for (int i = 0; i < NR * 21; i++)
+        if ((hsrc[i] & 0x7f80) == 0x7f80 && (hsrc[i] & 0x7f)) hsrc[i] &= 0xff80; /* no bf16 NaN */
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (int kq = 1; kq <= 21; kq += 4) {
+            float wide[NR * 21], want[NR * 21], got[NR * 21];
+            for (int r = 0; r < NR; r++)
+                (bf16 ? hv_mm_scalar.widen_bf16 : hv_mm_scalar.widen_f16)(wide + r * 21,
+                                                                          hsrc + r * 21, 21);
+            hv_mm_scalar.gemm_panel(want, wide, 21, kq);
+            hv_mm_scalar.gemm_panel_half(got, hsrc, 21, kq, bf16);
+            CHECK_MSG(same_bits(want, got, (size_t)kq * NR), "%s panel, %d columns",
+                      bf16 ? "bf16" : "f16", kq);
+            if (simd) {
+                simd->gemm_panel_half(got, hsrc, 21, kq, bf16);
+                CHECK_MSG(same_bits(want, got, (size_t)kq * NR), "SIMD %s panel, %d columns",
+                          bf16 ? "bf16" : "f16", kq);
+            }
+        }
 }
 
 /* The decoder's attention kernels: the SIMD ones bit for bit the scalar

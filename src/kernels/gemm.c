@@ -72,9 +72,11 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
     if (prefetch && next + span > row_bytes) span = row_bytes - next; /* the last block */
     for (int p = 0; r0 + p * NR < r1; p++) {
         int rp = r0 + p * NR;
-        /* f32 rows need no widening: a whole panel is transposed from the
-         * matrix itself */
-        int direct = W->type == HV_WEIGHTS_F32 && rp + NR <= r1;
+        /* a whole panel of f32, f16 or bf16 rows is transposed (and
+         * widened) from the matrix itself */
+        hv_weight_type t = W->type;
+        int direct =
+            (t == HV_WEIGHTS_F32 || t == HV_WEIGHTS_F16 || t == HV_WEIGHTS_BF16) && rp + NR <= r1;
         for (int jj = 0; jj < NR; jj++) {
             int r = rp + jj;
             /* the weights come from memory, 16 rows at a time: fetch each
@@ -89,9 +91,12 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
             else
                 memset(rows + (long)jj * kc, 0, (size_t)kc * sizeof *rows);
         }
-        if (direct)
-            j->k->gemm_panel(wp + (long)p * NR * kc,
-                             (const float *)W->data + (size_t)rp * W->cols + k0, W->cols, kc);
+        size_t at = (size_t)rp * W->cols + k0;
+        if (direct && t == HV_WEIGHTS_F32)
+            j->k->gemm_panel(wp + (long)p * NR * kc, (const float *)W->data + at, W->cols, kc);
+        else if (direct)
+            j->k->gemm_panel_half(wp + (long)p * NR * kc, (const uint16_t *)W->data + at, W->cols,
+                                  kc, t == HV_WEIGHTS_BF16);
         else
             j->k->gemm_panel(wp + (long)p * NR * kc, rows, kc, kc);
     }

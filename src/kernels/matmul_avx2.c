@@ -435,6 +435,20 @@ TARGET static void gemm_panel(void *dst_words, const void *src_words, long ld, i
         for (int r = 0; r < HV_GEMM_NR; r++) memcpy(dst + k * HV_GEMM_NR + r, src + r * ld + k, 4);
 }
 
+TARGET static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int kc, int bf16) {
+    int k = 0;
+    for (; k + 8 <= kc; k += 8)
+        for (int h = 0; h < HV_GEMM_NR; h += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++) r[i] = load8(src + (h + i) * ld + k, bf16);
+            transpose8(r);
+            for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (k + i) * HV_GEMM_NR + h, r[i]);
+        }
+    for (; k < kc; k++)
+        for (int r = 0; r < HV_GEMM_NR; r++)
+            dst[k * HV_GEMM_NR + r] = load1(src + r * ld + k, bf16);
+}
+
 /* (The empty asm statements only order the rows: without them GCC hoists
  * every row's broadcast and products first and spills the accumulators.)
  * The int8 GEMM's 5 x 16 tile: per block of 32 columns, 10 int32

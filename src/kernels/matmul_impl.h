@@ -145,6 +145,10 @@ typedef struct hv_mm_kernels {
      * panel, of widened f32 weights (the packed GEMM) or of 4 weight bytes
      * per word (the int8 GEMM). */
     void (*gemm_panel)(void *dst, const void *src, long ld, int kc);
+    /* gemm_panel from f16 (bf16 = 0) or bf16 rows, widened on the way
+     * (widen_f16 / widen_bf16's values): one pass instead of widening into
+     * rows and transposing them. */
+    void (*gemm_panel_half)(float *dst, const uint16_t *src, long ld, int kc, int bf16);
     /* The int8 GEMM's micro-kernel (gemm_q8.c): a tile of HV_GEMM_Q8_MR x
      * HV_GEMM_NR outputs over nbk blocks of 32 columns; a: activation bytes
      * u = q + 64 as [nbk * 8][MR][4], ad: their scales [nbk][MR]; b: weight
@@ -196,10 +200,10 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,            \
         .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
         .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile, .gemm_panel = gemm_panel,                \
-        .gemm_tile_q8 = gemm_tile_q8, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,      \
-        .attn_scores = attn_scores, .attn_context = attn_context,                                  \
-        .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
-        .narrow_f16 = narrow_f16                                                                   \
+        .gemm_panel_half = gemm_panel_half, .gemm_tile_q8 = gemm_tile_q8,                          \
+        .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8, .attn_scores = attn_scores,        \
+        .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \
+        .attn_context_f16 = attn_context_f16, .narrow_f16 = narrow_f16                             \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

@@ -228,6 +228,12 @@ static void gemm_panel(void *dst, const void *src, long ld, int kc) {
             memcpy((char *)dst + 4 * (k * HV_GEMM_NR + r), (const char *)src + 4 * (r * ld + k), 4);
 }
 
+static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int kc, int bf16) {
+    for (int k = 0; k < kc; k++)
+        for (int r = 0; r < HV_GEMM_NR; r++)
+            dst[k * HV_GEMM_NR + r] = bf16 ? bf16_at(src + r * ld, k) : f16_at(src + r * ld, k);
+}
+
 static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
     const int steps = HV_Q8_BLOCK / 4;
