@@ -54,7 +54,7 @@ def espeak(text, v):
     cmd = ["espeak-ng", "-v", voice, "-s", str(v["speed"]), "-p", str(v["pitch"]),
            "-a", str(v["amplitude"]), "-g", str(v["gap"]), "--stdout", text]
     p1 = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    p2 = subprocess.run(["sox", "-t", "wav", "-", "-t", "raw", "-r", str(SR), "-e", "float", "-b", "32",
+    p2 = subprocess.run(["sox", "-R", "-t", "wav", "-", "-t", "raw", "-r", str(SR), "-e", "float", "-b", "32",
                          "-c", "1", "-"], stdin=p1.stdout, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                         check=True)
     p1.stdout.close()
@@ -136,11 +136,13 @@ MAX_CLIP_S = 35.0
 
 def _sox(x, args_out, args_back, sr_in=SR):
     """x float -> sox encode (args_out: output type options) -> sox decode
-    (args_back: input type options) -> float32 at 16 kHz."""
+    (args_back: input type options) -> float32 at 16 kHz. -R: sox's
+    dither (added when a codec lowers the bit depth) from a fixed seed, so
+    that a seed gives the same audio every time."""
     raw = np.clip(np.asarray(x, dtype=np.float32), -1, 1).tobytes()
-    enc = subprocess.run(["sox", "-t", "raw", "-r", str(sr_in), "-e", "float", "-b", "32", "-c", "1", "-"]
+    enc = subprocess.run(["sox", "-R", "-t", "raw", "-r", str(sr_in), "-e", "float", "-b", "32", "-c", "1", "-"]
                          + args_out, input=raw, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
-    dec = subprocess.run(["sox"] + args_back + ["-", "-t", "raw", "-r", str(SR), "-e", "float", "-b", "32",
+    dec = subprocess.run(["sox", "-R"] + args_back + ["-", "-t", "raw", "-r", str(SR), "-e", "float", "-b", "32",
                                                 "-c", "1", "-"],
                          input=enc, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
     return np.frombuffer(dec, dtype=np.float32).astype(np.float64)
