@@ -213,10 +213,15 @@ typedef struct attn_job {
     int n, len, d, H, dh;
 } attn_job;
 
+/* Queries per band of the position scores: a band of T queries needs
+ * len + T - 1 of the 2n - 1 relative positions. */
+#define POS_BAND 32
+
 /* Floats of per-head attention scratch: (q + u), (q + v) [n x dh], the
- * content scores ac [n x n] and the position scores bd [n x (2n-1)]. */
+ * content scores ac [n x n] and one band of position scores
+ * [POS_BAND x (n + POS_BAND - 1)]. */
 static long head_scratch(int n, int dh) {
-    return 2L * n * dh + (long)n * n + (long)n * (2 * n - 1);
+    return 2L * n * dh + (long)n * n + (long)POS_BAND * (n + POS_BAND - 1);
 }
 
 /* Relative-position attention for one head. */
@@ -224,7 +229,7 @@ static void attn_head(void *arg, int h, int n_tasks) {
     (void)n_tasks;
     const attn_job *j = arg;
     const enc_scratch *s = j->s;
-    int n = j->n, d = j->d, dh = j->dh, len = j->len, P = 2 * n - 1;
+    int n = j->n, d = j->d, dh = j->dh, len = j->len;
     float *qu = s->att + (long)h * head_scratch(n, dh);
     float *qv = qu + (long)n * dh;
     float *ac = qv + (long)n * dh;
@@ -239,16 +244,23 @@ static void attn_head(void *arg, int h, int n_tasks) {
             qv[(long)i * dh + t] = q[t] + vb[t];
         }
     }
-    /* ac = (q + u) k^T over valid keys; bd = (q + v) p^T over all 2n-1
-     * relative positions. */
+    /* ac = (q + u) k^T over valid keys */
     hv_gemm(len, len, dh, 1.0f, qu, dh, s->k + h * dh, d, 1, 0.0f, ac, n);
-    hv_gemm(len, P, dh, 1.0f, qv, dh, j->p + h * dh, d, 1, 0.0f, bd, P);
-    for (int i = 0; i < len; i++) {
-        /* rel-shift: key j of query i sits at relative column n-1-i+j */
-        float *sc = ac + (long)i * n;
-        const float *b = bd + (long)i * P + (n - 1 - i);
-        for (int jj = 0; jj < len; jj++) sc[jj] = (sc[jj] + b[jj]) * scale;
-        hv_softmax(sc, len); /* padded keys would get exactly 0 */
+    /* the position scores (q + v) p^T band by band, each band of queries
+     * [i0, i1) over the relative positions its keys need: key j of query
+     * i sits at position row n-1-i+j, so the band needs rows n-i1 ..
+     * n-2-i0+len (the rel-shift, without the other half of the 2n-1) */
+    for (int i0 = 0; i0 < len; i0 += POS_BAND) {
+        int i1 = i0 + POS_BAND < len ? i0 + POS_BAND : len, row0 = n - i1;
+        int width = len + (i1 - i0) - 1;
+        hv_gemm(i1 - i0, width, dh, 1.0f, qv + (long)i0 * dh, dh, j->p + (long)row0 * d + h * dh, d,
+                1, 0.0f, bd, width);
+        for (int i = i0; i < i1; i++) {
+            float *sc = ac + (long)i * n;
+            const float *b = bd + (long)(i - i0) * width + (n - 1 - i - row0);
+            for (int jj = 0; jj < len; jj++) sc[jj] = (sc[jj] + b[jj]) * scale;
+            hv_softmax(sc, len); /* padded keys would get exactly 0 */
+        }
     }
     /* context of every valid query in one product; padded queries'
      * probabilities are masked to 0 */
@@ -380,12 +392,17 @@ double hv_encoder_flops(const hv_config *c, const hv_encoder_weights *w, int n_f
         mac += T * F * C * 9 + T * F * C * C; /* depthwise, pointwise */
     }
     double n = T, d = c->d_model, ff = (double)c->d_model * c->ff_expansion, P = 2 * n - 1;
+    /* the position scores band by band (attn_head): len + T - 1 positions
+     * for a band of T queries */
+    double bands = floor(len / POS_BAND), rest = len - bands * POS_BAND;
+    double pos_scores =
+        bands * POS_BAND * (len + POS_BAND - 1) + (rest > 0 ? rest * (len + rest - 1) : 0);
     mac += n * C * F * d;                   /* pre_out */
     double layer = 2 * 2 * n * d * ff       /* two half-step feed-forwards */
                    + 4 * n * d * d          /* q, k, v, out */
                    + P * d * d              /* linear_pos */
                    + len * len * d          /* content scores */
-                   + len * P * d            /* position scores */
+                   + pos_scores * d         /* position scores */
                    + len * len * d          /* context */
                    + n * d * 2 * d          /* pointwise conv 1 */
                    + n * d * c->conv_kernel /* depthwise conv */
