@@ -450,6 +450,29 @@ static double tolerance(hv_weight_type t, int n, const float *xi, const float *w
     return q + 2.0 * FLT_EPSILON * sqrt(cols + 1.0) * s + 1e-30;
 }
 
+typedef void (*linear_with_fn)(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x,
+                               int n, const hv_mat *W, const float *bias);
+
+/* fn (hv_linear_with or hv_linear_silu_with) on each of the 3 pools with
+ * the best kernel table, and where `tables` (the product reaches the
+ * tables) with the scalar one and the SIMD one: *threads_ok and
+ * *tables_ok are cleared where a result is not want's bits. */
+static void same_everywhere(linear_with_fn fn, hv_pool *const pools[3], int tables, const float *x,
+                            int n, const hv_mat *W, const float *b, float *y, const float *want,
+                            size_t ny, int *threads_ok, int *tables_ok) {
+    const hv_mm_kernels *simd = hv_mm_simd();
+    for (int p = 0; p < 3; p++) {
+        fn(hv_mm_best(), pools[p], y, x, n, W, b);
+        *threads_ok &= same_bits(y, want, ny);
+    }
+    if (simd && tables) {
+        fn(&hv_mm_scalar, pools[1], y, x, n, W, b);
+        *tables_ok &= same_bits(y, want, ny);
+        fn(simd, pools[2], y, x, n, W, b);
+        *tables_ok &= same_bits(y, want, ny);
+    }
+}
+
 /* x8: the q8_0/q4_0 matrices (of rows % 8 == 0) interleaved; for n >
  * HV_LINEAR_GEMV_MAX_N (the int8 GEMM) their bits must be the row-by-row
  * layout's. */
@@ -501,21 +524,14 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
             }
             float *w = dequant(&W);
             int same_threads = 1, same_simd = 1, bias_ok = 1, silu_ok = 1;
+            /* f32 weights reach the kernel tables only in the packed GEMM
+             * (n > HV_LINEAR_GEMV_MAX_N); below, OpenBLAS */
+            int tables = t != HV_WEIGHTS_F32 || n > HV_LINEAR_GEMV_MAX_N;
             for (int with_bias = 0; with_bias < 2; with_bias++) {
                 const float *b = with_bias ? bias : NULL;
                 hv_linear(pools[0], y0, x, n, &W, b);
-                for (int p = 1; p < 3; p++) {
-                    hv_linear(pools[p], y, x, n, &W, b);
-                    same_threads &= same_bits(y, y0, ny);
-                }
-                /* f32 weights reach the kernel tables only in the packed
-                 * GEMM (n > HV_LINEAR_GEMV_MAX_N); below, OpenBLAS */
-                if (simd && (t != HV_WEIGHTS_F32 || n > HV_LINEAR_GEMV_MAX_N)) {
-                    hv_linear_with(&hv_mm_scalar, pools[1], y, x, n, &W, b);
-                    same_simd &= same_bits(y, y0, ny);
-                    hv_linear_with(simd, pools[2], y, x, n, &W, b);
-                    same_simd &= same_bits(y, y0, ny);
-                }
+                same_everywhere(hv_linear_with, pools, tables, x, n, &W, b, y, y0, ny,
+                                &same_threads, &same_simd);
                 if (!with_bias) {
                     memcpy(yb, y0, ny * sizeof(float));
                     if (yrows)
@@ -532,16 +548,8 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 float *ys = falloc(ny);
                 memcpy(ys, y0, ny * sizeof(float));
                 hv_silu(ys, (long)ny);
-                for (int p = 0; p < 3; p++) {
-                    hv_linear_silu(pools[p], y, x, n, &W, b);
-                    silu_ok &= same_bits(y, ys, ny);
-                }
-                if (simd && (t != HV_WEIGHTS_F32 || n > HV_LINEAR_GEMV_MAX_N)) {
-                    hv_linear_silu_with(&hv_mm_scalar, pools[1], y, x, n, &W, b);
-                    silu_ok &= same_bits(y, ys, ny);
-                    hv_linear_silu_with(simd, pools[2], y, x, n, &W, b);
-                    silu_ok &= same_bits(y, ys, ny);
-                }
+                same_everywhere(hv_linear_silu_with, pools, tables, x, n, &W, b, y, ys, ny,
+                                &silu_ok, &silu_ok);
                 free(ys);
             }
             double shape_worst = 0;
