@@ -441,13 +441,12 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
     s.ctx = malloc((size_t)n * d * sizeof(float));
     s.tmp = malloc((size_t)n * d * sizeof(float));
     s.pos = cached ? NULL : malloc((size_t)P * d * sizeof(float));
-    s.p = cached ? NULL : malloc((size_t)P * d * sizeof(float));
     s.att = malloc((size_t)H * head_scratch(n, d / H) * sizeof(float));
     s.dw_taps = malloc((size_t)c->conv_kernel * d * sizeof(float));
     float *res = NULL;
     hv_status st = HV_OK;
     if (!s.norm || !s.big || !s.q || !s.k || !s.v || !s.ctx || !s.tmp || (!cached && !s.pos) ||
-        (!cached && !s.p) || !s.att || !s.dw_taps) {
+        !s.att || !s.dw_taps) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
         goto done;
     }
@@ -455,6 +454,11 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
         rel_positions(s.pos, N, d);
         /* without memory for a cache, per layer as without one */
         if (cache) cached = pos_cache_fill(c, w, pool, cache, s.pos, N) == 0;
+    }
+    /* a layer's projections, when they are not in the cache */
+    if (!cached && !(s.p = malloc((size_t)P * d * sizeof(float)))) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
+        goto done;
     }
 
     for (int i = 0; i < c->enc_layers; i++) {

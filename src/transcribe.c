@@ -487,14 +487,6 @@ hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_par
 
 /* The chunks of x[n] as pieces of it: the plan of p->chunking (AUTO
  * already resolved), with speech detection for HV_CHUNKING_VAD. */
-/* The encoder frames of a chunk of len samples: hv_frontend_compute's
- * padded frame count, subsampled. */
-static int chunk_encoder_frames(const hv_model *m, size_t len) {
-    size_t pad = m->fe.pad_to > 1 ? (size_t)m->fe.pad_to : 1;
-    size_t frames = (len / (size_t)m->fe.hop + pad) / pad * pad;
-    return hv_subsampled_len(&m->cfg, frames < INT_MAX ? (int)frames : INT_MAX);
-}
-
 static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, const float *x,
                              size_t n, hv_piece_plan *plan, double *vad_ms) {
     const hv_config *c = &ctx->model->cfg;
@@ -535,6 +527,26 @@ done:
     free(regions);
     free(spans);
     return st;
+}
+
+/* A chunk shorter than min_piece, one of several, is silence to the model
+ * and is skipped. */
+static int chunk_skipped(const hv_piece_plan *plan, int i, size_t min_piece) {
+    return plan->n_chunks > 1 && hv_piece_plan_chunk_samples(plan, i) < min_piece;
+}
+
+/* With more than one chunk to encode, the encoder frames of the longest
+ * (the position projections are made once, for it); else 0. */
+static int pos_hint(const hv_model *m, const hv_piece_plan *plan, size_t min_piece) {
+    int n_encoded = 0, longest = 0;
+    for (int i = 0; i < plan->n_chunks; i++) {
+        if (chunk_skipped(plan, i, min_piece)) continue;
+        size_t fr = hv_frontend_frames(&m->fe, hv_piece_plan_chunk_samples(plan, i));
+        int frames = hv_subsampled_len(&m->cfg, fr < INT_MAX ? (int)fr : INT_MAX);
+        n_encoded++;
+        longest = frames > longest ? frames : longest;
+    }
+    return n_encoded > 1 ? longest : 0;
 }
 
 hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames, int sample_rate,
@@ -631,24 +643,14 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                     c->sample_rate, min_piece);
         goto done;
     }
-    /* with more than one chunk to encode, the position projections are
-     * made once, for the longest */
-    int n_encoded = 0, longest = 0;
-    for (int i = 0; i < plan.n_chunks; i++) {
-        size_t len = hv_piece_plan_chunk_samples(&plan, i);
-        if (len < min_piece && plan.n_chunks > 1) continue;
-        int frames = chunk_encoder_frames(m, len);
-        n_encoded++;
-        longest = frames > longest ? frames : longest;
-    }
-    R.pos_hint = n_encoded > 1 ? longest : 0;
+    R.pos_hint = pos_hint(m, &plan, min_piece);
     double done_s = 0;
     for (int i = 0; i < plan.n_chunks; i++) {
         const hv_span *first = &plan.pieces[plan.first[i]];
         const hv_span *last = &plan.pieces[plan.first[i + 1] - 1];
         size_t len = hv_piece_plan_chunk_samples(&plan, i);
         const float *cx = x + first->start;
-        if (len < min_piece && plan.n_chunks > 1) continue;
+        if (chunk_skipped(&plan, i, min_piece)) continue;
         if (R.stop || (p.abort_callback && p.abort_callback(p.abort_user))) {
             st = hv_err(e, HV_ERR_CANCELLED, "transcription cancelled");
             goto stopped;

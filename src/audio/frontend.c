@@ -325,6 +325,11 @@ static void normalise(float *feat, size_t T, int n_mels, double *mean, double *s
         }
 }
 
+size_t hv_frontend_frames(const hv_frontend *f, size_t n) {
+    size_t pad = (size_t)f->pad_to;
+    return (n / (size_t)f->hop + 1 + pad - 1) / pad * pad;
+}
+
 hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t n, float dither,
                               uint64_t seed, hv_pool *pool, float **feat, int *n_frames,
                               int *n_valid, hv_error *e) {
@@ -344,7 +349,7 @@ hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t
      * feature matrix must be indexable with int rows and size_t bytes. */
     size_t limit = (size_t)INT_MAX / (size_t)f->n_mels - (size_t)f->pad_to - 1;
     if (T > limit) return hv_err(e, HV_ERR_LIMIT, "frontend: %zu samples is too long", n);
-    size_t total = (T + 1 + (size_t)f->pad_to - 1) / f->pad_to * f->pad_to;
+    size_t total = hv_frontend_frames(f, n);
     /* One NaN would spread through its frames' FFTs and then, through the
      * mean, over a whole feature: refuse it here. */
     for (size_t i = 0; i < n; i++)

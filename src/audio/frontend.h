@@ -53,6 +53,10 @@ void hv_frontend_round_bf16(hv_frontend *f, int window, int fb);
  * HV_ERR_INVALID_ARG "audio too short". pool may be NULL (run on the
  * caller); the result does not depend on the pool or its size. The
  * frontend is read-only here: one frontend may serve many threads. */
+/* The *n_frames hv_frontend_compute gives for n samples: n / hop + 1
+ * rounded up to a multiple of pad_to (before its checks). */
+size_t hv_frontend_frames(const hv_frontend *f, size_t n);
+
 hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t n, float dither,
                               uint64_t seed, hv_pool *pool, float **feat, int *n_frames,
                               int *n_valid, hv_error *e);

@@ -47,23 +47,14 @@ static void pack_x_task(void *arg, int task, int n_tasks) {
         float *block = j->xp + (long)k0 * j->n_pad;
         for (int p = task; p < panels; p += n_tasks) {
             float *dst = block + (long)p * MR * kc;
-            if ((p + 1) * MR <= j->n) {
-                /* column by column: MR row streams in, one contiguous
-                 * stream out (row by row, the stores were MR floats
-                 * apart: 15% more of the encoder's samples) */
-                const float *src = j->x + (long)p * MR * cols + k0;
-                for (int c = 0; c < kc; c++)
-                    for (int i = 0; i < MR; i++) dst[c * MR + i] = src[(long)i * cols + c];
-                continue;
-            }
-            for (int i = 0; i < MR; i++) {
-                int r = p * MR + i;
-                const float *src = j->x + (long)r * cols + k0;
-                if (r < j->n)
-                    for (int c = 0; c < kc; c++) dst[c * MR + i] = src[c];
-                else
-                    for (int c = 0; c < kc; c++) dst[c * MR + i] = 0.0f;
-            }
+            const float *src = j->x + (long)p * MR * cols + k0;
+            int valid = j->n - p * MR < MR ? j->n - p * MR : MR;
+            /* column by column: MR row streams in, one contiguous stream
+             * out (row by row, the stores were MR floats apart: 15% more
+             * of the encoder's samples) */
+            for (int c = 0; c < kc; c++)
+                for (int i = 0; i < MR; i++)
+                    dst[c * MR + i] = i < valid ? src[(long)i * cols + c] : 0.0f;
         }
     }
 }

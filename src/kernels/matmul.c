@@ -469,12 +469,13 @@ static int packed_gemm(const hv_mat *W) {
     return hv_mm_simd() && (W->type != HV_WEIGHTS_F32 || !HV_GEMM_F32_BLAS);
 }
 
-/* The regimes (docs/KERNELS.md): f32 weights go to OpenBLAS, sgemv per
- * 32-row chunk for n == 1 and sgemm per tile otherwise; the other types
- * take the gemv kernels for n <= HV_LINEAR_GEMV_MAX_N and widened tiles +
- * sgemm above. Small products run on the calling thread alone. */
-/* hv_linear, then SiLU over y when silu: fused into the packed GEMM's
- * chunks, or one pass after the other paths. */
+/* hv_linear, then SiLU over y when silu. The regimes (docs/KERNELS.md):
+ * n > HV_LINEAR_GEMV_MAX_N takes the packed GEMM (the int8 one for
+ * q8_0/q4_0) where SIMD kernels exist, with the SiLU in its chunks, else
+ * widened tiles + sgemm; below, f32 weights go to OpenBLAS (sgemv per
+ * 32-row chunk for n == 1, sgemm per tile otherwise) and the other types
+ * to the gemv kernels. Outside the packed GEMM the SiLU is one pass after.
+ * Small products run on the calling thread alone. */
 static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
                    const hv_mat *W, const float *bias, int silu) {
     if (n <= 0 || W->rows <= 0) return;
