@@ -553,12 +553,11 @@ TARGET static float quantize_q8(const float *x, int8_t q[HV_Q8_BLOCK]) {
 /* The attention kernels read cached rows of f32 or of f16 (widened
  * exactly by F16C): element i of a row r of either. */
 INLINE __m256 row8(const void *r, long i, int half) {
-    if (half) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)r + i)));
-    return _mm256_loadu_ps((const float *)r + i);
+    return half ? load8((const uint16_t *)r + i, 0) : _mm256_loadu_ps((const float *)r + i);
 }
 
 INLINE float row1(const void *r, long i, int half) {
-    return half ? _cvtsh_ss(((const uint16_t *)r)[i]) : ((const float *)r)[i];
+    return half ? load1((const uint16_t *)r + i, 0) : ((const float *)r)[i];
 }
 
 INLINE float dot_tail(float s, const float *q, const void *r, int len8, int len, int half) {

@@ -263,50 +263,56 @@ static float quantize_q7(const float *x, uint8_t u[HV_Q8_BLOCK]) {
     return d;
 }
 
-/* dot(q, r) in the lane order of matmul_impl.h. */
-static float dot_lanes(const float *q, const float *r, int len) {
-    int len8 = len & ~7, k = 0;
-    float a[8] = {0};
-    for (; k < len8; k += 8)
-        for (int j = 0; j < 8; j++) a[j] = fmaf(q[k + j], r[k + j], a[j]);
-    float s = lanes_sum(a);
-    for (; k < len; k++) s = fmaf(q[k], r[k], s);
-    return s;
+/* Element i of a cached row of f32 or of f16 (widened exactly). */
+static float row_at(const void *r, long i, int half) {
+    return half ? hv_f16_to_f32(((const uint16_t *)r)[i]) : ((const float *)r)[i];
 }
 
-static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
-                        float scale) {
-    for (int i = 0; i < n; i++) s[i] = scale * dot_lanes(q, k + i * ld, len);
-}
-
-static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
-                         int accumulate) {
-    if (!accumulate) memset(out, 0, (size_t)len * sizeof *out);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < len; j++) out[j] = fmaf(p[i], v[i * ld + j], out[j]);
-}
-
-/* The f16-cache twins: each value widened (exactly), then as above. */
-static void attn_scores_f16(float *s, const float *q, const uint16_t *k, long ld, int n, int len,
-                            float scale) {
+/* attn_scores / attn_scores_f16: each dot in the lane order of
+ * matmul_impl.h. */
+static void scores_rows(float *s, const float *q, const void *k, long ld, int n, int len,
+                        float scale, int half) {
     int len8 = len & ~7;
     for (int i = 0; i < n; i++) {
-        const uint16_t *r = k + i * ld;
+        const void *r = (const char *)k + i * ld * (half ? 2 : 4);
         float a[8] = {0};
         int c = 0;
         for (; c < len8; c += 8)
-            for (int j = 0; j < 8; j++) a[j] = fmaf(q[c + j], hv_f16_to_f32(r[c + j]), a[j]);
+            for (int j = 0; j < 8; j++) a[j] = fmaf(q[c + j], row_at(r, c + j, half), a[j]);
         float d = lanes_sum(a);
-        for (; c < len; c++) d = fmaf(q[c], hv_f16_to_f32(r[c]), d);
+        for (; c < len; c++) d = fmaf(q[c], row_at(r, c, half), d);
         s[i] = scale * d;
     }
 }
 
+/* attn_context / attn_context_f16. */
+static void context_rows(float *out, const float *p, const void *v, long ld, int n, int len,
+                         int accumulate, int half) {
+    if (!accumulate) memset(out, 0, (size_t)len * sizeof *out);
+    for (int i = 0; i < n; i++) {
+        const void *r = (const char *)v + i * ld * (half ? 2 : 4);
+        for (int j = 0; j < len; j++) out[j] = fmaf(p[i], row_at(r, j, half), out[j]);
+    }
+}
+
+static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
+                        float scale) {
+    scores_rows(s, q, k, ld, n, len, scale, 0);
+}
+
+static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
+                         int accumulate) {
+    context_rows(out, p, v, ld, n, len, accumulate, 0);
+}
+
+static void attn_scores_f16(float *s, const float *q, const uint16_t *k, long ld, int n, int len,
+                            float scale) {
+    scores_rows(s, q, k, ld, n, len, scale, 1);
+}
+
 static void attn_context_f16(float *out, const float *p, const uint16_t *v, long ld, int n, int len,
                              int accumulate) {
-    if (!accumulate) memset(out, 0, (size_t)len * sizeof *out);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < len; j++) out[j] = fmaf(p[i], hv_f16_to_f32(v[i * ld + j]), out[j]);
+    context_rows(out, p, v, ld, n, len, accumulate, 1);
 }
 
 static void narrow_f16(uint16_t *dst, const float *src, long count) {

@@ -350,7 +350,7 @@ static hv_status quant_entry(const char *path, const cJSON *q, hv_st_tensor *t, 
                 bad |= ((x - 0x0001000100010001u) & 0x8000800080008000u) != 0;
             }
         for (; b < b1; b++) bad |= (p[b * stride + 1] & 0x7c) == 0x7c;
-        for (uint64_t b = b0; bad && b < b1; b++) {
+        for (b = b0; bad && b < b1; b++) {
             const uint8_t *d = p + b * stride;
             if ((d[1] & 0x7c) == 0x7c)
                 return hv_err(e, HV_ERR_FORMAT,
