@@ -258,7 +258,7 @@ def hostile(tmp, good_dir, audio):
         d = bytearray(data)
         d[at:at + 2] = bits
         variant(tag, header, bytes(d), "non-finite scale")
-    if quant[name]["type"].endswith("x8"):
+    if x8:
         # interleaved by 8 rows, but a row count that is not a multiple of 8
         q = json.loads(json.dumps(quant))
         q[name]["shape"] = [1, rows * q[name]["shape"][1]] if rows > 1 else [3, 32]
