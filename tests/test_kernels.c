@@ -168,9 +168,86 @@ static void test_activations(void) {
     CHECK(isnan(nan8[0]) && isnan(nan8[8]) && nan8[1] > 0.73f && nan8[1] < 0.74f);
 }
 
+/* The row sums' order (ops.c): 8 double lanes over the first n & ~7,
+ * combined ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)), then the rest in order. */
+static double lanes_sum(const double *v, int n) {
+    double s[8] = {0}, t;
+    int n8 = n & ~7;
+    for (int j = 0; j < n8; j++) s[j % 8] += v[j];
+    t = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+    for (int j = n8; j < n; j++) t += v[j];
+    return t;
+}
+
+/* hv_softmax and hv_layernorm (vectorised where the CPU allows) bit for
+ * bit their scalar formulas in that order, over lengths with and without
+ * tails; and within stated bounds of double-precision versions. */
+static void test_row_kernels(void) {
+    enum { MAXN = 1300 };
+    static float x[MAXN], y[MAXN], w[MAXN], b[MAXN];
+    static double v[MAXN];
+    const int lens[] = {1, 7, 8, 9, 13, 64, 375, 1037, 1280};
+    unsigned seed = 77;
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        int n = lens[k];
+        for (int i = 0; i < n; i++) x[i] = frand(&seed) * 30.0f;
+        if (n > 3) x[n / 2] = -1e30f, x[n - 1] = -95.0f; /* masked; below exp's range */
+        memcpy(y, x, sizeof(float) * n);
+        hv_softmax(y, n);
+        float mx = x[0];
+        for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+        float e[MAXN];
+        for (int i = 0; i < n; i++) {
+            float t = x[i] - mx;
+            e[i] = t < -87.0f ? 0.0f : hv_exp_act(t);
+            v[i] = e[i];
+        }
+        float inv = (float)(1.0 / lanes_sum(v, n));
+        double z = 0;
+        /* the reference from the same float differences x - max: their
+         * rounding alone moves e^t by |t| x 2^-24 relative */
+        for (int i = 0; i < n; i++) z += exp((double)(x[i] - mx));
+        int same = 1, close = 1;
+        for (int i = 0; i < n; i++) {
+            float want = e[i] * inv;
+            same &= memcmp(&want, &y[i], sizeof want) == 0;
+            double ref = exp((double)(x[i] - mx)) / z;
+            close &= fabs(y[i] - ref) <= 1e-6 * ref + 1e-37;
+        }
+        CHECK_MSG(same, "hv_softmax(%d) differs from its scalar formula", n);
+        CHECK_MSG(close, "hv_softmax(%d): beyond 1e-6 relative of double", n);
+        if (n > 3) CHECK(y[n / 2] == 0.0f && y[n - 1] == 0.0f);
+
+        for (int i = 0; i < n; i++) {
+            x[i] = 3.0f + frand(&seed) * 2.0f; /* an offset mean, as in activations */
+            w[i] = frand(&seed), b[i] = frand(&seed);
+        }
+        hv_layernorm(y, x, 1, n, w, b, 1e-5f);
+        for (int i = 0; i < n; i++) v[i] = x[i];
+        double mean = lanes_sum(v, n) / n, dmean = 0, dvar = 0;
+        for (int i = 0; i < n; i++) v[i] = (x[i] - mean) * (x[i] - mean);
+        double var = lanes_sum(v, n) / n;
+        float linv = (float)(1.0 / sqrt(var + 1e-5f)), m = (float)mean;
+        for (int i = 0; i < n; i++) dmean += x[i];
+        dmean /= n;
+        for (int i = 0; i < n; i++) dvar += (x[i] - dmean) * (x[i] - dmean);
+        dvar /= n;
+        same = 1, close = 1;
+        for (int i = 0; i < n; i++) {
+            float want = (x[i] - m) * linv * w[i] + b[i];
+            same &= memcmp(&want, &y[i], sizeof want) == 0;
+            double ref = (x[i] - dmean) / sqrt(dvar + 1e-5) * w[i] + b[i];
+            close &= fabs(y[i] - ref) <= 1e-5 * (1 + fabs(ref));
+        }
+        CHECK_MSG(same, "hv_layernorm(%d) differs from its scalar formula", n);
+        CHECK_MSG(close, "hv_layernorm(%d): beyond 1e-5 of double", n);
+    }
+}
+
 int main(void) {
     test_pool();
     test_activations();
+    test_row_kernels();
     test_linear();
     test_gemm();
     test_ops();

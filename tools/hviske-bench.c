@@ -214,7 +214,8 @@ static void usage(FILE *f) {
                "from the encoder (pauses, silence, noise). align_ms is the time of the word\n"
                "times (--word-timestamps), align_share its share of total_ms. encoder_gflops\n"
                "is the encoder's rate; --peak measures OpenBLAS sgemm on the encoder's shapes\n"
-               "with the same threads (sgemm_peak_gflops) and the encoder's share of it.\n");
+               "with the same threads just before and after each run (sgemm_peak_gflops) and\n"
+               "the encoder's share of it (encoder_peak_share; per run: _runs).\n");
 }
 
 static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const char *path,
@@ -239,8 +240,23 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
     tp.word_timestamps = o->words;
     int rc = 0, tokens = 0;
     double duration = (double)n / rate;
-    for (int r = -o->warmup; ctx && r < o->runs; r++) {
+    /* with --peak, the sgemm peak with m = the encoder frames of the
+     * file's longest possible chunk (10 ms features, subsampled 8x),
+     * measured just before and just after each timed run (the larger
+     * counts): this machine's speed drifts, and a share is only meaningful
+     * against a peak of the same moment */
+    double clip_s = 35, *peaks = calloc((size_t)o->runs, sizeof(double));
+    double *shares = calloc((size_t)o->runs, sizeof(double));
+    int d = 0, ff = 0, peak_m = 0, peak_threads = 1;
+    if (o->peak && encoder_dims(o->model, &d, &ff, &clip_s)) {
+        peak_m = (int)ceil((duration < clip_s ? duration : clip_s) * 100 / 8);
+        if (peak_m < 1) peak_m = 1;
+        int threads = o->threads ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        peak_threads = threads < 256 ? threads : 256;
+    }
+    for (int r = -o->warmup; ctx && peaks && shares && r < o->runs; r++) {
         hv_result *res;
+        double before = r >= 0 && peak_m ? sgemm_peak_gflops(peak_threads, peak_m, d, ff) : 0;
         double t0 = hvt_now_s();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
             fprintf(stderr, "hviske-bench: %s: %s\n", path, hv_context_error(ctx));
@@ -265,32 +281,32 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
         v[S_ALIGN][r] = t.align_ms;
         v[S_ALIGN_SHARE][r] = total > 0 ? t.align_ms / total : 0;
         v[S_RTF][r] = total / 1e3 / duration;
+        if (peak_m) {
+            double after = sgemm_peak_gflops(peak_threads, peak_m, d, ff);
+            peaks[r] = after > before ? after : before;
+            shares[r] = peaks[r] > 0 ? v[S_ENC_GFLOPS][r] / peaks[r] : 0;
+        }
     }
-    if (!ctx) {
+    if (!ctx || !peaks || !shares) {
         fprintf(stderr, "hviske-bench: out of memory\n");
         rc = 1;
     }
     if (!rc) {
         stat3 s[N_STATS];
         for (int k = 0; k < N_STATS; k++) s[k] = summarise(v[k], o->runs);
-        /* the sgemm peak with m = the encoder frames of the file's longest
-         * possible chunk (10 ms features, subsampled 8x) */
-        double peak = 0, clip_s = 35;
-        int d, ff;
-        if (o->peak && encoder_dims(o->model, &d, &ff, &clip_s)) {
-            int m = (int)ceil((duration < clip_s ? duration : clip_s) * 100 / 8);
-            int threads = o->threads ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-            peak = sgemm_peak_gflops(threads < 256 ? threads : 256, m > 0 ? m : 1, d, ff);
-        }
-        double share = peak > 0 ? s[S_ENC_GFLOPS].median / peak : 0;
+        stat3 peak = summarise(peaks, o->runs), share = summarise(shares, o->runs);
         if (o->json) {
             cJSON *j = cJSON_CreateObject();
             cJSON_AddStringToObject(j, "file", path);
             cJSON_AddNumberToObject(j, "audio_s", duration);
             cJSON_AddNumberToObject(j, "tokens", tokens);
-            if (o->peak) {
-                cJSON_AddNumberToObject(j, "sgemm_peak_gflops", peak);
-                cJSON_AddNumberToObject(j, "encoder_peak_share", share);
+            if (peak_m) {
+                cJSON_AddNumberToObject(j, "sgemm_peak_gflops", peak.median);
+                cJSON_AddNumberToObject(j, "encoder_peak_share", share.median);
+                cJSON *m = cJSON_AddObjectToObject(j, "encoder_peak_share_runs");
+                cJSON_AddNumberToObject(m, "median", share.median);
+                cJSON_AddNumberToObject(m, "min", share.min);
+                cJSON_AddNumberToObject(m, "max", share.max);
             }
             for (int k = 0; k < N_STATS; k++) {
                 cJSON *m = cJSON_AddObjectToObject(j, stat_names[k]);
@@ -305,12 +321,15 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
             for (int k = 0; k < N_STATS; k++)
                 printf("  %-14s %10.3f  [%.3f - %.3f]\n", stat_names[k], s[k].median, s[k].min,
                        s[k].max);
-            if (o->peak)
-                printf("  sgemm peak on the encoder's shapes %.1f GFLOP/s: encoder at %.1f%%\n",
-                       peak, 100 * share);
+            if (peak_m)
+                printf("  sgemm peak on the encoder's shapes %.1f GFLOP/s: encoder at %.1f%% "
+                       "[%.1f - %.1f] of the peak measured around each run\n",
+                       peak.median, 100 * share.median, 100 * share.min, 100 * share.max);
         }
     }
     for (int k = 0; k < N_STATS; k++) free(v[k]);
+    free(peaks);
+    free(shares);
     hv_context_free(ctx);
     hv_audio_free(pcm);
     return rc;

@@ -10,37 +10,6 @@
 #include <immintrin.h>
 #endif
 
-void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
-                  float eps) {
-    for (int i = 0; i < n; i++) {
-        const float *xi = x + (long)i * d;
-        float *yi = y + (long)i * d;
-        double mean = 0, var = 0;
-        for (int j = 0; j < d; j++) mean += xi[j];
-        mean /= d;
-        for (int j = 0; j < d; j++) {
-            double t = xi[j] - mean;
-            var += t * t;
-        }
-        var /= d;
-        float inv = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
-        for (int j = 0; j < d; j++) yi[j] = (xi[j] - m) * inv * w[j] + b[j];
-    }
-}
-
-void hv_softmax(float *x, int n) {
-    float mx = x[0];
-    for (int i = 1; i < n; i++)
-        if (x[i] > mx) mx = x[i];
-    double sum = 0;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
-
 void hv_log_softmax(float *x, int n) {
     float mx = x[0];
     for (int i = 1; i < n; i++)
@@ -119,6 +88,159 @@ TARGET static long glu_avx2(float *y, const float *a, long d) {
     return i;
 }
 #endif
+
+/* The row sums of LayerNorm and softmax, in double and in one order for
+ * both versions: 8 partial sums, lane l over the elements i = l mod 8 of
+ * the first n & ~7, combined ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)), then
+ * the rest in order. */
+static double lanes_total(const double s[8]) {
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+/* e^x for softmax, whose arguments are <= 0: below exp_act's range the
+ * value is 0, as expf's would be to within a denormal. */
+static float exp_softmax(float x) { return x < EXP_LO ? 0.0f : exp_act(x); }
+
+#ifdef HV_MM_HAVE_AVX2
+TARGET static inline __m256d lanes_add(__m256d acc, __m128 v) {
+    return _mm256_add_pd(acc, _mm256_cvtps_pd(v));
+}
+
+TARGET static inline double lanes_total8(__m256d lo, __m256d hi) {
+    __m256d u = _mm256_add_pd(lo, hi); /* s_l + s_{l+4} */
+    __m128d v = _mm_add_pd(_mm256_castpd256_pd128(u), _mm256_extractf128_pd(u, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(v, _mm_unpackhi_pd(v, v)));
+}
+
+/* Sum of x and sum of (x - mean)^2 over the first n & ~7 in lanes. */
+TARGET static double sum_avx2(const float *x, int n8) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    for (int j = 0; j < n8; j += 8) {
+        __m256 v = _mm256_loadu_ps(x + j);
+        lo = lanes_add(lo, _mm256_castps256_ps128(v));
+        hi = lanes_add(hi, _mm256_extractf128_ps(v, 1));
+    }
+    return lanes_total8(lo, hi);
+}
+
+TARGET static double sq_dev_avx2(const float *x, int n8, double mean) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo, m = _mm256_set1_pd(mean);
+    for (int j = 0; j < n8; j += 8) {
+        __m256 v = _mm256_loadu_ps(x + j);
+        __m256d a = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), m);
+        __m256d b = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), m);
+        lo = _mm256_add_pd(lo, _mm256_mul_pd(a, a)); /* no fma: as the scalar sum */
+        hi = _mm256_add_pd(hi, _mm256_mul_pd(b, b));
+    }
+    return lanes_total8(lo, hi);
+}
+
+TARGET static int layernorm_avx2(float *y, const float *x, int d, float m, float inv,
+                                 const float *w, const float *b) {
+    int j = 0;
+    __m256 vm = _mm256_set1_ps(m), vi = _mm256_set1_ps(inv);
+    for (; j + 8 <= d; j += 8) {
+        __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm), vi),
+                                 _mm256_loadu_ps(w + j));
+        _mm256_storeu_ps(y + j, _mm256_add_ps(t, _mm256_loadu_ps(b + j)));
+    }
+    return j;
+}
+
+/* softmax's max, then e^(x - max) into x; returns their sum (lanes). */
+TARGET static double softmax_exp_avx2(float *x, int n8, float mx) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    __m256 vmx = _mm256_set1_ps(mx), low = _mm256_set1_ps(EXP_LO);
+    for (int j = 0; j < n8; j += 8) {
+        __m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + j), vmx);
+        __m256 e = _mm256_andnot_ps(_mm256_cmp_ps(v, low, _CMP_LT_OQ), exp_act8(v));
+        _mm256_storeu_ps(x + j, e);
+        lo = lanes_add(lo, _mm256_castps256_ps128(e));
+        hi = lanes_add(hi, _mm256_extractf128_ps(e, 1));
+    }
+    return lanes_total8(lo, hi);
+}
+
+TARGET static float max_avx2(const float *x, int n8) {
+    __m256 m = _mm256_loadu_ps(x);
+    for (int j = 8; j < n8; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+#endif
+
+static double sum_lanes(const float *x, int n8) {
+#ifdef HV_MM_HAVE_AVX2
+    if (hv_mm_simd()) return sum_avx2(x, n8);
+#endif
+    double s[8] = {0};
+    for (int j = 0; j < n8; j += 8)
+        for (int l = 0; l < 8; l++) s[l] += x[j + l];
+    return lanes_total(s);
+}
+
+static double sq_dev_lanes(const float *x, int n8, double mean) {
+#ifdef HV_MM_HAVE_AVX2
+    if (hv_mm_simd()) return sq_dev_avx2(x, n8, mean);
+#endif
+    double s[8] = {0};
+    for (int j = 0; j < n8; j += 8)
+        for (int l = 0; l < 8; l++) {
+            double t = x[j + l] - mean;
+            s[l] += t * t;
+        }
+    return lanes_total(s);
+}
+
+void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
+                  float eps) {
+    int d8 = d & ~7;
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (long)i * d;
+        float *yi = y + (long)i * d;
+        double mean = sum_lanes(xi, d8);
+        for (int j = d8; j < d; j++) mean += xi[j];
+        mean /= d;
+        double var = sq_dev_lanes(xi, d8, mean);
+        for (int j = d8; j < d; j++) {
+            double t = xi[j] - mean;
+            var += t * t;
+        }
+        var /= d;
+        float inv = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
+        int j = 0;
+#ifdef HV_MM_HAVE_AVX2
+        if (hv_mm_simd()) j = layernorm_avx2(yi, xi, d, m, inv, w, b);
+#endif
+        for (; j < d; j++) yi[j] = (xi[j] - m) * inv * w[j] + b[j];
+    }
+}
+
+void hv_softmax(float *x, int n) {
+    int n8 = n & ~7, j = 0;
+    float mx = x[0];
+#ifdef HV_MM_HAVE_AVX2
+    if (hv_mm_simd() && n8) mx = max_avx2(x, n8), j = n8;
+#endif
+    for (; j < n; j++)
+        if (x[j] > mx) mx = x[j];
+    double sum;
+#ifdef HV_MM_HAVE_AVX2
+    if (hv_mm_simd()) {
+        sum = softmax_exp_avx2(x, n8, mx);
+    } else
+#endif
+    {
+        double s[8] = {0};
+        for (j = 0; j < n8; j += 8)
+            for (int l = 0; l < 8; l++) s[l] += x[j + l] = exp_softmax(x[j + l] - mx);
+        sum = lanes_total(s);
+    }
+    for (j = n8; j < n; j++) sum += x[j] = exp_softmax(x[j] - mx);
+    float inv = (float)(1.0 / sum);
+    for (j = 0; j < n; j++) x[j] *= inv;
+}
 
 /* x / (1 + e^-x), -x as 0 - x as the AVX2 version computes it */
 void hv_silu(float *x, long n) {

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""hviske-bench: the figures scripts read from --json are there and sane.
+
+Runs the benchmark tool on the bundled demo model and example (timings are
+not asserted: they are the machine's, not the program's) and checks the
+contract: every stage's median/min/max in order, the sgemm peak of --peak
+measured around each run with the encoder's share of it, --bandwidth's
+figure, and a clear error for a file that is not there.
+
+Environment: HV_BINARY_DIR (the build folder with hviske-bench). Prints one
+line per case and ends with "N passed, M failed"; exits 1 when any failed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from hvtest import DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish, report  # noqa: E402
+
+BINARY = os.environ.get("HV_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
+BENCH = os.path.join(BINARY, "hviske-bench")
+STAGES = ("total_ms", "encoder_ms", "decoder_ms", "encoder_gflops", "rtf")
+
+
+def bench(*args):
+    return subprocess.run([BENCH, "-m", DEMO_MODEL, "-t", "2", *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+def ordered(m):
+    return m["min"] <= m["median"] <= m["max"]
+
+
+def main():
+    p = bench("--runs", "3", "--warmup", "0", "--max-tokens", "4", "--peak", "--bandwidth",
+              "--json", EXAMPLE)
+    try:
+        out = json.loads(p.stdout)
+        f = out["files"][0]
+    except (ValueError, KeyError, IndexError):
+        report("bench --json parses", False, f"rc {p.returncode}: {p.stdout[:200]} {p.stderr[-300:]}")
+        return finish()
+    report("bench --json parses", p.returncode == 0, p.stderr[-300:])
+    report("every stage has median, min, max in order",
+           all(ordered(f[k]) for k in STAGES), str({k: f.get(k) for k in STAGES}))
+    report("the encoder did work at a positive rate",
+           f["encoder_ms"]["min"] > 0 and f["encoder_gflops"]["min"] > 0, str(f["encoder_gflops"]))
+    runs = f.get("encoder_peak_share_runs", {})
+    report("--peak: a positive sgemm peak and the encoder's share of it",
+           f.get("sgemm_peak_gflops", 0) > 0 and f.get("encoder_peak_share", 0) > 0,
+           str({k: f.get(k) for k in ("sgemm_peak_gflops", "encoder_peak_share")}))
+    report("--peak: the share per run, median within its range",
+           bool(runs) and ordered(runs) and runs["median"] == f["encoder_peak_share"], str(runs))
+    report("--bandwidth: a positive rate", out.get("read_bandwidth_gbs", 0) > 0,
+           str(out.get("read_bandwidth_gbs")))
+
+    p = bench("--runs", "1", "--max-tokens", "2", EXAMPLE)
+    report("without --json: the peak line only with --peak",
+           p.returncode == 0 and "encoder_ms" in p.stdout and "sgemm peak" not in p.stdout,
+           p.stdout[-300:] + p.stderr[-300:])
+
+    missing = os.path.join(HERE, "no-such-audio.wav")
+    p = bench("--runs", "1", missing)
+    report("a missing file: non-zero exit naming it",
+           p.returncode != 0 and "no-such-audio.wav" in p.stderr, p.stderr[-300:])
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
