@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Issue #17's speed targets, measured in one run with hviske-bench.
+
+    bench/targets.py --model /tmp/full-bf16 [--q8-model /tmp/full-q8x8]
+        --clip30 clip30.wav --clip10 clip10.wav [--bench build/hviske-bench]
+        [--threads 2] [--rounds 3]
+
+For a full-size model (bench/make_full_model.py) and clips of about 30 s
+and 10 s of speech, one chunk each (--chunking none):
+  * the encoder's rate as a share of the OpenBLAS sgemm peak on its shapes,
+    the peak measured just before and after each run (--peak), for the
+    checkpoint's own weights (target: >= 95%);
+  * a decoder step against the bound the measured read bandwidth sets
+    (--bandwidth), for the checkpoint's weights and q8_0 (target: <= 1.3x);
+  * the q8_0 encoder's time over the f32 encoder's, the two alternated for
+    --rounds rounds so that the machine's drift falls on both (target:
+    <= 0.6x).
+Prints each figure with its range and whether the target is met. Without
+--q8-model, q8_0 is made at load (--weight-type q8_0)."""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+
+def bench(a, model, *args):
+    cmd = [a.bench, "-m", model, "-t", str(a.threads), "--json", "--chunking", "none", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"targets: {' '.join(cmd)} failed: {p.stderr.strip()[-500:]}")
+    return json.loads(p.stdout)
+
+
+def line(what, value, lo, hi, target, met):
+    print(f"| {what} | {value} | {lo} - {hi} | {target} | {'met' if met else 'missed'} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bench", default="build/hviske-bench")
+    ap.add_argument("--model", required=True, help="full-size model, its own (bf16) weights")
+    ap.add_argument("--q8-model", help="the same model quantized (default: q8_0 made at load)")
+    ap.add_argument("--clip30", required=True)
+    ap.add_argument("--clip10", required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    q8 = [a.q8_model] if a.q8_model else [a.model, "--weight-type", "q8_0"]
+
+    print("| figure | median | range | target | |")
+    print("| --- | --- | --- | --- | --- |")
+    for clip, name in ((a.clip30, "30 s"), (a.clip10, "10 s")):
+        f = bench(a, a.model, "--max-tokens", "1", "--runs", "3", "--warmup", "1", "--peak",
+                  clip)["files"][0]
+        s = f["encoder_peak_share_runs"]
+        line(f"encoder, {name}: {f['encoder_ms']['median'] / 1e3:.2f} s, share of the sgemm peak "
+             f"({f['sgemm_peak_gflops']:.1f} GFLOP/s)",
+             f"{s['median']:.1%}", f"{s['min']:.1%}", f"{s['max']:.1%}", ">= 95%",
+             s["median"] >= 0.95)
+
+    for label, args in (("checkpoint weights", [a.model]), ("q8_0", q8)):
+        o = bench(a, *args, "--max-tokens", "48", "--runs", "3", "--warmup", "1", "--bandwidth",
+                  a.clip10)
+        bound = o["decoder_weight_mb"] / 1e3 / o["read_bandwidth_gbs"] * 1e3  # ms per token
+        t = o["files"][0]["per_token_ms"]
+        line(f"decoder step, {label}: {t['median']:.2f} ms, x the bound ({bound:.2f} ms at "
+             f"{o['read_bandwidth_gbs']:.1f} GB/s)", f"{t['median'] / bound:.2f}x",
+             f"{t['min'] / bound:.2f}x", f"{t['max'] / bound:.2f}x", "<= 1.3x",
+             t["median"] / bound <= 1.3)
+
+    ratios, times = [], []
+    for _ in range(a.rounds):
+        f32 = bench(a, a.model, "--weight-type", "f32", "--max-tokens", "1", "--runs", "2",
+                    "--warmup", "1", a.clip30)["files"][0]["encoder_ms"]["median"]
+        q = bench(a, *q8, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
+                  a.clip30)["files"][0]["encoder_ms"]["median"]
+        ratios.append(q / f32)
+        times.append(f"{q / 1e3:.2f}/{f32 / 1e3:.2f} s")
+    line(f"q8_0 encoder / f32 encoder, 30 s, {a.rounds} alternated rounds ({', '.join(times)})",
+         f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x", f"{max(ratios):.2f}x",
+         "<= 0.6x", statistics.median(ratios) <= 0.6)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
