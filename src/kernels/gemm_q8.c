@@ -122,7 +122,8 @@ static void pack_w(const q8_job *j, const hv_mat *W, int r0, int r1, int k0, int
  * word k < 4 holds values 4k.. as low nibbles and 16 + 4k.. as high ones,
  * so it gives value words k and 4 + k), no transpose. Groups past r1 are
  * zero. */
-static void pack_w_x8(const hv_mat *W, int r0, int r1, int k0, int kc, uint8_t *wp) {
+static void pack_w_x8(const hv_mm_kernels *k8, const hv_mat *W, int r0, int r1, int k0, int kc,
+                      uint8_t *wp) {
     enum { G = HV_X8_ROWS, WORDS = BLK / 4 };
     int nbk = kc / BLK, q4 = W->type == HV_WEIGHTS_Q4_0;
     size_t pay = (size_t)G * hv_x8_payload(W->type),
@@ -144,7 +145,6 @@ static void pack_w_x8(const hv_mat *W, int r0, int r1, int k0, int kc, uint8_t *
                 int bk = k0 / BLK + b;
                 const uint16_t *d = hv_x8_scales(W, r / G) + (size_t)bk * G;
                 const uint8_t *pb = hv_x8_payloads(W, r / G) + (size_t)bk * pay;
-                int32_t acc[G * 4] = {0}; /* per byte position; row j: 4j .. 4j + 3 */
                 if (q4)
                     for (int k = 0; k < WORDS / 2; k++) {
                         int8_t *lo = dst + (size_t)k * NR * 4;
@@ -153,13 +153,7 @@ static void pack_w_x8(const hv_mat *W, int r0, int r1, int k0, int kc, uint8_t *
                 else
                     for (int k = 0; k < WORDS; k++)
                         memcpy(dst + (size_t)k * NR * 4, pb + k * G * 4, G * 4);
-                for (int k = 0; k < WORDS; k++)
-                    for (int t = 0; t < G * 4; t++) acc[t] += dst[(size_t)k * NR * 4 + t];
-                for (int j = 0; j < G; j++) {
-                    wd[b * NR + h * G + j] = hv_f16_to_f32(d[j]);
-                    wc[b * NR + h * G + j] =
-                        64 * (acc[4 * j] + acc[4 * j + 1] + acc[4 * j + 2] + acc[4 * j + 3]);
-                }
+                k8->gemm_x8_terms(d, dst, NR * 4, wd + b * NR + h * G, wc + b * NR + h * G);
             }
         }
     }
@@ -202,7 +196,7 @@ static void gemm_task(void *arg, int task, int n_tasks) {
             int kc = j->cols - k0 < KC ? j->cols - k0 : KC, nbk = kc / BLK;
             size_t panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
             if (W->x8)
-                pack_w_x8(W, r0, r1, k0, kc, wp);
+                pack_w_x8(j->k, W, r0, r1, k0, kc, wp);
             else
                 pack_w(j, W, r0, r1, k0, kc, wp, wrows);
             const uint8_t *xblock = j->xq + (long)k0 * j->n_pad;

@@ -157,6 +157,12 @@ typedef struct hv_mm_kernels {
      * and c = fma(bd * ad, (float)p, c), from c or from 0. */
     void (*gemm_tile_q8)(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate);
+    /* The int8 GEMM's per-block terms of one x8 group of 8 weight rows,
+     * its values already in a panel: scale[j] = the f16 scale d[j]
+     * widened, and offset[j] = 64 x the sum of row j's 32 values, which lie
+     * as 8 words of 4 bytes at words + k * stride + 4 j (k < 8). */
+    void (*gemm_x8_terms)(const uint16_t *d, const int8_t *words, long stride, float *scale,
+                          int32_t *offset);
     /* One activation block of 32 for the int8 GEMM: returns d = amax /
      * 63 and writes u[t] = 64 + rint(x[t] / d) (clamped to [-63, 63]
      * before the offset). A block with a NaN or infinity gets d = NaN and
@@ -201,9 +207,10 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
         .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile, .gemm_panel = gemm_panel,                \
         .gemm_panel_half = gemm_panel_half, .gemm_tile_q8 = gemm_tile_q8,                          \
-        .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8, .attn_scores = attn_scores,        \
-        .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \
-        .attn_context_f16 = attn_context_f16, .narrow_f16 = narrow_f16                             \
+        .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
+        .attn_scores = attn_scores, .attn_context = attn_context,                                  \
+        .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
+        .narrow_f16 = narrow_f16                                                                   \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

@@ -234,6 +234,17 @@ static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int kc, in
             dst[k * HV_GEMM_NR + r] = bf16 ? bf16_at(src + r * ld, k) : f16_at(src + r * ld, k);
 }
 
+static void gemm_x8_terms(const uint16_t *d, const int8_t *words, long stride, float *scale,
+                          int32_t *offset) {
+    for (int j = 0; j < 8; j++) {
+        int32_t sum = 0;
+        for (int k = 0; k < 8; k++)
+            for (int t = 0; t < 4; t++) sum += words[k * stride + 4 * j + t];
+        scale[j] = hv_f16_to_f32(d[j]);
+        offset[j] = 64 * sum;
+    }
+}
+
 static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
     const int steps = HV_Q8_BLOCK / 4;
