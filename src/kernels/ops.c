@@ -112,7 +112,8 @@ TARGET static inline double lanes_total8(__m256d lo, __m256d hi) {
     return _mm_cvtsd_f64(_mm_add_sd(v, _mm_unpackhi_pd(v, v)));
 }
 
-/* Sum of x and sum of (x - mean)^2 over the first n & ~7 in lanes. */
+/* LayerNorm's sums over the first n8 = n & ~7 values, in lanes: of x,
+ * and of (x - mean)^2. */
 TARGET static double sum_avx2(const float *x, int n8) {
     __m256d lo = _mm256_setzero_pd(), hi = lo;
     for (int j = 0; j < n8; j += 8) {
@@ -147,7 +148,8 @@ TARGET static int layernorm_avx2(float *y, const float *x, int d, float m, float
     return j;
 }
 
-/* softmax's max, then e^(x - max) into x; returns their sum (lanes). */
+/* e^(x - mx) into the first n8 values of x (0 below exp_act's range);
+ * returns their sum in lanes. */
 TARGET static double softmax_exp_avx2(float *x, int n8, float mx) {
     __m256d lo = _mm256_setzero_pd(), hi = lo;
     __m256 vmx = _mm256_set1_ps(mx), low = _mm256_set1_ps(EXP_LO);
