@@ -204,6 +204,14 @@ static const char *stat_names[N_STATS] = {
     "prefill_ms",  "per_token_ms", "decoder_ms",  "encoder_gflops", "align_ms",
     "align_share", "skipped",      "rtf"};
 
+/* parent.name = {median, min, max} of s. */
+static void json_stat(cJSON *parent, const char *name, stat3 s) {
+    cJSON *m = cJSON_AddObjectToObject(parent, name);
+    cJSON_AddNumberToObject(m, "median", s.median);
+    cJSON_AddNumberToObject(m, "min", s.min);
+    cJSON_AddNumberToObject(m, "max", s.max);
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N]\n"
                "                    [--weight-type auto|f32|f16|bf16|q8_0|q4_0]\n"
@@ -303,17 +311,9 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
             if (peak_m) {
                 cJSON_AddNumberToObject(j, "sgemm_peak_gflops", peak.median);
                 cJSON_AddNumberToObject(j, "encoder_peak_share", share.median);
-                cJSON *m = cJSON_AddObjectToObject(j, "encoder_peak_share_runs");
-                cJSON_AddNumberToObject(m, "median", share.median);
-                cJSON_AddNumberToObject(m, "min", share.min);
-                cJSON_AddNumberToObject(m, "max", share.max);
+                json_stat(j, "encoder_peak_share_runs", share);
             }
-            for (int k = 0; k < N_STATS; k++) {
-                cJSON *m = cJSON_AddObjectToObject(j, stat_names[k]);
-                cJSON_AddNumberToObject(m, "median", s[k].median);
-                cJSON_AddNumberToObject(m, "min", s[k].min);
-                cJSON_AddNumberToObject(m, "max", s[k].max);
-            }
+            for (int k = 0; k < N_STATS; k++) json_stat(j, stat_names[k], s[k]);
             cJSON_AddItemToArray(jfiles, j);
         } else {
             printf("%s: %.2f s audio, %d tokens, %d runs (median [min-max])\n", path, duration,

@@ -504,16 +504,16 @@ TARGET static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, cons
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
 }
 
-/* Eight rows at once: per word, vpmaddubsw by ones then vpmaddwd by ones
- * sums each row's 4 bytes into its int32 lane (exact); F16C widens the
- * scales exactly, as hv_f16_to_f32 does. */
+/* Eight rows at once: a word's dot with ones (dot_lanes_q8) sums each
+ * row's 4 bytes into its int32 lane, exactly; F16C widens the scales
+ * exactly, as hv_f16_to_f32 does. */
 TARGET static void gemm_x8_terms(const uint16_t *d, const int8_t *words, long stride, float *scale,
                                  int32_t *offset) {
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi8(1);
     __m256i acc = _mm256_setzero_si256();
     for (int k = 0; k < 8; k++) {
         __m256i w = _mm256_loadu_si256((const __m256i *)(words + k * stride));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, w), ones16));
+        acc = _mm256_add_epi32(acc, dot_lanes_q8(w, ones));
     }
     _mm256_storeu_si256((__m256i *)offset, _mm256_slli_epi32(acc, 6));
     _mm256_storeu_ps(scale, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d)));

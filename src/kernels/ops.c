@@ -172,20 +172,22 @@ TARGET static float max_avx2(const float *x, int n8) {
 }
 #endif
 
-static double sum_lanes(const float *x, int n8) {
+static double sum_lanes(const float *x, int n8, int simd) {
 #ifdef HV_MM_HAVE_AVX2
-    if (hv_mm_simd()) return sum_avx2(x, n8);
+    if (simd) return sum_avx2(x, n8);
 #endif
+    (void)simd;
     double s[8] = {0};
     for (int j = 0; j < n8; j += 8)
         for (int l = 0; l < 8; l++) s[l] += x[j + l];
     return lanes_total(s);
 }
 
-static double sq_dev_lanes(const float *x, int n8, double mean) {
+static double sq_dev_lanes(const float *x, int n8, double mean, int simd) {
 #ifdef HV_MM_HAVE_AVX2
-    if (hv_mm_simd()) return sq_dev_avx2(x, n8, mean);
+    if (simd) return sq_dev_avx2(x, n8, mean);
 #endif
+    (void)simd;
     double s[8] = {0};
     for (int j = 0; j < n8; j += 8)
         for (int l = 0; l < 8; l++) {
@@ -197,14 +199,14 @@ static double sq_dev_lanes(const float *x, int n8, double mean) {
 
 void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
                   float eps) {
-    int d8 = d & ~7;
+    int d8 = d & ~7, simd = hv_mm_simd() != NULL;
     for (int i = 0; i < n; i++) {
         const float *xi = x + (long)i * d;
         float *yi = y + (long)i * d;
-        double mean = sum_lanes(xi, d8);
+        double mean = sum_lanes(xi, d8, simd);
         for (int j = d8; j < d; j++) mean += xi[j];
         mean /= d;
-        double var = sq_dev_lanes(xi, d8, mean);
+        double var = sq_dev_lanes(xi, d8, mean, simd);
         for (int j = d8; j < d; j++) {
             double t = xi[j] - mean;
             var += t * t;
@@ -213,23 +215,24 @@ void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const 
         float inv = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
         int j = 0;
 #ifdef HV_MM_HAVE_AVX2
-        if (hv_mm_simd()) j = layernorm_avx2(yi, xi, d, m, inv, w, b);
+        if (simd) j = layernorm_avx2(yi, xi, d, m, inv, w, b);
 #endif
         for (; j < d; j++) yi[j] = (xi[j] - m) * inv * w[j] + b[j];
     }
 }
 
 void hv_softmax(float *x, int n) {
-    int n8 = n & ~7, j = 0;
+    int n8 = n & ~7, j = 0, simd = hv_mm_simd() != NULL;
+    (void)simd; /* without AVX2 code, only the portable path */
     float mx = x[0];
 #ifdef HV_MM_HAVE_AVX2
-    if (hv_mm_simd() && n8) mx = max_avx2(x, n8), j = n8;
+    if (simd && n8) mx = max_avx2(x, n8), j = n8;
 #endif
     for (; j < n; j++)
         if (x[j] > mx) mx = x[j];
     double sum;
 #ifdef HV_MM_HAVE_AVX2
-    if (hv_mm_simd()) {
+    if (simd) {
         sum = softmax_exp_avx2(x, n8, mx);
     } else
 #endif
