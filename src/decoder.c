@@ -379,23 +379,19 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
         store_cache(dec, &j, rows, dec->kv, 0);
         store_cache(dec, &j, rows, dec->tmp, 1);
         hv_pool_run(pool, rows * H, attn_task, &j);
-        hv_linear(pool, dec->tmp, dec->ctx, rows, &y->so, y->so_b);
-        hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
+        hv_linear_add(pool, dec->x, dec->tmp, dec->ctx, rows, &y->so, y->so_b, 1.0f);
 
         /* cross-attention over the valid encoder frames */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln2_w, y->ln2_b, HV_LN_EPS);
         hv_linear(pool, dec->q, dec->norm, rows, &y->cq, y->cq_b);
         j.cross = 1;
         hv_pool_run(pool, rows * H, attn_task, &j);
-        hv_linear(pool, dec->tmp, dec->ctx, rows, &y->co, y->co_b);
-        hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
+        hv_linear_add(pool, dec->x, dec->tmp, dec->ctx, rows, &y->co, y->co_b, 1.0f);
 
         /* ReLU feed-forward */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln3_w, y->ln3_b, HV_LN_EPS);
-        hv_linear(pool, dec->ff, dec->norm, rows, &y->ff_in, y->ff_in_b);
-        hv_relu(dec->ff, (long)rows * c->dec_inner);
-        hv_linear(pool, dec->tmp, dec->ff, rows, &y->ff_out, y->ff_out_b);
-        hv_add_scaled(dec->x, dec->tmp, (long)rows * h, 1.0f);
+        hv_linear_relu(pool, dec->ff, dec->norm, rows, &y->ff_in, y->ff_in_b);
+        hv_linear_add(pool, dec->x, dec->tmp, dec->ff, rows, &y->ff_out, y->ff_out_b, 1.0f);
     }
     for (int i = 0; i < n_seq; i++) dec->seq_len[seqs[i]] += n_tok;
 

@@ -112,8 +112,7 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
         F = F2;
         len = hv_sub_conv_len(len);
         mask_rows(dw, T, (long)F * C, len);
-        hv_linear(pool, pw, dw, T * F, &w->pw[s], w->pw_b[s]);
-        hv_relu(pw, (long)T * F * C);
+        hv_linear_relu(pool, pw, dw, T * F, &w->pw[s], w->pw_b[s]);
         free(dw);
         img = pw;
     }
@@ -202,8 +201,7 @@ static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x, int n
     int d = c->d_model;
     layernorm(pool, s->norm, x, n, d, nw, nb);
     hv_linear_silu(pool, s->big, s->norm, n, up, up_b);
-    hv_linear(pool, s->tmp, s->big, n, down, down_b);
-    hv_add_scaled(x, s->tmp, (long)n * d, 0.5f);
+    hv_linear_add(pool, x, s->tmp, s->big, n, down, down_b, 0.5f);
 }
 
 typedef struct attn_job {
@@ -279,8 +277,7 @@ static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, i
     hv_linear_many(pool, n, s->norm, 3, qkv, qkv_b, qkv_y);
     attn_job j = {s, y, p, n, len, d, H, d / H};
     hv_pool_run(pool, H, attn_head, &j);
-    hv_linear(pool, s->tmp, s->ctx, n, &y->wo, y->bo);
-    hv_add_scaled(x, s->tmp, (long)n * d, 1.0f);
+    hv_linear_add(pool, x, s->tmp, s->ctx, n, &y->wo, y->bo, 1.0f);
 }
 
 typedef struct dwconv_job {
@@ -321,8 +318,7 @@ static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n, int 
         for (int k = 0; k < K; k++) s->dw_taps[(long)k * d + ch] = y->dw_w[(long)ch * K + k];
     dwconv_job j = {s->q, s->k, s->dw_taps, y->dw_b, n, d, K};
     hv_pool_run(pool, hv_pool_size(pool), dwconv_task, &j);
-    hv_linear(pool, s->tmp, s->k, n, &y->pw2, y->pw2_b);
-    hv_add_scaled(x, s->tmp, (long)n * d, 1.0f);
+    hv_linear_add(pool, x, s->tmp, s->k, n, &y->pw2, y->pw2_b, 1.0f);
 }
 
 /* Transformer-XL sinusoids for positions n-1 down to -(n-1), computed in

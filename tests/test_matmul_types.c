@@ -473,6 +473,25 @@ static void same_everywhere(linear_with_fn fn, hv_pool *const pools[3], int tabl
     }
 }
 
+/* hv_linear_ep_with(ep) where same_everywhere runs fn: y must be want_y's
+ * bits and, with a residual (reset from res0 before each call), the
+ * residual want_res's. */
+static void same_everywhere_ep(hv_pool *const pools[3], int tables, const float *x, int n,
+                               const hv_mat *W, const float *b, hv_epilogue ep, const float *res0,
+                               float *y, const float *want_y, const float *want_res, size_t ny,
+                               int *ok) {
+    const hv_mm_kernels *simd = hv_mm_simd();
+    const hv_mm_kernels *ks[5] = {hv_mm_best(), hv_mm_best(), hv_mm_best(), &hv_mm_scalar, simd};
+    hv_pool *ps[5] = {pools[0], pools[1], pools[2], pools[1], pools[2]};
+    for (int r = 0; r < (simd && tables ? 5 : 3); r++) {
+        if (ep.residual && res0) memcpy(ep.residual, res0, ny * sizeof(float));
+        memset(y, 0, ny * sizeof(float));
+        hv_linear_ep_with(ks[r], ps[r], y, x, n, W, b, &ep);
+        *ok &= same_bits(y, want_y, ny);
+        if (ep.residual && want_res) *ok &= same_bits(ep.residual, want_res, ny);
+    }
+}
+
 /* x8: the q8_0/q4_0 matrices (of rows % 8 == 0) interleaved; for n >
  * HV_LINEAR_GEMV_MAX_N (the int8 GEMM) their bits must be the row-by-row
  * layout's. */
@@ -523,7 +542,8 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 st = st8;
             }
             float *w = dequant(&W);
-            int same_threads = 1, same_simd = 1, bias_ok = 1, silu_ok = 1;
+            int same_threads = 1, same_simd = 1, bias_ok = 1, silu_ok = 1, relu_ok = 1;
+            int add_ok = 1;
             /* f32 weights reach the kernel tables only in the packed GEMM
              * (n > HV_LINEAR_GEMV_MAX_N); below, OpenBLAS */
             int tables = t != HV_WEIGHTS_F32 || n > HV_LINEAR_GEMV_MAX_N;
@@ -550,6 +570,25 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 hv_silu(ys, (long)ny);
                 same_everywhere(hv_linear_silu_with, pools, tables, x, n, &W, b, y, ys, ny,
                                 &silu_ok, &silu_ok);
+                /* ReLU likewise */
+                memcpy(ys, y0, ny * sizeof(float));
+                hv_relu(ys, (long)ny);
+                same_everywhere_ep(pools, tables, x, n, &W, b, (hv_epilogue){HV_ACT_RELU, NULL, 0},
+                                   NULL, y, ys, NULL, ny, &relu_ok);
+                /* the residual add: hv_linear then hv_add_scaled, y kept */
+                float *res0 = falloc(ny), *res = falloc(ny), *want = falloc(ny);
+                for (size_t i = 0; i < ny; i++) res0[i] = frand() * 4;
+                memcpy(want, res0, ny * sizeof(float));
+                hv_add_scaled(want, y0, (long)ny, 0.5f);
+                same_everywhere_ep(pools, tables, x, n, &W, b,
+                                   (hv_epilogue){HV_ACT_NONE, res, 0.5f}, res0, y, y0, want, ny,
+                                   &add_ok);
+                memcpy(res, res0, ny * sizeof(float));
+                hv_linear_add(pools[1], res, y, x, n, &W, b, 0.5f);
+                add_ok &= same_bits(res, want, ny) && same_bits(y, y0, ny);
+                free(res0);
+                free(res);
+                free(want);
                 free(ys);
             }
             double shape_worst = 0;
@@ -574,6 +613,10 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
             CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_weight_type_name(t), n, rows,
                       cols);
             CHECK_MSG(silu_ok, "%s%s n=%d %dx%d: hv_linear_silu == hv_linear + hv_silu",
+                      hv_weight_type_name(t), x8 ? " x8" : "", n, rows, cols);
+            CHECK_MSG(relu_ok, "%s%s n=%d %dx%d: ReLU epilogue == hv_linear + hv_relu",
+                      hv_weight_type_name(t), x8 ? " x8" : "", n, rows, cols);
+            CHECK_MSG(add_ok, "%s%s n=%d %dx%d: residual epilogue == hv_linear + hv_add_scaled",
                       hv_weight_type_name(t), x8 ? " x8" : "", n, rows, cols);
             free(x);
             free(src);

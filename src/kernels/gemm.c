@@ -159,10 +159,10 @@ int hv_gemm_chunk_rows(const hv_mat *W) {
 }
 
 int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
-                      float *const *y, int (*chunk_rows)(const hv_mat *W), int silu) {
-    if (count < 1 || count > HV_GEMM_MAX_OUT) return -1;
+                      float *const *y, int (*chunk_rows)(const hv_mat *W), const hv_epilogue *ep) {
+    if (count < 1 || count > HV_GEMM_MAX_OUT || (ep && ep->residual && count != 1)) return -1;
     memset(o, 0, sizeof *o);
-    o->silu = silu;
+    if (ep) o->ep = *ep;
     o->cols = W[0]->cols;
     for (int m = 0; m < count; m++) {
         if (W[m]->cols != o->cols) return -1;
@@ -199,25 +199,30 @@ void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1) {
         float *yi = o->out[m].y + (long)i * rows;
         if (bias)
             for (int r = r0; r < r1; r++) yi[r] += bias[r];
-        if (o->silu) hv_silu(yi + r0, r1 - r0); /* element-wise: as over all of y */
+        /* element-wise: as over all of y */
+        if (o->ep.act == HV_ACT_SILU) hv_silu(yi + r0, r1 - r0);
+        if (o->ep.act == HV_ACT_RELU) hv_relu(yi + r0, r1 - r0);
+        if (o->ep.residual)
+            hv_add_scaled(o->ep.residual + (long)i * rows + r0, yi + r0, r1 - r0, o->ep.scale);
     }
 }
 
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
-                    const hv_mat *const *W, const float *const *bias, float *const *y, int silu) {
+                    const hv_mat *const *W, const float *const *bias, float *const *y,
+                    const hv_epilogue *ep) {
     if (count < 1 || count > HV_GEMM_MAX_OUT) return -1;
     if (!pool) { /* a one-thread pool of our own for its scratch */
         hv_pool *own = hv_pool_new(1);
-        int rc = own ? hv_gemm_weights(k, own, n, x, count, W, bias, y, silu) : -1;
+        int rc = own ? hv_gemm_weights(k, own, n, x, count, W, bias, y, ep) : -1;
         hv_pool_free(own);
         return rc;
     }
     int int8 = 1; /* block-quantized weights take the int8 GEMM */
     for (int m = 0; m < count; m++)
         int8 &= W[m]->type == HV_WEIGHTS_Q8_0 || W[m]->type == HV_WEIGHTS_Q4_0;
-    if (int8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y, silu);
+    if (int8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y, ep);
     gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
-    if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, silu)) return -1;
+    if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, ep)) return -1;
     j.cols = j.o.cols;
     int tasks = hv_pool_size(pool);
     if (tasks > j.o.n_chunks) tasks = j.o.n_chunks;

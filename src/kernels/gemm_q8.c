@@ -216,9 +216,10 @@ static void gemm_task(void *arg, int task, int n_tasks) {
 }
 
 int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
-               const hv_mat *const *W, const float *const *bias, float *const *y, int silu) {
+               const hv_mat *const *W, const float *const *bias, float *const *y,
+               const hv_epilogue *ep) {
     q8_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
-    if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, silu)) return -1;
+    if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, ep)) return -1;
     j.cols = j.o.cols;
     if (j.cols % BLK) return -1;
     for (int m = 0; m < count; m++)

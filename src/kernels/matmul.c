@@ -469,15 +469,16 @@ static int packed_gemm(const hv_mat *W) {
     return hv_mm_simd() && (W->type != HV_WEIGHTS_F32 || !HV_GEMM_F32_BLAS);
 }
 
-/* hv_linear, then SiLU over y when silu. The regimes (docs/KERNELS.md):
- * n > HV_LINEAR_GEMV_MAX_N takes the packed GEMM (the int8 one for
- * q8_0/q4_0) where SIMD kernels exist, with the SiLU in its chunks, else
- * widened tiles + sgemm; below, f32 weights go to OpenBLAS (sgemv per
- * 32-row chunk for n == 1, sgemm per tile otherwise) and the other types
- * to the gemv kernels. Outside the packed GEMM the SiLU is one pass after.
- * Small products run on the calling thread alone. */
+/* hv_linear, then the epilogue ep (NULL: none). The regimes
+ * (docs/KERNELS.md): n > HV_LINEAR_GEMV_MAX_N takes the packed GEMM (the
+ * int8 one for q8_0/q4_0) where SIMD kernels exist, with the epilogue in
+ * its chunks, else widened tiles + sgemm; below, f32 weights go to
+ * OpenBLAS (sgemv per 32-row chunk for n == 1, sgemm per tile otherwise)
+ * and the other types to the gemv kernels. Outside the packed GEMM the
+ * epilogue is passes after. Small products run on the calling thread
+ * alone. */
 static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
-                   const hv_mat *W, const float *bias, int silu) {
+                   const hv_mat *W, const float *bias, const hv_epilogue *ep) {
     if (n <= 0 || W->rows <= 0) return;
     pthread_once(&blas_once, blas_single_threaded);
     linear_job job = {y, x, n, W, bias, k, NULL, 0, 0, 0, 0};
@@ -491,7 +492,7 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
     atomic_init(&job.next, 0);
     if (tasks > job.n_chunks) tasks = job.n_chunks;
     /* the encoder's regime: the packed GEMM, for every weight type */
-    if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, silu) == 0)
+    if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, ep) == 0)
         return;
     hv_q8_act xq;
     void *xq_buf = NULL;
@@ -500,26 +501,48 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
         job.xq = &xq;
     hv_pool_run(pool, tasks, linear_task, &job);
     free(xq_buf);
-    if (silu) hv_silu(y, (long)n * W->rows);
+    if (!ep) return;
+    long count = (long)n * W->rows;
+    if (ep->act == HV_ACT_SILU) hv_silu(y, count);
+    if (ep->act == HV_ACT_RELU) hv_relu(y, count);
+    if (ep->residual) hv_add_scaled(ep->residual, y, count, ep->scale);
 }
+
+static const hv_epilogue silu_ep = {HV_ACT_SILU, NULL, 0.0f}, relu_ep = {HV_ACT_RELU, NULL, 0.0f};
 
 void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
                     const hv_mat *W, const float *bias) {
-    linear(k, pool, y, x, n, W, bias, 0);
+    linear(k, pool, y, x, n, W, bias, NULL);
 }
 
 void hv_linear_silu_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
                          const hv_mat *W, const float *bias) {
-    linear(k, pool, y, x, n, W, bias, 1);
+    linear(k, pool, y, x, n, W, bias, &silu_ep);
+}
+
+void hv_linear_ep_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                       const hv_mat *W, const float *bias, const hv_epilogue *ep) {
+    linear(k, pool, y, x, n, W, bias, ep);
 }
 
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias) {
-    linear(hv_mm_best(), pool, y, x, n, W, bias, 0);
+    linear(hv_mm_best(), pool, y, x, n, W, bias, NULL);
 }
 
 void hv_linear_silu(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
                     const float *bias) {
-    linear(hv_mm_best(), pool, y, x, n, W, bias, 1);
+    linear(hv_mm_best(), pool, y, x, n, W, bias, &silu_ep);
+}
+
+void hv_linear_relu(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
+                    const float *bias) {
+    linear(hv_mm_best(), pool, y, x, n, W, bias, &relu_ep);
+}
+
+void hv_linear_add(hv_pool *pool, float *res, float *y, const float *x, int n, const hv_mat *W,
+                   const float *bias, float scale) {
+    hv_epilogue ep = {HV_ACT_NONE, res, scale};
+    linear(hv_mm_best(), pool, y, x, n, W, bias, &ep);
 }
 
 typedef struct gemv_many_job {
@@ -552,7 +575,7 @@ static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *
         if ((W[m]->type != HV_WEIGHTS_Q8_0 && W[m]->type != HV_WEIGHTS_Q4_0) || W[m]->rows < 1)
             return -1;
     gemv_many_job g = {.k = k, .x = x, .n = n};
-    if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk, 0)) return -1;
+    if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk, NULL)) return -1;
     hv_q8_act xq;
     void *buf = q8_act_new(k, &xq, x, n, g.o.cols);
     if (!buf) return -1;
@@ -570,7 +593,7 @@ void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_ma
         fits &= W[m]->cols == W[0]->cols && W[m]->rows > 0;
         packed &= packed_gemm(W[m]);
     }
-    if (fits && packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y, 0) == 0)
+    if (fits && packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y, NULL) == 0)
         return;
     if (fits && n > 0 && n <= HV_LINEAR_GEMV_MAX_N && W[0]->cols % HV_Q8_BLOCK == 0 &&
         gemv_many(hv_mm_best(), pool, n, x, count, W, bias, y) == 0)

@@ -111,6 +111,18 @@ void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, 
 void hv_linear_silu(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
                     const float *bias);
 
+/* hv_linear followed by ReLU over y (hv_relu), the same bits, likewise
+ * applied chunk by chunk with many rows. */
+void hv_linear_relu(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W,
+                    const float *bias);
+
+/* A residual branch's output projection: y = x . W^T + bias (as hv_linear;
+ * y keeps it), then res[n x W.rows] += scale * y, the same bits as
+ * hv_add_scaled(res, y, n * W.rows, scale) after hv_linear. With many rows
+ * each chunk is added while it is in the cache. */
+void hv_linear_add(hv_pool *pool, float *res, float *y, const float *x, int n, const hv_mat *W,
+                   const float *bias, float scale);
+
 /* hv_linear for count products of the same input x [n x cols]: y[m] =
  * x . W[m]^T + bias[m] (bias[m] may be NULL), each exactly as hv_linear
  * computes it; with many rows x is packed once for all of them and their

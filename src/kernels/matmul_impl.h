@@ -243,17 +243,29 @@ const hv_mm_kernels *hv_mm_best(void);
  * and q4_0: c and count multiples of 32) widened to f32 at dst, exactly. */
 void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long count, float *dst);
 
+/* What happens to the outputs after the bias, chunk by chunk while they
+ * are in the cache, with the same bits as the passes over all of y it
+ * replaces: the activation (hv_silu or hv_relu over y), then, when residual
+ * is not NULL, residual += scale * y (hv_add_scaled; residual is [n x
+ * rows] like y, and y keeps the product). NULL: nothing. */
+typedef enum { HV_ACT_NONE, HV_ACT_SILU, HV_ACT_RELU } hv_act;
+typedef struct hv_epilogue {
+    hv_act act;
+    float *residual;
+    float scale;
+} hv_epilogue;
+
 /* y[m][n x W[m].rows] = x . W[m]^T (+ bias[m] when not NULL) for count <=
  * HV_GEMM_MAX_OUT weight matrices of the same cols, by the packed GEMM
  * (gemm.c), for any n and weight type, spread over the pool: the
  * activations are packed once for all of them, the weights one block at a
- * time as they are widened. silu: then hv_silu over the outputs, chunk by
- * chunk while they are in the cache (the same bits as one hv_silu after).
- * Returns -1, having done nothing, when its buffers cannot be had or the
- * shapes do not match. */
+ * time as they are widened; then the epilogue ep (NULL: none; with a
+ * residual, count must be 1). Returns -1, having done nothing, when its
+ * buffers cannot be had or the shapes do not match. */
 #define HV_GEMM_MAX_OUT 4
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
-                    const hv_mat *const *W, const float *const *bias, float *const *y, int silu);
+                    const hv_mat *const *W, const float *const *bias, float *const *y,
+                    const hv_epilogue *ep);
 
 /* The products of one packed-GEMM call (gemm.c, gemm_q8.c) and their
  * split into task chunks of weight rows: chunks are numbered across the
@@ -267,7 +279,7 @@ typedef struct hv_gemm_outs {
         int first_chunk; /* number of its first chunk */
     } out[HV_GEMM_MAX_OUT];
     int n_out, n_chunks, max_chunk, cols;
-    int silu;        /* hv_gemm_outs_finish applies SiLU after the bias */
+    hv_epilogue ep;  /* hv_gemm_outs_finish applies it after the bias */
     atomic_int next; /* the next chunk to hand out */
 } hv_gemm_outs;
 
@@ -276,21 +288,22 @@ typedef struct hv_gemm_outs {
  * kernels' own for the decoder's hv_linear_many); -1 when the count is out
  * of range or the matrices' column counts differ. */
 int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
-                      float *const *y, int (*chunk_rows)(const hv_mat *W), int silu);
+                      float *const *y, int (*chunk_rows)(const hv_mat *W), const hv_epilogue *ep);
 
 /* Takes the next chunk (any thread): its product m and weight rows
  * [r0, r1); 0 when none is left. */
 int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
 
 /* Finishes rows [r0, r1) of product m's n outputs: adds its bias (if
- * any), then SiLU when o->silu. */
+ * any), then the epilogue. */
 void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1);
 
 /* hv_gemm_weights for q8_0 and q4_0 weights through the int8 GEMM
  * (gemm_q8.c), on a pool (not NULL); hv_gemm_weights calls it when every
  * W[m] is one of them. */
 int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
-               const hv_mat *const *W, const float *const *bias, float *const *y, int silu);
+               const hv_mat *const *W, const float *const *bias, float *const *y,
+               const hv_epilogue *ep);
 
 /* Weight rows per task chunk of the packed GEMMs: a multiple of
  * HV_GEMM_NR that depends on the shape only. */
@@ -304,5 +317,10 @@ void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float
 /* hv_linear_silu with a given kernel table. */
 void hv_linear_silu_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
                          const hv_mat *W, const float *bias);
+
+/* hv_linear then the epilogue ep (NULL: none), with a given kernel table:
+ * hv_linear_relu and hv_linear_add are this with hv_mm_best(). */
+void hv_linear_ep_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
+                       const hv_mat *W, const float *bias, const hv_epilogue *ep);
 
 #endif
