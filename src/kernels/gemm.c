@@ -197,6 +197,14 @@ void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1) {
     int rows = o->out[m].W->rows;
     for (int i = 0; i < n; i++) {
         float *yi = o->out[m].y + (long)i * rows;
+        if (o->ep.residual && i + 2 < n) { /* short rows far apart: fetch ahead */
+            const char *ya = (const char *)(yi + 2L * rows + r0);
+            const char *ra = (const char *)(o->ep.residual + (i + 2L) * rows + r0);
+            for (long b = 0; b < (long)(r1 - r0) * 4; b += 64) {
+                __builtin_prefetch(ya + b);
+                __builtin_prefetch(ra + b, 1);
+            }
+        }
         if (bias)
             for (int r = r0; r < r1; r++) yi[r] += bias[r];
         /* element-wise: as over all of y */
