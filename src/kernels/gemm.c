@@ -109,13 +109,13 @@ static void tile(const gemm_job *j, int rows, float *y, int kc, const float *xp,
     float *c = y + (long)i * rows + r;
     int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
     if (mi == MR && nj == NR) {
-        j->k->gemm_tile(kc, xp, wp, c, rows, accumulate);
+        j->k->gemm_tiles(1, kc, xp, wp, c, rows, accumulate);
         return;
     }
     float buf[MR * NR] = {0};
     if (accumulate)
         for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
-    j->k->gemm_tile(kc, xp, wp, buf, NR, accumulate);
+    j->k->gemm_tiles(1, kc, xp, wp, buf, NR, accumulate);
     for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
 }
 
@@ -139,9 +139,17 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
                 for (int r = r0; r < r1; r += NR) {
                     const float *wpanel = wp + (long)(r - r0) * kc;
-                    for (int i = i0; i < i1; i += MR)
-                        tile(j, W->rows, j->o.out[m].y, kc, xblock + (long)i * kc, wpanel, i, r, r1,
-                             k0 > 0);
+                    float *y = j->o.out[m].y;
+                    int i = i0;
+                    /* the pass's whole tiles in one call, then an edge */
+                    int full = r + NR <= r1 ? ((i1 < j->n ? i1 : j->n / MR * MR) - i0) / MR : 0;
+                    if (full > 0) {
+                        j->k->gemm_tiles(full, kc, xblock + (long)i * kc, wpanel,
+                                         y + (long)i * W->rows + r, W->rows, k0 > 0);
+                        i += full * MR;
+                    }
+                    for (; i < i1; i += MR)
+                        tile(j, W->rows, y, kc, xblock + (long)i * kc, wpanel, i, r, r1, k0 > 0);
                 }
             }
         }

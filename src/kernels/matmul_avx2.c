@@ -365,8 +365,7 @@ TARGET static void widen_q4_0(float *dst, const hv_q4_0_block *src, long count) 
  * that each take one fma per column, in column order, so every output is
  * the same chain as the scalar kernel's. Per column: two weight loads, six
  * broadcasts, twelve fmas, which keeps both FMA units busy. */
-TARGET static void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc,
-                             int accumulate) {
+INLINE void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc, int accumulate) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     if (accumulate) {
         c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
@@ -400,6 +399,13 @@ TARGET static void gemm_tile(int kc, const float *a, const float *b, float *c, l
     _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
     _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
     _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+}
+
+/* Tiles down the activation rows, one call for a pass (see the table). */
+TARGET static void gemm_tiles(int count, int kc, const float *a, const float *b, float *c, long ldc,
+                              int accumulate) {
+    for (int t = 0; t < count; t++, a += (long)kc * HV_GEMM_MR, c += HV_GEMM_MR * ldc)
+        gemm_tile(kc, a, b, c, ldc, accumulate);
 }
 
 /* 8 x 8 transpose of rows r[0..7] in place. */

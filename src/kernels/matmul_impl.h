@@ -136,10 +136,14 @@ typedef struct hv_mm_kernels {
     void (*widen_bf16)(float *dst, const uint16_t *src, long count);
     void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
     void (*widen_q4_0)(float *dst, const hv_q4_0_block *src, long count);
-    /* The packed GEMM's micro-kernel: a tile of HV_GEMM_MR x HV_GEMM_NR
-     * outputs, c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + the fma
-     * chain over k < kc of a[k * MR + i] * b[k * NR + j]. */
-    void (*gemm_tile)(int kc, const float *a, const float *b, float *c, long ldc, int accumulate);
+    /* The packed GEMM's micro-kernel: count tiles of HV_GEMM_MR x
+     * HV_GEMM_NR outputs down the activation rows, tile t (its activation
+     * panel at a + t * kc * MR, its outputs from c + t * MR * ldc) being
+     * c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + the fma chain
+     * over k < kc of a[k * MR + i] * b[k * NR + j]. (Several per call: a
+     * call per tile was 1% of the encoder's samples.) */
+    void (*gemm_tiles)(int count, int kc, const float *a, const float *b, float *c, long ldc,
+                       int accumulate);
     /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc,
      * over 32-bit words moved bit for bit: HV_GEMM_NR rows into one packed
      * panel, of widened f32 weights (the packed GEMM) or of 4 weight bytes
@@ -205,7 +209,7 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .name = label, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16, .gemv_q8_0 = gemv_q8_0,       \
         .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,            \
         .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
-        .widen_q4_0 = widen_q4_0, .gemm_tile = gemm_tile, .gemm_panel = gemm_panel,                \
+        .widen_q4_0 = widen_q4_0, .gemm_tiles = gemm_tiles, .gemm_panel = gemm_panel,              \
         .gemm_panel_half = gemm_panel_half, .gemm_tile_q8 = gemm_tile_q8,                          \
         .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
         .attn_scores = attn_scores, .attn_context = attn_context,                                  \
