@@ -1082,7 +1082,7 @@ static void test_gemm_q8_tile(void) {
         for (int nbk = 1; nbk <= MAXB; nbk++)
             for (int acc = 0; acc < 2; acc++) {
                 memcpy(c0, start, sizeof c0);
-                hv_mm_scalar.gemm_tile_q8(nbk, a, ad, b, bd, bc, c0, NR, acc);
+                hv_mm_scalar.gemm_tiles_q8(1, nbk, a, ad, b, bd, bc, c0, NR, acc);
                 int ok = 1;
                 for (int i = 0; i < MR; i++)
                     for (int j = 0; j < NR; j++) {
@@ -1103,7 +1103,7 @@ static void test_gemm_q8_tile(void) {
                           acc);
                 if (simd) {
                     memcpy(c1, start, sizeof c1);
-                    simd->gemm_tile_q8(nbk, a, ad, b, bd, bc, c1, NR, acc);
+                    simd->gemm_tiles_q8(1, nbk, a, ad, b, bd, bc, c1, NR, acc);
                     CHECK_MSG(same_bits(c0, c1, MR * NR), "int8 tile round %d, %d blocks, acc %d",
                               round, nbk, acc);
                 }

@@ -169,13 +169,13 @@ static void tile(const q8_job *j, int rows, float *y, int nbk, const uint8_t *xp
     float *c = y + (long)i * rows + r;
     int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
     if (mi == MR && nj == NR) {
-        j->k->gemm_tile_q8(nbk, xp, xd, (const int8_t *)wpanel, wd, wc, c, rows, accumulate);
+        j->k->gemm_tiles_q8(1, nbk, xp, xd, (const int8_t *)wpanel, wd, wc, c, rows, accumulate);
         return;
     }
     float buf[MR * NR] = {0};
     if (accumulate)
         for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
-    j->k->gemm_tile_q8(nbk, xp, xd, (const int8_t *)wpanel, wd, wc, buf, NR, accumulate);
+    j->k->gemm_tiles_q8(1, nbk, xp, xd, (const int8_t *)wpanel, wd, wc, buf, NR, accumulate);
     for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
 }
 
@@ -205,9 +205,21 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
                 for (int r = r0; r < r1; r += NR) {
                     const uint8_t *wpanel = wp + (size_t)(r - r0) / NR * panel_bytes;
-                    for (int i = i0; i < i1; i += MR)
-                        tile(j, W->rows, j->o.out[m].y, nbk, xblock + (long)i * kc,
-                             dblock + (long)i * nbk, wpanel, i, r, r1, k0 > 0);
+                    float *y = j->o.out[m].y;
+                    int i = i0;
+                    /* the pass's whole tiles in one call, then an edge */
+                    int full = r + NR <= r1 ? ((i1 < j->n ? i1 : j->n / MR * MR) - i0) / MR : 0;
+                    if (full > 0) {
+                        const float *wd = (const float *)(wpanel + (size_t)kc * NR);
+                        j->k->gemm_tiles_q8(full, nbk, xblock + (long)i * kc,
+                                            dblock + (long)i * nbk, (const int8_t *)wpanel, wd,
+                                            (const int32_t *)(wd + nbk * NR),
+                                            y + (long)i * W->rows + r, W->rows, k0 > 0);
+                        i += full * MR;
+                    }
+                    for (; i < i1; i += MR)
+                        tile(j, W->rows, y, nbk, xblock + (long)i * kc, dblock + (long)i * nbk,
+                             wpanel, i, r, r1, k0 > 0);
                 }
             }
         }

@@ -464,9 +464,8 @@ TARGET static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int
  * exact: see gemm_q8.c) then vpmaddwd by 1 (quads into int32); then the
  * offset term comes off and each output takes one fma with the product
  * of the two scales, as the scalar kernel does. */
-TARGET static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                                const float *bd, const int32_t *bc, float *c, long ldc,
-                                int accumulate) {
+INLINE void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
     __m256 acc[HV_GEMM_Q8_MR][2];
     for (int i = 0; i < HV_GEMM_Q8_MR; i++)
         for (int v = 0; v < 2; v++)
@@ -508,6 +507,16 @@ TARGET static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, cons
     }
     for (int i = 0; i < HV_GEMM_Q8_MR; i++)
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
+}
+
+/* Tiles down the activation rows, one call for a pass (see the table). */
+TARGET static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad,
+                                 const int8_t *b, const float *bd, const int32_t *bc, float *c,
+                                 long ldc, int accumulate) {
+    for (int t = 0; t < count; t++)
+        gemm_tile_q8(nbk, a + (long)t * nbk * HV_Q8_BLOCK * HV_GEMM_Q8_MR,
+                     ad + (long)t * nbk * HV_GEMM_Q8_MR, b, bd, bc, c + t * HV_GEMM_Q8_MR * ldc,
+                     ldc, accumulate);
 }
 
 /* Eight rows at once: a word's dot with ones (dot_lanes_q8) sums each

@@ -153,14 +153,16 @@ typedef struct hv_mm_kernels {
      * (widen_f16 / widen_bf16's values): one pass instead of widening into
      * rows and transposing them. */
     void (*gemm_panel_half)(float *dst, const uint16_t *src, long ld, int kc, int bf16);
-    /* The int8 GEMM's micro-kernel (gemm_q8.c): a tile of HV_GEMM_Q8_MR x
-     * HV_GEMM_NR outputs over nbk blocks of 32 columns; a: activation bytes
-     * u = q + 64 as [nbk * 8][MR][4], ad: their scales [nbk][MR]; b: weight
-     * bytes [nbk * 8][NR][4], bd: their scales [nbk][NR], bc: 64 x the sum
-     * of each block's weights [nbk][NR]. Per block, p = sum u * w - bc,
-     * and c = fma(bd * ad, (float)p, c), from c or from 0. */
-    void (*gemm_tile_q8)(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate);
+    /* The int8 GEMM's micro-kernel (gemm_q8.c): count tiles of
+     * HV_GEMM_Q8_MR x HV_GEMM_NR outputs down the activation rows, over nbk
+     * blocks of 32 columns; tile t reads a + t * nbk * 32 * MR and ad + t *
+     * nbk * MR and writes from c + t * MR * ldc. Per tile, a: activation
+     * bytes u = q + 64 as [nbk * 8][MR][4], ad: their scales [nbk][MR]; b:
+     * weight bytes [nbk * 8][NR][4], bd: their scales [nbk][NR], bc: 64 x
+     * the sum of each block's weights [nbk][NR]. Per block, p = sum u * w
+     * - bc, and c = fma(bd * ad, (float)p, c), from c or from 0. */
+    void (*gemm_tiles_q8)(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate);
     /* The int8 GEMM's per-block terms of one x8 group of 8 weight rows,
      * its values already in a panel: scale[j] = the f16 scale d[j]
      * widened, and offset[j] = 64 x the sum of row j's 32 values, which lie
@@ -210,7 +212,7 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,            \
         .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
         .widen_q4_0 = widen_q4_0, .gemm_tiles = gemm_tiles, .gemm_panel = gemm_panel,              \
-        .gemm_panel_half = gemm_panel_half, .gemm_tile_q8 = gemm_tile_q8,                          \
+        .gemm_panel_half = gemm_panel_half, .gemm_tiles_q8 = gemm_tiles_q8,                        \
         .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
         .attn_scores = attn_scores, .attn_context = attn_context,                                  \
         .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \

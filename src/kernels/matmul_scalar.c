@@ -266,6 +266,14 @@ static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_
         }
 }
 
+static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
+    for (int t = 0; t < count; t++)
+        gemm_tile_q8(nbk, a + (long)t * nbk * HV_Q8_BLOCK * HV_GEMM_Q8_MR,
+                     ad + (long)t * nbk * HV_GEMM_Q8_MR, b, bd, bc, c + t * HV_GEMM_Q8_MR * ldc,
+                     ldc, accumulate);
+}
+
 static float quantize_q8(const float *x, int8_t q[HV_Q8_BLOCK]) {
     return quantize_levels(x, 127, q);
 }
