@@ -102,16 +102,13 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
     }
 }
 
-/* One tile at activation row i, weight row r (panel pointers given); edge
- * tiles go through a full-size buffer so the kernel never sees a tail. */
-static void tile(const gemm_job *j, int rows, float *y, int kc, const float *xp, const float *wp,
-                 int i, int r, int r1, int accumulate) {
+/* An edge tile (fewer than MR activation rows or NR weight rows) at
+ * activation row i, weight row r (panel pointers given), through a
+ * full-size buffer so the kernel never sees a tail. */
+static void edge_tile(const gemm_job *j, int rows, float *y, int kc, const float *xp,
+                      const float *wp, int i, int r, int r1, int accumulate) {
     float *c = y + (long)i * rows + r;
     int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
-    if (mi == MR && nj == NR) {
-        j->k->gemm_tiles(1, kc, xp, wp, c, rows, accumulate);
-        return;
-    }
     float buf[MR * NR] = {0};
     if (accumulate)
         for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
@@ -141,15 +138,17 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                     const float *wpanel = wp + (long)(r - r0) * kc;
                     float *y = j->o.out[m].y;
                     int i = i0;
-                    /* the pass's whole tiles in one call, then an edge */
-                    int full = r + NR <= r1 ? ((i1 < j->n ? i1 : j->n / MR * MR) - i0) / MR : 0;
+                    /* the pass's whole tiles in one call (i0 is a multiple
+                     * of MR, and so is i1 unless it is n), then an edge */
+                    int full = r + NR <= r1 ? i1 / MR - i0 / MR : 0;
                     if (full > 0) {
                         j->k->gemm_tiles(full, kc, xblock + (long)i * kc, wpanel,
                                          y + (long)i * W->rows + r, W->rows, k0 > 0);
                         i += full * MR;
                     }
                     for (; i < i1; i += MR)
-                        tile(j, W->rows, y, kc, xblock + (long)i * kc, wpanel, i, r, r1, k0 > 0);
+                        edge_tile(j, W->rows, y, kc, xblock + (long)i * kc, wpanel, i, r, r1,
+                                  k0 > 0);
                 }
             }
         }
@@ -216,11 +215,15 @@ void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1) {
         if (bias)
             for (int r = r0; r < r1; r++) yi[r] += bias[r];
         /* element-wise: as over all of y */
-        if (o->ep.act == HV_ACT_SILU) hv_silu(yi + r0, r1 - r0);
-        if (o->ep.act == HV_ACT_RELU) hv_relu(yi + r0, r1 - r0);
-        if (o->ep.residual)
-            hv_add_scaled(o->ep.residual + (long)i * rows + r0, yi + r0, r1 - r0, o->ep.scale);
+        hv_epilogue_run(&o->ep, yi + r0,
+                        o->ep.residual ? o->ep.residual + (long)i * rows + r0 : NULL, r1 - r0);
     }
+}
+
+void hv_epilogue_run(const hv_epilogue *ep, float *y, float *res, long count) {
+    if (ep->act == HV_ACT_SILU) hv_silu(y, count);
+    if (ep->act == HV_ACT_RELU) hv_relu(y, count);
+    if (ep->residual) hv_add_scaled(res, y, count, ep->scale);
 }
 
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,

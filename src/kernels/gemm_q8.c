@@ -159,19 +159,16 @@ static void pack_w_x8(const hv_mm_kernels *k8, const hv_mat *W, int r0, int r1, 
     }
 }
 
-/* One tile at activation row i, weight row r; edge tiles through a
- * full-size buffer. */
-static void tile(const q8_job *j, int rows, float *y, int nbk, const uint8_t *xp, const float *xd,
-                 const uint8_t *wpanel, int i, int r, int r1, int accumulate) {
+/* An edge tile (fewer than MR activation rows or NR weight rows) at
+ * activation row i, weight row r, through a full-size buffer. */
+static void edge_tile(const q8_job *j, int rows, float *y, int nbk, const uint8_t *xp,
+                      const float *xd, const uint8_t *wpanel, int i, int r, int r1,
+                      int accumulate) {
     int kc = nbk * BLK;
     const float *wd = (const float *)(wpanel + (size_t)kc * NR);
     const int32_t *wc = (const int32_t *)(wd + nbk * NR);
     float *c = y + (long)i * rows + r;
     int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
-    if (mi == MR && nj == NR) {
-        j->k->gemm_tiles_q8(1, nbk, xp, xd, (const int8_t *)wpanel, wd, wc, c, rows, accumulate);
-        return;
-    }
     float buf[MR * NR] = {0};
     if (accumulate)
         for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
@@ -207,8 +204,9 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                     const uint8_t *wpanel = wp + (size_t)(r - r0) / NR * panel_bytes;
                     float *y = j->o.out[m].y;
                     int i = i0;
-                    /* the pass's whole tiles in one call, then an edge */
-                    int full = r + NR <= r1 ? ((i1 < j->n ? i1 : j->n / MR * MR) - i0) / MR : 0;
+                    /* the pass's whole tiles in one call (i0 is a multiple
+                     * of MR, and so is i1 unless it is n), then an edge */
+                    int full = r + NR <= r1 ? i1 / MR - i0 / MR : 0;
                     if (full > 0) {
                         const float *wd = (const float *)(wpanel + (size_t)kc * NR);
                         j->k->gemm_tiles_q8(full, nbk, xblock + (long)i * kc,
@@ -218,8 +216,8 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                         i += full * MR;
                     }
                     for (; i < i1; i += MR)
-                        tile(j, W->rows, y, nbk, xblock + (long)i * kc, dblock + (long)i * nbk,
-                             wpanel, i, r, r1, k0 > 0);
+                        edge_tile(j, W->rows, y, nbk, xblock + (long)i * kc, dblock + (long)i * nbk,
+                                  wpanel, i, r, r1, k0 > 0);
                 }
             }
         }

@@ -17,7 +17,6 @@
 
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
-#include "kernels/ops.h"
 
 #ifdef HV_MM_HAVE_AVX2
 #include <cpuid.h>
@@ -501,11 +500,7 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
         job.xq = &xq;
     hv_pool_run(pool, tasks, linear_task, &job);
     free(xq_buf);
-    if (!ep) return;
-    long count = (long)n * W->rows;
-    if (ep->act == HV_ACT_SILU) hv_silu(y, count);
-    if (ep->act == HV_ACT_RELU) hv_relu(y, count);
-    if (ep->residual) hv_add_scaled(ep->residual, y, count, ep->scale);
+    if (ep) hv_epilogue_run(ep, y, ep->residual, (long)n * W->rows);
 }
 
 static const hv_epilogue silu_ep = {HV_ACT_SILU, NULL, 0.0f}, relu_ep = {HV_ACT_RELU, NULL, 0.0f};

@@ -261,6 +261,12 @@ typedef struct hv_epilogue {
     float scale;
 } hv_epilogue;
 
+/* The epilogue over count outputs at y, res the matching residual
+ * entries (ignored without a residual): the one code both the packed
+ * GEMMs' chunks and the passes after the other products run, so that
+ * their bits agree. */
+void hv_epilogue_run(const hv_epilogue *ep, float *y, float *res, long count);
+
 /* y[m][n x W[m].rows] = x . W[m]^T (+ bias[m] when not NULL) for count <=
  * HV_GEMM_MAX_OUT weight matrices of the same cols, by the packed GEMM
  * (gemm.c), for any n and weight type, spread over the pool: the
