@@ -498,8 +498,17 @@ static void same_everywhere_ep(hv_pool *const pools[3], int tables, const float 
 static void test_linear(hv_weight_type t, int exact, int x8) {
     static const shape gen[] = {{1, 1},     {5, 3},     {17, 9},   {33, 31},  {64, 100},
                                 {130, 257}, {40, 1000}, {300, 24}, {200, 520}};
-    static const shape q8[] = {{1, 32},    {3, 64},    {37, 96}, {130, 256},
-                               {40, 1024}, {200, 512}, {8, 32},  {136, 96}};
+    static const shape q8[] = {{1, 32},
+                               {3, 64},
+                               {37, 96},
+                               {130, 256},
+                               {40, 1024},
+                               {200, 512},
+                               {8, 32},
+                               {136, 96},
+                               /* two column blocks of the int8 GEMM, the
+                                * second a block shorter */
+                               {24, HV_GEMM_Q8_KC_MAX + 32}};
     int blocks = t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0;
     const shape *shapes = blocks ? q8 : gen;
     int n_shapes = blocks ? (int)(sizeof q8 / sizeof q8[0]) : (int)(sizeof gen / sizeof gen[0]);
@@ -1055,13 +1064,15 @@ static void bench(void) {
 /* The int8 GEMM's micro-kernel and panel transpose on their own: the
  * extremes (u = 1 and 127 against w = -127 and 127, where the unsigned-by-
  * signed pair sums come closest to saturating), 1 to 8 blocks, from zero
- * and accumulating; SIMD bit for bit scalar, both equal to the exact
- * integer dot scaled in f64 within one rounding per block. */
+ * and accumulating, with and without a bias; SIMD bit for bit scalar, both
+ * equal to the exact integer dot scaled in f64 within one rounding per
+ * block. */
 static void test_gemm_q8_tile(void) {
     enum { MR = HV_GEMM_Q8_MR, NR = HV_GEMM_NR, MAXB = 8 };
     static uint8_t a[MAXB * 8 * MR * 4];
     static int8_t b[MAXB * 8 * NR * 4];
     float ad[MAXB * MR], bd[MAXB * NR], c0[MR * NR], c1[MR * NR], start[MR * NR];
+    float bias[NR], want[MR * NR];
     int32_t bc[MAXB * NR];
     const hv_mm_kernels *simd = hv_mm_simd();
     for (int round = 0; round < 4; round++) {
@@ -1079,10 +1090,11 @@ static void test_gemm_q8_tile(void) {
                 bc[blk * NR + j] = 64 * sum;
             }
         for (int i = 0; i < MR * NR; i++) start[i] = frand();
+        for (int j = 0; j < NR; j++) bias[j] = frand();
         for (int nbk = 1; nbk <= MAXB; nbk++)
             for (int acc = 0; acc < 2; acc++) {
                 memcpy(c0, start, sizeof c0);
-                hv_mm_scalar.gemm_tiles_q8(1, nbk, a, ad, b, bd, bc, c0, NR, acc);
+                hv_mm_scalar.gemm_tiles_q8(1, nbk, a, ad, b, bd, bc, c0, NR, acc, NULL);
                 int ok = 1;
                 for (int i = 0; i < MR; i++)
                     for (int j = 0; j < NR; j++) {
@@ -1103,9 +1115,19 @@ static void test_gemm_q8_tile(void) {
                           acc);
                 if (simd) {
                     memcpy(c1, start, sizeof c1);
-                    simd->gemm_tiles_q8(1, nbk, a, ad, b, bd, bc, c1, NR, acc);
+                    simd->gemm_tiles_q8(1, nbk, a, ad, b, bd, bc, c1, NR, acc, NULL);
                     CHECK_MSG(same_bits(c0, c1, MR * NR), "int8 tile round %d, %d blocks, acc %d",
                               round, nbk, acc);
+                }
+                /* with a bias: the sums above, then + bias, in both tables */
+                for (int i = 0; i < MR * NR; i++) want[i] = c0[i] + bias[i % NR];
+                for (int table = 0; table < (simd ? 2 : 1); table++) {
+                    memcpy(c1, start, sizeof c1);
+                    (table ? simd : &hv_mm_scalar)
+                        ->gemm_tiles_q8(1, nbk, a, ad, b, bd, bc, c1, NR, acc, bias);
+                    CHECK_MSG(same_bits(want, c1, MR * NR),
+                              "int8 tile round %d, %d blocks, acc %d, bias, table %d", round, nbk,
+                              acc, table);
                 }
             }
     }

@@ -150,9 +150,9 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                         edge_tile(j, W->rows, y, kc, xblock + (long)i * kc, wpanel, i, r, r1,
                                   k0 > 0);
                 }
+                if (k0 + kc == cols) hv_gemm_outs_finish(&j->o, m, i0, i1, r0, r1);
             }
         }
-        hv_gemm_outs_finish(&j->o, m, j->n, r0, r1);
     }
 }
 
@@ -199,12 +199,12 @@ int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1) {
     return 1;
 }
 
-void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1) {
+void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1) {
     const float *bias = o->out[m].bias;
     int rows = o->out[m].W->rows;
-    for (int i = 0; i < n; i++) {
+    for (int i = i0; i < i1; i++) {
         float *yi = o->out[m].y + (long)i * rows;
-        if (o->ep.residual && i + 2 < n) { /* short rows far apart: fetch ahead */
+        if (o->ep.residual && i + 2 < i1) { /* short rows far apart: fetch ahead */
             const char *ya = (const char *)(yi + 2L * rows + r0);
             const char *ra = (const char *)(o->ep.residual + (i + 2L) * rows + r0);
             for (long b = 0; b < (long)(r1 - r0) * 4; b += 64) {
@@ -212,7 +212,7 @@ void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1) {
                 __builtin_prefetch(ra + b, 1);
             }
         }
-        if (bias)
+        if (bias && !o->bias_done)
             for (int r = r0; r < r1; r++) yi[r] += bias[r];
         /* element-wise: as over all of y */
         hv_epilogue_run(&o->ep, yi + r0,

@@ -26,17 +26,18 @@
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
 
-#define MR  HV_GEMM_Q8_MR
-#define NR  HV_GEMM_NR
-#define KC  HV_GEMM_KC
-#define BLK HV_Q8_BLOCK
-#define MC  (96 / MR * MR) /* activation rows per pass over a weight panel, whole panels */
+#define MR     HV_GEMM_Q8_MR
+#define NR     HV_GEMM_NR
+#define KC_MAX HV_GEMM_Q8_KC_MAX
+#define BLK    HV_Q8_BLOCK
+#define MC     (96 / MR * MR) /* activation rows per pass over a weight panel, whole panels */
 
 typedef struct q8_job {
     const hv_mm_kernels *k;
     hv_pool *pool;
     const float *x;
     int n, n_pad, cols;
+    int kc;      /* columns per packed block (the last may be shorter) */
     uint8_t *xq; /* packed activation bytes: n_pad x cols */
     float *xd;   /* their scales: n_pad x cols / 32 */
     hv_gemm_outs o;
@@ -48,8 +49,8 @@ typedef struct q8_job {
 static void pack_x_task(void *arg, int task, int n_tasks) {
     q8_job *j = arg;
     int panels = j->n_pad / MR;
-    for (int k0 = 0; k0 < j->cols; k0 += KC) {
-        int kc = j->cols - k0 < KC ? j->cols - k0 : KC, nbk = kc / BLK;
+    for (int k0 = 0; k0 < j->cols; k0 += j->kc) {
+        int kc = j->cols - k0 < j->kc ? j->cols - k0 : j->kc, nbk = kc / BLK;
         for (int p = task; p < panels; p += n_tasks) {
             uint8_t *dst = j->xq + (long)k0 * j->n_pad + (long)p * MR * kc;
             float *dd = j->xd + (long)k0 / BLK * j->n_pad + (long)p * MR * nbk;
@@ -162,8 +163,8 @@ static void pack_w_x8(const hv_mm_kernels *k8, const hv_mat *W, int r0, int r1, 
 /* An edge tile (fewer than MR activation rows or NR weight rows) at
  * activation row i, weight row r, through a full-size buffer. */
 static void edge_tile(const q8_job *j, int rows, float *y, int nbk, const uint8_t *xp,
-                      const float *xd, const uint8_t *wpanel, int i, int r, int r1,
-                      int accumulate) {
+                      const float *xd, const uint8_t *wpanel, int i, int r, int r1, int accumulate,
+                      const float *bias) {
     int kc = nbk * BLK;
     const float *wd = (const float *)(wpanel + (size_t)kc * NR);
     const int32_t *wc = (const int32_t *)(wd + nbk * NR);
@@ -172,25 +173,25 @@ static void edge_tile(const q8_job *j, int rows, float *y, int nbk, const uint8_
     float buf[MR * NR] = {0};
     if (accumulate)
         for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
-    j->k->gemm_tiles_q8(1, nbk, xp, xd, (const int8_t *)wpanel, wd, wc, buf, NR, accumulate);
+    j->k->gemm_tiles_q8(1, nbk, xp, xd, (const int8_t *)wpanel, wd, wc, buf, NR, accumulate, bias);
     for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
 }
 
 /* Scratch bytes of a task: its packed weight block and NR rows of bytes. */
 static size_t task_bytes(const q8_job *j) {
-    return (size_t)j->o.max_chunk * (KC + KC / BLK * 8) + (size_t)NR * KC;
+    return (size_t)j->o.max_chunk * (j->kc + j->kc / BLK * 8) + (size_t)NR * j->kc;
 }
 
 static void gemm_task(void *arg, int task, int n_tasks) {
     q8_job *j = arg;
     (void)n_tasks;
     uint8_t *wp = hv_pool_scratch(j->pool, task, task_bytes(j));
-    uint8_t *wrows = wp + (size_t)j->o.max_chunk * (KC + KC / BLK * 8);
+    uint8_t *wrows = wp + (size_t)j->o.max_chunk * (j->kc + j->kc / BLK * 8);
     int m, r0, r1;
     while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
         const hv_mat *W = j->o.out[m].W;
-        for (int k0 = 0; k0 < j->cols; k0 += KC) {
-            int kc = j->cols - k0 < KC ? j->cols - k0 : KC, nbk = kc / BLK;
+        for (int k0 = 0; k0 < j->cols; k0 += j->kc) {
+            int kc = j->cols - k0 < j->kc ? j->cols - k0 : j->kc, nbk = kc / BLK;
             size_t panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
             if (W->x8)
                 pack_w_x8(j->k, W, r0, r1, k0, kc, wp);
@@ -203,6 +204,17 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 for (int r = r0; r < r1; r += NR) {
                     const uint8_t *wpanel = wp + (size_t)(r - r0) / NR * panel_bytes;
                     float *y = j->o.out[m].y;
+                    /* the last column block adds the bias (NR values; a
+                     * panel past r1 reads them padded with zeros) */
+                    const float *bias = NULL, *b = j->o.out[m].bias;
+                    float bias_pad[NR] = {0};
+                    if (b && k0 + kc == j->cols) {
+                        bias = b + r;
+                        if (r + NR > r1) {
+                            memcpy(bias_pad, b + r, (size_t)(r1 - r) * sizeof *b);
+                            bias = bias_pad;
+                        }
+                    }
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */
@@ -212,16 +224,16 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                         j->k->gemm_tiles_q8(full, nbk, xblock + (long)i * kc,
                                             dblock + (long)i * nbk, (const int8_t *)wpanel, wd,
                                             (const int32_t *)(wd + nbk * NR),
-                                            y + (long)i * W->rows + r, W->rows, k0 > 0);
+                                            y + (long)i * W->rows + r, W->rows, k0 > 0, bias);
                         i += full * MR;
                     }
                     for (; i < i1; i += MR)
                         edge_tile(j, W->rows, y, nbk, xblock + (long)i * kc, dblock + (long)i * nbk,
-                                  wpanel, i, r, r1, k0 > 0);
+                                  wpanel, i, r, r1, k0 > 0, bias);
                 }
+                if (k0 + kc == j->cols) hv_gemm_outs_finish(&j->o, m, i0, i1, r0, r1);
             }
         }
-        hv_gemm_outs_finish(&j->o, m, j->n, r0, r1);
     }
 }
 
@@ -230,8 +242,12 @@ int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int
                const hv_epilogue *ep) {
     q8_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, ep)) return -1;
+    j.o.bias_done = 1;
     j.cols = j.o.cols;
     if (j.cols % BLK) return -1;
+    /* the columns in equal blocks of at most KC_MAX (matmul_impl.h) */
+    int nb = j.cols / BLK, pieces = (j.cols + KC_MAX - 1) / KC_MAX;
+    j.kc = (nb + pieces - 1) / pieces * BLK;
     for (int m = 0; m < count; m++)
         if (W[m]->type != HV_WEIGHTS_Q8_0 && W[m]->type != HV_WEIGHTS_Q4_0) return -1;
     int tasks = hv_pool_size(pool);

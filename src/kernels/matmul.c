@@ -556,7 +556,7 @@ static void gemv_many_task(void *arg, int task, int n_tasks) {
     while (hv_gemm_outs_next(&g->o, &m, &r0, &r1)) {
         linear_job j = {g->o.out[m].y, g->x, g->n, g->o.out[m].W, NULL, g->k, g->xq, 0, 0, 0, 0};
         gemv_rows(&j, r0, r1);
-        hv_gemm_outs_finish(&g->o, m, g->n, r0, r1);
+        hv_gemm_outs_finish(&g->o, m, 0, g->n, r0, r1);
     }
 }
 

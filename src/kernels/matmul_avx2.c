@@ -458,22 +458,31 @@ TARGET static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int
 /* (The empty asm statements only order the rows: without them GCC hoists
  * every row's broadcast and products first and spills the accumulators.)
  * The int8 GEMM's 5 x 16 tile: per block of 32 columns, 10 int32
- * accumulators (two per activation row) take 8 steps of 4 columns: one
- * broadcast 32-bit word of activation bytes per row against two vectors
- * of weight bytes, vpmaddubsw (unsigned u by signed w, pairs into int16,
- * exact: see gemm_q8.c) then vpmaddwd by 1 (quads into int32); then the
- * offset term comes off and each output takes one fma with the product
- * of the two scales, as the scalar kernel does. */
+ * accumulators (two per activation row), started at minus the offset term
+ * (exact, so the same p as the scalar kernel's subtraction after the
+ * sums, without a pass over the accumulators), take 8 steps of 4 columns:
+ * one broadcast 32-bit word of activation bytes per row against two
+ * vectors of weight bytes, vpmaddubsw (unsigned u by signed w, pairs into
+ * int16, exact: see gemm_q8.c) then vpmaddwd by 1 (quads into int32);
+ * then each output takes one fma with the product of the two scales, as
+ * the scalar kernel does. */
 INLINE void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
+                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
+                         const float *bias) {
     __m256 acc[HV_GEMM_Q8_MR][2];
     for (int i = 0; i < HV_GEMM_Q8_MR; i++)
         for (int v = 0; v < 2; v++)
             acc[i][v] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8 * v) : _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
     for (int blk = 0; blk < nbk; blk++) {
-        __m256i p00 = _mm256_setzero_si256(), p01 = p00, p10 = p00, p11 = p00, p20 = p00;
-        __m256i p21 = p00, p30 = p00, p31 = p00, p40 = p00, p41 = p00;
+        /* the sums start from -bc, so the offset term needs no pass */
+        const __m256i zero = _mm256_setzero_si256();
+        __m256i p00 =
+            _mm256_sub_epi32(zero, _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR)));
+        __m256i p01 = _mm256_sub_epi32(
+            zero, _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR + 8)));
+        __m256i p10 = p00, p11 = p01, p20 = p00, p21 = p01, p30 = p00, p31 = p01, p40 = p00,
+                p41 = p01;
         for (int q = 0; q < HV_Q8_BLOCK / 4; q++, a += 4 * HV_GEMM_Q8_MR, b += 4 * HV_GEMM_NR) {
             __m256i w0 = _mm256_loadu_si256((const __m256i *)b);
             __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 32));
@@ -492,19 +501,19 @@ INLINE void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_
         }
         __m256 d0 = _mm256_loadu_ps(bd + blk * HV_GEMM_NR);
         __m256 d1 = _mm256_loadu_ps(bd + blk * HV_GEMM_NR + 8);
-        __m256i c0 = _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR));
-        __m256i c1 = _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR + 8));
 #define Q8_OUT(i)                                                                                  \
     {                                                                                              \
         __m256 s = _mm256_set1_ps(ad[blk * HV_GEMM_Q8_MR + i]);                                    \
-        acc[i][0] = _mm256_fmadd_ps(_mm256_mul_ps(d0, s),                                          \
-                                    _mm256_cvtepi32_ps(_mm256_sub_epi32(p##i##0, c0)), acc[i][0]); \
-        acc[i][1] = _mm256_fmadd_ps(_mm256_mul_ps(d1, s),                                          \
-                                    _mm256_cvtepi32_ps(_mm256_sub_epi32(p##i##1, c1)), acc[i][1]); \
+        acc[i][0] = _mm256_fmadd_ps(_mm256_mul_ps(d0, s), _mm256_cvtepi32_ps(p##i##0), acc[i][0]); \
+        acc[i][1] = _mm256_fmadd_ps(_mm256_mul_ps(d1, s), _mm256_cvtepi32_ps(p##i##1), acc[i][1]); \
     }
         Q8_OUT(0) Q8_OUT(1) Q8_OUT(2) Q8_OUT(3) Q8_OUT(4)
 #undef Q8_OUT
     }
+    if (bias)
+        for (int i = 0; i < HV_GEMM_Q8_MR; i++)
+            for (int v = 0; v < 2; v++)
+                acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_loadu_ps(bias + 8 * v));
     for (int i = 0; i < HV_GEMM_Q8_MR; i++)
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
 }
@@ -512,11 +521,11 @@ INLINE void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_
 /* Tiles down the activation rows, one call for a pass (see the table). */
 TARGET static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad,
                                  const int8_t *b, const float *bd, const int32_t *bc, float *c,
-                                 long ldc, int accumulate) {
+                                 long ldc, int accumulate, const float *bias) {
     for (int t = 0; t < count; t++)
         gemm_tile_q8(nbk, a + (long)t * nbk * HV_Q8_BLOCK * HV_GEMM_Q8_MR,
                      ad + (long)t * nbk * HV_GEMM_Q8_MR, b, bd, bc, c + t * HV_GEMM_Q8_MR * ldc,
-                     ldc, accumulate);
+                     ldc, accumulate, bias);
 }
 
 /* Eight rows at once: a word's dot with ones (dot_lanes_q8) sums each

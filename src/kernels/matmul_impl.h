@@ -160,9 +160,12 @@ typedef struct hv_mm_kernels {
      * bytes u = q + 64 as [nbk * 8][MR][4], ad: their scales [nbk][MR]; b:
      * weight bytes [nbk * 8][NR][4], bd: their scales [nbk][NR], bc: 64 x
      * the sum of each block's weights [nbk][NR]. Per block, p = sum u * w
-     * - bc, and c = fma(bd * ad, (float)p, c), from c or from 0. */
+     * - bc, and c = fma(bd * ad, (float)p, c), from c or from 0; then, if
+     * bias is not NULL, c += bias[j] (the call that ends the sum: the
+     * bias added while the outputs are in registers, as after them). */
     void (*gemm_tiles_q8)(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate);
+                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
+                          const float *bias);
     /* The int8 GEMM's per-block terms of one x8 group of 8 weight rows,
      * its values already in a panel: scale[j] = the f16 scale d[j]
      * widened, and offset[j] = 64 x the sum of row j's 32 values, which lie
@@ -221,13 +224,17 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2
  * accumulators), and its blocking: HV_GEMM_KC columns per packed block. */
-#define HV_GEMM_MR    6
-#define HV_GEMM_NR    16
-#define HV_GEMM_KC    256
+#define HV_GEMM_MR        6
+#define HV_GEMM_NR        16
+#define HV_GEMM_KC        256
 /* The int8 GEMM's tile: 5 activation rows x 16 weight rows, so that its 10
  * int32 accumulators, two weight vectors, a broadcast, a product and the
  * constant fit the 16 AVX2 registers (6 rows spill). */
-#define HV_GEMM_Q8_MR 5
+#define HV_GEMM_Q8_MR     5
+/* ... and its blocking: the columns in equal blocks of at most this many
+ * (a multiple of 32), as few as fit: each block costs the tiles a load and
+ * a store of their outputs, and int8 rows are a quarter of f32's bytes. */
+#define HV_GEMM_Q8_KC_MAX 1536
 
 /* Portable C; always available. */
 extern const hv_mm_kernels hv_mm_scalar;
@@ -292,6 +299,7 @@ typedef struct hv_gemm_outs {
     } out[HV_GEMM_MAX_OUT];
     int n_out, n_chunks, max_chunk, cols;
     hv_epilogue ep;  /* hv_gemm_outs_finish applies it after the bias */
+    int bias_done;   /* the tiles added the bias (gemm_q8.c), finish does not */
     atomic_int next; /* the next chunk to hand out */
 } hv_gemm_outs;
 
@@ -306,9 +314,10 @@ int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const 
  * [r0, r1); 0 when none is left. */
 int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
 
-/* Finishes rows [r0, r1) of product m's n outputs: adds its bias (if
- * any), then the epilogue. */
-void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int n, int r0, int r1);
+/* Finishes rows [r0, r1) of product m's outputs for activation rows
+ * [i0, i1): adds its bias (if any), then the epilogue. The GEMMs call it
+ * pass by pass, while a pass's outputs are still in cache. */
+void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1);
 
 /* hv_gemm_weights for q8_0 and q4_0 weights through the int8 GEMM
  * (gemm_q8.c), on a pool (not NULL); hv_gemm_weights calls it when every

@@ -249,7 +249,8 @@ static void gemm_x8_terms(const uint16_t *d, const int8_t *words, long stride, f
 }
 
 static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
+                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
+                         const float *bias) {
     const int steps = HV_Q8_BLOCK / 4;
     for (int i = 0; i < HV_GEMM_Q8_MR; i++)
         for (int j = 0; j < HV_GEMM_NR; j++) {
@@ -262,16 +263,17 @@ static void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_
                 p -= bc[blk * HV_GEMM_NR + j];
                 s = fmaf(bd[blk * HV_GEMM_NR + j] * ad[blk * HV_GEMM_Q8_MR + i], (float)p, s);
             }
-            c[i * ldc + j] = s;
+            c[i * ldc + j] = bias ? s + bias[j] : s;
         }
 }
 
 static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate) {
+                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
+                          const float *bias) {
     for (int t = 0; t < count; t++)
         gemm_tile_q8(nbk, a + (long)t * nbk * HV_Q8_BLOCK * HV_GEMM_Q8_MR,
                      ad + (long)t * nbk * HV_GEMM_Q8_MR, b, bd, bc, c + t * HV_GEMM_Q8_MR * ldc,
-                     ldc, accumulate);
+                     ldc, accumulate, bias);
 }
 
 static float quantize_q8(const float *x, int8_t q[HV_Q8_BLOCK]) {
