@@ -106,13 +106,13 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
  * activation row i, weight row r (panel pointers given), through a
  * full-size buffer so the kernel never sees a tail. */
 static void edge_tile(const gemm_job *j, int rows, float *y, int kc, const float *xp,
-                      const float *wp, int i, int r, int r1, int accumulate, const float *bias) {
+                      const float *wp, int i, int r, int r1, int accumulate) {
     float *c = y + (long)i * rows + r;
     int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
     float buf[MR * NR] = {0};
     if (accumulate)
         for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
-    j->k->gemm_tiles(1, kc, xp, wp, buf, NR, accumulate, bias);
+    j->k->gemm_tiles(1, kc, xp, wp, buf, NR, accumulate);
     for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
 }
 
@@ -136,21 +136,19 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
                 for (int r = r0; r < r1; r += NR) {
                     const float *wpanel = wp + (long)(r - r0) * kc;
-                    float *y = j->o.out[m].y, pad[NR];
-                    const float *bias =
-                        k0 + kc == cols ? hv_gemm_panel_bias(&j->o, m, r, r1, pad) : NULL;
+                    float *y = j->o.out[m].y;
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */
                     int full = r + NR <= r1 ? i1 / MR - i0 / MR : 0;
                     if (full > 0) {
                         j->k->gemm_tiles(full, kc, xblock + (long)i * kc, wpanel,
-                                         y + (long)i * W->rows + r, W->rows, k0 > 0, bias);
+                                         y + (long)i * W->rows + r, W->rows, k0 > 0);
                         i += full * MR;
                     }
                     for (; i < i1; i += MR)
                         edge_tile(j, W->rows, y, kc, xblock + (long)i * kc, wpanel, i, r, r1,
-                                  k0 > 0, bias);
+                                  k0 > 0);
                 }
                 if (k0 + kc == cols) hv_gemm_outs_finish(&j->o, m, i0, i1, r0, r1);
             }
@@ -201,15 +199,6 @@ int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1) {
     return 1;
 }
 
-const float *hv_gemm_panel_bias(const hv_gemm_outs *o, int m, int r, int r1,
-                                float pad[HV_GEMM_NR]) {
-    const float *b = o->out[m].bias;
-    if (!b || r + NR <= r1) return b ? b + r : NULL;
-    memset(pad, 0, NR * sizeof *pad);
-    memcpy(pad, b + r, (size_t)(r1 - r) * sizeof *b);
-    return pad;
-}
-
 void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1) {
     const float *bias = o->out[m].bias;
     int rows = o->out[m].W->rows;
@@ -253,7 +242,6 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
     if (int8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y, ep);
     gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, ep)) return -1;
-    j.o.bias_done = 1;
     j.cols = j.o.cols;
     int tasks = hv_pool_size(pool);
     if (tasks > j.o.n_chunks) tasks = j.o.n_chunks;

@@ -204,9 +204,17 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 for (int r = r0; r < r1; r += NR) {
                     const uint8_t *wpanel = wp + (size_t)(r - r0) / NR * panel_bytes;
                     float *y = j->o.out[m].y;
-                    float pad[NR];
-                    const float *bias =
-                        k0 + kc == j->cols ? hv_gemm_panel_bias(&j->o, m, r, r1, pad) : NULL;
+                    /* the last column block adds the bias (NR values; a
+                     * panel past r1 reads them padded with zeros) */
+                    const float *bias = NULL, *b = j->o.out[m].bias;
+                    float bias_pad[NR] = {0};
+                    if (b && k0 + kc == j->cols) {
+                        bias = b + r;
+                        if (r + NR > r1) {
+                            memcpy(bias_pad, b + r, (size_t)(r1 - r) * sizeof *b);
+                            bias = bias_pad;
+                        }
+                    }
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */

@@ -365,8 +365,7 @@ TARGET static void widen_q4_0(float *dst, const hv_q4_0_block *src, long count) 
  * that each take one fma per column, in column order, so every output is
  * the same chain as the scalar kernel's. Per column: two weight loads, six
  * broadcasts, twelve fmas, which keeps both FMA units busy. */
-INLINE void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc, int accumulate,
-                      const float *bias) {
+INLINE void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc, int accumulate) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     if (accumulate) {
         c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
@@ -394,15 +393,6 @@ INLINE void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc
         x = _mm256_broadcast_ss(a + 5);
         c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
     }
-    if (bias) {
-        __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
-        c00 = _mm256_add_ps(c00, b0), c01 = _mm256_add_ps(c01, b1);
-        c10 = _mm256_add_ps(c10, b0), c11 = _mm256_add_ps(c11, b1);
-        c20 = _mm256_add_ps(c20, b0), c21 = _mm256_add_ps(c21, b1);
-        c30 = _mm256_add_ps(c30, b0), c31 = _mm256_add_ps(c31, b1);
-        c40 = _mm256_add_ps(c40, b0), c41 = _mm256_add_ps(c41, b1);
-        c50 = _mm256_add_ps(c50, b0), c51 = _mm256_add_ps(c51, b1);
-    }
     _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
     _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
     _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
@@ -413,9 +403,9 @@ INLINE void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc
 
 /* Tiles down the activation rows, one call for a pass (see the table). */
 TARGET static void gemm_tiles(int count, int kc, const float *a, const float *b, float *c, long ldc,
-                              int accumulate, const float *bias) {
+                              int accumulate) {
     for (int t = 0; t < count; t++, a += (long)kc * HV_GEMM_MR, c += HV_GEMM_MR * ldc)
-        gemm_tile(kc, a, b, c, ldc, accumulate, bias);
+        gemm_tile(kc, a, b, c, ldc, accumulate);
 }
 
 /* 8 x 8 transpose of rows r[0..7] in place. */

@@ -140,11 +140,10 @@ typedef struct hv_mm_kernels {
      * HV_GEMM_NR outputs down the activation rows, tile t (its activation
      * panel at a + t * kc * MR, its outputs from c + t * MR * ldc) being
      * c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + the fma chain
-     * over k < kc of a[k * MR + i] * b[k * NR + j], then + bias[j] if
-     * bias is not NULL (the call that ends the sum). (Several per call: a
+     * over k < kc of a[k * MR + i] * b[k * NR + j]. (Several per call: a
      * call per tile was 1% of the encoder's samples.) */
     void (*gemm_tiles)(int count, int kc, const float *a, const float *b, float *c, long ldc,
-                       int accumulate, const float *bias);
+                       int accumulate);
     /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc,
      * over 32-bit words moved bit for bit: HV_GEMM_NR rows into one packed
      * panel, of widened f32 weights (the packed GEMM) or of 4 weight bytes
@@ -300,7 +299,7 @@ typedef struct hv_gemm_outs {
     } out[HV_GEMM_MAX_OUT];
     int n_out, n_chunks, max_chunk, cols;
     hv_epilogue ep;  /* hv_gemm_outs_finish applies it after the bias */
-    int bias_done;   /* the tiles added the bias (hv_gemm_panel_bias), finish does not */
+    int bias_done;   /* the tiles added the bias (gemm_q8.c), finish does not */
     atomic_int next; /* the next chunk to hand out */
 } hv_gemm_outs;
 
@@ -314,11 +313,6 @@ int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const 
 /* Takes the next chunk (any thread): its product m and weight rows
  * [r0, r1); 0 when none is left. */
 int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
-
-/* The bias of product m's weight rows [r, r + HV_GEMM_NR) for the tiles
- * of a panel that ends [r0, r1): NULL without a bias, else bias + r, or a
- * copy in pad[] padded with zeros where the panel passes r1. */
-const float *hv_gemm_panel_bias(const hv_gemm_outs *o, int m, int r, int r1, float pad[HV_GEMM_NR]);
 
 /* Finishes rows [r0, r1) of product m's outputs for activation rows
  * [i0, i1): adds its bias (if any), then the epilogue. The GEMMs call it

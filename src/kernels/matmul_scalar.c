@@ -214,14 +214,14 @@ static void widen_q4_0(float *dst, const hv_q4_0_block *src, long count) {
 }
 
 static void gemm_tiles(int count, int kc, const float *a, const float *b, float *c, long ldc,
-                       int accumulate, const float *bias) {
+                       int accumulate) {
     for (int t = 0; t < count; t++, a += (long)kc * HV_GEMM_MR, c += HV_GEMM_MR * ldc)
         for (int i = 0; i < HV_GEMM_MR; i++)
             for (int j = 0; j < HV_GEMM_NR; j++) {
                 float s = accumulate ? c[i * ldc + j] : 0.0f;
                 for (int k = 0; k < kc; k++)
                     s = fmaf(a[k * HV_GEMM_MR + i], b[k * HV_GEMM_NR + j], s);
-                c[i * ldc + j] = bias ? s + bias[j] : s;
+                c[i * ldc + j] = s;
             }
 }
 
