@@ -315,8 +315,9 @@ int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const 
 int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
 
 /* Finishes rows [r0, r1) of product m's outputs for activation rows
- * [i0, i1): adds its bias (if any), then the epilogue. The GEMMs call it
- * pass by pass, while a pass's outputs are still in cache. */
+ * [i0, i1): adds its bias (if any, and not bias_done), then the
+ * epilogue. The int8 GEMM calls it pass by pass, while a pass's outputs
+ * are still in cache; the others once per chunk. */
 void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1);
 
 /* hv_gemm_weights for q8_0 and q4_0 weights through the int8 GEMM
