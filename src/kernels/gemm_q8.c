@@ -177,6 +177,16 @@ static void edge_tile(const q8_job *j, int rows, float *y, int nbk, const uint8_
     for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
 }
 
+/* The bias (NULL or the product's) of a weight panel at row r of a chunk
+ * ending at r1: its NR values, or a copy in pad padded with zeros where
+ * the panel passes r1. */
+static const float *panel_bias(const float *bias, int r, int r1, float pad[NR]) {
+    if (!bias || r + NR <= r1) return bias ? bias + r : NULL;
+    memset(pad, 0, NR * sizeof *pad);
+    memcpy(pad, bias + r, (size_t)(r1 - r) * sizeof *bias);
+    return pad;
+}
+
 /* Scratch bytes of a task: its packed weight block and NR rows of bytes. */
 static size_t task_bytes(const q8_job *j) {
     return (size_t)j->o.max_chunk * (j->kc + j->kc / BLK * 8) + (size_t)NR * j->kc;
@@ -192,6 +202,7 @@ static void gemm_task(void *arg, int task, int n_tasks) {
         const hv_mat *W = j->o.out[m].W;
         for (int k0 = 0; k0 < j->cols; k0 += j->kc) {
             int kc = j->cols - k0 < j->kc ? j->cols - k0 : j->kc, nbk = kc / BLK;
+            int last = k0 + kc == j->cols; /* it adds the bias and finishes */
             size_t panel_bytes = (size_t)kc * NR + (size_t)nbk * NR * 8;
             if (W->x8)
                 pack_w_x8(j->k, W, r0, r1, k0, kc, wp);
@@ -203,18 +214,8 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
                 for (int r = r0; r < r1; r += NR) {
                     const uint8_t *wpanel = wp + (size_t)(r - r0) / NR * panel_bytes;
-                    float *y = j->o.out[m].y;
-                    /* the last column block adds the bias (NR values; a
-                     * panel past r1 reads them padded with zeros) */
-                    const float *bias = NULL, *b = j->o.out[m].bias;
-                    float bias_pad[NR] = {0};
-                    if (b && k0 + kc == j->cols) {
-                        bias = b + r;
-                        if (r + NR > r1) {
-                            memcpy(bias_pad, b + r, (size_t)(r1 - r) * sizeof *b);
-                            bias = bias_pad;
-                        }
-                    }
+                    float *y = j->o.out[m].y, pad[NR];
+                    const float *bias = last ? panel_bias(j->o.out[m].bias, r, r1, pad) : NULL;
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */
@@ -231,7 +232,7 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                         edge_tile(j, W->rows, y, nbk, xblock + (long)i * kc, dblock + (long)i * nbk,
                                   wpanel, i, r, r1, k0 > 0, bias);
                 }
-                if (k0 + kc == j->cols) hv_gemm_outs_finish(&j->o, m, i0, i1, r0, r1);
+                if (last) hv_gemm_outs_finish(&j->o, m, i0, i1, r0, r1);
             }
         }
     }
