@@ -3,7 +3,8 @@
 
 Runs the benchmark tool on the bundled demo model and example (timings are
 not asserted: they are the machine's, not the program's) and checks the
-contract: every stage's median/min/max in order, the sgemm peak of --peak
+contract: every stage's median/min/max in order, the threads' busy share,
+the sgemm peak of --peak
 measured around each run with the encoder's share of it, --bandwidth's
 figure, and a clear error for a file that is not there.
 
@@ -22,7 +23,7 @@ from hvtest import DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish, report  # noqa: E402
 
 BINARY = os.environ.get("HV_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
 BENCH = os.path.join(BINARY, "hviske-bench")
-STAGES = ("total_ms", "encoder_ms", "decoder_ms", "encoder_gflops", "rtf")
+STAGES = ("total_ms", "encoder_ms", "decoder_ms", "encoder_gflops", "rtf", "busy_share")
 
 
 def bench(*args):
@@ -48,6 +49,11 @@ def main():
            all(ordered(f[k]) for k in STAGES), str({k: f.get(k) for k in STAGES}))
     report("the encoder did work at a positive rate",
            f["encoder_ms"]["min"] > 0 and f["encoder_gflops"]["min"] > 0, str(f["encoder_gflops"]))
+    busy = f.get("busy_share", {})
+    # CPU time over 2 threads x wall time: above 0 (work was done) and at
+    # most 1 plus the clock's grain (2 threads cannot use more than 2 CPUs)
+    report("busy_share: the threads' CPU time over their wall time, in (0, 1]",
+           bool(busy) and busy["min"] > 0 and busy["max"] <= 1.05, str(busy))
     runs = f.get("encoder_peak_share_runs", {})
     report("--peak: a positive sgemm peak and the encoder's share of it",
            f.get("sgemm_peak_gflops", 0) > 0 and f.get("encoder_peak_share", 0) > 0,

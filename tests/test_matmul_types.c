@@ -496,8 +496,9 @@ static void same_everywhere_ep(hv_pool *const pools[3], int tables, const float 
  * HV_LINEAR_GEMV_MAX_N (the int8 GEMM) their bits must be the row-by-row
  * layout's. */
 static void test_linear(hv_weight_type t, int exact, int x8) {
-    static const shape gen[] = {{1, 1},     {5, 3},     {17, 9},   {33, 31},  {64, 100},
-                                {130, 257}, {40, 1000}, {300, 24}, {200, 520}};
+    static const shape gen[] = {
+        {1, 1},     {5, 3},    {17, 9},    {33, 31}, {64, 100}, {130, 257},
+        {40, 1000}, {300, 24}, {200, 520}, {520, 40}}; /* 520: chunks cut smaller at the end */
     static const shape q8[] = {{1, 32},
                                {3, 64},
                                {37, 96},
@@ -506,6 +507,7 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                                {200, 512},
                                {8, 32},
                                {136, 96},
+                               {520, 64},
                                /* two column blocks of the int8 GEMM, the
                                 * second a block shorter */
                                {24, HV_GEMM_Q8_KC_MAX + 32}};
@@ -1358,6 +1360,62 @@ static void test_attention_f16(void) {
     }
 }
 
+/* The packed GEMMs' split of their products into task chunks: every row
+ * of every product in exactly one chunk, in order, whole panels but at a
+ * product's end; hv_gemm_outs_taper (2 or more threads) cuts the last
+ * product's last chunks, one per thread, into quarters. */
+static void test_gemm_chunks(void) {
+    static const int heights[][3] = {{1, 0, 0},          {128, 0, 0},   {130, 0, 0},
+                                     {520, 0, 0},        {1280, 0, 0},  {5120, 0, 0},
+                                     {1280, 1280, 1280}, {40, 304, 17}, {2560, 24, 1000}};
+    static const int thread_counts[] = {0, 1, 2, 3, 16}; /* 0: no taper */
+    for (size_t c = 0; c < sizeof heights / sizeof heights[0]; c++)
+        for (size_t ti = 0; ti < sizeof thread_counts / sizeof thread_counts[0]; ti++) {
+            int threads = thread_counts[ti];
+            hv_mat W[3];
+            const hv_mat *Wp[3];
+            const float *bias[3] = {NULL, NULL, NULL};
+            float *y[3] = {NULL, NULL, NULL};
+            int count = 0;
+            for (; count < 3 && heights[c][count]; count++) {
+                memset(&W[count], 0, sizeof W[count]);
+                W[count].type = HV_WEIGHTS_F32;
+                W[count].rows = heights[c][count];
+                W[count].cols = 64;
+                Wp[count] = &W[count];
+            }
+            hv_gemm_outs o;
+            CHECK(hv_gemm_outs_init(&o, count, Wp, bias, y, hv_gemm_chunk_rows, NULL) == 0);
+            int untapered = o.n_chunks;
+            if (threads) hv_gemm_outs_taper(&o, threads);
+            int want_m = 0, want_r0 = 0, ok = 1, chunks = 0, small = 0;
+            int last = W[count - 1].rows, big = hv_gemm_chunk_rows(&W[count - 1]);
+            int m, r0, r1;
+            while (hv_gemm_outs_next(&o, &m, &r0, &r1)) {
+                chunks++;
+                if (m != want_m || r0 != want_r0 || r1 <= r0 || r1 > W[m].rows) ok = 0;
+                if (r1 < W[m].rows && (r1 - r0) % HV_GEMM_NR) ok = 0;
+                if (r1 - r0 > o.max_chunk) ok = 0;
+                small += m == count - 1 && r1 - r0 <= big / 4;
+                want_r0 = r1;
+                if (r1 == W[m].rows) want_m++, want_r0 = 0;
+            }
+            CHECK_MSG(ok && want_m == count && chunks == o.n_chunks,
+                      "chunks of case %zu (%d threads): every row once, in order", c, threads);
+            /* the rows that the tapered chunks cover, in quarters */
+            int n_big = (last + big - 1) / big, tail = threads < n_big ? threads : n_big;
+            int fine = (big / 4) & ~(HV_GEMM_NR - 1), tail_rows = last - (n_big - tail) * big;
+            int want_small = threads >= 2 && fine >= HV_GEMM_NR
+                                 ? (tail_rows + fine - 1) / fine
+                                 : (last % big && last % big <= big / 4);
+            CHECK_MSG(threads >= 2 || o.n_chunks == untapered, "case %zu: no taper for %d threads",
+                      c, threads);
+            CHECK_MSG(small == want_small,
+                      "case %zu, %d threads: %d small chunks of the last product, want %d", c,
+                      threads, small, want_small);
+        }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
         bench();
@@ -1383,5 +1441,6 @@ int main(int argc, char **argv) {
     test_attention();
     test_attention_f16();
     test_gemm_q8_tile();
+    test_gemm_chunks();
     TEST_END();
 }

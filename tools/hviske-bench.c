@@ -86,6 +86,13 @@ static double read_bandwidth_gbs(int threads) {
     return best;
 }
 
+/* User and system CPU time of the process so far, all threads. */
+static double cpu_seconds(void) {
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u)) return 0;
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 /* The sgemm peak on the encoder's shapes: each of `threads` threads runs
  * single-threaded OpenBLAS sgemm on its share of the output features, as
  * hviske splits a Linear, for y[m x N] = x[m x K] . W^T with (K, N) each of
@@ -197,12 +204,13 @@ enum {
     S_ALIGN_SHARE,
     S_SKIPPED,
     S_RTF,
+    S_BUSY,
     N_STATS
 };
 static const char *stat_names[N_STATS] = {
     "total_ms",    "vad_ms",       "frontend_ms", "encoder_ms",     "cross_ms",
     "prefill_ms",  "per_token_ms", "decoder_ms",  "encoder_gflops", "align_ms",
-    "align_share", "skipped",      "rtf"};
+    "align_share", "skipped",      "rtf",         "busy_share"};
 
 /* parent.name = {median, min, max} of s. */
 static void json_stat(cJSON *parent, const char *name, stat3 s) {
@@ -223,7 +231,8 @@ static void usage(FILE *f) {
                "times (--word-timestamps), align_share its share of total_ms. encoder_gflops\n"
                "is the encoder's rate; --peak measures OpenBLAS sgemm on the encoder's shapes\n"
                "with the same threads just before and after each run (sgemm_peak_gflops) and\n"
-               "the encoder's share of it (encoder_peak_share; per run: _runs).\n");
+               "the encoder's share of it (encoder_peak_share; per run: _runs). busy_share is\n"
+               "the process's CPU time over threads x total_ms: below 1, threads waited.\n");
 }
 
 static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const char *path,
@@ -256,22 +265,22 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
     double clip_s = 35, *peaks = calloc((size_t)o->runs, sizeof(double));
     double *shares = calloc((size_t)o->runs, sizeof(double));
     int d = 0, ff = 0, peak_m = 0, peak_threads = 1;
+    int busy_threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (o->peak && encoder_dims(o->model, &d, &ff, &clip_s)) {
         peak_m = (int)ceil((duration < clip_s ? duration : clip_s) * 100 / 8);
         if (peak_m < 1) peak_m = 1;
-        int threads = o->threads ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-        peak_threads = threads < 256 ? threads : 256;
+        peak_threads = busy_threads < 256 ? busy_threads : 256;
     }
     for (int r = -o->warmup; ctx && peaks && shares && r < o->runs; r++) {
         hv_result *res;
         double before = r >= 0 && peak_m ? sgemm_peak_gflops(peak_threads, peak_m, d, ff) : 0;
-        double t0 = hvt_now_s();
+        double t0 = hvt_now_s(), cpu0 = cpu_seconds();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
             fprintf(stderr, "hviske-bench: %s: %s\n", path, hv_context_error(ctx));
             rc = 1;
             break;
         }
-        double total = (hvt_now_s() - t0) * 1e3;
+        double total = (hvt_now_s() - t0) * 1e3, cpu = cpu_seconds() - cpu0;
         hv_timings t = hv_result_timings(res);
         tokens = t.n_tokens;
         hv_result_free(res);
@@ -289,6 +298,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
         v[S_ALIGN][r] = t.align_ms;
         v[S_ALIGN_SHARE][r] = total > 0 ? t.align_ms / total : 0;
         v[S_RTF][r] = total / 1e3 / duration;
+        v[S_BUSY][r] = total > 0 ? cpu * 1e3 / (busy_threads * total) : 0;
         if (peak_m) {
             double after = sgemm_peak_gflops(peak_threads, peak_m, d, ff);
             peaks[r] = after > before ? after : before;

@@ -158,8 +158,9 @@ static void gemm_task(void *arg, int task, int n_tasks) {
     }
 }
 
-/* Weight rows per chunk: a multiple of NR, fixed by the shape (never by
- * the thread count), 128..256 so that a chunk's packed block (<= 256 KiB)
+/* Weight rows per chunk: a multiple of NR, fixed by the shape (the
+ * taper's quarters also by the thread count; no split changes a result),
+ * 128..256 so that a chunk's packed block (<= 256 KiB)
  * stays in the L2 cache and a matrix of >= 1024 rows gives >= 8 chunks to
  * balance over the threads. */
 int hv_gemm_chunk_rows(const hv_mat *W) {
@@ -181,6 +182,8 @@ int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const 
         o->out[m].y = y[m];
         o->out[m].chunk = chunk;
         o->out[m].first_chunk = o->n_chunks;
+        o->out[m].split = W[m]->rows;
+        o->out[m].fine = chunk;
         o->n_chunks += (W[m]->rows + chunk - 1) / chunk;
         if (chunk > o->max_chunk) o->max_chunk = chunk;
     }
@@ -189,15 +192,33 @@ int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const 
     return 0;
 }
 
+/* As many of the last product's last chunks as there are threads (at
+ * least 2, at most all of them) in quarters of at least NR rows. */
+void hv_gemm_outs_taper(hv_gemm_outs *o, int threads) {
+    int m = o->n_out - 1, rows = o->out[m].W->rows, chunk = o->out[m].chunk;
+    int n_big = (rows + chunk - 1) / chunk, fine = (chunk / 4) & ~(NR - 1);
+    int tail = threads < 2 ? 0 : threads < n_big ? threads : n_big;
+    if (fine < NR || tail == 0) return;
+    o->out[m].split = (n_big - tail) * chunk;
+    o->out[m].fine = fine;
+    o->n_chunks = o->out[m].first_chunk + n_big - tail + (rows - o->out[m].split + fine - 1) / fine;
+}
+
 int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1) {
     int ch = atomic_fetch_add(&o->next, 1);
     if (ch >= o->n_chunks) return 0;
     int i = o->n_out - 1;
     while (o->out[i].first_chunk > ch) i--;
-    int rows = o->out[i].W->rows, chunk = o->out[i].chunk;
+    int rows = o->out[i].W->rows, chunk = o->out[i].chunk, split = o->out[i].split;
+    int local = ch - o->out[i].first_chunk, n_big = (split + chunk - 1) / chunk;
     *m = i;
-    *r0 = (ch - o->out[i].first_chunk) * chunk;
-    *r1 = *r0 + chunk < rows ? *r0 + chunk : rows;
+    if (local < n_big) {
+        *r0 = local * chunk;
+        *r1 = *r0 + chunk < split ? *r0 + chunk : split;
+    } else {
+        *r0 = split + (local - n_big) * o->out[i].fine;
+        *r1 = *r0 + o->out[i].fine < rows ? *r0 + o->out[i].fine : rows;
+    }
     return 1;
 }
 
@@ -244,6 +265,7 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
     if (int8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y, ep);
     gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, ep)) return -1;
+    hv_gemm_outs_taper(&j.o, hv_pool_size(pool));
     j.cols = j.o.cols;
     int tasks = hv_pool_size(pool);
     if (tasks > j.o.n_chunks) tasks = j.o.n_chunks;

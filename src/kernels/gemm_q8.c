@@ -243,6 +243,7 @@ int hv_gemm_q8(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int
                const hv_epilogue *ep) {
     q8_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, ep)) return -1;
+    hv_gemm_outs_taper(&j.o, hv_pool_size(pool));
     j.o.bias_done = 1;
     j.cols = j.o.cols;
     if (j.cols % BLK) return -1;

@@ -296,6 +296,7 @@ typedef struct hv_gemm_outs {
         float *y;
         int chunk;       /* weight rows per chunk (hv_gemm_chunk_rows) */
         int first_chunk; /* number of its first chunk */
+        int split, fine; /* from row split on, chunks of fine rows */
     } out[HV_GEMM_MAX_OUT];
     int n_out, n_chunks, max_chunk, cols;
     hv_epilogue ep;  /* hv_gemm_outs_finish applies it after the bias */
@@ -309,6 +310,14 @@ typedef struct hv_gemm_outs {
  * of range or the matrices' column counts differ. */
 int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const float *const *bias,
                       float *const *y, int (*chunk_rows)(const hv_mat *W), const hv_epilogue *ep);
+
+/* Cuts the last product's last chunks, one per thread (threads: the
+ * pool's size), into quarters (o as hv_gemm_outs_init left it, before any
+ * is taken), so that the threads end a call within a small chunk of each
+ * other rather than a large one, and a product of fewer chunks than
+ * threads keeps more of them busy. Nothing for one thread. Any split of
+ * the rows gives the same results. */
+void hv_gemm_outs_taper(hv_gemm_outs *o, int threads);
 
 /* Takes the next chunk (any thread): its product m and weight rows
  * [r0, r1); 0 when none is left. */
