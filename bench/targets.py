@@ -15,7 +15,9 @@ and 10 s of speech, one chunk each (--chunking none):
   * the q8_0 encoder's time over the f32 encoder's, the two alternated for
     --rounds rounds so that the machine's drift falls on both (target:
     <= 0.6x).
-Prints each figure with its range and whether the target is met. Without
+Prints each figure with its range and whether the target is met (and, for
+the encoder, hviske-bench's busy_share: how much of the time the threads
+worked rather than waited). Without
 --q8-model, q8_0 is made at load (--weight-type q8_0)."""
 import argparse
 import json
@@ -55,7 +57,8 @@ def main():
                   clip)["files"][0]
         s = f["encoder_peak_share_runs"]
         line(f"encoder, {name}: {f['encoder_ms']['median'] / 1e3:.2f} s, share of the sgemm peak "
-             f"({f['sgemm_peak_gflops']:.1f} GFLOP/s)",
+             f"({f['sgemm_peak_gflops']:.1f} GFLOP/s; threads busy "
+             f"{f['busy_share']['median']:.1%} of the time)",
              f"{s['median']:.1%}", f"{s['min']:.1%}", f"{s['max']:.1%}", ">= 95%",
              s["median"] >= 0.95)
 
