@@ -997,8 +997,79 @@ static void bench_arithmetic(void) {
 static void bench_arithmetic(void) {}
 #endif
 
+/* A decoder step's products from memory: n = 1 over the matrices of the
+ * full-size decoder (8 layers of six 1024 x 1024 and the 4096 / 1024
+ * feed-forward pair, then the 16384 x 1024 classifier; 268 MB in bf16),
+ * each read once per sweep, so that no matrix is still cached when it
+ * comes round again. The GEMV's read rate without the step's other work
+ * (attention, norms, the pool's jobs), to set beside hviske-bench's
+ * per-token time and --bandwidth probe. */
+static void bench_decoder_sweep(void) {
+    enum { LAYERS = 8, PER_LAYER = 8, N = LAYERS * PER_LAYER + 1 };
+    int dims[N][2], n = 0;
+    for (int l = 0; l < LAYERS; l++) {
+        for (int i = 0; i < 6; i++) dims[n][0] = 1024, dims[n++][1] = 1024;
+        dims[n][0] = 4096, dims[n++][1] = 1024;
+        dims[n][0] = 1024, dims[n++][1] = 4096;
+    }
+    dims[n][0] = 16384, dims[n++][1] = 1024;
+    const struct {
+        hv_weight_type type;
+        int x8;
+    } kinds[] = {{HV_WEIGHTS_BF16, 0}, {HV_WEIGHTS_Q8_0, 1}};
+    float *x = falloc(4096), *y = falloc(16384);
+    for (int i = 0; i < 4096; i++) x[i] = frand();
+    printf("decoder sweep from memory (n = 1, %d matrices as a full-size decoder step reads "
+           "them):\n",
+           N);
+    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
+        hv_mat W[N];
+        void *st[N] = {0};
+        double bytes = 0;
+        int ok = 1;
+        for (int m = 0; m < N && ok; m++) {
+            long count = (long)dims[m][0] * dims[m][1];
+            float *src = falloc((size_t)count);
+            for (long i = 0; i < count; i++) src[i] = frand() * 0.05f;
+            hv_error e;
+            ok = hv_mat_from_f32(&W[m], kinds[ki].type, src, dims[m][0], dims[m][1], &st[m], &e) ==
+                 HV_OK;
+            free(src);
+            if (ok && kinds[ki].x8) {
+                void *x8 = NULL;
+                ok = hv_mat_interleave(&W[m], &x8, &e) == HV_OK;
+                free(st[m]);
+                st[m] = x8;
+            }
+            if (ok) bytes += (double)hv_mat_bytes(&W[m]);
+        }
+        if (!ok)
+            printf("  %s: the matrices could not be made\n", hv_weight_type_name(kinds[ki].type));
+        for (int threads = 1; ok && threads <= 2; threads++) {
+            hv_pool *pool = hv_pool_new(threads);
+            double best = 1e30, t0 = now();
+            int reps = 0;
+            while (reps < 5 || now() - t0 < 1.0) {
+                double t1 = now();
+                for (int m = 0; m < N; m++) hv_linear(pool, y, x, 1, &W[m], NULL);
+                double dt = now() - t1;
+                if (dt < best) best = dt;
+                reps++;
+            }
+            printf("  %-9s %d thread%s: %.0f MB in %.2f ms, %.1f GB/s (best of %d)\n",
+                   kinds[ki].x8 ? "q8_0 x8" : hv_weight_type_name(kinds[ki].type), threads,
+                   threads > 1 ? "s" : " ", bytes / 1e6, best * 1e3, bytes / best * 1e-9, reps);
+            hv_pool_free(pool);
+        }
+        for (int m = 0; m < N; m++) free(st[m]);
+    }
+    free(x);
+    free(y);
+}
+
 static void bench(void) {
     bench_arithmetic();
+    bench_decoder_sweep();
     const struct {
         int n, rows, cols;
         const char *what;

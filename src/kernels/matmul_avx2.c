@@ -47,7 +47,10 @@ INLINE float load1(const uint16_t *p, int bf16) {
 /* R (1 or 4) weight rows w[R][cols] against activation row xi. Two
  * accumulators per row (columns k % 16 < 8 and >= 8) keep 8 FMA chains in
  * flight; the next 4 rows are prefetched, 64 bytes per 16 columns, which
- * more than doubles the speed when the weights come from DRAM. */
+ * more than doubles the speed when the weights come from DRAM. The hint
+ * is T2 (the outer caches): with T0 a decoder step took 8-15% longer on
+ * the EPYC, probably as rows fetched into L1 pushed xi out of it
+ * (docs/PERFORMANCE.md). */
 INLINE void dot_rows_u16(float *out, const uint16_t *w, int R, int cols, const float *xi,
                          int bf16) {
     int c16 = cols & ~15, c8 = cols & ~7, k = 0;
@@ -57,8 +60,8 @@ INLINE void dot_rows_u16(float *out, const uint16_t *w, int R, int cols, const f
     if (R == 4) {
         const char *next = (const char *)(w3 + cols);
         for (; k < c16; k += 16) {
-            _mm_prefetch(next + 8 * k, _MM_HINT_T0);
-            _mm_prefetch(next + 8 * k + 64, _MM_HINT_T0);
+            _mm_prefetch(next + 8 * k, _MM_HINT_T2);
+            _mm_prefetch(next + 8 * k + 64, _MM_HINT_T2);
             __m256 xa = _mm256_loadu_ps(xi + k), xb = _mm256_loadu_ps(xi + k + 8);
             a0 = _mm256_fmadd_ps(load8(w0 + k, bf16), xa, a0);
             a1 = _mm256_fmadd_ps(load8(w1 + k, bf16), xa, a1);
