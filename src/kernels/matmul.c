@@ -312,8 +312,7 @@ typedef struct linear_job {
     const hv_mm_kernels *k;
     const hv_q8_act *xq; /* q8_0, q4_0 with n <= HV_LINEAR_GEMV_MAX_N */
     int tiled;           /* n > HV_LINEAR_GEMV_MAX_N: sgemm per chunk */
-    int chunk, n_chunks; /* output rows in fixed chunks of `chunk` rows */
-    atomic_int next;     /* next chunk to take */
+    hv_gemm_outs o;      /* its output rows in chunks, handed out in turn */
 } linear_job;
 
 static void add_bias(const linear_job *j, int r0, int r1) {
@@ -327,16 +326,20 @@ static void add_bias(const linear_job *j, int r0, int r1) {
 
 /* Rows per chunk: a chunk is the unit of work a task takes, and in the
  * tiled regime the rows of one sgemm call (widened to f32 first unless
- * they are f32). Fixed by the shape alone, never by the thread count, and
- * multiples of 16 so that tasks write whole cache lines. Each sgemm call
- * packs x again, which costs ~1/tile of the work: tiles of 128..256 rows
- * keep that near 3% (measured: 256-row tiles match one whole sgemm) while
- * leaving >= 8 tiles to balance over the threads when rows >= 1024. */
-#define GEMV_CHUNK    32
-/* x8 weights stream from memory ahead of the kernel: longer chunks keep
- * each thread's stream going (64 rows: 16-19 GB/s against 13-16 with 32 on
- * the EPYC's 2 threads). A multiple of 8. */
-#define GEMV_CHUNK_X8 64
+ * they are f32; hv_gemm_chunk_rows). Fixed by the shape alone, never by
+ * the thread count, and multiples of 16 so that tasks write whole cache
+ * lines. Each sgemm call packs x again, which costs ~1/tile of the work:
+ * tiles of 128..256 rows keep that near 3% (measured: 256-row tiles match
+ * one whole sgemm) while leaving >= 8 tiles to balance over the threads
+ * when rows >= 1024. OpenBLAS's sgemv keeps chunks of 32 rows. */
+#define GEMV_CHUNK_F32 32
+/* Our GEMV kernels stream their weights from memory: long chunks keep each
+ * thread's stream going and leave fewer chunk starts the prefetch has not
+ * reached (a decoder step's 65 products on the EPYC's 2 threads, best
+ * sweep: bf16 9.2-9.8 ms in chunks of 32 rows, 7.4-8.2 in 128; q8_0 x8
+ * 4.4-6.1 ms in 64, 4.0-4.2 in 128), and hv_gemm_outs_taper cuts the last
+ * ones so that the threads end together. A multiple of 8 (x8). */
+#define GEMV_CHUNK     128
 
 /* x [n x cols] quantized for the q8_0/q4_0 GEMV kernels into a (block
  * sums included) in one new buffer, which is returned for the caller to
@@ -353,11 +356,8 @@ static void *q8_act_new(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
 }
 
 /* Weight rows per GEMV task chunk of W. */
-static int gemv_chunk(const hv_mat *W) { return W->x8 ? GEMV_CHUNK_X8 : GEMV_CHUNK; }
-
-static int tile_rows(int rows) {
-    int t = (rows / 8) & ~15;
-    return t < 128 ? 128 : t > 256 ? 256 : t;
+static int gemv_chunk(const hv_mat *W) {
+    return W->type == HV_WEIGHTS_F32 ? GEMV_CHUNK_F32 : GEMV_CHUNK;
 }
 
 /* Rows r0..r1 without any buffer: widens 256 weights at a time on the
@@ -434,13 +434,11 @@ static void linear_task(void *arg, int task, int n_tasks) {
     int f32 = j->W->type == HV_WEIGHTS_F32;
     float *tile = NULL;
     if (j->tiled && !f32) {
-        int tr = rows < j->chunk ? rows : j->chunk;
+        int tr = rows < j->o.max_chunk ? rows : j->o.max_chunk;
         tile = malloc((size_t)tr * cols * sizeof(float));
     }
-    for (;;) {
-        int c = atomic_fetch_add(&j->next, 1);
-        if (c >= j->n_chunks) break;
-        int r0 = c * j->chunk, r1 = r0 + j->chunk < rows ? r0 + j->chunk : rows;
+    int m, r0, r1;
+    while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
         if (j->tiled && (tile || f32)) {
             const float *w = (const float *)j->W->data + (long)r0 * cols;
             if (tile) {
@@ -480,16 +478,18 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
                    const hv_mat *W, const float *bias, const hv_epilogue *ep) {
     if (n <= 0 || W->rows <= 0) return;
     pthread_once(&blas_once, blas_single_threaded);
-    linear_job job = {y, x, n, W, bias, k, NULL, 0, 0, 0, 0};
+    linear_job job = {.y = y, .x = x, .n = n, .W = W, .bias = bias, .k = k};
     double flops = 2.0 * n * W->rows * W->cols;
     int tasks = hv_pool_size(pool);
     if (flops < 2e5 || W->rows < 32) tasks = 1;
     job.tiled = n > HV_LINEAR_GEMV_MAX_N;
     int sgemm = job.tiled || (W->type == HV_WEIGHTS_F32 && n > 1);
-    job.chunk = sgemm ? tile_rows(W->rows) : gemv_chunk(W);
-    job.n_chunks = (W->rows + job.chunk - 1) / job.chunk;
-    atomic_init(&job.next, 0);
-    if (tasks > job.n_chunks) tasks = job.n_chunks;
+    hv_gemm_outs_init(&job.o, 1, &W, &bias, &y, sgemm ? hv_gemm_chunk_rows : gemv_chunk, NULL);
+    /* our GEMV kernels give every row the same bits in any chunk, so the
+     * last chunks can be cut for the threads to end together; OpenBLAS's
+     * chunks stay fixed by the shape */
+    if (!sgemm && W->type != HV_WEIGHTS_F32) hv_gemm_outs_taper(&job.o, tasks);
+    if (tasks > job.o.n_chunks) tasks = job.o.n_chunks;
     /* the encoder's regime: the packed GEMM, for every weight type */
     if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, ep) == 0)
         return;
@@ -554,7 +554,8 @@ static void gemv_many_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     int m, r0, r1;
     while (hv_gemm_outs_next(&g->o, &m, &r0, &r1)) {
-        linear_job j = {g->o.out[m].y, g->x, g->n, g->o.out[m].W, NULL, g->k, g->xq, 0, 0, 0, 0};
+        linear_job j = {
+            .y = g->o.out[m].y, .x = g->x, .n = g->n, .W = g->o.out[m].W, .k = g->k, .xq = g->xq};
         gemv_rows(&j, r0, r1);
         hv_gemm_outs_finish(&g->o, m, 0, g->n, r0, r1);
     }
@@ -571,6 +572,7 @@ static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *
             return -1;
     gemv_many_job g = {.k = k, .x = x, .n = n};
     if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk, NULL)) return -1;
+    hv_gemm_outs_taper(&g.o, hv_pool_size(pool));
     hv_q8_act xq;
     void *buf = q8_act_new(k, &xq, x, n, g.o.cols);
     if (!buf) return -1;
