@@ -286,9 +286,10 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
                     const hv_mat *const *W, const float *const *bias, float *const *y,
                     const hv_epilogue *ep);
 
-/* The products of one packed-GEMM call (gemm.c, gemm_q8.c) and their
- * split into task chunks of weight rows: chunks are numbered across the
- * products, so the tasks of all of them share one counter. */
+/* The products of one packed-GEMM call (gemm.c, gemm_q8.c; also of one
+ * hv_linear or GEMV hv_linear_many call, matmul.c) and their split into
+ * task chunks of weight rows: chunks are numbered across the products, so
+ * the tasks of all of them share one counter. */
 typedef struct hv_gemm_outs {
     struct {
         const hv_mat *W;
