@@ -5,7 +5,9 @@
 #include <cjson/cJSON.h>
 
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int hv_test_passed, hv_test_failed;
@@ -30,13 +32,45 @@ int hv_test_write_file(const char *path, const void *data, size_t n) {
     return (fclose(f) == 0 && w == n) ? 0 : -1;
 }
 
+/* Removes a path and, for a directory, everything in it; symbolic links
+ * are removed, not followed. */
+static void remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            char child[4096];
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                snprintf(child, sizeof child, "%s/%s", path, e->d_name) < (int)sizeof child)
+                remove_tree(child);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+/* The directories hv_test_tmpdir made, removed when the program exits so
+ * that a test leaves nothing behind whatever it forgot to delete. */
+static char tmpdirs[8][64];
+static int n_tmpdirs;
+
+static void remove_tmpdirs(void) {
+    for (int i = 0; i < n_tmpdirs; i++) remove_tree(tmpdirs[i]);
+}
+
 const char *hv_test_tmpdir(void) {
-    static char buf[256];
+    static char buf[64];
     snprintf(buf, sizeof buf, "/tmp/hviske-test-XXXXXX");
-    if (!mkdtemp(buf)) {
+    if (n_tmpdirs == (int)(sizeof tmpdirs / sizeof tmpdirs[0]) || !mkdtemp(buf)) {
         perror("mkdtemp");
         exit(2);
     }
+    if (n_tmpdirs == 0) atexit(remove_tmpdirs);
+    memcpy(tmpdirs[n_tmpdirs++], buf, sizeof buf);
     return buf;
 }
 

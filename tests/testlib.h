@@ -37,7 +37,8 @@ char *hv_test_read_text(const char *path);
  * malloc'ed (the caller frees). */
 float *hv_test_noise(size_t n, unsigned seed);
 
-/* A fresh empty temporary directory (static buffer). */
+/* A fresh empty temporary directory (static buffer), removed with what
+ * it holds when the program exits. At most 8 per program. */
 const char *hv_test_tmpdir(void);
 
 /* The bundled demo model (2 threads), speech detector and example clip
