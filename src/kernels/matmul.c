@@ -562,21 +562,26 @@ static void gemv_many_task(void *arg, int task, int n_tasks) {
 }
 
 /* The decoder's products with one input (query, key, value) in one pool
- * dispatch, x quantized once: for n <= HV_LINEAR_GEMV_MAX_N and q8_0/q4_0
- * weights of one width. Each output as hv_linear computes it. -1 when it
- * does not apply or its buffer cannot be had (nothing done). */
+ * dispatch, x quantized once where q8_0/q4_0 weights need it: for n <=
+ * HV_LINEAR_GEMV_MAX_N and weights of one width, of any type but f32
+ * (whose OpenBLAS chunks stay as hv_linear cuts them). Each output as
+ * hv_linear computes it. -1 when it does not apply or its buffer cannot
+ * be had (nothing done). */
 static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
                      const hv_mat *const *W, const float *const *bias, float *const *y) {
-    for (int m = 0; m < count; m++)
-        if ((W[m]->type != HV_WEIGHTS_Q8_0 && W[m]->type != HV_WEIGHTS_Q4_0) || W[m]->rows < 1)
-            return -1;
+    int quantized = 0;
+    for (int m = 0; m < count; m++) {
+        if (W[m]->type == HV_WEIGHTS_F32 || W[m]->rows < 1) return -1;
+        quantized |= W[m]->type == HV_WEIGHTS_Q8_0 || W[m]->type == HV_WEIGHTS_Q4_0;
+    }
+    if (quantized && W[0]->cols % HV_Q8_BLOCK) return -1;
     gemv_many_job g = {.k = k, .x = x, .n = n};
     if (hv_gemm_outs_init(&g.o, count, W, bias, y, gemv_chunk, NULL)) return -1;
     hv_gemm_outs_taper(&g.o, hv_pool_size(pool));
     hv_q8_act xq;
-    void *buf = q8_act_new(k, &xq, x, n, g.o.cols);
-    if (!buf) return -1;
-    g.xq = &xq;
+    void *buf = NULL;
+    if (quantized && !(buf = q8_act_new(k, &xq, x, n, g.o.cols))) return -1;
+    g.xq = quantized ? &xq : NULL;
     int tasks = hv_pool_size(pool) < g.o.n_chunks ? hv_pool_size(pool) : g.o.n_chunks;
     hv_pool_run(pool, tasks, gemv_many_task, &g);
     free(buf);
@@ -592,7 +597,7 @@ void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_ma
     }
     if (fits && packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y, NULL) == 0)
         return;
-    if (fits && n > 0 && n <= HV_LINEAR_GEMV_MAX_N && W[0]->cols % HV_Q8_BLOCK == 0 &&
+    if (fits && n > 0 && n <= HV_LINEAR_GEMV_MAX_N &&
         gemv_many(hv_mm_best(), pool, n, x, count, W, bias, y) == 0)
         return;
     for (int m = 0; m < count; m++) hv_linear(pool, y[m], x, n, W[m], bias[m]);
