@@ -127,8 +127,8 @@ void hv_linear_add(hv_pool *pool, float *res, float *y, const float *x, int n, c
  * x . W[m]^T + bias[m] (bias[m] may be NULL), each exactly as hv_linear
  * computes it; with many rows x is packed once for all of them and their
  * chunks share the threads (the attention's query, key and value); with
- * few rows (decoder steps) and q8_0/q4_0 weights x is quantized once and
- * all their chunks take one dispatch of the pool. */
+ * few rows (decoder steps) and weights other than f32 all their chunks
+ * take one dispatch of the pool (x quantized once for q8_0/q4_0). */
 void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_mat *const *W,
                     const float *const *bias, float *const *y);
 
