@@ -1268,6 +1268,24 @@ static void test_gemm_q8_tile(void) {
                       "SIMD panel of 32-bit words, %d words", kq);
         }
     }
+    /* the activation panel: MR rows moved bit for bit, nothing written
+     * past its kc * MR floats (guard words after it stay) */
+    enum { MRX = HV_GEMM_MR };
+    for (int kq = 1; kq <= 21; kq++) {
+        uint32_t x0[MRX * 21 + 4], x1[MRX * 21 + 4];
+        memset(x0, 0xa5, sizeof x0);
+        memset(x1, 0xa5, sizeof x1);
+        hv_mm_scalar.gemm_pack_x((float *)x0, (const float *)src, 21, kq);
+        int ok = 1;
+        for (int k = 0; k < kq; k++)
+            for (int i = 0; i < MRX; i++) ok &= x0[k * MRX + i] == src[i * 21 + k];
+        for (int g = kq * MRX; g < MRX * 21 + 4; g++) ok &= x0[g] == 0xa5a5a5a5u;
+        CHECK_MSG(ok, "activation panel, %d columns", kq);
+        if (simd) {
+            simd->gemm_pack_x((float *)x1, (const float *)src, 21, kq);
+            CHECK_MSG(memcmp(x0, x1, sizeof x0) == 0, "SIMD activation panel, %d columns", kq);
+        }
+    }
     /* the half-precision panels: widen_f16 / widen_bf16's values moved as
      * gemm_panel moves them, scalar and SIMD, infinities and subnormals
      * among them */

@@ -49,9 +49,11 @@ static void pack_x_task(void *arg, int task, int n_tasks) {
             float *dst = block + (long)p * MR * kc;
             const float *src = j->x + (long)p * MR * cols + k0;
             int valid = j->n - p * MR < MR ? j->n - p * MR : MR;
-            /* column by column: MR row streams in, one contiguous stream
-             * out (row by row, the stores were MR floats apart: 15% more
-             * of the encoder's samples) */
+            if (valid == MR) {
+                j->k->gemm_pack_x(dst, src, cols, kc);
+                continue;
+            }
+            /* the last panel: column by column, rows past n zero */
             for (int c = 0; c < kc; c++)
                 for (int i = 0; i < MR; i++)
                     dst[c * MR + i] = i < valid ? src[(long)i * cols + c] : 0.0f;

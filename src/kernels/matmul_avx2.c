@@ -458,6 +458,28 @@ TARGET static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int
             dst[k * HV_GEMM_NR + r] = load1(src + r * ld + k, bf16);
 }
 
+/* HV_GEMM_MR (6) activation rows into a panel, 8 columns at a time: the
+ * six rows and two zero rows transposed, each column's 6 floats stored
+ * with a full vector whose last two lanes the next column's store
+ * overwrites; the block's last column stores 4 + 2, so nothing past the
+ * block is written (another thread may be packing the next panel). */
+TARGET static void gemm_pack_x(float *dst, const float *src, long ld, int kc) {
+    enum { MR = HV_GEMM_MR };
+    int k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        __m256 r[8];
+        for (int i = 0; i < MR; i++) r[i] = _mm256_loadu_ps(src + i * ld + k);
+        r[6] = r[7] = _mm256_setzero_ps();
+        transpose8(r);
+        float *d = dst + (long)k * MR;
+        for (int c = 0; c < 7; c++) _mm256_storeu_ps(d + c * MR, r[c]);
+        _mm_storeu_ps(d + 7 * MR, _mm256_castps256_ps128(r[7]));
+        _mm_storel_pi((__m64 *)(d + 7 * MR + 4), _mm256_extractf128_ps(r[7], 1));
+    }
+    for (; k < kc; k++)
+        for (int i = 0; i < MR; i++) dst[k * MR + i] = src[i * ld + k];
+}
+
 /* (The empty asm statements only order the rows: without them GCC hoists
  * every row's broadcast and products first and spills the accumulators.)
  * The int8 GEMM's 5 x 16 tile: per block of 32 columns, 10 int32

@@ -153,6 +153,10 @@ typedef struct hv_mm_kernels {
      * (widen_f16 / widen_bf16's values): one pass instead of widening into
      * rows and transposing them. */
     void (*gemm_panel_half)(float *dst, const uint16_t *src, long ld, int kc, int bf16);
+    /* dst[k * HV_GEMM_MR + i] = src[i * ld + k] for i < HV_GEMM_MR, k < kc:
+     * HV_GEMM_MR activation rows into one packed panel, bit for bit; it
+     * writes nothing outside dst's kc * HV_GEMM_MR floats. */
+    void (*gemm_pack_x)(float *dst, const float *src, long ld, int kc);
     /* The int8 GEMM's micro-kernel (gemm_q8.c): count tiles of
      * HV_GEMM_Q8_MR x HV_GEMM_NR outputs down the activation rows, over nbk
      * blocks of 32 columns; tile t reads a + t * nbk * 32 * MR and ad + t *
@@ -215,11 +219,11 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,            \
         .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
         .widen_q4_0 = widen_q4_0, .gemm_tiles = gemm_tiles, .gemm_panel = gemm_panel,              \
-        .gemm_panel_half = gemm_panel_half, .gemm_tiles_q8 = gemm_tiles_q8,                        \
-        .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
-        .attn_scores = attn_scores, .attn_context = attn_context,                                  \
-        .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
-        .narrow_f16 = narrow_f16                                                                   \
+        .gemm_panel_half = gemm_panel_half, .gemm_pack_x = gemm_pack_x,                            \
+        .gemm_tiles_q8 = gemm_tiles_q8, .gemm_x8_terms = gemm_x8_terms,                            \
+        .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8, .attn_scores = attn_scores,        \
+        .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \
+        .attn_context_f16 = attn_context_f16, .narrow_f16 = narrow_f16                             \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

@@ -231,6 +231,11 @@ static void gemm_panel(void *dst, const void *src, long ld, int kc) {
             memcpy((char *)dst + 4 * (k * HV_GEMM_NR + r), (const char *)src + 4 * (r * ld + k), 4);
 }
 
+static void gemm_pack_x(float *dst, const float *src, long ld, int kc) {
+    for (int k = 0; k < kc; k++)
+        for (int i = 0; i < HV_GEMM_MR; i++) dst[k * HV_GEMM_MR + i] = src[i * ld + k];
+}
+
 static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int kc, int bf16) {
     for (int k = 0; k < kc; k++)
         for (int r = 0; r < HV_GEMM_NR; r++)
