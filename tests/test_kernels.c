@@ -218,6 +218,21 @@ static void test_row_kernels(void) {
         CHECK_MSG(close, "hv_softmax(%d): beyond 1e-6 relative of double", n);
         if (n > 3) CHECK(y[n / 2] == 0.0f && y[n - 1] == 0.0f);
 
+        /* log-softmax: x - (max + log of the same lane sum of the same
+         * exps), and within a few float ulps of x - max - log z */
+        memcpy(y, x, sizeof(float) * n);
+        hv_log_softmax(y, n);
+        float lse = mx + (float)log(lanes_sum(v, n));
+        same = 1, close = 1;
+        for (int i = 0; i < n; i++) {
+            float want = x[i] - lse;
+            same &= memcmp(&want, &y[i], sizeof want) == 0;
+            double ref = (double)(x[i] - mx) - log(z);
+            if (x[i] > -1e29f) close &= fabs(y[i] - ref) <= 1e-6 * (fabs(ref) + fabs(mx) + 1);
+        }
+        CHECK_MSG(same, "hv_log_softmax(%d) differs from its scalar formula", n);
+        CHECK_MSG(close, "hv_log_softmax(%d): beyond 1e-6 relative of double", n);
+
         for (int i = 0; i < n; i++) {
             x[i] = 3.0f + frand(&seed) * 2.0f; /* an offset mean, as in activations */
             w[i] = frand(&seed), b[i] = frand(&seed);
