@@ -138,8 +138,8 @@ TARGET static int layernorm_avx2(float *y, const float *x, int d, float m, float
     return j;
 }
 
-/* e^(x - mx) into the first n8 values of x (0 below exp_act's range);
- * returns their sum in lanes. */
+/* e^(x - mx) of the first n8 values of x (0 below exp_act's range),
+ * stored into x when store; returns their sum in lanes. */
 TARGET static double softmax_exp_avx2(float *x, int n8, float mx, int store) {
     __m256d lo = _mm256_setzero_pd(), hi = lo;
     __m256 vmx = _mm256_set1_ps(mx), low = _mm256_set1_ps(EXP_LO);
