@@ -65,7 +65,11 @@ static void remove_tmpdirs(void) {
 const char *hv_test_tmpdir(void) {
     static char buf[64];
     snprintf(buf, sizeof buf, "/tmp/hviske-test-XXXXXX");
-    if (n_tmpdirs == (int)(sizeof tmpdirs / sizeof tmpdirs[0]) || !mkdtemp(buf)) {
+    if (n_tmpdirs == (int)(sizeof tmpdirs / sizeof tmpdirs[0])) {
+        fprintf(stderr, "hv_test_tmpdir: more than %d directories\n", n_tmpdirs);
+        exit(2);
+    }
+    if (!mkdtemp(buf)) {
         perror("mkdtemp");
         exit(2);
     }
