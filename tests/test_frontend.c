@@ -424,9 +424,6 @@ static void test_torch(const hv_frontend *f) {
         free(feat);
     }
     free(x);
-    remove(in);
-    remove(outp);
-    remove(dir);
 }
 
 /* Checkpoint-given window and filterbank are used as given; bad ones and

@@ -795,6 +795,5 @@ int main(void) {
     check_valid();
     check_hostile();
     if (check_fixtures() == 0) check_trained();
-    rmdir(dir);
     TEST_END();
 }
