@@ -483,6 +483,9 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
     int tasks = hv_pool_size(pool);
     if (flops < 2e5 || W->rows < 32) tasks = 1;
     job.tiled = n > HV_LINEAR_GEMV_MAX_N;
+    /* the encoder's regime: the packed GEMM, for every weight type */
+    if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, ep) == 0)
+        return;
     int sgemm = job.tiled || (W->type == HV_WEIGHTS_F32 && n > 1);
     hv_gemm_outs_init(&job.o, 1, &W, &bias, &y, sgemm ? hv_gemm_chunk_rows : gemv_chunk, NULL);
     /* our GEMV kernels give every row the same bits in any chunk, so the
@@ -490,9 +493,6 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
      * chunks stay fixed by the shape */
     if (!sgemm && W->type != HV_WEIGHTS_F32) hv_gemm_outs_taper(&job.o, tasks);
     if (tasks > job.o.n_chunks) tasks = job.o.n_chunks;
-    /* the encoder's regime: the packed GEMM, for every weight type */
-    if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, ep) == 0)
-        return;
     hv_q8_act xq;
     void *xq_buf = NULL;
     if ((W->type == HV_WEIGHTS_Q8_0 || W->type == HV_WEIGHTS_Q4_0) && !job.tiled &&
