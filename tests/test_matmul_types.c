@@ -514,7 +514,10 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
     int blocks = t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0;
     const shape *shapes = blocks ? q8 : gen;
     int n_shapes = blocks ? (int)(sizeof q8 / sizeof q8[0]) : (int)(sizeof gen / sizeof gen[0]);
-    static const int ns[] = {1, 2, 3, 7, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1, 64, 200};
+    /* 300: the packed GEMM keeps a chunk's sums in its own buffer from
+     * 256 rows on (gemm.c), 200 in y */
+    static const int ns[] = {1,  2,   3,  7, HV_LINEAR_GEMV_MAX_N, HV_LINEAR_GEMV_MAX_N + 1,
+                             64, 200, 300};
     hv_pool *pools[3];
     for (int p = 0; p < 3; p++) pools[p] = hv_pool_new(p + 1);
     const hv_mm_kernels *simd = hv_mm_simd();

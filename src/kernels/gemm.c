@@ -9,8 +9,9 @@
  * block of it at a time straight into panels of HV_GEMM_NR rows (no f32
  * copy of the whole matrix, and no second copy as with widen + sgemm), and
  * runs the micro-kernel over every activation panel. A tile's outputs stay
- * in y between column blocks, so every output is one fma chain over the
- * columns in order (matmul_impl.h): the result does not depend on the
+ * in y (or, for many activation rows, in the task's buffer) between column
+ * blocks, so every output is one fma chain over the columns in order
+ * (matmul_impl.h): the result does not depend on the
  * blocking, the chunks or the number of threads, and the scalar and AVX2
  * micro-kernels agree bit for bit. Buffers come from the pool's scratch, so
  * repeated calls neither allocate nor fault in pages. */
@@ -104,32 +105,53 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
     }
 }
 
-/* An edge tile (fewer than MR activation rows or NR weight rows) at
- * activation row i, weight row r (panel pointers given), through a
- * full-size buffer so the kernel never sees a tail. */
-static void edge_tile(const gemm_job *j, int rows, float *y, int kc, const float *xp,
-                      const float *wp, int i, int r, int r1, int accumulate) {
-    float *c = y + (long)i * rows + r;
-    int mi = j->n - i < MR ? j->n - i : MR, nj = r1 - r < NR ? r1 - r : NR;
+/* An edge tile (fewer than MR activation rows or NR weight rows) with
+ * outputs at c (row stride ldc) and nj weight rows, through a full-size
+ * buffer so the kernel never sees a tail. */
+static void edge_tile(const gemm_job *j, float *c, long ldc, int kc, const float *xp,
+                      const float *wp, int i, int nj, int accumulate) {
+    int mi = j->n - i < MR ? j->n - i : MR;
+    if (nj > NR) nj = NR;
     float buf[MR * NR] = {0};
     if (accumulate)
-        for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * rows, nj * sizeof *buf);
+        for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * ldc, nj * sizeof *buf);
     j->k->gemm_tiles(1, kc, xp, wp, buf, NR, accumulate);
-    for (int a = 0; a < mi; a++) memcpy(c + (long)a * rows, buf + a * NR, nj * sizeof *buf);
+    for (int a = 0; a < mi; a++) memcpy(c + (long)a * ldc, buf + a * NR, nj * sizeof *buf);
 }
 
-/* Scratch floats of a task: its packed weight block and NR widened rows. */
-static size_t task_floats(const gemm_job *j) { return ((size_t)j->o.max_chunk + NR) * KC; }
+/* From LOCAL_MIN_N activation rows on, a chunk's outputs are accumulated
+ * in a buffer of the task's, n rows of local_ld(j) floats, and copied to y
+ * when the chunk is done. In y a chunk's rows lie W->rows floats apart:
+ * for the encoder's 5120-row products 20 KiB, a multiple of 4 KiB, so the
+ * 375 rows of a 30 s chunk share a quarter of the L2 cache's sets and
+ * evict each other between column blocks; the buffer's rows, 16 floats
+ * longer than a chunk, spread over all sets. Below ~256 rows the chunk's
+ * outputs stay in L2 either way and the copy is the larger cost
+ * (docs/PERFORMANCE.md, thirteenth session). */
+#define LOCAL_MIN_N 256
+static int local_ld(const gemm_job *j) { return j->o.max_chunk + NR; }
+static int use_local(const gemm_job *j) { return j->n >= LOCAL_MIN_N; }
+
+/* Scratch floats of a task: its packed weight block, NR widened rows and
+ * the chunk's outputs when they are kept apart. */
+static size_t task_floats(const gemm_job *j) {
+    size_t f = ((size_t)j->o.max_chunk + NR) * KC;
+    return f + (use_local(j) ? (size_t)j->n * (size_t)local_ld(j) : 0);
+}
 
 static void gemm_task(void *arg, int task, int n_tasks) {
     gemm_job *j = arg;
     (void)n_tasks;
-    int cols = j->cols;
+    int cols = j->cols, local = use_local(j);
     float *wp = hv_pool_scratch(j->pool, task, task_floats(j) * sizeof(float));
     float *wrows = wp + (size_t)j->o.max_chunk * KC;
+    float *cbuf = wrows + (size_t)NR * KC;
     int m, r0, r1;
     while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
         const hv_mat *W = j->o.out[m].W;
+        /* where the chunk's outputs are accumulated: c[i * ldc + r - r0] */
+        float *c = local ? cbuf : j->o.out[m].y + r0;
+        long ldc = local ? local_ld(j) : W->rows;
         for (int k0 = 0; k0 < cols; k0 += KC) {
             int kc = cols - k0 < KC ? cols - k0 : KC;
             pack_w(j, W, r0, r1, k0, kc, wp, wrows);
@@ -138,25 +160,24 @@ static void gemm_task(void *arg, int task, int n_tasks) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
                 for (int r = r0; r < r1; r += NR) {
                     const float *wpanel = wp + (long)(r - r0) * kc;
-                    float *y = j->o.out[m].y;
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */
                     int full = r + NR <= r1 ? i1 / MR - i0 / MR : 0;
                     if (full > 0) {
                         j->k->gemm_tiles(full, kc, xblock + (long)i * kc, wpanel,
-                                         y + (long)i * W->rows + r, W->rows, k0 > 0);
+                                         c + (long)i * ldc + (r - r0), ldc, k0 > 0);
                         i += full * MR;
                     }
                     for (; i < i1; i += MR)
-                        edge_tile(j, W->rows, y, kc, xblock + (long)i * kc, wpanel, i, r, r1,
-                                  k0 > 0);
+                        edge_tile(j, c + (long)i * ldc + (r - r0), ldc, kc, xblock + (long)i * kc,
+                                  wpanel, i, r1 - r, k0 > 0);
                 }
             }
         }
         /* after the chunk, not pass by pass as the int8 GEMM: measured
          * slower here (docs/PERFORMANCE.md, ninth session) */
-        hv_gemm_outs_finish(&j->o, m, 0, j->n, r0, r1);
+        hv_gemm_outs_finish_from(&j->o, m, 0, j->n, r0, r1, local ? cbuf : NULL, ldc);
     }
 }
 
@@ -225,23 +246,34 @@ int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1) {
 }
 
 void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1) {
-    const float *bias = o->out[m].bias;
-    int rows = o->out[m].W->rows;
+    hv_gemm_outs_finish_from(o, m, i0, i1, r0, r1, NULL, 0);
+}
+
+void hv_gemm_outs_finish_from(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1,
+                              const float *src, long ld) {
+    const float *bias = o->bias_done ? NULL : o->out[m].bias;
+    int rows = o->out[m].W->rows, count = r1 - r0;
     for (int i = i0; i < i1; i++) {
         float *yi = o->out[m].y + (long)i * rows;
         if (o->ep.residual && i + 2 < i1) { /* short rows far apart: fetch ahead */
             const char *ya = (const char *)(yi + 2L * rows + r0);
             const char *ra = (const char *)(o->ep.residual + (i + 2L) * rows + r0);
-            for (long b = 0; b < (long)(r1 - r0) * 4; b += 64) {
+            for (long b = 0; b < (long)count * 4; b += 64) {
                 __builtin_prefetch(ya + b);
                 __builtin_prefetch(ra + b, 1);
             }
         }
-        if (bias && !o->bias_done)
+        /* y = src + bias is the same rounding as y = src; y += bias */
+        const float *si = src ? src + (long)(i - i0) * ld : NULL;
+        if (si && bias)
+            for (int r = 0; r < count; r++) yi[r0 + r] = si[r] + bias[r0 + r];
+        else if (si)
+            memcpy(yi + r0, si, (size_t)count * sizeof *yi);
+        else if (bias)
             for (int r = r0; r < r1; r++) yi[r] += bias[r];
         /* element-wise: as over all of y */
         hv_epilogue_run(&o->ep, yi + r0,
-                        o->ep.residual ? o->ep.residual + (long)i * rows + r0 : NULL, r1 - r0);
+                        o->ep.residual ? o->ep.residual + (long)i * rows + r0 : NULL, count);
     }
 }
 

@@ -334,6 +334,12 @@ int hv_gemm_outs_next(hv_gemm_outs *o, int *m, int *r0, int *r1);
  * are still in cache; the others once per chunk. */
 void hv_gemm_outs_finish(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1);
 
+/* The same, with the outputs taken from src (row i at src + (i - i0) *
+ * ld, column r at r - r0) instead of from y: y = src + bias, then the
+ * epilogue, the same bits as copying src into y and finishing there. */
+void hv_gemm_outs_finish_from(const hv_gemm_outs *o, int m, int i0, int i1, int r0, int r1,
+                              const float *src, long ld);
+
 /* hv_gemm_weights for q8_0 and q4_0 weights through the int8 GEMM
  * (gemm_q8.c), on a pool (not NULL); hv_gemm_weights calls it when every
  * W[m] is one of them. */
