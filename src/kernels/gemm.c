@@ -11,9 +11,9 @@
  * runs the micro-kernel over every activation panel. A tile's outputs stay
  * in y (or, for many activation rows, in the task's buffer) between column
  * blocks, so every output is one fma chain over the columns in order
- * (matmul_impl.h): the result does not depend on the
- * blocking, the chunks or the number of threads, and the scalar and AVX2
- * micro-kernels agree bit for bit. Buffers come from the pool's scratch, so
+ * (matmul_impl.h): the result does not depend on the blocking, the chunks
+ * or the number of threads, and the scalar and AVX2 micro-kernels agree
+ * bit for bit. Buffers come from the pool's scratch, so
  * repeated calls neither allocate nor fault in pages. */
 #include <stdatomic.h>
 #include <string.h>
@@ -126,7 +126,7 @@ static void edge_tile(const gemm_job *j, float *c, long ldc, int kc, const float
  * 375 rows of a 30 s chunk share a quarter of the L2 cache's sets and
  * evict each other between column blocks; the buffer's rows, 16 floats
  * longer than a chunk, spread over all sets. Below ~256 rows the chunk's
- * outputs stay in L2 either way and the copy is the larger cost
+ * outputs stay in L2 either way and the copy costs about what it saves
  * (docs/PERFORMANCE.md, thirteenth session). */
 #define LOCAL_MIN_N 256
 static int local_ld(const gemm_job *j) { return j->o.max_chunk + NR; }
