@@ -13,8 +13,8 @@
  * blocks, so every output is one fma chain over the columns in order
  * (matmul_impl.h): the result does not depend on the blocking, the chunks
  * or the number of threads, and the scalar and AVX2 micro-kernels agree
- * bit for bit. Buffers come from the pool's scratch, so
- * repeated calls neither allocate nor fault in pages. */
+ * bit for bit. Buffers come from the pool's scratch, so repeated calls
+ * neither allocate nor fault in pages. */
 #include <stdatomic.h>
 #include <string.h>
 
