@@ -6,7 +6,8 @@ not asserted: they are the machine's, not the program's) and checks the
 contract: every stage's median/min/max in order, the threads' busy share,
 the sgemm peak of --peak
 measured around each run with the encoder's share of it, --bandwidth's
-figure, and a clear error for a file that is not there.
+figures (at the start, and around each run with a step's time over the
+bound of its moment), and a clear error for a file that is not there.
 
 Environment: HV_BINARY_DIR (the build folder with hviske-bench). Prints one
 line per case and ends with "N passed, M failed"; exits 1 when any failed.
@@ -62,11 +63,28 @@ def main():
            bool(runs) and ordered(runs) and runs["median"] == f["encoder_peak_share"], str(runs))
     report("--bandwidth: a positive rate", out.get("read_bandwidth_gbs", 0) > 0,
            str(out.get("read_bandwidth_gbs")))
+    bw, ratio = f.get("read_bandwidth_gbs_runs", {}), f.get("token_bound_ratio_runs", {})
+    report("--bandwidth: the rate around each run and a step's ratio to its bound, in order",
+           bool(bw) and bool(ratio) and ordered(bw) and ordered(ratio) and bw["min"] > 0
+           and ratio["min"] > 0 and ratio["median"] == f.get("token_bound_ratio"),
+           str({"bw": bw, "ratio": ratio}))
+    # each run's ratio is its step time over the weight bytes at its
+    # bandwidth, so all of them lie within what the ranges allow
+    mb, tok = out.get("decoder_weight_mb", 0), f["per_token_ms"]
+    if bw and ratio and mb > 0:
+        lo, hi = tok["min"] * bw["min"] / mb, tok["max"] * bw["max"] / mb
+        report("--bandwidth: the ratio is per_token_ms over decoder_weight_mb / bandwidth",
+               lo * 0.999 <= ratio["min"] and ratio["max"] <= hi * 1.001,
+               f"ratio {ratio} outside [{lo}, {hi}]")
 
     p = bench("--runs", "1", "--max-tokens", "2", EXAMPLE)
-    report("without --json: the peak line only with --peak",
-           p.returncode == 0 and "encoder_ms" in p.stdout and "sgemm peak" not in p.stdout,
-           p.stdout[-300:] + p.stderr[-300:])
+    report("without --json: the peak and bound lines only with --peak and --bandwidth",
+           p.returncode == 0 and "encoder_ms" in p.stdout and "sgemm peak" not in p.stdout
+           and "bandwidth" not in p.stdout, p.stdout[-300:] + p.stderr[-300:])
+    p = bench("--runs", "1", "--max-tokens", "2", "--bandwidth", EXAMPLE)
+    report("without --json, --bandwidth: the bound at the start and around the runs",
+           p.returncode == 0 and "memory read bandwidth" in p.stdout
+           and "the bound of its moment" in p.stdout, p.stdout[-400:] + p.stderr[-300:])
 
     missing = os.path.join(HERE, "no-such-audio.wav")
     p = bench("--runs", "1", missing)

@@ -658,22 +658,25 @@ static void test_kernels_direct(void) {
     printf("SIMD kernels: %s\n", simd->name);
     int cols = 96, n_w = 11, n = 5, ldy = 13;
     uint16_t w16[11 * 96];
-    float x[5 * 96], ya[5 * 13], yb[5 * 13];
-    for (int i = 0; i < n * cols; i++) x[i] = frand();
+    /* 1, 2, 5 and 8 activation rows (decoder steps, beams, prompts) */
+    const int ns[] = {1, 2, 5, 8};
+    float x[8 * 96], ya[8 * 13], yb[8 * 13];
+    for (int i = 0; i < 8 * cols; i++) x[i] = frand();
     for (int bf = 0; bf < 2; bf++)
         for (int c = 1; c <= cols; c += 5) {
             for (int i = 0; i < n_w * c; i++)
                 w16[i] = bf ? hv_f32_to_bf16(frand()) : hv_f32_to_f16(frand());
-            for (int w0 = 0; w0 < 5; w0++) {
-                memset(ya, 0, sizeof ya);
-                memset(yb, 0, sizeof yb);
-                (bf ? hv_mm_scalar.gemv_bf16 : hv_mm_scalar.gemv_f16)(ya + w0, ldy, x, n,
-                                                                      w16 + w0 * c, n_w - w0, c);
-                (bf ? simd->gemv_bf16 : simd->gemv_f16)(yb + w0, ldy, x, n, w16 + w0 * c, n_w - w0,
-                                                        c);
-                CHECK_MSG(same_bits(ya, yb, 5 * 13), "%s gemv cols %d from row %d",
-                          bf ? "bf16" : "f16", c, w0);
-            }
+            for (int ni = 0; ni < 4; ni++)
+                for (int w0 = 0; w0 < 5; w0++) {
+                    memset(ya, 0, sizeof ya);
+                    memset(yb, 0, sizeof yb);
+                    (bf ? hv_mm_scalar.gemv_bf16 : hv_mm_scalar.gemv_f16)(
+                        ya + w0, ldy, x, ns[ni], w16 + w0 * c, n_w - w0, c);
+                    (bf ? simd->gemv_bf16 : simd->gemv_f16)(yb + w0, ldy, x, ns[ni], w16 + w0 * c,
+                                                            n_w - w0, c);
+                    CHECK_MSG(same_bits(ya, yb, 8 * 13), "%s gemv cols %d, %d rows from row %d",
+                              bf ? "bf16" : "f16", c, ns[ni], w0);
+                }
         }
     hv_q8_0_block wq[11 * 3];
     float xd[5 * 3];

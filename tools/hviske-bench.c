@@ -12,7 +12,9 @@
  * took and their share of the total. The encoder's rate (its matrix
  * products' floating-point operations per second) is reported as well;
  * with --peak also the rate of OpenBLAS sgemm on the encoder's own shapes,
- * on the same threads in the same run, and the encoder's share of it. */
+ * on the same threads in the same run, and the encoder's share of it;
+ * with --bandwidth the memory read bandwidth around each run and a decoder
+ * step's time over the bound it sets. */
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -45,7 +47,15 @@ static double peak_rss_mb(void) {
 }
 
 /* Memory read bandwidth: threads sum disjoint parts of a buffer much
- * larger than the caches; the best of a few passes, in GB/s. */
+ * larger than the caches; the best of a few passes, in GB/s. The buffer
+ * is made once (bw_probe_new) and kept, so that the probe can run just
+ * before and after each timed run without faulting in pages each time. */
+typedef struct bw_probe {
+    double *buf;
+    size_t n; /* doubles in buf */
+    int threads;
+} bw_probe;
+
 typedef struct bw_job {
     const double *p;
     size_t n;
@@ -65,24 +75,29 @@ static void *bw_read(void *arg) {
     return NULL;
 }
 
-static double read_bandwidth_gbs(int threads) {
-    size_t n = (size_t)1 << 27; /* 1 GiB of doubles */
-    double *buf = malloc(n * sizeof *buf), best = 0;
-    if (!buf) return 0;
-    for (size_t i = 0; i < n; i++) buf[i] = (double)(i & 1023);
+static int bw_probe_new(bw_probe *p, int threads) {
+    p->n = (size_t)1 << 26; /* 512 MiB of doubles, 16x the largest L3 here */
+    p->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
+    p->buf = malloc(p->n * sizeof *p->buf);
+    if (!p->buf) return -1;
+    for (size_t i = 0; i < p->n; i++) p->buf[i] = (double)(i & 1023);
+    return 0;
+}
+
+static double read_bandwidth_gbs(const bw_probe *p) {
     pthread_t th[256];
     bw_job jobs[256];
+    double best = 0;
     for (int pass = 0; pass < 4; pass++) {
         double t0 = hvt_now_s();
-        for (int t = 0; t < threads; t++) {
-            jobs[t] = (bw_job){buf + n / threads * t, n / threads, 0};
+        for (int t = 0; t < p->threads; t++) {
+            jobs[t] = (bw_job){p->buf + p->n / p->threads * t, p->n / p->threads, 0};
             pthread_create(&th[t], NULL, bw_read, &jobs[t]);
         }
-        for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
-        double gbs = n * sizeof *buf / (hvt_now_s() - t0) / 1e9;
+        for (int t = 0; t < p->threads; t++) pthread_join(th[t], NULL);
+        double gbs = p->n * sizeof *p->buf / (hvt_now_s() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
-    free(buf);
     return best;
 }
 
@@ -232,11 +247,18 @@ static void usage(FILE *f) {
                "is the encoder's rate; --peak measures OpenBLAS sgemm on the encoder's shapes\n"
                "with the same threads just before and after each run (sgemm_peak_gflops) and\n"
                "the encoder's share of it (encoder_peak_share; per run: _runs). busy_share is\n"
-               "the process's CPU time over threads x total_ms: below 1, threads waited.\n");
+               "the process's CPU time over threads x total_ms: below 1, threads waited.\n"
+               "--bandwidth measures the memory read bandwidth at the start\n"
+               "(read_bandwidth_gbs, token_bound_ms: the decoder's weight bytes over it) and\n"
+               "just before and after each run (read_bandwidth_gbs_runs); token_bound_ratio is\n"
+               "per_token_ms over the bound of the run's moment (per run: _runs). Its buffer\n"
+               "(512 MiB) is kept while the runs go on and counts in the peak memory.\n");
 }
 
-static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const char *path,
-                      cJSON *jfiles) {
+/* bw: with --bandwidth, the probe run just before and after each timed run;
+ * dec_mb: the decoder's weight bytes a step reads, in MB. */
+static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const bw_probe *bw,
+                      double dec_mb, const char *path, cJSON *jfiles) {
     char err[1024];
     float *pcm;
     size_t n;
@@ -264,6 +286,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
      * against a peak of the same moment */
     double clip_s = 35, *peaks = calloc((size_t)o->runs, sizeof(double));
     double *shares = calloc((size_t)o->runs, sizeof(double));
+    /* with --bandwidth, the same for the decoder step's bound: the read
+     * bandwidth around each run, and the run's step time over the bound
+     * it sets (the weight bytes over that bandwidth) */
+    double *bws = calloc((size_t)o->runs, sizeof(double));
+    double *bound_ratios = calloc((size_t)o->runs, sizeof(double));
     int d = 0, ff = 0, peak_m = 0, peak_threads = 1;
     int busy_threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (o->peak && encoder_dims(o->model, &d, &ff, &clip_s)) {
@@ -271,9 +298,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
         if (peak_m < 1) peak_m = 1;
         peak_threads = busy_threads < 256 ? busy_threads : 256;
     }
-    for (int r = -o->warmup; ctx && peaks && shares && r < o->runs; r++) {
+    int ok = ctx && peaks && shares && bws && bound_ratios;
+    for (int r = -o->warmup; ok && r < o->runs; r++) {
         hv_result *res;
         double before = r >= 0 && peak_m ? sgemm_peak_gflops(peak_threads, peak_m, d, ff) : 0;
+        double bw_before = r >= 0 && bw ? read_bandwidth_gbs(bw) : 0;
         double t0 = hvt_now_s(), cpu0 = cpu_seconds();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
             fprintf(stderr, "hviske-bench: %s: %s\n", path, hv_context_error(ctx));
@@ -304,8 +333,13 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
             peaks[r] = after > before ? after : before;
             shares[r] = peaks[r] > 0 ? v[S_ENC_GFLOPS][r] / peaks[r] : 0;
         }
+        if (bw) {
+            double after = read_bandwidth_gbs(bw);
+            bws[r] = after > bw_before ? after : bw_before;
+            bound_ratios[r] = bws[r] > 0 && dec_mb > 0 ? v[S_TOKEN][r] / (dec_mb / bws[r]) : 0;
+        }
     }
-    if (!ctx || !peaks || !shares) {
+    if (!ok) {
         fprintf(stderr, "hviske-bench: out of memory\n");
         rc = 1;
     }
@@ -313,6 +347,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
         stat3 s[N_STATS];
         for (int k = 0; k < N_STATS; k++) s[k] = summarise(v[k], o->runs);
         stat3 peak = summarise(peaks, o->runs), share = summarise(shares, o->runs);
+        stat3 bw_run = summarise(bws, o->runs), bound = summarise(bound_ratios, o->runs);
+        int has_bound = bw && tokens > 0;
         if (o->json) {
             cJSON *j = cJSON_CreateObject();
             cJSON_AddStringToObject(j, "file", path);
@@ -322,6 +358,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
                 cJSON_AddNumberToObject(j, "sgemm_peak_gflops", peak.median);
                 cJSON_AddNumberToObject(j, "encoder_peak_share", share.median);
                 json_stat(j, "encoder_peak_share_runs", share);
+            }
+            if (has_bound) {
+                json_stat(j, "read_bandwidth_gbs_runs", bw_run);
+                cJSON_AddNumberToObject(j, "token_bound_ratio", bound.median);
+                json_stat(j, "token_bound_ratio_runs", bound);
             }
             for (int k = 0; k < N_STATS; k++) json_stat(j, stat_names[k], s[k]);
             cJSON_AddItemToArray(jfiles, j);
@@ -335,11 +376,17 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const c
                 printf("  sgemm peak on the encoder's shapes %.1f GFLOP/s: encoder at %.1f%% "
                        "[%.1f - %.1f] of the peak measured around each run\n",
                        peak.median, 100 * share.median, 100 * share.min, 100 * share.max);
+            if (has_bound)
+                printf("  read bandwidth %.1f GB/s around the runs: a step took %.2fx [%.2f - "
+                       "%.2f] the bound of its moment\n",
+                       bw_run.median, bound.median, bound.min, bound.max);
         }
     }
     for (int k = 0; k < N_STATS; k++) free(v[k]);
     free(peaks);
     free(shares);
+    free(bws);
+    free(bound_ratios);
     hv_context_free(ctx);
     hv_audio_free(pcm);
     return rc;
@@ -415,7 +462,14 @@ int main(int argc, char **argv) {
     cJSON *root = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(root, "files");
     /* the decoder's bound: its weights are read once per token */
     int bw_threads = o.threads ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    double bw = o.bandwidth ? read_bandwidth_gbs(bw_threads < 256 ? bw_threads : 256) : 0;
+    bw_probe probe = {0};
+    if (o.bandwidth && bw_probe_new(&probe, bw_threads)) {
+        fprintf(stderr, "hviske-bench: out of memory for the bandwidth probe\n");
+        hv_vad_free(vad);
+        hv_model_free(model);
+        return 1;
+    }
+    double bw = o.bandwidth ? read_bandwidth_gbs(&probe) : 0;
     double dec_mb = hv_model_decoder_weight_bytes(model) / 1e6;
     if (o.bandwidth && !o.json)
         printf("memory read bandwidth %.1f GB/s: decoder weights %.1f MB -> bound %.3f ms/token\n",
@@ -429,7 +483,8 @@ int main(int argc, char **argv) {
         printf("model %s: loaded in %.1f ms, weights %s, %.1f MB\n", o.model, load_ms,
                o.weight_type, hv_model_weight_bytes(model) / 1e6);
     int rc = 0;
-    for (int i = optind; i < argc; i++) rc |= bench_file(model, vad, &o, argv[i], files);
+    for (int i = optind; i < argc; i++)
+        rc |= bench_file(model, vad, &o, o.bandwidth ? &probe : NULL, dec_mb, argv[i], files);
     if (o.json) {
         cJSON_AddStringToObject(root, "model", o.model);
         cJSON_AddNumberToObject(root, "threads", o.threads);
@@ -445,6 +500,7 @@ int main(int argc, char **argv) {
         printf("peak resident memory: %.1f MB\n", peak_rss_mb());
     }
     cJSON_Delete(root);
+    free(probe.buf);
     hv_vad_free(vad);
     hv_model_free(model);
     return rc;
