@@ -57,7 +57,8 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv
         goto fail;
     }
     if ((st = hv_st_open_dir(&m->st, model_dir, &e))) goto fail;
-    if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt, &e))) {
+    if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt, &e)) ||
+        (st = hv_weights_decoder_r64(&m->w, &m->cfg, &m->st, &e))) {
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }

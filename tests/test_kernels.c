@@ -56,7 +56,7 @@ static void test_linear(void) {
             for (int i = 0; i < n * in; i++) x[i] = frand(&s);
             for (int i = 0; i < out * in; i++) w[i] = frand(&s);
             for (int i = 0; i < out; i++) b[i] = frand(&s);
-            hv_mat W = {HV_WEIGHTS_F32, out, in, w, 0};
+            hv_mat W = {HV_WEIGHTS_F32, out, in, w, 0, 0};
             hv_linear(p, y, x, n, &W, b);
             double worst = 0;
             for (int i = 0; i < n; i++)

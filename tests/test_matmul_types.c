@@ -179,7 +179,7 @@ static void test_q8_0_convert(void) {
     /* columns not a multiple of 32 are refused with UNSUPPORTED */
     float *v = falloc(64 * 96);
     for (int i = 0; i < 64 * 96; i++) v[i] = frand();
-    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL, 0};
+    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL, 0, 0};
     void *st = &m;
     hv_error e;
     const int bad_cols[] = {1, 16, 31, 33, 48, 95};
@@ -293,7 +293,7 @@ static void test_q8_act(void) {
 static void test_q4_0_convert(void) {
     const int rows = 48, cols = 96, nb = cols / 32;
     float *v = falloc((size_t)rows * cols);
-    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL, 0};
+    hv_mat m = {HV_WEIGHTS_F32, 0, 0, NULL, 0, 0};
     void *st = &m;
     hv_error e;
     for (int i = 0; i < rows * cols; i++) v[i] = frand();
@@ -495,10 +495,13 @@ static void same_everywhere_ep(hv_pool *const pools[3], int tables, const float 
 /* x8: the q8_0/q4_0 matrices (of rows % 8 == 0) interleaved; for n >
  * HV_LINEAR_GEMV_MAX_N (the int8 GEMM) their bits must be the row-by-row
  * layout's. */
+/* x8: q8_0/q4_0 in the x8 layout, bf16 in the r64 layout (shapes that
+ * can take it). */
 static void test_linear(hv_weight_type t, int exact, int x8) {
     static const shape gen[] = {
-        {1, 1},     {5, 3},    {17, 9},    {33, 31}, {64, 100}, {130, 257},
-        {40, 1000}, {300, 24}, {200, 520}, {520, 40}}; /* 520: chunks cut smaller at the end */
+        {1, 1},     {5, 3},    {17, 9},    {33, 31},  {64, 100}, {130, 257},
+        {40, 1000}, {300, 24}, {200, 520}, {520, 40}, /* 520: chunks cut smaller at the end */
+        {128, 66},  {576, 24}}; /* r64: two blocks; nine, in chunks and the taper's quarters */
     static const shape q8[] = {{1, 32},
                                {3, 64},
                                {37, 96},
@@ -536,7 +539,9 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
             hv_error e;
             hv_status rc = hv_mat_from_f32(&W, t, src, rows, cols, &st, &e);
             CHECK_MSG(rc == HV_OK, "%s %dx%d: %s", hv_weight_type_name(t), rows, cols, e.msg);
-            if (rc != HV_OK || (x8 && rows % HV_X8_ROWS)) {
+            int r64 = x8 && t == HV_WEIGHTS_BF16;
+            if (rc != HV_OK || (x8 && rows % HV_X8_ROWS) ||
+                (r64 && (rows % HV_R64_ROWS || cols % 2))) {
                 free(x);
                 free(src);
                 free(bias);
@@ -551,7 +556,10 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                     hv_linear(pools[1], yrows, x, n, &W, NULL);
                 }
                 void *st8;
-                CHECK(hv_mat_interleave(&W, &st8, &e) == HV_OK && W.x8 == 1);
+                if (r64)
+                    CHECK(hv_mat_interleave_r64(&W, &st8, &e) == HV_OK && W.r64 == 1);
+                else
+                    CHECK(hv_mat_interleave(&W, &st8, &e) == HV_OK && W.x8 == 1);
                 free(st);
                 st = st8;
             }
@@ -569,7 +577,7 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 if (!with_bias) {
                     memcpy(yb, y0, ny * sizeof(float));
                     if (yrows)
-                        CHECK_MSG(same_bits(y0, yrows, ny), "%s n=%d %dx%d: x8 == row by row",
+                        CHECK_MSG(same_bits(y0, yrows, ny), "%s n=%d %dx%d: layout == row by row",
                                   hv_weight_type_name(t), n, rows, cols);
                     continue;
                 }
@@ -753,7 +761,7 @@ static void test_x8_layout(void) {
         free(st8);
         free(src);
     }
-    hv_mat f = {HV_WEIGHTS_BF16, 8, 32, NULL, 0};
+    hv_mat f = {HV_WEIGHTS_BF16, 8, 32, NULL, 0, 0};
     void *none;
     CHECK(hv_mat_interleave(&f, &none, &e) == HV_ERR_UNSUPPORTED);
 
@@ -806,6 +814,83 @@ static void test_x8_layout(void) {
 }
 
 /* Big values, zeros, negative zeros, subnormals, NaN and infinity in x. */
+/* hv_mat_interleave_r64: the same values at every row and column
+ * (hv_mat_widen, hv_mat_row_f32), the same byte count, refused where it
+ * cannot apply; its GEMV: the scalar kernel is each output's fma chain
+ * over the columns in order, and SIMD == scalar on 1, 2, 5 and 8
+ * activation rows, from a block's start or within it, whole blocks or
+ * groups of 8 rows, with a stride. */
+static void test_r64_layout(void) {
+    hv_error e;
+    const int rows = 192, cols = 38;
+    float *src = falloc(rows * cols);
+    for (int i = 0; i < rows * cols; i++) src[i] = frand() * (float)(1 + i % 7);
+    hv_mat W, X;
+    void *st, *st64;
+    CHECK(hv_mat_from_f32(&W, HV_WEIGHTS_BF16, src, rows, cols, &st, &e) == HV_OK && !W.r64);
+    X = W;
+    CHECK(hv_mat_interleave_r64(&X, &st64, &e) == HV_OK && X.r64 && X.data == st64 &&
+          hv_mat_bytes(&X) == hv_mat_bytes(&W));
+    float *a = falloc(rows * cols), *b = falloc(rows * cols);
+    for (int r = 0; r < rows; r += 7)
+        for (int c = 0; c < cols; c += 5) {
+            long count = (long)(rows - r) * cols - c;
+            hv_mat_widen(&hv_mm_scalar, &W, r, c, count, a);
+            hv_mat_widen(&hv_mm_scalar, &X, r, c, count, b);
+            CHECK_MSG(same_bits(a, b, (size_t)count), "r64 widen from %d,%d", r, c);
+        }
+    for (int r = 0; r < rows; r += 13) {
+        hv_mat_row_f32(&W, r, a);
+        hv_mat_row_f32(&X, r, b);
+        CHECK_MSG(same_bits(a, b, (size_t)cols), "r64 row %d", r);
+    }
+    void *none = &W;
+    CHECK(hv_mat_interleave_r64(&X, &none, &e) == HV_ERR_UNSUPPORTED && !none); /* already */
+    hv_mat odd = W;
+    odd.rows = 96;
+    CHECK(hv_mat_interleave_r64(&odd, &none, &e) == HV_ERR_UNSUPPORTED && !odd.r64);
+    odd = W;
+    odd.cols = 37;
+    CHECK(hv_mat_interleave_r64(&odd, &none, &e) == HV_ERR_UNSUPPORTED && !odd.r64);
+    hv_mat f16 = W;
+    f16.type = HV_WEIGHTS_F16;
+    CHECK(hv_mat_interleave_r64(&f16, &none, &e) == HV_ERR_UNSUPPORTED);
+
+    /* the kernels: rows r0 .. r0 + n_w of X against n activation rows */
+    const hv_mm_kernels *simd = hv_mm_simd();
+    enum { LDY = 200 };
+    const int ns[] = {1, 2, 5, 8}, ranges[][2] = {{0, 192}, {0, 64}, {64, 32}, {8, 56}, {72, 120}};
+    float x[8 * 38], ya[8 * LDY], yb[8 * LDY];
+    for (int i = 0; i < 8 * cols; i++) x[i] = frand() * 3;
+    float *w = dequant(&W);
+    for (int ni = 0; ni < 4; ni++)
+        for (int g = 0; g < 5; g++) {
+            int n = ns[ni], r0 = ranges[g][0], n_w = ranges[g][1];
+            memset(ya, 0, sizeof ya);
+            hv_mm_scalar.gemv_bf16_r64(ya, LDY, x, n, X.data, r0, n_w, cols);
+            int chain = 1;
+            for (int i = 0; i < n; i++)
+                for (int r = 0; r < n_w; r++) {
+                    float s = 0.0f;
+                    for (int k = 0; k < cols; k++)
+                        s = fmaf(w[(size_t)(r0 + r) * cols + k], x[i * cols + k], s);
+                    chain &= same_bits(&s, &ya[i * LDY + r], 1);
+                }
+            CHECK_MSG(chain, "r64 scalar GEMV: the fma chain (n %d, rows %d + %d)", n, r0, n_w);
+            if (!simd) continue;
+            memset(yb, 0, sizeof yb);
+            simd->gemv_bf16_r64(yb, LDY, x, n, X.data, r0, n_w, cols);
+            CHECK_MSG(same_bits(ya, yb, 8 * LDY), "r64 GEMV %s == scalar (n %d, rows %d + %d)",
+                      simd->name, n, r0, n_w);
+        }
+    free(w);
+    free(a);
+    free(b);
+    free(st);
+    free(st64);
+    free(src);
+}
+
 static void test_special(void) {
     hv_pool *pool = hv_pool_new(2);
     int rows = 64, cols = 64;
@@ -1531,11 +1616,13 @@ int main(int argc, char **argv) {
         test_linear(all_types[t], 1, 0);
         test_linear(all_types[t], 0, 0);
     }
-    for (int exact = 0; exact < 2; exact++) /* the 8-row layout */
+    for (int exact = 0; exact < 2; exact++) /* the x8 and r64 layouts */
         for (int t = 0; t < N_TYPES; t++)
-            if (all_types[t] == HV_WEIGHTS_Q8_0 || all_types[t] == HV_WEIGHTS_Q4_0)
+            if (all_types[t] == HV_WEIGHTS_Q8_0 || all_types[t] == HV_WEIGHTS_Q4_0 ||
+                all_types[t] == HV_WEIGHTS_BF16)
                 test_linear(all_types[t], exact, 1);
     test_x8_layout();
+    test_r64_layout();
     test_special();
     test_linear_many();
     test_attention();

@@ -62,6 +62,21 @@ static void pack_x_task(void *arg, int task, int n_tasks) {
     }
 }
 
+/* A panel of the r64 matrix W: rows rp .. rp + NR - 1 (rp a multiple of
+ * NR, so within one block) x columns [k0, k0 + kc), both even, widened
+ * into dst[k][NR]: the values of the row-major panel. */
+static void pack_r64(float *dst, const hv_mat *W, int rp, int k0, int kc) {
+    const uint32_t *w = W->data;
+    for (int k = 0; k < kc; k += 2) {
+        const uint32_t *words = w + hv_r64_word(W->cols, rp, k0 + k);
+        for (int j = 0; j < NR; j++) {
+            uint32_t lo = words[j] << 16, hi = words[j] & 0xFFFF0000u;
+            memcpy(dst + (long)k * NR + j, &lo, 4);
+            memcpy(dst + (long)(k + 1) * NR + j, &hi, 4);
+        }
+    }
+}
+
 /* Weight rows [r0, r1) x columns [k0, k0 + kc) widened into panels of
  * [kc][NR] at wp (rows past r1 zero): each panel's rows are widened into
  * rows[NR][kc] (contiguous, the types' vector kernels), then transposed. */
@@ -71,7 +86,7 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
     /* bytes of kc columns, and where the next block starts in each row */
     size_t span = row_bytes * (size_t)kc / (size_t)W->cols;
     size_t next = row_bytes * (size_t)(k0 + kc) / (size_t)W->cols;
-    int prefetch = k0 + kc < W->cols;
+    int prefetch = k0 + kc < W->cols && !W->r64;
     if (prefetch && next + span > row_bytes) span = row_bytes - next; /* the last block */
     for (int p = 0; r0 + p * NR < r1; p++) {
         int rp = r0 + p * NR;
@@ -80,6 +95,10 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
         hv_weight_type t = W->type;
         int direct =
             (t == HV_WEIGHTS_F32 || t == HV_WEIGHTS_F16 || t == HV_WEIGHTS_BF16) && rp + NR <= r1;
+        if (direct && W->r64) { /* a column pair's NR rows are NR adjacent words */
+            pack_r64(wp + (long)p * NR * kc, W, rp, k0, kc);
+            continue;
+        }
         for (int jj = 0; jj < NR; jj++) {
             int r = rp + jj;
             /* the weights come from memory, 16 rows at a time: fetch each

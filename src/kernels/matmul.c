@@ -200,6 +200,32 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
     m->cols = cols;
     m->data = p;
     m->x8 = 0;
+    m->r64 = 0;
+    *storage = p;
+    return HV_OK;
+}
+
+hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_error *e) {
+    *storage = NULL;
+    if (m->type != HV_WEIGHTS_BF16 || m->r64 || m->rows % HV_R64_ROWS || m->cols % 2)
+        return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d %s: cannot be interleaved by %d rows",
+                      m->rows, m->cols, hv_weight_type_name(m->type), HV_R64_ROWS);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, hv_mat_bytes(m)) != 0)
+        return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d: out of memory", m->rows, m->cols);
+    /* in the destination's order, a block's 64 rows at a time: a column
+     * pair's word is the two weights as one little-endian 32-bit value */
+    uint32_t *dst = p;
+    const uint16_t *src = m->data;
+    size_t pairs = (size_t)m->cols / 2;
+    for (size_t b = 0; b < (size_t)m->rows / HV_R64_ROWS; b++)
+        for (size_t c = 0; c < pairs; c++, dst += HV_R64_ROWS) {
+            const uint16_t *at = src + b * HV_R64_ROWS * (size_t)m->cols + 2 * c;
+            for (size_t j = 0; j < HV_R64_ROWS; j++, at += m->cols)
+                dst[j] = (uint32_t)at[0] | (uint32_t)at[1] << 16;
+        }
+    m->data = p;
+    m->r64 = 1;
     *storage = p;
     return HV_OK;
 }
@@ -253,6 +279,15 @@ void hv_mat_widen(const hv_mm_kernels *k, const hv_mat *W, int r, int c, long co
     long at = (long)r * W->cols + c;
     if (W->x8) {
         widen_x8(W, r, c, count, dst);
+        return;
+    }
+    if (W->r64) { /* value by value: embedding rows and the slow paths only */
+        const uint32_t *w = W->data;
+        for (long t = 0; t < count; t++, c++) {
+            if (c == W->cols) r++, c = 0;
+            uint32_t word = w[hv_r64_word(W->cols, r, c)];
+            dst[t] = hv_bf16_to_f32((uint16_t)(c % 2 ? word >> 16 : word));
+        }
         return;
     }
     switch (W->type) {
@@ -340,6 +375,12 @@ static void add_bias(const linear_job *j, int r0, int r1) {
  * 4.4-6.1 ms in 64, 4.0-4.2 in 128), and hv_gemm_outs_taper cuts the last
  * ones so that the threads end together. A multiple of 8 (x8). */
 #define GEMV_CHUNK     128
+/* r64 matrices: 4 blocks, so that hv_gemm_outs_taper's quarters are whole
+ * blocks; with 128-row chunks the quarters read half blocks, every other
+ * 128-byte run of each column pair, and a decoder step's 65 products took
+ * 1.06x the row-major kernel's time against 0.82x in 256-row chunks (and
+ * 0.80x in 512, 0.82x in two halves; docs/PERFORMANCE.md). */
+#define GEMV_CHUNK_R64 256
 
 /* x [n x cols] quantized for the q8_0/q4_0 GEMV kernels into a (block
  * sums included) in one new buffer, which is returned for the caller to
@@ -357,6 +398,7 @@ static void *q8_act_new(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
 
 /* Weight rows per GEMV task chunk of W. */
 static int gemv_chunk(const hv_mat *W) {
+    if (W->r64) return GEMV_CHUNK_R64;
     return W->type == HV_WEIGHTS_F32 ? GEMV_CHUNK_F32 : GEMV_CHUNK;
 }
 
@@ -401,8 +443,11 @@ static void gemv_rows(const linear_job *j, int r0, int r1) {
                            r1 - r0, cols);
             break;
         case HV_WEIGHTS_BF16:
-            j->k->gemv_bf16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
-                            r1 - r0, cols);
+            if (W->r64)
+                j->k->gemv_bf16_r64(y, rows, j->x, j->n, W->data, r0, r1 - r0, cols);
+            else
+                j->k->gemv_bf16(y, rows, j->x, j->n, (const uint16_t *)W->data + (long)r0 * cols,
+                                r1 - r0, cols);
             break;
         case HV_WEIGHTS_Q8_0:
         case HV_WEIGHTS_Q4_0: {

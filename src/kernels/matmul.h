@@ -39,10 +39,14 @@ typedef struct hv_mat {
     const void *data;    /* rows x cols weights of `type`, laid out as x8 says */
     int x8;              /* q8_0/q4_0 only: 1 = interleaved by 8 rows (rows %
                           * 8 == 0, matmul_impl.h), 0 = row by row */
+    int r64;             /* bf16 only: 1 = interleaved by 64 rows (rows % 64
+                          * == 0, cols % 2 == 0, matmul_impl.h), 0 = row by row */
 } hv_mat;
 
 /* Rows per group of the x8 layout. */
-#define HV_X8_ROWS 8
+#define HV_X8_ROWS  8
+/* Rows per block of the r64 layout. */
+#define HV_R64_ROWS 64
 
 /* The names hv_weight_type_parse reads, by type: "auto", "f32", "f16",
  * "bf16", "q8_0", "q4_0". */
@@ -81,6 +85,14 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
  * values, same bytes in all. HV_ERR_UNSUPPORTED (m untouched) for another
  * type, rows % 8 != 0 or a matrix already x8; HV_ERR_NOMEM. */
 hv_status hv_mat_interleave(hv_mat *m, void **storage, hv_error *e);
+
+/* Copies the row-major bf16 matrix *m into the r64 layout (matmul_impl.h)
+ * in a new buffer: *storage receives it (64-byte aligned, freed by the
+ * caller with free()) and *m describes it; the old buffer is the caller's.
+ * The decoder's GEMV reads it at the memory's rate (docs/KERNELS.md).
+ * HV_ERR_UNSUPPORTED (m untouched) for another type or layout, rows % 64
+ * != 0 or an odd cols; HV_ERR_NOMEM. */
+hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_error *e);
 
 /* Writes row `row` of m, widened to f32 (exactly: every stored value is
  * representable), into dst[m->cols]: an embedding lookup in any type. */

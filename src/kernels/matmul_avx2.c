@@ -322,6 +322,51 @@ TARGET static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint
     gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1);
 }
 
+/* The r64 GEMV (matmul_impl.h): V groups of 8 rows of one block, from
+ * blk (the block's first word of the first group) against activation row
+ * x; lane j of acc[v] is row 8 v + j, and per column pair the even
+ * column's fma comes first, so each output is the scalar chain. V is a
+ * constant where this is expanded. */
+INLINE void r64_groups(float *y, const float *x, const uint32_t *blk, int cols, int V) {
+    const __m256i high = _mm256_set1_epi32((int)0xFFFF0000u);
+    __m256 acc[HV_R64_ROWS / 8];
+    for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
+    for (int c = 0; c < cols / 2; c++) {
+        const uint32_t *p = blk + (size_t)c * HV_R64_ROWS;
+        __m256 xe = _mm256_broadcast_ss(x + 2 * c), xo = _mm256_broadcast_ss(x + 2 * c + 1);
+        for (int v = 0; v < V; v++) {
+            __m256i w = _mm256_loadu_si256((const __m256i *)(p + 8 * v));
+            acc[v] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(w, 16)), xe, acc[v]);
+            acc[v] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(w, high)), xo, acc[v]);
+        }
+    }
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(y + 8 * v, acc[v]);
+}
+
+TARGET static void gemv_bf16_r64(float *y, int ldy, const float *x, int n, const uint32_t *w,
+                                 int r0, int n_w, int cols) {
+    for (int r = r0; r < r0 + n_w;) {
+        int b = r / HV_R64_ROWS, end = (b + 1) * HV_R64_ROWS;
+        if (end > r0 + n_w) end = r0 + n_w;
+        const uint32_t *blk = w + hv_r64_word(cols, r, 0);
+        for (int i = 0; i < n; i++) {
+            float *yi = y + (long)i * ldy + (r - r0);
+            const float *xi = x + (long)i * cols;
+            switch ((end - r) / 8) {
+                case 8: r64_groups(yi, xi, blk, cols, 8); break;
+                case 7: r64_groups(yi, xi, blk, cols, 7); break;
+                case 6: r64_groups(yi, xi, blk, cols, 6); break;
+                case 5: r64_groups(yi, xi, blk, cols, 5); break;
+                case 4: r64_groups(yi, xi, blk, cols, 4); break;
+                case 3: r64_groups(yi, xi, blk, cols, 3); break;
+                case 2: r64_groups(yi, xi, blk, cols, 2); break;
+                default: r64_groups(yi, xi, blk, cols, 1); break;
+            }
+        }
+        r = end;
+    }
+}
+
 TARGET static void widen_f16(float *dst, const uint16_t *src, long count) {
     long i = 0;
     for (; i + 8 <= count; i += 8) _mm256_storeu_ps(dst + i, load8(src + i, 0));

@@ -97,6 +97,18 @@ static inline const uint8_t *hv_x8_payloads(const hv_mat *W, int g) {
            (size_t)g * nb * HV_X8_ROWS * hv_x8_payload(W->type);
 }
 
+/* The r64 layout of a bf16 matrix of rows % 64 == 0 and an even cols:
+ * blocks of 64 rows, each [cols / 2][64] 32-bit words, word (c, j) the
+ * weights of columns 2c (low half) and 2c + 1 (high half) of row j of the
+ * block, so that one 32-byte load holds 8 rows' two columns (SIMD lanes
+ * are rows, one activation broadcast serves 64 rows) and a block is one
+ * stream. The same bytes in all as row by row. Row r, column k is the
+ * low (k even) or high half of word hv_r64_word(cols, r, k). */
+static inline size_t hv_r64_word(int cols, int r, int k) {
+    return ((size_t)(r / HV_R64_ROWS) * (size_t)(cols / 2) + (size_t)(k / 2)) * HV_R64_ROWS +
+           (size_t)(r % HV_R64_ROWS);
+}
+
 /* The 32 values (q8_0: q; q4_0: q - 8) of row j < 8 of one x8 block, given
  * the block's payload words (8 rows x payload bytes at pb). */
 void hv_x8_values(const uint8_t *pb, int j, int q4, int8_t q[HV_Q8_BLOCK]);
@@ -132,6 +144,11 @@ typedef struct hv_mm_kernels {
                         const uint8_t *wq, int n_w, int cols);
     void (*gemv_q4_0x8)(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
                         const uint8_t *wq, int n_w, int cols);
+    /* The same for r64 bf16 weights w (the whole matrix), rows r0 .. r0 +
+     * n_w - 1 (r0 and n_w multiples of 8): each output is one fma chain
+     * over the columns in order, s = fma(w[k], x[k], s) from s = 0. */
+    void (*gemv_bf16_r64)(float *y, int ldy, const float *x, int n, const uint32_t *w, int r0,
+                          int n_w, int cols);
     void (*widen_f16)(float *dst, const uint16_t *src, long count);
     void (*widen_bf16)(float *dst, const uint16_t *src, long count);
     void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
@@ -217,9 +234,9 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
     {                                                                                              \
         .name = label, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16, .gemv_q8_0 = gemv_q8_0,       \
         .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,            \
-        .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
-        .widen_q4_0 = widen_q4_0, .gemm_tiles = gemm_tiles, .gemm_panel = gemm_panel,              \
-        .gemm_panel_half = gemm_panel_half, .gemm_pack_x = gemm_pack_x,                            \
+        .gemv_bf16_r64 = gemv_bf16_r64, .widen_f16 = widen_f16, .widen_bf16 = widen_bf16,          \
+        .widen_q8_0 = widen_q8_0, .widen_q4_0 = widen_q4_0, .gemm_tiles = gemm_tiles,              \
+        .gemm_panel = gemm_panel, .gemm_panel_half = gemm_panel_half, .gemm_pack_x = gemm_pack_x,  \
         .gemm_tiles_q8 = gemm_tiles_q8, .gemm_x8_terms = gemm_x8_terms,                            \
         .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8, .attn_scores = attn_scores,        \
         .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \

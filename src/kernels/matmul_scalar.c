@@ -94,6 +94,22 @@ static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *
     gemv_u16(y, ldy, x, n, w, n_w, cols, bf16_at);
 }
 
+/* The r64 GEMV: each output one fma chain over the columns in order. */
+static void gemv_bf16_r64(float *y, int ldy, const float *x, int n, const uint32_t *w, int r0,
+                          int n_w, int cols) {
+    for (int r = r0; r < r0 + n_w; r++)
+        for (int i = 0; i < n; i++) {
+            const float *xi = x + (long)i * cols;
+            float s = 0.0f;
+            for (int k = 0; k < cols; k += 2) {
+                uint32_t word = w[hv_r64_word(cols, r, k)];
+                s = fmaf(hv_bf16_to_f32((uint16_t)word), xi[k], s);
+                s = fmaf(hv_bf16_to_f32((uint16_t)(word >> 16)), xi[k + 1], s);
+            }
+            y[(long)i * ldy + (r - r0)] = s;
+        }
+}
+
 void hv_q4_0_values(const hv_q4_0_block *b, int8_t q[HV_Q8_BLOCK]) {
     hv_q4_split(b->qs, HV_Q8_BLOCK / 2, q, q + HV_Q8_BLOCK / 2);
 }

@@ -146,7 +146,7 @@ static void named(loader *L, const hv_st_tensor *t, const hv_mat *m) {
  * (q8_0 needs cols % 32 == 0) stays f32. */
 static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols, const char *fmt,
                      ...) {
-    hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL, 0};
+    hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL, 0, 0};
     va_list ap;
     va_start(ap, fmt);
     const hv_st_tensor *t = find_v(L, false, ndim, shape, fmt, ap);
@@ -371,6 +371,45 @@ static void load_frontend(loader *L, const hv_config *c, hv_weights *w) {
         w->fe_fb = NEED(2, S(c->n_mels, bins), "preprocessor.featurizer.fb");
     else
         w->fe_fb = OPT(3, S(1, c->n_mels, bins), "preprocessor.featurizer.fb");
+}
+
+/* The mapped tensor whose bytes m read in place, or NULL (a copy). */
+static const hv_st_tensor *mapped_source(const hv_weights *w, const hv_safetensors *st,
+                                         const void *data) {
+    for (int i = 0; i < w->n_mats; i++)
+        if (w->mats[i].m.data == data) {
+            const hv_st_tensor *t = hv_st_find(st, w->mats[i].name);
+            return t && t->data == data ? t : NULL;
+        }
+    return NULL;
+}
+
+hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
+                                 hv_error *e) {
+    for (int l = 0; l <= c->dec_layers; l++) {
+        hv_dec_layer *y = l < c->dec_layers ? &w->dec.layers[l] : NULL;
+        hv_mat *m[8] = {&w->dec.cls};
+        if (y) {
+            hv_mat *each[8] = {&y->sq, &y->sk, &y->sv,    &y->so,
+                               &y->cq, &y->co, &y->ff_in, &y->ff_out};
+            memcpy(m, each, sizeof m);
+        }
+        for (int i = 0; i < (y ? 8 : 1); i++) {
+            if (m[i]->type != HV_WEIGHTS_BF16 || m[i]->r64 || m[i]->rows % HV_R64_ROWS ||
+                m[i]->cols % 2)
+                continue;
+            void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
+            if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
+            w->allocs = a;
+            const hv_st_tensor *src = mapped_source(w, st, m[i]->data);
+            void *storage;
+            hv_status s = hv_mat_interleave_r64(m[i], &storage, e);
+            if (s) return s;
+            w->allocs[w->n_allocs++] = storage;
+            hv_st_release(src); /* advice only; a tied embedding faults back in */
+        }
+    }
+    return HV_OK;
 }
 
 hv_status hv_weights_load(hv_weights *w, const hv_config *c, const hv_safetensors *st,

@@ -109,4 +109,13 @@ hv_status hv_weights_load(hv_weights *w, const hv_config *c, const hv_safetensor
                           hv_weight_type type, hv_error *e);
 void hv_weights_free(hv_weights *w);
 
+/* For inference: copies the decoder step's bf16 matrices of rows % 64 ==
+ * 0 and an even cols (self- and cross-attention projections, the
+ * feed-forward, the classifier) into the r64 layout, which the GEMV reads
+ * at the memory's rate (docs/KERNELS.md), and releases the mapped
+ * checkpoint's pages they were read from. The named list (hviske-quantize)
+ * keeps the row-major matrices. HV_ERR_NOMEM when out of memory. */
+hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
+                                 hv_error *e);
+
 #endif
