@@ -384,32 +384,32 @@ static const hv_st_tensor *mapped_source(const hv_weights *w, const hv_safetenso
     return NULL;
 }
 
+/* m in the r64 layout when it can take it, its buffer tracked in w and
+ * the mapped pages it was read from released. */
+static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat *m, hv_error *e) {
+    if (m->type != HV_WEIGHTS_BF16 || m->r64 || m->rows % HV_R64_ROWS || m->cols % 2) return HV_OK;
+    void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
+    if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
+    w->allocs = a;
+    const hv_st_tensor *src = mapped_source(w, st, m->data);
+    void *storage;
+    hv_status s = hv_mat_interleave_r64(m, &storage, e);
+    if (s) return s;
+    w->allocs[w->n_allocs++] = storage;
+    hv_st_release(src); /* advice only; a tied embedding faults back in */
+    return HV_OK;
+}
+
 hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
                                  hv_error *e) {
-    for (int l = 0; l <= c->dec_layers; l++) {
-        hv_dec_layer *y = l < c->dec_layers ? &w->dec.layers[l] : NULL;
-        hv_mat *m[8] = {&w->dec.cls};
-        if (y) {
-            hv_mat *each[8] = {&y->sq, &y->sk, &y->sv,    &y->so,
-                               &y->cq, &y->co, &y->ff_in, &y->ff_out};
-            memcpy(m, each, sizeof m);
-        }
-        for (int i = 0; i < (y ? 8 : 1); i++) {
-            if (m[i]->type != HV_WEIGHTS_BF16 || m[i]->r64 || m[i]->rows % HV_R64_ROWS ||
-                m[i]->cols % 2)
-                continue;
-            void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
-            if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
-            w->allocs = a;
-            const hv_st_tensor *src = mapped_source(w, st, m[i]->data);
-            void *storage;
-            hv_status s = hv_mat_interleave_r64(m[i], &storage, e);
-            if (s) return s;
-            w->allocs[w->n_allocs++] = storage;
-            hv_st_release(src); /* advice only; a tied embedding faults back in */
-        }
+    hv_status s;
+    for (int l = 0; l < c->dec_layers; l++) {
+        hv_dec_layer *y = &w->dec.layers[l];
+        hv_mat *step[] = {&y->sq, &y->sk, &y->sv, &y->so, &y->cq, &y->co, &y->ff_in, &y->ff_out};
+        for (size_t i = 0; i < sizeof step / sizeof step[0]; i++)
+            if ((s = decoder_mat_r64(w, st, step[i], e))) return s;
     }
-    return HV_OK;
+    return decoder_mat_r64(w, st, &w->dec.cls, e);
 }
 
 hv_status hv_weights_load(hv_weights *w, const hv_config *c, const hv_safetensors *st,
