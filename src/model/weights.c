@@ -384,19 +384,44 @@ static const hv_st_tensor *mapped_source(const hv_weights *w, const hv_safetenso
     return NULL;
 }
 
-/* m in the r64 layout when it can take it, its buffer tracked in w and
- * the mapped pages it was read from released. */
+/* The index in w->allocs of the converted row-major copy that m alone
+ * reads, or -1: read in place from the mapping, or shared (a tied
+ * classifier reads the token embedding, which the decoder still looks up
+ * row by row). */
+static int private_copy(const hv_weights *w, const hv_mat *m) {
+    if (m != &w->dec.tok_emb && m->data == w->dec.tok_emb.data) return -1;
+    int readers = 0;
+    for (int i = 0; i < w->n_mats; i++) readers += w->mats[i].m.data == m->data;
+    if (readers > 1) return -1;
+    for (int i = 0; i < w->n_allocs; i++)
+        if (w->allocs[i] == m->data) return i;
+    return -1;
+}
+
+/* m in the r64 layout when it can take it, its buffer tracked in w; the
+ * row-major copy it was converted into freed (a bf16 load of an f32
+ * checkpoint would otherwise hold both), or the mapped pages it was read
+ * from released. The named list follows a freed copy to the r64 one. */
 static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat *m, hv_error *e) {
     if (m->type != HV_WEIGHTS_BF16 || m->r64 || m->rows % HV_R64_ROWS || m->cols % 2) return HV_OK;
     void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
     if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
     w->allocs = a;
     const hv_st_tensor *src = mapped_source(w, st, m->data);
+    const void *row_major = m->data;
+    int copy = private_copy(w, m);
     void *storage;
     hv_status s = hv_mat_interleave_r64(m, &storage, e);
     if (s) return s;
-    w->allocs[w->n_allocs++] = storage;
-    hv_st_release(src); /* advice only; a tied embedding faults back in */
+    if (copy < 0) {
+        w->allocs[w->n_allocs++] = storage;
+        hv_st_release(src); /* advice only; a tied embedding faults back in */
+        return HV_OK;
+    }
+    for (int i = 0; i < w->n_mats; i++)
+        if (w->mats[i].m.data == row_major) w->mats[i].m = *m;
+    free(w->allocs[copy]);
+    w->allocs[copy] = storage;
     return HV_OK;
 }
 

@@ -113,8 +113,10 @@ void hv_weights_free(hv_weights *w);
  * 0 and an even cols (self- and cross-attention projections, the
  * feed-forward, the classifier) into the r64 layout, which the GEMV reads
  * at the memory's rate (docs/KERNELS.md), and releases the mapped
- * checkpoint's pages they were read from. The named list (hviske-quantize)
- * keeps the row-major matrices. HV_ERR_NOMEM when out of memory. */
+ * checkpoint's pages they were read from, or frees the row-major copies
+ * they were converted into (one not shared with the token embedding), the
+ * named list then naming the r64 matrices. hviske-quantize, which reads
+ * the named list, does not call this. HV_ERR_NOMEM when out of memory. */
 hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
                                  hv_error *e);
 
