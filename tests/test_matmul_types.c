@@ -566,9 +566,9 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
             float *w = dequant(&W);
             int same_threads = 1, same_simd = 1, bias_ok = 1, silu_ok = 1, relu_ok = 1;
             int add_ok = 1;
-            /* f32 weights reach the kernel tables only in the packed GEMM
-             * (n > HV_LINEAR_GEMV_MAX_N); below, OpenBLAS */
-            int tables = t != HV_WEIGHTS_F32 || n > HV_LINEAR_GEMV_MAX_N;
+            /* f32 weights reach the kernel tables where SIMD kernels
+             * exist (the packed GEMM, gemv_f32); elsewhere OpenBLAS */
+            int tables = t != HV_WEIGHTS_F32 || simd;
             for (int with_bias = 0; with_bias < 2; with_bias++) {
                 const float *b = with_bias ? bias : NULL;
                 hv_linear(pools[0], y0, x, n, &W, b);
@@ -666,24 +666,33 @@ static void test_kernels_direct(void) {
     printf("SIMD kernels: %s\n", simd->name);
     int cols = 96, n_w = 11, n = 5, ldy = 13;
     uint16_t w16[11 * 96];
+    float w32[11 * 96];
     /* 1, 2, 5 and 8 activation rows (decoder steps, beams, prompts) */
     const int ns[] = {1, 2, 5, 8};
     float x[8 * 96], ya[8 * 13], yb[8 * 13];
     for (int i = 0; i < 8 * cols; i++) x[i] = frand();
-    for (int bf = 0; bf < 2; bf++)
+    const char *kinds[] = {"f16", "bf16", "f32"};
+    for (int kind = 0; kind < 3; kind++)
         for (int c = 1; c <= cols; c += 5) {
-            for (int i = 0; i < n_w * c; i++)
-                w16[i] = bf ? hv_f32_to_bf16(frand()) : hv_f32_to_f16(frand());
+            for (int i = 0; i < n_w * c; i++) {
+                w16[i] = kind == 1 ? hv_f32_to_bf16(frand()) : hv_f32_to_f16(frand());
+                w32[i] = frand();
+            }
             for (int ni = 0; ni < 4; ni++)
                 for (int w0 = 0; w0 < 5; w0++) {
                     memset(ya, 0, sizeof ya);
                     memset(yb, 0, sizeof yb);
-                    (bf ? hv_mm_scalar.gemv_bf16 : hv_mm_scalar.gemv_f16)(
-                        ya + w0, ldy, x, ns[ni], w16 + w0 * c, n_w - w0, c);
-                    (bf ? simd->gemv_bf16 : simd->gemv_f16)(yb + w0, ldy, x, ns[ni], w16 + w0 * c,
-                                                            n_w - w0, c);
+                    if (kind == 2) {
+                        hv_mm_scalar.gemv_f32(ya + w0, ldy, x, ns[ni], w32 + w0 * c, n_w - w0, c);
+                        simd->gemv_f32(yb + w0, ldy, x, ns[ni], w32 + w0 * c, n_w - w0, c);
+                    } else {
+                        (kind ? hv_mm_scalar.gemv_bf16 : hv_mm_scalar.gemv_f16)(
+                            ya + w0, ldy, x, ns[ni], w16 + w0 * c, n_w - w0, c);
+                        (kind ? simd->gemv_bf16 : simd->gemv_f16)(yb + w0, ldy, x, ns[ni],
+                                                                  w16 + w0 * c, n_w - w0, c);
+                    }
                     CHECK_MSG(same_bits(ya, yb, 8 * 13), "%s gemv cols %d, %d rows from row %d",
-                              bf ? "bf16" : "f16", c, ns[ni], w0);
+                              kinds[kind], c, ns[ni], w0);
                 }
         }
     hv_q8_0_block wq[11 * 3];
@@ -1177,7 +1186,8 @@ static void bench(void) {
     };
     const hv_mm_kernels *k = hv_mm_best();
     printf("kernels: %s; best of repeated runs (>= 0.4 s per row); GB/s counts the\n"
-           "weight bytes only; f32 is OpenBLAS sgemv/sgemm\n",
+           "weight bytes only; f32 takes gemv_f32 and the packed GEMM (OpenBLAS without\n"
+           "the SIMD kernels)\n",
            k->name);
     printf("%-16s %-18s %-11s %3s %9s %9s %8s\n", "n x rows x cols", "layer", "type", "thr", "ms",
            "GFLOP/s", "GB/s");

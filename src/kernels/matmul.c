@@ -366,7 +366,8 @@ static void add_bias(const linear_job *j, int r0, int r1) {
  * lines. Each sgemm call packs x again, which costs ~1/tile of the work:
  * tiles of 128..256 rows keep that near 3% (measured: 256-row tiles match
  * one whole sgemm) while leaving >= 8 tiles to balance over the threads
- * when rows >= 1024. OpenBLAS's sgemv keeps chunks of 32 rows. */
+ * when rows >= 1024. OpenBLAS's sgemv (f32 weights on a CPU without our
+ * SIMD kernels) keeps chunks of 32 rows. */
 #define GEMV_CHUNK_F32 32
 /* Our GEMV kernels stream their weights from memory: long chunks keep each
  * thread's stream going and leave fewer chunk starts the prefetch has not
@@ -396,10 +397,22 @@ static void *q8_act_new(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
     return buf;
 }
 
+/* Whether f32 weights against n <= HV_LINEAR_GEMV_MAX_N activation rows
+ * take the kernel table's gemv_f32 rather than OpenBLAS: wherever the CPU
+ * has the SIMD kernels. Measured on the EPYC (fifteenth session, the
+ * full-size f32 checkpoint, 2 threads): a greedy decoder step 14.4-15.0
+ * ms against 22.8-24.1 with sgemv in 32-row chunks, 2 beams 16.5-17.3 ms
+ * against 44-46 with sgemm (5x slower per row than sgemv), 4 beams
+ * 24.8-27.9 against 42.5-42.9. Without SIMD kernels OpenBLAS beats the
+ * portable loop. */
+static int gemv_f32_ours(const hv_mat *W) {
+    return W->type == HV_WEIGHTS_F32 && hv_mm_simd() != NULL;
+}
+
 /* Weight rows per GEMV task chunk of W. */
 static int gemv_chunk(const hv_mat *W) {
     if (W->r64) return GEMV_CHUNK_R64;
-    return W->type == HV_WEIGHTS_F32 ? GEMV_CHUNK_F32 : GEMV_CHUNK;
+    return W->type == HV_WEIGHTS_F32 && !gemv_f32_ours(W) ? GEMV_CHUNK_F32 : GEMV_CHUNK;
 }
 
 /* Rows r0..r1 without any buffer: widens 256 weights at a time on the
@@ -430,7 +443,9 @@ static void gemv_rows(const linear_job *j, int r0, int r1) {
         case HV_WEIGHTS_AUTO: break; /* not a matrix's type */
         case HV_WEIGHTS_F32: {
             const float *w = (const float *)W->data + (long)r0 * cols;
-            if (j->n == 1)
+            if (gemv_f32_ours(W))
+                j->k->gemv_f32(y, rows, j->x, j->n, w, r1 - r0, cols);
+            else if (j->n == 1)
                 cblas_sgemv(CblasRowMajor, CblasNoTrans, r1 - r0, cols, 1.0f, w, cols, j->x, 1,
                             0.0f, y, 1);
             else
@@ -531,12 +546,13 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
     /* the encoder's regime: the packed GEMM, for every weight type */
     if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, ep) == 0)
         return;
-    int sgemm = job.tiled || (W->type == HV_WEIGHTS_F32 && n > 1);
+    int blas_f32 = W->type == HV_WEIGHTS_F32 && !gemv_f32_ours(W);
+    int sgemm = job.tiled || (blas_f32 && n > 1);
     hv_gemm_outs_init(&job.o, 1, &W, &bias, &y, sgemm ? hv_gemm_chunk_rows : gemv_chunk, NULL);
     /* our GEMV kernels give every row the same bits in any chunk, so the
      * last chunks can be cut for the threads to end together; OpenBLAS's
      * chunks stay fixed by the shape */
-    if (!sgemm && W->type != HV_WEIGHTS_F32) hv_gemm_outs_taper(&job.o, tasks);
+    if (!sgemm && !blas_f32) hv_gemm_outs_taper(&job.o, tasks);
     if (tasks > job.o.n_chunks) tasks = job.o.n_chunks;
     hv_q8_act xq;
     void *xq_buf = NULL;
@@ -608,15 +624,16 @@ static void gemv_many_task(void *arg, int task, int n_tasks) {
 
 /* The decoder's products with one input (query, key, value) in one pool
  * dispatch, x quantized once where q8_0/q4_0 weights need it: for n <=
- * HV_LINEAR_GEMV_MAX_N and weights of one width, of any type but f32
- * (whose OpenBLAS chunks stay as hv_linear cuts them). Each output as
+ * HV_LINEAR_GEMV_MAX_N and weights of one width, of any type (f32 only
+ * where gemv_f32 takes it: OpenBLAS's chunks stay as hv_linear cuts
+ * them). Each output as
  * hv_linear computes it. -1 when it does not apply or its buffer cannot
  * be had (nothing done). */
 static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
                      const hv_mat *const *W, const float *const *bias, float *const *y) {
     int quantized = 0;
     for (int m = 0; m < count; m++) {
-        if (W[m]->type == HV_WEIGHTS_F32 || W[m]->rows < 1) return -1;
+        if ((W[m]->type == HV_WEIGHTS_F32 && !gemv_f32_ours(W[m])) || W[m]->rows < 1) return -1;
         quantized |= W[m]->type == HV_WEIGHTS_Q8_0 || W[m]->type == HV_WEIGHTS_Q4_0;
     }
     if (quantized && W[0]->cols % HV_Q8_BLOCK) return -1;

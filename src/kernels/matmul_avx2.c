@@ -44,74 +44,92 @@ INLINE float load1(const uint16_t *p, int bf16) {
     return _cvtsh_ss(*p);
 }
 
+/* Weights of rows in one of three kinds: f16, bf16 (the load8/load1
+ * kinds) or f32 (used as they are). */
+enum { ROWS_F16 = 0, ROWS_BF16 = 1, ROWS_F32 = 2 };
+
+INLINE __m256 wload8(const void *w, long k, int kind) {
+    if (kind == ROWS_F32) return _mm256_loadu_ps((const float *)w + k);
+    return load8((const uint16_t *)w + k, kind);
+}
+
+INLINE float wload1(const void *w, long k, int kind) {
+    if (kind == ROWS_F32) return ((const float *)w)[k];
+    return load1((const uint16_t *)w + k, kind);
+}
+
 /* R (1 or 4) weight rows w[R][cols] against activation row xi. Two
  * accumulators per row (columns k % 16 < 8 and >= 8) keep 8 FMA chains in
- * flight; the next 4 rows are prefetched, 64 bytes per 16 columns, which
- * more than doubles the speed when the weights come from DRAM. The hint
- * is T2 (the outer caches): with T0 a decoder step took 8-15% longer on
- * the EPYC, probably as rows fetched into L1 pushed xi out of it
- * (docs/PERFORMANCE.md). */
-INLINE void dot_rows_u16(float *out, const uint16_t *w, int R, int cols, const float *xi,
-                         int bf16) {
+ * flight; the next 4 rows are prefetched in step (their bytes for 16
+ * columns per 16 columns), which more than doubles the speed when the
+ * weights come from DRAM, and again for every activation row (fetching
+ * for the first row only was 1.04-1.09x slower with 4 and 8 bf16 rows,
+ * 1.1-1.35x with f32). The hint is T2 (the outer caches): with T0 a
+ * decoder step took 8-15% longer on the EPYC, probably as rows fetched
+ * into L1 pushed xi out of it (docs/PERFORMANCE.md). */
+INLINE void dot_rows(float *out, const void *w, int R, int cols, const float *xi, int kind) {
+    const long es = kind == ROWS_F32 ? 4 : 2, row = (long)cols * es;
     int c16 = cols & ~15, c8 = cols & ~7, k = 0;
-    const uint16_t *w0 = w, *w1 = w + cols, *w2 = w1 + cols, *w3 = w2 + cols;
+    const char *w0 = w, *w1 = w0 + row, *w2 = w1 + row, *w3 = w2 + row;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     if (R == 4) {
-        const char *next = (const char *)(w3 + cols);
+        const char *next = w3 + row;
         for (; k < c16; k += 16) {
-            _mm_prefetch(next + 8 * k, _MM_HINT_T2);
-            _mm_prefetch(next + 8 * k + 64, _MM_HINT_T2);
+            for (long f = 0; f < 4 * 16 * es; f += 64)
+                _mm_prefetch(next + 4 * es * k + f, _MM_HINT_T2);
             __m256 xa = _mm256_loadu_ps(xi + k), xb = _mm256_loadu_ps(xi + k + 8);
-            a0 = _mm256_fmadd_ps(load8(w0 + k, bf16), xa, a0);
-            a1 = _mm256_fmadd_ps(load8(w1 + k, bf16), xa, a1);
-            a2 = _mm256_fmadd_ps(load8(w2 + k, bf16), xa, a2);
-            a3 = _mm256_fmadd_ps(load8(w3 + k, bf16), xa, a3);
-            b0 = _mm256_fmadd_ps(load8(w0 + k + 8, bf16), xb, b0);
-            b1 = _mm256_fmadd_ps(load8(w1 + k + 8, bf16), xb, b1);
-            b2 = _mm256_fmadd_ps(load8(w2 + k + 8, bf16), xb, b2);
-            b3 = _mm256_fmadd_ps(load8(w3 + k + 8, bf16), xb, b3);
+            a0 = _mm256_fmadd_ps(wload8(w0, k, kind), xa, a0);
+            a1 = _mm256_fmadd_ps(wload8(w1, k, kind), xa, a1);
+            a2 = _mm256_fmadd_ps(wload8(w2, k, kind), xa, a2);
+            a3 = _mm256_fmadd_ps(wload8(w3, k, kind), xa, a3);
+            b0 = _mm256_fmadd_ps(wload8(w0, k + 8, kind), xb, b0);
+            b1 = _mm256_fmadd_ps(wload8(w1, k + 8, kind), xb, b1);
+            b2 = _mm256_fmadd_ps(wload8(w2, k + 8, kind), xb, b2);
+            b3 = _mm256_fmadd_ps(wload8(w3, k + 8, kind), xb, b3);
         }
         if (k < c8) {
             __m256 xa = _mm256_loadu_ps(xi + k);
-            a0 = _mm256_fmadd_ps(load8(w0 + k, bf16), xa, a0);
-            a1 = _mm256_fmadd_ps(load8(w1 + k, bf16), xa, a1);
-            a2 = _mm256_fmadd_ps(load8(w2 + k, bf16), xa, a2);
-            a3 = _mm256_fmadd_ps(load8(w3 + k, bf16), xa, a3);
+            a0 = _mm256_fmadd_ps(wload8(w0, k, kind), xa, a0);
+            a1 = _mm256_fmadd_ps(wload8(w1, k, kind), xa, a1);
+            a2 = _mm256_fmadd_ps(wload8(w2, k, kind), xa, a2);
+            a3 = _mm256_fmadd_ps(wload8(w3, k, kind), xa, a3);
         }
     } else {
         for (; k < c16; k += 16) {
-            a0 = _mm256_fmadd_ps(load8(w0 + k, bf16), _mm256_loadu_ps(xi + k), a0);
-            b0 = _mm256_fmadd_ps(load8(w0 + k + 8, bf16), _mm256_loadu_ps(xi + k + 8), b0);
+            a0 = _mm256_fmadd_ps(wload8(w0, k, kind), _mm256_loadu_ps(xi + k), a0);
+            b0 = _mm256_fmadd_ps(wload8(w0, k + 8, kind), _mm256_loadu_ps(xi + k + 8), b0);
         }
-        if (k < c8) a0 = _mm256_fmadd_ps(load8(w0 + k, bf16), _mm256_loadu_ps(xi + k), a0);
+        if (k < c8) a0 = _mm256_fmadd_ps(wload8(w0, k, kind), _mm256_loadu_ps(xi + k), a0);
     }
     __m256 acc[4] = {_mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1), _mm256_add_ps(a2, b2),
                      _mm256_add_ps(a3, b3)};
     for (int r = 0; r < R; r++) {
-        const uint16_t *wr = w + (long)r * cols;
+        const char *wr = w0 + r * row;
         float s = hsum8(acc[r]);
-        for (k = c8; k < cols; k++) s = fmaf(load1(wr + k, bf16), xi[k], s);
+        for (k = c8; k < cols; k++) s = fmaf(wload1(wr, k, kind), xi[k], s);
         out[r] = s;
     }
 }
 
-INLINE void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w, int cols,
-                     int bf16) {
+INLINE void gemv_kind(float *y, int ldy, const float *x, int n, const void *w, int n_w, int cols,
+                      int kind) {
+    const long row = (long)cols * (kind == ROWS_F32 ? 4 : 2);
+    const char *wc = w;
     for (int r = 0; r < n_w; r += 4) {
         int R = n_w - r < 4 ? 1 : 4;
         if (R == 1) {
             for (; r < n_w; r++)
                 for (int i = 0; i < n; i++) {
                     float s;
-                    dot_rows_u16(&s, w + (long)r * cols, 1, cols, x + (long)i * cols, bf16);
+                    dot_rows(&s, wc + r * row, 1, cols, x + (long)i * cols, kind);
                     y[(long)i * ldy + r] = s;
                 }
             break;
         }
         for (int i = 0; i < n; i++) {
             float s[4];
-            dot_rows_u16(s, w + (long)r * cols, 4, cols, x + (long)i * cols, bf16);
+            dot_rows(s, wc + r * row, 4, cols, x + (long)i * cols, kind);
             for (int t = 0; t < 4; t++) y[(long)i * ldy + r + t] = s[t];
         }
     }
@@ -119,12 +137,17 @@ INLINE void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w
 
 TARGET static void gemv_f16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                             int cols) {
-    gemv_u16(y, ldy, x, n, w, n_w, cols, 0);
+    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_F16);
 }
 
 TARGET static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                              int cols) {
-    gemv_u16(y, ldy, x, n, w, n_w, cols, 1);
+    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_BF16);
+}
+
+TARGET static void gemv_f32(float *y, int ldy, const float *x, int n, const float *w, int n_w,
+                            int cols) {
+    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_F32);
 }
 
 /* 8 int32 lanes, lane j = sum of qw[t] * qx[t] for t = 4j .. 4j+3. The

@@ -133,6 +133,9 @@ typedef struct hv_mm_kernels {
                      int cols);
     void (*gemv_bf16)(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                       int cols);
+    /* f32 weights, in gemv_f16's order (hv_linear takes it for 2..16
+     * activation rows; one row stays with OpenBLAS's sgemv) */
+    void (*gemv_f32)(float *y, int ldy, const float *x, int n, const float *w, int n_w, int cols);
     void (*gemv_q8_0)(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
                       int cols);
     void (*gemv_q4_0)(float *y, int ldy, const hv_q8_act *a, const hv_q4_0_block *w, int n_w,
@@ -232,15 +235,16 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
 /* A kernel table from static functions named after its fields. */
 #define HV_MM_KERNEL_TABLE(label)                                                                  \
     {                                                                                              \
-        .name = label, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16, .gemv_q8_0 = gemv_q8_0,       \
-        .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,            \
-        .gemv_bf16_r64 = gemv_bf16_r64, .widen_f16 = widen_f16, .widen_bf16 = widen_bf16,          \
-        .widen_q8_0 = widen_q8_0, .widen_q4_0 = widen_q4_0, .gemm_tiles = gemm_tiles,              \
-        .gemm_panel = gemm_panel, .gemm_panel_half = gemm_panel_half, .gemm_pack_x = gemm_pack_x,  \
-        .gemm_tiles_q8 = gemm_tiles_q8, .gemm_x8_terms = gemm_x8_terms,                            \
-        .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8, .attn_scores = attn_scores,        \
-        .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \
-        .attn_context_f16 = attn_context_f16, .narrow_f16 = narrow_f16                             \
+        .name = label, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16, .gemv_f32 = gemv_f32,         \
+        .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8,                \
+        .gemv_q4_0x8 = gemv_q4_0x8, .gemv_bf16_r64 = gemv_bf16_r64, .widen_f16 = widen_f16,        \
+        .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0, .widen_q4_0 = widen_q4_0,              \
+        .gemm_tiles = gemm_tiles, .gemm_panel = gemm_panel, .gemm_panel_half = gemm_panel_half,    \
+        .gemm_pack_x = gemm_pack_x, .gemm_tiles_q8 = gemm_tiles_q8,                                \
+        .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
+        .attn_scores = attn_scores, .attn_context = attn_context,                                  \
+        .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
+        .narrow_f16 = narrow_f16                                                                   \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

@@ -57,28 +57,37 @@ static float lanes_sum(const float a[8]) {
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
-static float f16_at(const uint16_t *w, int k) { return hv_f16_to_f32(w[k]); }
-static float bf16_at(const uint16_t *w, int k) { return hv_bf16_to_f32(w[k]); }
+/* Weight k of a row of f16 (es 2, bf16 0), bf16 (es 2, bf16 1) or f32
+ * (es 4) values. */
+typedef struct row_type {
+    int es, bf16;
+} row_type;
 
-static void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w, int cols,
-                     float (*at)(const uint16_t *, int)) {
+static float weight_at(const void *w, int k, row_type t) {
+    if (t.es == 4) return ((const float *)w)[k];
+    uint16_t h = ((const uint16_t *)w)[k];
+    return t.bf16 ? hv_bf16_to_f32(h) : hv_f16_to_f32(h);
+}
+
+static void gemv_rows(float *y, int ldy, const float *x, int n, const void *w, int n_w, int cols,
+                      row_type t) {
     int c16 = cols & ~15, c8 = cols & ~7;
     for (int r = 0; r < n_w; r++) {
-        const uint16_t *wr = w + (long)r * cols;
+        const char *wr = (const char *)w + (size_t)r * cols * t.es;
         for (int i = 0; i < n; i++) {
             const float *xi = x + (long)i * cols;
             float a[8] = {0}, b[8] = {0};
             int k = 0;
             for (; k < c16; k += 16)
                 for (int j = 0; j < 8; j++) {
-                    a[j] = fmaf(at(wr, k + j), xi[k + j], a[j]);
-                    b[j] = fmaf(at(wr, k + 8 + j), xi[k + 8 + j], b[j]);
+                    a[j] = fmaf(weight_at(wr, k + j, t), xi[k + j], a[j]);
+                    b[j] = fmaf(weight_at(wr, k + 8 + j, t), xi[k + 8 + j], b[j]);
                 }
             if (k < c8)
-                for (int j = 0; j < 8; j++) a[j] = fmaf(at(wr, k + j), xi[k + j], a[j]);
+                for (int j = 0; j < 8; j++) a[j] = fmaf(weight_at(wr, k + j, t), xi[k + j], a[j]);
             for (int j = 0; j < 8; j++) a[j] += b[j];
             float s = lanes_sum(a);
-            for (k = c8; k < cols; k++) s = fmaf(at(wr, k), xi[k], s);
+            for (k = c8; k < cols; k++) s = fmaf(weight_at(wr, k, t), xi[k], s);
             y[(long)i * ldy + r] = s;
         }
     }
@@ -86,12 +95,16 @@ static void gemv_u16(float *y, int ldy, const float *x, int n, const uint16_t *w
 
 static void gemv_f16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                      int cols) {
-    gemv_u16(y, ldy, x, n, w, n_w, cols, f16_at);
+    gemv_rows(y, ldy, x, n, w, n_w, cols, (row_type){2, 0});
 }
 
 static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                       int cols) {
-    gemv_u16(y, ldy, x, n, w, n_w, cols, bf16_at);
+    gemv_rows(y, ldy, x, n, w, n_w, cols, (row_type){2, 1});
+}
+
+static void gemv_f32(float *y, int ldy, const float *x, int n, const float *w, int n_w, int cols) {
+    gemv_rows(y, ldy, x, n, w, n_w, cols, (row_type){4, 0});
 }
 
 /* The r64 GEMV: each output one fma chain over the columns in order. */
@@ -255,7 +268,7 @@ static void gemm_pack_x(float *dst, const float *src, long ld, int kc) {
 static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int kc, int bf16) {
     for (int k = 0; k < kc; k++)
         for (int r = 0; r < HV_GEMM_NR; r++)
-            dst[k * HV_GEMM_NR + r] = bf16 ? bf16_at(src + r * ld, k) : f16_at(src + r * ld, k);
+            dst[k * HV_GEMM_NR + r] = weight_at(src + r * ld, k, (row_type){2, bf16});
 }
 
 static void gemm_x8_terms(const uint16_t *d, const int8_t *words, long stride, float *scale,
