@@ -57,8 +57,16 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv
         goto fail;
     }
     if ((st = hv_st_open_dir(&m->st, model_dir, &e))) goto fail;
-    if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt, &e)) ||
-        (st = hv_weights_decoder_r64(&m->w, &m->cfg, &m->st, &e))) {
+    if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt, &e))) {
+        hv_err_prefix(&e, "%s", model_dir);
+        goto fail;
+    }
+    /* the decoder's copies over the model's threads (without a pool, as
+     * when threads cannot be had, on this one) */
+    hv_pool *pool = hv_pool_new(m->n_threads);
+    st = hv_weights_decoder_r64(&m->w, &m->cfg, &m->st, pool, &e);
+    hv_pool_free(pool);
+    if (st) {
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }

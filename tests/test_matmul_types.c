@@ -557,7 +557,7 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 }
                 void *st8;
                 if (r64)
-                    CHECK(hv_mat_interleave_r64(&W, &st8, &e) == HV_OK && W.r64 == 1);
+                    CHECK(hv_mat_interleave_r64(&W, &st8, NULL, &e) == HV_OK && W.r64 == 1);
                 else
                     CHECK(hv_mat_interleave(&W, &st8, &e) == HV_OK && W.x8 == 1);
                 free(st);
@@ -838,8 +838,18 @@ static void test_r64_layout(void) {
     void *st, *st64;
     CHECK(hv_mat_from_f32(&W, HV_WEIGHTS_BF16, src, rows, cols, &st, &e) == HV_OK && !W.r64);
     X = W;
-    CHECK(hv_mat_interleave_r64(&X, &st64, &e) == HV_OK && X.r64 && X.data == st64 &&
+    CHECK(hv_mat_interleave_r64(&X, &st64, NULL, &e) == HV_OK && X.r64 && X.data == st64 &&
           hv_mat_bytes(&X) == hv_mat_bytes(&W));
+    /* the copy over a pool: the same bytes */
+    for (int threads = 2; threads <= 5; threads += 3) {
+        hv_pool *pool = hv_pool_new(threads);
+        hv_mat P = W;
+        void *stp = NULL;
+        CHECK(pool && hv_mat_interleave_r64(&P, &stp, pool, &e) == HV_OK && P.r64 &&
+              !memcmp(stp, st64, hv_mat_bytes(&W)));
+        free(stp);
+        hv_pool_free(pool);
+    }
     float *a = falloc(rows * cols), *b = falloc(rows * cols);
     for (int r = 0; r < rows; r += 7)
         for (int c = 0; c < cols; c += 5) {
@@ -854,16 +864,16 @@ static void test_r64_layout(void) {
         CHECK_MSG(same_bits(a, b, (size_t)cols), "r64 row %d", r);
     }
     void *none = &W;
-    CHECK(hv_mat_interleave_r64(&X, &none, &e) == HV_ERR_UNSUPPORTED && !none); /* already */
+    CHECK(hv_mat_interleave_r64(&X, &none, NULL, &e) == HV_ERR_UNSUPPORTED && !none); /* already */
     hv_mat odd = W;
     odd.rows = 96;
-    CHECK(hv_mat_interleave_r64(&odd, &none, &e) == HV_ERR_UNSUPPORTED && !odd.r64);
+    CHECK(hv_mat_interleave_r64(&odd, &none, NULL, &e) == HV_ERR_UNSUPPORTED && !odd.r64);
     odd = W;
     odd.cols = 37;
-    CHECK(hv_mat_interleave_r64(&odd, &none, &e) == HV_ERR_UNSUPPORTED && !odd.r64);
+    CHECK(hv_mat_interleave_r64(&odd, &none, NULL, &e) == HV_ERR_UNSUPPORTED && !odd.r64);
     hv_mat f16 = W;
     f16.type = HV_WEIGHTS_F16;
-    CHECK(hv_mat_interleave_r64(&f16, &none, &e) == HV_ERR_UNSUPPORTED);
+    CHECK(hv_mat_interleave_r64(&f16, &none, NULL, &e) == HV_ERR_UNSUPPORTED);
 
     /* the kernels: rows r0 .. r0 + n_w of X against n activation rows */
     const hv_mm_kernels *simd = hv_mm_simd();

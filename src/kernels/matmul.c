@@ -205,7 +205,31 @@ hv_status hv_mat_from_f32(hv_mat *m, hv_weight_type type, const float *src, int 
     return HV_OK;
 }
 
-hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_error *e) {
+typedef struct r64_copy {
+    const hv_mat *m;
+    uint32_t *dst;
+} r64_copy;
+
+/* Blocks task, task + n_tasks, ... of the copy, in the destination's
+ * order, 64 rows at a time: a column pair's word is the two weights as
+ * one little-endian 32-bit value. (Each task's first touch of its blocks
+ * also takes their fresh pages, most of a load's copying time.) */
+static void r64_copy_task(void *arg, int task, int n_tasks) {
+    const r64_copy *j = arg;
+    const hv_mat *m = j->m;
+    const uint16_t *src = m->data;
+    size_t pairs = (size_t)m->cols / 2;
+    for (size_t b = (size_t)task; b < (size_t)m->rows / HV_R64_ROWS; b += (size_t)n_tasks) {
+        uint32_t *dst = j->dst + b * pairs * HV_R64_ROWS;
+        for (size_t c = 0; c < pairs; c++, dst += HV_R64_ROWS) {
+            const uint16_t *at = src + b * HV_R64_ROWS * (size_t)m->cols + 2 * c;
+            for (size_t r = 0; r < HV_R64_ROWS; r++, at += m->cols)
+                dst[r] = (uint32_t)at[0] | (uint32_t)at[1] << 16;
+        }
+    }
+}
+
+hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_pool *pool, hv_error *e) {
     *storage = NULL;
     if (m->type != HV_WEIGHTS_BF16 || m->r64 || m->rows % HV_R64_ROWS || m->cols % 2)
         return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d %s: cannot be interleaved by %d rows",
@@ -213,17 +237,9 @@ hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_error *e) {
     void *p = NULL;
     if (posix_memalign(&p, 64, hv_mat_bytes(m)) != 0)
         return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d: out of memory", m->rows, m->cols);
-    /* in the destination's order, a block's 64 rows at a time: a column
-     * pair's word is the two weights as one little-endian 32-bit value */
-    uint32_t *dst = p;
-    const uint16_t *src = m->data;
-    size_t pairs = (size_t)m->cols / 2;
-    for (size_t b = 0; b < (size_t)m->rows / HV_R64_ROWS; b++)
-        for (size_t c = 0; c < pairs; c++, dst += HV_R64_ROWS) {
-            const uint16_t *at = src + b * HV_R64_ROWS * (size_t)m->cols + 2 * c;
-            for (size_t j = 0; j < HV_R64_ROWS; j++, at += m->cols)
-                dst[j] = (uint32_t)at[0] | (uint32_t)at[1] << 16;
-        }
+    r64_copy j = {m, p};
+    int blocks = m->rows / HV_R64_ROWS, tasks = hv_pool_size(pool);
+    hv_pool_run(pool, tasks < blocks ? tasks : blocks, r64_copy_task, &j);
     m->data = p;
     m->r64 = 1;
     *storage = p;

@@ -90,9 +90,10 @@ hv_status hv_mat_interleave(hv_mat *m, void **storage, hv_error *e);
  * in a new buffer: *storage receives it (64-byte aligned, freed by the
  * caller with free()) and *m describes it; the old buffer is the caller's.
  * The decoder's GEMV reads it at the memory's rate (docs/KERNELS.md).
+ * The blocks are copied over pool's threads (NULL: the caller's alone).
  * HV_ERR_UNSUPPORTED (m untouched) for another type or layout, rows % 64
  * != 0 or an odd cols; HV_ERR_NOMEM. */
-hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_error *e);
+hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_pool *pool, hv_error *e);
 
 /* Writes row `row` of m, widened to f32 (exactly: every stored value is
  * representable), into dst[m->cols]: an embedding lookup in any type. */

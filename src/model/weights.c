@@ -402,7 +402,8 @@ static int private_copy(const hv_weights *w, const hv_mat *m) {
  * row-major copy it was converted into freed (a bf16 load of an f32
  * checkpoint would otherwise hold both), or the mapped pages it was read
  * from released. The named list follows a freed copy to the r64 one. */
-static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat *m, hv_error *e) {
+static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat *m, hv_pool *pool,
+                                 hv_error *e) {
     if (m->type != HV_WEIGHTS_BF16 || m->r64 || m->rows % HV_R64_ROWS || m->cols % 2) return HV_OK;
     void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
     if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
@@ -411,7 +412,7 @@ static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat
     const void *row_major = m->data;
     int copy = private_copy(w, m);
     void *storage;
-    hv_status s = hv_mat_interleave_r64(m, &storage, e);
+    hv_status s = hv_mat_interleave_r64(m, &storage, pool, e);
     if (s) return s;
     if (copy < 0) {
         w->allocs[w->n_allocs++] = storage;
@@ -426,15 +427,15 @@ static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat
 }
 
 hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
-                                 hv_error *e) {
+                                 hv_pool *pool, hv_error *e) {
     hv_status s;
     for (int l = 0; l < c->dec_layers; l++) {
         hv_dec_layer *y = &w->dec.layers[l];
         hv_mat *step[] = {&y->sq, &y->sk, &y->sv, &y->so, &y->cq, &y->co, &y->ff_in, &y->ff_out};
         for (size_t i = 0; i < sizeof step / sizeof step[0]; i++)
-            if ((s = decoder_mat_r64(w, st, step[i], e))) return s;
+            if ((s = decoder_mat_r64(w, st, step[i], pool, e))) return s;
     }
-    return decoder_mat_r64(w, st, &w->dec.cls, e);
+    return decoder_mat_r64(w, st, &w->dec.cls, pool, e);
 }
 
 hv_status hv_weights_load(hv_weights *w, const hv_config *c, const hv_safetensors *st,
