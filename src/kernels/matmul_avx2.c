@@ -272,7 +272,11 @@ TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_
  * first activation row fetches ahead; the others find the group cached. */
 /* How far ahead the x8 GEMV fetches: one thread alone reads memory at
  * half the rate unless ~8 KB are in flight (measured on the EPYC, 4096 x
- * 1024 q4_0: 4 KB 12-14 GB/s, 8-16 KB 16-19 GB/s with 2 threads). */
+ * 1024 q4_0: 4 KB 12-14 GB/s, 8-16 KB 16-19 GB/s with 2 threads). With
+ * the T2 hint (the outer caches, as the other GEMVs fetch): a q8_0
+ * step's 65 products took 0.85-0.94x the time they took with T0, q4_0's
+ * 0.88-0.93x (T1 0.91-1.03x; the next group's block instead, T2,
+ * 0.86-0.95x; docs/PERFORMANCE.md, fifteenth session). */
 #define X8_PREFETCH 8192
 
 INLINE void gemv_x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd, const uint8_t *wq,
@@ -291,10 +295,10 @@ INLINE void gemv_x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd, c
                 const int8_t *x = xq + (long)b * HV_Q8_BLOCK;
                 if (i == 0) { /* both streams, X8_PREFETCH payload bytes ahead */
                     const char *nq = (const char *)qb + X8_PREFETCH;
-                    for (int f = 0; f < words * 32; f += 64) _mm_prefetch(nq + f, _MM_HINT_T0);
+                    for (int f = 0; f < words * 32; f += 64) _mm_prefetch(nq + f, _MM_HINT_T2);
                     if (b % 4 == 0)
                         _mm_prefetch((const char *)(dg + b * HV_X8_ROWS) + X8_PREFETCH / 2 / words,
-                                     _MM_HINT_T0);
+                                     _MM_HINT_T2);
                 }
                 __m256i p;
                 if (q4) {
