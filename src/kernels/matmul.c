@@ -641,10 +641,9 @@ static void gemv_many_task(void *arg, int task, int n_tasks) {
 /* The decoder's products with one input (query, key, value) in one pool
  * dispatch, x quantized once where q8_0/q4_0 weights need it: for n <=
  * HV_LINEAR_GEMV_MAX_N and weights of one width, of any type (f32 only
- * where gemv_f32 takes it: OpenBLAS's chunks stay as hv_linear cuts
- * them). Each output as
- * hv_linear computes it. -1 when it does not apply or its buffer cannot
- * be had (nothing done). */
+ * where gemv_f32 takes it; OpenBLAS's chunks stay as hv_linear cuts
+ * them). Each output as hv_linear computes it. -1 when it does not apply
+ * or its buffer cannot be had (nothing done). */
 static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
                      const hv_mat *const *W, const float *const *bias, float *const *y) {
     int quantized = 0;

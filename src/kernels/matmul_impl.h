@@ -133,8 +133,8 @@ typedef struct hv_mm_kernels {
                      int cols);
     void (*gemv_bf16)(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                       int cols);
-    /* f32 weights, in gemv_f16's order (hv_linear takes it for 2..16
-     * activation rows; one row stays with OpenBLAS's sgemv) */
+    /* f32 weights, in gemv_f16's order (hv_linear takes it for f32
+     * weights where the SIMD kernels exist, instead of OpenBLAS) */
     void (*gemv_f32)(float *y, int ldy, const float *x, int n, const float *w, int n_w, int cols);
     void (*gemv_q8_0)(float *y, int ldy, const hv_q8_act *a, const hv_q8_0_block *w, int n_w,
                       int cols);

@@ -57,20 +57,21 @@ static float lanes_sum(const float a[8]) {
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
-/* Weight k of a row of f16 (es 2, bf16 0), bf16 (es 2, bf16 1) or f32
- * (es 4) values. */
+/* A weight row's element type: f16 (es 2, bf16 0), bf16 (es 2, bf16 1)
+ * or f32 (es 4). */
 typedef struct row_type {
     int es, bf16;
 } row_type;
 
+/* Weight k of row w, as f32 (exactly). */
 static float weight_at(const void *w, int k, row_type t) {
     if (t.es == 4) return ((const float *)w)[k];
     uint16_t h = ((const uint16_t *)w)[k];
     return t.bf16 ? hv_bf16_to_f32(h) : hv_f16_to_f32(h);
 }
 
-static void gemv_rows(float *y, int ldy, const float *x, int n, const void *w, int n_w, int cols,
-                      row_type t) {
+static void gemv_row_major(float *y, int ldy, const float *x, int n, const void *w, int n_w,
+                           int cols, row_type t) {
     int c16 = cols & ~15, c8 = cols & ~7;
     for (int r = 0; r < n_w; r++) {
         const char *wr = (const char *)w + (size_t)r * cols * t.es;
@@ -95,16 +96,16 @@ static void gemv_rows(float *y, int ldy, const float *x, int n, const void *w, i
 
 static void gemv_f16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                      int cols) {
-    gemv_rows(y, ldy, x, n, w, n_w, cols, (row_type){2, 0});
+    gemv_row_major(y, ldy, x, n, w, n_w, cols, (row_type){2, 0});
 }
 
 static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                       int cols) {
-    gemv_rows(y, ldy, x, n, w, n_w, cols, (row_type){2, 1});
+    gemv_row_major(y, ldy, x, n, w, n_w, cols, (row_type){2, 1});
 }
 
 static void gemv_f32(float *y, int ldy, const float *x, int n, const float *w, int n_w, int cols) {
-    gemv_rows(y, ldy, x, n, w, n_w, cols, (row_type){4, 0});
+    gemv_row_major(y, ldy, x, n, w, n_w, cols, (row_type){4, 0});
 }
 
 /* The r64 GEMV: each output one fma chain over the columns in order. */
