@@ -420,9 +420,10 @@ static void *q8_act_new(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
  * ms against 22.8-24.1 with sgemv in 32-row chunks, 2 beams 16.5-17.3 ms
  * against 44-46 with sgemm (5x slower per row than sgemv), 4 beams
  * 24.8-27.9 against 42.5-42.9. Without SIMD kernels OpenBLAS beats the
- * portable loop. */
+ * portable loop; HV_GEMM_F32_BLAS=1 keeps these on OpenBLAS too, as it
+ * does the packed GEMM's (packed_gemm). */
 static int gemv_f32_ours(const hv_mat *W) {
-    return W->type == HV_WEIGHTS_F32 && hv_mm_simd() != NULL;
+    return W->type == HV_WEIGHTS_F32 && hv_mm_simd() != NULL && !HV_GEMM_F32_BLAS;
 }
 
 /* Weight rows per GEMV task chunk of W. */
@@ -537,7 +538,8 @@ static void linear_task(void *arg, int task, int n_tasks) {
  * has the SIMD kernels (with the portable ones it would be ~100x slower than
  * OpenBLAS, which then keeps the f32 weights and the widened tiles), also
  * when a test runs it with the portable table. HV_GEMM_F32_BLAS=1 at build
- * time keeps f32 weights on OpenBLAS, for comparisons. */
+ * time keeps f32 weights on OpenBLAS, for comparisons (the GEMV's too:
+ * gemv_f32_ours). */
 static int packed_gemm(const hv_mat *W) {
     return hv_mm_simd() && (W->type != HV_WEIGHTS_F32 || !HV_GEMM_F32_BLAS);
 }
