@@ -32,12 +32,15 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# file names as bytes: any name a file system holds, the same in the list,
+# the engine's arguments and its output
+TEXT = {"encoding": "utf-8", "errors": "surrogateescape"}
 
 
 def transcribe(hviske, model, wtype, files, chunking, threads):
-    """{file: (tokens, token_logprobs, score)} of one weight type, or
-    raises RuntimeError with the engine's message."""
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    """{index in files: (tokens, token_logprobs, score)} of one weight
+    type, or raises RuntimeError with the engine's message."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, **TEXT) as f:
         f.write("".join(p + "\n" for p in files))
         listing = f.name
     try:
@@ -47,22 +50,25 @@ def transcribe(hviske, model, wtype, files, chunking, threads):
             cmd += ["--chunking", chunking]
         if threads:
             cmd += ["-t", str(threads)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(cmd, capture_output=True, **TEXT)
     finally:
         os.unlink(listing)
     if p.returncode != 0:
         raise RuntimeError(f"{wtype}: {' '.join(cmd)} exited {p.returncode}: "
                            f"{p.stderr.strip()[-500:]}")
+    # one line per input, in the inputs' order (jsonl); matched by
+    # position, since the engine writes a name that is not UTF-8 with
+    # replacement characters
+    lines = p.stdout.splitlines()
+    if len(lines) != len(files):
+        raise RuntimeError(f"{wtype}: {len(lines)} results for {len(files)} files")
     out = {}
-    for line in p.stdout.splitlines():
+    for i, (name, line) in enumerate(zip(files, lines)):
         try:
             r = json.loads(line)
-            out[r["file"]] = (list(r["tokens"]), list(r["token_logprobs"]), float(r["score"]))
+            out[i] = (list(r["tokens"]), list(r["token_logprobs"]), float(r["score"]))
         except (ValueError, KeyError, TypeError) as e:
-            raise RuntimeError(f"{wtype}: unreadable output line ({e}): {line[:200]}")
-    missing = [f for f in files if f not in out]
-    if missing:
-        raise RuntimeError(f"{wtype}: no result for {missing[0]} ({len(missing)} files)")
+            raise RuntimeError(f"{wtype}: unreadable result for {name} ({e}): {line[:200]}")
     return out
 
 
@@ -71,8 +77,8 @@ def compare(base, other):
     transcribe() returns them, over the baseline's files."""
     files = identical = compared = 0
     dsum = dmax = score_max = prefix_share = 0.0
-    for name, (btok, blp, bscore) in base.items():
-        tok, lp, score = other[name]
+    for key, (btok, blp, bscore) in base.items():
+        tok, lp, score = other[key]
         files += 1
         n = 0
         while n < len(btok) and n < len(tok) and btok[n] == tok[n]:
@@ -114,7 +120,7 @@ def main(argv=None):
     files = list(a.files)
     if a.files_from:
         try:
-            with open(a.files_from) as f:
+            with open(a.files_from, **TEXT) as f:
                 files += [line.strip() for line in f if line.strip()]
         except OSError as e:
             print(f"weight_quality: {a.files_from}: {e.strerror}", file=sys.stderr)

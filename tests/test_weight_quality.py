@@ -9,8 +9,10 @@ ends with "N passed, M failed"; exits 1 when any failed.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -66,6 +68,19 @@ def end_to_end():
     report("q8_0 against f32: log-probs compared and moved",
            q8["files"] == 1 and q8["tokens_compared"] > 0 and q8["logprob_mean_abs_diff"] > 0,
            str(q8))
+    # a name that is not UTF-8 (the engine's JSON replaces its byte) and
+    # a file given twice: results go by position, each input counts
+    with tempfile.TemporaryDirectory() as d:
+        odd = os.path.join(d, os.fsdecode(b"odd-\xff-name.wav"))
+        shutil.copyfile(EXAMPLE, odd)
+        p = tool("--base", "f32", "--types", "f32", "--json", odd, EXAMPLE, odd)
+    try:
+        same = json.loads(p.stdout)["types"]["f32"]
+    except (ValueError, KeyError):
+        same = {}
+    report("a name that is not UTF-8, a file twice: every input compared",
+           p.returncode == 0 and same.get("files") == 3 and same.get("identical") == 3,
+           f"rc {p.returncode}: {p.stdout[:300]} {p.stderr[-300:]}")
     p = tool("--types", "q8_0", EXAMPLE)
     report("the table names the type and the files",
            p.returncode == 0 and "| q8_0 | " in p.stdout and "1 files" in p.stdout, p.stdout[-300:])
