@@ -48,6 +48,9 @@ INLINE float load1(const uint16_t *p, int bf16) {
  * kinds) or f32 (used as they are). */
 enum { ROWS_F16 = 0, ROWS_BF16 = 1, ROWS_F32 = 2 };
 
+/* Bytes per weight of a kind. */
+INLINE long kind_bytes(int kind) { return kind == ROWS_F32 ? 4 : 2; }
+
 INLINE __m256 wload8(const void *w, long k, int kind) {
     if (kind == ROWS_F32) return _mm256_loadu_ps((const float *)w + k);
     return load8((const uint16_t *)w + k, kind);
@@ -68,7 +71,7 @@ INLINE float wload1(const void *w, long k, int kind) {
  * decoder step took 8-15% longer on the EPYC, probably as rows fetched
  * into L1 pushed xi out of it (docs/PERFORMANCE.md). */
 INLINE void dot_rows(float *out, const void *w, int R, int cols, const float *xi, int kind) {
-    const long es = kind == ROWS_F32 ? 4 : 2, row = (long)cols * es;
+    const long es = kind_bytes(kind), row = (long)cols * es;
     int c16 = cols & ~15, c8 = cols & ~7, k = 0;
     const char *w0 = w, *w1 = w0 + row, *w2 = w1 + row, *w3 = w2 + row;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -114,7 +117,7 @@ INLINE void dot_rows(float *out, const void *w, int R, int cols, const float *xi
 
 INLINE void gemv_kind(float *y, int ldy, const float *x, int n, const void *w, int n_w, int cols,
                       int kind) {
-    const long row = (long)cols * (kind == ROWS_F32 ? 4 : 2);
+    const long row = (long)cols * kind_bytes(kind);
     const char *wc = w;
     for (int r = 0; r < n_w; r += 4) {
         int R = n_w - r < 4 ? 1 : 4;
