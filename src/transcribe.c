@@ -61,12 +61,8 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }
-    /* the decoder's copies over the model's threads (without a pool, as
-     * when threads cannot be had, on this one) */
-    hv_pool *pool = hv_pool_new(m->n_threads);
-    st = hv_weights_decoder_r64(&m->w, &m->cfg, &m->st, pool, &e);
-    hv_pool_free(pool);
-    if (st) {
+    /* the decoder's copies over the model's threads */
+    if ((st = hv_weights_decoder_r64(&m->w, &m->cfg, &m->st, m->n_threads, &e))) {
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }

@@ -5,7 +5,7 @@
  * (a tied classifier) is kept, and the named list never points at a freed
  * buffer. Checked on a built weight set with a tied and an own classifier,
  * then on every fixture model and the demo model loaded as stored (copied
- * on this thread) and as bf16 (over a pool of 3). */
+ * on this thread) and as bf16 (over 3 threads). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +54,7 @@ typedef struct tally {
 
 /* Runs hv_weights_decoder_r64 on w and checks what it did. */
 static void check_r64_pass(hv_weights *w, const hv_config *c, const hv_safetensors *st,
-                           hv_pool *pool, const char *what, tally *t) {
+                           int n_threads, const char *what, tally *t) {
     static hv_mat *mats[MAX_STEP];
     int n = step_mats(w, c, mats);
     const void *before[MAX_STEP];
@@ -70,7 +70,7 @@ static void check_r64_pass(hv_weights *w, const hv_config *c, const hv_safetenso
     const void *emb_data = w->dec.tok_emb.data;
     int allocs = w->n_allocs, added = 0, freed = 0;
     hv_error e;
-    CHECK_MSG(hv_weights_decoder_r64(w, c, st, pool, &e) == HV_OK, "%s: %s", what, e.msg);
+    CHECK_MSG(hv_weights_decoder_r64(w, c, st, n_threads, &e) == HV_OK, "%s: %s", what, e.msg);
     for (int i = 0; i < n; i++) {
         hv_mat *m = mats[i];
         CHECK_MSG(values[i] != NULL, "%s: matrix %d's values", what, i);
@@ -145,8 +145,7 @@ static void test_built(int tied) {
         w.mats[w.n_mats++] = (hv_named_mat){"cls", w.dec.cls};
     }
     tally t = {0, 0};
-    check_r64_pass(&w, &c, &st, NULL, tied ? "built, tied classifier" : "built, own classifier",
-                   &t);
+    check_r64_pass(&w, &c, &st, 1, tied ? "built, tied classifier" : "built, own classifier", &t);
     CHECK(w.dec.cls.r64);
     CHECK_MSG(t.freed == (tied ? 0 : 1) && t.kept == (tied ? 1 : 0),
               "built (tied %d): %d freed, %d kept", tied, t.freed, t.kept);
@@ -157,7 +156,7 @@ done:
     hv_weights_free(&w); /* frees every tracked buffer once (ASan: no leak, no double free) */
 }
 
-static void test_model_dir(const char *dir, hv_pool *pool, tally *t) {
+static void test_model_dir(const char *dir, tally *t) {
     hv_config c;
     hv_error e;
     if (hv_config_load(&c, dir, &e) != HV_OK) {
@@ -175,12 +174,12 @@ static void test_model_dir(const char *dir, hv_pool *pool, tally *t) {
         hv_weights w;
         char what[4200];
         snprintf(what, sizeof what, "%s as %s, %d threads", dir, ti ? "bf16" : "stored",
-                 ti ? hv_pool_size(pool) : 1);
+                 ti ? 3 : 1);
         if (hv_weights_load(&w, &c, &st, types[ti], &e) != HV_OK) {
             CHECK_MSG(0, "%s: %s", what, e.msg);
             continue;
         }
-        check_r64_pass(&w, &c, &st, ti ? pool : NULL, what, t);
+        check_r64_pass(&w, &c, &st, ti ? 3 : 1, what, t);
         hv_weights_free(&w);
     }
     hv_st_close(&st);
@@ -191,8 +190,6 @@ int main(void) {
     test_built(1);
     test_built(0);
     tally t = {0, 0};
-    hv_pool *pool = hv_pool_new(3); /* the copies over 3 threads, or (stored) none */
-    CHECK(pool != NULL);
     const char *fx = hv_test_env("HV_FIXTURES", NULL);
     char *man = fx ? hv_test_read_text(hv_test_path(fx, "manifest.json")) : NULL;
     cJSON *j = man ? cJSON_Parse(man) : NULL;
@@ -202,15 +199,14 @@ int main(void) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s",
                  hv_test_path(fx, cJSON_GetStringValue(cJSON_GetObjectItem(mo, "path"))));
-        test_model_dir(dir, pool, &t);
+        test_model_dir(dir, &t);
     }
     cJSON_Delete(j);
     free(man);
     char demo[4096];
     snprintf(demo, sizeof demo, "%s",
              hv_test_path(hv_test_env("HV_SOURCE_DIR", "."), "models/demo"));
-    test_model_dir(demo, pool, &t);
-    hv_pool_free(pool);
+    test_model_dir(demo, &t);
     printf("fixtures and demo model: %d row-major copies freed, %d matrices copied beside the "
            "mapping\n",
            t.freed, t.kept);

@@ -229,9 +229,13 @@ static void r64_copy_task(void *arg, int task, int n_tasks) {
     }
 }
 
+int hv_mat_can_r64(const hv_mat *m) {
+    return m->type == HV_WEIGHTS_BF16 && !m->r64 && m->rows % HV_R64_ROWS == 0 && m->cols % 2 == 0;
+}
+
 hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_pool *pool, hv_error *e) {
     *storage = NULL;
-    if (m->type != HV_WEIGHTS_BF16 || m->r64 || m->rows % HV_R64_ROWS || m->cols % 2)
+    if (!hv_mat_can_r64(m))
         return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d %s: cannot be interleaved by %d rows",
                       m->rows, m->cols, hv_weight_type_name(m->type), HV_R64_ROWS);
     void *p = NULL;

@@ -92,8 +92,12 @@ hv_status hv_mat_interleave(hv_mat *m, void **storage, hv_error *e);
  * The decoder's GEMV reads it at the memory's rate (docs/KERNELS.md).
  * The blocks are copied over pool's threads (NULL: the caller's alone).
  * HV_ERR_UNSUPPORTED (m untouched) for another type or layout, rows % 64
- * != 0 or an odd cols; HV_ERR_NOMEM. */
+ * != 0 or an odd cols (hv_mat_can_r64); HV_ERR_NOMEM. */
 hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_pool *pool, hv_error *e);
+
+/* Whether hv_mat_interleave_r64 takes m: row-major bf16, rows % 64 == 0,
+ * an even cols. */
+int hv_mat_can_r64(const hv_mat *m);
 
 /* Writes row `row` of m, widened to f32 (exactly: every stored value is
  * representable), into dst[m->cols]: an embedding lookup in any type. */

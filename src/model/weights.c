@@ -404,13 +404,16 @@ static int private_copy(const hv_weights *w, const hv_mat *m) {
  * from released. The named list follows a freed copy to the r64 one. */
 static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat *m, hv_pool *pool,
                                  hv_error *e) {
-    if (m->type != HV_WEIGHTS_BF16 || m->r64 || m->rows % HV_R64_ROWS || m->cols % 2) return HV_OK;
-    void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
-    if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
-    w->allocs = a;
-    const hv_st_tensor *src = mapped_source(w, st, m->data);
+    if (!hv_mat_can_r64(m)) return HV_OK;
     const void *row_major = m->data;
     int copy = private_copy(w, m);
+    const hv_st_tensor *src = NULL;
+    if (copy < 0) { /* the new buffer takes a slot of its own */
+        void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
+        if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
+        w->allocs = a;
+        src = mapped_source(w, st, row_major);
+    }
     void *storage;
     hv_status s = hv_mat_interleave_r64(m, &storage, pool, e);
     if (s) return s;
@@ -426,16 +429,30 @@ static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat
     return HV_OK;
 }
 
+/* Matrices of a decoder step per layer (decoder_step_mat). */
+#define STEP_MATS_PER_LAYER 8
+
+/* Matrix i of a decoder step's layers, STEP_MATS_PER_LAYER per layer
+ * (the classifier, the step's last product, apart). */
+static hv_mat *decoder_step_mat(hv_weights *w, int i) {
+    hv_dec_layer *y = &w->dec.layers[i / STEP_MATS_PER_LAYER];
+    hv_mat *layer[STEP_MATS_PER_LAYER] = {&y->sq, &y->sk, &y->sv,    &y->so,
+                                          &y->cq, &y->co, &y->ff_in, &y->ff_out};
+    return layer[i % STEP_MATS_PER_LAYER];
+}
+
 hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
-                                 hv_pool *pool, hv_error *e) {
-    hv_status s;
-    for (int l = 0; l < c->dec_layers; l++) {
-        hv_dec_layer *y = &w->dec.layers[l];
-        hv_mat *step[] = {&y->sq, &y->sk, &y->sv, &y->so, &y->cq, &y->co, &y->ff_in, &y->ff_out};
-        for (size_t i = 0; i < sizeof step / sizeof step[0]; i++)
-            if ((s = decoder_mat_r64(w, st, step[i], pool, e))) return s;
-    }
-    return decoder_mat_r64(w, st, &w->dec.cls, pool, e);
+                                 int n_threads, hv_error *e) {
+    int n = STEP_MATS_PER_LAYER * c->dec_layers, any = hv_mat_can_r64(&w->dec.cls);
+    for (int i = 0; i < n && !any; i++) any = hv_mat_can_r64(decoder_step_mat(w, i));
+    /* threads only for copies to make (none for q8_0 or f32 decoders);
+     * without them, on this one */
+    hv_pool *pool = any ? hv_pool_new(n_threads) : NULL;
+    hv_status s = HV_OK;
+    for (int i = 0; i < n && !s; i++) s = decoder_mat_r64(w, st, decoder_step_mat(w, i), pool, e);
+    if (!s) s = decoder_mat_r64(w, st, &w->dec.cls, pool, e);
+    hv_pool_free(pool);
+    return s;
 }
 
 hv_status hv_weights_load(hv_weights *w, const hv_config *c, const hv_safetensors *st,

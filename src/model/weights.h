@@ -116,9 +116,11 @@ void hv_weights_free(hv_weights *w);
  * checkpoint's pages they were read from, or frees the row-major copies
  * they were converted into (one not shared with the token embedding), the
  * named list then naming the r64 matrices. hviske-quantize, which reads
- * the named list, does not call this. The copies run over pool's threads
- * (NULL: the caller's alone). HV_ERR_NOMEM when out of memory. */
+ * the named list, does not call this. The copies run over n_threads
+ * threads (hv_pool_new's count), started only when there is a matrix to
+ * copy (a q8_0 or f32 decoder has none). HV_ERR_NOMEM when out of
+ * memory. */
 hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
-                                 hv_pool *pool, hv_error *e);
+                                 int n_threads, hv_error *e);
 
 #endif
