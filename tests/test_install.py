@@ -12,6 +12,9 @@ programs are built), then examples/transcribe.c compiled with nothing but
     with its links libhviske.so.0 and libhviske.so, libhviske.a, hviske.h,
     hviske.pc, the speech detector, the man pages; the soname; a DESTDIR
     install of the same build puts the same files under DESTDIR;
+  * hviske.pc is relocatable: the DESTDIR tree used where it lies, and a
+    `cmake --install build --prefix DIR` of the same build, each build
+    examples/transcribe.c with pkg-config into a program that works;
   * hviske.pc: version, flags, and that its Requires.private modules exist
     and, with -pthread -lm, link libhviske.a into a working program;
   * the installed hviske finds the installed speech detector by itself
@@ -167,7 +170,8 @@ def check_pkgconfig(prefix, version, env, work):
     report("pkg-config --modversion hviske", text(p.stdout).strip() == ".".join(version),
            why(p))
     p = run(["pkg-config", "--cflags", "--libs", "hviske"], env=env)
-    flags = text(p.stdout).split()
+    flags = [f[:2] + os.path.normpath(f[2:]) if f[:2] in ("-I", "-L") else f
+             for f in text(p.stdout).split()]
     report("pkg-config --cflags --libs hviske: -I, -L of the prefix and -lhviske",
            p.returncode == 0 and f"-I{prefix}/include" in flags and f"-L{prefix}/lib" in flags
            and "-lhviske" in flags, why(p))
@@ -317,6 +321,23 @@ def help_options(prog, env):
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])", text(p.stdout)))
 
 
+def check_pc_program(prefix, label, env, work):
+    """A C program built with nothing but `pkg-config --cflags --libs hviske`
+    against the tree under prefix transcribes the example."""
+    env = dict(env, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
+    p = run(["pkg-config", "--cflags", "--libs", "hviske"], env=env)
+    exe = os.path.join(work, "transcribe-" + label.split()[0])
+    if p.returncode == 0:
+        p = run(["cc", "-o", exe, os.path.join(SOURCE, "examples", "transcribe.c")] +
+                text(p.stdout).split(), env=env)
+    if p.returncode == 0:
+        p = run([exe, os.path.join(SOURCE, "models", "demo"),
+                 os.path.join(SOURCE, "examples", "da-example.wav")],
+                env=dict(env, LD_LIBRARY_PATH=os.path.join(prefix, "lib")))
+    report(f"{label}: hviske.pc builds a program that transcribes the example",
+           p.returncode == 0 and text(p.stdout).strip() == SENTENCE, why(p))
+
+
 def check_man(prefix, env):
     for name in ("hviske", "hviske-server", "hviske-quantize"):
         page = os.path.join(prefix, "share", "man", "man1", name + ".1")
@@ -363,6 +384,13 @@ def main():
     report("make install DESTDIR=D: the same files under D/PREFIX, nothing else",
            p.returncode == 0 and got == expected_files(version) and
            file_list(dest) == {prefix.lstrip("/") + "/" + f for f in got}, why(p))
+
+    check_pc_program(dest + prefix, "make install DESTDIR=D (used in place)", env, tmp)
+    other = os.path.join(tmp, "other-prefix")
+    p = run(["cmake", "--install", os.path.join(copy, "build"), "--prefix", other], cwd=copy,
+            env=env, timeout=TIMEOUT)
+    report("cmake --install build --prefix DIR", p.returncode == 0, why(p))
+    check_pc_program(other, "cmake --install --prefix DIR", env, tmp)
 
     check_pkgconfig(prefix, version, env, tmp)
     check_man(prefix, env)
