@@ -1,5 +1,6 @@
 # Thin wrapper around CMake so that the README's commands are short.
-#   make test   install missing Debian packages, build, run every test
+#   make        install the missing Debian packages that building needs, build
+#   make test   install the test tools as well, build, run every test
 #               (release build with -Werror, then again under ASan+UBSan)
 #   make run    build and transcribe the bundled example
 #   make format reformat every C file as .clang-format says (the tests check it)
@@ -21,21 +22,24 @@ FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
 PREFIX_FLAG = $(if $(PREFIX),-DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)))
 
-.PHONY: all deps build test test-release test-asan run format install clean fuzz
+.PHONY: all deps test-deps build test test-release test-asan run format install clean fuzz
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
+test-deps:
+	@bash scripts/install-deps.sh test
+
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHV_WERROR=ON $(PREFIX_FLAG) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-test-release: build
+test-release: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan: deps
+test-asan: test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHV_WERROR=ON -DHV_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -48,7 +52,7 @@ run: build
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
 
-fuzz: build
+fuzz: test-deps build
 	@bash scripts/install-deps.sh fuzz
 	cd $(BUILD) && ctest -R '^fixtures$$' --output-on-failure
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(BUILD) $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)

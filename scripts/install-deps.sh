@@ -1,27 +1,43 @@
 #!/usr/bin/env bash
-# Installs every Debian package that the build, the tests and the PyTorch
-# reference need (with the argument `fuzz`, clang for make fuzz as well),
-# then the node packages of the speech detector's ONNX Runtime oracle
-# (tools/vad-oracle). Idempotent: quick when all are present.
+# Installs the Debian packages a make target needs, by group:
+#   install-deps.sh        (make, make run, make install) building and running
+#   install-deps.sh test   (make test) the above, the test tools, the PyTorch
+#                          reference and the node packages of the speech
+#                          detector's ONNX Runtime oracle and the Node client
+#   install-deps.sh fuzz   (make fuzz) the build's packages and clang
+# Idempotent: quick when all are present.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+GROUP="${1:-build}"
 
+# building the library and the programs, and running them
 PKGS=(
   build-essential cmake pkg-config
   libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev
-  libmicrohttpd-dev curl nginx
-  python3 python3-numpy python3-torch python3-sentencepiece
-  sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
-  python3-onnx clang-format
-  man-db python3-pip python3-setuptools
-  slurm-wlm munge
+  libmicrohttpd-dev
 )
-# `install-deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too
-if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
-# node and npm may come from elsewhere (NodeSource, nvm): Debian's packages
-# only for a command that is missing
-command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
-command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+case "$GROUP" in
+  build) ;;
+  test)
+    PKGS+=(
+      curl nginx
+      python3 python3-numpy python3-torch python3-sentencepiece
+      sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
+      python3-onnx clang-format
+      man-db python3-pip python3-setuptools
+      slurm-wlm munge
+    )
+    # node and npm may come from elsewhere (NodeSource, nvm): Debian's
+    # packages only for a command that is missing
+    command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+    command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+    ;;
+  fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
+  *)
+    echo "install-deps: unknown group '$GROUP' (build, test or fuzz)" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -35,6 +51,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+[ "$GROUP" = test ] || exit 0
 
 # The node packages of the oracle and of the Node client test (tests/node:
 # the OpenAI SDK), exactly as their package-lock.json files pin them.
