@@ -136,6 +136,10 @@ HV_API size_t hv_model_decoder_weight_bytes(const hv_model *model);
 HV_API int hv_model_sample_rate(const hv_model *model);
 HV_API int hv_model_n_languages(const hv_model *model);
 HV_API const char *hv_model_language(const hv_model *model, int i);
+/* The language a transcription uses when its params name none: "da" when
+ * the model lists it, else the model's first language; NULL when the
+ * model lists none. Owned by the model. */
+HV_API const char *hv_model_default_language(const hv_model *model);
 
 /* -------------------------------------------------------------- context */
 
@@ -244,7 +248,7 @@ struct hv_segment; /* a segment of a result (below) */
 
 typedef struct hv_transcribe_params {
     const char *language; /* a code from the model's supported_languages;
-                             NULL = "da" if supported, else the first */
+                             NULL = hv_model_default_language() */
     int punctuation;      /* 1: <|pnc|> (default), 0: <|nopnc|> */
     int max_new_tokens;   /* 0 = model default (256, capped by the
                              decoder's max_sequence_length) */

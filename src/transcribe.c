@@ -109,6 +109,9 @@ int hv_model_n_languages(const hv_model *m) { return m->cfg.n_languages; }
 const char *hv_model_language(const hv_model *m, int i) {
     return i >= 0 && i < m->cfg.n_languages ? m->cfg.languages[i] : NULL;
 }
+const char *hv_model_default_language(const hv_model *m) {
+    return hv_config_default_language(&m->cfg);
+}
 
 /* -------------------------------------------------------------- context */
 
@@ -179,10 +182,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static const char *default_language(const hv_config *c) {
-    return hv_config_find_language(c, "da") >= 0 ? "da" : c->languages[0];
 }
 
 void hv_taps_free(hv_taps *t) {
@@ -375,9 +374,17 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
-    hv_search_params sp = {R->max_new,   c->eos_token_id,   p->num_beams, p->length_penalty,
-                           p->do_sample, p->temperature,    p->top_k,     p->top_p,
-                           p->seed,      p->abort_callback, p->abort_user};
+    hv_search_params sp = {.max_new = R->max_new,
+                           .eos = c->eos_token_id,
+                           .num_beams = p->num_beams,
+                           .length_penalty = p->length_penalty,
+                           .do_sample = p->do_sample,
+                           .temperature = p->temperature,
+                           .top_k = p->top_k,
+                           .top_p = p->top_p,
+                           .seed = p->seed,
+                           .abort = p->abort_callback,
+                           .abort_user = p->abort_user};
     hv_search_out so = {.tokens = R->tok_buf, .logprobs = R->lp_buf};
     if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p->num_beams, e)) ||
         (st = hv_search(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, &sp, &so, lp0, e)))
@@ -574,7 +581,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     if (taps) memset(taps, 0, sizeof *taps);
 
     /* options */
-    const char *lang = p.language ? p.language : default_language(c);
+    const char *lang = p.language ? p.language : hv_config_default_language(c);
     if ((st = hv_tokenizer_prompt(&m->tok, c, lang, p.punctuation != 0, R.prompt, &R.n_prompt, e)))
         return st;
     int room = c->dec_max_seq - R.n_prompt;

@@ -106,6 +106,14 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
     CHECK(hv_model_n_languages(m) > 0 && hv_model_language(m, 0) != NULL);
     CHECK(hv_model_language(m, -1) == NULL);
     CHECK(hv_model_language(m, hv_model_n_languages(m)) == NULL);
+    {
+        const char *def = hv_model_default_language(m);
+        int has_da = 0;
+        for (int i = 0; i < hv_model_n_languages(m); i++)
+            has_da |= !strcmp(hv_model_language(m, i), "da");
+        CHECK_MSG(def && !strcmp(def, has_da ? "da" : hv_model_language(m, 0)),
+                  "default language %s", def ? def : "(null)");
+    }
 
     float *pcm;
     size_t n;

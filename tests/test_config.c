@@ -87,7 +87,19 @@ static void check_valid(void) {
     CHECK(hv_config_find_language(&c, "da") == 1);
     CHECK(hv_config_find_language(&c, "fr") == -1);
     CHECK(hv_config_find_language(&c, NULL) == -1);
+    /* "da" when listed, wherever it stands; else the first; none: NULL */
+    CHECK(!strcmp(hv_config_default_language(&c), "da"));
+    char *first = c.languages[0];
+    c.languages[0] = c.languages[1];
+    c.languages[1] = first;
+    CHECK(!strcmp(hv_config_default_language(&c), "da"));
+    free(c.languages[0]);
+    c.languages[0] = c.languages[2];
+    c.n_languages = 2;
+    CHECK(!strcmp(hv_config_default_language(&c), "de"));
+    CHECK(hv_config_default_language(NULL) == NULL);
     hv_config_free(&c);
+    CHECK(hv_config_default_language(&c) == NULL);
     CHECK(c.languages == NULL && c.n_languages == 0);
     hv_config_free(&c); /* twice is harmless */
 }

@@ -67,7 +67,8 @@
  *   another replica), and every request begun before it finishes and is
  *   answered; then the listening socket is closed. A second signal
  *   answers the requests still waiting in the queue with 503 (running
- *   transcriptions always finish: the library cannot stop one midway).
+ *   transcriptions always finish; only a streaming client that goes away
+ *   stops its own).
  *   Then the workers are joined, the daemon stopped, everything freed,
  *   and the exit status is 0.
  *
@@ -654,9 +655,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     pthread_mutex_unlock(&s->mu);
     je.handed = 1;
 
-    const char *lang = p.tp.language                            ? p.tp.language
-                       : hvt_model_has_language(s->model, "da") ? "da"
-                                                                : hv_model_language(s->model, 0);
+    const char *lang = p.tp.language ? p.tp.language : hv_model_default_language(s->model);
     stream_job sj = {st, 0, lang && (!strcmp(lang, "ja") || !strcmp(lang, "zh"))};
     p.tp.segment_callback = stream_segment;
     p.tp.segment_user = &sj;

@@ -1164,9 +1164,7 @@ int main(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    g_language = hvt_model_has_language(model, "da") ? "da"
-                 : hv_model_n_languages(model) > 0   ? hv_model_language(model, 0)
-                                                     : "";
+    g_language = hv_model_default_language(model) ? hv_model_default_language(model) : "";
     if (o.language && !hvt_model_has_language(model, o.language)) {
         fprintf(stderr,
                 "hviske: language '%s' is not supported by %s "

@@ -380,6 +380,11 @@ int hv_config_find_language(const hv_config *c, const char *lang) {
     return -1;
 }
 
+const char *hv_config_default_language(const hv_config *c) {
+    if (!c || c->n_languages == 0) return NULL;
+    return hv_config_find_language(c, "da") >= 0 ? "da" : c->languages[0];
+}
+
 int hv_sub_stages(const hv_config *c) {
     int stages = 0;
     for (int s = c->sub_factor; s > 1; s >>= 1) stages++;

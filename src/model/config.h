@@ -83,6 +83,11 @@ void hv_config_free(hv_config *c);
 /* Index of lang in supported_languages, or -1. */
 int hv_config_find_language(const hv_config *c, const char *lang);
 
+/* The language used when none is asked for: "da" when supported_languages
+ * lists it (the Hviske fine-tunes are Danish), else its first entry; NULL
+ * when it lists none. */
+const char *hv_config_default_language(const hv_config *c);
+
 /* The encoder's subsampling (dw_striding): log2(sub_factor) convolutions in
  * a row, each of kernel 3, stride 2 and padding 1 over time frames and mel
  * bins alike. */

@@ -430,8 +430,7 @@ char *hv_tokenizer_decode(const hv_tokenizer *t, const int32_t *ids, int n) {
 hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c, const char *language,
                               int punctuation, int32_t *ids, int *n, hv_error *e) {
     *n = 0;
-    if (!language && c->n_languages > 0)
-        language = hv_config_find_language(c, "da") >= 0 ? "da" : c->languages[0];
+    if (!language) language = hv_config_default_language(c);
     if (hv_config_find_language(c, language) < 0) {
         char list[512] = "";
         size_t len = 0;

@@ -58,7 +58,7 @@ char *hv_tokenizer_decode(const hv_tokenizer *t, const int32_t *ids, int n);
 
 /* Writes the decoder prompt (decoder_start_token_id then the nine special
  * pieces) into ids (capacity HV_PROMPT_MAX) and its length (10) into *n.
- * language NULL means "da" if supported, else the first supported one.
+ * language NULL means hv_config_default_language(c).
  * Fails with HV_ERR_INVALID_ARG for a language not in supported_languages
  * (the message lists them), HV_ERR_FORMAT for a piece missing from the
  * vocabulary (named) or a decoder_start_token_id outside it. */
