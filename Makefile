@@ -58,7 +58,7 @@ fuzz: test-deps build
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(BUILD) $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
-	clang-format -i --style=file $$(find src include tools tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
+	clang-format -i --style=file $$(find src include cli server tools research tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

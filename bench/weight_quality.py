@@ -19,7 +19,7 @@ before its first difference. --json prints the same as one object.
 
 Exit status: 0 ok, 2 a run failed or printed what this cannot read (the
 engine's message is shown). Word error rates need reference texts: the
-demo model's are `tools/train-demo/evaluate --engine-arg=--weight-type
+demo model's are `research/train-demo/evaluate --engine-arg=--weight-type
 --engine-arg=T`; this tool needs none, so it runs on any audio and any
 checkpoint.
 """

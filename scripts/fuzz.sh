@@ -33,7 +33,7 @@ read -r -a DEFS <<<"$(sed -n 's/^C_DEFINES = //p' "$FLAGS_MAKE")"
 read -r -a INCS <<<"$(sed -n 's/^C_INCLUDES = //p' "$FLAGS_MAKE")"
 read -r -a LIBS <<<"$(sed -n 's/.* libhviske\.a //p' "$LINK_TXT")"
 CFLAGS=(-std=c11 -g -O1 -fno-sanitize-recover=undefined -Dkiss_fft_scalar=float
-        -DKISS_FFT_SHARED "${DEFS[@]}" "${INCS[@]}" -I"$ROOT/tools")
+        -DKISS_FFT_SHARED "${DEFS[@]}" "${INCS[@]}" -I"$ROOT/tools" -I"$ROOT/server")
 
 # the library, instrumented for coverage and the sanitizers, once: every
 # target links what it needs from it
@@ -51,8 +51,8 @@ printf '%s\n' $(find "$ROOT/src" -name '*.c' | sort) | xargs -P "${JOBS:-2}" -I{
   fi' _ {} "${CFLAGS[@]}"
 rm -f "$OUTDIR/libhviske-fuzz.a"
 ar qc "$OUTDIR/libhviske-fuzz.a" "$OBJ"/*.o
-TOOLS=("$ROOT/tools/server_form.c" "$ROOT/tools/server_format.c" "$ROOT/tools/server_metrics.c"
-       "$ROOT/tools/server_stream.c" "$ROOT/tools/subtitles.c" "$ROOT/tools/tool_util.c")
+TOOLS=("$ROOT/server/server_form.c" "$ROOT/server/server_format.c" "$ROOT/server/server_metrics.c"
+       "$ROOT/server/server_stream.c" "$ROOT/tools/subtitles.c" "$ROOT/tools/tool_util.c")
 
 build() { # target
   local src=("$ROOT/tests/fuzz/fuzz_$1.c")

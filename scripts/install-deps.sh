@@ -60,7 +60,7 @@ fi
 # the package ships libonnxruntime for linux-x64 already. A stamp with the
 # lock file's checksum tells a current node_modules from a missing or stale
 # one.
-for dir in tools/vad-oracle tests/node; do
+for dir in research/vad-oracle tests/node; do
   stamp="$ROOT/$dir/node_modules/.hviske-lock.sha256"
   want="$(sha256sum "$ROOT/$dir/package-lock.json" | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

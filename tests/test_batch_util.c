@@ -1,4 +1,4 @@
-/* The archive-batch helpers of the hviske command line (tools/batch.h):
+/* The archive-batch helpers of the hviske command line (cli/batch.h):
  * --shard K/N parsing, the partition of positions into shards, the shard
  * from a scheduler's environment, the duplicate finder against a brute
  * force, and the list reader on random bytes against a reference

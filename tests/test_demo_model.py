@@ -4,7 +4,7 @@
 - the bundled example (examples/da-example.wav) gives its sentence;
 - greedy WER on a 30-utterance held-out subset made at test time by the
   seeded generator (sentences and voices never used in training) is at
-  most 5 % (tools/train-demo/evaluate --ci);
+  most 5 % (research/train-demo/evaluate --ci);
 - reduced-precision weights keep the transcripts: greedy tokens identical
   to f32 for at least 95 % of the files with f16, bf16 and q8_0, and 90 %
   with q4_0 (measured: 28 of these 30, and 198 of 200 clean held-out
@@ -26,7 +26,7 @@ from hvtest import finish, report  # noqa: E402
 ROOT = os.environ.get("HV_SOURCE_DIR", os.path.dirname(HERE))
 CLI = os.environ.get("HV_CLI", os.path.join(ROOT, "build", "hviske"))
 MODEL = os.path.join(ROOT, "models", "demo")
-EVALUATE = os.path.join(ROOT, "tools", "train-demo", "evaluate")
+EVALUATE = os.path.join(ROOT, "research", "train-demo", "evaluate")
 EXAMPLE_TEXT = "I morgen bliver det gråt med minus tyve grader."  # examples/README.md
 
 

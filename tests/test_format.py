@@ -1,7 +1,7 @@
 """Every C source and header follows the one style of .clang-format.
 
 Runs Debian's clang-format in check mode over the C files of src/, include/,
-tools/, tests/ and examples/ (docs/CONVENTIONS.md, "Formatting"). A failure lists the
+cli/, server/, tools/, research/, tests/ and examples/ (docs/CONVENTIONS.md, "Formatting"). A failure lists the
 files and the first lines clang-format would change; `make format` fixes
 them."""
 import os
@@ -14,7 +14,7 @@ from hvtest import finish, report  # noqa: E402
 
 SOURCE = os.environ.get("HV_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FOLDERS = ("src", "include", "tools", "tests", "examples")
+FOLDERS = ("src", "include", "cli", "server", "tools", "research", "tests", "examples")
 
 
 def c_files():

@@ -109,9 +109,9 @@ def copy_source(dst):
     shutil.copytree(SOURCE, dst, ignore=ignore, symlinks=True)
     # make install runs scripts/install-deps.sh, which wants the detector
     # oracle's node packages in place: the source tree's serve
-    nm = os.path.join(SOURCE, "tools", "vad-oracle", "node_modules")
+    nm = os.path.join(SOURCE, "research", "vad-oracle", "node_modules")
     if os.path.isdir(nm):
-        os.symlink(nm, os.path.join(dst, "tools", "vad-oracle", "node_modules"))
+        os.symlink(nm, os.path.join(dst, "research", "vad-oracle", "node_modules"))
 
 
 def file_list(root):

@@ -41,7 +41,7 @@ from hvtest import WAIT, finish, report, wait_until  # noqa: E402
 import test_server as ts  # noqa: E402
 
 URL = "/v1/audio/transcriptions"
-RESERVE = 4  # tools/hviske-server.c: connections beyond --max-connections
+RESERVE = 4  # server/hviske-server.c: connections beyond --max-connections
 
 
 def post_bytes(audio, fields=(), extra_headers="", boundary=None):

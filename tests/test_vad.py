@@ -3,7 +3,7 @@ v5 in ONNX Runtime, the committed weights against a fresh conversion,
 hostile detector files, and the speech regions against a Python reference
 of Silero's get_speech_timestamps.
 
-The oracle is tools/vad-oracle (node + onnxruntime-node + the npm package
+The oracle is research/vad-oracle (node + onnxruntime-node + the npm package
 that ships the ONNX file; scripts/install-deps.sh installs them). Without
 it the checks that need it are skipped with the reason, except under CI
 (the CI environment variable set), where a missing oracle fails."""
@@ -28,7 +28,7 @@ BIN = os.environ.get("HV_BINARY_DIR", os.path.join(SRC, "build"))
 FIXTURES = os.environ.get("HV_FIXTURES", os.path.join(BIN, "fixtures"))
 TOOL = os.path.join(BIN, "tests", "test_vad_core")  # its tool modes
 VAD = os.path.join(SRC, "models", "silero-vad")
-ORACLE = os.path.join(SRC, "tools", "vad-oracle")
+ORACLE = os.path.join(SRC, "research", "vad-oracle")
 ONNX = os.path.join(ORACLE, "node_modules", "@ricky0123", "vad-web", "dist",
                     "silero_vad_v5.onnx")
 SR, WINDOW = 16000, 512
@@ -47,7 +47,7 @@ def oracle_problem():
     if not shutil.which("node"):
         return "node is not installed"
     if not os.path.isdir(os.path.join(ORACLE, "node_modules", "onnxruntime-node")):
-        return "tools/vad-oracle/node_modules lacks onnxruntime-node"
+        return "research/vad-oracle/node_modules lacks onnxruntime-node"
     if not os.path.exists(ONNX):
         return f"{os.path.relpath(ONNX, SRC)} is missing"
     probe = os.path.join(TMP, "probe.f32")
@@ -319,7 +319,7 @@ def test_regions(probs):
 
 def test_conversion():
     out = os.path.join(TMP, "converted")
-    p = subprocess.run([sys.executable, os.path.join(SRC, "tools", "convert-silero-vad.py"),
+    p = subprocess.run([sys.executable, os.path.join(SRC, "research", "convert-silero-vad.py"),
                         "--onnx", ONNX, "--out", out], capture_output=True, text=True)
     if p.returncode:
         report("conversion", False, p.stderr)

@@ -1,6 +1,6 @@
-"""Word timestamps against exact truth (issue #12; tools/word-timing/README.md):
+"""Word timestamps against exact truth (issue #12; research/word-timing/README.md):
 
-  * espeak-words (tools/word-timing/espeak_words.c): the truth it writes
+  * espeak-words (research/word-timing/espeak_words.c): the truth it writes
     agrees with its audio (a sentence's first word starts where the sound
     after the silence starts, give or take a stop's closure; the last
     word ends where the sound ends); the same job gives the same bytes;
@@ -36,7 +36,7 @@ from hvtest import finish, report, skip_or_fail  # noqa: E402
 SRC = os.environ.get("HV_SOURCE_DIR", os.path.dirname(HERE))
 CLI = os.environ.get("HV_CLI", os.path.join(SRC, "build", "hviske"))
 PY = os.environ.get("HV_PYTHON", "/usr/bin/python3")
-TOOLS = os.path.join(SRC, "tools", "word-timing")
+TOOLS = os.path.join(SRC, "research", "word-timing")
 EVALUATE = os.path.join(TOOLS, "evaluate")
 MAKE_SET = os.path.join(TOOLS, "make_set.py")
 DEMO = os.path.join(SRC, "models", "demo")
@@ -168,7 +168,7 @@ def test_set(prog, set_dir):
     report("held-out set: %d files of 5-35 s, each of several sentences" % N_FILES,
            len(d) == N_FILES and all(5 <= x <= 35 for x in d)
            and all(f["n_sentences"] >= 2 for f in m["files"]), f"{d}")
-    sys.path.insert(0, os.path.join(SRC, "tools", "train-demo"))
+    sys.path.insert(0, os.path.join(SRC, "research", "train-demo"))
     import synth
     import textgen
     sents = [s["text"] for t in truths.values() for s in t["sentences"]]

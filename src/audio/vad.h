@@ -1,5 +1,5 @@
 /* Speech detection: Silero VAD v5 (docs/VAD.md). The detector's files are
- * config.json and model.safetensors (tools/convert-silero-vad.py); the
+ * config.json and model.safetensors (research/convert-silero-vad.py); the
  * forward pass gives one speech probability per window of the detector's
  * sample rate, and hv_vad_speech_regions turns probabilities into speech
  * regions as Silero's get_speech_timestamps does. */

@@ -1,4 +1,4 @@
-/* libFuzzer target: the server's multipart field layer (tools/server_form.c).
+/* libFuzzer target: the server's multipart field layer (server/server_form.c).
  *
  * The first byte chooses what to fuzz:
  *   even: srv_form_add as libmicrohttpd's post processor calls it, then

@@ -11,7 +11,7 @@
  * uploaded audio, the response formats. Small limits (1 MiB uploads, 5 s
  * of audio) keep each run short. */
 #define main hviske_server_main
-#include "../../tools/hviske-server.c"
+#include "../../server/hviske-server.c"
 #undef main
 
 #include <poll.h>

@@ -2,10 +2,10 @@
 """Converts Silero VAD v5 (ONNX) into the detector files hviske loads:
 model.safetensors (the 16 kHz branch's weights, float32) and config.json.
 
-    /usr/bin/python3 tools/convert-silero-vad.py [--onnx FILE] [--out DIR]
+    /usr/bin/python3 research/convert-silero-vad.py [--onnx FILE] [--out DIR]
 
 The default input is the copy in the npm package @ricky0123/vad-web that
-tools/vad-oracle/ pins (`npm ci --ignore-scripts` there, or
+research/vad-oracle/ pins (`npm ci --ignore-scripts` there, or
 scripts/install-deps.sh); the default output is models/silero-vad/.
 Needs Debian's python3-onnx (and numpy). The output is deterministic: the
 same ONNX file always gives byte-identical files (tests/test_vad.py checks
@@ -99,7 +99,7 @@ def main():
     args = ap.parse_args()
     if not os.path.exists(args.onnx):
         fail(f"{args.onnx}: missing (run `npm ci --ignore-scripts` in "
-             "tools/vad-oracle, or scripts/install-deps.sh)")
+             "research/vad-oracle, or scripts/install-deps.sh)")
     raw = open(args.onnx, "rb").read()
     g = branch_16k(onnx.load_from_string(raw).graph)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generates a held-out set for word timestamps (README.md in this folder):
 
-    tools/word-timing/make_set.py --out DIR [--seed 1] [--n-files 40] [--verify]
+    research/word-timing/make_set.py --out DIR [--seed 1] [--n-files 40] [--verify]
 
 writes DIR/wtNNN.wav (16-bit, 22050 Hz), DIR/wtNNN.json (the truth: every
 word's start and end) and DIR/manifest.json. The same seed gives the same

@@ -1,5 +1,5 @@
 /* Archive batches: the list of inputs, shards, the run summary
- * (tools/batch.h, docs/SCALING.md). */
+ * (cli/batch.h, docs/SCALING.md). */
 #include "batch.h"
 
 #include <cjson/cJSON.h>

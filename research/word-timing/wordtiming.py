@@ -4,9 +4,9 @@ tests/test_word_timing.py (README.md in this folder says what the truth
 is).
 
 The set is a pure function of (seed, index): sentences from the test
-split of tools/train-demo/textgen.py (never in the demo model's training
+split of research/train-demo/textgen.py (never in the demo model's training
 data), spoken by the held-out espeak-ng voice variants of
-tools/train-demo/synth.py with its speed, pitch, amplitude and word-gap
+research/train-demo/synth.py with its speed, pitch, amplitude and word-gap
 ranges, joined by pauses of 0.2-2 s; files of 5-35 s; some with light
 white or pink noise. espeak-words (espeak_words.c) writes each file's
 audio and truth.
@@ -24,7 +24,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tools", "train-demo"))
+sys.path.insert(0, os.path.join(ROOT, "research", "train-demo"))
 import synth  # noqa: E402
 import textgen  # noqa: E402
 
@@ -134,7 +134,7 @@ def make_set(out_dir, seed, n_files, espeak_words):
     """Writes the set and out_dir/manifest.json; returns the manifest."""
     os.makedirs(out_dir, exist_ok=True)
     files = [make_file(espeak_words, seed, i, out_dir) for i in range(n_files)]
-    manifest = {"generator": "tools/word-timing/make_set.py", "seed": seed, "n_files": n_files,
+    manifest = {"generator": "research/word-timing/make_set.py", "seed": seed, "n_files": n_files,
                 "total_s": round(sum(f["duration"] for f in files), 3),
                 "n_words": sum(f["n_words"] for f in files), "files": files}
     tmp = os.path.join(out_dir, "manifest.json.tmp")
