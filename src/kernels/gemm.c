@@ -146,7 +146,7 @@ static void edge_tile(const gemm_job *j, float *c, long ldc, int kc, const float
  * evict each other between column blocks; the buffer's rows, 16 floats
  * longer than a chunk, spread over all sets. Below ~256 rows the chunk's
  * outputs stay in L2 either way and the copy costs about what it saves
- * (docs/PERFORMANCE.md, thirteenth session). */
+ * (docs/KERNELS.md, "The packed GEMM"). */
 #define LOCAL_MIN_N 256
 static int local_ld(const gemm_job *j) { return j->o.max_chunk + NR; }
 static int use_local(const gemm_job *j) { return j->n >= LOCAL_MIN_N; }
@@ -195,7 +195,7 @@ static void gemm_task(void *arg, int task, int n_tasks) {
             }
         }
         /* after the chunk, not pass by pass as the int8 GEMM: measured
-         * slower here (docs/PERFORMANCE.md, ninth session) */
+         * 3-7% slower here (docs/KERNELS.md, "The packed GEMM") */
         hv_gemm_outs_finish_from(&j->o, m, 0, j->n, r0, r1, local ? cbuf : NULL, ldc);
     }
 }

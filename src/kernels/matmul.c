@@ -419,8 +419,8 @@ static void *q8_act_new(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
 
 /* Whether f32 weights against n <= HV_LINEAR_GEMV_MAX_N activation rows
  * take the kernel table's gemv_f32 rather than OpenBLAS: wherever the CPU
- * has the SIMD kernels. Measured on the EPYC (fifteenth session, the
- * full-size f32 checkpoint, 2 threads): a greedy decoder step 14.4-15.0
+ * has the SIMD kernels. Measured on the EPYC (the full-size f32
+ * checkpoint, 2 threads): a greedy decoder step 14.4-15.0
  * ms against 22.8-24.1 with sgemv in 32-row chunks, 2 beams 16.5-17.3 ms
  * against 44-46 with sgemm (5x slower per row than sgemv), 4 beams
  * 24.8-27.9 against 42.5-42.9. Without SIMD kernels OpenBLAS beats the

@@ -277,9 +277,9 @@ TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_
  * half the rate unless ~8 KB are in flight (measured on the EPYC, 4096 x
  * 1024 q4_0: 4 KB 12-14 GB/s, 8-16 KB 16-19 GB/s with 2 threads). With
  * the T2 hint (the outer caches, as the other GEMVs fetch): a q8_0
- * step's 65 products took 0.85-0.94x the time they took with T0, q4_0's
+ * step's 65 products take 0.85-0.94x the time they take with T0, q4_0's
  * 0.88-0.93x (T1 0.91-1.03x; the next group's block instead, T2,
- * 0.86-0.95x; docs/PERFORMANCE.md, fifteenth session). */
+ * 0.86-0.95x; docs/KERNELS.md, "The x8 layout"). */
 #define X8_PREFETCH 8192
 
 INLINE void gemv_x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd, const uint8_t *wq,
