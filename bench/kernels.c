@@ -1,0 +1,244 @@
+/* Speeds of the matrix kernels, to set beside hviske-bench: the FMA
+ * arithmetic rate, a decoder step's products swept from memory, and
+ * hv_linear for every weight type on decoder and encoder shapes, 1 and 2
+ * threads (docs/KERNELS.md). Built as build/bench-kernels; not a test. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/half.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_impl.h"
+#include "kernels/ops.h"
+#include "kernels/threads.h"
+#include "mm_testutil.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#ifdef HV_MM_HAVE_AVX2
+#include <immintrin.h>
+
+/* Multiply-accumulates per ns of one core, in the shape of a 6 x 16 GEMM
+ * tile (12 independent accumulators, 2 weight vectors, 6 broadcasts per
+ * step): f32 FMA (8 per instruction) against int8 through AVX2's
+ * vpmaddubsw + vpmaddwd + vpaddd (32 per 3 instructions), the route an
+ * int8 GEMM for q8_0 weights would take without VNNI. The ratio bounds
+ * what such a GEMM could gain over the f32 one on this CPU. */
+#define PROBE6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+__attribute__((target("avx2,fma"), noinline)) static double probe_f32(long steps, const float *in,
+                                                                      float *out) {
+#define PF_DECL(i) __m256 c##i = _mm256_setzero_ps(), d##i = c##i;
+    PROBE6(PF_DECL)
+    double t = now();
+    for (long n = 0; n < steps; n++) {
+        const float *a = in + (n & 7);
+        __m256 b0 = _mm256_loadu_ps(in + 8), b1 = _mm256_loadu_ps(in + 16);
+#define PF_STEP(i)                                                                                 \
+    {                                                                                              \
+        __m256 x = _mm256_broadcast_ss(a + i);                                                     \
+        c##i = _mm256_fmadd_ps(x, b0, c##i), d##i = _mm256_fmadd_ps(x, b1, d##i);                  \
+    }
+        PROBE6(PF_STEP)
+    }
+    t = now() - t;
+#define PF_SUM(i) *out += _mm256_cvtss_f32(_mm256_add_ps(c##i, d##i));
+    PROBE6(PF_SUM)
+    return steps * 12.0 * 8 / t * 1e-9;
+}
+
+__attribute__((target("avx2,fma"), noinline)) static double probe_int8(long steps, const int *in,
+                                                                       int *out) {
+#define PI_DECL(i) __m256i c##i = _mm256_setzero_si256(), d##i = c##i;
+    PROBE6(PI_DECL)
+    __m256i one = _mm256_set1_epi16(1);
+    double t = now();
+    for (long n = 0; n < steps; n++) {
+        const int *a = in + (n & 7);
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)(in + 8));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(in + 16));
+#define PI_STEP(i)                                                                                 \
+    {                                                                                              \
+        __m256i x = _mm256_set1_epi32(a[i]);                                                       \
+        c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, x), one));        \
+        d##i = _mm256_add_epi32(d##i, _mm256_madd_epi16(_mm256_maddubs_epi16(b1, x), one));        \
+    }
+        PROBE6(PI_STEP)
+    }
+    t = now() - t;
+#define PI_SUM(i) *out += _mm256_cvtsi256_si32(_mm256_add_epi32(c##i, d##i));
+    PROBE6(PI_SUM)
+    return steps * 12.0 * 32 / t * 1e-9;
+}
+
+static void bench_arithmetic(void) {
+    if (!hv_mm_simd()) return;
+    float fin[32], fout = 0;
+    int iin[32], iout = 0;
+    for (int i = 0; i < 32; i++) fin[i] = 1.0f + frand() * 1e-3f, iin[i] = irand(0, 1 << 30);
+    double f32 = 0, i8 = 0;
+    for (int rep = 0; rep < 5; rep++) { /* best of 5 */
+        double a = probe_f32(20000000, fin, &fout), b = probe_int8(20000000, iin, &iout);
+        if (a > f32) f32 = a;
+        if (b > i8) i8 = b;
+    }
+    printf("one core, multiply-accumulates per ns: f32 fma %.1f, int8 (vpmaddubsw+vpmaddwd+vpaddd) "
+           "%.1f: %.2fx  [%g %d]\n",
+           f32, i8, i8 / f32, (double)fout, iout);
+}
+#else
+static void bench_arithmetic(void) {}
+#endif
+
+/* A decoder step's products from memory: n = 1 over the matrices of the
+ * full-size decoder (8 layers of six 1024 x 1024 and the 4096 / 1024
+ * feed-forward pair, then the 16384 x 1024 classifier; 268 MB in bf16),
+ * each read once per sweep, so that no matrix is still cached when it
+ * comes round again. The GEMV's read rate without the step's other work
+ * (attention, norms, the pool's jobs), to set beside hviske-bench's
+ * per-token time and --bandwidth probe. */
+static void bench_decoder_sweep(void) {
+    enum { LAYERS = 8, PER_LAYER = 8, N = LAYERS * PER_LAYER + 1 };
+    int dims[N][2], n = 0;
+    for (int l = 0; l < LAYERS; l++) {
+        for (int i = 0; i < 6; i++) dims[n][0] = 1024, dims[n++][1] = 1024;
+        dims[n][0] = 4096, dims[n++][1] = 1024;
+        dims[n][0] = 1024, dims[n++][1] = 4096;
+    }
+    dims[n][0] = 16384, dims[n++][1] = 1024;
+    const struct {
+        hv_weight_type type;
+        int x8;
+    } kinds[] = {{HV_WEIGHTS_BF16, 0}, {HV_WEIGHTS_Q8_0, 1}};
+    float *x = falloc(4096), *y = falloc(16384);
+    for (int i = 0; i < 4096; i++) x[i] = frand();
+    printf("decoder sweep from memory (n = 1, %d matrices as a full-size decoder step reads "
+           "them):\n",
+           N);
+    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
+        hv_mat W[N];
+        void *st[N] = {0};
+        double bytes = 0;
+        int ok = 1;
+        for (int m = 0; m < N && ok; m++) {
+            long count = (long)dims[m][0] * dims[m][1];
+            float *src = falloc((size_t)count);
+            for (long i = 0; i < count; i++) src[i] = frand() * 0.05f;
+            hv_error e;
+            ok = hv_mat_from_f32(&W[m], kinds[ki].type, src, dims[m][0], dims[m][1], &st[m], &e) ==
+                 HV_OK;
+            free(src);
+            if (ok && kinds[ki].x8) {
+                void *x8 = NULL;
+                ok = hv_mat_interleave(&W[m], &x8, &e) == HV_OK;
+                free(st[m]);
+                st[m] = x8;
+            }
+            if (ok) bytes += (double)hv_mat_bytes(&W[m]);
+        }
+        if (!ok)
+            printf("  %s: the matrices could not be made\n", hv_weight_type_name(kinds[ki].type));
+        for (int threads = 1; ok && threads <= 2; threads++) {
+            hv_pool *pool = hv_pool_new(threads);
+            double best = 1e30, t0 = now(), all;
+            int reps = 0;
+            while (reps < 5 || now() - t0 < 1.0) {
+                double t1 = now();
+                for (int m = 0; m < N; m++) hv_linear(pool, y, x, 1, &W[m], NULL);
+                double dt = now() - t1;
+                if (dt < best) best = dt;
+                reps++;
+            }
+            all = (now() - t0) / reps;
+            /* the mean too: a decoder step sees the typical rate, and on a
+             * shared machine the two are far apart */
+            printf("  %-9s %d thread%s: %.0f MB in %.2f ms best (%.1f GB/s), %.2f ms mean (%.1f "
+                   "GB/s) of %d\n",
+                   kinds[ki].x8 ? "q8_0 x8" : hv_weight_type_name(kinds[ki].type), threads,
+                   threads > 1 ? "s" : " ", bytes / 1e6, best * 1e3, bytes / best * 1e-9, all * 1e3,
+                   bytes / all * 1e-9, reps);
+            hv_pool_free(pool);
+        }
+        for (int m = 0; m < N; m++) free(st[m]);
+    }
+    free(x);
+    free(y);
+}
+
+static void bench_linear(void) {
+    bench_arithmetic();
+    bench_decoder_sweep();
+    const struct {
+        int n, rows, cols;
+        const char *what;
+    } cases[] = {
+        {1, 1024, 4096, "decoder dense_out"},
+        {1, 4096, 1024, "decoder dense_in"},
+        {1, 16384, 1024, "vocab head"},
+        {375, 5120, 1280, "encoder ff linear1"},
+    };
+    const hv_mm_kernels *k = hv_mm_best();
+    printf("kernels: %s; best of repeated runs (>= 0.4 s per row); GB/s counts the\n"
+           "weight bytes only; f32 takes gemv_f32 and the packed GEMM (OpenBLAS without\n"
+           "the SIMD kernels)\n",
+           k->name);
+    printf("%-16s %-18s %-11s %3s %9s %9s %8s\n", "n x rows x cols", "layer", "type", "thr", "ms",
+           "GFLOP/s", "GB/s");
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int n = cases[ci].n, rows = cases[ci].rows, cols = cases[ci].cols;
+        float *src = falloc((size_t)rows * cols), *x = falloc((size_t)n * cols);
+        float *y = falloc((size_t)n * rows), *b = falloc(rows);
+        for (size_t i = 0; i < (size_t)rows * cols; i++) src[i] = frand() * 0.05f;
+        for (int i = 0; i < n * cols; i++) x[i] = frand();
+        for (int i = 0; i < rows; i++) b[i] = frand();
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            hv_mat W;
+            void *st;
+            hv_error e;
+            if (hv_mat_from_f32(&W, all_types[ti], src, rows, cols, &st, &e) != HV_OK) continue;
+            /* 1 and 2 threads with the best kernels; the portable ones on
+             * 1 thread for the decoder shapes */
+            for (int run = 0; run < 3; run++) {
+                int threads = run == 2 ? 1 : run + 1;
+                const hv_mm_kernels *kr = run == 2 ? &hv_mm_scalar : k;
+                if (run == 2 &&
+                    (n > HV_LINEAR_GEMV_MAX_N || all_types[ti] == HV_WEIGHTS_F32 || kr == k))
+                    continue;
+                hv_pool *pool = hv_pool_new(threads);
+                hv_linear_with(kr, pool, y, x, n, &W, b); /* warm up */
+                double best = 1e30, t0 = now();
+                int reps = 0;
+                while (reps < 3 || now() - t0 < 0.4) {
+                    double t1 = now();
+                    hv_linear_with(kr, pool, y, x, n, &W, b);
+                    double dt = now() - t1;
+                    if (dt < best) best = dt;
+                    reps++;
+                }
+                char sh[32], ty[16];
+                snprintf(sh, sizeof sh, "%dx%dx%d", n, rows, cols);
+                snprintf(ty, sizeof ty, "%s%s", hv_weight_type_name(all_types[ti]),
+                         run == 2 ? " scalar" : "");
+                printf("%-16s %-18s %-11s %3d %9.3f %9.1f %8.1f\n", sh, cases[ci].what, ty, threads,
+                       best * 1e3, 2.0 * n * rows * cols / best * 1e-9,
+                       hv_mat_bytes(&W) / best * 1e-9);
+                hv_pool_free(pool);
+            }
+            free(st);
+        }
+        free(src);
+        free(x);
+        free(y);
+        free(b);
+    }
+}
+
+int main(void) {
+    bench_linear();
+    return 0;
+}
