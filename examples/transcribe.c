@@ -9,7 +9,7 @@
  *
  *     cc -o transcribe examples/transcribe.c $(pkg-config --cflags --libs hviske)
  *
- * (README.md, "C library"; tests/test_install.py builds and runs it).
+ * (README.md, "C library"; tests/deploy/test_install.py builds and runs it).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@ The default input is the copy in the npm package @ricky0123/vad-web that
 research/vad-oracle/ pins (`npm ci --ignore-scripts` there, or
 scripts/install-deps.sh); the default output is models/silero-vad/.
 Needs Debian's python3-onnx (and numpy). The output is deterministic: the
-same ONNX file always gives byte-identical files (tests/test_vad.py checks
+same ONNX file always gives byte-identical files (tests/parity/test_vad.py checks
 the committed ones against a fresh conversion).
 
 The ONNX graph holds both sample rates: If(sr == 16000) selects a branch

@@ -1,6 +1,6 @@
 """Word-timing ground truth: the held-out set, the scorer and a check of the
 truth against the audio. Used by make_set.py, evaluate and
-tests/test_word_timing.py (README.md in this folder says what the truth
+tests/parity/test_word_timing.py (README.md in this folder says what the truth
 is).
 
 The set is a pure function of (seed, index): sentences from the test

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Oracle for tests/test_frontend.c: the symmetric Hann window and the
+"""Oracle for tests/unit/test_frontend.c: the symmetric Hann window and the
 Slaney mel filterbank, computed with numpy exactly as torch.hann_window
 (periodic=False) and librosa.filters.mel(norm='slaney', htk=False) define
 them (librosa is not installed here, so its algorithm is restated below).

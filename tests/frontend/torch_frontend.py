@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cross-check for tests/test_frontend.c: the NeMo-style frontend of
+"""Cross-check for tests/unit/test_frontend.c: the NeMo-style frontend of
 docs/MODEL.md ("Frontend", dither 0) written with torch.stft, the way the
 PyTorch reference computes it.
 

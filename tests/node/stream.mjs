@@ -1,6 +1,6 @@
 // The official OpenAI Node SDK (openai, pinned in package.json) against
 // hviske-server: streamed and plain transcriptions and errors, read by the
-// SDK unchanged. Run by tests/test_streaming.py:
+// SDK unchanged. Run by tests/programs/test_streaming.py:
 //     node tests/node/stream.mjs BASE_URL AUDIO_FILE
 // prints one JSON object with what the SDK saw; the Python test checks it.
 import fs from "node:fs";

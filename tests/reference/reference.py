@@ -2,7 +2,7 @@
 """PyTorch reference ("oracle") for the Hviske model of docs/MODEL.md.
 
 Written plainly and literally from the specification text, step by step,
-so that the C engine can be compared against it (tests/test_parity.py).
+so that the C engine can be compared against it (tests/parity/test_parity.py).
 Nothing here is optimised; every size comes from config.json, every token
 id from generation_config.json or tokenizer.model.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference answers for tests/test_tokenizer.c, from python3-sentencepiece.
+"""Reference answers for tests/unit/test_tokenizer.c, from python3-sentencepiece.
 
     oracle.py pieces MODEL   one line per piece: "id type piece_hex score_hex"
     oracle.py decode MODEL   stdin: lines of space-separated ids; stdout: per

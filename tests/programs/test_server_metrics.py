@@ -29,7 +29,7 @@ import tempfile
 import threading
 import wave
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import DEMO_MODEL, EXAMPLE, WAIT, finish, report, wait_until  # noqa: E402
 from hvserver import (Server, metric, multipart, parse_metrics, recv_all,  # noqa: E402
                       request, scrape, scrape_settled, transcribe)

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 
 from hvtest import CLI, WAIT, Run, check, finish, report, wait_until  # noqa: E402

@@ -26,13 +26,13 @@ import sys
 import tempfile
 import wave
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import CLI, Run, check, finish, report  # noqa: E402
 
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 SOURCE_DIR = os.environ.get(
     "HV_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TIMEOUT = 900
 AUDIO_EXT = (".wav", ".flac", ".ogg", ".opus", ".mp3")
 TIMING_KEYS = {"frontend_ms", "encoder_ms", "decoder_ms", "vad_ms", "encoded_s", "n_tokens"}
@@ -680,7 +680,7 @@ def test_hostile_audio(model, tmp):
                          noise(int((max(40.0, max_s + 5)) * rate), 300, 1))
     r = Run(["--json", "-m", model, long_wav])
     objs, why = parse_json_lines(r)
-    # Cut into chunks (tests/test_longaudio.py covers long audio).
+    # Cut into chunks (tests/programs/test_longaudio.py covers long audio).
     ok = r.rc == 0 and objs is not None and len(objs) == 1
     check(f"audio longer than max_audio_clip_s ({max_s:g} s)", r, ok,
           why or "expected a transcript")

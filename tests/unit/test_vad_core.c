@@ -2,7 +2,7 @@
  * probability sequences, the committed detector, the forward pass's
  * independence of the thread count, and the public API.
  *
- * With arguments it is the C side of tests/test_vad.py instead:
+ * With arguments it is the C side of tests/parity/test_vad.py instead:
  *   test_vad_core probs DIR IN.f32 OUT.f32 [THREADS]
  *       probabilities of raw float32 samples at the detector's rate; prints
  *       "windows N ms T" (T: the forward pass's wall time)
@@ -122,7 +122,7 @@ static int tool(int argc, char **argv) {
         free(x);
     }
     hv_vad_release(&v);
-    if (rc == 2) fprintf(stderr, "test_vad_core: bad arguments (see tests/test_vad_core.c)\n");
+    if (rc == 2) fprintf(stderr, "test_vad_core: bad arguments (see tests/unit/test_vad_core.c)\n");
     return rc;
 }
 

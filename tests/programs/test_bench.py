@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 from hvtest import DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish, report  # noqa: E402
 

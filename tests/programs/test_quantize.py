@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 from hvtest import DEMO_MODEL, Run, check, finish, report  # noqa: E402
 

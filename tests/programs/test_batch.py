@@ -1,5 +1,5 @@
 """Archive batches through the `hviske` command line, without a scheduler
-(docs/SCALING.md, "Archive batches"; tests/test_slurm.py runs them under
+(docs/SCALING.md, "Archive batches"; tests/deploy/test_slurm.py runs them under
 a real Slurm).
 
 Covers --files-from (a file or standard input; blank lines, CRLF, spaces,
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run, check,  # noqa: E402
                     finish, report)
 

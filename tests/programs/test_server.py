@@ -56,7 +56,7 @@ import time
 import uuid
 import wave
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import (CLI, EXAMPLE, SOURCE_DIR, WAIT, finish, readme_section,  # noqa: E402
                     report, wait_until)
 from hvserver import SERVER, Server  # noqa: E402

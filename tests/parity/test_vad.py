@@ -19,11 +19,11 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import finish, report, skip_or_fail  # noqa: E402
 
 SRC = os.environ.get("HV_SOURCE_DIR", os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+    os.path.dirname(os.path.abspath(__file__)))))
 BIN = os.environ.get("HV_BINARY_DIR", os.path.join(SRC, "build"))
 FIXTURES = os.environ.get("HV_FIXTURES", os.path.join(BIN, "fixtures"))
 TOOL = os.path.join(BIN, "tests", "test_vad_core")  # its tool modes

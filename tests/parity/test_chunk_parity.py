@@ -39,7 +39,7 @@ import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATE = 16000
 FEAT_TOL = 1e-3
 LP_TOL = 1e-3

@@ -2,7 +2,7 @@
  * --shard K/N parsing, the partition of positions into shards, the shard
  * from a scheduler's environment, the duplicate finder against a brute
  * force, and the list reader on random bytes against a reference
- * transcription of its rules (tests/test_batch.py checks the same through
+ * transcription of its rules (tests/programs/test_batch.py checks the same through
  * the program). */
 #include <limits.h>
 #include <stdint.h>

@@ -38,7 +38,7 @@ import threading
 import time
 import wave
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run,  # noqa: E402
                     finish, readme_section, report, skip_or_fail, wait_until)
 from hvserver import Server, multipart, recv_all  # noqa: E402

@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import finish, readme_section, report, wait_until  # noqa: E402
 
 SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])

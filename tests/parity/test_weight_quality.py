@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 from hvtest import CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish, report  # noqa: E402
 

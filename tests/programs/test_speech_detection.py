@@ -21,12 +21,12 @@ import wave
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import Run, check, finish, report  # noqa: E402
 from test_server import Server, transcribe  # noqa: E402
 
 SOURCE = os.environ.get("HV_SOURCE_DIR",
-                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DEMO = os.path.join(SOURCE, "models", "demo")
 VAD = os.path.join(SOURCE, "models", "silero-vad")
 EXAMPLE = os.path.join(SOURCE, "examples", "da-example.wav")

@@ -42,7 +42,7 @@ import threading
 import time
 import wave
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import (DEMO_MODEL, EXAMPLE, SOURCE_DIR, WAIT, finish, report,  # noqa: E402
                     skip_or_fail, wait_until)
 from hvserver import Server, multipart, request, scrape_settled, transcribe  # noqa: E402

@@ -9,11 +9,11 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import finish, report  # noqa: E402
 
 SOURCE = os.environ.get("HV_SOURCE_DIR",
-                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FOLDERS = ("src", "include", "cli", "server", "tools", "research", "tests", "examples")
 
 

@@ -9,7 +9,7 @@
  * a block's largest value in the int8 GEMM, for 80%: measured 40 of 45),
  * and all differences are reported. The trained demo model is where
  * whole-sequence agreement of every type is meaningful
- * (tests/test_demo_model.py). */
+ * (tests/programs/test_demo_model.py). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>

@@ -43,7 +43,7 @@ import tempfile
 import threading
 import wave
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import report, finish, Run  # noqa: E402
 
 SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])

@@ -32,18 +32,18 @@ import sys
 import tempfile
 import wave
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import CLI, Run, check, finish, report, skip_or_fail  # noqa: E402
 
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 SOURCE = os.environ.get("HV_SOURCE_DIR",
-                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BINARY = os.environ.get("HV_BINARY_DIR", "")
 DEMO = os.path.join(SOURCE, "models", "demo")
 EXAMPLE = os.path.join(SOURCE, "examples", "da-example.wav")
 SENTENCE = "I morgen bliver det gråt med minus tyve grader."
 # What reading audio may cost beyond the 16 kHz mono samples (hviske.h,
-# README.md "Long audio"): the same constant as tests/test_audio_mono.c.
+# README.md "Long audio"): the same constant as tests/unit/test_audio_mono.c.
 READ_CONSTANT = 8 << 20
 
 

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish, report,  # noqa: E402
                     skip_or_fail, wait_until)
 

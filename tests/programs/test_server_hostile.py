@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Hostile clients of `hviske-server` (issue #18, round two), over real
-HTTP on 127.0.0.1, with the helpers of tests/test_server.py.
+HTTP on 127.0.0.1, with the helpers of tests/programs/test_server.py.
 
-Environment: as tests/test_server.py (HV_SERVER, HV_CLI, HV_FIXTURES).
+Environment: as tests/programs/test_server.py (HV_SERVER, HV_CLI, HV_FIXTURES).
 
 Covers:
   * clients that half-close: 3 rounds of 16 concurrent clients, each
@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import WAIT, finish, report, wait_until  # noqa: E402
 import test_server as ts  # noqa: E402
 
