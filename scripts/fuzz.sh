@@ -52,7 +52,8 @@ printf '%s\n' $(find "$ROOT/src" -name '*.c' | sort) | xargs -P "${JOBS:-2}" -I{
 rm -f "$OUTDIR/libhviske-fuzz.a"
 ar qc "$OUTDIR/libhviske-fuzz.a" "$OBJ"/*.o
 TOOLS=("$ROOT/tools/server_form.c" "$ROOT/tools/server_format.c" "$ROOT/tools/server_metrics.c"
-       "$ROOT/tools/server_stream.c" "$ROOT/tools/subtitles.c" "$ROOT/tools/tool_util.c")
+       "$ROOT/tools/server_stream.c" "$ROOT/tools/server_web.c" "$ROOT/tools/subtitles.c"
+       "$ROOT/tools/tool_util.c" "$BUILD/server_web_assets.c")
 
 build() { # target
   local src=("$ROOT/tests/fuzz/fuzz_$1.c")
