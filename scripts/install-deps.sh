@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package that the build, the tests and the PyTorch
+# Installs every Debian package that the build, the tests (the web page's:
+# headless Chromium, its WebDriver and python3-selenium) and the PyTorch
 # reference need (with the argument `fuzz`, clang for make fuzz as well),
 # then the node packages of the speech detector's ONNX Runtime oracle
 # (tools/vad-oracle). Idempotent: quick when all are present.
@@ -15,6 +16,7 @@ PKGS=(
   python3-onnx clang-format
   man-db python3-pip python3-setuptools
   slurm-wlm munge
+  chromium chromium-driver python3-selenium
 )
 # `install-deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too
 if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
