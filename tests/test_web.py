@@ -339,7 +339,7 @@ def test_layout(b, port, wav):
         ".filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')"
         " && !e.textContent.trim()).map(e => e.outerHTML)")
     report("every control has a label", unlabelled == [], f"{unlabelled!r}")
-    low = b.js("""
+    contrast = """
         function rgb(c) { const m = c.match(/[\\d.]+/g).map(Number); return m; }
         function lum(c) {
           const v = c.slice(0, 3).map(x => { x /= 255;
@@ -362,8 +362,13 @@ def test_layout(b, port, wav):
           const r = (Math.max(a, z) + 0.05) / (Math.min(a, z) + 0.05);
           if (r < 4.5) bad.push(e.tagName + '.' + e.className + ': ' + r.toFixed(2));
         }
-        return bad;""")
-    report("text contrast at least 4.5:1", low == [], f"{low!r}")
+        return bad;"""
+    for scheme in ("light", "dark"):
+        b.d.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+            "features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        low = b.js(contrast)
+        report(f"text contrast at least 4.5:1 ({scheme} colours)", low == [], f"{low!r}")
+    b.d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     b.d.set_window_size(390, 844)
     fits = b.wait("return document.documentElement.scrollWidth <= "
                   "document.documentElement.clientWidth")
