@@ -29,12 +29,14 @@ Covers:
     before sending, audio over --max-audio-seconds (413), a file that is
     not audio (400), a busy server's 503 with its Retry-After (the server's
     connections held by stalled clients, as test_server_hostile.py does);
+  * the page behind a proxy that serves it under /hviske/;
   * the layout in a phone-sized window (no sideways scrolling), every
     control labelled, text contrast at least 4.5:1; screenshots of the
     page (wide and narrow) into the build folder.
 Waits are for states of the page (hvtest.wait_until), never fixed sleeps.
 Prints one line per case and ends with "N passed, M failed".
 """
+import http.client
 import http.server
 import json
 import os
@@ -594,6 +596,57 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.wfile.write(out)
 
 
+class Prefixed(http.server.BaseHTTPRequestHandler):
+    """A reverse proxy that serves the real server under /hviske/."""
+    real = None
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def forward(self):
+        if not self.path.startswith("/hviske/"):
+            self.send_error(404)
+            return
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n) if n else None
+        c = http.client.HTTPConnection("127.0.0.1", self.real, timeout=WAIT)
+        try:
+            c.request(self.command, self.path[len("/hviske"):], body,
+                      {k: v for k, v in self.headers.items()
+                       if k.lower() in ("content-type", "authorization")})
+            r = c.getresponse()
+            out = r.read()
+            self.send_response(r.status)
+            for k, v in r.getheaders():
+                if k.lower() not in ("transfer-encoding", "content-length", "connection"):
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+        finally:
+            c.close()
+
+    do_GET = do_POST = forward
+
+
+def test_prefix(b, port, wav):
+    """The page behind a proxy under a path prefix: it asks the API by
+    paths relative to itself."""
+    Prefixed.real = port
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Prefixed)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        b.d.get(f"http://127.0.0.1:{httpd.server_address[1]}/hviske/")
+        b.ready()
+        b.choose(wav)
+        end = b.transcribe()
+        report("behind a proxy under /hviske/: the page works", end == "words", f"{end}")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_hostile_text(b, port, wav, tmp):
     Hostile.real = port
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
@@ -646,6 +699,7 @@ def main():
             b = Browser(tmp, "main")
             text = test_upload(b, srv.port, wav, tmp)
             test_layout(b, srv.port, wav)
+            test_prefix(b, srv.port, wav)
             test_hostile_text(b, srv.port, wav, tmp)
             test_key(b, tmp, wav)
             test_limits(b, tmp, wav)

@@ -1,9 +1,11 @@
 /* hviske's web page (docs/SERVER.md "The web page").
  *
- * Talks to its own server only: GET /v1/models for the languages, the
- * defaults and the limits; POST /v1/audio/transcriptions with stream=true
- * for the segments as they are final, then once more with verbose_json
- * and word times for the player; srt and vtt when asked for. Text from
+ * Talks to its own server only, by paths relative to the page (so that
+ * it also works behind a proxy under a prefix): GET v1/models for the
+ * languages, the defaults and the limits; POST v1/audio/transcriptions
+ * with stream=true for the segments as they are final, then once more
+ * with verbose_json and word times for the player; srt and vtt when
+ * asked for. Text from
  * the server and file names go into the page as text (textContent),
  * never as HTML. The API key, when the server wants one, is kept in
  * sessionStorage: this tab only. */
@@ -116,6 +118,8 @@ function explain(e) {
     }
     case 0:
       return ["The server could not be reached.", e.detail];
+    case undefined:
+      return ["Something went wrong while reading the server's answer.", e.message];
     default:
       return [`The server answered with an error (${e.status}).`, e.detail];
   }
@@ -176,7 +180,7 @@ $("key-change").addEventListener("click", () => askKey("Enter the API key for th
 
 async function loadModel() {
   try {
-    const res = await call("/v1/models", { headers: headers() });
+    const res = await call("v1/models", { headers: headers() });
     const list = await res.json();
     const m = list && Array.isArray(list.data) && list.data[0];
     if (!m) throw Object.assign(new Error("no model listed"), { status: 500, detail: "" });
@@ -457,7 +461,7 @@ async function transcribe() {
   if (window.matchMedia("(max-width: 48rem)").matches)
     $("result-panel").scrollIntoView({ block: "start", behavior: "smooth" });
   try {
-    const res = await call("/v1/audio/transcriptions", {
+    const res = await call("v1/audio/transcriptions", {
       method: "POST",
       headers: headers(),
       body: form(job, [["response_format", "json"], ["stream", "true"]]),
@@ -520,7 +524,7 @@ $("transcribe").addEventListener("click", transcribe);
 async function loadWords(run, job) {
   setProgress("Finding each word's time…");
   try {
-    const res = await call("/v1/audio/transcriptions", {
+    const res = await call("v1/audio/transcriptions", {
       method: "POST",
       headers: headers(),
       body: form(job, [["response_format", "verbose_json"], ["timestamp_granularities[]", "word"],
@@ -680,7 +684,7 @@ async function download(fmt) {
     st.textContent = `Preparing ${fmt.toUpperCase()}…`;
     const run = state.run;
     try {
-      const res = await call("/v1/audio/transcriptions", {
+      const res = await call("v1/audio/transcriptions", {
         method: "POST",
         headers: headers(),
         body: form(job, [["response_format", fmt]]),
