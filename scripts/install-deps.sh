@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, by group:
 #   install-deps.sh        (make, make run, make install) building and running
-#   install-deps.sh test   (make test) the above, the test tools, the PyTorch
-#                          reference and the node packages of the speech
-#                          detector's ONNX Runtime oracle and the Node client
+#   install-deps.sh test   (make test) the above, the test tools (the web
+#                          page's: headless Chromium, its WebDriver and
+#                          python3-selenium), the PyTorch reference and the
+#                          node packages of the speech detector's ONNX Runtime
+#                          oracle and the Node client
 #   install-deps.sh fuzz   (make fuzz) the build's packages and clang
 # Idempotent: quick when all are present.
 set -euo pipefail
@@ -26,6 +28,7 @@ case "$GROUP" in
       python3-onnx clang-format
       man-db python3-pip python3-setuptools
       slurm-wlm munge
+      chromium chromium-driver python3-selenium
     )
     # node and npm may come from elsewhere (NodeSource, nvm): Debian's
     # packages only for a command that is missing

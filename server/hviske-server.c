@@ -21,6 +21,8 @@
  *                                     load balancers)
  *     GET  /metrics                   Prometheus text format, hviske_*
  *                                     (server_metrics.c)
+ *     GET  /                          the web page (server_web.c; not
+ *                                     with --no-web)
  *
  *   Every answer carries X-Request-Id: the client's (1..128 visible ASCII
  *   characters) or a generated one; the access log (standard error or
@@ -108,6 +110,7 @@
 #include "server_format.h"
 #include "server_metrics.h"
 #include "server_stream.h"
+#include "server_web.h"
 #include "tool_util.h"
 
 #define MIB ((size_t)1 << 20)
@@ -151,6 +154,7 @@ typedef struct options {
     hv_vad_params vad;      /* speech detection settings */
     float vad_max_gap_s;
     hvt_cue_params cues; /* srt, vtt, verbose_json segments */
+    int no_web;          /* no page at / (server_web.c) */
 } options;
 
 static void usage(FILE *f) {
@@ -158,7 +162,8 @@ static void usage(FILE *f) {
             "Usage: hviske-server -m MODEL_DIR [options]\n"
             "Serves transcription over HTTP with OpenAI's API:\n"
             "POST /v1/audio/transcriptions, GET /v1/models, GET /health,\n"
-            "GET /ready (503 when busy or draining), GET /metrics (Prometheus).\n"
+            "GET /ready (503 when busy or draining), GET /metrics (Prometheus),\n"
+            "and a web page at / for people.\n"
             "\n"
             "  -m, --model DIR          checkpoint directory\n"
             "      --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -193,6 +198,7 @@ static void usage(FILE *f) {
             "      --access-log FILE    append the access log (a JSON line per\n"
             "                           request) to FILE instead of stderr\n"
             "  -q, --quiet              no access log\n"
+            "      --no-web             no web page at / (the API only)\n"
             "\n"
             "Speech detection (the form field chunking_strategy, \"auto\" or\n"
             "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
@@ -239,6 +245,7 @@ enum {
     O_QUIET,
     O_ACCESS_LOG,
     O_CHUNKING,
+    O_NO_WEB,
     HVT_VAD_OPTION_IDS,
     HVT_CUE_OPTION_IDS,
     O_HELP,
@@ -273,6 +280,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
     [O_ACCESS_LOG] = HVT_OPT_NONEMPTY("access-log", 0, AT(access_log), "a file name"),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
+    [O_NO_WEB] = HVT_OPT_FLAG("no-web", 0),
     HVT_VAD_OPTION_ROWS(options),
     HVT_CUE_OPTION_ROWS(options),
     [O_HELP] = HVT_OPT_HELP,
@@ -303,6 +311,7 @@ static int parse_options(int argc, char **argv, options *o) {
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
     if (rc >= 0) return rc;
     o->quiet = given[O_QUIET] != 0;
+    o->no_web = given[O_NO_WEB] != 0;
     if (o->chunking == HV_CHUNKING_FIXED)
         return hvt_usage_error(PROG, "--chunking fixed is not offered by the "
                                      "server (auto, vad, energy or none)");
@@ -324,7 +333,8 @@ typedef enum route {
     ROUTE_MODELS,
     ROUTE_TRANSCRIBE,
     ROUTE_READY,
-    ROUTE_METRICS
+    ROUTE_METRICS,
+    ROUTE_WEB /* the page's files (server_web.c) */
 } route;
 
 typedef struct server server;
@@ -349,8 +359,9 @@ typedef struct request {
     struct MHD_Connection *conn;
     conn_rec *rec; /* its connection's (NULL: untracked) */
     route route;
-    char method[12], path[64]; /* printable, for the log */
-    double t0;                 /* monotonic seconds at the headers */
+    const srv_web_asset *asset; /* ROUTE_WEB's file */
+    char method[12], path[64];  /* printable, for the log */
+    double t0;                  /* monotonic seconds at the headers */
     struct MHD_PostProcessor *pp;
     uint64_t body_bytes; /* received so far */
     srv_error err;       /* decided before the body ended */
@@ -551,7 +562,8 @@ static enum MHD_Result answer_models(request *req) {
              cJSON_AddItemToArray(data, m) && cJSON_AddStringToObject(m, "id", s->o->model_name) &&
              cJSON_AddStringToObject(m, "object", "model") &&
              cJSON_AddNumberToObject(m, "created", (double)s->created) &&
-             cJSON_AddStringToObject(m, "owned_by", "hviske");
+             cJSON_AddStringToObject(m, "owned_by", "hviske") &&
+             srv_format_model_info(m, s->model, &s->base, s->o->max_upload_mb, s->o->max_audio_s);
     if (!ok) {
         if (m && !(data && data->child == m)) cJSON_Delete(m);
         cJSON_Delete(o);
@@ -917,6 +929,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         req->route = ROUTE_READY;
     else if (strcmp(url, "/metrics") == 0)
         req->route = ROUTE_METRICS;
+    else if (!s->o->no_web && (req->asset = srv_web_find(url)))
+        req->route = ROUTE_WEB; /* open without the key: the page asks for it */
     /* what a balancer or a monitor asks: answered while draining and in
      * the reserve of connections, without the API key */
     int probe =
@@ -946,7 +960,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
                       req->method, req->path, req->allow);
         return refuse(req);
     }
-    if (!probe && s->o->api_key && !authorized(conn, s->o->api_key)) {
+    if (!probe && req->route != ROUTE_WEB && s->o->api_key && !authorized(conn, s->o->api_key)) {
         srv_error_set(e, 401, "invalid_api_key", NULL,
                       "missing or incorrect API key (send 'Authorization: "
                       "Bearer KEY')");
@@ -1110,6 +1124,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (req->route == ROUTE_READY) return answer_ready(req);
     if (req->route == ROUTE_METRICS) return answer_metrics(req);
     if (req->route == ROUTE_MODELS) return answer_models(req);
+    if (req->route == ROUTE_WEB) return queue(req, MHD_HTTP_OK, srv_web_response(req->asset));
     return end_request(req);
 }
 

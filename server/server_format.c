@@ -172,6 +172,30 @@ static cJSON *json_verbose(const hv_result *res, const srv_format_opts *fo) {
     return o;
 }
 
+int srv_format_model_info(cJSON *m, const hv_model *model, const hv_transcribe_params *base,
+                          int max_upload_mb, double max_audio_s) {
+    cJSON *langs = cJSON_AddArrayToObject(m, "languages");
+    if (!langs) return 0;
+    for (int i = 0; i < hv_model_n_languages(model); i++) {
+        cJSON *l = cJSON_CreateString(hv_model_language(model, i));
+        if (!l || !cJSON_AddItemToArray(langs, l)) {
+            cJSON_Delete(l);
+            return 0;
+        }
+    }
+    /* what a request without language gets (the library's choice) */
+    const char *lang = base->language                        ? base->language
+                       : hvt_model_has_language(model, "da") ? "da"
+                       : hv_model_n_languages(model) > 0     ? hv_model_language(model, 0)
+                                                             : NULL;
+    return (lang ? cJSON_AddStringToObject(m, "language", lang)
+                 : cJSON_AddNullToObject(m, "language")) &&
+           cJSON_AddBoolToObject(m, "punctuation", base->punctuation != 0) &&
+           cJSON_AddNumberToObject(m, "num_beams", base->num_beams) &&
+           cJSON_AddNumberToObject(m, "max_upload_mb", max_upload_mb) &&
+           cJSON_AddNumberToObject(m, "max_audio_seconds", max_audio_s);
+}
+
 char *srv_format_json(cJSON *o, size_t *len) {
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);

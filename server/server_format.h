@@ -49,9 +49,17 @@ const char *srv_format_content_type(srv_format f);
  * result's segments. */
 char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opts *o, size_t *len);
 
+/* Adds hviske's fields to the model object of GET /v1/models, for
+ * clients such as the web page: "languages" (the model's codes),
+ * "language" (the default), "punctuation" and "num_beams" (the defaults
+ * of base), "max_upload_mb" and "max_audio_seconds" (the server's
+ * limits). Returns 1, or 0 when out of memory. */
+struct cJSON;
+int srv_format_model_info(struct cJSON *m, const hv_model *model, const hv_transcribe_params *base,
+                          int max_upload_mb, double max_audio_s);
+
 /* cJSON's unformatted text of o and a newline; deletes o. NULL when o is
  * NULL or out of memory. */
-struct cJSON;
 char *srv_format_json(struct cJSON *o, size_t *len);
 
 /* {"error":{"message":..,"type":..,"param":..,"code":..}}; param and code
