@@ -1,7 +1,14 @@
 # Thin wrapper around CMake so that the README's commands are short.
 #   make        install the missing Debian packages that building needs, build
 #   make test   install the test tools as well, build, run every test
-#               (release build with -Werror, then again under ASan+UBSan)
+#               (release build with -Werror; the numerics-sensitive ones
+#               again with OpenBLAS forced to a second kernel family, see
+#               test-other-blas; then all again under ASan+UBSan)
+#   make test-other-blas  the tests labelled "numerics" (docs/TESTING.md)
+#               with OPENBLAS_CORETYPE from scripts/other-blas-core.sh
+#               (Sandybridge on an AVX2 host, Haswell on an AVX-512 one), so
+#               that a result that holds for one BLAS kernel family only
+#               fails here, not on a user's machine
 #   make run    build and transcribe the bundled example
 #   make format reformat every C file as .clang-format says (the tests check it)
 #   make fuzz   build the libFuzzer targets of tests/fuzz (clang, ASan, UBSan)
@@ -22,7 +29,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
 PREFIX_FLAG = $(if $(PREFIX),-DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)))
 
-.PHONY: all deps test-deps build test test-release test-asan run format install clean fuzz
+.PHONY: all deps test-deps build test test-release test-other-blas test-asan run format install clean fuzz
 
 all: build
 
@@ -44,7 +51,12 @@ test-asan: test-deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: test-release test-asan
+test-other-blas: build
+	cd $(BUILD) && OPENBLAS_CORETYPE=$$(bash $(CURDIR)/scripts/other-blas-core.sh) && \
+	  echo "numerics tests with OPENBLAS_CORETYPE=$$OPENBLAS_CORETYPE" && \
+	  OPENBLAS_CORETYPE=$$OPENBLAS_CORETYPE ctest -L numerics --output-on-failure -j $(JOBS)
+
+test: test-release test-other-blas test-asan
 
 run: build
 	@bash scripts/run-example.sh $(BUILD)

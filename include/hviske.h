@@ -254,7 +254,10 @@ typedef struct hv_transcribe_params {
                              decoder's max_sequence_length) */
     float dither;         /* < 0: use the model's config value (default);
                              0: off; > 0: this amount */
-    uint64_t dither_seed; /* seed of the deterministic dither noise */
+    uint64_t dither_seed; /* added to the dither noise's seed: each chunk
+                             gets torch.randn(n) of a PyTorch CPU generator
+                             seeded with n + dither_seed, n its number of
+                             samples; 0 (default): Hugging Face's rule */
 
     /* Decoding (docs/DECODING.md). Defaults: greedy. */
     int num_beams;        /* 1: greedy or sampling; > 1: beam search */

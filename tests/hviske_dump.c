@@ -2,7 +2,8 @@
  * tensors as .npy files plus result.json (n_valid_frames, enc_len, prompt,
  * tokens, token_logprobs, score, text, bounds, segments), for the parity
  * tests against the PyTorch reference (format: docs/CONVENTIONS.md).
- * Dither defaults to 0. --beams N / --length-penalty X select beam search
+ * Dither defaults to 0 (--dither X; X < 0: the model's preprocessor.dither, as the
+ * library's default). --beams N / --length-penalty X select beam search
  * (docs/DECODING.md); --chunking MODE / --chunk-seconds S the long-audio
  * chunking (docs/MODEL.md "Long audio"); the library validates them. For chunked
  * audio the tensors are those of the first chunk; "bounds" is the chunk

@@ -3,8 +3,10 @@
  *   samples -> dither -> pre-emphasis -> centred STFT (Hann) -> |X|^2
  *           -> mel filterbank -> log -> per-feature normalisation -> padding
  *
- * Work is split in two parallel passes: (1) dither + pre-emphasis over
- * sample blocks, (2) one STFT frame at a time up to the log-mel. Both give
+ * The dither noise is PyTorch's torch.randn stream for the chunk
+ * (torch_randn.h), drawn first on the caller. Work is then split in two
+ * parallel passes: (1) dither + pre-emphasis over sample blocks, (2) one
+ * STFT frame at a time up to the log-mel. Both give
  * every output element the same value whatever the split, and the
  * normalisation that needs all frames runs on the caller in a fixed order,
  * so the features do not depend on the thread count. */
@@ -17,6 +19,7 @@
 
 #include <kiss_fftr.h>
 
+#include "audio/torch_randn.h"
 #include "kernels/half.h"
 
 #define PREEMPH   0.97f
@@ -170,41 +173,6 @@ void hv_frontend_round_bf16(hv_frontend *f, int window, int fb) {
      * into weights, so fb_range still covers every non-zero weight. */
 }
 
-/* ------------------------------------------------------------------ dither */
-
-/* splitmix64's output function. The stream for a seed is
- * mix64(key + i * GOLDEN), i = 1, 2, ...: any element can be computed on
- * its own, which lets threads fill disjoint ranges of the same stream. */
-#define GOLDEN 0x9e3779b97f4a7c15ull
-
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Standard normal values for sample indices [start, start + count): the
- * pair of samples 2k, 2k+1 is one Box-Muller draw from stream elements
- * 2k+1 and 2k+2. */
-static void gauss_fill(uint64_t key, size_t start, size_t count, float *out) {
-    size_t i = start, end = start + count;
-    while (i < end) {
-        uint64_t k = i >> 1;
-        double u1 = (double)((mix64(key + (2 * k + 1) * GOLDEN) >> 11) + 1) *
-                    0x1p-53; /* (0, 1]: log(u1) is finite */
-        double u2 = (double)(mix64(key + (2 * k + 2) * GOLDEN) >> 11) * 0x1p-53;
-        double r = sqrt(-2.0 * log(u1)), t = TWO_PI * u2;
-        if (!(i & 1)) { /* an odd start uses only the second value */
-            out[i - start] = (float)(r * cos(t));
-            i++;
-        }
-        if (i < end) {
-            out[i - start] = (float)(r * sin(t));
-            i++;
-        }
-    }
-}
-
 /* ----------------------------------------------------------------- compute */
 
 typedef struct job {
@@ -213,7 +181,7 @@ typedef struct job {
     float *y;       /* [n] dithered, pre-emphasised samples */
     size_t n;
     float dither;       /* <= 0: none */
-    uint64_t key;       /* dither stream key, from the seed */
+    float *noise;       /* [n] standard normal dither noise, or NULL */
     size_t n_valid;     /* T = n / hop frames computed */
     float *feat;        /* [n_frames x n_mels] */
     kiss_fftr_cfg *cfg; /* [n_tasks]: kiss cfgs hold scratch, one per task */
@@ -229,28 +197,22 @@ static void share(size_t n, int task, int n_tasks, size_t *lo, size_t *hi) {
 }
 
 /* Pass 1: dither, then pre-emphasis y[i] = x[i] - 0.97 x[i-1], y[0] = x[0]
- * (x dithered). A block recomputes the dithered sample before it, which
- * is the same value its neighbour computed. */
+ * (x dithered: x[i] + dither * noise[i] in float, as PyTorch adds them). A
+ * block recomputes the dithered sample before it, which is the same value
+ * its neighbour computed. */
 static void prep_task(void *arg, int task, int n_tasks) {
     job *j = arg;
     size_t lo, hi;
     share(j->n, task, n_tasks, &lo, &hi);
     if (lo >= hi) return;
-    const float *x = j->x;
-    float prev = lo ? x[lo - 1] : 0.0f, noise[256];
-    if (j->dither > 0 && lo) {
-        gauss_fill(j->key, lo - 1, 1, noise);
-        prev += j->dither * noise[0];
-    }
-    for (size_t i = lo; i < hi; i += 256) {
-        size_t m = hi - i < 256 ? hi - i : 256;
-        if (j->dither > 0) gauss_fill(j->key, i, m, noise);
-        for (size_t k = 0; k < m; k++) {
-            float cur = x[i + k];
-            if (j->dither > 0) cur += j->dither * noise[k];
-            j->y[i + k] = i + k == 0 ? cur : cur - PREEMPH * prev;
-            prev = cur;
-        }
+    const float *x = j->x, *z = j->noise;
+    float prev = lo ? x[lo - 1] : 0.0f;
+    if (z && lo) prev += j->dither * z[lo - 1];
+    for (size_t i = lo; i < hi; i++) {
+        float cur = x[i];
+        if (z) cur += j->dither * z[i];
+        j->y[i] = i == 0 ? cur : cur - PREEMPH * prev;
+        prev = cur;
     }
 }
 
@@ -368,7 +330,6 @@ hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t
     j.x = samples;
     j.n = n;
     j.dither = dither > 0 ? dither : 0;
-    j.key = mix64(seed ^ 0x6876697368656672ull); /* decorrelate close seeds */
     j.n_valid = T;
     j.y = malloc(n * sizeof *j.y);
     j.feat = calloc(total * (size_t)f->n_mels, sizeof *j.feat);
@@ -377,10 +338,13 @@ hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t
     j.spec = malloc((size_t)n_tasks * f->n_bins * sizeof *j.spec);
     j.power = malloc((size_t)n_tasks * f->n_bins * sizeof *j.power);
     double *stats = malloc(2 * (size_t)f->n_mels * sizeof *stats);
-    if (!j.y || !j.feat || !j.cfg || !j.frame || !j.spec || !j.power || !stats) {
+    if (j.dither > 0) j.noise = malloc(n * sizeof *j.noise);
+    if (!j.y || !j.feat || !j.cfg || !j.frame || !j.spec || !j.power || !stats ||
+        (j.dither > 0 && !j.noise)) {
         rc = hv_err(e, HV_ERR_NOMEM, "frontend: out of memory");
         goto done;
     }
+    if (j.noise) hv_torch_randn(seed, j.noise, n); /* step 1's noise, one stream */
     for (int t = 0; t < n_tasks; t++) {
         j.cfg[t] = kiss_fftr_alloc(f->n_fft, 0, NULL, NULL);
         if (!j.cfg[t]) {
@@ -403,6 +367,7 @@ done:
         for (int t = 0; t < n_tasks; t++) kiss_fftr_free(j.cfg[t]);
     free(j.cfg);
     free(j.y);
+    free(j.noise);
     free(j.feat);
     free(j.frame);
     free(j.spec);

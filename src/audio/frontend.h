@@ -46,10 +46,11 @@ void hv_frontend_round_bf16(hv_frontend *f, int window, int fb);
  * [*n_frames x n_mels] time-major, *n_frames a multiple of pad_to, rows at
  * index >= *n_valid zero. *n_valid = n / hop; the STFT's n / hop + 1
  * frames are padded, so *n_frames = roundup(n / hop + 1, pad_to).
- * dither <= 0 disables the noise; otherwise sample i gets dither * z_i,
- * z_i a standard normal that depends only on (seed, i) (splitmix64 +
- * Box-Muller), so equal input and seed give equal output whatever the
- * threads. Too-short audio (fewer than 2 valid frames) is
+ * dither <= 0 disables the noise; otherwise sample i gets dither * z[i]
+ * (float arithmetic), z = torch.randn(n) of a CPU generator seeded with
+ * seed (hv_torch_randn; Hugging Face's feature extractor seeds with n, the
+ * chunk's own number of samples), so equal input and seed give equal
+ * output whatever the threads. Too-short audio (fewer than 2 valid frames) is
  * HV_ERR_INVALID_ARG "audio too short". pool may be NULL (run on the
  * caller); the result does not depend on the pool or its size. The
  * frontend is read-only here: one frontend may serve many threads. */

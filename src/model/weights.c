@@ -141,9 +141,13 @@ static void named(loader *L, const hv_st_tensor *t, const hv_mat *m) {
 /* A weight matrix [rows x cols] in the compute type: the checkpoint's own
  * type by default, read in place from the mapping when it is already that
  * type (no copy; quantized blocks at an odd offset are copied), else
- * converted (q8_0 and q4_0 of rows % 8 == 0 then interleaved: the x8
- * layout of matmul_impl.h). A matrix that cannot take the type
- * (q8_0 needs cols % 32 == 0) stays f32. */
+ * converted. q8_0 and q4_0 of rows % 8 == 0 are always computed in the x8
+ * layout of matmul_impl.h: converted ones and row-by-row blocks from the
+ * file are interleaved into a copy, so that a checkpoint of either layout
+ * and a conversion at load feed the same bytes to the same kernels (the
+ * row-by-row GEMV sums a block's products in another order than the x8
+ * one, and its results differ in the last bits). A matrix that cannot take
+ * the type (q8_0 needs cols % 32 == 0) stays f32. */
 static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols, const char *fmt,
                      ...) {
     hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL, 0, 0};
@@ -160,7 +164,16 @@ static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int co
         m.type = want;
         m.data = t->data;
         m.x8 = t->x8;
-        if ((uintptr_t)t->data % esize) { /* blocks at an odd offset: copied */
+        if (quant && !m.x8 && rows % HV_X8_ROWS == 0) { /* row by row: interleaved */
+            void *x8 = NULL;
+            hv_error err;
+            if (hv_mat_interleave(&m, &x8, &err) != HV_OK) { /* only out of memory */
+                L->oom = true;
+                return m;
+            }
+            m.data = track(L, x8);
+            hv_st_release(t);
+        } else if ((uintptr_t)t->data % esize) { /* blocks at an odd offset: copied */
             void *copy = NULL;
             if (posix_memalign(&copy, 64, t->nbytes) != 0) {
                 L->oom = true;

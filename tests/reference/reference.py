@@ -37,7 +37,7 @@ sp.decode().
 
 Importable API (used by test_parity.py):
   load_model(dir) -> Model
-  features(model, samples, dither=0.0, seed=0) -> (feats [frames, mels] f32, n_valid)
+  features(model, samples, dither=0.0) -> (feats [frames, mels] f32, n_valid)
   encode(model, feats, n_valid) -> (enc [n_enc, h] after projection, enc_len)
   Decoder(model, enc, enc_len): .prefill(prompt) / .step(token) -> log-probs [V]
   greedy(model, enc, enc_len, prompt, max_new_tokens[, return_scores=True])
@@ -314,19 +314,23 @@ def W_opt(m, name):
 
 # -------------------------------------------------------------- frontend
 
-def features(m, samples, dither=0.0, seed=0, dtype=torch.float64):
+def features(m, samples, dither=0.0, dtype=torch.float64):
     """docs/MODEL.md "Frontend", steps 1-7. Returns (features [frames_padded,
     n_mels] float32 tensor, n_valid_frames T). dtype is the compute type
-    (float64 for the oracle; float32 only to estimate float32 error)."""
-    x = torch.from_numpy(np.asarray(samples, dtype=np.float32).reshape(-1).copy()).to(dtype)
+    (float64 for the oracle; float32 only to estimate float32 error) from
+    step 2 on; the dither is Hugging Face's (CohereAsrFeatureExtractor.
+    _apply_dither): float32 samples plus dither * torch.randn(n) of a
+    generator seeded with n, the chunk's own number of samples."""
+    x = torch.from_numpy(np.asarray(samples, dtype=np.float32).reshape(-1).copy())
     n = x.numel()
     T = n // m.hop
     if T < 2:
         raise ValueError("audio too short: %d samples" % n)
     # 1. dither
     if dither > 0:
-        g = torch.Generator().manual_seed(seed)
-        x = x + dither * torch.randn(n, generator=g, dtype=dtype)
+        g = torch.Generator().manual_seed(n)
+        x = x + dither * torch.randn(n, generator=g, dtype=torch.float32)
+    x = x.to(dtype)
     # 2. pre-emphasis
     y = torch.cat([x[:1], x[1:] - PREEMPH * x[:-1]])
     # 3. STFT, centred, zero padding of n_fft/2 on both sides; torch.stft
@@ -1094,7 +1098,7 @@ def chunk_plan(m, samples, mode="auto", chunk_seconds=None):
 
 @torch.no_grad()
 def run_long(m, samples, chunking="auto", chunk_seconds=None, language="da", punctuation=True,
-             max_new_tokens=None, num_beams=1, length_penalty=1.0):
+             max_new_tokens=None, num_beams=1, length_penalty=1.0, dither=0.0):
     """Long audio: the chunk plan, then run() on each chunk; a chunk
     shorter than two hops after the first is skipped (too short to be
     anything but silence to the model), transcripts are trimmed, empty ones
@@ -1114,7 +1118,8 @@ def run_long(m, samples, chunking="auto", chunk_seconds=None, language="da", pun
         if b - a < 2 * m.hop and n_chunks > 1:
             continue
         r = run(m, x[a:b], language=language, punctuation=punctuation,
-                max_new_tokens=max_new_tokens, num_beams=num_beams, length_penalty=length_penalty)
+                max_new_tokens=max_new_tokens, dither=dither, num_beams=num_beams,
+                length_penalty=length_penalty)
         if first is None:
             first = r
         score += r["score"]
@@ -1386,14 +1391,12 @@ def main(argv=None):
     samples = np.load(a.samples).astype(np.float32).reshape(-1)
     if a.chunking == "fixed" and not (a.chunk_seconds is not None and a.chunk_seconds > 0):
         ap.error("--chunking fixed needs --chunk-seconds S (S > 0)")
-    if a.chunking is not None and a.dither != 0:
-        ap.error("--chunking works with --dither 0 only")
     with torch.no_grad():
         if a.chunking is not None:
             res = run_long(m, samples, chunking=a.chunking, chunk_seconds=a.chunk_seconds,
                            language=a.language, punctuation=not a.no_punctuation,
                            max_new_tokens=a.max_new_tokens, num_beams=a.beams,
-                           length_penalty=a.length_penalty)
+                           length_penalty=a.length_penalty, dither=a.dither)
         else:
             res = run(m, samples, language=a.language, punctuation=not a.no_punctuation,
                       max_new_tokens=a.max_new_tokens, dither=a.dither,

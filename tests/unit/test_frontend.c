@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "audio/frontend.h"
+#include "audio/torch_randn.h"
 #include "kernels/threads.h"
 #include "model/config.h"
 #include "testlib.h"
@@ -321,11 +322,29 @@ static void test_dither(const hv_frontend *f) {
     free(d1);
     free(neg);
 
+    /* The noise is torch.randn(n) of a generator seeded with the seed
+     * (hv_torch_randn), added in float: the features of x + 1e-5 z
+     * without dither, bit for bit, also over threads */
+    float *z = malloc(n * sizeof *z), *xz = malloc(n * sizeof *xz);
+    hv_pool *pool = hv_pool_new(3);
+    if (z && xz) {
+        hv_torch_randn(n, z, n);
+        for (size_t i = 0; i < n; i++) xz[i] = x[i] + 1e-5f * z[i];
+        float *hf = features(f, x, n, 1e-5f, n, pool, &nf, &nv);
+        float *ref = features(f, xz, n, 0, 0, NULL, &nf, &nv);
+        CHECK(hf && ref && memcmp(hf, ref, (size_t)nf * f->n_mels * sizeof(float)) == 0);
+        free(hf);
+        free(ref);
+    }
+    hv_pool_free(pool);
+    free(z);
+    free(xz);
+
     /* Silence: without dither every log-mel value is log(2^-24) and the
      * normalised features are 0; with dither they are noise. */
-    float *z = calloc(n, sizeof *z);
-    float *s0 = features(f, z, n, 0, 1, NULL, &nf, &nv);
-    float *s1 = features(f, z, n, 1e-5f, 1, NULL, &nf, &nv);
+    float *quiet = calloc(n, sizeof *quiet);
+    float *s0 = features(f, quiet, n, 0, 1, NULL, &nf, &nv);
+    float *s1 = features(f, quiet, n, 1e-5f, 1, NULL, &nf, &nv);
     int nz0 = 0, nz1 = 0;
     for (size_t i = 0; s0 && s1 && i < (size_t)nv * f->n_mels; i++) {
         nz0 += s0[i] != 0;
@@ -334,7 +353,7 @@ static void test_dither(const hv_frontend *f) {
     CHECK_MSG(nz0 == 0 && nz1 > nv * f->n_mels / 2, "silence: %d / %d non-zero", nz0, nz1);
     free(s0);
     free(s1);
-    free(z);
+    free(quiet);
     free(x);
 }
 
