@@ -1122,6 +1122,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req) return;
     double dt = hvt_now_s() - req->t0;
     srv_route mr = srv_route_of(req->path);
+    /* an answer begun but not sent in full because the connection broke
+     * (a stream the client abandoned): not answered, logged as nginx logs
+     * a client that closed first */
+    int cut = req->sent && (toe == MHD_REQUEST_TERMINATED_WITH_ERROR ||
+                            toe == MHD_REQUEST_TERMINATED_READ_ERROR ||
+                            toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT);
+    unsigned status = cut ? 0 : req->sent;
     if (s->access_log) {
         static const char *const why[] = {
             NULL, "error", "timed out", "daemon stopped", "read error", "client aborted"};
@@ -1129,11 +1136,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         .method = req->method,
                         .path = req->path,
                         .route = mr,
-                        .status = req->sent,
+                        .status = cut ? SRV_STATUS_CLIENT_CLOSED : status,
                         .audio_s = req->audio_s,
                         .duration_s = dt,
                         .client = req->client,
-                        .error = (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "error"};
+                        .error = cut                                        ? "client_closed"
+                                 : (unsigned)toe < sizeof why / sizeof *why ? why[toe]
+                                                                            : "error"};
         char *line = srv_access_line(&a);
         if (line) { /* one call: lines of concurrent requests do not mix */
             fprintf(s->access_log, "%s\n", line);
@@ -1141,7 +1150,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
         free(line);
     }
-    srv_metrics_end(&s->metrics, mr, req->sent, dt);
+    srv_metrics_end(&s->metrics, mr, status, dt);
     if (req->pp) MHD_destroy_post_processor(req->pp);
     if (req->resp) MHD_destroy_response(req->resp);
     srv_form_free(&req->form);
