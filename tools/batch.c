@@ -14,6 +14,7 @@
 
 #include "subtitles.h"
 #include "tool_util.h"
+#include "util/out_file.h"
 
 /* ---------------------------------------------------------------- list */
 
@@ -268,17 +269,11 @@ int hvt_first_duplicate(char *const *s, int n, int *a, int *b) {
 /* ------------------------------------------------------------- summary */
 
 int hvt_summary_open(const char *path, char *err, size_t err_size) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0666);
+    /* written in place, whatever it is (util/out_file.h): a FIFO waits
+     * for its reader, a socket is connected */
+    int fd = hv_out_open_fd(path, O_WRONLY | O_CREAT | O_APPEND);
     if (fd < 0) {
         snprintf(err, err_size, "%s: cannot open the summary: %s", path, strerror(errno));
-        return -1;
-    }
-    /* O_NONBLOCK only for opening: a FIFO without a reader fails at once
-     * (ENXIO) instead of waiting; writes block as usual */
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        snprintf(err, err_size, "%s: cannot open the summary: %s", path, strerror(errno));
-        close(fd);
         return -1;
     }
     return fd;
