@@ -25,6 +25,8 @@ Round three (issue #43):
      one, a FIFO's reader and a socket's listener get the output, a
      symlink survives with the output in its target, /dev/full and a
      reader gone are exit 1 naming the error;
+  4  a WAV at 1 Hz (or 999) is refused at once naming the file and the
+     rate, not upsampled to gigabytes; 1000 Hz is read;
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
@@ -532,6 +534,33 @@ def test_reader_gone(tmp):
                f"rc={p.returncode} got={got!r} {p.stderr[-300:]!r}")
 
 
+# ---------------------------------------------- issue #43: sample rates
+
+def wav_at(path, rate, seconds):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"\0\1" * int(rate * seconds))
+    return path
+
+
+def test_rate_floor(tmp):
+    """A 40 KB WAV at 1 Hz asked for 1.57 GB (upsampled 16000 times):
+    rates below 1000 Hz are refused at once, naming the file and the
+    rate; 1000 Hz is read."""
+    for rate, secs in ((1, 20000), (999, 20)):
+        p = wav_at(os.path.join(tmp, f"rate{rate}.wav"), rate, secs)
+        rc, out, err, rss = peak_rss_run(["-q", "-t", 2, "-m", DEMO, p])
+        report(f"a {os.path.getsize(p) // 1024} KB WAV at {rate} Hz: refused naming the file "
+               f"and the rate, exit 1, peak RSS {rss >> 20} MiB",
+               rc == 1 and p in err and f"{rate} Hz" in err and "1000" in err
+               and (sanitized() or rss < 200 << 20), f"rc={rc} {err[-300:]!r}")
+    p = wav_at(os.path.join(tmp, "rate1000.wav"), 1000, 2)
+    r = Run(["-q", "-t", 2, "-m", DEMO, p])
+    check("a WAV at 1000 Hz (the floor) is read", r, r.rc == 0)
+
+
 def main():
     if not os.path.isdir(DEMO):
         report("demo model present", False, DEMO)
@@ -541,6 +570,7 @@ def main():
         test_fifos(tmp)
         test_write_through(tmp)
         test_reader_gone(tmp)
+        test_rate_floor(tmp)
         test_tiny_clip(tmp)
         test_broken_weights(tmp)
         test_flac_length(tmp)

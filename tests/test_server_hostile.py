@@ -25,6 +25,8 @@ Covers:
     timestamp_granularities[] as one part per value still works;
   * JSON form fields (issue #43): chunking_strategy with trailing data or
     a key twice (type, threshold, apart) is a 400 naming the field;
+  * an upload at 1 Hz (issue #43) is a 400 naming the rate, not 3000 s of
+    audio upsampled;
   * a stream the client abandons (issue #43) is logged with status 499
     and error client_closed, and counted as unanswered in /metrics.
 Waits are for states (a 503 seen, a connection closed), never fixed
@@ -374,6 +376,24 @@ def test_json_fields(port, wav):
     report(f"{cs} with white space around it: 200", r.status == 200, str(r))
 
 
+def test_rate_floor(port, tmp):
+    """Issue #43, finding 4: a 6 KB upload at 1 Hz counted as 3000 s of
+    audio (and was upsampled to it): rates below 1000 Hz are a 400 naming
+    the rate, at once."""
+    import wave
+    path = os.path.join(tmp, "rate1.wav")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(1)
+        w.writeframes(b"\0\1" * 3000)
+    r = ts.transcribe(port, ts.read(path))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("a 6 KB upload at 1 Hz: 400 naming the rate and the floor",
+           ts.is_error(r, 400, "file") and "1 Hz" in msg and "1000" in msg, str(r))
+
+
 def test_abandoned_stream(model, tmp):
     """Issue #43, finding 6: a stream the client abandons is logged as
     client_closed with status 499 and counted as unanswered, not as a
@@ -441,6 +461,7 @@ def main():
             test_half_close(srv.port, wav, want)
             test_parts(srv.port, wav, want)
             test_json_fields(srv.port, wav)
+            test_rate_floor(srv.port, tmp)
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())

@@ -703,15 +703,19 @@ static job_end run_job(worker *w, request *req) {
     hv_result *res = NULL;
 
     /* mono at the model's rate, decoded in blocks: memory is the mono
-     * samples whatever the upload's channels and rate */
-    hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate,
-                                             s->o->max_audio_s, &pcm, &n_frames, err, sizeof err);
+     * samples whatever the upload's channels and rate, within
+     * --max-audio-seconds and the library's memory budget */
+    double max_s = hv_audio_max_seconds(p->tp.max_audio_bytes, s->rate);
+    if (max_s <= 0 || (s->o->max_audio_s > 0 && s->o->max_audio_s < max_s))
+        max_s = s->o->max_audio_s;
+    hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate, max_s, &pcm,
+                                             &n_frames, err, sizeof err);
     srv_form_free(f); /* the upload is no longer needed */
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
                       "%s (this server "
                       "takes at most %g s)",
-                      err, s->o->max_audio_s);
+                      err, max_s);
         goto done;
     }
     if (st != HV_OK) {

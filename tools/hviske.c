@@ -646,6 +646,13 @@ static int same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
+/* The seconds of audio the library's memory budget allows at rate
+ * (hv_transcribe_params.max_audio_bytes): inputs are read within it, so no
+ * file is decoded beyond what hv_transcribe would take. */
+static double audio_budget_s(int rate) {
+    return hv_audio_max_seconds(hv_transcribe_default_params().max_audio_bytes, rate);
+}
+
 /* ------------------------------------------------------ standard input */
 
 /*
@@ -689,8 +696,8 @@ static hv_status read_stdin_audio(int rate, float **pcm, size_t *n_frames, char 
         if (r == 0) break;
         size += (size_t)r;
     }
-    hv_status st =
-        hv_audio_read_buffer_mono(data, size, "-", rate, 0, pcm, n_frames, err, err_size);
+    hv_status st = hv_audio_read_buffer_mono(data, size, "-", rate, audio_budget_s(rate), pcm,
+                                             n_frames, err, err_size);
     free(data);
     return st;
 }
@@ -705,7 +712,7 @@ static int read_input(const char *path, int rate, float **pcm, size_t *n_frames)
     if (strcmp(path, "-") == 0)
         st = read_stdin_audio(rate, pcm, n_frames, err, sizeof err);
     else
-        st = hv_audio_read_mono(path, rate, 0, pcm, n_frames, err, sizeof err);
+        st = hv_audio_read_mono(path, rate, audio_budget_s(rate), pcm, n_frames, err, sizeof err);
     if (st != HV_OK) {
         file_error(path, st, err);
         return -1;
