@@ -27,6 +27,8 @@ Round three (issue #43):
      reader gone are exit 1 naming the error;
   4  a WAV at 1 Hz (or 999) is refused at once naming the file and the
      rate, not upsampled to gigabytes; 1000 Hz is read;
+  7  file names that are not UTF-8 stay apart in JSON (--json, jsonl,
+     --stream, --summary): \\xHH for stray bytes, KEY_bytes in base64.
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
@@ -561,6 +563,84 @@ def test_rate_floor(tmp):
     check("a WAV at 1000 Hz (the floor) is read", r, r.rc == 0)
 
 
+# ------------------------------------------- issue #43: file names in JSON
+
+def test_names(tmp):
+    """Names that are not UTF-8 were written with U+FFFD, so two names
+    could print the same: now every byte outside valid UTF-8 is \\xHH (as
+    Python's backslashreplace) and KEY_bytes carries the raw name in
+    base64, in --json, jsonl (also --stream) and --summary's input and
+    output."""
+    import base64
+    d = os.path.join(tmp, "names").encode()
+    os.makedirs(d)
+    with open(EXAMPLE, "rb") as f:
+        audio = f.read()
+    names = [os.path.join(d, n) for n in (b"a\xff.wav", b"a\xfe.wav", "ø.wav".encode())]
+    for n in names:
+        with open(n, "wb") as f:
+            f.write(audio)
+
+    def run_b(args):
+        p = subprocess.run([os.fsencode(CLI)] + [a if isinstance(a, bytes) else str(a).encode()
+                                                 for a in args], capture_output=True,
+                           timeout=900)
+        return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+    def check_name(o, key, raw):
+        valid = True
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            valid = False
+        shown = raw.decode("utf-8", "backslashreplace")
+        if valid:
+            return o.get(key) == shown and key + "_bytes" not in o
+        return (o.get(key) == shown
+                and base64.b64decode(o.get(key + "_bytes", "")) == raw)
+
+    for label, args in (("--format jsonl", ["--format", "jsonl"]),
+                        ("--stream --format jsonl", ["--stream", "--format", "jsonl"]),
+                        ("--json", ["--json"])):
+        rc, out, err = run_b(["-q", "-m", DEMO] + args + names)
+        objs = []
+        try:
+            if label == "--json":
+                dec = json.JSONDecoder()
+                text, i = out.decode("utf-8"), 0
+                while i < len(text):
+                    while i < len(text) and text[i].isspace():
+                        i += 1
+                    if i < len(text):
+                        o, i = dec.raw_decode(text, i)
+                        objs.append(o)
+            else:
+                objs = [json.loads(x) for x in out.decode("utf-8").splitlines()]
+            if label.startswith("--stream"):
+                objs = [o for o in objs if "segment" not in o]
+        except ValueError as e:
+            objs = [repr(e)]
+        ok = rc == 0 and len(objs) == len(names) and all(
+            isinstance(o, dict) and check_name(o, "file", n) for o, n in zip(objs, names))
+        shown = [(o.get("file"), o.get("file_bytes")) if isinstance(o, dict) else o
+                 for o in objs]
+        report(f"{label}: names that are not UTF-8 kept apart (\\xHH, file_bytes), a UTF-8 "
+               f"name as it is: {shown}", ok and len({s for s in shown}) == len(names),
+               f"rc={rc} {err[-300:]!r}")
+    outdir = os.path.join(d, b"out")
+    summ = os.path.join(d, b"summary.jsonl")
+    rc, out, err = run_b(["-q", "-m", DEMO, "--output-dir", outdir, "--summary", summ] + names)
+    with open(summ, "rb") as f:
+        lines = [json.loads(x) for x in f.read().decode("utf-8").splitlines()]
+    outs = [os.path.join(outdir, os.path.basename(n)[:-4] + b".txt") for n in names]
+    report("--summary: input and output kept apart (input_bytes, output_bytes), the output "
+           "files under their real names",
+           rc == 0 and len(lines) == 3 and all(
+               check_name(o, "input", n) and check_name(o, "output", w)
+               for o, n, w in zip(lines, names, outs)) and all(os.path.isfile(w) for w in outs),
+           f"rc={rc} {lines} {err[-300:]!r}")
+
+
 def main():
     if not os.path.isdir(DEMO):
         report("demo model present", False, DEMO)
@@ -571,6 +651,7 @@ def main():
         test_write_through(tmp)
         test_reader_gone(tmp)
         test_rate_floor(tmp)
+        test_names(tmp)
         test_tiny_clip(tmp)
         test_broken_weights(tmp)
         test_flac_length(tmp)

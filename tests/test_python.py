@@ -564,6 +564,26 @@ def test_module_cli():
     report("python -m hviske: a missing file is named, the others go on, exit 1",
            p.returncode == 1 and missing in p.stderr and p.stdout == SENTENCE + "\n",
            f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    # names that are not UTF-8 (issue #43): as the CLI writes them
+    import base64
+    tmp = tempfile.mkdtemp()
+    try:
+        names = [os.path.join(os.fsencode(tmp), n) for n in (b"a\xff.wav", b"a\xfe.wav")]
+        for n in names:
+            shutil.copyfile(WAV, n)
+        p = subprocess.run([os.fsencode(sys.executable), b"-m", b"hviske", b"-m",
+                            os.fsencode(DEMO), b"--json"] + names, capture_output=True,
+                           env=env, timeout=300)
+        try:
+            objs = [json.loads(x) for x in p.stdout.decode("utf-8").splitlines()]
+            ok = [(o["file"], base64.b64decode(o["file_bytes"])) for o in objs] == [
+                (n.decode("utf-8", "backslashreplace"), n) for n in names]
+        except (ValueError, KeyError) as e:
+            ok, objs = False, repr(e)
+        report("python -m hviske --json: names that are not UTF-8 kept apart (\\xHH, "
+               "file_bytes)", p.returncode == 0 and ok, f"{objs} {p.stderr[-300:]!r}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     p = mod(["--beams", "0", WAV])
     report("python -m hviske --beams 0: exit 2 naming beams", p.returncode == 2 and
            "beams" in p.stderr and p.stdout == "", f"{p.returncode} {p.stderr!r}")

@@ -289,12 +289,18 @@ static int add_string_or_null(cJSON *o, const char *key, const char *s) {
     return ok;
 }
 
+/* Adds key: the file name s losslessly (hvt_json_add_name), or null when
+ * s is NULL; 0 when out of memory. */
+static int add_name_or_null(cJSON *o, const char *key, const char *s) {
+    return s ? hvt_json_add_name(o, key, s) : cJSON_AddNullToObject(o, key) != NULL;
+}
+
 int hvt_summary_write(int fd, const char *input, const char *output, const char *status,
                       const char *error, double audio_s, double processing_s) {
     cJSON *o = cJSON_CreateObject();
     int ok =
-        o && add_string_or_null(o, "input", input) &&
-        (!output || add_string_or_null(o, "output", output)) &&
+        o && add_name_or_null(o, "input", input) &&
+        (!output || add_name_or_null(o, "output", output)) &&
         cJSON_AddStringToObject(o, "status", status) && add_string_or_null(o, "error", error) &&
         (audio_s < 0
              ? cJSON_AddNullToObject(o, "audio_seconds") != NULL

@@ -770,12 +770,11 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
-    char *file = hvt_utf8_clean(path);
     char *text = hvt_utf8_clean(hv_result_text(res));
     cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL, *tim = NULL,
           *segs = cJSON_CreateArray();
 
-    int ok = file && text && obj && segs && cJSON_AddStringToObject(obj, "file", file) &&
+    int ok = text && obj && segs && hvt_json_add_name(obj, "file", path) &&
              cJSON_AddStringToObject(obj, "text", text);
     if (ok && full)
         ok = cJSON_AddStringToObject(obj, "language", hv_result_language(res)) &&
@@ -812,7 +811,6 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
         obj = NULL;
     }
     free(text);
-    free(file);
     return obj;
 }
 
@@ -889,7 +887,7 @@ static const char *g_language = "";
 /* --stream: where the segments of one input go as they come (stdout). */
 typedef struct stream_out {
     const options *o;
-    char *file;   /* the input's name, cleaned (jsonl) */
+    char *file;   /* the input's name (jsonl) */
     progress *pr; /* its progress line, cleared before output */
     int rate;     /* the model's sample rate */
     int n;        /* segments written */
@@ -925,7 +923,7 @@ static int on_stream_segment(void *user, const hv_segment *g) {
         default: {
             cJSON *obj = cJSON_CreateObject(), *seg = segment_json(g, o->word_timestamps);
             char *s = NULL;
-            if (obj && seg && cJSON_AddStringToObject(obj, "file", so->file) &&
+            if (obj && seg && hvt_json_add_name(obj, "file", so->file) &&
                 cJSON_AddItemToObject(obj, "segment", seg)) {
                 seg = NULL;
                 s = cJSON_PrintUnformatted(obj);
@@ -983,7 +981,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     const char *lang = o->language ? o->language : g_language;
     stream_out so = {o, NULL, &pr, rate, 0, 0, !strcmp(lang, "ja") || !strcmp(lang, "zh"), 0};
     if (o->stream) {
-        if (!(so.file = hvt_utf8_clean(path))) {
+        if (!(so.file = strdup(path))) {
             free(pcm);
             file_error(path, HV_ERR_NOMEM, "out of memory");
             return NULL;
