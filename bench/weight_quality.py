@@ -57,8 +57,7 @@ def transcribe(hviske, model, wtype, files, chunking, threads):
         raise RuntimeError(f"{wtype}: {' '.join(cmd)} exited {p.returncode}: "
                            f"{p.stderr.strip()[-500:]}")
     # one line per input, in the inputs' order (jsonl); matched by
-    # position, since the engine writes a name that is not UTF-8 with
-    # replacement characters
+    # position, since a file may be given twice
     lines = p.stdout.splitlines()
     if len(lines) != len(files):
         raise RuntimeError(f"{wtype}: {len(lines)} results for {len(files)} files")

@@ -14,6 +14,7 @@
 
 #include "subtitles.h"
 #include "tool_util.h"
+#include "util/out_file.h"
 
 /* ---------------------------------------------------------------- list */
 
@@ -268,17 +269,11 @@ int hvt_first_duplicate(char *const *s, int n, int *a, int *b) {
 /* ------------------------------------------------------------- summary */
 
 int hvt_summary_open(const char *path, char *err, size_t err_size) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0666);
+    /* written in place, whatever it is (util/out_file.h): a FIFO waits
+     * for its reader, a socket is connected */
+    int fd = hv_out_open_fd(path, O_WRONLY | O_CREAT | O_APPEND);
     if (fd < 0) {
         snprintf(err, err_size, "%s: cannot open the summary: %s", path, strerror(errno));
-        return -1;
-    }
-    /* O_NONBLOCK only for opening: a FIFO without a reader fails at once
-     * (ENXIO) instead of waiting; writes block as usual */
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        snprintf(err, err_size, "%s: cannot open the summary: %s", path, strerror(errno));
-        close(fd);
         return -1;
     }
     return fd;
@@ -294,12 +289,18 @@ static int add_string_or_null(cJSON *o, const char *key, const char *s) {
     return ok;
 }
 
+/* Adds key: the file name s losslessly (hvt_json_add_name), or null when
+ * s is NULL; 0 when out of memory. */
+static int add_name_or_null(cJSON *o, const char *key, const char *s) {
+    return s ? hvt_json_add_name(o, key, s) : cJSON_AddNullToObject(o, key) != NULL;
+}
+
 int hvt_summary_write(int fd, const char *input, const char *output, const char *status,
                       const char *error, double audio_s, double processing_s) {
     cJSON *o = cJSON_CreateObject();
     int ok =
-        o && add_string_or_null(o, "input", input) &&
-        (!output || add_string_or_null(o, "output", output)) &&
+        o && add_name_or_null(o, "input", input) &&
+        (!output || add_name_or_null(o, "output", output)) &&
         cJSON_AddStringToObject(o, "status", status) && add_string_or_null(o, "error", error) &&
         (audio_s < 0
              ? cJSON_AddNullToObject(o, "audio_seconds") != NULL

@@ -17,7 +17,9 @@
  * It goes to standard output, to -o FILE, or with --output-dir DIR to one
  * file per input named after it. Files are written to a temporary file in
  * the same directory and renamed into place when complete, so an
- * interrupted or failed run never leaves a partial output file.
+ * interrupted or failed run never leaves a partial output file; a symlink
+ * is followed and a device, FIFO or socket written in place
+ * (util/out_file.h).
  * --stream writes each segment to standard output as soon as it is final
  * (the library's segment callback) instead of the whole result at the end.
  *
@@ -52,6 +54,7 @@
 #include "hviske.h"
 #include "subtitles.h"
 #include "tool_util.h"
+#include "util/out_file.h"
 
 static const char PROG[] = "hviske";
 
@@ -194,7 +197,8 @@ static void usage(FILE *f) {
                "      --version          show the version and exit\n"
                "\n"
                "Output files are written whole or not at all (a temporary file in\n"
-               "the same directory, renamed when complete). Progress (percentage,\n"
+               "the same directory, renamed when complete); a symlink is followed, and\n"
+               "a device, FIFO or socket is written in place. Progress (percentage,\n"
                "speed, time left) is shown on stderr when it is a terminal.\n"
                "\n"
                "Exit status: 0 success, 1 a file, the model or the output failed,\n"
@@ -571,16 +575,14 @@ static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
 
 /* ------------------------------------------------------ atomic output */
 
-/* The temporary file being written, if any, for the signal handler: it
- * removes it so that an interrupted run leaves nothing behind. Set before
- * mkstemp fills in the name (a signal in between removes at most a name
- * that does not exist yet) and cleared after the rename (a signal in
- * between removes a name that no longer exists). */
-static char g_tmp[PATH_MAX + 64];
-static volatile sig_atomic_t g_tmp_set;
+/* The output file being written, if any, for the signal handler: it
+ * removes its temporary file so that an interrupted run leaves nothing
+ * behind (hv_out_file.tmp_there says when there may be one). */
+static hv_out_file *volatile g_out;
 
 static void on_fatal_signal(int sig) {
-    if (g_tmp_set) unlink(g_tmp); /* async-signal-safe */
+    hv_out_file *of = g_out;
+    if (of && of->tmp_there) unlink(of->tmp); /* async-signal-safe */
     signal(sig, SIG_DFL);
     raise(sig); /* die of the same signal, as the caller expects */
 }
@@ -597,78 +599,43 @@ static void install_signal_handlers(void) {
         if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
         sigaction(sigs[i], &sa, NULL);
     }
+    /* a reader that went away (standard output, a FIFO given to -o or
+     * --summary) is a write error reported with exit status 1 */
+    signal(SIGPIPE, SIG_IGN);
 }
 
-/* An output file written whole or not at all: a temporary file next to
- * `path` (same directory, so that rename is atomic), renamed onto path by
- * out_commit, removed by out_abort. */
-typedef struct out_file {
-    FILE *f;
-    const char *path;
-} out_file;
+/* An output file, written by util/out_file.h's rule: a regular file whole
+ * or not at all (a temporary file renamed onto it by out_commit, removed
+ * by out_abort), symlinks followed, anything else written in place. */
+typedef hv_out_file out_file;
 
-/* Opens a temporary file for path; 0 on success, else -1 with a message
- * on stderr. */
+/* Opens path for writing; 0 on success, else -1 with a message on
+ * stderr. */
 static int out_open(out_file *of, const char *path) {
-    of->f = NULL;
-    of->path = path;
-    const char *slash = strrchr(path, '/');
-    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = slash ? slash + 1 : path;
-    int n = snprintf(g_tmp, sizeof g_tmp, "%.*s.%s.hviske-XXXXXX", (int)dlen, path, base);
-    if (n < 0 || (size_t)n >= sizeof g_tmp) {
-        errorf("%s: file name too long", path);
-        return -1;
-    }
-    g_tmp_set = 1;
-    int fd = mkstemp(g_tmp);
-    if (fd < 0) {
-        g_tmp_set = 0;
-        errorf("%s: cannot create: %s", path, strerror(errno));
-        return -1;
-    }
-    /* mkstemp makes it 0600; give the file the usual 0666 & ~umask */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(of->f = fdopen(fd, "w"))) {
-        errorf("%s: cannot create: %s", path, strerror(errno));
-        close(fd);
-        unlink(g_tmp);
-        g_tmp_set = 0;
+    g_out = of;
+    int err = hv_out_open(of, path);
+    if (err) {
+        g_out = NULL;
+        errorf("%s: cannot create: %s", path, strerror(err));
         return -1;
     }
     return 0;
 }
 
-/* Drops the temporary file; path is left as it was. */
+/* Drops the output; a regular file at path is left as it was. */
 static void out_abort(out_file *of) {
-    if (!of->f) return;
-    fclose(of->f);
-    of->f = NULL;
-    unlink(g_tmp);
-    g_tmp_set = 0;
+    hv_out_abort(of);
+    g_out = NULL;
 }
 
-/* Flushes the temporary file to disk and renames it onto path; 0 on
- * success, else -1 with a message (and the temporary file removed). */
-static int out_commit(out_file *of) {
-    FILE *f = of->f;
-    int err = 0;
-    errno = 0;
-    if (fflush(f) != 0 || ferror(f))
-        err = errno ? errno : EIO;
-    else if (fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
-        err = errno;
-    of->f = NULL;
-    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
-    if (!err && rename(g_tmp, of->path) != 0) err = errno;
+/* Completes the output at path; 0 on success, else -1 with a message. */
+static int out_commit(out_file *of, const char *path) {
+    int err = hv_out_commit(of);
+    g_out = NULL;
     if (err) {
-        unlink(g_tmp);
-        g_tmp_set = 0;
-        errorf("%s: cannot write: %s", of->path, strerror(err));
+        errorf("%s: cannot write: %s", path, strerror(err));
         return -1;
     }
-    g_tmp_set = 0;
     return 0;
 }
 
@@ -677,6 +644,13 @@ static int same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
+}
+
+/* The seconds of audio the library's memory budget allows at rate
+ * (hv_transcribe_params.max_audio_bytes): inputs are read within it, so no
+ * file is decoded beyond what hv_transcribe would take. */
+static double audio_budget_s(int rate) {
+    return hv_audio_max_seconds(hv_transcribe_default_params().max_audio_bytes, rate);
 }
 
 /* ------------------------------------------------------ standard input */
@@ -722,8 +696,8 @@ static hv_status read_stdin_audio(int rate, float **pcm, size_t *n_frames, char 
         if (r == 0) break;
         size += (size_t)r;
     }
-    hv_status st =
-        hv_audio_read_buffer_mono(data, size, "-", rate, 0, pcm, n_frames, err, err_size);
+    hv_status st = hv_audio_read_buffer_mono(data, size, "-", rate, audio_budget_s(rate), pcm,
+                                             n_frames, err, err_size);
     free(data);
     return st;
 }
@@ -738,7 +712,7 @@ static int read_input(const char *path, int rate, float **pcm, size_t *n_frames)
     if (strcmp(path, "-") == 0)
         st = read_stdin_audio(rate, pcm, n_frames, err, sizeof err);
     else
-        st = hv_audio_read_mono(path, rate, 0, pcm, n_frames, err, sizeof err);
+        st = hv_audio_read_mono(path, rate, audio_budget_s(rate), pcm, n_frames, err, sizeof err);
     if (st != HV_OK) {
         file_error(path, st, err);
         return -1;
@@ -796,12 +770,11 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
-    char *file = hvt_utf8_clean(path);
     char *text = hvt_utf8_clean(hv_result_text(res));
     cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL, *tim = NULL,
           *segs = cJSON_CreateArray();
 
-    int ok = file && text && obj && segs && cJSON_AddStringToObject(obj, "file", file) &&
+    int ok = text && obj && segs && hvt_json_add_name(obj, "file", path) &&
              cJSON_AddStringToObject(obj, "text", text);
     if (ok && full)
         ok = cJSON_AddStringToObject(obj, "language", hv_result_language(res)) &&
@@ -838,7 +811,6 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
         obj = NULL;
     }
     free(text);
-    free(file);
     return obj;
 }
 
@@ -915,7 +887,7 @@ static const char *g_language = "";
 /* --stream: where the segments of one input go as they come (stdout). */
 typedef struct stream_out {
     const options *o;
-    char *file;   /* the input's name, cleaned (jsonl) */
+    char *file;   /* the input's name (jsonl) */
     progress *pr; /* its progress line, cleared before output */
     int rate;     /* the model's sample rate */
     int n;        /* segments written */
@@ -951,7 +923,7 @@ static int on_stream_segment(void *user, const hv_segment *g) {
         default: {
             cJSON *obj = cJSON_CreateObject(), *seg = segment_json(g, o->word_timestamps);
             char *s = NULL;
-            if (obj && seg && cJSON_AddStringToObject(obj, "file", so->file) &&
+            if (obj && seg && hvt_json_add_name(obj, "file", so->file) &&
                 cJSON_AddItemToObject(obj, "segment", seg)) {
                 seg = NULL;
                 s = cJSON_PrintUnformatted(obj);
@@ -1009,7 +981,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     const char *lang = o->language ? o->language : g_language;
     stream_out so = {o, NULL, &pr, rate, 0, 0, !strcmp(lang, "ja") || !strcmp(lang, "zh"), 0};
     if (o->stream) {
-        if (!(so.file = hvt_utf8_clean(path))) {
+        if (!(so.file = strdup(path))) {
             free(pcm);
             file_error(path, HV_ERR_NOMEM, "out of memory");
             return NULL;
@@ -1091,7 +1063,7 @@ static int write_output_file(const options *o, const char *input, const char *ou
         file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
         return -1;
     }
-    return out_commit(&of);
+    return out_commit(&of, out_path);
 }
 
 int main(int argc, char **argv) {
@@ -1104,7 +1076,7 @@ int main(int argc, char **argv) {
     /* Open the destination before the long work, so that a bad path fails
      * at once. */
     int to_file = o.output && strcmp(o.output, "-") != 0;
-    out_file shared = {NULL, NULL};
+    static out_file shared; /* static: large */
     FILE *out = stdout;
     if (to_file) {
         for (int i = 0; i < o.n_files; i++)
@@ -1222,7 +1194,10 @@ int main(int argc, char **argv) {
             rc = 1;
         } else {
             ok = 1;
-            if (!to_file) fflush(stdout);
+            if (!to_file)
+                fflush(stdout);
+            else if (shared.in_place)
+                hv_out_flush(&shared); /* a FIFO's reader gets it now */
         }
         n_ok += ok;
         summarize(&summary_fd, &o, path, out_path, ok ? "ok" : "error", ok ? NULL : g_error,
@@ -1237,7 +1212,7 @@ done:
     if (to_file) {
         /* the results of the inputs that succeeded, whole, or no file */
         if (n_ok > 0 && rc != HVT_EXIT_USAGE) {
-            if (out_commit(&shared) != 0) rc = 1;
+            if (out_commit(&shared, o.output) != 0) rc = 1;
         } else {
             out_abort(&shared);
             if (ran)

@@ -54,6 +54,19 @@ extern "C" {
 /* The most beams hv_transcribe_params.num_beams may ask for. */
 #define HV_MAX_BEAMS 64
 
+/* The sample rates hviske takes, for files and for samples in memory: no
+ * speech recording has fewer than 1000 samples a second (telephone speech
+ * is 8000), and a lower rate would be upsampled to the model's 16000 Hz by
+ * 16 times and more, so a small file would ask for gigabytes. Outside this
+ * range reading is HV_ERR_FORMAT (a file) and hv_transcribe
+ * HV_ERR_INVALID_ARG (a buffer), the message naming the rate. */
+#define HV_MIN_SAMPLE_RATE 1000
+#define HV_MAX_SAMPLE_RATE 768000
+
+/* The default of hv_transcribe_params.max_audio_bytes: 2 GiB of samples at
+ * the model's rate, 9.3 hours at 16 kHz. */
+#define HV_DEFAULT_MAX_AUDIO_BYTES ((size_t)2 << 30)
+
 /* Status codes. 0 is success; every failure comes with a message. */
 typedef enum hv_status {
     HV_OK = 0,
@@ -320,6 +333,15 @@ typedef struct hv_transcribe_params {
      * hv_result_stopped() = 1; progress is not called for the rest. */
     int (*segment_callback)(void *user, const struct hv_segment *seg);
     void *segment_user;
+
+    /* The memory budget of the audio in one call: the mono samples at the
+     * model's rate (4 bytes each) that the input converts to may take at
+     * most this many bytes, judged from the input's length and rate before
+     * anything is converted; more is HV_ERR_LIMIT, naming the rate. 0: no
+     * budget. Default HV_DEFAULT_MAX_AUDIO_BYTES. hviske and
+     * hviske-server read files within the same budget
+     * (hv_audio_max_seconds). */
+    size_t max_audio_bytes;
 } hv_transcribe_params;
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
@@ -450,6 +472,11 @@ HV_API hv_status hv_audio_read_buffer(const void *data, size_t size, const char 
  * HV_ERR_IO (read pipes with the _buffer variant). On success the caller
  * frees *samples with hv_audio_free; *n_samples may be 0 for a tiny input.
  */
+/* The seconds of audio that a budget of max_audio_bytes
+ * (hv_transcribe_params.max_audio_bytes; 0: none) allows at target_rate,
+ * for hv_audio_read_mono's max_seconds: 0 for no limit. */
+HV_API double hv_audio_max_seconds(size_t max_audio_bytes, int target_rate);
+
 HV_API hv_status hv_audio_read_mono(const char *path, int target_rate, double max_seconds,
                                     float **samples, size_t *n_samples, char *errbuf,
                                     size_t errbuf_size);

@@ -14,7 +14,7 @@ OUTDIR="$(cd "$2" && pwd)"
 SECONDS_EACH="$3"
 shift 3
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(form request config audio tokenizer safetensors)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(form request json config audio tokenizer safetensors)
 
 CC="${FUZZ_CC:-clang}"
 if ! command -v "$CC" >/dev/null 2>&1; then
@@ -58,7 +58,7 @@ TOOLS=("$ROOT/server/server_form.c" "$ROOT/server/server_format.c" "$ROOT/server
 build() { # target
   local src=("$ROOT/tests/fuzz/fuzz_$1.c")
   case "$1" in
-    form | request) src+=("${TOOLS[@]}") ;;
+    form | request | json) src+=("${TOOLS[@]}") ;;
   esac
   "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer,address,undefined "${src[@]}" \
     "$OUTDIR/libhviske-fuzz.a" "${LIBS[@]}" -lpthread -o "$OUTDIR/fuzz_$1"

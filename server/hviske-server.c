@@ -714,15 +714,19 @@ static job_end run_job(worker *w, request *req) {
     hv_result *res = NULL;
 
     /* mono at the model's rate, decoded in blocks: memory is the mono
-     * samples whatever the upload's channels and rate */
-    hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate,
-                                             s->o->max_audio_s, &pcm, &n_frames, err, sizeof err);
+     * samples whatever the upload's channels and rate, within
+     * --max-audio-seconds and the library's memory budget */
+    double max_s = hv_audio_max_seconds(p->tp.max_audio_bytes, s->rate);
+    if (max_s <= 0 || (s->o->max_audio_s > 0 && s->o->max_audio_s < max_s))
+        max_s = s->o->max_audio_s;
+    hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate, max_s, &pcm,
+                                             &n_frames, err, sizeof err);
     srv_form_free(f); /* the upload is no longer needed */
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
                       "%s (this server "
                       "takes at most %g s)",
-                      err, s->o->max_audio_s);
+                      err, max_s);
         goto done;
     }
     if (st != HV_OK) {
@@ -1136,6 +1140,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req) return;
     double dt = hvt_now_s() - req->t0;
     srv_route mr = srv_route_of(req->path);
+    /* an answer begun but not sent in full because the connection broke
+     * (a stream the client abandoned): not answered, logged as nginx logs
+     * a client that closed first */
+    int cut = req->sent && (toe == MHD_REQUEST_TERMINATED_WITH_ERROR ||
+                            toe == MHD_REQUEST_TERMINATED_READ_ERROR ||
+                            toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT);
+    unsigned status = cut ? 0 : req->sent;
     if (s->access_log) {
         static const char *const why[] = {
             NULL, "error", "timed out", "daemon stopped", "read error", "client aborted"};
@@ -1143,11 +1154,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         .method = req->method,
                         .path = req->path,
                         .route = mr,
-                        .status = req->sent,
+                        .status = cut ? SRV_STATUS_CLIENT_CLOSED : status,
                         .audio_s = req->audio_s,
                         .duration_s = dt,
                         .client = req->client,
-                        .error = (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "error"};
+                        .error = cut                                        ? "client_closed"
+                                 : (unsigned)toe < sizeof why / sizeof *why ? why[toe]
+                                                                            : "error"};
         char *line = srv_access_line(&a);
         if (line) { /* one call: lines of concurrent requests do not mix */
             fprintf(s->access_log, "%s\n", line);
@@ -1155,7 +1168,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
         free(line);
     }
-    srv_metrics_end(&s->metrics, mr, req->sent, dt);
+    srv_metrics_end(&s->metrics, mr, status, dt);
     if (req->pp) MHD_destroy_post_processor(req->pp);
     if (req->resp) MHD_destroy_response(req->resp);
     srv_form_free(&req->form);

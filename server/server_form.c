@@ -307,6 +307,35 @@ static int parse_server_vad(const cJSON *obj, hv_vad_params *vp, srv_error *e) {
     return 0;
 }
 
+/* 1 when some object in the tree holds a key twice (cJSON keeps both in
+ * the object's list, and its lookups see only the first). */
+static int has_duplicate_key(const cJSON *node) {
+    for (const cJSON *a = node ? node->child : NULL; a; a = a->next) {
+        if (cJSON_IsObject(node))
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (strcmp(a->string, b->string) == 0) return 1;
+        if (has_duplicate_key(a)) return 1;
+    }
+    return 0;
+}
+
+cJSON *srv_json_field(const char *v, const char *param, srv_error *e) {
+    const char *end = NULL;
+    cJSON *obj = cJSON_ParseWithOpts(v, &end, 1); /* 1: nothing may follow */
+    if (!obj) {
+        srv_error_set(e, 400, "invalid_value", param,
+                      "%s is not valid JSON (at byte %zu; nothing may follow the value)", param,
+                      end && end >= v ? (size_t)(end - v) : (size_t)0);
+        return NULL;
+    }
+    if (has_duplicate_key(obj)) {
+        cJSON_Delete(obj);
+        srv_error_set(e, 400, "invalid_value", param, "%s holds a key more than once", param);
+        return NULL;
+    }
+    return obj;
+}
+
 /* chunking_strategy: "auto" or {"type": "server_vad", ...}: speech
  * detection with the server's settings, changed by the object's. */
 static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp, srv_error *e) {
@@ -316,7 +345,8 @@ static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp, srv_
                "this server (it runs without a speech detector)");
     tp->chunking = HV_CHUNKING_VAD;
     if (strcmp(v, "auto") == 0) return 0;
-    cJSON *obj = cJSON_ParseWithLength(v, strlen(v));
+    cJSON *obj = srv_json_field(v, P, e);
+    if (!obj) return -1;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(obj, "type");
     int rc = 0;
     if (!cJSON_IsObject(obj) || !cJSON_IsString(type) ||

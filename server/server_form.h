@@ -119,6 +119,13 @@ typedef struct srv_params {
     int stream;         /* stream=true: Server-Sent Events (json, text) */
 } srv_params;
 
+/* A form field that carries JSON, parsed strictly: one value and nothing
+ * after it but white space, and no object in it holding a key twice.
+ * The parsed value (caller frees with cJSON_Delete), or NULL with *e set
+ * (400 naming param). Every JSON field goes through it. */
+struct cJSON;
+struct cJSON *srv_json_field(const char *v, const char *param, srv_error *e);
+
 /* Validates the fields against the model (languages) into *p, starting
  * from the server's own parameters `base` (hv_transcribe_default_params
  * with the server's chunking mode, speech detector and its settings). chunking_strategy "auto" or {"type": "server_vad", ...} asks

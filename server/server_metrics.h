@@ -96,6 +96,11 @@ uint64_t srv_request_id_seed(void);
 
 /* --------------------------------------------------------- access log */
 
+/* The access log's status of an answer begun but cut off because the
+ * connection broke (the client went away): nginx's 499. /metrics counts
+ * such a request as unanswered. */
+#define SRV_STATUS_CLIENT_CLOSED 499u
+
 /* One request's line of the access log. */
 typedef struct srv_access {
     const char *request_id;

@@ -155,6 +155,7 @@ hv_transcribe_params hv_transcribe_default_params(void) {
     p.vad = NULL;
     p.vad_params = hv_vad_default_params();
     p.vad_max_gap_s = 3.0f;
+    p.max_audio_bytes = HV_DEFAULT_MAX_AUDIO_BYTES;
     return p;
 }
 
@@ -612,9 +613,21 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunk_seconds %g: must be between 1 and max_audio_clip_s (%g)",
                       p.chunk_seconds, c->max_audio_clip_s);
-    if (!pcm || channels < 1 || sample_rate < 1)
+    if (!pcm || channels < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)", channels,
                       sample_rate);
+    if (sample_rate < HV_MIN_SAMPLE_RATE || sample_rate > HV_MAX_SAMPLE_RATE)
+        return hv_err(e, HV_ERR_INVALID_ARG, "sample rate %d Hz: hviske takes %d to %d Hz",
+                      sample_rate, HV_MIN_SAMPLE_RATE, HV_MAX_SAMPLE_RATE);
+    /* the budget, from the length the samples will have at the model's
+     * rate, before anything is converted */
+    double at_rate = (double)n_frames * c->sample_rate / sample_rate;
+    if (p.max_audio_bytes && at_rate * sizeof(float) > (double)p.max_audio_bytes)
+        return hv_err(e, HV_ERR_LIMIT,
+                      "%.1f s of audio at %d Hz is %.0f samples at %d Hz (%.0f MiB), more than "
+                      "max_audio_bytes allows (%.0f MiB)",
+                      (double)n_frames / sample_rate, sample_rate, at_rate, c->sample_rate,
+                      at_rate * sizeof(float) / 1048576.0, p.max_audio_bytes / 1048576.0);
 
     /* samples at the model's rate (the caller's own buffer when it already
      * is mono at that rate: hours of audio are not copied), then the plan */

@@ -9,6 +9,7 @@ import math
 import os
 import re
 import signal
+import socket
 import subprocess
 import uuid
 
@@ -141,6 +142,23 @@ def recv_all(sock):
         if not b:
             return data
         data += b
+
+
+def abandon_stream(port, data):
+    """Sends the request bytes data (a stream=true upload), reads until
+    the first transcript.text.delta event, then resets the connection (a
+    client gone at once, not a polite close); the bytes read."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    s.sendall(data)
+    got = b""
+    while b"transcript.text.delta" not in got:
+        k = s.recv(65536)
+        if not k:
+            break
+        got += k
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+    s.close()
+    return got
 
 
 def multipart(fields, file=None, filename="audio.wav"):

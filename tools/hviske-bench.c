@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "hviske.h"
+#include "subtitles.h"
 #include "tool_util.h"
 
 typedef struct opts {
@@ -351,7 +352,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         int has_bound = bw && tokens > 0;
         if (o->json) {
             cJSON *j = cJSON_CreateObject();
-            cJSON_AddStringToObject(j, "file", path);
+            hvt_json_add_name(j, "file", path); /* lossless: subtitles.h */
             cJSON_AddNumberToObject(j, "audio_s", duration);
             cJSON_AddNumberToObject(j, "tokens", tokens);
             if (peak_m) {

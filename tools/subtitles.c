@@ -10,36 +10,93 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *hvt_utf8_clean(const char *s) {
+/* The length of the valid UTF-8 sequence at p (no overlongs, no
+ * surrogates, nothing above U+10FFFF), or 0 when the byte at p begins
+ * none. */
+static int utf8_len(const unsigned char *p, const unsigned char *end) {
+    unsigned c = *p;
+    int len = c < 0x80                 ? 1
+              : c >= 0xC2 && c <= 0xDF ? 2
+              : c >= 0xE0 && c <= 0xEF ? 3
+              : c >= 0xF0 && c <= 0xF4 ? 4
+                                       : 0;
+    int ok = len > 0 && len <= end - p;
+    for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xC0) == 0x80;
+    if (ok && len == 3) /* no overlongs, no surrogates */
+        ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
+    if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
+        ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
+    return ok ? len : 0;
+}
+
+/* A copy of s with each byte outside a valid UTF-8 sequence replaced by
+ * `bad` (U+FFFD) or, with bad NULL, by the four characters \xHH. */
+static char *utf8_copy(const char *s, const char *bad) {
     size_t n = strlen(s);
-    char *out = malloc(3 * n + 1), *w = out;
+    char *out = malloc(4 * n + 1), *w = out;
     if (!out) return NULL;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
-        unsigned c = *p;
-        int len = c < 0x80                 ? 1
-                  : c >= 0xC2 && c <= 0xDF ? 2
-                  : c >= 0xE0 && c <= 0xEF ? 3
-                  : c >= 0xF0 && c <= 0xF4 ? 4
-                                           : 0;
-        int ok = len > 0 && len <= end - p;
-        for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xC0) == 0x80;
-        if (ok && len == 3) /* no overlongs, no surrogates */
-            ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
-        if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
-            ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
-        if (ok) {
+        int len = utf8_len(p, end);
+        if (len) {
             memcpy(w, p, (size_t)len);
             w += len;
             p += len;
+        } else if (bad) {
+            memcpy(w, bad, strlen(bad));
+            w += strlen(bad);
+            p++;
         } else {
-            memcpy(w, "\xEF\xBF\xBD", 3);
-            w += 3;
+            static const char hex[] = "0123456789abcdef";
+            *w++ = '\\';
+            *w++ = 'x';
+            *w++ = hex[*p >> 4];
+            *w++ = hex[*p & 15];
             p++;
         }
     }
     *w = '\0';
     return out;
+}
+
+char *hvt_utf8_clean(const char *s) { return utf8_copy(s, "\xEF\xBF\xBD"); }
+
+int hvt_utf8_valid(const char *s) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+    int len = 1;
+    while (p < end && (len = utf8_len(p, end)) > 0) p += len;
+    return p == end;
+}
+
+char *hvt_name_escape(const char *name) { return utf8_copy(name, NULL); }
+
+char *hvt_base64(const void *data, size_t n) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    char *out = malloc((n + 2) / 3 * 4 + 1), *w = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        *w++ = A[v >> 18 & 63];
+        *w++ = A[v >> 12 & 63];
+        *w++ = i + 1 < n ? A[v >> 6 & 63] : '=';
+        *w++ = i + 2 < n ? A[v & 63] : '=';
+    }
+    *w = '\0';
+    return out;
+}
+
+int hvt_json_add_name(cJSON *o, const char *key, const char *name) {
+    if (hvt_utf8_valid(name)) return cJSON_AddStringToObject(o, key, name) != NULL;
+    char *shown = hvt_name_escape(name), *raw = hvt_base64(name, strlen(name));
+    char bkey[64];
+    snprintf(bkey, sizeof bkey, "%s_bytes", key);
+    int ok = shown && raw && cJSON_AddStringToObject(o, key, shown) &&
+             cJSON_AddStringToObject(o, bkey, raw);
+    free(shown);
+    free(raw);
+    return ok;
 }
 
 /* "HH:MM:SS,mmm" (srt, sep ',') or "HH:MM:SS.mmm" (vtt, sep '.'). */

@@ -26,6 +26,20 @@
  * whatever bytes it holds. NULL when out of memory; free() it. */
 char *hvt_utf8_clean(const char *s);
 
+/* File names in JSON, losslessly (docs/CLI.md, "File names in JSON"). A
+ * name that is valid UTF-8 is written as it is. One that is not is
+ * written with each byte outside a valid UTF-8 sequence as the four
+ * characters \xHH (lower-case hex; Python's
+ * name.decode("utf-8", "backslashreplace")), and the object gets
+ * KEY_bytes as well: the name's bytes in base64 (RFC 4648, padded), so
+ * two names differing only in such bytes stay apart. */
+int hvt_utf8_valid(const char *s);            /* 1: valid UTF-8 */
+char *hvt_name_escape(const char *name);      /* free() it; NULL: out of memory */
+char *hvt_base64(const void *data, size_t n); /* free() it; NULL: out of memory */
+struct cJSON;
+/* Adds key (and key_bytes when needed) to o; 0 when out of memory. */
+int hvt_json_add_name(struct cJSON *o, const char *key, const char *name);
+
 /* Writes text as one line: line breaks inside it (a model can emit them as
  * byte pieces) become spaces, then a newline. The text is written as it is
  * otherwise (not cleaned). */

@@ -83,12 +83,25 @@ class Result:
     stopped: bool = False
 
 
-def _int(name, value, lo, hi=None):
+# The bounds of the integers passed to the library: its own (hviske.h)
+# within the C type of the field that carries them.
+INT_MAX = 2**31 - 1
+MAX_THREADS = 256                # hv_model_params.n_threads
+MAX_BEAMS = 64                   # HV_MAX_BEAMS
+MIN_SAMPLE_RATE = 1000           # HV_MIN_SAMPLE_RATE
+MAX_SAMPLE_RATE = 768000         # HV_MAX_SAMPLE_RATE
+MAX_CHANNELS = 64                # what the library averages at most
+
+
+def _int(name, value, lo, hi):
+    """value, an int from lo to hi (both included); else ValueError
+    (InvalidArgument) naming the argument and the bounds. Every integer
+    the binding hands to C goes through here, so none is cut to the C
+    type."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < lo or (hi is not None and value > hi):
-        rng = f">= {lo}" if hi is None else f"from {lo} to {hi}"
-        raise InvalidArgument(f"{name} must be {rng}, not {value}")
+    if value < lo or value > hi:
+        raise InvalidArgument(f"{name} must be from {lo} to {hi}, not {value}")
     return value
 
 
@@ -116,7 +129,16 @@ class Model:
     detector's directory (default: $HVISKE_VAD_MODEL, else the one
     installed with the library, else the source tree's when the library is
     in a build folder). Use as a context manager or call close() to free
-    the memory at once."""
+    the memory at once.
+
+    The Model holds its library memory (model, speech detector, context)
+    while it is used: close() (and the end of a `with` block, and garbage
+    collection) waits for the transcriptions running in other threads to
+    finish, then frees it; transcriptions begun once close() was called
+    raise Error("the model is closed"). close() from a progress or
+    on_segment callback of a transcription of the same model on the same
+    thread (which would wait for itself) raises Error at once and frees
+    nothing."""
 
     def __init__(self, path, threads=None, weight_type="auto", library=None, vad_model=None):
         self._model = None
@@ -124,7 +146,7 @@ class Model:
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise TypeError(f"path must be a path, not {type(path).__name__}")
         params = lib.hv_model_default_params()
-        params.n_threads = 0 if threads is None else _int("threads", threads, 1, 256)
+        params.n_threads = 0 if threads is None else _int("threads", threads, 1, MAX_THREADS)
         params.weight_type = _parse(lib.hv_weight_type_parse, "weight_type", weight_type,
                                     "auto, f32, f16, bf16, q8_0, q4_0")
         if vad_model is not None and not isinstance(vad_model, (str, bytes, os.PathLike)):
@@ -135,6 +157,11 @@ class Model:
         self._vad_lock = threading.Lock()
         self._ctx = None
         self._ctx_lock = threading.Lock()
+        # who uses the library memory: transcriptions running (per thread),
+        # and close() waiting for them (_closing) or done (_model None)
+        self._use = threading.Condition()
+        self._users = {}
+        self._closing = False
         model = ctypes.c_void_p()
         err = ctypes.create_string_buffer(_ERRBUF)
         st = lib.hv_model_load(os.fsencode(path), ctypes.byref(params), ctypes.byref(model),
@@ -147,24 +174,45 @@ class Model:
 
     # ------------------------------------------------------------ facts
 
-    def _check(self):
-        if self._model is None:
-            raise Error("the model is closed")
-        return self._model
+    def _acquire(self):
+        """Marks the calling thread as using the library memory (close()
+        waits for it); the model pointer, or Error when closed."""
+        with self._use:
+            if self._model is None or self._closing:
+                raise Error("the model is closed")
+            me = threading.get_ident()
+            self._users[me] = self._users.get(me, 0) + 1
+            return self._model
+
+    def _release(self):
+        with self._use:
+            me = threading.get_ident()
+            self._users[me] -= 1
+            if not self._users[me]:
+                del self._users[me]
+            self._use.notify_all()
+
+    def _call(self, fn):
+        """fn(model pointer) while the model is held."""
+        m = self._acquire()
+        try:
+            return fn(m)
+        finally:
+            self._release()
 
     @property
     def sample_rate(self):
-        return self._lib.hv_model_sample_rate(self._check())
+        return self._call(self._lib.hv_model_sample_rate)
 
     @property
     def languages(self):
-        m = self._check()
-        return [self._lib.hv_model_language(m, i).decode("utf-8")
-                for i in range(self._lib.hv_model_n_languages(m))]
+        lib = self._lib
+        return self._call(lambda m: [lib.hv_model_language(m, i).decode("utf-8")
+                                     for i in range(lib.hv_model_n_languages(m))])
 
     @property
     def weight_bytes(self):
-        return self._lib.hv_model_weight_bytes(self._check())
+        return self._call(self._lib.hv_model_weight_bytes)
 
     @property
     def library_path(self):
@@ -174,17 +222,31 @@ class Model:
 
     def close(self):
         """Frees the model, its detector and its context; the Model can no
-        longer transcribe. Not while a transcription runs."""
-        lib = self._lib
-        if getattr(self, "_ctx", None):
-            lib.hv_context_free(self._ctx)
-            self._ctx = None
-        if getattr(self, "_vad", None):
-            lib.hv_vad_free(self._vad)
-            self._vad = None
-        if getattr(self, "_model", None):
-            lib.hv_model_free(self._model)
-            self._model = None
+        longer transcribe. Waits for the transcriptions running in other
+        threads to finish first (new ones raise Error at once); from a
+        callback of a transcription of this model on this thread, raises
+        Error instead (it would wait for itself)."""
+        use = getattr(self, "_use", None)
+        if use is None:  # __init__ failed before the model was loaded
+            return
+        with use:
+            if self._users.get(threading.get_ident()):
+                raise Error("close() from a callback of a transcription of this model: it "
+                            "cannot wait for the transcription that calls it; close the model "
+                            "after transcribe returns")
+            self._closing = True
+            while self._users:
+                use.wait()
+            lib = self._lib
+            if self._ctx:
+                lib.hv_context_free(self._ctx)
+                self._ctx = None
+            if self._vad:
+                lib.hv_vad_free(self._vad)
+                self._vad = None
+            if self._model:
+                lib.hv_model_free(self._model)
+                self._model = None
 
     def __enter__(self):
         return self
@@ -266,7 +328,7 @@ class Model:
                             f"{type(audio).__name__}")
         if sample_rate is None:
             raise InvalidArgument("samples need sample_rate (their rate in Hz)")
-        rate = _int("sample_rate", sample_rate, 1)
+        rate = _int("sample_rate", sample_rate, MIN_SAMPLE_RATE, MAX_SAMPLE_RATE)
         channels = 1
         if is_numpy:
             import numpy as np
@@ -274,8 +336,11 @@ class Model:
                 raise InvalidArgument("a numpy array of samples must have 1 dimension "
                                       "(mono) or 2 (frames x channels), not "
                                       f"{audio.ndim}")
-            if audio.ndim == 2:
-                channels = audio.shape[1]
+            if audio.ndim == 2 and audio.shape[1] > 0:
+                channels = _int("channels (the array's second dimension)", int(audio.shape[1]),
+                                1, MAX_CHANNELS)
+            elif audio.ndim == 2:
+                channels = 0
             if not np.issubdtype(audio.dtype, np.floating):
                 raise TypeError(f"samples must be floating point, not {audio.dtype}")
             keep = np.ascontiguousarray(audio, dtype=np.float32)
@@ -335,8 +400,19 @@ class Model:
         Returns a Result; raises an Error subclass with the library's
         message (InvalidArgument, also a ValueError, for a bad value;
         TypeError for a wrong type)."""
+        model = self._acquire()
+        try:
+            return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
+                                    sample, temperature, top_k, top_p, seed, chunking,
+                                    word_timestamps, progress, sample_rate, max_tokens,
+                                    chunk_seconds, on_segment)
+        finally:
+            self._release()
+
+    def _transcribe(self, model, audio, language, punctuation, beams, length_penalty, sample,
+                    temperature, top_k, top_p, seed, chunking, word_timestamps, progress,
+                    sample_rate, max_tokens, chunk_seconds, on_segment):
         lib = self._lib
-        model = self._check()
         tp = lib.hv_transcribe_default_params()
         if language is not None:
             if not isinstance(language, str):
@@ -346,17 +422,17 @@ class Model:
         if not isinstance(punctuation, bool):
             raise TypeError("punctuation must be True or False")
         tp.punctuation = int(punctuation)
-        tp.num_beams = _int("beams", beams, 1)
+        tp.num_beams = _int("beams", beams, 1, MAX_BEAMS)
         tp.length_penalty = _float("length_penalty", length_penalty)
         if not isinstance(sample, bool):
             raise TypeError("sample must be True or False")
         tp.do_sample = int(sample)
         tp.temperature = _float("temperature", temperature)
-        tp.top_k = _int("top_k", top_k, 0, 2**31 - 1)
+        tp.top_k = _int("top_k", top_k, 0, INT_MAX)
         tp.top_p = _float("top_p", top_p)
         tp.seed = _int("seed", seed, 0, 2**64 - 1)
         if max_tokens is not None:
-            tp.max_new_tokens = _int("max_tokens", max_tokens, 1, 2**31 - 1)
+            tp.max_new_tokens = _int("max_tokens", max_tokens, 1, INT_MAX)
         mode = _parse(lib.hv_chunking_parse, "chunking", chunking,
                       "auto, vad, energy, fixed, none")
         tp.chunking = mode

@@ -8,7 +8,9 @@ jsonl outputs.
 Exit status: 0 success, 1 a file or the model failed, 2 bad usage.
 """
 import argparse
+import base64
 import json
+import os
 import sys
 
 from . import Error, InvalidArgument, Model
@@ -45,9 +47,24 @@ def _parser():
     return p
 
 
+def _name(o, key, path):
+    """key: the file name; one that is not UTF-8 as the programs write it
+    (docs/CLI.md, "File names in JSON"): stray bytes as \\xHH, and
+    key_bytes the name's bytes in base64."""
+    raw = os.fsencode(path)
+    try:
+        o[key] = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        o[key] = raw.decode("utf-8", "backslashreplace")
+        o[key + "_bytes"] = base64.b64encode(raw).decode("ascii")
+
+
 def _json(path, r, words):
-    o = {"file": path, "text": r.text, "language": r.language, "duration": r.duration,
-         "segments": [{"start": s.start, "end": s.end, "text": s.text} for s in r.segments]}
+    o = {}
+    _name(o, "file", path)
+    o.update({"text": r.text, "language": r.language, "duration": r.duration,
+              "segments": [{"start": s.start, "end": s.end, "text": s.text}
+                           for s in r.segments]})
     if words:
         o["words"] = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3),
                        "probability": round(w.probability, 4)} for w in r.words]

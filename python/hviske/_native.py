@@ -100,7 +100,7 @@ class TranscribeParams(ctypes.Structure):
                 ("progress", PROGRESS),
                 ("progress_user", ctypes.c_void_p), ("abort_callback", ABORT),
                 ("abort_user", ctypes.c_void_p), ("segment_callback", SEGMENT),
-                ("segment_user", ctypes.c_void_p)]
+                ("segment_user", ctypes.c_void_p), ("max_audio_bytes", ctypes.c_size_t)]
 
 
 class Timings(ctypes.Structure):

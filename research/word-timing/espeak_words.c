@@ -73,8 +73,11 @@
  * synthesizer's own phoneme timing; a voice variant with an echo
  * (Alicia, robosoft6) sounds on for a few tens of ms after a word's end.
  *
- * Output files are written to a temporary file next to their path and
- * renamed when complete, so they are there whole or not at all. Exit
+ * Output files are written by util/out_file.h's rule: a regular file to a
+ * temporary file next to it, renamed when complete, so both are there
+ * whole or not at all; a symlink followed; a device or FIFO written in
+ * place. The WAV is 16-bit PCM with a 44-byte header, written without
+ * seeking. Exit
  * status: 0 success, 1 failure (message on stderr), 2 bad usage.
  */
 #include <errno.h>
@@ -90,7 +93,8 @@
 #include <unistd.h>
 
 #include <espeak-ng/speak_lib.h>
-#include <sndfile.h>
+
+#include "util/out_file.h"
 
 enum { EXIT_USAGE = 2 };
 enum { MAX_SENTENCES = 1000, MAX_LINE = 1000, MAX_SECONDS = 600, MAX_PAUSE = 60 };
@@ -444,45 +448,39 @@ static void make_noise(double *x, long n, int pink, uint64_t seed) {
 /* ----------------------------------------------------------- output */
 
 /* A temporary file next to path: its name in tmp (malloc'd), an open fd. */
-static int open_temp(const char *path, char **tmp) {
-    size_t n = strlen(path);
-    *tmp = malloc(n + 16);
-    if (!*tmp) return -1;
-    snprintf(*tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(*tmp);
-    if (fd < 0) {
-        fail("%s: cannot create a temporary file next to it: %s", path, strerror(errno));
-        free(*tmp), *tmp = NULL;
-        return -1;
+/* The 16-bit mono PCM WAV of n samples at rate, written to of (no
+ * seeking: a FIFO or device takes it too). 0, or -1 with a message. */
+static int write_wav(hv_out_file *of, const char *path, const short *pcm, long n, int rate) {
+    unsigned char h[44], buf[4096];
+    uint32_t data = (uint32_t)n * 2;
+    struct {
+        int at;
+        uint32_t v;
+        int bytes;
+    } fields[] = {{4, 36 + data, 4},
+                  {16, 16, 4},
+                  {20, 1, 2},
+                  {22, 1, 2},
+                  {24, (uint32_t)rate, 4},
+                  {28, (uint32_t)rate * 2, 4},
+                  {32, 2, 2},
+                  {34, 16, 2},
+                  {40, data, 4}};
+    memcpy(h, "RIFF....WAVEfmt ", 16);
+    memcpy(h + 36, "data", 4);
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+        for (int b = 0; b < fields[k].bytes; b++)
+            h[fields[k].at + b] = (unsigned char)(fields[k].v >> (8 * b));
+    int err = hv_out_write(of, h, sizeof h);
+    for (long i = 0; !err && i < n;) {
+        size_t m = 0;
+        for (; i < n && m < sizeof buf; i++, m += 2) {
+            buf[m] = (unsigned char)((unsigned short)pcm[i] & 0xFF);
+            buf[m + 1] = (unsigned char)((unsigned short)pcm[i] >> 8);
+        }
+        err = hv_out_write(of, buf, m);
     }
-    mode_t um = umask(0);
-    umask(um);
-    if (fchmod(fd, 0666 & ~um)) {
-        fail("%s: %s", *tmp, strerror(errno));
-        close(fd), unlink(*tmp), free(*tmp), *tmp = NULL;
-        return -1;
-    }
-    return fd;
-}
-
-static int write_wav(const char *path, const short *pcm, long n, int rate, char **tmp) {
-    int fd = open_temp(path, tmp);
-    if (fd < 0) return -1;
-    SF_INFO info = {.samplerate = rate, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
-    SNDFILE *sf = sf_open_fd(fd, SFM_WRITE, &info, SF_TRUE);
-    if (!sf) {
-        fail("%s: %s", path, sf_strerror(NULL));
-        close(fd);
-        return -1;
-    }
-    sf_count_t w = sf_write_short(sf, pcm, n);
-    int err = sf_error(sf);
-    if (w != n || err) {
-        fail("%s: writing failed: %s", path, err ? sf_error_number(err) : "short write");
-        sf_close(sf);
-        return -1;
-    }
-    if (sf_close(sf)) return fail("%s: closing failed", path), -1;
+    if (err) return fail("%s: writing failed: %s", path, strerror(err)), -1;
     return 0;
 }
 
@@ -506,16 +504,9 @@ typedef struct settings {
     int phonemes;
 } settings;
 
-static int write_truth(const char *path, const settings *o, const job *jb, const phone *ph,
-                       int rate, long total, double gain, double speech_rms, char **tmp) {
-    int fd = open_temp(path, tmp);
-    if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        fail("%s: %s", *tmp, strerror(errno));
-        close(fd);
-        return -1;
-    }
+static int write_truth(hv_out_file *of, const char *path, const settings *o, const job *jb,
+                       const phone *ph, int rate, long total, double gain, double speech_rms) {
+    FILE *f = of->f;
     const char *path_data = NULL;
     const char *version = espeak_Info(&path_data);
     fprintf(f, "{\n  \"generator\": \"espeak-words\",\n  \"espeak_ng_version\": ");
@@ -575,12 +566,8 @@ static int write_truth(const char *path, const settings *o, const job *jb, const
         fprintf(f, "}");
     }
     fprintf(f, "\n  ]\n}\n");
-    if (fflush(f) || ferror(f) || fsync(fileno(f))) {
-        fail("%s: writing failed: %s", path, strerror(errno));
-        fclose(f);
-        return -1;
-    }
-    if (fclose(f)) return fail("%s: closing failed: %s", path, strerror(errno)), -1;
+    int err = hv_out_flush(of);
+    if (err) return fail("%s: writing failed: %s", path, strerror(err)), -1;
     return 0;
 }
 
@@ -937,23 +924,28 @@ int main(int argc, char **argv) {
         free(x);
     }
 
-    char *tmp_wav = NULL, *tmp_truth = NULL;
-    int rc = 1;
-    if (write_wav(o.wav, out, total, rate, &tmp_wav) == 0 &&
-        write_truth(o.truth, &o, &jb, ph, rate, total, gain, speech_rms, &tmp_truth) == 0) {
-        if (rename(tmp_wav, o.wav))
-            fail("%s: cannot rename the temporary file to it: %s", o.wav, strerror(errno));
-        else if (rename(tmp_truth, o.truth)) {
-            fail("%s: cannot rename the temporary file to it: %s", o.truth, strerror(errno));
-            unlink(o.wav); /* both or neither */
-        } else
-            rc = 0;
+    /* both files or neither (util/out_file.h: regular files replaced
+     * whole, symlinks followed, a device or FIFO written in place) */
+    static hv_out_file wav, truth;
+    int rc = 1, err;
+    if ((err = hv_out_open(&wav, o.wav))) {
+        fail("%s: cannot create: %s", o.wav, strerror(err));
+    } else if ((err = hv_out_open(&truth, o.truth))) {
+        fail("%s: cannot create: %s", o.truth, strerror(err));
+        hv_out_abort(&wav);
+    } else if (write_wav(&wav, o.wav, out, total, rate) != 0 ||
+               write_truth(&truth, o.truth, &o, &jb, ph, rate, total, gain, speech_rms) != 0) {
+        hv_out_abort(&wav);
+        hv_out_abort(&truth);
+    } else if ((err = hv_out_commit(&wav))) {
+        fail("%s: writing failed: %s", o.wav, strerror(err));
+        hv_out_abort(&truth);
+    } else if ((err = hv_out_commit(&truth))) {
+        fail("%s: writing failed: %s", o.truth, strerror(err));
+        if (!wav.in_place) unlink(wav.target);
+    } else {
+        rc = 0;
     }
-    if (rc) {
-        if (tmp_wav) unlink(tmp_wav);
-        if (tmp_truth) unlink(tmp_truth);
-    }
-    free(tmp_wav), free(tmp_truth);
     espeak_Terminate();
     return bye(rc);
 }

@@ -338,9 +338,10 @@ static hv_status check_header(const SF_INFO *info, const char *path, double max_
     if (info->channels > HV_AUDIO_MAX_CHANNELS)
         return hv_err(e, HV_ERR_LIMIT, "%s: %d channels (at most %d supported)", path,
                       info->channels, HV_AUDIO_MAX_CHANNELS);
-    if (info->samplerate < 1 || info->samplerate > HV_AUDIO_MAX_RATE)
-        return hv_err(e, HV_ERR_FORMAT, "%s: unsupported sample rate %d Hz", path,
-                      info->samplerate);
+    if (info->samplerate < HV_AUDIO_MIN_RATE || info->samplerate > HV_AUDIO_MAX_RATE)
+        return hv_err(e, HV_ERR_FORMAT,
+                      "%s: unsupported sample rate %d Hz (hviske takes %d to %d Hz)", path,
+                      info->samplerate, HV_AUDIO_MIN_RATE, HV_AUDIO_MAX_RATE);
     /* Most frames we accept, so that frames * channels floats stay within
      * HV_AUDIO_MAX_SAMPLES (and therefore within size_t). */
     *max_frames = (size_t)(max_samples() / (uint64_t)info->channels);
@@ -684,10 +685,10 @@ hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int 
     if (channels < 1 || channels > HV_AUDIO_MAX_CHANNELS)
         return hv_err(e, HV_ERR_INVALID_ARG, "audio: %d channels (1 to %d supported)", channels,
                       HV_AUDIO_MAX_CHANNELS);
-    if (sample_rate < 1 || sample_rate > HV_AUDIO_MAX_RATE || target_rate < 1 ||
+    if (sample_rate < HV_AUDIO_MIN_RATE || sample_rate > HV_AUDIO_MAX_RATE || target_rate < 1 ||
         target_rate > HV_AUDIO_MAX_RATE)
-        return hv_err(e, HV_ERR_INVALID_ARG, "audio: sample rates %d -> %d Hz (1 to %d supported)",
-                      sample_rate, target_rate, HV_AUDIO_MAX_RATE);
+        return hv_err(e, HV_ERR_INVALID_ARG, "audio: sample rates %d -> %d Hz (%d to %d supported)",
+                      sample_rate, target_rate, HV_AUDIO_MIN_RATE, HV_AUDIO_MAX_RATE);
     if (n_frames == 0 || !pcm) return hv_err(e, HV_ERR_INVALID_ARG, "audio: no samples");
     if (n_frames > max_samples() / (unsigned)channels)
         return hv_err(e, HV_ERR_LIMIT,

@@ -6,13 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hviske.h"
 #include "util/error.h"
 
 /* Limits on what hviske reads: beyond them a file is refused (HV_ERR_LIMIT)
  * before anything large is allocated. 4 hours at 192 kHz is 2.76e9 samples
  * (11 GB of float), counted over all channels. */
 #define HV_AUDIO_MAX_CHANNELS 64
-#define HV_AUDIO_MAX_RATE     768000
+#define HV_AUDIO_MIN_RATE     HV_MIN_SAMPLE_RATE
+#define HV_AUDIO_MAX_RATE     HV_MAX_SAMPLE_RATE
 #define HV_AUDIO_MAX_SAMPLES  ((uint64_t)4 * 3600 * 192000)
 
 /* Reads a file as interleaved float PCM at its own rate. The caller frees

@@ -21,6 +21,7 @@
 #include "model/weights.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/out_file.h"
 
 /* One output tensor. */
 typedef struct out_tensor {
@@ -104,25 +105,25 @@ static char *make_header(out_tensor *ts, int n, size_t *len) {
     return h;
 }
 
-/* Writes len bytes of buf to path atomically: a temporary file in the same
- * folder, synced, then renamed over path. */
+/* Writes the n parts to path by util/out_file.h's rule: a regular file
+ * atomically (a temporary file beside it, synced, renamed over it), a
+ * symlink followed, a device, FIFO or socket written in place. */
 static hv_status write_parts(const char *path, const void *const *parts, const size_t *lens, int n,
                              hv_error *e) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return hv_err(e, HV_ERR_IO, "%s: %s", tmp, strerror(errno));
-    int ok = 1;
-    for (int i = 0; ok && i < n; i++)
-        ok = lens[i] == 0 || fwrite(parts[i], 1, lens[i], f) == lens[i];
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int err = errno;
-    if (fclose(f) != 0 && ok) ok = 0, err = errno;
-    if (ok && rename(tmp, path) != 0) ok = 0, err = errno;
-    if (!ok) {
-        unlink(tmp);
-        return hv_err(e, HV_ERR_IO, "%s: %s", path, strerror(err));
+    hv_out_file *of = malloc(sizeof *of);
+    if (!of) return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
+    int err = hv_out_open(of, path);
+    if (err) {
+        free(of);
+        return hv_err(e, HV_ERR_IO, "%s: cannot create: %s", path, strerror(err));
     }
+    for (int i = 0; !err && i < n; i++) err = hv_out_write(of, parts[i], lens[i]);
+    if (err)
+        hv_out_abort(of);
+    else
+        err = hv_out_commit(of);
+    free(of);
+    if (err) return hv_err(e, HV_ERR_IO, "%s: cannot write: %s", path, strerror(err));
     return HV_OK;
 }
 

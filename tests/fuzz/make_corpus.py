@@ -3,6 +3,7 @@
 tests/fuzz/corpus/<target>/ (small files; run from anywhere, rewrites them
 the same way every time):
 
+  json     JSON form fields and file names (fuzz_json.c)
   form     calls of srv_form_add (fuzz_form.c's encoding) and srv_delim
            inputs
   request  HTTP requests to hviske-server: health, models, transcriptions
@@ -144,6 +145,14 @@ def main():
     gen = {"pad_token_id": 0, "eos_token_id": 3, "bos_token_id": 4,
            "decoder_start_token_id": 4}
     write("config", "small", json.dumps(cfg).encode() + b"\0" + json.dumps(gen).encode())
+    # fuzz_json: even first byte, a JSON field; odd, a file name
+    for i, v in enumerate((b'{"type":"server_vad","threshold":0.5}',
+                           b'{"type":"server_vad","type":"foo"}', b'{"type":"server_vad"} xyz',
+                           b'{"a":{"b":1,"b":2}}', b'[1,{"x":1,"x":1}]  \n')):
+        write("json", f"field{i}", b"\0" + v)
+    for i, v in enumerate((b"recordings/a\xff.wav", b"caf\xc3\xa9.wav", b"\xed\xa0\x80 surrogate",
+                           b"\xf4\x90\x80\x80 above", b"\xe2\x82 cut", b"back\\xff.wav")):
+        write("json", f"name{i}", b"\1" + v)
     write("audio", "mono16k.wav", wav(0.1))
     write("audio", "stereo8k.wav", wav(0.1, 8000, 2))
 

@@ -68,7 +68,7 @@ def end_to_end():
     report("q8_0 against f32: log-probs compared and moved",
            q8["files"] == 1 and q8["tokens_compared"] > 0 and q8["logprob_mean_abs_diff"] > 0,
            str(q8))
-    # a name that is not UTF-8 (the engine's JSON replaces its byte) and
+    # a name that is not UTF-8 (the engine's JSON escapes its byte) and
     # a file given twice: results go by position, each input counts
     with tempfile.TemporaryDirectory() as d:
         odd = os.path.join(d, os.fsdecode(b"odd-\xff-name.wav"))

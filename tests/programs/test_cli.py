@@ -14,6 +14,7 @@ decoding options (--beams, --length-penalty, --sample, --temperature,
 greedy, seeds reproduce and differ).
 Prints one line per case and ends with "N passed, M failed".
 """
+import base64
 import glob
 import json
 import math
@@ -726,10 +727,11 @@ def test_hostile_audio(model, tmp):
                        timeout=TIMEOUT)
     try:
         o = json.loads(p.stdout.decode("utf-8"))
-        ok = p.returncode == 0 and "\ufffd" in o["file"]
+        ok = (p.returncode == 0 and o["file"] == raw.decode("utf-8", "backslashreplace")
+              and base64.b64decode(o["file_bytes"]) == raw)
     except (ValueError, KeyError, TypeError):
         ok = False
-    report("non-UTF-8 file name gives valid JSON", ok,
+    report("non-UTF-8 file name gives valid JSON, the name kept (\\xHH, file_bytes)", ok,
            f"rc={p.returncode} stdout={p.stdout[:200]!r} "
            f"stderr={p.stderr[-300:]!r}")
 

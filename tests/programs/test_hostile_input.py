@@ -20,20 +20,33 @@ Covers:
   5a a FIFO named like a model file, or given as the audio file, is
      refused at once instead of blocking forever;
   5b a damaged MP3 decodes without libmpg123 writing to standard error.
+Round three (issue #43):
+  1  every writer writes through, never over: a character device stays
+     one, a FIFO's reader and a socket's listener get the output, a
+     symlink survives with the output in its target, /dev/full and a
+     reader gone are exit 1 naming the error;
+  4  a WAV at 1 Hz (or 999) is refused at once naming the file and the
+     rate, not upsampled to gigabytes; 1000 Hz is read;
+  7  file names that are not UTF-8 stay apart in JSON (--json, jsonl,
+     --stream, --summary): \\xHH for stray bytes, KEY_bytes in base64.
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
 import os
 import resource
 import shutil
+import socket
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import CLI, Run, check, finish, report, skip_or_fail  # noqa: E402
+from hvtest import (CLI, WAIT, Run, check, finish, report, skip_or_fail,  # noqa: E402
+                    wait_until)
 
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 SOURCE = os.environ.get("HV_SOURCE_DIR",
@@ -260,6 +273,374 @@ def test_mp3_quiet(tmp):
           and "libmpg123" not in r.err, "")
 
 
+# --------------------------------------------- issue #43: outputs, round 3
+#
+# Every writer (hviske -o, --output-dir, --summary; hviske-quantize;
+# espeak-words) writes through what its path names, never over it: a
+# character device stays one, a FIFO's reader gets the output, a socket's
+# listener too, a symlink survives with the output in its target (a
+# dangling one's target created), a full device (/dev/full) and a reader
+# that went away are errors with exit status 1.
+
+QUANTIZE = os.path.join(BINARY, "hviske-quantize")
+ESPEAK_WORDS = os.environ.get("HV_ESPEAK_WORDS") or os.path.join(BINARY, "espeak-words")
+
+
+class FifoReader:
+    """Reads a FIFO until EOF in a thread. The read end is open before the
+    program under test starts (with a write end of our own, held until
+    close(), so that no EOF comes early): the program finds its reader
+    whenever it opens the FIFO, and EOF means it closed its end."""
+
+    def __init__(self, path):
+        self.rd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.wr = os.open(path, os.O_WRONLY)
+        os.set_blocking(self.rd, True)
+        self.data = b""
+        self.t = threading.Thread(target=self._read)
+        self.t.start()
+
+    def _read(self):
+        while True:
+            b = os.read(self.rd, 65536)
+            if not b:
+                break
+            self.data += b
+
+    def close(self):
+        os.close(self.wr)
+        self.t.join(WAIT)
+        os.close(self.rd)
+        return self.data
+
+
+class SocketReader:
+    """A Unix socket listening at path; reads one connection until EOF."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.bind(path)
+        self.s.listen(1)
+        self.s.settimeout(WAIT)
+        self.data = b""
+        self.t = threading.Thread(target=self._read)
+        self.t.start()
+
+    def _read(self):
+        try:
+            c, _ = self.s.accept()
+        except OSError:
+            return
+        with c:
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    break
+                self.data += b
+
+    def close(self):
+        self.t.join(WAIT)
+        self.s.close()
+        return self.data
+
+
+def run_prog(args, stdin=b""):
+    p = subprocess.run([str(a) for a in args], input=stdin, capture_output=True, timeout=900)
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+def writers(tmp):
+    """(name, the path it writes in a fresh folder, run(), what the output
+    holds) of every writer; run() gives (rc, stderr)."""
+    with open(os.path.join(DEMO, "config.json"), "rb") as f:
+        config = f.read()
+    w = [("-o", "out.txt", lambda d, p: run_prog([CLI, "-q", "-m", DEMO, "-o", p, EXAMPLE]),
+          SENTENCE.encode()),
+         ("--output-dir", "out/da-example.txt",
+          lambda d, p: run_prog([CLI, "-q", "-m", DEMO, "--output-dir", os.path.dirname(p),
+                                 EXAMPLE]), SENTENCE.encode()),
+         ("--summary", "summary.jsonl",
+          lambda d, p: run_prog([CLI, "-q", "-m", DEMO, "--summary", p, EXAMPLE]),
+          b'"status":"ok"'),
+         ("hviske-quantize", "q/config.json",
+          lambda d, p: run_prog([QUANTIZE, DEMO, os.path.dirname(p), "--type", "q8_0",
+                                 "--force"]), config)]
+    job = "0\thej med dig\n".encode()
+    if os.access(ESPEAK_WORDS, os.X_OK):
+        w += [("espeak-words --wav", "e.wav",
+               lambda d, p: run_prog([ESPEAK_WORDS, "--wav", p, "--truth",
+                                      os.path.join(d, "e.json")], job), b"RIFF"),
+              ("espeak-words --truth", "e.json",
+               lambda d, p: run_prog([ESPEAK_WORDS, "--wav", os.path.join(d, "e.wav"),
+                                      "--truth", p], job), b'"generator": "espeak-words"')]
+    else:
+        skip_or_fail("espeak-words as a writer", f"{ESPEAK_WORDS} is not built (libespeak-ng)")
+    return w
+
+
+def leftovers(*dirs):
+    return [f for d in dirs for f in os.listdir(d) if "hviske-" in f or ".tmp" in f]
+
+
+def test_write_through(tmp):
+    for name, rel, run, want in writers(tmp):
+        n = 0
+
+        def fresh():
+            nonlocal n
+            n += 1
+            d = os.path.join(tmp, f"wt-{name.strip('-').replace(' ', '-')}-{n}")
+            p = os.path.join(d, rel)
+            os.makedirs(os.path.dirname(p))
+            return d, p
+
+        # a character device (as /dev/null), made where a test may
+        if os.geteuid() == 0:
+            d, p = fresh()
+            os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            rc, err = run(d, p)
+            report(f"{name} to a character device (1,3): written in place, still a device, "
+                   "exit 0", rc == 0 and stat.S_ISCHR(os.lstat(p).st_mode)
+                   and not leftovers(os.path.dirname(p)), f"rc={rc} {err[-300:]!r}")
+        else:
+            print(f"skip  {name} to a character device: mknod needs root")
+        # a FIFO with a reader
+        d, p = fresh()
+        os.mkfifo(p)
+        r = FifoReader(p)
+        rc, err = run(d, p)
+        got = r.close()
+        report(f"{name} to a FIFO: the reader gets the output, still a FIFO, exit 0",
+               rc == 0 and want in got and stat.S_ISFIFO(os.lstat(p).st_mode),
+               f"rc={rc} got={got[:100]!r} {err[-300:]!r}")
+        # a Unix socket with a listener
+        d, p = fresh()
+        try:
+            r = SocketReader(p)
+        except OSError as e:  # a path too long for sun_path
+            report(f"{name} to a socket: listener", False, repr(e))
+        else:
+            rc, err = run(d, p)
+            got = r.close()
+            report(f"{name} to a Unix socket: the listener gets the output, exit 0",
+                   rc == 0 and want in got and stat.S_ISSOCK(os.lstat(p).st_mode),
+                   f"rc={rc} got={got[:100]!r} {err[-300:]!r}")
+        # a symlink to a regular file elsewhere, and a dangling one
+        for dangling in (False, True):
+            d, p = fresh()
+            other = os.path.join(d, "elsewhere")
+            os.mkdir(other)
+            real = os.path.join(other, "real")
+            if not dangling:
+                with open(real, "wb") as f:
+                    f.write(b"old")
+            os.symlink(os.path.relpath(real, os.path.dirname(p)), p)
+            rc, err = run(d, p)
+            with open(real, "rb") if os.path.isfile(real) else open(os.devnull, "rb") as f:
+                got = f.read()
+            kind = "a dangling symlink" if dangling else "a symlink"
+            report(f"{name} to {kind}: the link survives, its target holds the output, "
+                   "no temporary file left, exit 0",
+                   rc == 0 and os.path.islink(p) and want in got
+                   and not leftovers(other, os.path.dirname(p)),
+                   f"rc={rc} link={os.path.islink(p)} got={got[:80]!r} {err[-300:]!r}")
+        # a full device, through a symlink
+        d, p = fresh()
+        os.symlink("/dev/full", p)
+        rc, err = run(d, p)
+        report(f"{name} to /dev/full: exit 1, 'No space left on device', the link kept",
+               rc == 1 and "No space left on device" in err and os.path.islink(p),
+               f"rc={rc} {err[-300:]!r}")
+
+
+def fd_open_on(pid, path):
+    """True when process pid holds path open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def test_reader_gone(tmp):
+    """A FIFO whose reader goes away before the output comes: EPIPE,
+    reported, exit 1 (not death by SIGPIPE, not exit 0). hviske reads the
+    audio from standard input, so the reader leaves, deterministically,
+    after the program opened the FIFO and before it writes."""
+    with open(EXAMPLE, "rb") as f:
+        audio = f.read()
+    for name, opt in (("-o", "-o"), ("--summary", "--summary")):
+        p = os.path.join(tmp, f"gone-{opt.strip('-')}")
+        os.mkfifo(p)
+        rd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        args = [CLI, "-q", "-m", DEMO, opt, p, "-"]
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        opened = wait_until(lambda: fd_open_on(proc.pid, p) or proc.poll() is not None)
+        os.close(rd)
+        _, err = proc.communicate(audio, timeout=900)
+        err = err.decode("utf-8", "replace")
+        report(f"{name} to a FIFO whose reader went away: 'Broken pipe', exit 1",
+               opened and proc.returncode == 1 and "Broken pipe" in err,
+               f"rc={proc.returncode} {err[-300:]!r}")
+    # the quantizer writes megabytes: a reader that takes one byte and
+    # leaves makes its writes fail, whatever the timing
+    d = os.path.join(tmp, "gone-q")
+    os.mkdir(d)
+    p = os.path.join(d, "model.safetensors")
+    os.mkfifo(p)
+    rd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    wr = os.open(p, os.O_WRONLY)
+    os.set_blocking(rd, True)
+
+    def take_one():
+        os.read(rd, 1)
+        os.close(rd)
+    t = threading.Thread(target=take_one)
+    t.start()
+    proc = subprocess.Popen([QUANTIZE, DEMO, d, "--type", "q8_0", "--force"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # our own write end goes once the quantizer has the FIFO open: its
+    # first byte then comes from the quantizer
+    wait_until(lambda: fd_open_on(proc.pid, p) or proc.poll() is not None)
+    os.close(wr)
+    _, err = proc.communicate(timeout=900)
+    t.join(WAIT)
+    err = err.decode("utf-8", "replace")
+    report("hviske-quantize to a FIFO whose reader went away: 'Broken pipe', exit 1",
+           proc.returncode == 1 and "Broken pipe" in err, f"rc={proc.returncode} {err[-300:]!r}")
+    # standard output as a path: /dev/fd/1, and a link to /dev/stdout (never
+    # /dev/stdout or /dev/full themselves: a writer that renames over its
+    # path, run as root, would replace the system's own)
+    out = os.path.join(tmp, "stdout.txt")
+    link = os.path.join(tmp, "to-stdout")
+    os.symlink("/dev/stdout", link)
+    for target in ("/dev/fd/1", link):
+        with open(out, "wb") as f:
+            f.write(b"kept\n")
+        with open(out, "ab") as f:
+            p = subprocess.run([CLI, "-q", "-m", DEMO, "-o", target, EXAMPLE], stdout=f,
+                               stderr=subprocess.PIPE, timeout=900)
+        with open(out, "rb") as f:
+            got = f.read()
+        name = "/dev/fd/1" if target == "/dev/fd/1" else "a link to /dev/stdout"
+        report(f"-o {name}, standard output appended to (>>): written in place, what it "
+               "held kept", p.returncode == 0 and os.path.islink(link)
+               and got == b"kept\n" + SENTENCE.encode() + b"\n",
+               f"rc={p.returncode} got={got!r} {p.stderr[-300:]!r}")
+
+
+# ---------------------------------------------- issue #43: sample rates
+
+def wav_at(path, rate, seconds):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"\0\1" * int(rate * seconds))
+    return path
+
+
+def test_rate_floor(tmp):
+    """A 40 KB WAV at 1 Hz asked for 1.57 GB (upsampled 16000 times):
+    rates below 1000 Hz are refused at once, naming the file and the
+    rate; 1000 Hz is read."""
+    for rate, secs in ((1, 20000), (999, 20)):
+        p = wav_at(os.path.join(tmp, f"rate{rate}.wav"), rate, secs)
+        rc, out, err, rss = peak_rss_run(["-q", "-t", 2, "-m", DEMO, p])
+        report(f"a {os.path.getsize(p) // 1024} KB WAV at {rate} Hz: refused naming the file "
+               f"and the rate, exit 1, peak RSS {rss >> 20} MiB",
+               rc == 1 and p in err and f"{rate} Hz" in err and "1000" in err
+               and (sanitized() or rss < 200 << 20), f"rc={rc} {err[-300:]!r}")
+    p = wav_at(os.path.join(tmp, "rate1000.wav"), 1000, 2)
+    r = Run(["-q", "-t", 2, "-m", DEMO, p])
+    check("a WAV at 1000 Hz (the floor) is read", r, r.rc == 0)
+
+
+# ------------------------------------------- issue #43: file names in JSON
+
+def test_names(tmp):
+    """Names that are not UTF-8 were written with U+FFFD, so two names
+    could print the same: now every byte outside valid UTF-8 is \\xHH (as
+    Python's backslashreplace) and KEY_bytes carries the raw name in
+    base64, in --json, jsonl (also --stream) and --summary's input and
+    output."""
+    import base64
+    d = os.path.join(tmp, "names").encode()
+    os.makedirs(d)
+    with open(EXAMPLE, "rb") as f:
+        audio = f.read()
+    names = [os.path.join(d, n) for n in (b"a\xff.wav", b"a\xfe.wav", "ø.wav".encode())]
+    for n in names:
+        with open(n, "wb") as f:
+            f.write(audio)
+
+    def run_b(args):
+        p = subprocess.run([os.fsencode(CLI)] + [a if isinstance(a, bytes) else str(a).encode()
+                                                 for a in args], capture_output=True,
+                           timeout=900)
+        return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+    def check_name(o, key, raw):
+        valid = True
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            valid = False
+        shown = raw.decode("utf-8", "backslashreplace")
+        if valid:
+            return o.get(key) == shown and key + "_bytes" not in o
+        return (o.get(key) == shown
+                and base64.b64decode(o.get(key + "_bytes", "")) == raw)
+
+    for label, args in (("--format jsonl", ["--format", "jsonl"]),
+                        ("--stream --format jsonl", ["--stream", "--format", "jsonl"]),
+                        ("--json", ["--json"])):
+        rc, out, err = run_b(["-q", "-m", DEMO] + args + names)
+        objs = []
+        try:
+            if label == "--json":
+                dec = json.JSONDecoder()
+                text, i = out.decode("utf-8"), 0
+                while i < len(text):
+                    while i < len(text) and text[i].isspace():
+                        i += 1
+                    if i < len(text):
+                        o, i = dec.raw_decode(text, i)
+                        objs.append(o)
+            else:
+                objs = [json.loads(x) for x in out.decode("utf-8").splitlines()]
+            if label.startswith("--stream"):
+                objs = [o for o in objs if "segment" not in o]
+        except ValueError as e:
+            objs = [repr(e)]
+        ok = rc == 0 and len(objs) == len(names) and all(
+            isinstance(o, dict) and check_name(o, "file", n) for o, n in zip(objs, names))
+        shown = [(o.get("file"), o.get("file_bytes")) if isinstance(o, dict) else o
+                 for o in objs]
+        report(f"{label}: names that are not UTF-8 kept apart (\\xHH, file_bytes), a UTF-8 "
+               f"name as it is: {shown}", ok and len({s for s in shown}) == len(names),
+               f"rc={rc} {err[-300:]!r}")
+    outdir = os.path.join(d, b"out")
+    summ = os.path.join(d, b"summary.jsonl")
+    rc, out, err = run_b(["-q", "-m", DEMO, "--output-dir", outdir, "--summary", summ] + names)
+    with open(summ, "rb") as f:
+        lines = [json.loads(x) for x in f.read().decode("utf-8").splitlines()]
+    outs = [os.path.join(outdir, os.path.basename(n)[:-4] + b".txt") for n in names]
+    report("--summary: input and output kept apart (input_bytes, output_bytes), the output "
+           "files under their real names",
+           rc == 0 and len(lines) == 3 and all(
+               check_name(o, "input", n) and check_name(o, "output", w)
+               for o, n, w in zip(lines, names, outs)) and all(os.path.isfile(w) for w in outs),
+           f"rc={rc} {lines} {err[-300:]!r}")
+
+
 def main():
     if not os.path.isdir(DEMO):
         report("demo model present", False, DEMO)
@@ -267,6 +648,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="hv-hostile-")
     try:
         test_fifos(tmp)
+        test_write_through(tmp)
+        test_reader_gone(tmp)
+        test_rate_floor(tmp)
+        test_names(tmp)
         test_tiny_clip(tmp)
         test_broken_weights(tmp)
         test_flac_length(tmp)

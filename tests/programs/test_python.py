@@ -21,6 +21,13 @@ demo model and examples/da-example.wav:
     a wrong type), a missing file or model names the path, a wrong
     $HVISKE_LIBRARY gives LibraryNotFound naming it;
   * two threads transcribing with one model give the same results;
+  * (issue #43) close() racing transcribe() held in its progress and
+    on_segment callbacks waits for it (no use-after-free under the
+    sanitizers), close() from its own callback raises; every integer
+    passed to C out of its C type's or the library's bounds (sample_rate
+    2**32 + 8000, 10**12, negative, below 1000 Hz; beams, top_k,
+    max_tokens, seed, threads, numpy channels) raises ValueError naming
+    the argument and the bounds;
   * python -m hviske prints the CLI's lines and words;
   * 200 transcriptions keep the resident memory flat;
   * `pip install --no-build-isolation --no-deps --target DIR ./python`
@@ -44,7 +51,7 @@ import threading
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import report, finish, Run  # noqa: E402
+from hvtest import WAIT, Run, finish, report, wait_until  # noqa: E402
 
 SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])
 BINARY = os.path.abspath(os.environ["HV_BINARY_DIR"])
@@ -359,6 +366,135 @@ def test_errors(hviske, model):
     report("the model works after the errors", r.text == SENTENCE, r)
 
 
+def test_int_bounds(hviske, model):
+    """Issue #43, finding 3: every integer handed to C is checked against
+    the C type and the library's bounds: ValueError naming the argument
+    and the bounds, never a value cut to 32 bits (2**32 + 8000 Hz ran as
+    8000 Hz)."""
+    samples = [0.0] * 16000
+    cases = [("sample_rate=2**32 + 8000", lambda: model.transcribe(samples,
+                                                                  sample_rate=2**32 + 8000),
+              ("sample_rate", "1000", "768000")),
+             ("sample_rate=10**12", lambda: model.transcribe(samples, sample_rate=10**12),
+              ("sample_rate", "768000")),
+             ("sample_rate=-8000", lambda: model.transcribe(samples, sample_rate=-8000),
+              ("sample_rate", "1000")),
+             ("sample_rate=999 (below the floor)",
+              lambda: model.transcribe(samples, sample_rate=999), ("sample_rate", "1000")),
+             ("sample_rate=768001", lambda: model.transcribe(samples, sample_rate=768001),
+              ("sample_rate", "768000")),
+             ("beams=2**32 + 1", lambda: model.transcribe(WAV, beams=2**32 + 1),
+              ("beams", "1", "64")),
+             ("top_k=2**31", lambda: model.transcribe(WAV, sample=True, top_k=2**31),
+              ("top_k", str(2**31 - 1))),
+             ("max_tokens=2**32 + 5", lambda: model.transcribe(WAV, max_tokens=2**32 + 5),
+              ("max_tokens", str(2**31 - 1))),
+             ("max_tokens=0", lambda: model.transcribe(WAV, max_tokens=0), ("max_tokens", "1")),
+             ("seed=2**64", lambda: model.transcribe(WAV, sample=True, seed=2**64),
+              ("seed", str(2**64 - 1))),
+             ("threads=2**32 + 2", lambda: hviske.Model(DEMO, threads=2**32 + 2),
+              ("threads", "256")),
+             ("threads=-1", lambda: hviske.Model(DEMO, threads=-1), ("threads", "1"))]
+    try:
+        import numpy as np
+        cases.append(("numpy frames x 65 channels",
+                      lambda: model.transcribe(np.zeros((100, 65), np.float32),
+                                               sample_rate=16000), ("channels", "64")))
+    except ImportError:
+        print("skip  numpy channel bound: numpy is missing")
+    for name, fn, needles in cases:
+        try:
+            fn()
+        except ValueError as e:
+            msg = str(e)
+            report(f"{name}: ValueError naming the argument and the bounds: {msg[:100]}",
+                   all(n in msg for n in needles), f"message {msg!r} lacks one of {needles}")
+            continue
+        except Exception as e:  # noqa: BLE001
+            report(name, False, f"raised {type(e).__name__}: {e}, want ValueError")
+            continue
+        report(name, False, "no error")
+
+
+def test_close_race(hviske):
+    """Issue #43, finding 2: close() while another thread is inside
+    transcribe() (held in its progress or on_segment callback, so the
+    transcription is known to be running: no sleeps) waits for it; the
+    transcription finishes with its text, transcriptions begun meanwhile
+    raise at once, and close() from a callback of its own transcription
+    raises instead of waiting for itself. Under the sanitizers this is
+    the use-after-free check."""
+    samples, rate = wav_samples()
+    audio = samples + array.array("f", [0.0] * rate) + samples
+    kw = {"sample_rate": rate, "chunking": "fixed", "chunk_seconds": 3.0}
+    with hviske.Model(DEMO, threads=THREADS) as ref:
+        want = ref.transcribe(audio, **kw)
+    for cb_name, how in (("progress", "close()"), ("on_segment", "the with block's end")):
+        m = hviske.Model(DEMO, threads=THREADS)
+        inside, go = threading.Event(), threading.Event()
+
+        def cb(*_args):
+            if not inside.is_set():
+                inside.set()
+                go.wait(WAIT)
+        out, closed = {}, {}
+
+        def work():
+            try:
+                out["r"] = m.transcribe(audio, **kw, **{cb_name: cb})
+            except Exception as e:  # noqa: BLE001
+                out["e"] = e
+
+        def closer():
+            try:
+                if how == "close()":
+                    m.close()
+                else:
+                    m.__exit__(None, None, None)
+                closed["ok"] = True
+            except Exception as e:  # noqa: BLE001
+                closed["e"] = e
+        t = threading.Thread(target=work)
+        t.start()
+        running = inside.wait(WAIT)
+        c = threading.Thread(target=closer)
+        c.start()
+        # close() has begun (it marks the model as closing) or returned
+        wait_until(lambda: getattr(m, "_closing", False) or not c.is_alive())
+        waits = running and c.is_alive() and not closed
+        try:
+            m.transcribe(WAV)
+            late = "no error"
+        except hviske.Error as e:
+            late = str(e)
+        go.set()
+        t.join(WAIT)
+        c.join(WAIT)
+        r = out.get("r")
+        report(f"{how} while transcribe() is in its {cb_name} callback: it waits",
+               waits, f"running={running} closed={closed}")
+        report(f"... a transcription begun meanwhile raises at once: {late}", "closed" in late,
+               late)
+        report("... the running one finishes with its text, then the model is freed",
+               r is not None and r.text == want.text and closed.get("ok")
+               and m._model is None, f"{out} {closed}")
+    m = hviske.Model(DEMO, threads=THREADS)
+    errors = []
+
+    def close_inside(_seg):
+        try:
+            m.close()
+        except hviske.Error as e:
+            errors.append(e)
+    r = m.transcribe(WAV, on_segment=close_inside)
+    report("close() from a callback of its own transcription raises at once (no deadlock), "
+           "and the transcription completes",
+           len(errors) == 1 and "callback" in str(errors[0]) and r.text == SENTENCE,
+           f"{errors} {r.text!r}")
+    m.close()
+    report("... and close() after it frees the model", m._model is None)
+
+
 def run_child(code, env):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=300)
@@ -428,6 +564,26 @@ def test_module_cli():
     report("python -m hviske: a missing file is named, the others go on, exit 1",
            p.returncode == 1 and missing in p.stderr and p.stdout == SENTENCE + "\n",
            f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    # names that are not UTF-8 (issue #43): as the CLI writes them
+    import base64
+    tmp = tempfile.mkdtemp()
+    try:
+        names = [os.path.join(os.fsencode(tmp), n) for n in (b"a\xff.wav", b"a\xfe.wav")]
+        for n in names:
+            shutil.copyfile(WAV, n)
+        p = subprocess.run([os.fsencode(sys.executable), b"-m", b"hviske", b"-m",
+                            os.fsencode(DEMO), b"--json"] + names, capture_output=True,
+                           env=env, timeout=300)
+        try:
+            objs = [json.loads(x) for x in p.stdout.decode("utf-8").splitlines()]
+            ok = [(o["file"], base64.b64decode(o["file_bytes"])) for o in objs] == [
+                (n.decode("utf-8", "backslashreplace"), n) for n in names]
+        except (ValueError, KeyError) as e:
+            ok, objs = False, repr(e)
+        report("python -m hviske --json: names that are not UTF-8 kept apart (\\xHH, "
+               "file_bytes)", p.returncode == 0 and ok, f"{objs} {p.stderr[-300:]!r}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     p = mod(["--beams", "0", WAV])
     report("python -m hviske --beams 0: exit 2 naming beams", p.returncode == 2 and
            "beams" in p.stderr and p.stdout == "", f"{p.returncode} {p.stderr!r}")
@@ -520,6 +676,8 @@ def main():
     test_progress(hviske, model)
     test_on_segment(hviske, model)
     test_errors(hviske, model)
+    test_int_bounds(hviske, model)
+    test_close_race(hviske)
     test_library_lookup()
     test_module_cli()
     test_threads(hviske, model)

@@ -22,7 +22,13 @@ Covers:
     and beyond the reserve every request, /health too, gets one;
   * multipart parts (issue 5c): an empty part hides no repeated field, and
     every part, empty or not, counts against the limit of 32;
-    timestamp_granularities[] as one part per value still works.
+    timestamp_granularities[] as one part per value still works;
+  * JSON form fields (issue #43): chunking_strategy with trailing data or
+    a key twice (type, threshold, apart) is a 400 naming the field;
+  * an upload at 1 Hz (issue #43) is a 400 naming the rate, not 3000 s of
+    audio upsampled;
+  * a stream the client abandons (issue #43) is logged with status 499
+    and error client_closed, and counted as unanswered in /metrics.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -37,8 +43,9 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import WAIT, finish, report, wait_until  # noqa: E402
+from hvtest import DEMO_MODEL, WAIT, finish, report, wait_until  # noqa: E402
 import test_server as ts  # noqa: E402
+import hvserver  # noqa: E402
 
 URL = "/v1/audio/transcriptions"
 RESERVE = 4  # server/hviske-server.c: connections beyond --max-connections
@@ -348,6 +355,78 @@ def test_parts(port, wav, want):
            and b"more than once" not in resp, f"{resp[:300]!r}")
 
 
+def test_json_fields(port, wav):
+    """Issue #43, finding 5: every field that carries JSON is parsed
+    strictly: nothing after the value, no key twice (at any depth)."""
+    audio = ts.read(wav)
+    cs = "chunking_strategy"
+    for value, label in (
+            ('{"type":"server_vad"} xyz', "trailing data"),
+            ('{"type":"server_vad"}{}', "a second value"),
+            ('{"type":"server_vad","type":"foo"}', "type twice (the second bad)"),
+            ('{"type":"server_vad","type":"server_vad"}', "type twice (both good)"),
+            ('{"type":"server_vad","threshold":0.5,"threshold":0.6}', "threshold twice"),
+            ('{"type":"server_vad","silence_duration_ms":500,"prefix_padding_ms":30,'
+             '"silence_duration_ms":600}', "a key twice, apart"),
+            ('{"type":"server_vad"', "cut short"),
+    ):
+        r = ts.transcribe(port, audio, [(cs, value)])
+        report(f"{cs} {label}: 400 naming the field", ts.is_error(r, 400, cs), str(r))
+    r = ts.transcribe(port, audio, [(cs, ' {"type":"server_vad","threshold":0.5} \n')])
+    report(f"{cs} with white space around it: 200", r.status == 200, str(r))
+
+
+def test_rate_floor(port, tmp):
+    """Issue #43, finding 4: a 6 KB upload at 1 Hz counted as 3000 s of
+    audio (and was upsampled to it): rates below 1000 Hz are a 400 naming
+    the rate, at once."""
+    import wave
+    path = os.path.join(tmp, "rate1.wav")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(1)
+        w.writeframes(b"\0\1" * 3000)
+    r = ts.transcribe(port, ts.read(path))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("a 6 KB upload at 1 Hz: 400 naming the rate and the floor",
+           ts.is_error(r, 400, "file") and "1 Hz" in msg and "1000" in msg, str(r))
+
+
+def test_abandoned_stream(model, tmp):
+    """Issue #43, finding 6: a stream the client abandons is logged as
+    client_closed with status 499 and counted as unanswered, not as a
+    200."""
+    from test_streaming import sentences_wav
+    path = sentences_wav(os.path.join(tmp, "long40.wav"), 40, 4)
+    srv = ts.Server(model, "-t", "1", "--workers", "1", "--max-upload-mb", "64", tmp=tmp)
+    if not srv.port:
+        report("stream server starts", False, srv.stderr())
+        return
+    data = post_bytes(ts.read(path), [("stream", "true")],
+                      extra_headers="X-Request-Id: abandoned-stream\r\n")
+    got = hvserver.abandon_stream(srv.port, data)
+
+    def logged():
+        return [a for a in srv.access_lines() if a.get("request_id") == "abandoned-stream"]
+    lines = wait_until(logged, interval=0.05) or []
+    a = lines[0] if lines else {}
+    report("an abandoned stream: the access log says status 499, error client_closed",
+           b"transcript.text.delta" in got and a.get("status") == 499
+           and a.get("error") == "client_closed", f"{lines} {got[:200]!r}")
+    samples = hvserver.scrape_settled(srv.port)
+    route = "/v1/audio/transcriptions"
+    unanswered = samples and hvserver.metric(samples, "hviske_http_requests_unanswered_total",
+                                       route=route)
+    ok200 = samples and hvserver.metric(samples, "hviske_http_requests_total", route=route,
+                                  status="200")
+    report("... and /metrics counts it unanswered, not under status 200",
+           unanswered == 1 and not ok200, f"unanswered={unanswered} 200={ok200}")
+    srv.stop()
+    report("stream server: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
+
+
 def test_usage(model):
     import subprocess
     for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
@@ -381,12 +460,15 @@ def main():
         if srv.port:
             test_half_close(srv.port, wav, want)
             test_parts(srv.port, wav, want)
+            test_json_fields(srv.port, wav)
+            test_rate_floor(srv.port, tmp)
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())
         test_refused_at_once(model, tmp)
         test_slow_uploads(model, wav, want, tmp)
         test_connection_slots(model, tmp)
+        test_abandoned_stream(DEMO_MODEL, tmp)
     print(f"# {time.time() - t_start:.1f} s")
     return finish()
 

@@ -41,7 +41,7 @@ import wave
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run,  # noqa: E402
                     finish, readme_section, report, skip_or_fail, wait_until)
-from hvserver import Server, multipart, recv_all  # noqa: E402
+from hvserver import Server, abandon_stream, multipart, recv_all  # noqa: E402
 
 NODE_DIR = os.path.join(SOURCE_DIR, "tests", "node")
 
@@ -299,17 +299,8 @@ def test_disconnect(tmp, want_one):
     if not srv.port:
         report("server for the disconnect test starts", False, srv.stderr())
         return
-    s = socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT)
-    s.sendall(request_bytes(srv.port, [("model", "hviske"), ("stream", "true")], audio))
-    data = b""
-    while b"transcript.text.delta" not in data:
-        k = s.recv(65536)
-        if not k:
-            break
-        data += k
-    # gone at once: a reset, not a polite close
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
-    s.close()
+    data = abandon_stream(
+        srv.port, request_bytes(srv.port, [("model", "hviske"), ("stream", "true")], audio))
     stopped = wait_until(lambda: re.search(
         r"the client went away: transcription stopped after (\d+) segment", srv.stderr()))
     n = int(stopped.group(1)) if stopped else None

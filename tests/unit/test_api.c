@@ -259,8 +259,60 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
     (void)fx;
 }
 
+/* Issue #43, finding 4: rates no speech recording has are refused, and the
+ * audio's length at the model's rate counts against the call's
+ * max_audio_bytes before anything is converted (1 Hz input was upsampled
+ * 16000 times). */
+static void test_rate_bounds(void) {
+    hv_test_demo d;
+    if (hv_test_demo_open(&d) != 0) {
+        CHECK_MSG(0, "demo model, detector and clip load");
+        hv_test_demo_free(&d);
+        return;
+    }
+    hv_transcribe_params p = hv_transcribe_default_params();
+    p.chunking = HV_CHUNKING_ENERGY;
+    CHECK(p.max_audio_bytes == HV_DEFAULT_MAX_AUDIO_BYTES);
+    static const int bad[] = {1, 999, HV_MAX_SAMPLE_RATE + 1};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        hv_result *r = NULL;
+        hv_status st = hv_transcribe(d.ctx, d.clip, 4000, bad[i], 1, &p, &r);
+        char want[32];
+        snprintf(want, sizeof want, "%d Hz", bad[i]);
+        CHECK_MSG(st == HV_ERR_INVALID_ARG && r == NULL &&
+                      strstr(hv_context_error(d.ctx), want) != NULL &&
+                      strstr(hv_context_error(d.ctx), "1000") != NULL,
+                  "a buffer at %d Hz is refused naming the rate and the bounds: %s", bad[i],
+                  hv_context_error(d.ctx));
+    }
+    /* 1 s at 8 kHz is 32000 bytes in and 64000 at 16 kHz: a budget between
+     * the two refuses it, one above the converted length takes it */
+    size_t n8 = 8000;
+    p.max_audio_bytes = 48000;
+    hv_result *r = NULL;
+    hv_status st = hv_transcribe(d.ctx, d.clip, n8, 8000, 1, &p, &r);
+    CHECK_MSG(st == HV_ERR_LIMIT && r == NULL && strstr(hv_context_error(d.ctx), "8000 Hz") &&
+                  strstr(hv_context_error(d.ctx), "max_audio_bytes"),
+              "the converted length counts against max_audio_bytes: %s", hv_context_error(d.ctx));
+    p.max_audio_bytes = 64000;
+    st = hv_transcribe(d.ctx, d.clip, n8, 8000, 1, &p, &r);
+    CHECK_MSG(st == HV_OK && r != NULL, "a budget of the converted length takes it (%s)",
+              hv_context_error(d.ctx));
+    hv_result_free(r);
+    r = NULL;
+    p.max_audio_bytes = 0; /* no budget */
+    st = hv_transcribe(d.ctx, d.clip, n8, 8000, 1, &p, &r);
+    CHECK_MSG(st == HV_OK && r != NULL, "max_audio_bytes 0 is no budget");
+    hv_result_free(r);
+    CHECK(hv_audio_max_seconds(0, 16000) == 0);
+    CHECK(hv_audio_max_seconds(64000, 16000) == 1.0);
+    CHECK(hv_audio_max_seconds(HV_DEFAULT_MAX_AUDIO_BYTES, 16000) > 9 * 3600.0);
+    hv_test_demo_free(&d);
+}
+
 int main(void) {
     test_load_errors();
+    test_rate_bounds();
     const char *fx = hv_test_env("HV_FIXTURES", NULL);
     CHECK_MSG(fx != NULL, "HV_FIXTURES is set");
     char *man = fx ? hv_test_read_text(hv_test_path(fx, "manifest.json")) : NULL;
