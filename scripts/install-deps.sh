@@ -10,7 +10,7 @@ PKGS=(
   build-essential cmake pkg-config
   libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev
   libmicrohttpd-dev curl nginx
-  python3 python3-numpy python3-torch python3-sentencepiece
+  python3 python3-numpy python3-torch python3-sentencepiece python3-venv python3-mypy
   sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
   python3-onnx clang-format
   man-db python3-pip python3-setuptools

@@ -39,8 +39,9 @@ demo model and examples/da-example.wav:
     (round(x * 10^d) / 10^d, halves away from zero), checked against libm
     on ties and random float32 values;
   * 200 transcriptions keep the resident memory flat;
-  * `pip install --no-build-isolation --no-deps --target DIR ./python`
-    (Debian's pip and setuptools, offline) installs a package that works.
+  * `pip install --no-index --target DIR ./python` (Debian's pip, offline,
+    with build isolation: python/_hviske_build.py needs nothing) installs
+    a package that works.
 
 In a sanitizer build the script runs itself again with the sanitizer
 runtimes preloaded (the library needs them; the interpreter is not built
@@ -671,11 +672,11 @@ def test_pip():
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
                    PIP_ROOT_USER_ACTION="ignore")
-        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
-                            "--no-deps", "--target", target, src], capture_output=True,
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index",
+                            "--target", target, src], capture_output=True,
                            text=True, env=env, cwd=tmp, timeout=600)
         if p.returncode != 0:
-            report("pip install --no-build-isolation --no-deps --target DIR ./python", False,
+            report("pip install --no-index --target DIR ./python", False,
                    f"{p.stdout[-800:]!r} {p.stderr[-800:]!r}")
             return
         code = ("import sys; sys.path.insert(0, %r)\n"
@@ -684,7 +685,7 @@ def test_pip():
                 % (target, DEMO, WAV))
         p = run_child(code, env)
         lines = p.stdout.strip().split("\n")
-        report("pip install --no-build-isolation --no-deps --target DIR ./python: the "
+        report("pip install --no-index --target DIR ./python (PEP 668's way): the "
                "installed package transcribes the example",
                p.returncode == 0 and lines[0].startswith(target) and lines[-1] == SENTENCE,
                f"{p.stdout!r} {p.stderr[-800:]!r}")
