@@ -23,7 +23,7 @@ case "$GROUP" in
   test)
     PKGS+=(
       curl nginx
-      python3 python3-numpy python3-torch python3-sentencepiece
+      python3 python3-numpy python3-torch python3-sentencepiece python3-venv python3-mypy
       sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
       python3-onnx clang-format
       man-db python3-pip python3-setuptools

@@ -2,6 +2,7 @@
 closing "N passed, M failed" line that CI reads."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -43,6 +44,17 @@ def finish():
     """Prints the closing line; returns the exit status."""
     print(f"{_counts['passed']} passed, {_counts['failed']} failed")
     return 1 if _counts["failed"] else 0
+
+
+def finish_in(tmp):
+    """finish(), then removes the test's temporary folder tmp when every
+    case passed, else keeps it for a look and says where."""
+    rc = finish()
+    if rc == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"(kept {tmp})")
+    return rc
 
 
 def wait_until(cond, timeout=WAIT, interval=0.02):

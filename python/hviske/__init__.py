@@ -11,15 +11,22 @@ with $HVISKE_LIBRARY::
     for seg in result.segments:
         print(seg.start, seg.end, seg.text)
 
+    segments, info = model.transcribe("recording.wav")   # faster-whisper's shape
+    print(info.language, info.duration, info.duration_after_vad)
+    for seg in segments:
+        print(seg.start, seg.end, seg.text)
+
 The library's calls run without the GIL, so several Python threads can
 transcribe at once with one model.
 """
+from __future__ import annotations
+
 import array
 import ctypes
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, Tuple, Union
 
 from ._native import (ABORT, PROGRESS, SEGMENT, Cancelled, DetectorNotFound, Error, FileError,
                       FormatError, InvalidArgument, LibraryNotFound, LimitError, OutOfMemory,
@@ -27,12 +34,27 @@ from ._native import (ABORT, PROGRESS, SEGMENT, Cancelled, DetectorNotFound, Err
 from ._native import Segment as _CSegment
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Result", "Segment", "Word", "load_library", "Error", "LibraryNotFound",
+__all__ = ["Model", "Result", "Segment", "Word", "TranscriptionInfo", "Audio", "load_library",
+           "Error", "LibraryNotFound",
            "FileError", "FormatError", "InvalidArgument", "OutOfMemory", "Unsupported",
            "LimitError", "Cancelled", "DetectorNotFound"]
 
 VAD_ENV = "HVISKE_VAD_MODEL"
 _ERRBUF = 2048
+
+
+class SupportsRead(Protocol):
+    """A file object opened for reading bytes (open(path, "rb"), io.BytesIO,
+    a socket's makefile("rb"), ...): transcribe reads it to its end."""
+
+    def read(self) -> bytes: ...
+
+
+# What transcribe takes: a path, an audio file's bytes or a file object
+# reading them, or float samples (a list, tuple, array.array, or a numpy
+# array, which is Any to type checkers without numpy's stubs).
+Audio = Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes, bytearray, memoryview,
+              SupportsRead, Sequence[float], "array.array[float]", Any]
 
 
 @dataclass
@@ -45,7 +67,7 @@ class Word:
     start: float
     end: float
     probability: float
-    tokens: List[int] = field(repr=False, default_factory=list)
+    tokens: list[int] = field(repr=False, default_factory=list)
 
 
 @dataclass
@@ -56,10 +78,21 @@ class Segment:
     start: float
     end: float
     text: str
-    tokens: List[int]
-    token_logprobs: List[float] = field(repr=False)
+    tokens: list[int]
+    token_logprobs: list[float] = field(repr=False)
     score: float = 0.0
-    words: List[Word] = field(default_factory=list)
+    words: list[Word] = field(default_factory=list)
+
+
+@dataclass
+class TranscriptionInfo:
+    """What faster-whisper calls the info of a transcription: the language
+    code used (given, or the default: hviske has no language detection),
+    the audio's length in seconds, and the seconds of it transcribed (with
+    speech detection only the speech; else all of it)."""
+    language: str
+    duration: float
+    duration_after_vad: float
 
 
 @dataclass
@@ -70,17 +103,31 @@ class Result:
     (milliseconds, counts, `encoded_s`); `duration` is the audio's length
     in seconds; `language` the code used. `stopped` is True when
     on_segment stopped the transcription early: the result then holds the
-    segments done until then."""
+    segments done until then.
+
+    It also unpacks as faster-whisper's pair, `segments, info =
+    model.transcribe(...)`: an iterator over `segments`, and `info`."""
     text: str
-    segments: List[Segment]
-    tokens: List[int]
-    token_logprobs: List[float] = field(repr=False)
+    segments: list[Segment]
+    tokens: list[int]
+    token_logprobs: list[float] = field(repr=False)
     score: float
-    timings: Dict[str, float] = field(repr=False)
+    timings: dict[str, float] = field(repr=False)
     language: str
     duration: float
-    words: List[Word] = field(default_factory=list)
+    words: list[Word] = field(default_factory=list)
     stopped: bool = False
+
+    @property
+    def info(self) -> TranscriptionInfo:
+        """language, duration and duration_after_vad (timings' encoded_s)."""
+        return TranscriptionInfo(language=self.language, duration=self.duration,
+                                 duration_after_vad=self.timings.get("encoded_s", 0.0))
+
+    def __iter__(self) -> Iterator[Any]:
+        """Two items, for `segments, info = result`: an iterator over the
+        segments (Segment: start, end, text, words, ...), and info."""
+        return iter((iter(self.segments), self.info))
 
 
 # The bounds of the integers passed to the library: its own (hviske.h)
@@ -111,13 +158,52 @@ def _float(name, value):
     return float(value)
 
 
-def _parse(lib_fn, name, value, choices):
+def _parse(lib_fn: Callable[..., int], name: str, value: object, choices: str) -> int:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     out = ctypes.c_int()
     if lib_fn(value.encode("utf-8"), ctypes.byref(out)) != 0:
         raise InvalidArgument(f"{name} must be one of {choices}, not {value!r}")
     return out.value
+
+
+def _read_file_object(f: SupportsRead) -> Tuple[bytes, bytes]:
+    """The bytes a file object reads to its end, and its name for messages
+    (its `name` when that is a str, else "<file object>")."""
+    data = f.read()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError("a file object must read bytes (open it with \"rb\"), not "
+                        f"{type(data).__name__}")
+    name = getattr(f, "name", None)
+    return bytes(data), (name if isinstance(name, str) else "<file object>").encode(
+        "utf-8", "replace")
+
+
+def _beams_alias(beams: Optional[int], beam_size: Optional[int]) -> int:
+    """beams=, or faster-whisper's beam_size= (not both)."""
+    if beam_size is None:
+        return 1 if beams is None else beams
+    if beams is not None and beams != beam_size:
+        raise InvalidArgument(f"beams={beams} and beam_size={beam_size} are the same option "
+                              "(beam_size is faster-whisper's name): give one")
+    return beam_size
+
+
+def _chunking_alias(chunking: Optional[str], vad_filter: Optional[bool]) -> str:
+    """chunking=, or faster-whisper's vad_filter= (True: "vad"; False:
+    "energy", or chunking's "fixed" or "none")."""
+    if vad_filter is None:
+        return "auto" if chunking is None else chunking
+    if not isinstance(vad_filter, bool):
+        raise TypeError("vad_filter must be True or False")
+    with_vad = chunking in (None, "auto", "vad")
+    if chunking is not None and vad_filter != with_vad:
+        raise InvalidArgument(f"vad_filter={vad_filter} contradicts chunking={chunking!r} "
+                              "(vad_filter=True is chunking=\"vad\", False one of \"energy\", "
+                              "\"fixed\", \"none\")")
+    if vad_filter:
+        return "vad"
+    return "energy" if chunking is None else chunking
 
 
 class Model:
@@ -140,8 +226,12 @@ class Model:
     thread (which would wait for itself) raises Error at once and frees
     nothing."""
 
-    def __init__(self, path, threads=None, weight_type="auto", library=None, vad_model=None):
-        self._model = None
+    def __init__(self, path: Union[str, bytes, os.PathLike[str], os.PathLike[bytes]],
+                 threads: Optional[int] = None, weight_type: str = "auto",
+                 library: Union[str, os.PathLike[str], None] = None,
+                 vad_model: Union[str, bytes, os.PathLike[str], os.PathLike[bytes], None] = None
+                 ) -> None:
+        self._model: Optional[ctypes.c_void_p] = None
         self._lib = lib = load_library(library)
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise TypeError(f"path must be a path, not {type(path).__name__}")
@@ -152,10 +242,10 @@ class Model:
         if vad_model is not None and not isinstance(vad_model, (str, bytes, os.PathLike)):
             raise TypeError(f"vad_model must be a path, not {type(vad_model).__name__}")
         self._vad_model = vad_model
-        self.vad_model = None  # the detector's directory, once loaded
-        self._vad = None
+        self.vad_model: Optional[str] = None  # the detector's directory, once loaded
+        self._vad: Optional[ctypes.c_void_p] = None
         self._vad_lock = threading.Lock()
-        self._ctx = None
+        self._ctx: Optional[int] = None
         self._ctx_lock = threading.Lock()
         # who uses the library memory: transcriptions running (per thread),
         # and close() waiting for them (_closing) or done (_model None)
@@ -174,7 +264,7 @@ class Model:
 
     # ------------------------------------------------------------ facts
 
-    def _acquire(self):
+    def _acquire(self) -> ctypes.c_void_p:
         """Marks the calling thread as using the library memory (close()
         waits for it); the model pointer, or Error when closed."""
         with self._use:
@@ -184,7 +274,7 @@ class Model:
             self._users[me] = self._users.get(me, 0) + 1
             return self._model
 
-    def _release(self):
+    def _release(self) -> None:
         with self._use:
             me = threading.get_ident()
             self._users[me] -= 1
@@ -192,7 +282,7 @@ class Model:
                 del self._users[me]
             self._use.notify_all()
 
-    def _call(self, fn):
+    def _call(self, fn: Callable[[ctypes.c_void_p], Any]) -> Any:
         """fn(model pointer) while the model is held."""
         m = self._acquire()
         try:
@@ -201,21 +291,21 @@ class Model:
             self._release()
 
     @property
-    def sample_rate(self):
-        return self._call(self._lib.hv_model_sample_rate)
+    def sample_rate(self) -> int:
+        return int(self._call(self._lib.hv_model_sample_rate))
 
     @property
-    def languages(self):
+    def languages(self) -> list[str]:
         lib = self._lib
         return self._call(lambda m: [lib.hv_model_language(m, i).decode("utf-8")
                                      for i in range(lib.hv_model_n_languages(m))])
 
     @property
-    def weight_bytes(self):
-        return self._call(self._lib.hv_model_weight_bytes)
+    def weight_bytes(self) -> int:
+        return int(self._call(self._lib.hv_model_weight_bytes))
 
     @property
-    def library_path(self):
+    def library_path(self) -> str:
         return self._lib.path
 
     # ----------------------------------------------------------- freeing
@@ -262,12 +352,13 @@ class Model:
 
     # ------------------------------------------------- speech detector
 
-    def _detector(self):
+    def _detector(self) -> ctypes.c_void_p:
         """The speech detector, loaded at first use."""
         with self._vad_lock:
             if self._vad is not None:
                 return self._vad
             lib = self._lib
+            path: Optional[str]
             if self._vad_model is not None:
                 path = os.fsdecode(self._vad_model)
             elif os.environ.get(VAD_ENV):
@@ -292,9 +383,20 @@ class Model:
 
     # ------------------------------------------------------ transcribe
 
-    def _audio(self, audio, sample_rate):
+    def _audio(self, audio: Any, sample_rate: Optional[int]
+               ) -> Tuple[Any, int, int, int, Any, Any]:
         """(pointer, n_frames, rate, channels, keep-alive, to-free)."""
+        pcm: Any
+        n: Any
+        rate: Any
+        ch: Any
+        keep: Any
+        ptr: Any
         lib = self._lib
+        name = b"<bytes>"
+        if not isinstance(audio, (str, bytes, bytearray, memoryview, os.PathLike)) and \
+                callable(getattr(audio, "read", None)):
+            audio, name = _read_file_object(audio)
         if isinstance(audio, (str, os.PathLike)):
             if sample_rate is not None:
                 raise InvalidArgument("sample_rate is only for samples, not for a file")
@@ -314,7 +416,7 @@ class Model:
             pcm, n, rate, ch = (ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t(),
                                 ctypes.c_int(), ctypes.c_int())
             err = ctypes.create_string_buffer(_ERRBUF)
-            st = lib.hv_audio_read_buffer(data, len(data), b"<bytes>", 0.0, ctypes.byref(pcm),
+            st = lib.hv_audio_read_buffer(data, len(data), name, 0.0, ctypes.byref(pcm),
                                           ctypes.byref(n), ctypes.byref(rate), ctypes.byref(ch),
                                           err, _ERRBUF)
             if st != 0:
@@ -323,9 +425,9 @@ class Model:
         # samples
         is_numpy = type(audio).__module__ == "numpy" and hasattr(audio, "ndim")
         if not is_numpy and not isinstance(audio, (array.array, list, tuple)):
-            raise TypeError("audio must be a path, the bytes of an audio file, or float samples "
-                            "(list, array.array or numpy array) with sample_rate, not "
-                            f"{type(audio).__name__}")
+            raise TypeError("audio must be a path, the bytes of an audio file, a file object "
+                            "reading them, or float samples (list, array.array or numpy "
+                            f"array) with sample_rate, not {type(audio).__name__}")
         if sample_rate is None:
             raise InvalidArgument("samples need sample_rate (their rate in Hz)")
         rate = _int("sample_rate", sample_rate, MIN_SAMPLE_RATE, MAX_SAMPLE_RATE)
@@ -367,20 +469,31 @@ class Model:
             ptr = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))
         return ptr, n, rate, 1, keep, None
 
-    def transcribe(self, audio, language=None, punctuation=True, beams=1, length_penalty=1.0,
-                   sample=False, temperature=1.0, top_k=0, top_p=1.0, seed=0, chunking="auto",
-                   word_timestamps=False, progress=None, sample_rate=None, max_tokens=None,
-                   chunk_seconds=None, on_segment=None):
+    def transcribe(self, audio: Audio, language: Optional[str] = None,
+                   punctuation: bool = True, beams: Optional[int] = None,
+                   length_penalty: float = 1.0, sample: bool = False, temperature: float = 1.0,
+                   top_k: int = 0, top_p: float = 1.0, seed: int = 0,
+                   chunking: Optional[str] = None, word_timestamps: bool = False,
+                   progress: Optional[Callable[[float, float], Optional[bool]]] = None,
+                   sample_rate: Optional[int] = None, max_tokens: Optional[int] = None,
+                   chunk_seconds: Optional[float] = None,
+                   on_segment: Optional[Callable[[Segment], Optional[bool]]] = None,
+                   beam_size: Optional[int] = None, vad_filter: Optional[bool] = None
+                   ) -> Result:
         """Transcribes `audio`: a path, the bytes of an audio file (any format
-        libsndfile reads), or float samples (a list, array.array or numpy
+        libsndfile reads), a file object reading them (opened "rb";
+        read to its end), or float samples (a list, array.array or numpy
         array; numpy 2-D as frames x channels) at `sample_rate` Hz.
 
         language: a code of `languages` (None: "da" when supported, else
         the first); punctuation: False asks for text without it. Decoding:
         greedy by default; beams > 1 for beam search (with length_penalty);
         sample=True to sample (temperature, top_k, top_p, seed; one beam
-        only). chunking: "auto" (= "vad": only speech, found by the speech
-        detector), "energy", "fixed" (every chunk_seconds), "none".
+        only). chunking: "auto" (the default; = "vad": only speech, found by
+        the speech detector), "energy", "fixed" (every chunk_seconds),
+        "none". faster-whisper's names are aliases: beam_size= is beams=,
+        vad_filter=True is chunking="vad" and vad_filter=False
+        chunking="energy" (or "fixed" or "none" when chunking says so).
         max_tokens: at most this many tokens per chunk (None: the model's).
         word_timestamps: True gives every word its start and end
         (result.words and each segment's words).
@@ -397,9 +510,11 @@ class Model:
         stopped=True (progress returning False, or an exception from either
         function, then stops it the same way but as described above).
 
-        Returns a Result; raises an Error subclass with the library's
-        message (InvalidArgument, also a ValueError, for a bad value;
-        TypeError for a wrong type)."""
+        Returns a Result, which also unpacks as `segments, info`; raises an
+        Error subclass with the library's message (InvalidArgument, also a
+        ValueError, for a bad value; TypeError for a wrong type)."""
+        beams = _beams_alias(beams, beam_size)
+        chunking = _chunking_alias(chunking, vad_filter)
         model = self._acquire()
         try:
             return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
@@ -409,9 +524,10 @@ class Model:
         finally:
             self._release()
 
-    def _transcribe(self, model, audio, language, punctuation, beams, length_penalty, sample,
-                    temperature, top_k, top_p, seed, chunking, word_timestamps, progress,
-                    sample_rate, max_tokens, chunk_seconds, on_segment):
+    def _transcribe(self, model: Any, audio: Any, language, punctuation, beams, length_penalty, sample,
+                    temperature: Any, top_k: Any, top_p: Any, seed: Any, chunking: Any,
+                    word_timestamps: Any, progress: Any, sample_rate: Any, max_tokens: Any,
+                    chunk_seconds: Any, on_segment: Any) -> "Result":
         lib = self._lib
         tp = lib.hv_transcribe_default_params()
         if language is not None:
@@ -449,25 +565,30 @@ class Model:
             raise TypeError("on_segment must be callable as on_segment(segment)")
         if mode in (0, 4):  # HV_CHUNKING_AUTO, HV_CHUNKING_VAD
             tp.vad = self._detector().value
-        raised, stop = [], []
+        raised: list[BaseException] = []
+        stop: list[bool] = []
         if progress is not None:
-            def on_progress(_user, done, total):
+            report = progress
+
+            def on_progress(_user: Optional[int], done: float, total: float) -> None:
                 if raised or stop:
                     return
                 try:
-                    if progress(done, total) is False:
+                    if report(done, total) is False:
                         stop.append(True)
                 except BaseException as e:  # raised after the call
                     raised.append(e)
             tp.progress = PROGRESS(on_progress)
             tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop)))
         if on_segment is not None:
-            def on_seg(_user, ptr):
+            give = on_segment
+
+            def on_seg(_user: Optional[int], ptr: Any) -> int:
                 if raised or stop:
                     return 1
                 try:
                     s = ctypes.cast(ptr, ctypes.POINTER(_CSegment)).contents
-                    return int(on_segment(self._segment(s, None)) is False)
+                    return int(give(self._segment(s, None)) is False)
                 except BaseException as e:  # raised after the call
                     raised.append(e)
                     return 1
@@ -516,33 +637,95 @@ class Model:
             raise raised[0]
         return result
 
+    def segments(self, audio: Audio, **options: Any) -> Iterator[Segment]:
+        """The segments of transcribe(audio, **options), each as soon as it
+        is final, while the rest is transcribed on another thread (what
+        faster-whisper's segment generator does). Nothing runs before the
+        first segment is asked for, and the transcription keeps at most one
+        segment ahead of the loop; leaving the loop (or closing the
+        generator) stops it at the end of the segment it is on. An error of
+        the transcription comes out of the loop. Every transcribe option
+        but on_segment is taken."""
+        if "on_segment" in options:
+            raise TypeError("segments() gives the segments itself: no on_segment")
+        ready: list[Tuple[Optional[Segment], Optional[BaseException]]] = []
+        cond = threading.Condition()
+        state = {"wanted": 1, "stop": False}
+
+        def give(seg: Segment) -> bool:
+            with cond:
+                ready.append((seg, None))
+                cond.notify_all()
+                cond.wait_for(lambda: state["wanted"] > 0 or bool(state["stop"]))
+                state["wanted"] -= 1
+                return not state["stop"]
+
+        def work() -> None:
+            err: Optional[BaseException] = None
+            try:
+                self.transcribe(audio, on_segment=give, **options)
+            except BaseException as e:  # comes out of the loop
+                err = e
+            with cond:
+                ready.append((None, err))
+                cond.notify_all()
+
+        worker = threading.Thread(target=work, name="hviske-segments", daemon=True)
+        worker.start()
+        try:
+            while True:
+                with cond:
+                    cond.wait_for(lambda: bool(ready))
+                    seg, err = ready.pop(0)
+                if seg is None:
+                    if err is not None:
+                        raise err
+                    return
+                yield seg
+                with cond:
+                    state["wanted"] += 1
+                    cond.notify_all()
+        finally:
+            with cond:
+                state["stop"] = True
+                cond.notify_all()
+            worker.join()
+
     @staticmethod
-    def _words(words, n, toks):
-        """toks: the result's tokens; None: the words' tokens are left
-        empty (a segment as it comes: the result's tokens are not known)."""
+    def _words(words: Any, n: int, toks: Any) -> list[Word]:
+        """Words of the library's hv_word array `words` of n. toks: the
+        result's tokens; None: the words' tokens are left empty (a segment
+        as it comes: the result's tokens are not known)."""
         return [Word(word=(w.text or b"").decode("utf-8", "replace"), start=w.start, end=w.end,
                      probability=w.probability,
                      tokens=[toks[j] for j in range(w.first_token, w.first_token + w.n_tokens)]
                      if toks is not None else [])
                 for w in (words[i] for i in range(n))]
 
-    def _segment(self, s, toks):
+    def _segment(self, s: Any, toks: Any) -> Segment:
         """A Segment of the library's hv_segment s (toks as for _words)."""
         return Segment(start=s.start, end=s.end, text=(s.text or b"").decode("utf-8", "replace"),
                        tokens=[s.tokens[j] for j in range(s.n_tokens)],
                        token_logprobs=[s.token_logprobs[j] for j in range(s.n_tokens)],
                        score=s.score, words=self._words(s.words, s.n_words, toks))
 
-    def _result(self, res):
+    def _segments(self, res: Any, toks: Any) -> list[Segment]:
+        """The segments of the library's result res: the one place the
+        package reads them, for Result.segments and the `segments` of
+        `segments, info` alike (on_segment gets the same ones, from the
+        library's segment_callback, through _segment)."""
+        lib = self._lib
+        return [self._segment(lib.hv_result_segment(res, i), toks)
+                for i in range(lib.hv_result_n_segments(res))]
+
+    def _result(self, res: Any) -> Result:
         lib = self._lib
         n = lib.hv_result_n_tokens(res)
         toks = lib.hv_result_tokens(res)
         lps = lib.hv_result_token_logprobs(res)
-        segments = [self._segment(lib.hv_result_segment(res, i), toks)
-                    for i in range(lib.hv_result_n_segments(res))]
         t = lib.hv_result_timings(res)
         return Result(text=lib.hv_result_text(res).decode("utf-8", "replace"),
-                      segments=segments,
+                      segments=self._segments(res, toks),
                       tokens=[toks[j] for j in range(n)],
                       token_logprobs=[lps[j] for j in range(n)] if n else [],
                       score=lib.hv_result_score(res),
@@ -552,4 +735,3 @@ class Model:
                       words=self._words(lib.hv_result_words(res), lib.hv_result_n_words(res),
                                         toks),
                       stopped=bool(lib.hv_result_stopped(res)))
-

@@ -7,21 +7,25 @@ jsonl outputs.
 
 Exit status: 0 success, 1 a file or the model failed, 2 bad usage.
 """
+from __future__ import annotations
+
 import argparse
 import base64
 import json
+import math
 import os
 import sys
+from typing import Any, Optional, Sequence
 
-from . import Error, InvalidArgument, Model
+from . import Error, InvalidArgument, Model, Result, Word
 
 
-def _usage_error(e):
+def _usage_error(e: BaseException) -> bool:
     """A bad option value, found before the library is called."""
     return isinstance(e, TypeError) or (isinstance(e, InvalidArgument) and e.status is None)
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m hviske",
                                 description="Transcribes audio files with a Hviske / Cohere "
                                             "Transcribe checkpoint (one line per file).")
@@ -47,7 +51,27 @@ def _parser():
     return p
 
 
-def _name(o, key, path):
+def json_round(x: float, digits: int) -> float:
+    """x rounded as the hviske program rounds numbers in its JSON,
+    round(x * 10^digits) / 10^digits with C's round() (halves away from
+    zero), and 0 for a value that is not finite (JSON has no NaN)."""
+    if not math.isfinite(x):
+        return 0.0
+    scale = 10.0 ** digits
+    v = abs(x) * scale
+    whole = math.floor(v)
+    return math.copysign(whole + (1.0 if v - whole >= 0.5 else 0.0), x) / scale
+
+
+def json_word(w: Word) -> dict[str, Any]:
+    """A word as the hviske program's JSON writes it: times to the
+    millisecond, the probability to 4 decimals (the Word keeps the
+    library's value)."""
+    return {"word": w.word, "start": json_round(w.start, 3), "end": json_round(w.end, 3),
+            "probability": json_round(w.probability, 4)}
+
+
+def _name(o: dict[str, Any], key: str, path: str) -> None:
     """key: the file name; one that is not UTF-8 as the programs write it
     (docs/CLI.md, "File names in JSON"): stray bytes as \\xHH, and
     key_bytes the name's bytes in base64."""
@@ -59,19 +83,18 @@ def _name(o, key, path):
         o[key + "_bytes"] = base64.b64encode(raw).decode("ascii")
 
 
-def _json(path, r, words):
-    o = {}
+def _json(path: str, r: Result, words: bool) -> str:
+    o: dict[str, Any] = {}
     _name(o, "file", path)
     o.update({"text": r.text, "language": r.language, "duration": r.duration,
               "segments": [{"start": s.start, "end": s.end, "text": s.text}
                            for s in r.segments]})
     if words:
-        o["words"] = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3),
-                       "probability": round(w.probability, 4)} for w in r.words]
+        o["words"] = [json_word(w) for w in r.words]
     return json.dumps(o, ensure_ascii=False)
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     a = _parser().parse_args(argv)
     try:
         model = Model(a.model, threads=a.threads, weight_type=a.weight_type)

@@ -1,9 +1,15 @@
 """The C library (libhviske) through ctypes: finding and loading it, and the
 declarations of include/hviske.h that the package uses."""
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import os
+import shutil
+import subprocess
+import sysconfig
 import threading
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 SONAME = "libhviske.so.0"
 ENV_LIBRARY = "HVISKE_LIBRARY"
@@ -14,7 +20,7 @@ class Error(Exception):
     for errors found before the library is called), `message` its
     message."""
 
-    def __init__(self, message, status=None):
+    def __init__(self, message: str, status: Optional[int] = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
@@ -63,7 +69,7 @@ _BY_STATUS = {1: FileError, 2: FormatError, 3: InvalidArgument, 4: OutOfMemory,
               5: Unsupported, 6: LimitError, 7: Cancelled}
 
 
-def error(status, message):
+def error(status: int, message: str) -> Error:
     """The exception for a failed library call."""
     return _BY_STATUS.get(status, Error)(message, status)
 
@@ -188,7 +194,7 @@ class Library:
     """A loaded libhviske: its functions as attributes, and `path`, the file
     it was loaded from."""
 
-    def __init__(self, cdll, path):
+    def __init__(self, cdll: ctypes.CDLL, path: str) -> None:
         self.cdll = cdll
         self.path = path
         for name, (restype, argtypes) in _SIGNATURES.items():
@@ -199,12 +205,17 @@ class Library:
             fn.restype, fn.argtypes = restype, argtypes
             setattr(self, name, fn)
 
+    def __getattr__(self, name: str) -> Any:
+        """The C functions are set by __init__; this tells type checkers
+        so (it is only called for a name that is not there)."""
+        raise AttributeError(f"libhviske has no function {name} here")
+
 
 _lock = threading.Lock()
-_loaded = {}  # path as asked for -> Library
+_loaded: Dict[Optional[str], Library] = {}  # path as asked for -> Library
 
 
-def _real_path(cdll, fallback):
+def _real_path(cdll: ctypes.CDLL, fallback: str) -> str:
     """The file the dynamic linker loaded cdll from (dladdr)."""
     try:
         libc = ctypes.CDLL(None)
@@ -217,49 +228,110 @@ def _real_path(cdll, fallback):
     return fallback
 
 
-def _open(name):
+def _open(name: str) -> Library:
     cdll = ctypes.CDLL(name)
     return Library(cdll, _real_path(cdll, name))
 
 
-def load_library(path=None):
+def _recorded() -> Optional[str]:
+    """The library recorded when the package was built into a wheel
+    (hviske/_installed.py, python/_hviske_build.py); None in the source
+    tree."""
+    try:
+        from ._installed import LIBRARY  # type: ignore[import]
+    except ImportError:
+        return None
+    return LIBRARY if isinstance(LIBRARY, str) else None
+
+
+def _beside_package() -> List[str]:
+    """libhviske.so.0 in the prefix the package is installed in: for
+    PREFIX/lib/pythonX.Y/site-packages/hviske (pip install --prefix or
+    --user, make's PREFIX the same), PREFIX/lib, PREFIX/lib64 and
+    PREFIX/lib/<multiarch>."""
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    site = os.path.dirname(pkg)
+    if os.path.basename(site) not in ("site-packages", "dist-packages"):
+        return []
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(site)))
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    dirs = ["lib", "lib64"] + ([os.path.join("lib", multiarch)] if multiarch else [])
+    return [os.path.join(prefix, d, SONAME) for d in dirs]
+
+
+def _pkg_config() -> List[str]:
+    """libhviske.so.0 in `pkg-config --variable=libdir hviske`."""
+    if shutil.which("pkg-config") is None:
+        return []
+    try:
+        p = subprocess.run(["pkg-config", "--variable=libdir", "hviske"], capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    libdir = p.stdout.strip()
+    return [os.path.join(libdir, SONAME)] if p.returncode == 0 and libdir else []
+
+
+def library_candidates() -> List[Tuple[str, str]]:
+    """(how it was found, file or name) of each place the installed
+    library is looked for, in order, after the library argument and
+    $HVISKE_LIBRARY."""
+    out = []
+    rec = _recorded()
+    if rec:
+        out.append(("recorded when the package was installed", rec))
+    out += [("in the prefix the package is installed in", p) for p in _beside_package()
+            if os.path.isfile(p)]
+    found = ctypes.util.find_library("hviske")
+    if found:
+        out.append(("ctypes.util.find_library", found))
+    out.append(("the dynamic linker", SONAME))
+    out += [("pkg-config", p) for p in _pkg_config()]
+    return out
+
+
+def load_library(path: Union[str, "os.PathLike[str]", None] = None) -> Library:
     """Loads libhviske and returns it (once per process for each way of
     finding it). Looks, in order, at `path` when given, at $HVISKE_LIBRARY
-    when set, then at the installed library (ctypes.util.find_library,
-    which asks ldconfig, the compiler and $LD_LIBRARY_PATH, then the dynamic
-    linker itself for libhviske.so.0). Raises LibraryNotFound, saying what
-    was tried, when none loads."""
+    when set, then at the installed library: the one recorded when the
+    package was installed (the library `make install` had put in place:
+    python/README.md "Installing"), libhviske.so.0 in the prefix the
+    package itself is installed in, ctypes.util.find_library (which asks
+    ldconfig, the compiler and $LD_LIBRARY_PATH), the dynamic linker itself
+    for libhviske.so.0, and the libdir of `pkg-config hviske`. Raises
+    LibraryNotFound, saying what was tried, when none loads."""
     with _lock:
-        key = path if path is not None else os.environ.get(ENV_LIBRARY) or None
+        key = os.fspath(path) if path is not None else os.environ.get(ENV_LIBRARY) or None
         if key in _loaded:
             return _loaded[key]
         if key is not None:
             where = "the library argument" if path is not None else f"${ENV_LIBRARY}"
             try:
-                lib = _open(os.fspath(key))
+                lib = _open(key)
             except (OSError, LibraryNotFound) as e:
                 raise LibraryNotFound(f"cannot load libhviske from {key} ({where}): {e}") \
                     from None
             _loaded[key] = lib
             return lib
         tried = []
-        found = ctypes.util.find_library("hviske")
-        for name in ([found] if found else []) + [SONAME]:
+        for how, name in library_candidates():
+            if os.sep in name and not os.path.isfile(name):
+                tried.append(f"{name} ({how}): no such file")
+                continue
             try:
                 lib = _open(name)
             except (OSError, LibraryNotFound) as e:
-                tried.append(f"{name}: {e}")
+                tried.append(f"{name} ({how}): {e}")
                 continue
             _loaded[None] = lib
             return lib
         raise LibraryNotFound(
-            "libhviske not found: install it (make install in the hviske source tree; "
-            "run ldconfig or set LD_LIBRARY_PATH for a prefix the dynamic linker does not "
-            f"search), or name the file with ${ENV_LIBRARY} or the library argument "
-            f"(tried: {'; '.join(tried) or 'nothing'})")
+            "libhviske not found: install it (make install in the hviske source tree, then "
+            "pip install its python/ folder, which records where the library is), or name "
+            f"the file with ${ENV_LIBRARY} or the library argument (tried: {'; '.join(tried)})")
 
 
-def detector_candidates(lib):
+def detector_candidates(lib: Library) -> List[str]:
     """Where the speech detector is looked for, in order, after
     $HVISKE_VAD_MODEL: PREFIX/share/hviske/silero-vad for the prefix the
     library is installed in (lib/ or lib/<multiarch>/ under it), then the

@@ -25,6 +25,10 @@ programs are built), then examples/transcribe.c compiled with nothing but
     the installed hviske-server starts with it and hviske-bench runs;
   * the man pages render with `man -l` without warnings, and name every
     option of the program's --help.
+  * the Python package, installed with `pip install --no-index python/`
+    in a fresh virtual environment, finds the installed library without
+    $LD_LIBRARY_PATH and the installed detector, and runs README.md's
+    Python example.
 
 Environment: HV_SOURCE_DIR (the source tree), HV_BINARY_DIR (where the
 temporary folders go).
@@ -39,7 +43,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import finish, readme_section, report, wait_until  # noqa: E402
+from hvtest import finish, finish_in, readme_section, report, wait_until  # noqa: E402
 
 SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])
 BINARY = os.path.abspath(os.environ["HV_BINARY_DIR"])
@@ -261,44 +265,44 @@ def check_detector(prefix, env, copy):
            why(p))
 
 
-def check_python(prefix, env, tmp):
-    """The Python package, installed with pip, finds the installed library
-    (through $LD_LIBRARY_PATH, as for any library in a prefix the dynamic
-    linker does not search) and the installed detector next to it."""
-    src, target = os.path.join(tmp, "python"), os.path.join(tmp, "pytarget")
-    shutil.copytree(os.path.join(SOURCE, "python"), src,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    penv = {k: v for k, v in env.items() if not k.startswith("PIP_")}
+def check_python(prefix, env, tmp, copy):
+    """The Python package, installed with plain pip in a fresh virtual
+    environment from the copy's python/ (whose build folder installed the
+    library), finds the installed library without $LD_LIBRARY_PATH (its
+    path recorded at install time) and the installed detector next to it."""
+    venv = os.path.join(tmp, "venv")
+    p = run([sys.executable, "-m", "venv", venv], env=env)
+    penv = {k: v for k, v in env.items() if not k.startswith(("PIP_", "PKG_CONFIG_"))}
     penv.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_ROOT_USER_ACTION="ignore")
-    p = run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-             "--target", target, src], env=penv, cwd=tmp)
+    if p.returncode == 0:
+        p = run([os.path.join(venv, "bin", "pip"), "install", "--no-index",
+                 os.path.join(copy, "python")], env=penv, cwd=tmp)
     if p.returncode != 0:
-        report("pip install --target of python/", False, why(p))
+        report("python3 -m venv, then pip install --no-index python/", False, why(p))
         return
-    code = ("import sys; sys.path.insert(0, %r)\n"
-            "import hviske\n"
+    py = os.path.join(venv, "bin", "python")
+    code = ("import hviske\n"
             "m = hviske.Model(%r, threads=2)\n"
             "r = m.transcribe(%r)\n"
             "print(m.library_path); print(m.vad_model); print(r.text)\n"
-            % (target, os.path.join(SOURCE, "models", "demo"),
+            % (os.path.join(SOURCE, "models", "demo"),
                os.path.join(SOURCE, "examples", "da-example.wav")))
-    cenv = {k: v for k, v in penv.items() if k not in ("HVISKE_LIBRARY", "HVISKE_VAD_MODEL")}
-    cenv["LD_LIBRARY_PATH"] = os.path.join(prefix, "lib")
-    p = run([sys.executable, "-c", code], env=cenv, cwd=tmp)
+    cenv = {k: v for k, v in penv.items()
+            if k not in ("HVISKE_LIBRARY", "HVISKE_VAD_MODEL", "LD_LIBRARY_PATH")}
+    p = run([py, "-c", code], env=cenv, cwd=tmp)
     out = text(p.stdout).strip().split("\n")
     want = [os.path.realpath(os.path.join(prefix, "lib", "libhviske.so.0")),
             os.path.join(prefix, "share", "hviske", "silero-vad"), SENTENCE]
-    report("the pip-installed Python package finds the installed library and detector "
-           "and transcribes the example", p.returncode == 0 and out == want,
-           f"{out} != {want} {why(p)}")
+    report("pip install --no-index python/ in a fresh venv after make install: the package "
+           "finds the installed library (no $LD_LIBRARY_PATH) and detector and transcribes "
+           "the example", p.returncode == 0 and out == want, f"{out} != {want} {why(p)}")
 
     # the README's example as written, from the source tree's root
     block = readme_python()
     if not block:
         report("README's Python section has a python block", False)
         return
-    cenv["PYTHONPATH"] = target
-    p = run([sys.executable, "-c", block], env=cenv, cwd=SOURCE)
+    p = run([py, "-c", block], env=cenv, cwd=SOURCE)
     out = text(p.stdout).strip().split("\n")
     words, prev = [], 0.0
     for line in out[1:]:
@@ -395,13 +399,8 @@ def main():
     check_pkgconfig(prefix, version, env, tmp)
     check_man(prefix, env)
     check_detector(prefix, env, copy)
-    check_python(prefix, env, tmp)
-    rc = finish()
-    if rc == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        print(f"(kept {tmp})")
-    return rc
+    check_python(prefix, env, tmp, copy)
+    return finish_in(tmp)
 
 
 if __name__ == "__main__":

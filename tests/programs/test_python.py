@@ -29,9 +29,26 @@ demo model and examples/da-example.wav:
     max_tokens, seed, threads, numpy channels) raises ValueError naming
     the argument and the bounds;
   * python -m hviske prints the CLI's lines and words;
+  * faster-whisper's shape: `segments, info = model.transcribe(...)`
+    gives the segments (start, end, text, words) and info (language,
+    duration, duration_after_vad) of the CLI's --format json for the same
+    file (with speech detection, energy chunking and fixed chunks, words
+    rounded as the CLI rounds them; duration_after_vad below the duration
+    for audio with a pause), and the Result API stays; model.segments()
+    yields the same segments lazily, and leaving its loop stops the
+    transcription;
+  * file objects (open "rb", io.BytesIO, one read from its middle) give
+    the result of the path; a text-mode file is a TypeError and a file
+    that is no audio a FormatError naming it;
+  * beam_size= and vad_filter= give beams= and chunking= results, and
+    contradicting them is an InvalidArgument;
+  * JSON numbers are rounded as the CLI's C code rounds them
+    (round(x * 10^d) / 10^d, halves away from zero), checked against libm
+    on ties and random float32 values;
   * 200 transcriptions keep the resident memory flat;
-  * `pip install --no-build-isolation --no-deps --target DIR ./python`
-    (Debian's pip and setuptools, offline) installs a package that works.
+  * `pip install --no-index --target DIR ./python` (Debian's pip, offline,
+    with build isolation: python/_hviske_build.py needs nothing) installs
+    a package that works.
 
 In a sanitizer build the script runs itself again with the sanitizer
 runtimes preloaded (the library needs them; the interpreter is not built
@@ -41,8 +58,12 @@ without the memory case (the sanitizer's quarantine holds freed memory).
 Environment: HV_SOURCE_DIR, HV_BINARY_DIR, HV_CLI.
 """
 import array
+import ctypes
+import ctypes.util
+import io
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -589,6 +610,169 @@ def test_module_cli():
            "beams" in p.stderr and p.stdout == "", f"{p.returncode} {p.stderr!r}")
 
 
+def pause_wav(tmp):
+    """The example, 4 s of silence, the example again: a WAV file."""
+    path = os.path.join(tmp, "pause.wav")
+    with wave.open(WAV) as w:
+        params, raw = w.getparams(), w.readframes(w.getnframes())
+    with wave.open(path, "wb") as w:
+        w.setparams(params)
+        w.writeframes(raw + b"\0" * (params.sampwidth * params.framerate * 4) + raw)
+    return path
+
+
+def test_faster_whisper_shape(hviske, model):
+    from hviske.__main__ import json_round, json_word
+    tmp = tempfile.mkdtemp(prefix="test-python-fw-", dir=BINARY)
+    try:
+        paused = pause_wav(tmp)
+        for name, path, kw, args in (
+                ("speech detection", WAV, {}, []),
+                ("a pause, speech detection", paused, {}, []),
+                ("a pause, energy chunking", paused, {"chunking": "energy"},
+                 ["--chunking", "energy"]),
+                ("fixed 1 s chunks", WAV, {"chunking": "fixed", "chunk_seconds": 1.0},
+                 ["--chunking", "fixed", "--chunk-seconds", "1"])):
+            r = Run(["-m", DEMO, "-t", THREADS, "-q", "--format", "json", "--word-timestamps"]
+                    + args + [path])
+            ref = json.loads(r.out) if r.rc == 0 else None
+            segments, info = model.transcribe(path, word_timestamps=True, **kw)
+            got = [{"start": round(s.start, 6), "end": round(s.end, 6), "text": s.text,
+                    "words": [json_word(w) for w in s.words]} for s in segments]
+            want = [{"start": round(s["start"], 6), "end": round(s["end"], 6),
+                     "text": s["text"], "words": s["words"]} for s in ref["segments"]] \
+                if ref else None
+            report(f"segments, info = transcribe(...), {name}: the CLI's segments "
+                   f"({len(got)}), words rounded as the CLI rounds them",
+                   got == want and len(got) >= 1 and all(s["words"] for s in got),
+                   f"{got} != {want} {r}")
+            report(f"... info: the CLI's language, duration and encoded_s "
+                   f"({info.duration_after_vad:.3f} of {info.duration:.3f} s)",
+                   ref is not None and isinstance(info, hviske.TranscriptionInfo) and
+                   info.language == ref["language"] and info.duration == ref["duration"] and
+                   json_round(info.duration_after_vad * 1e3, 3) / 1e3 ==
+                   ref["timings"]["encoded_s"],
+                   f"{info} {ref and ref['timings']}")
+        _, vad = model.transcribe(paused)
+        _, energy = model.transcribe(paused, chunking="energy")
+        report("duration_after_vad: the speech only with speech detection, all of it without",
+               vad.duration_after_vad < vad.duration - 3.0 and
+               energy.duration_after_vad == energy.duration, f"{vad} {energy}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    res = model.transcribe(WAV)
+    it, info = res
+    segs = list(it)
+    report("a Result unpacks as an iterator over its segments and info, and keeps its API",
+           iter(it) is it and segs == res.segments and info == res.info and
+           res.text == SENTENCE and list(it) == [] and segs[0].text == SENTENCE and
+           info.language == res.language and info.duration == res.duration,
+           f"{segs} {info}")
+
+
+def test_segments_generator(hviske, model):
+    full = []
+    r = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0,
+                         progress=lambda d, t: full.append(d))
+    got = list(model.segments(WAV, chunking="fixed", chunk_seconds=1.0))
+    report(f"model.segments(...) yields the result's segments ({len(got)})",
+           len(got) >= 3 and got == r.segments, f"{got} != {r.segments}")
+    calls, first = [], []
+    gen = model.segments(WAV, chunking="fixed", chunk_seconds=1.0,
+                         progress=lambda d, t: calls.append(d))
+    report("... nothing runs before the first segment is asked for", calls == [], calls)
+    for seg in gen:
+        first.append(seg)
+        break
+    gen.close()
+    report(f"... leaving the loop after the first stops the transcription ({len(calls)} of "
+           f"{len(full)} chunks)", first == r.segments[:1] and 1 <= len(calls) <= 2 < len(full),
+           f"{first} {calls} {full}")
+    expect_error("... an error of the transcription comes out of the loop", hviske.FileError,
+                 lambda: list(model.segments("/nonexistent.wav")), "/nonexistent.wav")
+    expect_error("... on_segment is refused", TypeError,
+                 lambda: list(model.segments(WAV, on_segment=print)), "on_segment")
+    r2 = model.transcribe(WAV)
+    report("the model transcribes after a generator left early", r2.text == SENTENCE, r2)
+
+
+def test_file_objects(hviske, model):
+    ref = model.transcribe(WAV)
+    with open(WAV, "rb") as f:
+        data = f.read()
+
+    def same(r):
+        return r.text == ref.text and r.tokens == ref.tokens and \
+            [(s.start, s.end) for s in r.segments] == [(s.start, s.end) for s in ref.segments]
+    with open(WAV, "rb") as f:
+        r = model.transcribe(f)
+        rest = f.read()
+    report("a file opened \"rb\": the path's result, and it is read to its end",
+           same(r) and rest == b"", r)
+    report("io.BytesIO of the file: the path's result", same(model.transcribe(io.BytesIO(data))))
+    b = io.BytesIO(b"junk" + data)
+    b.read(4)
+    report("a file object read from where it is", same(model.transcribe(b)))
+    with open(WAV, "rb") as f:
+        a = model.transcribe(f, beam_size=2, word_timestamps=True)
+    b = model.transcribe(WAV, beams=2, word_timestamps=True)
+    report("a file object with beam_size=2 and word times: the path's with beams=2",
+           (a.text, a.tokens, a.segments, a.words) == (b.text, b.tokens, b.segments, b.words),
+           f"{a} != {b}")
+    with open(os.path.join(SOURCE, "README.md"), encoding="utf-8") as f:
+        expect_error("a file opened in text mode", TypeError, lambda: model.transcribe(f), "rb")
+    with open(os.path.join(SOURCE, "README.md"), "rb") as f:
+        expect_error("a file object that is no audio: FormatError naming it", hviske.FormatError,
+                     lambda: model.transcribe(f), "README.md")
+    expect_error("a file object with sample_rate", hviske.InvalidArgument,
+                 lambda: model.transcribe(io.BytesIO(data), sample_rate=16000), "sample_rate")
+
+
+def test_aliases(hviske, model):
+    def key(r):
+        return (r.text, r.tokens, [(s.start, s.end) for s in r.segments])
+    for name, a, b in (("beam_size=3 is beams=3", {"beam_size": 3}, {"beams": 3}),
+                       ("beam_size=3 with beams=3", {"beam_size": 3, "beams": 3}, {"beams": 3}),
+                       ("vad_filter=True is chunking=\"vad\"", {"vad_filter": True},
+                        {"chunking": "vad"}),
+                       ("vad_filter=False is chunking=\"energy\"", {"vad_filter": False},
+                        {"chunking": "energy"}),
+                       ("vad_filter=False with chunking=\"fixed\"",
+                        {"vad_filter": False, "chunking": "fixed", "chunk_seconds": 1.0},
+                        {"chunking": "fixed", "chunk_seconds": 1.0})):
+        report(name, key(model.transcribe(WAV, **a)) == key(model.transcribe(WAV, **b)))
+    r_energy = model.transcribe(WAV, vad_filter=False, chunking="fixed", chunk_seconds=1.0)
+    report("... (fixed 1 s chunks differ from the default)",
+           len(r_energy.segments) > len(model.transcribe(WAV).segments))
+    IA = hviske.InvalidArgument
+    for name, exc, kw, needle in (
+            ("beams=2 with beam_size=3", IA, {"beams": 2, "beam_size": 3}, "beam_size"),
+            ("beam_size=0", IA, {"beam_size": 0}, "beam"),
+            ("vad_filter=True with chunking=\"energy\"", IA,
+             {"vad_filter": True, "chunking": "energy"}, "vad_filter"),
+            ("vad_filter=False with chunking=\"vad\"", IA,
+             {"vad_filter": False, "chunking": "vad"}, "vad_filter"),
+            ("vad_filter=1", TypeError, {"vad_filter": 1}, "vad_filter")):
+        expect_error(name, exc, lambda: model.transcribe(WAV, **kw), needle)
+
+
+def test_json_rounding():
+    from hviske.__main__ import json_round
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.round.restype, libm.round.argtypes = ctypes.c_double, [ctypes.c_double]
+    rng = random.Random(5)
+    f32 = array.array("f", [k / 2 ** 5 for k in range(33)] + [k / 2 ** 12 for k in range(0, 4097, 7)]
+                      + [rng.random() for _ in range(20000)])
+    values = list(f32) + [rng.uniform(0, 4000) for _ in range(20000)] + [2.6855, 0.0005, 1.5e-4]
+    bad = [(x, d, json_round(x, d), libm.round(x * 10.0 ** d) / 10.0 ** d)
+           for x in values for d in (3, 4)
+           if json_round(x, d) != libm.round(x * 10.0 ** d) / 10.0 ** d]
+    report(f"JSON numbers rounded as the CLI's C code does, round(x * 10^d) / 10^d "
+           f"({len(values)} values, ties among them; Python's round gives "
+           f"{round(1 / 32, 4)} for 1/32, C {libm.round(1 / 32 * 1e4) / 1e4})",
+           not bad and json_round(float("nan"), 4) == 0.0, bad[:5])
+
+
 def test_threads(hviske, model):
     want = {k: model.transcribe(WAV, **kw).tokens for k, kw in
             (("greedy", {}), ("beams", {"beams": 3}), ("sample", {"sample": True, "seed": 3}))}
@@ -644,11 +828,11 @@ def test_pip():
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
                    PIP_ROOT_USER_ACTION="ignore")
-        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
-                            "--no-deps", "--target", target, src], capture_output=True,
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index",
+                            "--target", target, src], capture_output=True,
                            text=True, env=env, cwd=tmp, timeout=600)
         if p.returncode != 0:
-            report("pip install --no-build-isolation --no-deps --target DIR ./python", False,
+            report("pip install --no-index --target DIR ./python", False,
                    f"{p.stdout[-800:]!r} {p.stderr[-800:]!r}")
             return
         code = ("import sys; sys.path.insert(0, %r)\n"
@@ -657,7 +841,7 @@ def test_pip():
                 % (target, DEMO, WAV))
         p = run_child(code, env)
         lines = p.stdout.strip().split("\n")
-        report("pip install --no-build-isolation --no-deps --target DIR ./python: the "
+        report("pip install --no-index --target DIR ./python (PEP 668's way): the "
                "installed package transcribes the example",
                p.returncode == 0 and lines[0].startswith(target) and lines[-1] == SENTENCE,
                f"{p.stdout!r} {p.stderr[-800:]!r}")
@@ -680,6 +864,11 @@ def main():
     test_close_race(hviske)
     test_library_lookup()
     test_module_cli()
+    test_faster_whisper_shape(hviske, model)
+    test_segments_generator(hviske, model)
+    test_file_objects(hviske, model)
+    test_aliases(hviske, model)
+    test_json_rounding()
     test_threads(hviske, model)
     if sanitized():
         print("skip  RSS over 200 transcriptions: the sanitizer's quarantine holds freed "
