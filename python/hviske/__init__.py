@@ -250,7 +250,7 @@ class Model:
         # who uses the library memory: transcriptions running (per thread),
         # and close() waiting for them (_closing) or done (_model None)
         self._use = threading.Condition()
-        self._users = {}
+        self._users: dict[int, int] = {}
         self._closing = False
         model = ctypes.c_void_p()
         err = ctypes.create_string_buffer(_ERRBUF)
@@ -297,8 +297,9 @@ class Model:
     @property
     def languages(self) -> list[str]:
         lib = self._lib
-        return self._call(lambda m: [lib.hv_model_language(m, i).decode("utf-8")
-                                     for i in range(lib.hv_model_n_languages(m))])
+        langs: list[str] = self._call(lambda m: [lib.hv_model_language(m, i).decode("utf-8")
+                                                 for i in range(lib.hv_model_n_languages(m))])
+        return langs
 
     @property
     def weight_bytes(self) -> int:
@@ -524,8 +525,8 @@ class Model:
         finally:
             self._release()
 
-    def _transcribe(self, model: Any, audio: Any, language, punctuation, beams, length_penalty, sample,
-                    temperature: Any, top_k: Any, top_p: Any, seed: Any, chunking: Any,
+    def _transcribe(self, model: Any, audio: Any, language: Any, punctuation: Any, beams: Any,
+                    length_penalty: Any, sample: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, chunking: Any,
                     word_timestamps: Any, progress: Any, sample_rate: Any, max_tokens: Any,
                     chunk_seconds: Any, on_segment: Any) -> "Result":
         lib = self._lib
