@@ -89,7 +89,13 @@ typedef struct options {
     const char *output_dir;
     int stream; /* --stream: each segment on stdout as it is final */
     int quiet;
-    char **files; /* argv tail, or this shard's entries of list */
+    int timestamps; /* txt: "[start --> end] text" lines (--print-timestamps,
+                         or stdout a terminal without -q) */
+    int txt_live;   /* txt on stdout: one line per segment as it is final */
+    int progress;   /* 0: none; 1: redrawn line (terminal); 2: --progress lines */
+    int name_lines; /* txt with several inputs: "FILE: " before each line */
+    int n_inputs;   /* inputs before the shard was taken */
+    char **files;   /* argv tail, or this shard's entries of list */
     int n_files;
     char **out_paths; /* --output-dir: one per input */
     /* archive batches (docs/SCALING.md) */
@@ -124,7 +130,11 @@ static void usage(FILE *f) {
                "                         (N >= 1)\n"
                "      --dither X         dither amount, X >= 0 (default: the\n"
                "                         model's; 0 turns it off)\n"
-               "  -q, --quiet            no progress display and no warnings\n"
+               "  -q, --quiet            no progress display, no warnings, and plain\n"
+               "                         txt (no times) on a terminal\n"
+               "      --progress         progress lines on stderr also when it is not\n"
+               "                         a terminal: 'hviske: FILE: progress P%%\n"
+               "                         done_s=D total_s=T speed=X eta_s=E'\n"
                "\n"
                "Long audio and speech detection:\n"
                "      --chunking MODE    auto (default) = vad: only the speech the\n"
@@ -148,6 +158,9 @@ static void usage(FILE *f) {
                "                         subtitles, cues of whole sentences or\n"
                "                         clauses timed by word (docs/CLI.md)\n"
                "      --json             same as --format jsonl\n"
+               "      --print-timestamps txt: one '[MM:SS.mmm --> MM:SS.mmm] text' line\n"
+               "                         per segment (the default on a terminal,\n"
+               "                         shown as each segment is final)\n"
                "      --word-timestamps  json, jsonl: add \"words\" (word, start, end,\n"
                "                         probability) to each result and segment\n" HVT_CUE_USAGE
                "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
@@ -157,7 +170,7 @@ static void usage(FILE *f) {
                "                         after it with the format's extension\n"
                "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
                "      --stream           each segment on stdout as soon as it is final:\n"
-               "                         txt: its text (the line ends with the file);\n"
+               "                         txt: one line per segment;\n"
                "                         jsonl: {\"file\", \"segment\"} per segment,\n"
                "                         then the file's whole result; srt, vtt: its\n"
                "                         cues (standard output only)\n"
@@ -195,7 +208,8 @@ static void usage(FILE *f) {
                "\n"
                "Output files are written whole or not at all (a temporary file in\n"
                "the same directory, renamed when complete). Progress (percentage,\n"
-               "speed, time left) is shown on stderr when it is a terminal.\n"
+               "speed, time left) is shown on stderr when it is a terminal. With\n"
+               "several inputs, each txt line starts with 'FILE: '.\n"
                "\n"
                "Exit status: 0 success, 1 a file, the model or the output failed,\n"
                "2 bad usage.\n");
@@ -232,6 +246,8 @@ enum {
     O_JSON,
     O_WORD_TIMESTAMPS,
     O_STREAM,
+    O_PRINT_TIMESTAMPS,
+    O_PROGRESS,
     HVT_CUE_OPTION_IDS,
     O_OUTPUT,
     O_OUTPUT_DIR,
@@ -273,6 +289,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_JSON] = HVT_OPT_FLAG("json", 0),
     [O_WORD_TIMESTAMPS] = HVT_OPT_FLAG("word-timestamps", 0),
     [O_STREAM] = HVT_OPT_FLAG("stream", 0),
+    [O_PRINT_TIMESTAMPS] = HVT_OPT_FLAG("print-timestamps", 0),
+    [O_PROGRESS] = HVT_OPT_FLAG("progress", 0),
     HVT_CUE_OPTION_ROWS(options),
     [O_OUTPUT] =
         HVT_OPT_NONEMPTY("output", 'o', AT(output), "a file name, or - for standard output"),
@@ -427,6 +445,7 @@ static int take_inputs(options *o, int argc, char **argv, const int *given) {
     }
     memcpy(o->files, all, (size_t)n_all * sizeof *o->files);
     o->n_files = n_all;
+    o->n_inputs = n_all;
     int n_stdin = 0;
     for (int i = 0; i < o->n_files; i++) n_stdin += strcmp(o->files[i], "-") == 0;
     if (n_stdin > 1) return hvt_usage_error(PROG, "'-' (standard input) given %d times", n_stdin);
@@ -489,6 +508,9 @@ static void warn_ignored(const options *o, const int *given) {
                     OPTIONS[k].name, FORMAT_NAMES[o->format]);
             break;
         }
+    if (given[O_PRINT_TIMESTAMPS] && o->format != FMT_TXT)
+        fprintf(stderr, "hviske: warning: --print-timestamps has no effect with --format %s\n",
+                FORMAT_NAMES[o->format]);
     if (given[O_WORD_TIMESTAMPS] && o->format != FMT_JSON && o->format != FMT_JSONL)
         fprintf(stderr, "hviske: warning: --word-timestamps has no effect with --format %s%s\n",
                 FORMAT_NAMES[o->format],
@@ -534,6 +556,18 @@ static int parse_options(int argc, char **argv, options *o) {
     o->skip_existing = given[O_SKIP_EXISTING] != 0;
     if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv, given)) >= 0)
         return rc;
+    /* the console: txt on a terminal shows each segment with its times as
+     * it is final; progress on a terminal is a redrawn line, elsewhere
+     * lines only with --progress */
+    int to_stdout = !o->output_dir && (!o->output || strcmp(o->output, "-") == 0);
+    o->timestamps = o->format == FMT_TXT && (given[O_PRINT_TIMESTAMPS] ||
+                                             (!o->quiet && to_stdout && isatty(STDOUT_FILENO)));
+    o->txt_live = o->format == FMT_TXT && to_stdout && (o->stream || o->timestamps);
+    if (isatty(STDERR_FILENO))
+        o->progress = !o->quiet || given[O_PROGRESS] ? 1 : 0;
+    else
+        o->progress = given[O_PROGRESS] ? 2 : 0;
+    o->name_lines = o->format == FMT_TXT && o->n_inputs > 1 && !o->output_dir;
     if (!o->quiet) warn_ignored(o, given);
     return -1;
 }
@@ -746,6 +780,33 @@ static int read_input(const char *path, int rate, float **pcm, size_t *n_frames)
     return 0;
 }
 
+/* ------------------------------------------------------------ txt lines */
+
+/* "03.400"-style clock for txt timestamps: "MM:SS.mmm" below an hour,
+ * "H:MM:SS.mmm" from an hour on (whole milliseconds). */
+static void clock_time(char *buf, size_t n, double s) {
+    long long ms = s > 0 && s < 1e9 ? llround(s * 1000.0) : 0;
+    if (ms >= 3600000)
+        snprintf(buf, n, "%lld:%02lld:%02lld.%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60,
+                 ms % 1000);
+    else
+        snprintf(buf, n, "%02lld:%02lld.%03lld", ms / 60000, ms / 1000 % 60, ms % 1000);
+}
+
+/* One line of txt output: "FILE: " when several inputs share the output,
+ * "[start --> end] " with timestamps, then the text on one line. */
+static void put_txt_line(FILE *f, const options *o, const char *file, int timed, double start,
+                         double end, const char *text) {
+    if (o->name_lines) fprintf(f, "%s: ", file);
+    if (timed) {
+        char a[32], b[32];
+        clock_time(a, sizeof a, start);
+        clock_time(b, sizeof b, end);
+        fprintf(f, "[%s --> %s] ", a, b);
+    }
+    hvt_put_line(f, text);
+}
+
 /* ------------------------------------------------------------ formats */
 
 static cJSON *json_int_array(const int32_t *v, int n) {
@@ -848,7 +909,16 @@ static int write_result(FILE *f, const options *o, const char *path, const hv_re
                         int rate) {
     out_format fmt = o->format;
     switch (fmt) {
-        case FMT_TXT: hvt_put_line(f, hv_result_text(res)); return 0;
+        case FMT_TXT:
+            if (!o->timestamps) {
+                put_txt_line(f, o, path, 0, 0, 0, hv_result_text(res));
+                return 0;
+            }
+            for (int i = 0; i < hv_result_n_segments(res); i++) {
+                hv_segment g = hv_result_segment(res, i);
+                put_txt_line(f, o, path, 1, g.start, g.end, g.text);
+            }
+            return 0;
         case FMT_SRT:
         case FMT_VTT: return hvt_write_subtitles(f, res, rate, &o->cues, fmt == FMT_VTT);
         case FMT_JSON:
@@ -871,8 +941,10 @@ static int write_result(FILE *f, const options *o, const char *path, const hv_re
 /* ------------------------------------------------------------ progress */
 
 typedef struct progress {
-    const char *name;
-    double t0; /* seconds, monotonic */
+    const char *name; /* the input's base name (the redrawn line) */
+    const char *path; /* as given (--progress lines) */
+    int mode;         /* 1: a line redrawn in place; 2: one line per update */
+    double t0;        /* seconds, monotonic */
     int shown;
 } progress;
 
@@ -887,17 +959,30 @@ static void format_duration(char *buf, size_t n, double s) {
         snprintf(buf, n, "%lds", t);
 }
 
-/* The library's progress callback: one status line on stderr, redrawn in
- * place after each chunk (only installed when stderr is a terminal). */
+/* The library's progress callback, after each chunk. On a terminal
+ * (mode 1): one status line on stderr, redrawn in place and erased before
+ * anything else is written (standard output's lines always end before it
+ * is drawn, so it never shares a row with them). With --progress on
+ * another stderr (mode 2): one line per chunk in a fixed form,
+ * "hviske: FILE: progress P% done_s=D total_s=T speed=X eta_s=E". */
 static void on_progress(void *user, double done, double total) {
     progress *p = user;
-    if (!(total > 0) || done >= total) return; /* the last chunk: the caller clears the line */
+    if (!(total > 0)) return;
     double elapsed = hvt_now_s() - p->t0;
     double speed = elapsed > 0 ? done / elapsed : 0;
+    double eta_s = speed > 0 ? (total - done) / speed : 0;
+    if (p->mode == 2) {
+        fprintf(stderr,
+                "hviske: %s: progress %.1f%% done_s=%.2f total_s=%.2f speed=%.2f eta_s=%.0f\n",
+                p->path, 100.0 * done / total, done, total, speed, eta_s);
+        fflush(stderr);
+        return;
+    }
+    if (done >= total) return; /* the last chunk: the caller clears the line */
     char d[32], t[32], eta[32];
     format_duration(d, sizeof d, done);
     format_duration(t, sizeof t, total);
-    format_duration(eta, sizeof eta, speed > 0 ? (total - done) / speed : 0);
+    format_duration(eta, sizeof eta, eta_s);
     fprintf(stderr,
             "\r\033[Khviske: %s: %3.0f%% (%s of %s), %.1f s of "
             "audio per second, ETA %s",
@@ -906,42 +991,41 @@ static void on_progress(void *user, double done, double total) {
     p->shown = 1;
 }
 
+/* Erases the redrawn progress line, if shown, before other output. */
+static void progress_clear(progress *p) {
+    if (!p->shown) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->shown = 0;
+}
+
 /* ------------------------------------------------------------ streaming */
 
-/* The language of inputs without -l (the library's default), for how
- * --stream joins segments in txt (no space for ja and zh). */
-static const char *g_language = "";
-
-/* --stream: where the segments of one input go as they come (stdout). */
+/* Segments as they come to standard output: --stream, and txt on stdout
+ * with timestamps (o->txt_live). */
 typedef struct stream_out {
     const options *o;
-    char *file;   /* the input's name, cleaned (jsonl) */
-    progress *pr; /* its progress line, cleared before output */
-    int rate;     /* the model's sample rate */
-    int n;        /* segments written */
-    int cue;      /* srt: the last cue's number */
-    int no_space; /* txt: segments joined without a space */
-    int failed;   /* out of memory formatting one */
+    const char *path; /* the input as given (txt's "FILE: ") */
+    char *file;       /* the input's name, cleaned (jsonl) */
+    progress *pr;     /* its progress line, cleared before output */
+    int rate;         /* the model's sample rate */
+    int n;            /* segments written */
+    int cue;          /* srt: the last cue's number */
+    int failed;       /* out of memory formatting one */
 } stream_out;
 
-/* The library's segment callback with --stream: writes the segment in the
- * output format and flushes. txt: its text, after a space (the line ends
- * when the input is done); jsonl: {"file", "segment"}; srt, vtt: its cues,
- * numbered on from the previous segment's. A non-zero answer (standard
- * output failed) stops the transcription. */
+/* The library's segment callback for output as it comes: writes the
+ * segment in the output format and flushes. txt: one line per segment
+ * (with its times when o->timestamps); jsonl: {"file", "segment"}; srt,
+ * vtt: its cues, numbered on from the previous segment's. A non-zero
+ * answer (standard output failed) stops the transcription. */
 static int on_stream_segment(void *user, const hv_segment *g) {
     stream_out *so = user;
     const options *o = so->o;
     FILE *f = stdout;
-    if (so->pr->shown) {
-        fputs("\r\033[K", stderr);
-        so->pr->shown = 0;
-    }
+    progress_clear(so->pr);
     switch (o->format) {
-        case FMT_TXT:
-            if (so->n && !so->no_space) fputc(' ', f);
-            hvt_put_text(f, g->text);
-            break;
+        case FMT_TXT: put_txt_line(f, o, so->path, o->timestamps, g->start, g->end, g->text); break;
         case FMT_SRT:
         case FMT_VTT:
             if (so->n == 0 && o->format == FMT_VTT) fputs("WEBVTT\n\n", f);
@@ -976,7 +1060,7 @@ static int on_stream_segment(void *user, const hv_segment *g) {
 /* Reads and transcribes one input; the result, or NULL with the failure
  * reported. */
 static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const options *o,
-                                   const char *path, int rate, int show_progress) {
+                                   const char *path, int rate) {
     float *pcm = NULL;
     size_t n_frames = 0;
     int channels = 1;
@@ -1001,14 +1085,13 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     tp.vad_max_gap_s = o->vad_max_gap_s;
     tp.word_timestamps = o->word_timestamps || o->format == FMT_SRT || o->format == FMT_VTT;
     const char *slash = strrchr(path, '/');
-    progress pr = {slash && slash[1] ? slash + 1 : path, hvt_now_s(), 0};
-    if (show_progress) {
+    progress pr = {slash && slash[1] ? slash + 1 : path, path, o->progress, hvt_now_s(), 0};
+    if (o->progress) {
         tp.progress = on_progress;
         tp.progress_user = &pr;
     }
-    const char *lang = o->language ? o->language : g_language;
-    stream_out so = {o, NULL, &pr, rate, 0, 0, !strcmp(lang, "ja") || !strcmp(lang, "zh"), 0};
-    if (o->stream) {
+    stream_out so = {o, path, NULL, &pr, rate, 0, 0, 0};
+    if (o->stream || o->txt_live) {
         if (!(so.file = hvt_utf8_clean(path))) {
             free(pcm);
             file_error(path, HV_ERR_NOMEM, "out of memory");
@@ -1022,13 +1105,8 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     hv_status st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp, &res);
     free(pcm); /* hv_audio_free, or ours from standard input */
     free(so.file);
-    if (pr.shown) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-    }
-    /* --stream: the txt line ends with the input (also a failed one with
-     * text written); a vtt without cues still has its header */
-    if (o->stream && o->format == FMT_TXT && (st == HV_OK || so.n > 0)) fputc('\n', stdout);
+    progress_clear(&pr);
+    /* --stream: a vtt without cues still has its header */
     if (o->stream && o->format == FMT_VTT && st == HV_OK && so.n == 0) fputs("WEBVTT\n\n", stdout);
     if (o->stream) fflush(stdout);
     if (st == HV_OK && (so.failed || hv_result_stopped(res))) {
@@ -1164,9 +1242,6 @@ int main(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    g_language = hvt_model_has_language(model, "da") ? "da"
-                 : hv_model_n_languages(model) > 0   ? hv_model_language(model, 0)
-                                                     : "";
     if (o.language && !hvt_model_has_language(model, o.language)) {
         fprintf(stderr,
                 "hviske: language '%s' is not supported by %s "
@@ -1191,7 +1266,6 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    int show_progress = !o.quiet && isatty(STDERR_FILENO);
     int rate = hv_model_sample_rate(model);
     rc = 0;
     ran = 1;
@@ -1203,7 +1277,7 @@ int main(int argc, char **argv) {
             summarize(&summary_fd, &o, path, out_path, "skipped", NULL, -1, t0, &rc);
             continue;
         }
-        hv_result *res = transcribe_input(ctx, vad, &o, path, rate, show_progress);
+        hv_result *res = transcribe_input(ctx, vad, &o, path, rate);
         if (!res) {
             rc = 1;
             summarize(&summary_fd, &o, path, out_path, "error", g_error, -1, t0, &rc);
@@ -1215,7 +1289,7 @@ int main(int argc, char **argv) {
                 rc = 1;
             else
                 ok = 1;
-        } else if (o.stream && o.format != FMT_JSONL) {
+        } else if ((o.stream && o.format != FMT_JSONL) || o.txt_live) {
             ok = 1; /* written segment by segment */
         } else if (write_result(out, &o, path, res, rate) != 0) {
             file_error(path, HV_ERR_NOMEM,

@@ -107,7 +107,7 @@ typedef struct hvt_option {
     { .name = "version", .arg = HVT_VERSION }
 
 /* The most options one program may have. */
-enum { HVT_MAX_OPTIONS = 48 };
+enum { HVT_MAX_OPTIONS = 64 };
 
 typedef struct hvt_cli {
     const char *prog;       /* "hviske": starts every message */
