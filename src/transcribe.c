@@ -757,6 +757,7 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
     g.score = s->score;
     g.words = r->words + s->word_offset;
     g.n_words = s->n_words;
+    g.first_token = s->token_offset;
     return g;
 }
 

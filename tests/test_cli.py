@@ -36,7 +36,7 @@ SOURCE_DIR = os.environ.get(
 TIMEOUT = 900
 AUDIO_EXT = (".wav", ".flac", ".ogg", ".opus", ".mp3")
 TIMING_KEYS = {"frontend_ms", "encoder_ms", "decoder_ms", "vad_ms", "encoded_s", "n_tokens"}
-JSON_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings",
+JSON_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings", "chunks",
              "segments"}
 SEGMENT_KEYS = {"start", "end", "text", "tokens"}
 LOGPROB_EPS = 1e-4  # a log-prob may round a hair above 0

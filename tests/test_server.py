@@ -339,7 +339,8 @@ def test_formats(port, model, files, tmp):
     """Every response_format of every file against the CLI."""
     texts = cli_texts(model, files)
     txt = cli(["-m", model, "-t", "1", "-q", "--format", "txt"] + files)
-    txt_lines = txt.decode("utf-8").split("\n")
+    # several inputs: each line starts with its input and ": "
+    txt_lines = [x[len(f) + 2:] for f, x in zip(files, txt.decode("utf-8").split("\n"))]
     docs = {fmt: cli_docs(model, files, fmt, tmp)
             for fmt in ("json", "srt", "vtt")}
     docs["words"] = cli_docs(model, files, "json", tmp, ["--word-timestamps"])

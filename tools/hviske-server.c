@@ -149,7 +149,7 @@ typedef struct options {
     const char *vad_model;  /* NULL: hvt_load_vad's search */
     hv_vad_params vad;      /* speech detection settings */
     float vad_max_gap_s;
-    hvt_cue_params cues; /* srt, vtt, verbose_json segments */
+    hv_cue_params cues; /* srt, vtt, verbose_json segments */
 } options;
 
 static void usage(FILE *f) {
@@ -297,7 +297,7 @@ static int parse_options(int argc, char **argv, options *o) {
                    .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
                    .vad_max_gap_s = defaults.vad_max_gap_s,
-                   .cues = hvt_cue_default_params()};
+                   .cues = hv_cue_default_params()};
     int given[N_OPTS];
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
     if (rc >= 0) return rc;
@@ -597,27 +597,42 @@ typedef struct job_end {
  * that the deltas joined are the done event's text. */
 typedef struct stream_job {
     srv_stream *st;
-    int n;        /* segments sent */
-    int no_space; /* ja, zh: texts joined without a space */
+    int n;                     /* segments sent */
+    int no_space;              /* ja, zh: texts joined without a space */
+    const hv_cue_params *cues; /* how chunks become segments */
 } stream_job;
 
 /* The abort callback: the client went away. */
 static int stream_gone(void *user) { return srv_stream_gone(user); }
 
-static int stream_segment(void *user, const hv_segment *g) {
-    stream_job *sj = user;
-    if (srv_stream_gone(sj->st)) return 1;
-    size_t n = strlen(g->text), len = 0;
+/* One delta event of text, after a space but for the first (none for ja
+ * and zh); 0, or 1 when out of memory. */
+static int stream_delta(stream_job *sj, const char *piece) {
+    size_t n = strlen(piece), len = 0;
     char *text = malloc(n + 2);
     if (!text) return 1;
     int space = sj->n > 0 && !sj->no_space;
     text[0] = ' ';
-    memcpy(text + space, g->text, n + 1);
+    memcpy(text + space, piece, n + 1);
+    for (char *q = text; *q; q++)
+        if (*q == '\n') *q = ' '; /* a cue's lines: one text */
     char *ev = srv_sse_delta(text, &len);
     free(text);
     int failed = !ev || srv_stream_push(sj->st, ev, len) != 0;
     free(ev);
     sj->n++;
+    return failed;
+}
+
+/* The segment callback: a delta per segment (cue) of the chunk, as each
+ * chunk is final. */
+static int stream_segment(void *user, const hv_segment *g) {
+    stream_job *sj = user;
+    if (srv_stream_gone(sj->st)) return 1;
+    hv_cue *cues = NULL;
+    int nc = 0, failed = hv_segment_cues(g, sj->cues, &cues, &nc) != HV_OK;
+    for (int k = 0; !failed && k < nc; k++) failed = stream_delta(sj, cues[k].text);
+    hv_cues_free(cues, nc);
     return failed; /* out of memory: stop */
 }
 
@@ -657,7 +672,8 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     const char *lang = p.tp.language                            ? p.tp.language
                        : hvt_model_has_language(s->model, "da") ? "da"
                                                                 : hv_model_language(s->model, 0);
-    stream_job sj = {st, 0, lang && (!strcmp(lang, "ja") || !strcmp(lang, "zh"))};
+    stream_job sj = {st, 0, lang && (!strcmp(lang, "ja") || !strcmp(lang, "zh")), &s->o->cues};
+    p.tp.word_timestamps = 1; /* the deltas are the segments: cues of the words */
     p.tp.segment_callback = stream_segment;
     p.tp.segment_user = &sj;
     p.tp.abort_callback = stream_gone;

@@ -84,7 +84,7 @@ typedef struct options {
     float vad_max_gap_s;   /* a pause this long always ends a chunk */
     out_format format;
     int word_timestamps; /* --word-timestamps (srt and vtt compute them anyway) */
-    hvt_cue_params cues; /* srt, vtt: --max-cue-seconds, --max-lines, ... */
+    hv_cue_params cues;  /* srt, vtt: --max-cue-seconds, --max-lines, ... */
     const char *output;  /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int stream; /* --stream: each segment on stdout as it is final */
@@ -543,7 +543,7 @@ static int parse_options(int argc, char **argv, options *o) {
                    .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
                    .vad_max_gap_s = defaults.vad_max_gap_s,
-                   .cues = hvt_cue_default_params(),
+                   .cues = hv_cue_default_params(),
                    .format = FMT_TXT};
     int given[N_OPTS];
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
@@ -807,6 +807,18 @@ static void put_txt_line(FILE *f, const options *o, const char *file, int timed,
     hvt_put_line(f, text);
 }
 
+/* The txt lines of chunk g with timestamps: one per segment (cue); 0, or
+ * -1 when out of memory. */
+static int put_txt_cues(FILE *f, const options *o, const char *file, const hv_segment *g) {
+    hv_cue *cues = NULL;
+    int nc = 0;
+    if (hv_segment_cues(g, &o->cues, &cues, &nc) != HV_OK) return -1;
+    for (int k = 0; k < nc; k++)
+        put_txt_line(f, o, file, 1, cues[k].start, cues[k].end, cues[k].text);
+    hv_cues_free(cues, nc);
+    return 0;
+}
+
 /* ------------------------------------------------------------ formats */
 
 static cJSON *json_int_array(const int32_t *v, int n) {
@@ -827,10 +839,10 @@ static int add_words(cJSON *obj, const hv_word *w, int n) {
     return 0;
 }
 
-/* The JSON object of one segment (start, end, text, tokens; words: its
+/* The JSON object of one chunk (start, end, text, tokens; words: its
  * words too). NULL when out of memory. */
-static cJSON *segment_json(const hv_segment *g, int words) {
-    char *st = hvt_utf8_clean(g->text);
+static cJSON *chunk_json(const hv_segment *g, int words) {
+    char *st = hv_utf8_clean(g->text);
     cJSON *so = cJSON_CreateObject(), *toks = NULL;
     int ok = st && so && cJSON_AddNumberToObject(so, "start", g->start) &&
              cJSON_AddNumberToObject(so, "end", g->end) &&
@@ -850,19 +862,61 @@ static cJSON *segment_json(const hv_segment *g, int words) {
     return so;
 }
 
+/* The JSON object of one segment, a cue of chunk g: start, end, text (its
+ * lines on one), tokens (its words'), words (its words) when asked. NULL
+ * when out of memory. */
+static cJSON *cue_json(const hv_segment *g, const hv_cue *c, int words) {
+    cJSON *so = cJSON_CreateObject(), *toks = NULL;
+    int a = c->first_token - g->first_token, n = c->n_tokens;
+    if (a < 0 || a > g->n_tokens) a = 0, n = 0; /* cannot happen: in the chunk */
+    if (n > g->n_tokens - a) n = g->n_tokens - a;
+    for (char *q = c->text; *q; q++)
+        if (*q == '\n') *q = ' '; /* its lines: one text */
+    int ok = so && cJSON_AddNumberToObject(so, "start", c->start) &&
+             cJSON_AddNumberToObject(so, "end", c->end) &&
+             cJSON_AddStringToObject(so, "text", c->text) &&
+             (toks = json_int_array(g->tokens + a, n));
+    if (ok && !cJSON_AddItemToObject(so, "tokens", toks))
+        ok = 0;
+    else if (ok)
+        toks = NULL;
+    cJSON_Delete(toks);
+    if (ok && words) ok = add_words(so, g->words + c->first_word, c->n_words);
+    if (!ok) {
+        cJSON_Delete(so);
+        return NULL;
+    }
+    return so;
+}
+
+/* Appends the segments (cues) of chunk g to the array segs; 0 when out of
+ * memory. */
+static int add_cues_json(cJSON *segs, const hv_segment *g, const options *o) {
+    hv_cue *cues = NULL;
+    int nc = 0, ok = hv_segment_cues(g, &o->cues, &cues, &nc) == HV_OK;
+    for (int k = 0; ok && k < nc; k++) {
+        cJSON *so = cue_json(g, &cues[k], o->word_timestamps);
+        ok = so && cJSON_AddItemToArray(segs, so);
+        if (!ok) cJSON_Delete(so);
+    }
+    hv_cues_free(cues, nc);
+    return ok;
+}
+
 /* The JSON object of one result. full (--format json) adds language and
  * duration, words (--word-timestamps) the words of the result and of each
  * segment. NULL when out of memory. */
-static cJSON *result_json(const char *path, const hv_result *res, int full, int words) {
+static cJSON *result_json(const char *path, const hv_result *res, int full, const options *o) {
+    int words = o->word_timestamps;
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
-    char *file = hvt_utf8_clean(path);
-    char *text = hvt_utf8_clean(hv_result_text(res));
+    char *file = hv_utf8_clean(path);
+    char *text = hv_utf8_clean(hv_result_text(res));
     cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL, *tim = NULL,
-          *segs = cJSON_CreateArray();
+          *segs = cJSON_CreateArray(), *chunks = cJSON_CreateArray();
 
-    int ok = file && text && obj && segs && cJSON_AddStringToObject(obj, "file", file) &&
+    int ok = file && text && obj && segs && chunks && cJSON_AddStringToObject(obj, "file", file) &&
              cJSON_AddStringToObject(obj, "text", text);
     if (ok && full)
         ok = cJSON_AddStringToObject(obj, "language", hv_result_language(res)) &&
@@ -886,15 +940,19 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
             cJSON_AddItemToArray(lparr, cJSON_CreateNumber(lps ? hvt_float_for_json(lps[i]) : 0.0));
     for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
-        cJSON *so = segment_json(&g, words);
-        if (!so || !cJSON_AddItemToArray(segs, so)) {
-            cJSON_Delete(so);
+        cJSON *co = chunk_json(&g, words);
+        if (!co || !cJSON_AddItemToArray(chunks, co)) {
+            cJSON_Delete(co);
             ok = 0;
         }
+        ok = ok && add_cues_json(segs, &g, o);
     }
-    if (ok) ok = cJSON_AddItemToObject(obj, "segments", segs);
+    if (ok && cJSON_AddItemToObject(obj, "segments", segs)) segs = NULL;
+    if (ok && cJSON_AddItemToObject(obj, "chunks", chunks)) chunks = NULL;
+    ok = ok && !segs && !chunks;
     if (!ok) {
         cJSON_Delete(segs);
+        cJSON_Delete(chunks);
         cJSON_Delete(obj);
         obj = NULL;
     }
@@ -905,8 +963,7 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
 
 /* Writes one result in the chosen format; 0 on success, -1 when out of
  * memory (write errors show in ferror(f)). */
-static int write_result(FILE *f, const options *o, const char *path, const hv_result *res,
-                        int rate) {
+static int write_result(FILE *f, const options *o, const char *path, const hv_result *res) {
     out_format fmt = o->format;
     switch (fmt) {
         case FMT_TXT:
@@ -916,15 +973,15 @@ static int write_result(FILE *f, const options *o, const char *path, const hv_re
             }
             for (int i = 0; i < hv_result_n_segments(res); i++) {
                 hv_segment g = hv_result_segment(res, i);
-                put_txt_line(f, o, path, 1, g.start, g.end, g.text);
+                if (put_txt_cues(f, o, path, &g) != 0) return -1;
             }
             return 0;
         case FMT_SRT:
-        case FMT_VTT: return hvt_write_subtitles(f, res, rate, &o->cues, fmt == FMT_VTT);
+        case FMT_VTT: return hvt_write_subtitles(f, res, &o->cues, fmt == FMT_VTT);
         case FMT_JSON:
         case FMT_JSONL:
         default: {
-            cJSON *obj = result_json(path, res, fmt == FMT_JSON, o->word_timestamps);
+            cJSON *obj = result_json(path, res, fmt == FMT_JSON, o);
             char *s = !obj              ? NULL
                       : fmt == FMT_JSON ? cJSON_Print(obj)
                                         : cJSON_PrintUnformatted(obj);
@@ -1008,7 +1065,6 @@ typedef struct stream_out {
     const char *path; /* the input as given (txt's "FILE: ") */
     char *file;       /* the input's name, cleaned (jsonl) */
     progress *pr;     /* its progress line, cleared before output */
-    int rate;         /* the model's sample rate */
     int n;            /* segments written */
     int cue;          /* srt: the last cue's number */
     int failed;       /* out of memory formatting one */
@@ -1025,30 +1081,37 @@ static int on_stream_segment(void *user, const hv_segment *g) {
     FILE *f = stdout;
     progress_clear(so->pr);
     switch (o->format) {
-        case FMT_TXT: put_txt_line(f, o, so->path, o->timestamps, g->start, g->end, g->text); break;
+        case FMT_TXT:
+            if (o->timestamps)
+                so->failed |= put_txt_cues(f, o, so->path, g) != 0;
+            else
+                put_txt_line(f, o, so->path, 0, 0, 0, g->text);
+            break;
         case FMT_SRT:
         case FMT_VTT:
             if (so->n == 0 && o->format == FMT_VTT) fputs("WEBVTT\n\n", f);
-            if (hvt_write_segment_cues(f, g, so->rate, &o->cues, o->format == FMT_VTT, &so->cue))
+            if (hvt_write_segment_cues(f, g, &o->cues, o->format == FMT_VTT, &so->cue))
                 so->failed = 1;
             break;
-        default: {
-            cJSON *obj = cJSON_CreateObject(), *seg = segment_json(g, o->word_timestamps);
-            char *s = NULL;
-            if (obj && seg && cJSON_AddStringToObject(obj, "file", so->file) &&
-                cJSON_AddItemToObject(obj, "segment", seg)) {
-                seg = NULL;
-                s = cJSON_PrintUnformatted(obj);
-            }
-            cJSON_Delete(seg);
-            cJSON_Delete(obj);
-            if (s) {
+        default: { /* one {"file", "segment"} line per segment (cue) */
+            cJSON *segs = cJSON_CreateArray();
+            if (!segs || !add_cues_json(segs, g, o)) so->failed = 1;
+            for (cJSON *seg = segs ? segs->child : NULL; seg && !so->failed; seg = seg->next) {
+                cJSON *obj = cJSON_CreateObject();
+                char *s = NULL;
+                if (obj && cJSON_AddStringToObject(obj, "file", so->file) &&
+                    cJSON_AddItemReferenceToObject(obj, "segment", seg))
+                    s = cJSON_PrintUnformatted(obj);
+                cJSON_Delete(obj);
+                if (!s) {
+                    so->failed = 1;
+                    break;
+                }
                 fputs(s, f);
                 fputc('\n', f);
                 cJSON_free(s);
-            } else {
-                so->failed = 1;
             }
+            cJSON_Delete(segs);
         }
     }
     so->n++;
@@ -1083,16 +1146,18 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     tp.vad = vad;
     tp.vad_params = o->vad;
     tp.vad_max_gap_s = o->vad_max_gap_s;
-    tp.word_timestamps = o->word_timestamps || o->format == FMT_SRT || o->format == FMT_VTT;
+    /* the segments are cues of the timed words (docs/TIMESTAMPS.md
+     * "Segments"): every output that shows segments times the words */
+    tp.word_timestamps = o->word_timestamps || o->format != FMT_TXT || o->timestamps;
     const char *slash = strrchr(path, '/');
     progress pr = {slash && slash[1] ? slash + 1 : path, path, o->progress, hvt_now_s(), 0};
     if (o->progress) {
         tp.progress = on_progress;
         tp.progress_user = &pr;
     }
-    stream_out so = {o, path, NULL, &pr, rate, 0, 0, 0};
+    stream_out so = {o, path, NULL, &pr, 0, 0, 0};
     if (o->stream || o->txt_live) {
-        if (!(so.file = hvt_utf8_clean(path))) {
+        if (!(so.file = hv_utf8_clean(path))) {
             free(pcm);
             file_error(path, HV_ERR_NOMEM, "out of memory");
             return NULL;
@@ -1157,14 +1222,14 @@ static void summarize(int *fd, const options *o, const char *input, const char *
 
 /* Writes one result to its own file under --output-dir; 0 on success. */
 static int write_output_file(const options *o, const char *input, const char *out_path,
-                             const hv_result *res, int rate) {
+                             const hv_result *res) {
     if (strcmp(input, "-") != 0 && same_file(input, out_path)) {
         errorf("%s: not overwriting the input %s", out_path, input);
         return -1;
     }
     out_file of;
     if (out_open(&of, out_path) != 0) return -1;
-    if (write_result(of.f, o, input, res, rate) != 0) {
+    if (write_result(of.f, o, input, res) != 0) {
         out_abort(&of);
         file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
         return -1;
@@ -1285,13 +1350,13 @@ int main(int argc, char **argv) {
         }
         int ok = 0;
         if (o.output_dir) {
-            if (write_output_file(&o, path, o.out_paths[i], res, rate) != 0)
+            if (write_output_file(&o, path, o.out_paths[i], res) != 0)
                 rc = 1;
             else
                 ok = 1;
         } else if ((o.stream && o.format != FMT_JSONL) || o.txt_live) {
             ok = 1; /* written segment by segment */
-        } else if (write_result(out, &o, path, res, rate) != 0) {
+        } else if (write_result(out, &o, path, res) != 0) {
             file_error(path, HV_ERR_NOMEM,
                        "out of memory formatting the "
                        "output");
