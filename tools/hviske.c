@@ -55,8 +55,22 @@
 
 static const char PROG[] = "hviske";
 
-typedef enum out_format { FMT_TXT, FMT_JSONL, FMT_JSON, FMT_SRT, FMT_VTT, N_FORMATS } out_format;
-static const char *const FORMAT_NAMES[N_FORMATS] = {"txt", "jsonl", "json", "srt", "vtt"};
+typedef enum out_format {
+    FMT_TXT,
+    FMT_JSONL,
+    FMT_JSON,
+    FMT_SRT,
+    FMT_VTT,
+    FMT_CSV,
+    N_FORMATS
+} out_format;
+static const char *const FORMAT_NAMES[N_FORMATS] = {"txt", "jsonl", "json", "srt", "vtt", "csv"};
+
+/* --format F[,F...]: the formats in the order given, each once. */
+typedef struct format_list {
+    out_format f[N_FORMATS];
+    int n;
+} format_list;
 
 /* Formats that hold one result per line, so that several inputs can share
  * one stream; the others are one document per input. */
@@ -82,10 +96,14 @@ typedef struct options {
     const char *vad_model; /* --vad-model; NULL: hvt_load_vad's search */
     hv_vad_params vad;     /* speech regions from probabilities */
     float vad_max_gap_s;   /* a pause this long always ends a chunk */
-    out_format format;
-    int word_timestamps; /* --word-timestamps (srt and vtt compute them anyway) */
-    hv_cue_params cues;  /* srt, vtt: --max-cue-seconds, --max-lines, ... */
-    const char *output;  /* -o FILE; NULL or "-": standard output */
+    out_format format;     /* the first of formats */
+    format_list formats;   /* --format, whisper-cli's -otxt ... */
+    int to_files;          /* one output file per input and format: --output-dir
+                            DIR, or beside each input */
+    int aliases;           /* whisper-cli's -oFMT flags given */
+    int word_timestamps;   /* --word-timestamps (srt and vtt compute them anyway) */
+    hv_cue_params cues;    /* srt, vtt: --max-cue-seconds, --max-lines, ... */
+    const char *output;    /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int stream; /* --stream: each segment on stdout as it is final */
     int quiet;
@@ -97,7 +115,7 @@ typedef struct options {
     int n_inputs;   /* inputs before the shard was taken */
     char **files;   /* argv tail, or this shard's entries of list */
     int n_files;
-    char **out_paths; /* --output-dir: one per input */
+    char **out_paths; /* to_files: [input * formats.n + format] */
     /* archive batches (docs/SCALING.md) */
     const char *files_from;      /* --files-from LIST; "-": standard input */
     char **list;                 /* its entries, all of them (owned) */
@@ -149,14 +167,21 @@ static void usage(FILE *f) {
                "      --chunk-seconds S  chunk length for --chunking fixed (S > 0,\n"
                "                         at most the model's max_audio_clip_s)\n" HVT_VAD_USAGE "\n"
                "Output:\n"
-               "      --format F         txt (default): the transcript, one line\n"
+               "      --format F[,F...]  txt (default): the transcript, one line\n"
                "                         per file; jsonl: one JSON object per line\n"
                "                         per file (file, text, tokens,\n"
                "                         token_logprobs, score, timings, segments);\n"
                "                         json: one indented JSON document per file\n"
                "                         (adds language and duration); srt, vtt:\n"
                "                         subtitles, cues of whole sentences or\n"
-               "                         clauses timed by word (docs/CLI.md)\n"
+               "                         clauses timed by word (docs/CLI.md); csv:\n"
+               "                         start,end,text per segment (ms). Several\n"
+               "                         joined by commas (txt,srt,json): one file\n"
+               "                         per input and format, beside the input or\n"
+               "                         in --output-dir\n"
+               "  -otxt -osrt -ovtt -oj -ojf -ocsv  whisper-cli's flags: add the\n"
+               "                         format, written beside each input (-ojf:\n"
+               "                         json with words)\n"
                "      --json             same as --format jsonl\n"
                "      --print-timestamps txt: one '[MM:SS.mmm --> MM:SS.mmm] text' line\n"
                "                         per segment (the default on a terminal,\n"
@@ -215,14 +240,87 @@ static void usage(FILE *f) {
                "2 bad usage.\n");
 }
 
-/* --format NAME; 0 if it is one of FORMAT_NAMES. */
+/* Adds format f to l once; 0. */
+static int add_format(format_list *l, out_format f) {
+    for (int k = 0; k < l->n; k++)
+        if (l->f[k] == f) return 0;
+    l->f[l->n++] = f;
+    return 0;
+}
+
+/* --format NAME[,NAME...]; 0 if each is one of FORMAT_NAMES. */
 static int parse_format(const char *arg, void *value) {
-    for (int f = 0; f < N_FORMATS; f++)
-        if (strcmp(arg, FORMAT_NAMES[f]) == 0) {
-            *(out_format *)value = (out_format)f;
-            return 0;
+    format_list l = {.n = 0};
+    for (const char *p = arg;;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int f = 0; f < N_FORMATS; f++)
+            if (strlen(FORMAT_NAMES[f]) == len && strncmp(p, FORMAT_NAMES[f], len) == 0) found = f;
+        if (found < 0) return -1;
+        add_format(&l, (out_format)found);
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    *(format_list *)value = l;
+    return 0;
+}
+
+/* whisper-cli's output flags, taken as aliases of --format (each writes
+ * a file beside its input, as whisper-cli does), or refused naming what
+ * hviske has instead. */
+static const struct whisper_alias {
+    const char *flag, *long_flag;
+    int format; /* -1: refused */
+    int words;  /* -ojf: json with the words */
+    const char *instead;
+} WHISPER_ALIASES[] = {
+    {"-otxt", "--output-txt", FMT_TXT, 0, NULL},
+    {"-osrt", "--output-srt", FMT_SRT, 0, NULL},
+    {"-ovtt", "--output-vtt", FMT_VTT, 0, NULL},
+    {"-oj", "--output-json", FMT_JSON, 0, NULL},
+    {"-ojf", "--output-json-full", FMT_JSON, 1, NULL},
+    {"-ocsv", "--output-csv", FMT_CSV, 0, NULL},
+    {"-olrc", "--output-lrc", -1, 0, "LRC is not written; --format txt,srt,vtt,json,jsonl,csv"},
+    {"-owts", "--output-words", -1, 0, "karaoke scripts are not written; --format srt or vtt"},
+    {"-of", "--output-file", -1, 0, "use -o FILE for one output, --output-dir DIR for files"},
+};
+
+/* Takes whisper-cli's -otxt, -osrt, ... (and their long forms) out of
+ * argv (before "--"), adding their formats to o->formats. -1 to go on,
+ * otherwise the exit status (a refused one). */
+static int take_whisper_aliases(int *argc, char **argv, options *o) {
+    int m = 1;
+    for (int i = 1; i < *argc; i++) {
+        const struct whisper_alias *a = NULL;
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < *argc) argv[m++] = argv[i++];
+            break;
         }
+        for (size_t k = 0; k < sizeof WHISPER_ALIASES / sizeof *WHISPER_ALIASES; k++)
+            if (strcmp(argv[i], WHISPER_ALIASES[k].flag) == 0 ||
+                strcmp(argv[i], WHISPER_ALIASES[k].long_flag) == 0)
+                a = &WHISPER_ALIASES[k];
+        if (!a) {
+            argv[m++] = argv[i];
+            continue;
+        }
+        if (a->format < 0)
+            return hvt_usage_error(PROG, "%s (whisper-cli's) is not supported: %s", argv[i],
+                                   a->instead);
+        add_format(&o->formats, (out_format)a->format);
+        o->word_timestamps |= a->words;
+        o->aliases = 1;
+    }
+    *argc = m;
+    argv[m] = NULL;
     return -1;
+}
+
+/* 1 if f is one of the output formats. */
+static int has_format(const options *o, out_format f) {
+    for (int k = 0; k < o->formats.n; k++)
+        if (o->formats.f[k] == f) return 1;
+    return 0;
 }
 
 static int parse_weight_type(const char *arg, void *value) {
@@ -285,7 +383,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT_ABOVE, AT(chunk_seconds), 0, INFINITY,
                                 "a finite number > 0"),
     HVT_VAD_OPTION_ROWS(options),
-    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(format), parse_format, "txt, json, jsonl, srt or vtt"),
+    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(formats), parse_format,
+                                "txt, json, jsonl, srt, vtt or csv, or several joined by commas"),
     [O_JSON] = HVT_OPT_FLAG("json", 0),
     [O_WORD_TIMESTAMPS] = HVT_OPT_FLAG("word-timestamps", 0),
     [O_STREAM] = HVT_OPT_FLAG("stream", 0),
@@ -320,8 +419,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
 };
 #undef AT
 
-/* DIR/NAME.EXT for an input: its base name with the last extension
- * replaced by ext ("rec.wav" -> "rec.EXT", "rec" -> "rec.EXT",
+/* DIR/NAME.EXT for an input (dir NULL: NAME.EXT in the input's own
+ * directory): its base name with the last extension replaced by ext ("rec.wav" -> "rec.EXT", "rec" -> "rec.EXT",
  * ".hidden" -> ".hidden.EXT"); standard input ("-") is "stdin.EXT".
  * malloc'ed; NULL when out of memory. */
 static char *output_path_for(const char *dir, const char *input, const char *ext) {
@@ -334,11 +433,15 @@ static char *output_path_for(const char *dir, const char *input, const char *ext
         const char *dot = strrchr(base, '.');
         if (dot && dot != base) blen = (size_t)(dot - base);
     }
-    size_t dlen = strlen(dir);
-    const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/";
+    size_t dlen = dir ? strlen(dir) : 0;
+    const char *sep = !dir || (dlen && dir[dlen - 1] == '/') ? "" : "/";
+    if (!dir) { /* beside the input: its directory part, "" for stdin */
+        dir = input;
+        dlen = strcmp(input, "-") != 0 ? (size_t)(base - input) : 0;
+    }
     size_t n = dlen + 1 + blen + 1 + strlen(ext) + 1;
     char *p = malloc(n);
-    if (p) snprintf(p, n, "%s%s%.*s.%s", dir, sep, (int)blen, base, ext);
+    if (p) snprintf(p, n, "%.*s%s%.*s.%s", (int)dlen, dir, sep, (int)blen, base, ext);
     return p;
 }
 
@@ -346,12 +449,32 @@ static char *output_path_for(const char *dir, const char *input, const char *ext
  * -1 when none, otherwise the exit status. */
 static int check_combinations(options *o, const int *given) {
     if (given[O_JSON]) {
-        if (given[O_FORMAT] && o->format != FMT_JSONL)
+        if ((given[O_FORMAT] || o->aliases) && (o->formats.n != 1 || o->format != FMT_JSONL))
             return hvt_usage_error(PROG,
-                                   "--json (= --format jsonl) and "
-                                   "--format %s cannot be combined",
+                                   "--json (= --format jsonl) and --format %s cannot be "
+                                   "combined",
                                    FORMAT_NAMES[o->format]);
+        o->formats.n = 0;
+        add_format(&o->formats, FMT_JSONL);
         o->format = FMT_JSONL;
+    }
+    if (o->output && o->output_dir)
+        return hvt_usage_error(PROG, "--output and --output-dir cannot be "
+                                     "combined");
+    if (o->formats.n > 1 && o->output && strcmp(o->output, "-") != 0)
+        return hvt_usage_error(PROG,
+                               "-o %s holds one format: with several formats each input's "
+                               "outputs go beside it, or into --output-dir DIR",
+                               o->output);
+    if (o->output && !strchr(o->output, '/') && !strchr(o->output, '.')) {
+        /* "-o srt": whisper-cli's -osrt written apart, not a file name */
+        format_list l;
+        if (parse_format(o->output, &l) == 0 || strcmp(o->output, "j") == 0 ||
+            strcmp(o->output, "jf") == 0 || strcmp(o->output, "lrc") == 0)
+            return hvt_usage_error(PROG,
+                                   "-o %s would write a file named '%s': for the format use "
+                                   "--format (whisper-cli's -o%s); for such a file write ./%s",
+                                   o->output, o->output, o->output, o->output);
     }
     if (o->do_sample && o->num_beams > 1)
         return hvt_usage_error(PROG,
@@ -361,19 +484,18 @@ static int check_combinations(options *o, const int *given) {
     if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
         return hvt_usage_error(PROG, "--chunking fixed needs "
                                      "--chunk-seconds S");
-    if (o->output && o->output_dir)
-        return hvt_usage_error(PROG, "--output and --output-dir cannot be "
-                                     "combined");
-    if (o->stream && o->format == FMT_JSON)
-        return hvt_usage_error(PROG, "--stream works with --format txt, jsonl, srt or vtt "
-                                     "(json is one document per input)");
+    if (o->stream && (o->format == FMT_JSON || o->format == FMT_CSV))
+        return hvt_usage_error(PROG,
+                               "--stream works with --format txt, jsonl, srt or vtt "
+                               "(%s is one document per input)",
+                               FORMAT_NAMES[o->format]);
+    if (o->stream && (o->formats.n > 1 || o->aliases))
+        return hvt_usage_error(PROG, "--stream writes one format to standard output; output "
+                                     "files are written whole (drop --stream, or the formats)");
     if (o->stream && ((o->output && strcmp(o->output, "-") != 0) || o->output_dir))
         return hvt_usage_error(PROG, "--stream writes to standard output; output files are "
                                      "written whole (drop --stream, or -o/--output-dir)");
     if (!o->model_dir) return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
-    if (o->skip_existing && !o->output_dir)
-        return hvt_usage_error(PROG, "--skip-existing needs --output-dir DIR (it looks for "
-                                     "the output files there)");
     if (given[O_SHARD_COUNT] && given[O_SHARD_COUNT_ENV])
         return hvt_usage_error(PROG, "--shard-count and --shard-count-env cannot be combined");
     if (given[O_SHARD] && (given[O_SHARD_COUNT] || given[O_SHARD_COUNT_ENV]))
@@ -398,14 +520,15 @@ static int batch_error(const char *msg) {
  * o->out_paths, in their order; -1 to go on, 1 when out of memory. */
 static int select_shard(options *o) {
     if (o->shard.n == 0) return -1;
-    int m = 0;
+    int m = 0, nf = o->formats.n;
     for (int i = 0; i < o->n_files; i++) {
         if (hvt_shard_has(&o->shard, i)) {
             o->files[m] = o->files[i];
-            if (o->out_paths) o->out_paths[m] = o->out_paths[i];
+            for (int k = 0; o->out_paths && k < nf; k++)
+                o->out_paths[m * nf + k] = o->out_paths[i * nf + k];
             m++;
-        } else if (o->out_paths) {
-            free(o->out_paths[i]);
+        } else {
+            for (int k = 0; o->out_paths && k < nf; k++) free(o->out_paths[i * nf + k]);
         }
     }
     if (!o->quiet)
@@ -449,19 +572,35 @@ static int take_inputs(options *o, int argc, char **argv, const int *given) {
     int n_stdin = 0;
     for (int i = 0; i < o->n_files; i++) n_stdin += strcmp(o->files[i], "-") == 0;
     if (n_stdin > 1) return hvt_usage_error(PROG, "'-' (standard input) given %d times", n_stdin);
-    if (o->n_files > 1 && !o->output_dir && !format_is_stream(o->format))
+    /* output files: --output-dir, several formats or whisper-cli's flags,
+     * or documents of several inputs without -o: beside each input */
+    int to_stdout = !o->output || strcmp(o->output, "-") == 0;
+    o->to_files = o->output_dir || o->formats.n > 1 || o->aliases ||
+                  (o->n_files > 1 && !format_is_stream(o->format) && !o->output);
+    if (o->n_files > 1 && !o->to_files && !format_is_stream(o->format))
         return hvt_usage_error(PROG,
                                "--format %s writes one document per "
-                               "input: with %d inputs use --output-dir DIR",
+                               "input: with %d inputs use --output-dir DIR (or no -o: "
+                               "each beside its input)",
                                FORMAT_NAMES[o->format], o->n_files);
-    if (!o->output_dir) return select_shard(o);
-    o->out_paths = calloc((size_t)o->n_files, sizeof *o->out_paths);
+    if (o->to_files && !to_stdout)
+        return hvt_usage_error(PROG,
+                               "-o %s holds one output: the formats given write a file "
+                               "per input (beside it, or into --output-dir DIR)",
+                               o->output);
+    if (o->skip_existing && !o->to_files)
+        return hvt_usage_error(PROG, "--skip-existing needs output files (--output-dir DIR): "
+                                     "it looks for them");
+    if (!o->to_files) return select_shard(o);
+    int nf = o->formats.n, n_paths = o->n_files * nf;
+    o->out_paths = calloc((size_t)n_paths, sizeof *o->out_paths);
     if (!o->out_paths) {
         fputs("hviske: out of memory\n", stderr);
         return 1;
     }
-    for (int i = 0; i < o->n_files; i++) {
-        o->out_paths[i] = output_path_for(o->output_dir, o->files[i], FORMAT_NAMES[o->format]);
+    for (int i = 0; i < n_paths; i++) {
+        o->out_paths[i] =
+            output_path_for(o->output_dir, o->files[i / nf], FORMAT_NAMES[o->formats.f[i % nf]]);
         if (!o->out_paths[i]) {
             fputs("hviske: out of memory\n", stderr);
             return 1;
@@ -469,7 +608,7 @@ static int take_inputs(options *o, int argc, char **argv, const int *given) {
     }
     /* over the whole list, not only the shard: two tasks must never write
      * (or, with --skip-existing, take as done) the same file */
-    int a, b, dup = hvt_first_duplicate(o->out_paths, o->n_files, &a, &b);
+    int a, b, dup = hvt_first_duplicate(o->out_paths, n_paths, &a, &b);
     if (dup < 0) {
         fputs("hviske: out of memory\n", stderr);
         return 1;
@@ -478,7 +617,7 @@ static int take_inputs(options *o, int argc, char **argv, const int *given) {
         return hvt_usage_error(PROG,
                                "inputs '%s' and '%s' would "
                                "both write %s",
-                               o->files[a], o->files[b], o->out_paths[a]);
+                               o->files[a / nf], o->files[b / nf], o->out_paths[a]);
     return select_shard(o);
 }
 
@@ -503,15 +642,15 @@ static void warn_ignored(const options *o, const int *given) {
         fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
                         "without --chunking fixed\n");
     for (int k = O_MAX_CUE_SECONDS; k <= O_MAX_LINE_CHARS; k++)
-        if (given[k] && o->format != FMT_SRT && o->format != FMT_VTT) {
+        if (given[k] && !has_format(o, FMT_SRT) && !has_format(o, FMT_VTT)) {
             fprintf(stderr, "hviske: warning: --%s has no effect with --format %s\n",
                     OPTIONS[k].name, FORMAT_NAMES[o->format]);
             break;
         }
-    if (given[O_PRINT_TIMESTAMPS] && o->format != FMT_TXT)
+    if (given[O_PRINT_TIMESTAMPS] && !has_format(o, FMT_TXT))
         fprintf(stderr, "hviske: warning: --print-timestamps has no effect with --format %s\n",
                 FORMAT_NAMES[o->format]);
-    if (given[O_WORD_TIMESTAMPS] && o->format != FMT_JSON && o->format != FMT_JSONL)
+    if (given[O_WORD_TIMESTAMPS] && !has_format(o, FMT_JSON) && !has_format(o, FMT_JSONL))
         fprintf(stderr, "hviske: warning: --word-timestamps has no effect with --format %s%s\n",
                 FORMAT_NAMES[o->format],
                 o->format == FMT_TXT ? "" : " (subtitles are timed by word anyway)");
@@ -534,6 +673,7 @@ static int parse_options(int argc, char **argv, options *o) {
     static const hvt_cli cli = {PROG, usage, OPTIONS, N_OPTS};
     hv_transcribe_params defaults = hv_transcribe_default_params();
     *o = (options){.dither = -1.0f,
+                   .formats = {.n = 0},
                    .num_beams = defaults.num_beams,
                    .length_penalty = defaults.length_penalty,
                    .temperature = defaults.temperature,
@@ -546,12 +686,21 @@ static int parse_options(int argc, char **argv, options *o) {
                    .cues = hv_cue_default_params(),
                    .format = FMT_TXT};
     int given[N_OPTS];
-    int rc = hvt_parse_options(&cli, argc, argv, o, given);
+    int rc = take_whisper_aliases(&argc, argv, o);
     if (rc >= 0) return rc;
+    format_list aliased = o->formats;
+    rc = hvt_parse_options(&cli, argc, argv, o, given);
+    if (rc >= 0) return rc;
+    if (given[O_FORMAT]) /* --format's formats, then the aliases' */
+        for (int k = 0; k < aliased.n; k++) add_format(&o->formats, aliased.f[k]);
+    else
+        o->formats = aliased;
+    if (o->formats.n == 0) add_format(&o->formats, FMT_TXT);
+    o->format = o->formats.f[0];
     o->punctuation = !given[O_NO_PUNCT];
     o->do_sample = given[O_SAMPLE] != 0;
     o->quiet = given[O_QUIET] != 0;
-    o->word_timestamps = given[O_WORD_TIMESTAMPS] != 0;
+    o->word_timestamps |= given[O_WORD_TIMESTAMPS] != 0;
     o->stream = given[O_STREAM] != 0;
     o->skip_existing = given[O_SKIP_EXISTING] != 0;
     if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv, given)) >= 0)
@@ -559,7 +708,7 @@ static int parse_options(int argc, char **argv, options *o) {
     /* the console: txt on a terminal shows each segment with its times as
      * it is final; progress on a terminal is a redrawn line, elsewhere
      * lines only with --progress */
-    int to_stdout = !o->output_dir && (!o->output || strcmp(o->output, "-") == 0);
+    int to_stdout = !o->to_files && (!o->output || strcmp(o->output, "-") == 0);
     o->timestamps = o->format == FMT_TXT && (given[O_PRINT_TIMESTAMPS] ||
                                              (!o->quiet && to_stdout && isatty(STDOUT_FILENO)));
     o->txt_live = o->format == FMT_TXT && to_stdout && (o->stream || o->timestamps);
@@ -567,7 +716,7 @@ static int parse_options(int argc, char **argv, options *o) {
         o->progress = !o->quiet || given[O_PROGRESS] ? 1 : 0;
     else
         o->progress = given[O_PROGRESS] ? 2 : 0;
-    o->name_lines = o->format == FMT_TXT && o->n_inputs > 1 && !o->output_dir;
+    o->name_lines = o->format == FMT_TXT && o->n_inputs > 1 && !o->to_files;
     if (!o->quiet) warn_ignored(o, given);
     return -1;
 }
@@ -961,10 +1110,34 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, cons
     return obj;
 }
 
+/* CSV (RFC 4180, as whisper-cli's -ocsv): a "start,end,text" header,
+ * then one row per segment, the times in whole milliseconds, the text in
+ * double quotes (a quote doubled, line breaks as spaces); 0, or -1 when
+ * out of memory. */
+static int write_csv(FILE *f, const options *o, const hv_result *res) {
+    fputs("start,end,text\n", f);
+    for (int i = 0; i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        hv_cue *cues = NULL;
+        int nc = 0;
+        if (hv_segment_cues(&g, &o->cues, &cues, &nc) != HV_OK) return -1;
+        for (int k = 0; k < nc; k++) {
+            fprintf(f, "%lld,%lld,\"", llround(cues[k].start * 1e3), llround(cues[k].end * 1e3));
+            for (const char *q = cues[k].text; *q; q++) {
+                if (*q == '"') fputc('"', f);
+                fputc(*q == '\n' || *q == '\r' ? ' ' : *q, f);
+            }
+            fputs("\"\n", f);
+        }
+        hv_cues_free(cues, nc);
+    }
+    return 0;
+}
+
 /* Writes one result in the chosen format; 0 on success, -1 when out of
  * memory (write errors show in ferror(f)). */
-static int write_result(FILE *f, const options *o, const char *path, const hv_result *res) {
-    out_format fmt = o->format;
+static int write_result(FILE *f, const options *o, out_format fmt, const char *path,
+                        const hv_result *res) {
     switch (fmt) {
         case FMT_TXT:
             if (!o->timestamps) {
@@ -978,6 +1151,7 @@ static int write_result(FILE *f, const options *o, const char *path, const hv_re
             return 0;
         case FMT_SRT:
         case FMT_VTT: return hvt_write_subtitles(f, res, &o->cues, fmt == FMT_VTT);
+        case FMT_CSV: return write_csv(f, o, res);
         case FMT_JSON:
         case FMT_JSONL:
         default: {
@@ -1148,7 +1322,8 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     tp.vad_max_gap_s = o->vad_max_gap_s;
     /* the segments are cues of the timed words (docs/TIMESTAMPS.md
      * "Segments"): every output that shows segments times the words */
-    tp.word_timestamps = o->word_timestamps || o->format != FMT_TXT || o->timestamps;
+    tp.word_timestamps =
+        o->word_timestamps || o->timestamps || !(o->formats.n == 1 && o->format == FMT_TXT);
     const char *slash = strrchr(path, '/');
     progress pr = {slash && slash[1] ? slash + 1 : path, path, o->progress, hvt_now_s(), 0};
     if (o->progress) {
@@ -1206,6 +1381,13 @@ static int output_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Whether every output file of input i is there. */
+static int outputs_exist(const options *o, int i) {
+    for (int k = 0; k < o->formats.n; k++)
+        if (!output_exists(o->out_paths[i * o->formats.n + k])) return 0;
+    return 1;
+}
+
 /* Appends an input's line to the summary when there is one; a failure to
  * write it is reported once, fails the run (status 1) and ends the
  * summary. */
@@ -1221,15 +1403,15 @@ static void summarize(int *fd, const options *o, const char *input, const char *
 }
 
 /* Writes one result to its own file under --output-dir; 0 on success. */
-static int write_output_file(const options *o, const char *input, const char *out_path,
-                             const hv_result *res) {
+static int write_output_file(const options *o, out_format fmt, const char *input,
+                             const char *out_path, const hv_result *res) {
     if (strcmp(input, "-") != 0 && same_file(input, out_path)) {
         errorf("%s: not overwriting the input %s", out_path, input);
         return -1;
     }
     out_file of;
     if (out_open(&of, out_path) != 0) return -1;
-    if (write_result(of.f, o, input, res) != 0) {
+    if (write_result(of.f, o, fmt, input, res) != 0) {
         out_abort(&of);
         file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
         return -1;
@@ -1284,7 +1466,7 @@ int main(int argc, char **argv) {
     /* --skip-existing: when every output is there already (a finished task
      * resubmitted), or the shard is empty, no model is loaded */
     int n_todo = o.n_files;
-    for (int i = 0; o.skip_existing && i < o.n_files; i++) n_todo -= output_exists(o.out_paths[i]);
+    for (int i = 0; o.skip_existing && i < o.n_files; i++) n_todo -= outputs_exist(&o, i);
 
     char err[1024] = "";
     hv_model_params mp = hv_model_default_params();
@@ -1297,8 +1479,9 @@ int main(int argc, char **argv) {
     if (n_todo == 0) {
         rc = 0;
         for (int i = 0; i < o.n_files; i++)
-            summarize(&summary_fd, &o, o.files[i], o.out_paths ? o.out_paths[i] : NULL, "skipped",
-                      NULL, -1, hvt_now_s(), &rc);
+            summarize(&summary_fd, &o, o.files[i],
+                      o.out_paths ? o.out_paths[i * o.formats.n] : NULL, "skipped", NULL, -1,
+                      hvt_now_s(), &rc);
         goto done;
     }
     hv_status st = hv_model_load(o.model_dir, &mp, &model, err, sizeof err);
@@ -1336,9 +1519,10 @@ int main(int argc, char **argv) {
     ran = 1;
     for (int i = 0; i < o.n_files; i++) {
         const char *path = o.files[i];
-        const char *out_path = o.output_dir ? o.out_paths[i] : NULL;
+        int nf = o.formats.n;
+        const char *out_path = o.to_files ? o.out_paths[i * nf] : NULL;
         double t0 = hvt_now_s();
-        if (o.skip_existing && output_exists(out_path)) {
+        if (o.skip_existing && outputs_exist(&o, i)) {
             summarize(&summary_fd, &o, path, out_path, "skipped", NULL, -1, t0, &rc);
             continue;
         }
@@ -1349,14 +1533,14 @@ int main(int argc, char **argv) {
             continue;
         }
         int ok = 0;
-        if (o.output_dir) {
-            if (write_output_file(&o, path, o.out_paths[i], res) != 0)
-                rc = 1;
-            else
-                ok = 1;
+        if (o.to_files) {
+            ok = 1;
+            for (int k = 0; k < nf; k++)
+                if (write_output_file(&o, o.formats.f[k], path, o.out_paths[i * nf + k], res) != 0)
+                    rc = 1, ok = 0;
         } else if ((o.stream && o.format != FMT_JSONL) || o.txt_live) {
             ok = 1; /* written segment by segment */
-        } else if (write_result(out, &o, path, res) != 0) {
+        } else if (write_result(out, &o, o.format, path, res) != 0) {
             file_error(path, HV_ERR_NOMEM,
                        "out of memory formatting the "
                        "output");
@@ -1397,7 +1581,7 @@ free_options:
         rc = 1;
     }
     if (o.out_paths)
-        for (int i = 0; i < o.n_files; i++) free(o.out_paths[i]);
+        for (int i = 0; i < o.n_files * o.formats.n; i++) free(o.out_paths[i]);
     free(o.out_paths);
     free(o.files);
     hvt_list_free(o.list, o.n_list);
