@@ -136,6 +136,14 @@ HV_API size_t hv_model_decoder_weight_bytes(const hv_model *model);
 HV_API int hv_model_sample_rate(const hv_model *model);
 HV_API int hv_model_n_languages(const hv_model *model);
 HV_API const char *hv_model_language(const hv_model *model, int i);
+/* The bytes token `id` adds to a transcript: a normal piece's text with
+ * its word-start marker U+2581 as a space, a byte piece's one byte,
+ * nothing for pieces that print nothing (control, user-defined, unknown,
+ * unused). Writes at most size bytes to buf (not NUL-terminated) and
+ * returns how many it adds (which may be more than size), or -1 for an id
+ * outside the vocabulary. The bytes of one token may be part of a UTF-8
+ * character (byte pieces). */
+HV_API int hv_model_token_bytes(const hv_model *model, int32_t id, char *buf, int size);
 
 /* -------------------------------------------------------------- context */
 

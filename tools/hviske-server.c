@@ -2,7 +2,7 @@
  * hviske-server: a transcription server with OpenAI's API.
  *
  *     hviske-server -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [-t N]
- *                   [--workers W] [--queue Q] [--max-upload-mb M]
+ *                   [--workers W] [--weight-type T] [--queue Q] [--max-upload-mb M]
  *                   [--max-audio-seconds S] [--api-key KEY] ...
  *
  *     POST /v1/audio/transcriptions   multipart/form-data: file, model,
@@ -129,8 +129,9 @@ enum {
 typedef struct options {
     const char *model_dir;
     const char *host;
-    int port;      /* 0: any free port (printed) */
-    int n_threads; /* per worker context; 0: cores / workers */
+    int port;                   /* 0: any free port (printed) */
+    int n_threads;              /* per worker context; 0: cores / workers */
+    hv_weight_type weight_type; /* --weight-type; HV_WEIGHTS_AUTO: the checkpoint's own */
     int n_workers;
     int queue; /* waiting requests beyond the running ones */
     int max_upload_mb;
@@ -166,6 +167,9 @@ static void usage(FILE *f) {
             "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
             "  -t, --threads N          threads per worker, 1..256 (default: the\n"
             "                           cores divided among the workers)\n"
+            "      --weight-type T      auto (default: the checkpoint's own type,\n"
+            "                           read in place), f32, f16, bf16, q8_0 or\n"
+            "                           q4_0 (as hviske's)\n"
             "      --queue Q            requests that may wait for a worker,\n"
             "                           0..4096 (default 16); beyond: 503\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
@@ -224,6 +228,7 @@ enum {
     O_HOST,
     O_PORT,
     O_THREADS,
+    O_WEIGHT_TYPE,
     O_WORKERS,
     O_QUEUE,
     O_MAX_UPLOAD,
@@ -251,6 +256,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
     [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
+    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
+                                     "auto, f32, f16, bf16, q8_0 or q4_0"),
     [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
     [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
     [O_MAX_UPLOAD] =
@@ -590,6 +597,18 @@ typedef struct job_end {
     double audio_s; /* transcribed in full; 0: not */
 } job_end;
 
+/* include[] values that were ignored: a Warning header (RFC 9111's 299,
+ * "miscellaneous persistent warning") naming them. */
+static void add_include_warning(struct MHD_Response *r, const srv_params *p) {
+    if (!p->ignored[0]) return;
+    char w[300];
+    snprintf(w, sizeof w,
+             "299 hviske \"include[] ignored: %s (supported: logprobs, with response_format "
+             "json)\"",
+             p->ignored);
+    MHD_add_response_header(r, "Warning", w);
+}
+
 /* --------------------------------------------------- streamed answers */
 
 /* A stream's transcription (stream=true): each final segment's text is a
@@ -661,6 +680,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
         return je;
     }
     if (p.model[0]) MHD_add_response_header(r, "OpenAI-Model", p.model);
+    add_include_warning(r, &p);
     pthread_mutex_lock(&s->mu);
     req->resp = r;
     req->status = MHD_HTTP_OK;
@@ -726,7 +746,7 @@ static job_end run_job(worker *w, request *req) {
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
                       "%s (this server "
-                      "takes at most %g s)",
+                      "takes at most %g s; the server's --max-audio-seconds raises it)",
                       err, s->o->max_audio_s);
         goto done;
     }
@@ -744,11 +764,13 @@ static job_end run_job(worker *w, request *req) {
         goto done;
     }
     size_t len = 0;
-    srv_format_opts fo = {s->rate, p->temperature, p->granularities, &s->o->cues};
+    srv_format_opts fo = {s->rate,     p->temperature, p->granularities,
+                          &s->o->cues, s->model,       p->logprobs};
     char *body = srv_format_result(p->format, res, &fo, &len);
     hv_result_free(res);
     req->resp = buffer_response(body, len, srv_format_content_type(p->format));
     if (req->resp && p->model[0]) MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
+    if (req->resp) add_include_warning(req->resp, p);
     req->status = MHD_HTTP_OK;
     if (!req->resp) srv_error_set(&e, 500, NULL, NULL, "out of memory");
 done:
@@ -987,7 +1009,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         if (!ok || n > s->max_body) {
             srv_error_set(e, 413, "request_too_large", "file",
                           "the request body is larger than the server's "
-                          "limit of %zu bytes (files up to %d MiB)",
+                          "limit of %zu bytes (files up to %d MiB; the server's "
+                          "--max-upload-mb raises it)",
                           s->max_body, s->o->max_upload_mb);
             return refuse(req);
         }
@@ -1021,7 +1044,8 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
         if (!req->err.status)
             srv_error_set(&req->err, 413, "request_too_large", "file",
                           "the request body is larger than the server's "
-                          "limit of %zu bytes (files up to %d MiB)",
+                          "limit of %zu bytes (files up to %d MiB; the server's "
+                          "--max-upload-mb raises it)",
                           s->max_body, s->o->max_upload_mb);
         if (req->body_bytes > 2 * (uint64_t)s->max_body)
             return MHD_NO; /* it goes on and on: cut it off */
@@ -1390,6 +1414,7 @@ int main(int argc, char **argv) {
     }
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
+    mp.weight_type = o.weight_type;
     double t_load = hvt_now_s();
     hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
     if (st != HV_OK) {

@@ -323,10 +323,6 @@ static int has_format(const options *o, out_format f) {
     return 0;
 }
 
-static int parse_weight_type(const char *arg, void *value) {
-    return hv_weight_type_parse(arg, value);
-}
-
 /* The options; OPTIONS[O_X] is --x. Flags are only recorded in given[]. */
 enum {
     O_MODEL,
@@ -373,7 +369,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_LANGUAGE] = HVT_OPT_STRING("language", 'l', AT(language)),
     [O_NO_PUNCT] = HVT_OPT_FLAG("no-punctuation", 0),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
-    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), parse_weight_type,
+    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
                                      "auto, f32, f16, bf16, q8_0 or q4_0"),
     [O_MAX_TOKENS] =
         HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1, INT_MAX, "an integer >= 1"),

@@ -52,11 +52,41 @@ static int write_text(FILE *f, const hv_result *res) {
 
 /* ---------------------------------------------------------------- json */
 
-/* {"text": ...} */
-static cJSON *json_plain(const hv_result *res) {
+/* OpenAI's logprobs: [{"token", "logprob", "bytes"}] per token of the
+ * transcript (bytes: the token's UTF-8 bytes, which may be part of a
+ * character; token: those bytes cleaned). 0 when out of memory. */
+static int add_logprobs(cJSON *o, const hv_result *res, const hv_model *model) {
+    const int32_t *tokens = hv_result_tokens(res);
+    const float *lps = hv_result_token_logprobs(res);
+    cJSON *a = cJSON_AddArrayToObject(o, "logprobs");
+    for (int i = 0; a && i < hv_result_n_tokens(res); i++) {
+        char buf[256];
+        int n = hv_model_token_bytes(model, tokens[i], buf, (int)sizeof buf - 1);
+        if (n < 0) n = 0;
+        if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
+        buf[n] = '\0';
+        char *text = hv_utf8_clean(buf);
+        cJSON *e = cJSON_CreateObject(), *bytes = NULL;
+        int ok = text && e && cJSON_AddStringToObject(e, "token", text) &&
+                 cJSON_AddNumberToObject(e, "logprob", lps ? hvt_float_for_json(lps[i]) : 0.0) &&
+                 (bytes = cJSON_AddArrayToObject(e, "bytes"));
+        for (int k = 0; ok && k < n; k++)
+            ok = cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[k])) != 0;
+        free(text);
+        if (!ok || !cJSON_AddItemToArray(a, e)) {
+            cJSON_Delete(e);
+            return 0;
+        }
+    }
+    return a != NULL;
+}
+
+/* {"text": ...}, with "logprobs" when asked */
+static cJSON *json_plain(const hv_result *res, const srv_format_opts *fo) {
     char *text = hv_utf8_clean(hv_result_text(res));
     cJSON *o = cJSON_CreateObject();
-    if (!text || !o || !cJSON_AddStringToObject(o, "text", text)) {
+    if (!text || !o || !cJSON_AddStringToObject(o, "text", text) ||
+        (fo->logprobs && fo->model && !add_logprobs(o, res, fo->model))) {
         cJSON_Delete(o);
         o = NULL;
     }
@@ -154,7 +184,7 @@ char *srv_format_json(cJSON *o, size_t *len) {
 }
 
 char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opts *o, size_t *len) {
-    if (f == SRV_FMT_JSON) return srv_format_json(json_plain(res), len);
+    if (f == SRV_FMT_JSON) return srv_format_json(json_plain(res, o), len);
     if (f == SRV_FMT_VERBOSE_JSON) return srv_format_json(json_verbose(res, o), len);
 
     char *buf = NULL;

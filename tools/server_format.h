@@ -34,6 +34,9 @@ typedef struct srv_format_opts {
     int granularities;         /* verbose_json: SRV_SEGMENTS, SRV_WORDS */
     const hv_cue_params *cues; /* srt, vtt and verbose_json segments from
                                    word times; NULL: the defaults */
+    const hv_model *model;     /* logprobs: the tokens' text */
+    int logprobs;              /* json: "logprobs", OpenAI's [{"token",
+                                   "logprob", "bytes"}] per token */
 } srv_format_opts;
 
 /* Parses a response_format value; 0 on success. */
