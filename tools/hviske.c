@@ -164,7 +164,7 @@ static void usage(FILE *f) {
                "                         moment near each chunk limit; fixed: cut\n"
                "                         every --chunk-seconds; none: one piece (an\n"
                "                         error when too long)\n"
-               "      --chunk-seconds S  chunk length for --chunking fixed (S > 0,\n"
+               "      --chunk-seconds S  chunk length for --chunking fixed (S >= 1,\n"
                "                         at most the model's max_audio_clip_s)\n" HVT_VAD_USAGE "\n"
                "Output:\n"
                "      --format F[,F...]  txt (default): the transcript, one line\n"
@@ -221,7 +221,9 @@ static void usage(FILE *f) {
                "      --length-penalty X beam search compares hypotheses by\n"
                "                         score / length^X; X > 0 (default 1)\n"
                "      --sample           sample each token instead (one beam only)\n"
-               "      --temperature T    sampling temperature, T > 0 (default 1)\n"
+               "      --temperature T    sampling temperature, T > 0 (default 1);\n"
+               "                         given alone it means --sample (as the\n"
+               "                         server's temperature > 0)\n"
                "      --top-k K          sample from the K most likely tokens;\n"
                "                         K >= 0, 0 = all (default)\n"
                "      --top-p P          sample from the smallest most-likely set\n"
@@ -376,8 +378,9 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY, "a finite number >= 0"),
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
-    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT_ABOVE, AT(chunk_seconds), 0, INFINITY,
-                                "a finite number > 0"),
+    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT, AT(chunk_seconds), 1, INFINITY,
+                                "a number of seconds >= 1, at most the model's "
+                                "max_audio_clip_s"),
     HVT_VAD_OPTION_ROWS(options),
     [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(formats), parse_format,
                                 "txt, json, jsonl, srt, vtt or csv, or several joined by commas"),
@@ -626,10 +629,11 @@ static void warn_ignored(const options *o, const int *given) {
     for (size_t k = 0; k < sizeof sampling / sizeof *sampling; k++)
         if (given[sampling[k]] && (last < 0 || given[sampling[k]] > given[last]))
             last = sampling[k];
-    if (last >= 0 && !o->do_sample)
-        fprintf(stderr,
-                "hviske: warning: --%s has no effect without "
-                "--sample\n",
+    if (last >= 0 && !o->do_sample && o->num_beams > 1)
+        fprintf(stderr, "hviske: warning: --%s has no effect with --beams %d (beam search)\n",
+                OPTIONS[last].name, o->num_beams);
+    else if (last >= 0 && !o->do_sample)
+        fprintf(stderr, "hviske: warning: --%s has no effect without --sample (or --temperature)\n",
                 OPTIONS[last].name);
     if (given[O_LENGTH_PENALTY] && o->num_beams <= 1)
         fprintf(stderr, "hviske: warning: --length-penalty has no effect "
@@ -694,7 +698,9 @@ static int parse_options(int argc, char **argv, options *o) {
     if (o->formats.n == 0) add_format(&o->formats, FMT_TXT);
     o->format = o->formats.f[0];
     o->punctuation = !given[O_NO_PUNCT];
-    o->do_sample = given[O_SAMPLE] != 0;
+    /* a temperature means sampling, as on the server, unless beam search
+     * is asked for */
+    o->do_sample = given[O_SAMPLE] != 0 || (given[O_TEMPERATURE] && o->num_beams <= 1);
     o->quiet = given[O_QUIET] != 0;
     o->word_timestamps |= given[O_WORD_TIMESTAMPS] != 0;
     o->stream = given[O_STREAM] != 0;
@@ -1106,6 +1112,21 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, cons
     return obj;
 }
 
+/* cJSON's formatted print with the usual indentation: each leading tab
+ * as two spaces and the tab after a key's colon as one space (cJSON
+ * escapes tabs inside strings, so every tab in s is layout). */
+static void put_indented(FILE *f, const char *s) {
+    int line_start = 1;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\t')
+            fputs(line_start ? "  " : " ", f);
+        else {
+            fputc(*p, f);
+            line_start = *p == '\n';
+        }
+    }
+}
+
 /* CSV (RFC 4180, as whisper-cli's -ocsv): a "start,end,text" header,
  * then one row per segment, the times in whole milliseconds, the text in
  * double quotes (a quote doubled, line breaks as spaces); 0, or -1 when
@@ -1157,7 +1178,10 @@ static int write_result(FILE *f, const options *o, out_format fmt, const char *p
                                         : cJSON_PrintUnformatted(obj);
             cJSON_Delete(obj);
             if (!s) return -1;
-            fputs(s, f);
+            if (fmt == FMT_JSON)
+                put_indented(f, s);
+            else
+                fputs(s, f);
             fputc('\n', f);
             cJSON_free(s);
             return 0;
@@ -1487,10 +1511,17 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (o.language && !hvt_model_has_language(model, o.language)) {
-        fprintf(stderr,
-                "hviske: language '%s' is not supported by %s "
-                "(supported:",
-                o.language, o.model_dir);
+        if (strcmp(o.language, "auto") == 0)
+            fprintf(stderr,
+                    "hviske: -l auto: language detection is not available (the model is "
+                    "told the language; it cannot tell it): give -l with one of %s's "
+                    "languages (supported:",
+                    o.model_dir);
+        else
+            fprintf(stderr,
+                    "hviske: language '%s' is not supported by %s "
+                    "(supported:",
+                    o.language, o.model_dir);
         for (int i = 0; i < hv_model_n_languages(model); i++)
             fprintf(stderr, " %s", hv_model_language(model, i));
         fputs(")\n", stderr);

@@ -64,7 +64,8 @@ int hvt_write_srt_cues(FILE *f, const hv_cue *cues, int n);
 int hvt_write_vtt_cues(FILE *f, const hv_cue *cues, int n);
 
 /* [{"word", "start", "end", "probability"}, ...] of w[n] (times rounded to
- * the millisecond, probabilities to 4 decimals, texts cleaned): the JSON
+ * the millisecond, probabilities as the library gives them, unrounded,
+ * as the Python package gives them; texts cleaned): the JSON
  * of word times, the same in the CLI's JSON and the server's
  * verbose_json. NULL when out of memory. */
 struct cJSON *hvt_json_words(const hv_word *w, int n);
