@@ -10,12 +10,15 @@
  * most one model window; each chunk with a transcript is a segment with
  * start and end times on the input's timeline.
  *
- * Output (--format): txt (the transcript, one line per input), jsonl (one
- * JSON object per line per input; --json is its shorthand), json (one
- * indented JSON document), srt or vtt (subtitles: readable cues of the
- * words, timed by word). --word-timestamps adds the words to JSON.
- * It goes to standard output, to -o FILE, or with --output-dir DIR to one
- * file per input named after it. Files are written to a temporary file in
+ * Output (--format, one or several joined by commas; whisper-cli's -otxt
+ * ... flags add formats): txt (the transcript, one line per input; on a
+ * terminal, or with --print-timestamps, one timed line per segment), jsonl
+ * (one JSON object per line per input; --json is its shorthand), json (one
+ * indented JSON document), srt or vtt (subtitles), csv. Segments are
+ * sentence-sized cues of the timed words (hv_segment_cues); the JSON keeps
+ * the model's chunks as "chunks". --word-timestamps adds the words to JSON.
+ * It goes to standard output, to -o FILE, or to one file per input and
+ * format: in --output-dir DIR, or beside each input. Files are written to a temporary file in
  * the same directory and renamed into place when complete, so an
  * interrupted or failed run never leaves a partial output file.
  * --stream writes each segment to standard output as soon as it is final
