@@ -283,7 +283,7 @@ int hvt_summary_open(const char *path, char *err, size_t err_size) {
  * memory. */
 static int add_string_or_null(cJSON *o, const char *key, const char *s) {
     if (!s) return cJSON_AddNullToObject(o, key) != NULL;
-    char *c = hvt_utf8_clean(s);
+    char *c = hv_utf8_clean(s);
     int ok = c && cJSON_AddStringToObject(o, key, c);
     free(c);
     return ok;

@@ -10,12 +10,15 @@
  * most one model window; each chunk with a transcript is a segment with
  * start and end times on the input's timeline.
  *
- * Output (--format): txt (the transcript, one line per input), jsonl (one
- * JSON object per line per input; --json is its shorthand), json (one
- * indented JSON document), srt or vtt (subtitles: readable cues of the
- * words, timed by word). --word-timestamps adds the words to JSON.
- * It goes to standard output, to -o FILE, or with --output-dir DIR to one
- * file per input named after it. Files are written to a temporary file in
+ * Output (--format, one or several joined by commas; whisper-cli's -otxt
+ * ... flags add formats): txt (the transcript, one line per input; on a
+ * terminal, or with --print-timestamps, one timed line per segment), jsonl
+ * (one JSON object per line per input; --json is its shorthand), json (one
+ * indented JSON document), srt or vtt (subtitles), csv. Segments are
+ * sentence-sized cues of the timed words (hv_segment_cues); the JSON keeps
+ * the model's chunks as "chunks". --word-timestamps adds the words to JSON.
+ * It goes to standard output, to -o FILE, or to one file per input and
+ * format: in --output-dir DIR, or beside each input. Files are written to a temporary file in
  * the same directory and renamed into place when complete, so an
  * interrupted or failed run never leaves a partial output file; a symlink
  * is followed and a device, FIFO or socket written in place
@@ -58,8 +61,22 @@
 
 static const char PROG[] = "hviske";
 
-typedef enum out_format { FMT_TXT, FMT_JSONL, FMT_JSON, FMT_SRT, FMT_VTT, N_FORMATS } out_format;
-static const char *const FORMAT_NAMES[N_FORMATS] = {"txt", "jsonl", "json", "srt", "vtt"};
+typedef enum out_format {
+    FMT_TXT,
+    FMT_JSONL,
+    FMT_JSON,
+    FMT_SRT,
+    FMT_VTT,
+    FMT_CSV,
+    N_FORMATS
+} out_format;
+static const char *const FORMAT_NAMES[N_FORMATS] = {"txt", "jsonl", "json", "srt", "vtt", "csv"};
+
+/* --format F[,F...]: the formats in the order given, each once. */
+typedef struct format_list {
+    out_format f[N_FORMATS];
+    int n;
+} format_list;
 
 /* Formats that hold one result per line, so that several inputs can share
  * one stream; the others are one document per input. */
@@ -85,16 +102,26 @@ typedef struct options {
     const char *vad_model; /* --vad-model; NULL: hvt_load_vad's search */
     hv_vad_params vad;     /* speech regions from probabilities */
     float vad_max_gap_s;   /* a pause this long always ends a chunk */
-    out_format format;
-    int word_timestamps; /* --word-timestamps (srt and vtt compute them anyway) */
-    hvt_cue_params cues; /* srt, vtt: --max-cue-seconds, --max-lines, ... */
-    const char *output;  /* -o FILE; NULL or "-": standard output */
+    out_format format;     /* the first of formats */
+    format_list formats;   /* --format, whisper-cli's -otxt ... */
+    int to_files;          /* one output file per input and format: --output-dir
+                            DIR, or beside each input */
+    int aliases;           /* whisper-cli's -oFMT flags given */
+    int word_timestamps;   /* --word-timestamps (srt and vtt compute them anyway) */
+    hv_cue_params cues;    /* srt, vtt: --max-cue-seconds, --max-lines, ... */
+    const char *output;    /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int stream; /* --stream: each segment on stdout as it is final */
     int quiet;
-    char **files; /* argv tail, or this shard's entries of list */
+    int timestamps; /* txt: "[start --> end] text" lines (--print-timestamps,
+                         or stdout a terminal without -q) */
+    int txt_live;   /* txt on stdout: one line per segment as it is final */
+    int progress;   /* 0: none; 1: redrawn line (terminal); 2: --progress lines */
+    int name_lines; /* txt with several inputs: "FILE: " before each line */
+    int n_inputs;   /* inputs before the shard was taken */
+    char **files;   /* argv tail, or this shard's entries of list */
     int n_files;
-    char **out_paths; /* --output-dir: one per input */
+    char **out_paths; /* to_files: [input * formats.n + format] */
     /* archive batches (docs/SCALING.md) */
     const char *files_from;      /* --files-from LIST; "-": standard input */
     char **list;                 /* its entries, all of them (owned) */
@@ -127,7 +154,11 @@ static void usage(FILE *f) {
                "                         (N >= 1)\n"
                "      --dither X         dither amount, X >= 0 (default: the\n"
                "                         model's; 0 turns it off)\n"
-               "  -q, --quiet            no progress display and no warnings\n"
+               "  -q, --quiet            no progress display, no warnings, and plain\n"
+               "                         txt (no times) on a terminal\n"
+               "      --progress         progress lines on stderr also when it is not\n"
+               "                         a terminal: 'hviske: FILE: progress P%%\n"
+               "                         done_s=D total_s=T speed=X eta_s=E'\n"
                "\n"
                "Long audio and speech detection:\n"
                "      --chunking MODE    auto (default) = vad: only the speech the\n"
@@ -139,18 +170,28 @@ static void usage(FILE *f) {
                "                         moment near each chunk limit; fixed: cut\n"
                "                         every --chunk-seconds; none: one piece (an\n"
                "                         error when too long)\n"
-               "      --chunk-seconds S  chunk length for --chunking fixed (S > 0,\n"
+               "      --chunk-seconds S  chunk length for --chunking fixed (S >= 1,\n"
                "                         at most the model's max_audio_clip_s)\n" HVT_VAD_USAGE "\n"
                "Output:\n"
-               "      --format F         txt (default): the transcript, one line\n"
+               "      --format F[,F...]  txt (default): the transcript, one line\n"
                "                         per file; jsonl: one JSON object per line\n"
                "                         per file (file, text, tokens,\n"
                "                         token_logprobs, score, timings, segments);\n"
                "                         json: one indented JSON document per file\n"
                "                         (adds language and duration); srt, vtt:\n"
                "                         subtitles, cues of whole sentences or\n"
-               "                         clauses timed by word (docs/CLI.md)\n"
+               "                         clauses timed by word (docs/CLI.md); csv:\n"
+               "                         start,end,text per segment (ms). Several\n"
+               "                         joined by commas (txt,srt,json): one file\n"
+               "                         per input and format, beside the input or\n"
+               "                         in --output-dir\n"
+               "  -otxt -osrt -ovtt -oj -ojf -ocsv  whisper-cli's flags: add the\n"
+               "                         format, written beside each input (-ojf:\n"
+               "                         json with words)\n"
                "      --json             same as --format jsonl\n"
+               "      --print-timestamps txt: one '[MM:SS.mmm --> MM:SS.mmm] text' line\n"
+               "                         per segment (the default on a terminal,\n"
+               "                         shown as each segment is final)\n"
                "      --word-timestamps  json, jsonl: add \"words\" (word, start, end,\n"
                "                         probability) to each result and segment\n" HVT_CUE_USAGE
                "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
@@ -160,7 +201,7 @@ static void usage(FILE *f) {
                "                         after it with the format's extension\n"
                "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
                "      --stream           each segment on stdout as soon as it is final:\n"
-               "                         txt: its text (the line ends with the file);\n"
+               "                         txt: one line per segment;\n"
                "                         jsonl: {\"file\", \"segment\"} per segment,\n"
                "                         then the file's whole result; srt, vtt: its\n"
                "                         cues (standard output only)\n"
@@ -186,7 +227,9 @@ static void usage(FILE *f) {
                "      --length-penalty X beam search compares hypotheses by\n"
                "                         score / length^X; X > 0 (default 1)\n"
                "      --sample           sample each token instead (one beam only)\n"
-               "      --temperature T    sampling temperature, T > 0 (default 1)\n"
+               "      --temperature T    sampling temperature, T > 0 (default 1);\n"
+               "                         given alone it means --sample (as the\n"
+               "                         server's temperature > 0)\n"
                "      --top-k K          sample from the K most likely tokens;\n"
                "                         K >= 0, 0 = all (default)\n"
                "      --top-p P          sample from the smallest most-likely set\n"
@@ -199,24 +242,94 @@ static void usage(FILE *f) {
                "Output files are written whole or not at all (a temporary file in\n"
                "the same directory, renamed when complete); a symlink is followed, and\n"
                "a device, FIFO or socket is written in place. Progress (percentage,\n"
-               "speed, time left) is shown on stderr when it is a terminal.\n"
+               "speed, time left) is shown on stderr when it is a terminal. With\n"
+               "several inputs, each txt line starts with 'FILE: '.\n"
                "\n"
                "Exit status: 0 success, 1 a file, the model or the output failed,\n"
                "2 bad usage.\n");
 }
 
-/* --format NAME; 0 if it is one of FORMAT_NAMES. */
+/* Adds format f to l once; 0. */
+static int add_format(format_list *l, out_format f) {
+    for (int k = 0; k < l->n; k++)
+        if (l->f[k] == f) return 0;
+    l->f[l->n++] = f;
+    return 0;
+}
+
+/* --format NAME[,NAME...]; 0 if each is one of FORMAT_NAMES. */
 static int parse_format(const char *arg, void *value) {
-    for (int f = 0; f < N_FORMATS; f++)
-        if (strcmp(arg, FORMAT_NAMES[f]) == 0) {
-            *(out_format *)value = (out_format)f;
-            return 0;
+    format_list l = {.n = 0};
+    for (const char *p = arg;;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int f = 0; f < N_FORMATS; f++)
+            if (strlen(FORMAT_NAMES[f]) == len && strncmp(p, FORMAT_NAMES[f], len) == 0) found = f;
+        if (found < 0) return -1;
+        add_format(&l, (out_format)found);
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    *(format_list *)value = l;
+    return 0;
+}
+
+/* whisper-cli's output flags, taken as aliases of --format (each writes
+ * a file beside its input, as whisper-cli does), or refused naming what
+ * hviske has instead. */
+static const struct whisper_alias {
+    const char *flag, *long_flag;
+    int format; /* -1: refused */
+    int words;  /* -ojf: json with the words */
+    const char *instead;
+} WHISPER_ALIASES[] = {
+    {"-otxt", "--output-txt", FMT_TXT, 0, NULL},
+    {"-osrt", "--output-srt", FMT_SRT, 0, NULL},
+    {"-ovtt", "--output-vtt", FMT_VTT, 0, NULL},
+    {"-oj", "--output-json", FMT_JSON, 0, NULL},
+    {"-ojf", "--output-json-full", FMT_JSON, 1, NULL},
+    {"-ocsv", "--output-csv", FMT_CSV, 0, NULL},
+    {"-olrc", "--output-lrc", -1, 0, "LRC is not written; --format txt,srt,vtt,json,jsonl,csv"},
+    {"-owts", "--output-words", -1, 0, "karaoke scripts are not written; --format srt or vtt"},
+    {"-of", "--output-file", -1, 0, "use -o FILE for one output, --output-dir DIR for files"},
+};
+
+/* Takes whisper-cli's -otxt, -osrt, ... (and their long forms) out of
+ * argv (before "--"), adding their formats to o->formats. -1 to go on,
+ * otherwise the exit status (a refused one). */
+static int take_whisper_aliases(int *argc, char **argv, options *o) {
+    int m = 1;
+    for (int i = 1; i < *argc; i++) {
+        const struct whisper_alias *a = NULL;
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < *argc) argv[m++] = argv[i++];
+            break;
         }
+        for (size_t k = 0; k < sizeof WHISPER_ALIASES / sizeof *WHISPER_ALIASES; k++)
+            if (strcmp(argv[i], WHISPER_ALIASES[k].flag) == 0 ||
+                strcmp(argv[i], WHISPER_ALIASES[k].long_flag) == 0)
+                a = &WHISPER_ALIASES[k];
+        if (!a) {
+            argv[m++] = argv[i];
+            continue;
+        }
+        if (a->format < 0)
+            return hvt_usage_error(PROG, "%s (whisper-cli's) is not supported: %s", argv[i],
+                                   a->instead);
+        add_format(&o->formats, (out_format)a->format);
+        o->word_timestamps |= a->words;
+        o->aliases = 1;
+    }
+    *argc = m;
+    argv[m] = NULL;
     return -1;
 }
 
-static int parse_weight_type(const char *arg, void *value) {
-    return hv_weight_type_parse(arg, value);
+/* 1 if f is one of the output formats. */
+static int has_format(const options *o, out_format f) {
+    for (int k = 0; k < o->formats.n; k++)
+        if (o->formats.f[k] == f) return 1;
+    return 0;
 }
 
 /* The options; OPTIONS[O_X] is --x. Flags are only recorded in given[]. */
@@ -236,6 +349,8 @@ enum {
     O_JSON,
     O_WORD_TIMESTAMPS,
     O_STREAM,
+    O_PRINT_TIMESTAMPS,
+    O_PROGRESS,
     HVT_CUE_OPTION_IDS,
     O_OUTPUT,
     O_OUTPUT_DIR,
@@ -263,20 +378,24 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_LANGUAGE] = HVT_OPT_STRING("language", 'l', AT(language)),
     [O_NO_PUNCT] = HVT_OPT_FLAG("no-punctuation", 0),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
-    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), parse_weight_type,
+    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
                                      "auto, f32, f16, bf16, q8_0 or q4_0"),
     [O_MAX_TOKENS] =
         HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1, INT_MAX, "an integer >= 1"),
     [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY, "a finite number >= 0"),
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
-    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT_ABOVE, AT(chunk_seconds), 0, INFINITY,
-                                "a finite number > 0"),
+    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT, AT(chunk_seconds), 1, INFINITY,
+                                "a number of seconds >= 1, at most the model's "
+                                "max_audio_clip_s"),
     HVT_VAD_OPTION_ROWS(options),
-    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(format), parse_format, "txt, json, jsonl, srt or vtt"),
+    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(formats), parse_format,
+                                "txt, json, jsonl, srt, vtt or csv, or several joined by commas"),
     [O_JSON] = HVT_OPT_FLAG("json", 0),
     [O_WORD_TIMESTAMPS] = HVT_OPT_FLAG("word-timestamps", 0),
     [O_STREAM] = HVT_OPT_FLAG("stream", 0),
+    [O_PRINT_TIMESTAMPS] = HVT_OPT_FLAG("print-timestamps", 0),
+    [O_PROGRESS] = HVT_OPT_FLAG("progress", 0),
     HVT_CUE_OPTION_ROWS(options),
     [O_OUTPUT] =
         HVT_OPT_NONEMPTY("output", 'o', AT(output), "a file name, or - for standard output"),
@@ -306,8 +425,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
 };
 #undef AT
 
-/* DIR/NAME.EXT for an input: its base name with the last extension
- * replaced by ext ("rec.wav" -> "rec.EXT", "rec" -> "rec.EXT",
+/* DIR/NAME.EXT for an input (dir NULL: NAME.EXT in the input's own
+ * directory): its base name with the last extension replaced by ext ("rec.wav" -> "rec.EXT", "rec" -> "rec.EXT",
  * ".hidden" -> ".hidden.EXT"); standard input ("-") is "stdin.EXT".
  * malloc'ed; NULL when out of memory. */
 static char *output_path_for(const char *dir, const char *input, const char *ext) {
@@ -320,11 +439,15 @@ static char *output_path_for(const char *dir, const char *input, const char *ext
         const char *dot = strrchr(base, '.');
         if (dot && dot != base) blen = (size_t)(dot - base);
     }
-    size_t dlen = strlen(dir);
-    const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/";
+    size_t dlen = dir ? strlen(dir) : 0;
+    const char *sep = !dir || (dlen && dir[dlen - 1] == '/') ? "" : "/";
+    if (!dir) { /* beside the input: its directory part, "" for stdin */
+        dir = input;
+        dlen = strcmp(input, "-") != 0 ? (size_t)(base - input) : 0;
+    }
     size_t n = dlen + 1 + blen + 1 + strlen(ext) + 1;
     char *p = malloc(n);
-    if (p) snprintf(p, n, "%s%s%.*s.%s", dir, sep, (int)blen, base, ext);
+    if (p) snprintf(p, n, "%.*s%s%.*s.%s", (int)dlen, dir, sep, (int)blen, base, ext);
     return p;
 }
 
@@ -332,12 +455,32 @@ static char *output_path_for(const char *dir, const char *input, const char *ext
  * -1 when none, otherwise the exit status. */
 static int check_combinations(options *o, const int *given) {
     if (given[O_JSON]) {
-        if (given[O_FORMAT] && o->format != FMT_JSONL)
+        if ((given[O_FORMAT] || o->aliases) && (o->formats.n != 1 || o->format != FMT_JSONL))
             return hvt_usage_error(PROG,
-                                   "--json (= --format jsonl) and "
-                                   "--format %s cannot be combined",
+                                   "--json (= --format jsonl) and --format %s cannot be "
+                                   "combined",
                                    FORMAT_NAMES[o->format]);
+        o->formats.n = 0;
+        add_format(&o->formats, FMT_JSONL);
         o->format = FMT_JSONL;
+    }
+    if (o->output && o->output_dir)
+        return hvt_usage_error(PROG, "--output and --output-dir cannot be "
+                                     "combined");
+    if (o->formats.n > 1 && o->output && strcmp(o->output, "-") != 0)
+        return hvt_usage_error(PROG,
+                               "-o %s holds one format: with several formats each input's "
+                               "outputs go beside it, or into --output-dir DIR",
+                               o->output);
+    if (o->output && !strchr(o->output, '/') && !strchr(o->output, '.')) {
+        /* "-o srt": whisper-cli's -osrt written apart, not a file name */
+        format_list l;
+        if (parse_format(o->output, &l) == 0 || strcmp(o->output, "j") == 0 ||
+            strcmp(o->output, "jf") == 0 || strcmp(o->output, "lrc") == 0)
+            return hvt_usage_error(PROG,
+                                   "-o %s would write a file named '%s': for the format use "
+                                   "--format (whisper-cli's -o%s); for such a file write ./%s",
+                                   o->output, o->output, o->output, o->output);
     }
     if (o->do_sample && o->num_beams > 1)
         return hvt_usage_error(PROG,
@@ -347,19 +490,18 @@ static int check_combinations(options *o, const int *given) {
     if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
         return hvt_usage_error(PROG, "--chunking fixed needs "
                                      "--chunk-seconds S");
-    if (o->output && o->output_dir)
-        return hvt_usage_error(PROG, "--output and --output-dir cannot be "
-                                     "combined");
-    if (o->stream && o->format == FMT_JSON)
-        return hvt_usage_error(PROG, "--stream works with --format txt, jsonl, srt or vtt "
-                                     "(json is one document per input)");
+    if (o->stream && (o->format == FMT_JSON || o->format == FMT_CSV))
+        return hvt_usage_error(PROG,
+                               "--stream works with --format txt, jsonl, srt or vtt "
+                               "(%s is one document per input)",
+                               FORMAT_NAMES[o->format]);
+    if (o->stream && (o->formats.n > 1 || o->aliases))
+        return hvt_usage_error(PROG, "--stream writes one format to standard output; output "
+                                     "files are written whole (drop --stream, or the formats)");
     if (o->stream && ((o->output && strcmp(o->output, "-") != 0) || o->output_dir))
         return hvt_usage_error(PROG, "--stream writes to standard output; output files are "
                                      "written whole (drop --stream, or -o/--output-dir)");
     if (!o->model_dir) return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
-    if (o->skip_existing && !o->output_dir)
-        return hvt_usage_error(PROG, "--skip-existing needs --output-dir DIR (it looks for "
-                                     "the output files there)");
     if (given[O_SHARD_COUNT] && given[O_SHARD_COUNT_ENV])
         return hvt_usage_error(PROG, "--shard-count and --shard-count-env cannot be combined");
     if (given[O_SHARD] && (given[O_SHARD_COUNT] || given[O_SHARD_COUNT_ENV]))
@@ -384,14 +526,15 @@ static int batch_error(const char *msg) {
  * o->out_paths, in their order; -1 to go on, 1 when out of memory. */
 static int select_shard(options *o) {
     if (o->shard.n == 0) return -1;
-    int m = 0;
+    int m = 0, nf = o->formats.n;
     for (int i = 0; i < o->n_files; i++) {
         if (hvt_shard_has(&o->shard, i)) {
             o->files[m] = o->files[i];
-            if (o->out_paths) o->out_paths[m] = o->out_paths[i];
+            for (int k = 0; o->out_paths && k < nf; k++)
+                o->out_paths[m * nf + k] = o->out_paths[i * nf + k];
             m++;
-        } else if (o->out_paths) {
-            free(o->out_paths[i]);
+        } else {
+            for (int k = 0; o->out_paths && k < nf; k++) free(o->out_paths[i * nf + k]);
         }
     }
     if (!o->quiet)
@@ -431,22 +574,39 @@ static int take_inputs(options *o, int argc, char **argv, const int *given) {
     }
     memcpy(o->files, all, (size_t)n_all * sizeof *o->files);
     o->n_files = n_all;
+    o->n_inputs = n_all;
     int n_stdin = 0;
     for (int i = 0; i < o->n_files; i++) n_stdin += strcmp(o->files[i], "-") == 0;
     if (n_stdin > 1) return hvt_usage_error(PROG, "'-' (standard input) given %d times", n_stdin);
-    if (o->n_files > 1 && !o->output_dir && !format_is_stream(o->format))
+    /* output files: --output-dir, several formats or whisper-cli's flags,
+     * or documents of several inputs without -o: beside each input */
+    int to_stdout = !o->output || strcmp(o->output, "-") == 0;
+    o->to_files = o->output_dir || o->formats.n > 1 || o->aliases ||
+                  (o->n_files > 1 && !format_is_stream(o->format) && !o->output);
+    if (o->n_files > 1 && !o->to_files && !format_is_stream(o->format))
         return hvt_usage_error(PROG,
                                "--format %s writes one document per "
-                               "input: with %d inputs use --output-dir DIR",
+                               "input: with %d inputs use --output-dir DIR (or no -o: "
+                               "each beside its input)",
                                FORMAT_NAMES[o->format], o->n_files);
-    if (!o->output_dir) return select_shard(o);
-    o->out_paths = calloc((size_t)o->n_files, sizeof *o->out_paths);
+    if (o->to_files && !to_stdout)
+        return hvt_usage_error(PROG,
+                               "-o %s holds one output: the formats given write a file "
+                               "per input (beside it, or into --output-dir DIR)",
+                               o->output);
+    if (o->skip_existing && !o->to_files)
+        return hvt_usage_error(PROG, "--skip-existing needs output files (--output-dir DIR): "
+                                     "it looks for them");
+    if (!o->to_files) return select_shard(o);
+    int nf = o->formats.n, n_paths = o->n_files * nf;
+    o->out_paths = calloc((size_t)n_paths, sizeof *o->out_paths);
     if (!o->out_paths) {
         fputs("hviske: out of memory\n", stderr);
         return 1;
     }
-    for (int i = 0; i < o->n_files; i++) {
-        o->out_paths[i] = output_path_for(o->output_dir, o->files[i], FORMAT_NAMES[o->format]);
+    for (int i = 0; i < n_paths; i++) {
+        o->out_paths[i] =
+            output_path_for(o->output_dir, o->files[i / nf], FORMAT_NAMES[o->formats.f[i % nf]]);
         if (!o->out_paths[i]) {
             fputs("hviske: out of memory\n", stderr);
             return 1;
@@ -454,7 +614,7 @@ static int take_inputs(options *o, int argc, char **argv, const int *given) {
     }
     /* over the whole list, not only the shard: two tasks must never write
      * (or, with --skip-existing, take as done) the same file */
-    int a, b, dup = hvt_first_duplicate(o->out_paths, o->n_files, &a, &b);
+    int a, b, dup = hvt_first_duplicate(o->out_paths, n_paths, &a, &b);
     if (dup < 0) {
         fputs("hviske: out of memory\n", stderr);
         return 1;
@@ -463,7 +623,7 @@ static int take_inputs(options *o, int argc, char **argv, const int *given) {
         return hvt_usage_error(PROG,
                                "inputs '%s' and '%s' would "
                                "both write %s",
-                               o->files[a], o->files[b], o->out_paths[a]);
+                               o->files[a / nf], o->files[b / nf], o->out_paths[a]);
     return select_shard(o);
 }
 
@@ -476,10 +636,11 @@ static void warn_ignored(const options *o, const int *given) {
     for (size_t k = 0; k < sizeof sampling / sizeof *sampling; k++)
         if (given[sampling[k]] && (last < 0 || given[sampling[k]] > given[last]))
             last = sampling[k];
-    if (last >= 0 && !o->do_sample)
-        fprintf(stderr,
-                "hviske: warning: --%s has no effect without "
-                "--sample\n",
+    if (last >= 0 && !o->do_sample && o->num_beams > 1)
+        fprintf(stderr, "hviske: warning: --%s has no effect with --beams %d (beam search)\n",
+                OPTIONS[last].name, o->num_beams);
+    else if (last >= 0 && !o->do_sample)
+        fprintf(stderr, "hviske: warning: --%s has no effect without --sample (or --temperature)\n",
                 OPTIONS[last].name);
     if (given[O_LENGTH_PENALTY] && o->num_beams <= 1)
         fprintf(stderr, "hviske: warning: --length-penalty has no effect "
@@ -488,12 +649,15 @@ static void warn_ignored(const options *o, const int *given) {
         fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
                         "without --chunking fixed\n");
     for (int k = O_MAX_CUE_SECONDS; k <= O_MAX_LINE_CHARS; k++)
-        if (given[k] && o->format != FMT_SRT && o->format != FMT_VTT) {
+        if (given[k] && !has_format(o, FMT_SRT) && !has_format(o, FMT_VTT)) {
             fprintf(stderr, "hviske: warning: --%s has no effect with --format %s\n",
                     OPTIONS[k].name, FORMAT_NAMES[o->format]);
             break;
         }
-    if (given[O_WORD_TIMESTAMPS] && o->format != FMT_JSON && o->format != FMT_JSONL)
+    if (given[O_PRINT_TIMESTAMPS] && !has_format(o, FMT_TXT))
+        fprintf(stderr, "hviske: warning: --print-timestamps has no effect with --format %s\n",
+                FORMAT_NAMES[o->format]);
+    if (given[O_WORD_TIMESTAMPS] && !has_format(o, FMT_JSON) && !has_format(o, FMT_JSONL))
         fprintf(stderr, "hviske: warning: --word-timestamps has no effect with --format %s%s\n",
                 FORMAT_NAMES[o->format],
                 o->format == FMT_TXT ? "" : " (subtitles are timed by word anyway)");
@@ -516,6 +680,7 @@ static int parse_options(int argc, char **argv, options *o) {
     static const hvt_cli cli = {PROG, usage, OPTIONS, N_OPTS};
     hv_transcribe_params defaults = hv_transcribe_default_params();
     *o = (options){.dither = -1.0f,
+                   .formats = {.n = 0},
                    .num_beams = defaults.num_beams,
                    .length_penalty = defaults.length_penalty,
                    .temperature = defaults.temperature,
@@ -525,19 +690,42 @@ static int parse_options(int argc, char **argv, options *o) {
                    .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
                    .vad_max_gap_s = defaults.vad_max_gap_s,
-                   .cues = hvt_cue_default_params(),
+                   .cues = hv_cue_default_params(),
                    .format = FMT_TXT};
     int given[N_OPTS];
-    int rc = hvt_parse_options(&cli, argc, argv, o, given);
+    int rc = take_whisper_aliases(&argc, argv, o);
     if (rc >= 0) return rc;
+    format_list aliased = o->formats;
+    rc = hvt_parse_options(&cli, argc, argv, o, given);
+    if (rc >= 0) return rc;
+    if (given[O_FORMAT]) /* --format's formats, then the aliases' */
+        for (int k = 0; k < aliased.n; k++) add_format(&o->formats, aliased.f[k]);
+    else
+        o->formats = aliased;
+    if (o->formats.n == 0) add_format(&o->formats, FMT_TXT);
+    o->format = o->formats.f[0];
     o->punctuation = !given[O_NO_PUNCT];
-    o->do_sample = given[O_SAMPLE] != 0;
+    /* a temperature means sampling, as on the server, unless beam search
+     * is asked for */
+    o->do_sample = given[O_SAMPLE] != 0 || (given[O_TEMPERATURE] && o->num_beams <= 1);
     o->quiet = given[O_QUIET] != 0;
-    o->word_timestamps = given[O_WORD_TIMESTAMPS] != 0;
+    o->word_timestamps |= given[O_WORD_TIMESTAMPS] != 0;
     o->stream = given[O_STREAM] != 0;
     o->skip_existing = given[O_SKIP_EXISTING] != 0;
     if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv, given)) >= 0)
         return rc;
+    /* the console: txt on a terminal shows each segment with its times as
+     * it is final; progress on a terminal is a redrawn line, elsewhere
+     * lines only with --progress */
+    int to_stdout = !o->to_files && (!o->output || strcmp(o->output, "-") == 0);
+    o->timestamps = o->format == FMT_TXT && (given[O_PRINT_TIMESTAMPS] ||
+                                             (!o->quiet && to_stdout && isatty(STDOUT_FILENO)));
+    o->txt_live = o->format == FMT_TXT && to_stdout && (o->stream || o->timestamps);
+    if (isatty(STDERR_FILENO))
+        o->progress = !o->quiet || given[O_PROGRESS] ? 1 : 0;
+    else
+        o->progress = given[O_PROGRESS] ? 2 : 0;
+    o->name_lines = o->format == FMT_TXT && o->n_inputs > 1 && !o->to_files;
     if (!o->quiet) warn_ignored(o, given);
     return -1;
 }
@@ -720,6 +908,45 @@ static int read_input(const char *path, int rate, float **pcm, size_t *n_frames)
     return 0;
 }
 
+/* ------------------------------------------------------------ txt lines */
+
+/* "03.400"-style clock for txt timestamps: "MM:SS.mmm" below an hour,
+ * "H:MM:SS.mmm" from an hour on (whole milliseconds). */
+static void clock_time(char *buf, size_t n, double s) {
+    long long ms = s > 0 && s < 1e9 ? llround(s * 1000.0) : 0;
+    if (ms >= 3600000)
+        snprintf(buf, n, "%lld:%02lld:%02lld.%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60,
+                 ms % 1000);
+    else
+        snprintf(buf, n, "%02lld:%02lld.%03lld", ms / 60000, ms / 1000 % 60, ms % 1000);
+}
+
+/* One line of txt output: "FILE: " when several inputs share the output,
+ * "[start --> end] " with timestamps, then the text on one line. */
+static void put_txt_line(FILE *f, const options *o, const char *file, int timed, double start,
+                         double end, const char *text) {
+    if (o->name_lines) fprintf(f, "%s: ", file);
+    if (timed) {
+        char a[32], b[32];
+        clock_time(a, sizeof a, start);
+        clock_time(b, sizeof b, end);
+        fprintf(f, "[%s --> %s] ", a, b);
+    }
+    hvt_put_line(f, text);
+}
+
+/* The txt lines of chunk g with timestamps: one per segment (cue); 0, or
+ * -1 when out of memory. */
+static int put_txt_cues(FILE *f, const options *o, const char *file, const hv_segment *g) {
+    hv_cue *cues = NULL;
+    int nc = 0;
+    if (hv_segment_cues(g, &o->cues, &cues, &nc) != HV_OK) return -1;
+    for (int k = 0; k < nc; k++)
+        put_txt_line(f, o, file, 1, cues[k].start, cues[k].end, cues[k].text);
+    hv_cues_free(cues, nc);
+    return 0;
+}
+
 /* ------------------------------------------------------------ formats */
 
 static cJSON *json_int_array(const int32_t *v, int n) {
@@ -740,10 +967,10 @@ static int add_words(cJSON *obj, const hv_word *w, int n) {
     return 0;
 }
 
-/* The JSON object of one segment (start, end, text, tokens; words: its
+/* The JSON object of one chunk (start, end, text, tokens; words: its
  * words too). NULL when out of memory. */
-static cJSON *segment_json(const hv_segment *g, int words) {
-    char *st = hvt_utf8_clean(g->text);
+static cJSON *chunk_json(const hv_segment *g, int words) {
+    char *st = hv_utf8_clean(g->text);
     cJSON *so = cJSON_CreateObject(), *toks = NULL;
     int ok = st && so && cJSON_AddNumberToObject(so, "start", g->start) &&
              cJSON_AddNumberToObject(so, "end", g->end) &&
@@ -763,18 +990,60 @@ static cJSON *segment_json(const hv_segment *g, int words) {
     return so;
 }
 
+/* The JSON object of one segment, a cue of chunk g: start, end, text (its
+ * lines on one), tokens (its words'), words (its words) when asked. NULL
+ * when out of memory. */
+static cJSON *cue_json(const hv_segment *g, const hv_cue *c, int words) {
+    cJSON *so = cJSON_CreateObject(), *toks = NULL;
+    int a = c->first_token - g->first_token, n = c->n_tokens;
+    if (a < 0 || a > g->n_tokens) a = 0, n = 0; /* cannot happen: in the chunk */
+    if (n > g->n_tokens - a) n = g->n_tokens - a;
+    for (char *q = c->text; *q; q++)
+        if (*q == '\n') *q = ' '; /* its lines: one text */
+    int ok = so && cJSON_AddNumberToObject(so, "start", c->start) &&
+             cJSON_AddNumberToObject(so, "end", c->end) &&
+             cJSON_AddStringToObject(so, "text", c->text) &&
+             (toks = json_int_array(g->tokens + a, n));
+    if (ok && !cJSON_AddItemToObject(so, "tokens", toks))
+        ok = 0;
+    else if (ok)
+        toks = NULL;
+    cJSON_Delete(toks);
+    if (ok && words) ok = add_words(so, g->words + c->first_word, c->n_words);
+    if (!ok) {
+        cJSON_Delete(so);
+        return NULL;
+    }
+    return so;
+}
+
+/* Appends the segments (cues) of chunk g to the array segs; 0 when out of
+ * memory. */
+static int add_cues_json(cJSON *segs, const hv_segment *g, const options *o) {
+    hv_cue *cues = NULL;
+    int nc = 0, ok = hv_segment_cues(g, &o->cues, &cues, &nc) == HV_OK;
+    for (int k = 0; ok && k < nc; k++) {
+        cJSON *so = cue_json(g, &cues[k], o->word_timestamps);
+        ok = so && cJSON_AddItemToArray(segs, so);
+        if (!ok) cJSON_Delete(so);
+    }
+    hv_cues_free(cues, nc);
+    return ok;
+}
+
 /* The JSON object of one result. full (--format json) adds language and
  * duration, words (--word-timestamps) the words of the result and of each
  * segment. NULL when out of memory. */
-static cJSON *result_json(const char *path, const hv_result *res, int full, int words) {
+static cJSON *result_json(const char *path, const hv_result *res, int full, const options *o) {
+    int words = o->word_timestamps;
     hv_timings t = hv_result_timings(res);
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
-    char *text = hvt_utf8_clean(hv_result_text(res));
+    char *text = hv_utf8_clean(hv_result_text(res));
     cJSON *obj = cJSON_CreateObject(), *arr = NULL, *lparr = NULL, *tim = NULL,
-          *segs = cJSON_CreateArray();
+          *segs = cJSON_CreateArray(), *chunks = cJSON_CreateArray();
 
-    int ok = text && obj && segs && hvt_json_add_name(obj, "file", path) &&
+    int ok = text && obj && segs && chunks && hvt_json_add_name(obj, "file", path) &&
              cJSON_AddStringToObject(obj, "text", text);
     if (ok && full)
         ok = cJSON_AddStringToObject(obj, "language", hv_result_language(res)) &&
@@ -798,15 +1067,19 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
             cJSON_AddItemToArray(lparr, cJSON_CreateNumber(lps ? hvt_float_for_json(lps[i]) : 0.0));
     for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
-        cJSON *so = segment_json(&g, words);
-        if (!so || !cJSON_AddItemToArray(segs, so)) {
-            cJSON_Delete(so);
+        cJSON *co = chunk_json(&g, words);
+        if (!co || !cJSON_AddItemToArray(chunks, co)) {
+            cJSON_Delete(co);
             ok = 0;
         }
+        ok = ok && add_cues_json(segs, &g, o);
     }
-    if (ok) ok = cJSON_AddItemToObject(obj, "segments", segs);
+    if (ok && cJSON_AddItemToObject(obj, "segments", segs)) segs = NULL;
+    if (ok && cJSON_AddItemToObject(obj, "chunks", chunks)) chunks = NULL;
+    ok = ok && !segs && !chunks;
     if (!ok) {
         cJSON_Delete(segs);
+        cJSON_Delete(chunks);
         cJSON_Delete(obj);
         obj = NULL;
     }
@@ -814,25 +1087,76 @@ static cJSON *result_json(const char *path, const hv_result *res, int full, int 
     return obj;
 }
 
+/* cJSON's formatted print with the usual indentation: each leading tab
+ * as two spaces and the tab after a key's colon as one space (cJSON
+ * escapes tabs inside strings, so every tab in s is layout). */
+static void put_indented(FILE *f, const char *s) {
+    int line_start = 1;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\t')
+            fputs(line_start ? "  " : " ", f);
+        else {
+            fputc(*p, f);
+            line_start = *p == '\n';
+        }
+    }
+}
+
+/* CSV (RFC 4180, as whisper-cli's -ocsv): a "start,end,text" header,
+ * then one row per segment, the times in whole milliseconds, the text in
+ * double quotes (a quote doubled, line breaks as spaces); 0, or -1 when
+ * out of memory. */
+static int write_csv(FILE *f, const options *o, const hv_result *res) {
+    fputs("start,end,text\n", f);
+    for (int i = 0; i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        hv_cue *cues = NULL;
+        int nc = 0;
+        if (hv_segment_cues(&g, &o->cues, &cues, &nc) != HV_OK) return -1;
+        for (int k = 0; k < nc; k++) {
+            fprintf(f, "%lld,%lld,\"", llround(cues[k].start * 1e3), llround(cues[k].end * 1e3));
+            for (const char *q = cues[k].text; *q; q++) {
+                if (*q == '"') fputc('"', f);
+                fputc(*q == '\n' || *q == '\r' ? ' ' : *q, f);
+            }
+            fputs("\"\n", f);
+        }
+        hv_cues_free(cues, nc);
+    }
+    return 0;
+}
+
 /* Writes one result in the chosen format; 0 on success, -1 when out of
  * memory (write errors show in ferror(f)). */
-static int write_result(FILE *f, const options *o, const char *path, const hv_result *res,
-                        int rate) {
-    out_format fmt = o->format;
+static int write_result(FILE *f, const options *o, out_format fmt, const char *path,
+                        const hv_result *res) {
     switch (fmt) {
-        case FMT_TXT: hvt_put_line(f, hv_result_text(res)); return 0;
+        case FMT_TXT:
+            if (!o->timestamps) {
+                put_txt_line(f, o, path, 0, 0, 0, hv_result_text(res));
+                return 0;
+            }
+            for (int i = 0; i < hv_result_n_segments(res); i++) {
+                hv_segment g = hv_result_segment(res, i);
+                if (put_txt_cues(f, o, path, &g) != 0) return -1;
+            }
+            return 0;
         case FMT_SRT:
-        case FMT_VTT: return hvt_write_subtitles(f, res, rate, &o->cues, fmt == FMT_VTT);
+        case FMT_VTT: return hvt_write_subtitles(f, res, &o->cues, fmt == FMT_VTT);
+        case FMT_CSV: return write_csv(f, o, res);
         case FMT_JSON:
         case FMT_JSONL:
         default: {
-            cJSON *obj = result_json(path, res, fmt == FMT_JSON, o->word_timestamps);
+            cJSON *obj = result_json(path, res, fmt == FMT_JSON, o);
             char *s = !obj              ? NULL
                       : fmt == FMT_JSON ? cJSON_Print(obj)
                                         : cJSON_PrintUnformatted(obj);
             cJSON_Delete(obj);
             if (!s) return -1;
-            fputs(s, f);
+            if (fmt == FMT_JSON)
+                put_indented(f, s);
+            else
+                fputs(s, f);
             fputc('\n', f);
             cJSON_free(s);
             return 0;
@@ -843,8 +1167,10 @@ static int write_result(FILE *f, const options *o, const char *path, const hv_re
 /* ------------------------------------------------------------ progress */
 
 typedef struct progress {
-    const char *name;
-    double t0; /* seconds, monotonic */
+    const char *name; /* the input's base name (the redrawn line) */
+    const char *path; /* as given (--progress lines) */
+    int mode;         /* 1: a line redrawn in place; 2: one line per update */
+    double t0;        /* seconds, monotonic */
     int shown;
 } progress;
 
@@ -859,17 +1185,30 @@ static void format_duration(char *buf, size_t n, double s) {
         snprintf(buf, n, "%lds", t);
 }
 
-/* The library's progress callback: one status line on stderr, redrawn in
- * place after each chunk (only installed when stderr is a terminal). */
+/* The library's progress callback, after each chunk. On a terminal
+ * (mode 1): one status line on stderr, redrawn in place and erased before
+ * anything else is written (standard output's lines always end before it
+ * is drawn, so it never shares a row with them). With --progress on
+ * another stderr (mode 2): one line per chunk in a fixed form,
+ * "hviske: FILE: progress P% done_s=D total_s=T speed=X eta_s=E". */
 static void on_progress(void *user, double done, double total) {
     progress *p = user;
-    if (!(total > 0) || done >= total) return; /* the last chunk: the caller clears the line */
+    if (!(total > 0)) return;
     double elapsed = hvt_now_s() - p->t0;
     double speed = elapsed > 0 ? done / elapsed : 0;
+    double eta_s = speed > 0 ? (total - done) / speed : 0;
+    if (p->mode == 2) {
+        fprintf(stderr,
+                "hviske: %s: progress %.1f%% done_s=%.2f total_s=%.2f speed=%.2f eta_s=%.0f\n",
+                p->path, 100.0 * done / total, done, total, speed, eta_s);
+        fflush(stderr);
+        return;
+    }
+    if (done >= total) return; /* the last chunk: the caller clears the line */
     char d[32], t[32], eta[32];
     format_duration(d, sizeof d, done);
     format_duration(t, sizeof t, total);
-    format_duration(eta, sizeof eta, speed > 0 ? (total - done) / speed : 0);
+    format_duration(eta, sizeof eta, eta_s);
     fprintf(stderr,
             "\r\033[Khviske: %s: %3.0f%% (%s of %s), %.1f s of "
             "audio per second, ETA %s",
@@ -878,65 +1217,70 @@ static void on_progress(void *user, double done, double total) {
     p->shown = 1;
 }
 
+/* Erases the redrawn progress line, if shown, before other output. */
+static void progress_clear(progress *p) {
+    if (!p->shown) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->shown = 0;
+}
+
 /* ------------------------------------------------------------ streaming */
 
-/* The language of inputs without -l (the library's default), for how
- * --stream joins segments in txt (no space for ja and zh). */
-static const char *g_language = "";
-
-/* --stream: where the segments of one input go as they come (stdout). */
+/* Segments as they come to standard output: --stream, and txt on stdout
+ * with timestamps (o->txt_live). */
 typedef struct stream_out {
     const options *o;
-    char *file;   /* the input's name (jsonl) */
-    progress *pr; /* its progress line, cleared before output */
-    int rate;     /* the model's sample rate */
-    int n;        /* segments written */
-    int cue;      /* srt: the last cue's number */
-    int no_space; /* txt: segments joined without a space */
-    int failed;   /* out of memory formatting one */
+    const char *path; /* the input as given (txt's "FILE: ") */
+    char *file;       /* the input's name, cleaned (jsonl) */
+    progress *pr;     /* its progress line, cleared before output */
+    int n;            /* segments written */
+    int cue;          /* srt: the last cue's number */
+    int failed;       /* out of memory formatting one */
 } stream_out;
 
-/* The library's segment callback with --stream: writes the segment in the
- * output format and flushes. txt: its text, after a space (the line ends
- * when the input is done); jsonl: {"file", "segment"}; srt, vtt: its cues,
- * numbered on from the previous segment's. A non-zero answer (standard
- * output failed) stops the transcription. */
+/* The library's segment callback for output as it comes: writes the
+ * segment in the output format and flushes. txt: one line per segment
+ * (with its times when o->timestamps); jsonl: {"file", "segment"}; srt,
+ * vtt: its cues, numbered on from the previous segment's. A non-zero
+ * answer (standard output failed) stops the transcription. */
 static int on_stream_segment(void *user, const hv_segment *g) {
     stream_out *so = user;
     const options *o = so->o;
     FILE *f = stdout;
-    if (so->pr->shown) {
-        fputs("\r\033[K", stderr);
-        so->pr->shown = 0;
-    }
+    progress_clear(so->pr);
     switch (o->format) {
         case FMT_TXT:
-            if (so->n && !so->no_space) fputc(' ', f);
-            hvt_put_text(f, g->text);
+            if (o->timestamps)
+                so->failed |= put_txt_cues(f, o, so->path, g) != 0;
+            else
+                put_txt_line(f, o, so->path, 0, 0, 0, g->text);
             break;
         case FMT_SRT:
         case FMT_VTT:
             if (so->n == 0 && o->format == FMT_VTT) fputs("WEBVTT\n\n", f);
-            if (hvt_write_segment_cues(f, g, so->rate, &o->cues, o->format == FMT_VTT, &so->cue))
+            if (hvt_write_segment_cues(f, g, &o->cues, o->format == FMT_VTT, &so->cue))
                 so->failed = 1;
             break;
-        default: {
-            cJSON *obj = cJSON_CreateObject(), *seg = segment_json(g, o->word_timestamps);
-            char *s = NULL;
-            if (obj && seg && hvt_json_add_name(obj, "file", so->file) &&
-                cJSON_AddItemToObject(obj, "segment", seg)) {
-                seg = NULL;
-                s = cJSON_PrintUnformatted(obj);
-            }
-            cJSON_Delete(seg);
-            cJSON_Delete(obj);
-            if (s) {
+        default: { /* one {"file", "segment"} line per segment (cue) */
+            cJSON *segs = cJSON_CreateArray();
+            if (!segs || !add_cues_json(segs, g, o)) so->failed = 1;
+            for (cJSON *seg = segs ? segs->child : NULL; seg && !so->failed; seg = seg->next) {
+                cJSON *obj = cJSON_CreateObject();
+                char *s = NULL;
+                if (obj && hvt_json_add_name(obj, "file", so->path) &&
+                    cJSON_AddItemReferenceToObject(obj, "segment", seg))
+                    s = cJSON_PrintUnformatted(obj);
+                cJSON_Delete(obj);
+                if (!s) {
+                    so->failed = 1;
+                    break;
+                }
                 fputs(s, f);
                 fputc('\n', f);
                 cJSON_free(s);
-            } else {
-                so->failed = 1;
             }
+            cJSON_Delete(segs);
         }
     }
     so->n++;
@@ -948,7 +1292,7 @@ static int on_stream_segment(void *user, const hv_segment *g) {
 /* Reads and transcribes one input; the result, or NULL with the failure
  * reported. */
 static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const options *o,
-                                   const char *path, int rate, int show_progress) {
+                                   const char *path, int rate) {
     float *pcm = NULL;
     size_t n_frames = 0;
     int channels = 1;
@@ -971,17 +1315,19 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     tp.vad = vad;
     tp.vad_params = o->vad;
     tp.vad_max_gap_s = o->vad_max_gap_s;
-    tp.word_timestamps = o->word_timestamps || o->format == FMT_SRT || o->format == FMT_VTT;
+    /* the segments are cues of the timed words (docs/TIMESTAMPS.md
+     * "Segments"): every output that shows segments times the words */
+    tp.word_timestamps =
+        o->word_timestamps || o->timestamps || !(o->formats.n == 1 && o->format == FMT_TXT);
     const char *slash = strrchr(path, '/');
-    progress pr = {slash && slash[1] ? slash + 1 : path, hvt_now_s(), 0};
-    if (show_progress) {
+    progress pr = {slash && slash[1] ? slash + 1 : path, path, o->progress, hvt_now_s(), 0};
+    if (o->progress) {
         tp.progress = on_progress;
         tp.progress_user = &pr;
     }
-    const char *lang = o->language ? o->language : g_language;
-    stream_out so = {o, NULL, &pr, rate, 0, 0, !strcmp(lang, "ja") || !strcmp(lang, "zh"), 0};
-    if (o->stream) {
-        if (!(so.file = strdup(path))) {
+    stream_out so = {o, path, NULL, &pr, 0, 0, 0};
+    if (o->stream || o->txt_live) {
+        if (!(so.file = hv_utf8_clean(path))) {
             free(pcm);
             file_error(path, HV_ERR_NOMEM, "out of memory");
             return NULL;
@@ -994,13 +1340,8 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     hv_status st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp, &res);
     free(pcm); /* hv_audio_free, or ours from standard input */
     free(so.file);
-    if (pr.shown) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-    }
-    /* --stream: the txt line ends with the input (also a failed one with
-     * text written); a vtt without cues still has its header */
-    if (o->stream && o->format == FMT_TXT && (st == HV_OK || so.n > 0)) fputc('\n', stdout);
+    progress_clear(&pr);
+    /* --stream: a vtt without cues still has its header */
     if (o->stream && o->format == FMT_VTT && st == HV_OK && so.n == 0) fputs("WEBVTT\n\n", stdout);
     if (o->stream) fflush(stdout);
     if (st == HV_OK && (so.failed || hv_result_stopped(res))) {
@@ -1035,6 +1376,13 @@ static int output_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Whether every output file of input i is there. */
+static int outputs_exist(const options *o, int i) {
+    for (int k = 0; k < o->formats.n; k++)
+        if (!output_exists(o->out_paths[i * o->formats.n + k])) return 0;
+    return 1;
+}
+
 /* Appends an input's line to the summary when there is one; a failure to
  * write it is reported once, fails the run (status 1) and ends the
  * summary. */
@@ -1050,15 +1398,15 @@ static void summarize(int *fd, const options *o, const char *input, const char *
 }
 
 /* Writes one result to its own file under --output-dir; 0 on success. */
-static int write_output_file(const options *o, const char *input, const char *out_path,
-                             const hv_result *res, int rate) {
+static int write_output_file(const options *o, out_format fmt, const char *input,
+                             const char *out_path, const hv_result *res) {
     if (strcmp(input, "-") != 0 && same_file(input, out_path)) {
         errorf("%s: not overwriting the input %s", out_path, input);
         return -1;
     }
     out_file of;
     if (out_open(&of, out_path) != 0) return -1;
-    if (write_result(of.f, o, input, res, rate) != 0) {
+    if (write_result(of.f, o, fmt, input, res) != 0) {
         out_abort(&of);
         file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
         return -1;
@@ -1113,7 +1461,7 @@ int main(int argc, char **argv) {
     /* --skip-existing: when every output is there already (a finished task
      * resubmitted), or the shard is empty, no model is loaded */
     int n_todo = o.n_files;
-    for (int i = 0; o.skip_existing && i < o.n_files; i++) n_todo -= output_exists(o.out_paths[i]);
+    for (int i = 0; o.skip_existing && i < o.n_files; i++) n_todo -= outputs_exist(&o, i);
 
     char err[1024] = "";
     hv_model_params mp = hv_model_default_params();
@@ -1126,8 +1474,9 @@ int main(int argc, char **argv) {
     if (n_todo == 0) {
         rc = 0;
         for (int i = 0; i < o.n_files; i++)
-            summarize(&summary_fd, &o, o.files[i], o.out_paths ? o.out_paths[i] : NULL, "skipped",
-                      NULL, -1, hvt_now_s(), &rc);
+            summarize(&summary_fd, &o, o.files[i],
+                      o.out_paths ? o.out_paths[i * o.formats.n] : NULL, "skipped", NULL, -1,
+                      hvt_now_s(), &rc);
         goto done;
     }
     hv_status st = hv_model_load(o.model_dir, &mp, &model, err, sizeof err);
@@ -1136,12 +1485,18 @@ int main(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    g_language = hv_model_default_language(model) ? hv_model_default_language(model) : "";
     if (o.language && !hvt_model_has_language(model, o.language)) {
-        fprintf(stderr,
-                "hviske: language '%s' is not supported by %s "
-                "(supported:",
-                o.language, o.model_dir);
+        if (strcmp(o.language, "auto") == 0)
+            fprintf(stderr,
+                    "hviske: -l auto: language detection is not available (the model is "
+                    "told the language; it cannot tell it): give -l with one of %s's "
+                    "languages (supported:",
+                    o.model_dir);
+        else
+            fprintf(stderr,
+                    "hviske: language '%s' is not supported by %s "
+                    "(supported:",
+                    o.language, o.model_dir);
         for (int i = 0; i < hv_model_n_languages(model); i++)
             fprintf(stderr, " %s", hv_model_language(model, i));
         fputs(")\n", stderr);
@@ -1161,33 +1516,33 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    int show_progress = !o.quiet && isatty(STDERR_FILENO);
     int rate = hv_model_sample_rate(model);
     rc = 0;
     ran = 1;
     for (int i = 0; i < o.n_files; i++) {
         const char *path = o.files[i];
-        const char *out_path = o.output_dir ? o.out_paths[i] : NULL;
+        int nf = o.formats.n;
+        const char *out_path = o.to_files ? o.out_paths[i * nf] : NULL;
         double t0 = hvt_now_s();
-        if (o.skip_existing && output_exists(out_path)) {
+        if (o.skip_existing && outputs_exist(&o, i)) {
             summarize(&summary_fd, &o, path, out_path, "skipped", NULL, -1, t0, &rc);
             continue;
         }
-        hv_result *res = transcribe_input(ctx, vad, &o, path, rate, show_progress);
+        hv_result *res = transcribe_input(ctx, vad, &o, path, rate);
         if (!res) {
             rc = 1;
             summarize(&summary_fd, &o, path, out_path, "error", g_error, -1, t0, &rc);
             continue;
         }
         int ok = 0;
-        if (o.output_dir) {
-            if (write_output_file(&o, path, o.out_paths[i], res, rate) != 0)
-                rc = 1;
-            else
-                ok = 1;
-        } else if (o.stream && o.format != FMT_JSONL) {
+        if (o.to_files) {
+            ok = 1;
+            for (int k = 0; k < nf; k++)
+                if (write_output_file(&o, o.formats.f[k], path, o.out_paths[i * nf + k], res) != 0)
+                    rc = 1, ok = 0;
+        } else if ((o.stream && o.format != FMT_JSONL) || o.txt_live) {
             ok = 1; /* written segment by segment */
-        } else if (write_result(out, &o, path, res, rate) != 0) {
+        } else if (write_result(out, &o, o.format, path, res) != 0) {
             file_error(path, HV_ERR_NOMEM,
                        "out of memory formatting the "
                        "output");
@@ -1231,7 +1586,7 @@ free_options:
         rc = 1;
     }
     if (o.out_paths)
-        for (int i = 0; i < o.n_files; i++) free(o.out_paths[i]);
+        for (int i = 0; i < o.n_files * o.formats.n; i++) free(o.out_paths[i]);
     free(o.out_paths);
     free(o.files);
     hvt_list_free(o.list, o.n_list);

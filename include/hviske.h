@@ -153,6 +153,14 @@ HV_API const char *hv_model_language(const hv_model *model, int i);
  * the model lists it, else the model's first language; NULL when the
  * model lists none. Owned by the model. */
 HV_API const char *hv_model_default_language(const hv_model *model);
+/* The bytes token `id` adds to a transcript: a normal piece's text with
+ * its word-start marker U+2581 as a space, a byte piece's one byte,
+ * nothing for pieces that print nothing (control, user-defined, unknown,
+ * unused). Writes at most size bytes to buf (not NUL-terminated) and
+ * returns how many it adds (which may be more than size), or -1 for an id
+ * outside the vocabulary. The bytes of one token may be part of a UTF-8
+ * character (byte pieces). */
+HV_API int hv_model_token_bytes(const hv_model *model, int32_t id, char *buf, int size);
 
 /* -------------------------------------------------------------- context */
 
@@ -426,6 +434,8 @@ typedef struct hv_segment {
     double score;
     const hv_word *words; /* its words (part of hv_result_words()); n_words */
     int n_words;          /* is 0 unless word_timestamps was set */
+    int first_token;      /* where its tokens start in hv_result_tokens(),
+                             the numbering of hv_word.first_token */
 } hv_segment;
 
 HV_API int hv_result_n_segments(const hv_result *res);
@@ -435,6 +445,92 @@ HV_API int hv_result_n_segments(const hv_result *res);
 HV_API int hv_result_stopped(const hv_result *res);
 HV_API hv_segment hv_result_segment(const hv_result *res, int i);
 HV_API void hv_result_free(hv_result *res); /* NULL is allowed */
+
+/* ---------------------------------------------------------------- cues */
+
+/*
+ * Sentence-sized segments ("cues", docs/TIMESTAMPS.md "Segments"): the
+ * timed words of a chunk grouped into pieces a person reads at once, cut
+ * after sentence ends first, then after clause punctuation and in the
+ * longest pauses, within these limits. The CLI's and the server's
+ * segments and subtitles are the cues of each hv_segment (a chunk), so
+ * one never spans two chunks and each is final when its chunk is.
+ */
+typedef struct hv_cue_params {
+    double max_seconds; /* longest cue, HV_CUE_MAX_SECONDS_MIN..MAX (7) */
+    int max_lines;      /* lines per cue, 1..10 (2) */
+    int max_line_chars; /* Unicode code points per line, 10..1000 (42) */
+} hv_cue_params;
+
+#define HV_CUE_MAX_SECONDS_MIN 1.0
+#define HV_CUE_MAX_SECONDS_MAX 600.0
+enum {
+    HV_CUE_MAX_LINES_MIN = 1,
+    HV_CUE_MAX_LINES_MAX = 10,
+    HV_CUE_LINE_CHARS_MIN = 10,
+    HV_CUE_LINE_CHARS_MAX = 1000,
+    HV_CUE_LONG_PAUSE_MS = 1500, /* a pause longer than this ends a cue */
+    HV_CUE_MIN_SHOW_MS = 500     /* what a zero-length cue is given, room
+                                    before the next cue permitting */
+};
+
+/* 7 s, 2 lines, 42 characters. */
+HV_API hv_cue_params hv_cue_default_params(void);
+
+typedef struct hv_cue {
+    double start, end;       /* seconds, whole milliseconds; start < end <=
+                                the next cue's start */
+    int first_word, n_words; /* the words it covers: words[first_word ..
+                                first_word + n_words - 1] of the words given */
+    int first_token;         /* its words' tokens, in hv_word.first_token's
+                                numbering (hv_result_tokens()) ... */
+    int n_tokens;            /* ... n_tokens of them */
+    char *text;              /* its words, cleaned (invalid UTF-8 as U+FFFD,
+                                line breaks and control characters as
+                                spaces) and joined by single spaces; its
+                                lines (max_lines of max_line_chars) joined
+                                by '\n'. Owned: hv_cues_free */
+} hv_cue;
+
+/*
+ * Groups words[0..n-1] (a result's or a segment's, in time order) into
+ * cues; *out gets *n_out of them (NULL and 0 when no word has text), freed
+ * with hv_cues_free. p NULL: the defaults; a limit outside its range is
+ * taken as the nearest allowed value (NaN: its default). Returns HV_OK, or
+ * HV_ERR_NOMEM (then *out is NULL and *n_out 0).
+ *
+ * Every word with text is in exactly one cue, in order; words without text
+ * are shown nowhere. Broken times (NaN, infinite, negative, out of order)
+ * are made usable rather than refused. The rules, which never break:
+ * a pause of more than HV_CUE_LONG_PAUSE_MS ends a cue; a cue lasts at
+ * most max_seconds (but a single word that lasts longer) and fits in
+ * max_lines lines of max_line_chars characters (but a single word that is
+ * longer). Among the cuttings that keep them the cheapest is taken:
+ * sentence ends wanted, then clause punctuation, then pauses; cues under
+ * 5/6 s, one-word orphans and cues that end one sentence and start
+ * another avoided; forced cuts even (docs/CLI.md "Subtitles").
+ */
+HV_API hv_status hv_cues_build(const hv_word *words, int n, const hv_cue_params *p, hv_cue **out,
+                               int *n_out);
+
+/*
+ * The segments of one chunk: the cues of seg's words (hv_cues_build, with
+ * first_word counting from seg->words; a cue that would outlast the chunk
+ * only by the shortest showing time ends with it), or, when it has no words
+ * (word_timestamps off, or only pieces that print nothing), one cue of the
+ * whole segment: its times, its cleaned text on one line, n_words 0 and
+ * all its tokens. Works inside a segment_callback. Returns as
+ * hv_cues_build.
+ */
+HV_API hv_status hv_segment_cues(const hv_segment *seg, const hv_cue_params *p, hv_cue **out,
+                                 int *n_out);
+HV_API void hv_cues_free(hv_cue *cues, int n); /* NULL is allowed */
+
+/* A copy of s with every invalid UTF-8 sequence (overlong forms,
+ * surrogates, code points above U+10FFFF, cut sequences) replaced by
+ * U+FFFD, so that JSON or subtitles made from model text or a file name
+ * are valid. NULL when out of memory; release it with free(). */
+HV_API char *hv_utf8_clean(const char *s);
 
 /* --------------------------------------------------------------- audio */
 

@@ -2,7 +2,7 @@
  * hviske-server: a transcription server with OpenAI's API.
  *
  *     hviske-server -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [-t N]
- *                   [--workers W] [--queue Q] [--max-upload-mb M]
+ *                   [--workers W] [--weight-type T] [--queue Q] [--max-upload-mb M]
  *                   [--max-audio-seconds S] [--api-key KEY] ...
  *
  *     POST /v1/audio/transcriptions   multipart/form-data: file, model,
@@ -133,8 +133,9 @@ enum {
 typedef struct options {
     const char *model_dir;
     const char *host;
-    int port;      /* 0: any free port (printed) */
-    int n_threads; /* per worker context; 0: cores / workers */
+    int port;                   /* 0: any free port (printed) */
+    int n_threads;              /* per worker context; 0: cores / workers */
+    hv_weight_type weight_type; /* --weight-type; HV_WEIGHTS_AUTO: the checkpoint's own */
     int n_workers;
     int queue; /* waiting requests beyond the running ones */
     int max_upload_mb;
@@ -153,8 +154,8 @@ typedef struct options {
     const char *vad_model;  /* NULL: hvt_load_vad's search */
     hv_vad_params vad;      /* speech detection settings */
     float vad_max_gap_s;
-    hvt_cue_params cues; /* srt, vtt, verbose_json segments */
-    int no_web;          /* no page at / (server_web.c) */
+    hv_cue_params cues; /* srt, vtt, verbose_json segments */
+    int no_web;         /* no page at / (server_web.c) */
 } options;
 
 static void usage(FILE *f) {
@@ -172,6 +173,9 @@ static void usage(FILE *f) {
             "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
             "  -t, --threads N          threads per worker, 1..256 (default: the\n"
             "                           cores divided among the workers)\n"
+            "      --weight-type T      auto (default: the checkpoint's own type,\n"
+            "                           read in place), f32, f16, bf16, q8_0 or\n"
+            "                           q4_0 (as hviske's)\n"
             "      --queue Q            requests that may wait for a worker,\n"
             "                           0..4096 (default 16); beyond: 503\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
@@ -231,6 +235,7 @@ enum {
     O_HOST,
     O_PORT,
     O_THREADS,
+    O_WEIGHT_TYPE,
     O_WORKERS,
     O_QUEUE,
     O_MAX_UPLOAD,
@@ -259,6 +264,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
     [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
+    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
+                                     "auto, f32, f16, bf16, q8_0 or q4_0"),
     [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
     [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
     [O_MAX_UPLOAD] =
@@ -306,7 +313,7 @@ static int parse_options(int argc, char **argv, options *o) {
                    .chunking = defaults.chunking,
                    .vad = defaults.vad_params,
                    .vad_max_gap_s = defaults.vad_max_gap_s,
-                   .cues = hvt_cue_default_params()};
+                   .cues = hv_cue_default_params()};
     int given[N_OPTS];
     int rc = hvt_parse_options(&cli, argc, argv, o, given);
     if (rc >= 0) return rc;
@@ -603,6 +610,18 @@ typedef struct job_end {
     double audio_s; /* transcribed in full; 0: not */
 } job_end;
 
+/* include[] values that were ignored: a Warning header (RFC 9111's 299,
+ * "miscellaneous persistent warning") naming them. */
+static void add_include_warning(struct MHD_Response *r, const srv_params *p) {
+    if (!p->ignored[0]) return;
+    char w[300];
+    snprintf(w, sizeof w,
+             "299 hviske \"include[] ignored: %s (supported: logprobs, with response_format "
+             "json)\"",
+             p->ignored);
+    MHD_add_response_header(r, "Warning", w);
+}
+
 /* --------------------------------------------------- streamed answers */
 
 /* A stream's transcription (stream=true): each final segment's text is a
@@ -610,27 +629,42 @@ typedef struct job_end {
  * that the deltas joined are the done event's text. */
 typedef struct stream_job {
     srv_stream *st;
-    int n;        /* segments sent */
-    int no_space; /* ja, zh: texts joined without a space */
+    int n;                     /* segments sent */
+    int no_space;              /* ja, zh: texts joined without a space */
+    const hv_cue_params *cues; /* how chunks become segments */
 } stream_job;
 
 /* The abort callback: the client went away. */
 static int stream_gone(void *user) { return srv_stream_gone(user); }
 
-static int stream_segment(void *user, const hv_segment *g) {
-    stream_job *sj = user;
-    if (srv_stream_gone(sj->st)) return 1;
-    size_t n = strlen(g->text), len = 0;
+/* One delta event of text, after a space but for the first (none for ja
+ * and zh); 0, or 1 when out of memory. */
+static int stream_delta(stream_job *sj, const char *piece) {
+    size_t n = strlen(piece), len = 0;
     char *text = malloc(n + 2);
     if (!text) return 1;
     int space = sj->n > 0 && !sj->no_space;
     text[0] = ' ';
-    memcpy(text + space, g->text, n + 1);
+    memcpy(text + space, piece, n + 1);
+    for (char *q = text; *q; q++)
+        if (*q == '\n') *q = ' '; /* a cue's lines: one text */
     char *ev = srv_sse_delta(text, &len);
     free(text);
     int failed = !ev || srv_stream_push(sj->st, ev, len) != 0;
     free(ev);
     sj->n++;
+    return failed;
+}
+
+/* The segment callback: a delta per segment (cue) of the chunk, as each
+ * chunk is final. */
+static int stream_segment(void *user, const hv_segment *g) {
+    stream_job *sj = user;
+    if (srv_stream_gone(sj->st)) return 1;
+    hv_cue *cues = NULL;
+    int nc = 0, failed = hv_segment_cues(g, sj->cues, &cues, &nc) != HV_OK;
+    for (int k = 0; !failed && k < nc; k++) failed = stream_delta(sj, cues[k].text);
+    hv_cues_free(cues, nc);
     return failed; /* out of memory: stop */
 }
 
@@ -659,6 +693,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
         return je;
     }
     if (p.model[0]) MHD_add_response_header(r, "OpenAI-Model", p.model);
+    add_include_warning(r, &p);
     pthread_mutex_lock(&s->mu);
     req->resp = r;
     req->status = MHD_HTTP_OK;
@@ -668,7 +703,8 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     je.handed = 1;
 
     const char *lang = p.tp.language ? p.tp.language : hv_model_default_language(s->model);
-    stream_job sj = {st, 0, lang && (!strcmp(lang, "ja") || !strcmp(lang, "zh"))};
+    stream_job sj = {st, 0, lang && (!strcmp(lang, "ja") || !strcmp(lang, "zh")), &s->o->cues};
+    p.tp.word_timestamps = 1; /* the deltas are the segments: cues of the words */
     p.tp.segment_callback = stream_segment;
     p.tp.segment_user = &sj;
     p.tp.abort_callback = stream_gone;
@@ -725,7 +761,7 @@ static job_end run_job(worker *w, request *req) {
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
                       "%s (this server "
-                      "takes at most %g s)",
+                      "takes at most %g s; the server's --max-audio-seconds raises it)",
                       err, max_s);
         goto done;
     }
@@ -743,11 +779,13 @@ static job_end run_job(worker *w, request *req) {
         goto done;
     }
     size_t len = 0;
-    srv_format_opts fo = {s->rate, p->temperature, p->granularities, &s->o->cues};
+    srv_format_opts fo = {s->rate,     p->temperature, p->granularities,
+                          &s->o->cues, s->model,       p->logprobs};
     char *body = srv_format_result(p->format, res, &fo, &len);
     hv_result_free(res);
     req->resp = buffer_response(body, len, srv_format_content_type(p->format));
     if (req->resp && p->model[0]) MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
+    if (req->resp) add_include_warning(req->resp, p);
     req->status = MHD_HTTP_OK;
     if (!req->resp) srv_error_set(&e, 500, NULL, NULL, "out of memory");
 done:
@@ -988,7 +1026,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         if (!ok || n > s->max_body) {
             srv_error_set(e, 413, "request_too_large", "file",
                           "the request body is larger than the server's "
-                          "limit of %zu bytes (files up to %d MiB)",
+                          "limit of %zu bytes (files up to %d MiB; the server's "
+                          "--max-upload-mb raises it)",
                           s->max_body, s->o->max_upload_mb);
             return refuse(req);
         }
@@ -1022,7 +1061,8 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
         if (!req->err.status)
             srv_error_set(&req->err, 413, "request_too_large", "file",
                           "the request body is larger than the server's "
-                          "limit of %zu bytes (files up to %d MiB)",
+                          "limit of %zu bytes (files up to %d MiB; the server's "
+                          "--max-upload-mb raises it)",
                           s->max_body, s->o->max_upload_mb);
         if (req->body_bytes > 2 * (uint64_t)s->max_body)
             return MHD_NO; /* it goes on and on: cut it off */
@@ -1401,6 +1441,7 @@ int main(int argc, char **argv) {
     }
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
+    mp.weight_type = o.weight_type;
     double t_load = hvt_now_s();
     hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
     if (st != HV_OK) {

@@ -40,6 +40,7 @@ static const struct {
     [SRV_F_STREAM] = {"stream", 64},
     [SRV_F_TIMESTAMP_GRANULARITIES] = {"timestamp_granularities[]", 64},
     [SRV_F_CHUNKING_STRATEGY] = {"chunking_strategy", 1024},
+    [SRV_F_INCLUDE] = {"include[]", 256},
 };
 
 void srv_error_set(srv_error *e, int status, const char *code, const char *param, const char *fmt,
@@ -85,6 +86,7 @@ static void safe_name(char *out, size_t n, const char *key) {
 
 static int field_index(const char *key) {
     if (strcmp(key, "timestamp_granularities") == 0) return SRV_F_TIMESTAMP_GRANULARITIES;
+    if (strcmp(key, "include") == 0) return SRV_F_INCLUDE;
     for (int i = 0; i < SRV_N_FIELDS; i++)
         if (strcmp(key, FIELDS[i].name) == 0) return i;
     return -1;
@@ -115,7 +117,7 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
             return -1;
         }
         int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
-        if (seen && idx == SRV_F_TIMESTAMP_GRANULARITIES) {
+        if (seen && (idx == SRV_F_TIMESTAMP_GRANULARITIES || idx == SRV_F_INCLUDE)) {
             /* OpenAI's list field: one part per value, kept one per line */
             if (f->len[idx] + 1 > FIELDS[idx].max_len) {
                 srv_error_set(&f->err, 400, "field_too_long", name,
@@ -163,8 +165,8 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         if (size > f->max_file - f->file_len) {
             srv_error_set(&f->err, 413, "file_too_large", "file",
                           "the file is larger than the server's limit of "
-                          "%zu bytes",
-                          f->max_file);
+                          "%zu bytes (%zu MiB; the server's --max-upload-mb raises it)",
+                          f->max_file, f->max_file >> 20);
             return -1;
         }
         if (f->file_len + size > f->file_cap) {
@@ -474,6 +476,25 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         if ((p->granularities & SRV_WORDS) && p->format != SRV_FMT_VERBOSE_JSON)
             BAD("timestamp_granularities[]", "response_format must be verbose_json to use word "
                                              "timestamps");
+    }
+    /* include[]: logprobs (the tokens' log-probabilities in json, as
+     * OpenAI gives them); other values are ignored with a warning, as
+     * OpenAI ignores the ones a model does not support */
+    p->ignored[0] = '\0';
+    for (const char *q = val(f, SRV_F_INCLUDE); q;) {
+        size_t k = strcspn(q, "\n"), used = strlen(p->ignored);
+        if (k == 8 && !strncmp(q, "logprobs", 8) && p->format == SRV_FMT_JSON && !p->stream)
+            p->logprobs = 1;
+        else if (k > 0 && used + k + 3 < sizeof p->ignored) {
+            char name[64];
+            size_t w = 0;
+            for (size_t i = 0; i < k && w + 1 < sizeof name; i++)
+                name[w++] = q[i] >= 0x20 && q[i] < 0x7F && q[i] != '"' && q[i] != '\\' ? q[i] : '?';
+            name[w] = '\0';
+            snprintf(p->ignored + used, sizeof p->ignored - used, "%s%s", used ? ", " : "", name);
+        }
+        if (!q[k]) break;
+        q += k + 1;
     }
     if (p->tp.do_sample && p->tp.num_beams > 1)
         BAD("num_beams", "temperature > 0 (sampling) and num_beams > 1 "

@@ -50,6 +50,7 @@ typedef enum srv_field {
     SRV_F_STREAM,
     SRV_F_TIMESTAMP_GRANULARITIES,
     SRV_F_CHUNKING_STRATEGY,
+    SRV_F_INCLUDE,
     SRV_N_FIELDS
 } srv_field;
 
@@ -117,6 +118,9 @@ typedef struct srv_params {
                            segments only) */
     char model[128];    /* the model field as given ("" if none) */
     int stream;         /* stream=true: Server-Sent Events (json, text) */
+    int logprobs;       /* include[]=logprobs: json gets "logprobs" */
+    char ignored[192];  /* include[] values not supported, for a warning
+                           ("" when none) */
 } srv_params;
 
 /* A form field that carries JSON, parsed strictly: one value and nothing

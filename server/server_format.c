@@ -43,7 +43,7 @@ const char *srv_format_content_type(srv_format f) {
 
 /* The transcript on one line (line breaks become spaces). */
 static int write_text(FILE *f, const hv_result *res) {
-    char *text = hvt_utf8_clean(hv_result_text(res));
+    char *text = hv_utf8_clean(hv_result_text(res));
     if (!text) return -1;
     hvt_put_line(f, text);
     free(text);
@@ -52,11 +52,41 @@ static int write_text(FILE *f, const hv_result *res) {
 
 /* ---------------------------------------------------------------- json */
 
-/* {"text": ...} */
-static cJSON *json_plain(const hv_result *res) {
-    char *text = hvt_utf8_clean(hv_result_text(res));
+/* OpenAI's logprobs: [{"token", "logprob", "bytes"}] per token of the
+ * transcript (bytes: the token's UTF-8 bytes, which may be part of a
+ * character; token: those bytes cleaned). 0 when out of memory. */
+static int add_logprobs(cJSON *o, const hv_result *res, const hv_model *model) {
+    const int32_t *tokens = hv_result_tokens(res);
+    const float *lps = hv_result_token_logprobs(res);
+    cJSON *a = cJSON_AddArrayToObject(o, "logprobs");
+    for (int i = 0; a && i < hv_result_n_tokens(res); i++) {
+        char buf[256];
+        int n = hv_model_token_bytes(model, tokens[i], buf, (int)sizeof buf - 1);
+        if (n < 0) n = 0;
+        if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
+        buf[n] = '\0';
+        char *text = hv_utf8_clean(buf);
+        cJSON *e = cJSON_CreateObject(), *bytes = NULL;
+        int ok = text && e && cJSON_AddStringToObject(e, "token", text) &&
+                 cJSON_AddNumberToObject(e, "logprob", lps ? hvt_float_for_json(lps[i]) : 0.0) &&
+                 (bytes = cJSON_AddArrayToObject(e, "bytes"));
+        for (int k = 0; ok && k < n; k++)
+            ok = cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[k])) != 0;
+        free(text);
+        if (!ok || !cJSON_AddItemToArray(a, e)) {
+            cJSON_Delete(e);
+            return 0;
+        }
+    }
+    return a != NULL;
+}
+
+/* {"text": ...}, with "logprobs" when asked */
+static cJSON *json_plain(const hv_result *res, const srv_format_opts *fo) {
+    char *text = hv_utf8_clean(hv_result_text(res));
     cJSON *o = cJSON_CreateObject();
-    if (!text || !o || !cJSON_AddStringToObject(o, "text", text)) {
+    if (!text || !o || !cJSON_AddStringToObject(o, "text", text) ||
+        (fo->logprobs && fo->model && !add_logprobs(o, res, fo->model))) {
         cJSON_Delete(o);
         o = NULL;
     }
@@ -64,60 +94,29 @@ static cJSON *json_plain(const hv_result *res) {
     return o;
 }
 
-/* One verbose_json segment, OpenAI's keys: id, seek (start in 10 ms
- * frames), start, end, text, tokens, temperature, avg_logprob (the mean
- * log-prob of the segment's tokens). */
-static cJSON *json_segment(const hv_result *res, int i, int rate, double temperature) {
-    hv_segment g = hv_result_segment(res, i);
-    char *text = hvt_utf8_clean(g.text);
-    cJSON *o = cJSON_CreateObject(), *toks = NULL;
-    double sum = 0;
-    for (int k = 0; g.token_logprobs && k < g.n_tokens; k++) sum += g.token_logprobs[k];
-    int ok = text && o && cJSON_AddNumberToObject(o, "id", i) &&
-             cJSON_AddNumberToObject(o, "seek",
-                                     (double)(g.start_sample * 100 / (rate > 0 ? rate : 1))) &&
-             cJSON_AddNumberToObject(o, "start", g.start) &&
-             cJSON_AddNumberToObject(o, "end", g.end) && cJSON_AddStringToObject(o, "text", text) &&
-             (toks = cJSON_AddArrayToObject(o, "tokens"));
-    for (int k = 0; ok && k < g.n_tokens; k++)
-        ok = cJSON_AddItemToArray(toks, cJSON_CreateNumber(g.tokens[k]));
-    ok = ok && cJSON_AddNumberToObject(o, "temperature", temperature) &&
-         cJSON_AddNumberToObject(o, "avg_logprob",
-                                 g.n_tokens > 0 ? hvt_float_for_json(sum / g.n_tokens) : 0.0);
-    free(text);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* One verbose_json segment made of a cue (its words' tokens, and their
- * mean log-prob). */
-static cJSON *json_cue(const hv_result *res, const hvt_cue *c, int id, int rate,
-                       double temperature) {
-    const hv_word *w = hv_result_words(res) + c->first_word;
+/* One verbose_json segment made of a cue, OpenAI's keys: id, seek (start
+ * in 10 ms frames), start, end, text, tokens (its words'), temperature,
+ * avg_logprob (their mean log-prob). */
+static cJSON *json_cue(const hv_result *res, const hv_cue *c, int id, double temperature) {
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
-    int a = w[0].first_token, b = w[c->n_words - 1].first_token + w[c->n_words - 1].n_tokens;
+    int a = c->first_token, b = c->first_token + c->n_tokens;
+    if (a < 0 || b > hv_result_n_tokens(res)) a = b = 0; /* cannot happen */
     double sum = 0;
-    for (int k = a; k < b; k++) sum += lps[k];
-    char *text = strdup(c->text);
-    cJSON *o = cJSON_CreateObject(), *toks = NULL;
-    for (char *q = text; q && *q; q++)
+    for (int k = a; lps && k < b; k++) sum += lps[k];
+    for (char *q = c->text; *q; q++)
         if (*q == '\n') *q = ' '; /* the cue's lines: one text */
-    int ok = text && o && cJSON_AddNumberToObject(o, "id", id) &&
+    cJSON *o = cJSON_CreateObject(), *toks = NULL;
+    int ok = o && cJSON_AddNumberToObject(o, "id", id) &&
              cJSON_AddNumberToObject(o, "seek", floor(c->start * 100)) &&
              cJSON_AddNumberToObject(o, "start", c->start) &&
              cJSON_AddNumberToObject(o, "end", c->end) &&
-             cJSON_AddStringToObject(o, "text", text) &&
+             cJSON_AddStringToObject(o, "text", c->text) &&
              (toks = cJSON_AddArrayToObject(o, "tokens"));
     for (int k = a; ok && k < b; k++)
         ok = cJSON_AddItemToArray(toks, cJSON_CreateNumber(tokens[k]));
     ok = ok && cJSON_AddNumberToObject(o, "temperature", temperature) &&
          cJSON_AddNumberToObject(o, "avg_logprob", b > a ? hvt_float_for_json(sum / (b - a)) : 0.0);
-    free(text);
-    (void)rate;
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -125,33 +124,29 @@ static cJSON *json_cue(const hv_result *res, const hvt_cue *c, int id, int rate,
     return o;
 }
 
-/* The segments: cues of the words when there are word times, else the
- * result's own. 0 when out of memory. */
+/* The segments: the cues of each chunk (hv_segment_cues), numbered from
+ * 0. 0 when out of memory. */
 static int add_segments(cJSON *segs, const hv_result *res, const srv_format_opts *fo) {
-    int nw = hv_result_n_words(res), nc = 0, ok = 1;
-    if (nw == 0) {
-        for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
-            cJSON *s = json_segment(res, i, fo->rate, fo->temperature);
+    int ok = 1, id = 0;
+    for (int i = 0; ok && i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        hv_cue *cues = NULL;
+        int nc = 0;
+        ok = hv_segment_cues(&g, fo->cues, &cues, &nc) == HV_OK;
+        for (int k = 0; ok && k < nc; k++) {
+            cJSON *s = json_cue(res, &cues[k], id++, fo->temperature);
             ok = s && cJSON_AddItemToArray(segs, s);
             if (!ok) cJSON_Delete(s);
         }
-        return ok;
+        hv_cues_free(cues, nc);
     }
-    hvt_cue *cues = NULL;
-    if (hvt_build_cues(hv_result_words(res), nw, fo->cues, &cues, &nc) != 0) return 0;
-    for (int i = 0; ok && i < nc; i++) {
-        cJSON *s = json_cue(res, &cues[i], i, fo->rate, fo->temperature);
-        ok = s && cJSON_AddItemToArray(segs, s);
-        if (!ok) cJSON_Delete(s);
-    }
-    hvt_cues_free(cues, nc);
     return ok;
 }
 
 /* {"task":"transcribe","language","duration","text","segments":[...],
  *  "words":[...]}; segments and words as the granularities ask */
 static cJSON *json_verbose(const hv_result *res, const srv_format_opts *fo) {
-    char *text = hvt_utf8_clean(hv_result_text(res));
+    char *text = hv_utf8_clean(hv_result_text(res));
     cJSON *o = cJSON_CreateObject(), *segs = NULL, *words = NULL;
     int ok = text && o && cJSON_AddStringToObject(o, "task", "transcribe") &&
              cJSON_AddStringToObject(o, "language", hv_result_language(res)) &&
@@ -213,7 +208,7 @@ char *srv_format_json(cJSON *o, size_t *len) {
 }
 
 char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opts *o, size_t *len) {
-    if (f == SRV_FMT_JSON) return srv_format_json(json_plain(res), len);
+    if (f == SRV_FMT_JSON) return srv_format_json(json_plain(res, o), len);
     if (f == SRV_FMT_VERBOSE_JSON) return srv_format_json(json_verbose(res, o), len);
 
     char *buf = NULL;
@@ -221,7 +216,7 @@ char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opt
     FILE *m = open_memstream(&buf, &n);
     if (!m) return NULL;
     int rc = f == SRV_FMT_TEXT ? write_text(m, res)
-                               : hvt_write_subtitles(m, res, o->rate, o->cues, f == SRV_FMT_VTT);
+                               : hvt_write_subtitles(m, res, o->cues, f == SRV_FMT_VTT);
     if (fclose(m) != 0 || rc != 0 || !buf) {
         free(buf);
         return NULL;
@@ -232,7 +227,7 @@ char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opt
 
 char *srv_format_error(const char *message, const char *type, const char *param, const char *code,
                        size_t *len) {
-    char *msg = hvt_utf8_clean(message);
+    char *msg = hv_utf8_clean(message);
     cJSON *o = cJSON_CreateObject(), *e = NULL;
     int ok = msg && o && (e = cJSON_AddObjectToObject(o, "error")) &&
              cJSON_AddStringToObject(e, "message", msg) &&

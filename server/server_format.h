@@ -28,12 +28,15 @@ enum { SRV_SEGMENTS = 1, SRV_WORDS = 2 };
 
 /* How a transcription is written, beyond its format. */
 typedef struct srv_format_opts {
-    int rate;                   /* the model's sample rate */
-    double temperature;         /* reported in verbose_json's segments (0
+    int rate;                  /* the model's sample rate */
+    double temperature;        /* reported in verbose_json's segments (0
                                    for greedy and beam search) */
-    int granularities;          /* verbose_json: SRV_SEGMENTS, SRV_WORDS */
-    const hvt_cue_params *cues; /* srt, vtt and verbose_json segments from
+    int granularities;         /* verbose_json: SRV_SEGMENTS, SRV_WORDS */
+    const hv_cue_params *cues; /* srt, vtt and verbose_json segments from
                                    word times; NULL: the defaults */
+    const hv_model *model;     /* logprobs: the tokens' text */
+    int logprobs;              /* json: "logprobs", OpenAI's [{"token",
+                                   "logprob", "bytes"}] per token */
 } srv_format_opts;
 
 /* Parses a response_format value; 0 on success. */
@@ -44,7 +47,7 @@ const char *srv_format_content_type(srv_format f);
 
 /* The body of a transcription. When the result has word times,
  * verbose_json's segments are the cues that srt and vtt show (readable
- * sentences and clauses, hvt_build_cues) and its "words" are listed when
+ * sentences and clauses, hv_cues_build) and its "words" are listed when
  * o->granularities asks for them; without word times its segments are the
  * result's segments. */
 char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opts *o, size_t *len);

@@ -166,7 +166,7 @@ static char *event(cJSON *o, size_t *len) {
 
 /* {"type": type, key: text} as an event. */
 static char *text_event(const char *type, const char *key, const char *text, size_t *len) {
-    char *clean = hvt_utf8_clean(text);
+    char *clean = hv_utf8_clean(text);
     cJSON *o = cJSON_CreateObject();
     if (!clean || !o || !cJSON_AddStringToObject(o, "type", type) ||
         !cJSON_AddStringToObject(o, key, clean)) {

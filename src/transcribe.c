@@ -105,6 +105,29 @@ int hv_weight_type_parse(const char *name, hv_weight_type *out) {
     if (i >= 0) *out = (hv_weight_type)i;
     return i >= 0 ? 0 : -1;
 }
+int hv_model_token_bytes(const hv_model *m, int32_t id, char *buf, int size) {
+    const hv_tokenizer *t = &m->tok;
+    if (id < 0 || id >= t->n_pieces) return -1;
+    int n = 0;
+    if (t->types[id] == HV_PIECE_BYTE) {
+        if (size > 0) buf[0] = (char)t->byte_value[id];
+        return 1;
+    }
+    if (t->types[id] != HV_PIECE_NORMAL) return 0;
+    for (const char *p = t->pieces[id]; *p;) {
+        if (strncmp(p, "\xE2\x96\x81", 3) == 0) { /* U+2581 */
+            if (n < size) buf[n] = ' ';
+            n++;
+            p += 3;
+        } else {
+            if (n < size) buf[n] = *p;
+            n++;
+            p++;
+        }
+    }
+    return n;
+}
+
 int hv_model_n_languages(const hv_model *m) { return m->cfg.n_languages; }
 const char *hv_model_language(const hv_model *m, int i) {
     return i >= 0 && i < m->cfg.n_languages ? m->cfg.languages[i] : NULL;
@@ -779,6 +802,7 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
     g.score = s->score;
     g.words = r->words + s->word_offset;
     g.n_words = s->n_words;
+    g.first_token = s->token_offset;
     return g;
 }
 

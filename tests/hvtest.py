@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import time
+import wave
 
 CLI = os.environ.get("HV_CLI", "hviske")
 SOURCE_DIR = os.environ.get(
@@ -122,3 +123,16 @@ def readme_section(source_dir, heading):
         text = f.read()
     m = re.search(r"^## " + re.escape(heading) + r"\n(.*?)(?=^## )", text, re.S | re.M)
     return m.group(1) if m else None
+
+def sentences_wav(path, copies, gap_s):
+    """copies of the example with gap_s of silence between (16 kHz mono)."""
+    with wave.open(EXAMPLE, "rb") as w:
+        assert w.getframerate() == 16000 and w.getnchannels() == 1
+        clip = w.readframes(w.getnframes())
+    gap = b"\0\0" * int(gap_s * 16000)
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(gap.join([clip] * copies))
+    return path

@@ -107,7 +107,7 @@ typedef struct hvt_option {
     { .name = "version", .arg = HVT_VERSION }
 
 /* The most options one program may have. */
-enum { HVT_MAX_OPTIONS = 48 };
+enum { HVT_MAX_OPTIONS = 64 };
 
 typedef struct hvt_cli {
     const char *prog;       /* "hviske": starts every message */
@@ -171,6 +171,9 @@ int hvt_chunking_uses_vad(hv_chunking mode);
 
 /* --chunking NAME into the hv_chunking at value; 0 if valid. */
 int hvt_parse_chunking(const char *arg, void *value);
+
+/* --weight-type T (an hv_weight_type), for HVT_OPT_CUSTOM: 0 if valid. */
+int hvt_parse_weight_type(const char *arg, void *value);
 
 /* The speech detection options, the same in the CLI and the server: their
  * indices (an enum of each program's options holds HVT_VAD_OPTION_IDS)

@@ -219,7 +219,7 @@ def check_detector(prefix, env, copy):
     b = run([hv, "-m", demo, "-q", "--json", "--vad-model", vad, wav], env=env)
     c = run([hv, "-m", demo, "-q", "--json", "--chunking", "energy", wav], env=env)
     try:
-        sa, sb, sc = (json.loads(text(r.stdout))["segments"] for r in (a, b, c))
+        sa, sb, sc = (json.loads(text(r.stdout))["chunks"] for r in (a, b, c))
         ok = sa == sb and sa != sc and sa[0]["text"] == SENTENCE
     except (ValueError, KeyError, IndexError):
         ok, sa, sb, sc = False, None, None, None

@@ -260,9 +260,13 @@ def test_lists(d, inputs):
     r = R(base(d) + ["--files-from", "ok", inputs[1]], d)
     check("--files-from with FILE operands refused", r,
           r.rc == 2 and "--files-from" in r.err and "operands" in r.err)
-    r = R(base(d) + ["--files-from", "list", "--format", "srt"], d)
-    check("several listed inputs with --format srt need --output-dir", r,
-          r.rc == 2 and "--output-dir" in r.err)
+    r = R(base(d) + ["--files-from", "list", "--format", "srt", "--shard", "0/3"], d)
+    srts = [os.path.join(d, os.path.splitext(x)[0] + ".srt") for x in inputs[::3]]
+    check("several listed inputs with --format srt: each file beside its input", r,
+          r.rc == 0 and r.out == "" and all(os.path.isfile(x) for x in srts))
+    for x in srts:
+        if os.path.isfile(x):
+            os.remove(x)
     # two inputs writing one output name, in different shards: refused in
     # every shard, so that no task takes the other's output as its own
     os.makedirs(os.path.join(d, "other"))

@@ -247,7 +247,8 @@ def test_fifos(tmp):
     os.mkfifo(fifo)
     rc, out, err = run_quick(["-q", "-t", 2, "-m", DEMO, fifo, EXAMPLE])
     report("FIFO as the audio file: refused at once, the next file still transcribed",
-           rc == 1 and out.strip() == SENTENCE and "a FIFO, not a regular file" in err,
+           rc == 1 and out.strip() == f"{EXAMPLE}: {SENTENCE}" and
+           "a FIFO, not a regular file" in err,
            f"rc {rc} stdout {out!r} stderr {err[-300:]!r}")
     os.remove(fifo)
 

@@ -46,7 +46,8 @@ from test_chunk_parity import make_long_audio, write_wav  # noqa: E402
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 TIMEOUT = 600
 RATE = 16000
-JSONL_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings", "segments"}
+JSONL_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings", "segments",
+              "chunks"}
 JSON_KEYS = JSONL_KEYS | {"language", "duration"}
 SEGMENT_KEYS = {"start", "end", "text", "tokens"}
 
@@ -193,9 +194,14 @@ def check_result(o, keys, duration=None):
     """Why a JSON result object is malformed, or ''."""
     if not isinstance(o, dict) or set(o) != keys:
         return f"keys {sorted(o) if isinstance(o, dict) else o} != {sorted(keys)}"
-    segs = o["segments"]
+    # the chunks add up to the text; the segments (cues) are in order
+    segs = o["chunks"]
     if not isinstance(segs, list):
-        return "segments not a list"
+        return "chunks not a list"
+    cues = o["segments"]
+    if any(not c["start"] < c["end"] for c in cues) or \
+            any(a["end"] > b["start"] for a, b in zip(cues, cues[1:])):
+        return f"segments out of order: {[(c['start'], c['end']) for c in cues]}"
     prev = 0.0
     for s in segs:
         if not isinstance(s, dict) or set(s) != SEGMENT_KEYS:
@@ -257,8 +263,8 @@ def test_usage(model, wav, tmp):
               f"expected exit 2 naming {mention}")
     for fmt in ("json", "srt", "vtt"):
         r = Run(["--format", fmt, "-m", model, wav, wav])
-        check(f"usage: --format {fmt} with two inputs to stdout", r,
-              r.rc == 2 and r.out == "" and "--output-dir" in r.err, "expected exit 2")
+        check(f"usage: --format {fmt} with one input twice (both files beside it)", r,
+              r.rc == 2 and r.out == "" and "would both write" in r.err, "expected exit 2")
         out = os.path.join(tmp, "two." + fmt)
         r = Run(["--format", fmt, "-o", out, "-m", model, wav, wav])
         check(f"usage: -o with --format {fmt} and two inputs", r,
@@ -385,15 +391,15 @@ def test_chunking(model, tiny, long75, ten_min):
     r = Run(["--json", "--chunking", "fixed", "--chunk-seconds", "10", "-m", model, long75])
     objs = jsonl(r)
     why = check_result(objs[0], JSONL_KEYS, 75.0) if objs else "no JSON"
-    starts = [s["start"] for s in objs[0]["segments"]] if objs and not why else []
+    starts = [s["start"] for s in objs[0]["chunks"]] if objs and not why else []
     check("--chunking fixed --chunk-seconds 10: segments start at multiples of 10 s", r,
           r.rc == 0 and not why and starts and all(abs(s / 10 - round(s / 10)) < 1e-9 for s in starts)
           and len(starts) >= 5, why or f"starts {starts}")
     r = Run(["--json", "--chunking", "none", "-m", model, long75])
     objs = jsonl(r)
     check("--chunking none on 75 s: one segment", r,
-          r.rc == 0 and objs and len(objs[0]["segments"]) <= 1
-          and (not objs[0]["segments"] or objs[0]["segments"][0]["end"] == 75.0), "")
+          r.rc == 0 and objs and len(objs[0]["chunks"]) <= 1
+          and (not objs[0]["chunks"] or objs[0]["chunks"][0]["end"] == 75.0), "")
     r = Run(["--json", "--chunking", "vad", "-m", model, long75])
     r2 = Run(["--json", "-m", model, long75])
     check("--chunking vad == auto (the default) on long audio", r,
@@ -406,13 +412,13 @@ def test_chunking(model, tiny, long75, ten_min):
     objs = jsonl(r)
     why = check_result(objs[0], JSONL_KEYS, 620.0) if objs else "no JSON"
     check("10 min on the tiny model, energy: >= 18 segments up to 620 s", r,
-          r.rc == 0 and not why and len(objs[0]["segments"]) >= 18
-          and objs[0]["segments"][-1]["end"] == 620.0, why)
+          r.rc == 0 and not why and len(objs[0]["chunks"]) >= 18
+          and objs[0]["chunks"][-1]["end"] == 620.0, why)
     r2 = Run(["--format", "srt", "--chunking", "energy", "-m", tiny, ten_min])
     r3 = Run(["--json", "--word-timestamps", "--chunking", "energy", "-m", tiny, ten_min])
     try:
         words = jsonl(r3)[0]["words"]
-        why = cue_problem(parse_srt(r2.raw), words, objs[0]["segments"], 7.0, 2, 42)
+        why = cue_problem(parse_srt(r2.raw), words, objs[0]["chunks"], 7.0, 2, 42)
     except (ValueError, TypeError, KeyError) as e:
         why = f"invalid: {e}"
     check("10 min as SRT: valid cues of all the words, within 620 s", r2, r2.rc == 0 and not why,

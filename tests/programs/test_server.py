@@ -339,7 +339,8 @@ def test_formats(port, model, files, tmp):
     """Every response_format of every file against the CLI."""
     texts = cli_texts(model, files)
     txt = cli(["-m", model, "-t", "1", "-q", "--format", "txt"] + files)
-    txt_lines = txt.decode("utf-8").split("\n")
+    # several inputs: each line starts with its input and ": "
+    txt_lines = [x[len(f) + 2:] for f, x in zip(files, txt.decode("utf-8").split("\n"))]
     docs = {fmt: cli_docs(model, files, fmt, tmp)
             for fmt in ("json", "srt", "vtt")}
     docs["words"] = cli_docs(model, files, "json", tmp, ["--word-timestamps"])
@@ -534,8 +535,9 @@ def test_hostile(port, wav, want, tmp, too_long):
     resp, err = raw_exchange(port, (
         f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
         f"Content-Length: {len(body)}\r\n\r\n").encode())
-    report("oversized upload (Content-Length): 413 before the body",
-           raw_status(resp) == 413 and b'"error"' in resp, f"{resp[:300]!r} {err}")
+    report("oversized upload (Content-Length): 413 before the body, naming --max-upload-mb",
+           raw_status(resp) == 413 and b'"error"' in resp and b"--max-upload-mb" in resp,
+           f"{resp[:300]!r} {err}")
     resp, err = raw_exchange(port, (
         f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
         f"Expect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n").encode())
@@ -545,6 +547,9 @@ def test_hostile(port, wav, want, tmp, too_long):
     r = request(port, "POST", url, body, {"Content-Type": ctype})
     report("file just over the limit, body within it: 413",
            is_error(r, 413, "file"), str(r))
+    msg = r.json()["error"]["message"] if is_error(r, 413) else ""
+    report("413 names the limit and --max-upload-mb",
+           "--max-upload-mb" in msg and "1048576 bytes" in msg, msg)
     body, ctype = multipart([], big)
     r = request(port, "POST", url,
                 (body[i:i + 65536] for i in range(0, len(body), 65536)),
@@ -559,7 +564,8 @@ def test_hostile(port, wav, want, tmp, too_long):
     after("oversized uploads")
 
     r = transcribe(port, read(too_long), [])
-    report("audio over --max-audio-seconds: 413", is_error(r, 413, "file"),
+    report("audio over --max-audio-seconds: 413 naming the option",
+           is_error(r, 413, "file") and "--max-audio-seconds" in r.json()["error"]["message"],
            str(r))
 
     # headers and URL beyond MHD's per-connection memory
@@ -997,8 +1003,53 @@ def test_readme_curl(port, model):
            f"err={p.stderr[:300]!r} want {want!r}")
 
 
+def test_include(port, model, wav):
+    """include[]: logprobs in OpenAI's shape with json (the CLI's tokens'
+    log-probabilities); other values and other formats ignored with a
+    Warning header; no include[]: no logprobs, no warning."""
+    ref = json.loads(cli(["-m", model, "-t", "1", "-q", "--json", wav]))
+    audio = read(wav)
+    r = transcribe(port, audio, [("include[]", "logprobs")])
+    o = r.json()
+    lp = o.get("logprobs") if isinstance(o, dict) else None
+    ok = (r.status == 200 and isinstance(lp, list) and o.get("text") == ref["text"] and
+          len(lp) == len(ref["token_logprobs"]) and
+          all(set(e) == {"token", "logprob", "bytes"} and isinstance(e["token"], str) and
+              all(isinstance(b, int) and 0 <= b < 256 for b in e["bytes"]) and
+              abs(e["logprob"] - x) <= 1e-4 for e, x in zip(lp, ref["token_logprobs"])) and
+          b"".join(bytes(e["bytes"]) for e in lp).decode("utf-8", "replace").strip() ==
+          ref["text"] and "warning" not in r.headers)
+    report("include[]=logprobs: json with OpenAI's logprobs, the CLI's values", ok,
+           f"{r} {lp!r:.300}")
+    r = transcribe(port, audio, [("include[]", "logprobs"), ("include[]", "bogus")])
+    report("include[]=bogus too: 200, logprobs, a Warning header naming bogus",
+           r.status == 200 and "logprobs" in r.json() and
+           "bogus" in r.headers.get("warning", "") and
+           r.headers["warning"].startswith("299 "), f"{r} {r.headers}")
+    r = transcribe(port, audio, [("include", "logprobs"), ("response_format", "text")])
+    report("include=logprobs with text: 200, the text, a Warning header",
+           r.status == 200 and r.text().strip() == ref["text"] and
+           "logprobs" in r.headers.get("warning", ""), f"{r} {r.headers}")
+    r = transcribe(port, audio, [])
+    report("no include[]: no logprobs, no warning",
+           r.status == 200 and set(r.json()) == {"text"} and "warning" not in r.headers, str(r))
+
+
+def test_weight_type(model, wav, tmp):
+    """--weight-type: a q8_0 server answers, as the CLI with the same type."""
+    want = json.loads(cli(["-m", model, "-t", "1", "-q", "--json", "--weight-type", "q8_0",
+                           wav]))["text"]
+    srv = Server(model, "--weight-type", "q8_0", "-t", "1", tmp=tmp)
+    r = transcribe(srv.port, read(wav), []) if srv.port else None
+    report("--weight-type q8_0: the CLI's q8_0 text",
+           r is not None and r.status == 200 and r.json() == {"text": want},
+           f"{r} want {want!r} {srv.stderr()[-300:]}")
+    srv.stop()
+    report("--weight-type server: clean exit", *srv.clean_exit())
+
+
 def test_usage(model):
-    for args in (["--port", "70000"], ["--workers", "0"], ["-t", "x"],
+    for args in (["--weight-type", "q2"], ["--port", "70000"], ["--workers", "0"], ["-t", "x"],
                  ["--queue", "-1"], ["--max-upload-mb", "0"],
                  ["--max-audio-seconds", "nan"], ["--api-key", ""],
                  ["--timeout", "0"], ["--max-connections-per-ip", "x"],
@@ -1057,6 +1108,7 @@ def main():
             test_hostile(srv.port, wav, want, tmp, too_long)
             test_slow_clients(srv.port, wav, want, 2)
             test_readme_curl(srv.port, model)
+            test_include(srv.port, model, wav)
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())
@@ -1064,6 +1116,7 @@ def main():
             test_api_key(model, wav, want, tmp)
             test_queue_limit(model, long_path, wav, want, tmp)
             test_sigterm(model, long_path, wav, want, tmp)
+            test_weight_type(model, wav, tmp)
 
     print(f"# {time.time() - t_start:.1f} s")
     return finish()

@@ -143,9 +143,9 @@ def test_cli_speech(tmp, clip, alone):
           "")
     r = Run(["--json", "--vad-max-gap", "0", "-m", DEMO, pauses])
     o = json_of(r)
-    check("cli --vad-max-gap 0: one chunk, one segment from the first to the last speech",
-          r, r.rc == 0 and o and len(o["segments"]) == 1
-          and abs(o["segments"][0]["end"] - (41 + c1)) < 0.2, "")
+    check("cli --vad-max-gap 0: one chunk from the first to the last speech",
+          r, r.rc == 0 and o and len(o["chunks"]) == 1
+          and abs(o["chunks"][0]["end"] - (41 + c1)) < 0.2, "")
     r = Run(["--json", "--chunking", "energy", "-m", DEMO, pauses])
     o = json_of(r)
     check("cli --chunking energy: every sample to the encoder", r,

@@ -1,8 +1,8 @@
 """Results as they come: hviske --stream and hviske-server's stream=true,
 on the demo model (models/demo) and examples/da-example.wav.
 
-  * CLI: --stream writes, for txt, srt and vtt, byte for byte what the
-    plain run writes (the test audio's segments lie 6 s apart, more than
+  * CLI: --stream writes, for txt, one line per segment (the segments'
+    texts); for srt and vtt, byte for byte what the plain run writes (the test audio's segments lie 6 s apart, more than
     the pause that ends a cue anyway); for jsonl one {"file", "segment"}
     line per segment, equal in order to the closing line's "segments",
     and the closing line equal to the plain run's but for the timings,
@@ -36,28 +36,15 @@ import sys
 import tempfile
 import threading
 import time
-import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run,  # noqa: E402
-                    finish, readme_section, report, skip_or_fail, wait_until)
+                    finish, readme_section, report, sentences_wav, skip_or_fail,
+                    wait_until)
 from hvserver import Server, abandon_stream, multipart, recv_all  # noqa: E402
 
 NODE_DIR = os.path.join(SOURCE_DIR, "tests", "node")
 
-
-def sentences_wav(path, copies, gap_s):
-    """copies of the example with gap_s of silence between (16 kHz mono)."""
-    with wave.open(EXAMPLE, "rb") as w:
-        assert w.getframerate() == 16000 and w.getnchannels() == 1
-        clip = w.readframes(w.getnframes())
-    gap = b"\0\0" * int(gap_s * 16000)
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(gap.join([clip] * copies))
-    return path
 
 
 # ------------------------------------------------------------------ CLI
@@ -70,7 +57,12 @@ def without_timings(line):
 
 def test_cli(long7, tmp):
     base = ["-m", DEMO_MODEL, "-t", "2", "-q"]
-    for fmt in ("txt", "srt", "vtt"):
+    a = Run(base + ["--format", "jsonl", long7])
+    b = Run(base + ["--stream", "--format", "txt", long7])
+    texts = [g["text"] for g in json.loads(a.out)["segments"]] if a.rc == 0 else None
+    report("--stream --format txt: one line per segment, its text",
+           b.rc == 0 and texts and b.lines() == texts, f"\n{a}\n{b}")
+    for fmt in ("srt", "vtt"):
         a = Run(base + ["--format", fmt, long7])
         b = Run(base + ["--stream", "--format", fmt, long7])
         report(f"--stream --format {fmt}: byte for byte the plain output",

@@ -1,5 +1,5 @@
-/* Subtitle cues from word times (tools/subtitles.h, hvt_build_cues and the
- * cue writers): where cues are cut (sentence ends, clause punctuation,
+/* Subtitle cues from word times (the library's hv_cues_build and
+ * hv_segment_cues, tools/subtitles.h's cue writers): where cues are cut (sentence ends, clause punctuation,
  * pauses, long pauses, the time and line limits, no orphans), how lines
  * are broken, the cue times (order, no overlap, end > start), hostile
  * input (no words, empty texts, NaN, overlapping times, huge n), the
@@ -58,7 +58,7 @@ static int utf8_len(const char *s, size_t n) {
 }
 
 /* The cues' texts as "cue|cue|...", lines separated by '/' (static). */
-static const char *joined(const hvt_cue *c, int n) {
+static const char *joined(const hv_cue *c, int n) {
     static char buf[16384];
     size_t o = 0;
     buf[0] = '\0';
@@ -123,9 +123,9 @@ static int has_text(const char *t) {
  * that was zero length.
  * Returns 1, or 0 with the first broken rule in why[].
  */
-static int check_cues(const hv_word *w, int n, const hvt_cue_params *pp, const hvt_cue *c, int nc,
+static int check_cues(const hv_word *w, int n, const hv_cue_params *pp, const hv_cue *c, int nc,
                       int plain, int sane, char *why, size_t why_n) {
-    hvt_cue_params p = pp ? *pp : hvt_cue_default_params();
+    hv_cue_params p = pp ? *pp : hv_cue_default_params();
     char tb[4096];
 #define FAILED(...)                                                                                \
     do {                                                                                           \
@@ -138,9 +138,9 @@ static int check_cues(const hv_word *w, int n, const hvt_cue_params *pp, const h
     if (with_text && (nc <= 0 || !c)) FAILED("no cues for %d words", with_text);
     int next_word = 0;
     for (int k = 0; k < nc; k++) {
-        const hvt_cue *q = &c[k];
+        const hv_cue *q = &c[k];
         if (!q->text) FAILED("cue %d: NULL text", k);
-        char *clean = hvt_utf8_clean(q->text);
+        char *clean = hv_utf8_clean(q->text);
         int valid = clean && strcmp(clean, q->text) == 0;
         free(clean);
         if (!valid) FAILED("cue %d: invalid UTF-8", k);
@@ -180,7 +180,7 @@ static int check_cues(const hv_word *w, int n, const hvt_cue_params *pp, const h
         if (shown > 1 && e - s > max_ms)
             FAILED("cue %d: %lld ms > %lld ms", k, (long long)(e - s), (long long)max_ms);
         if (plain && s < ms(w[q->first_word].start)) FAILED("cue %d starts before its word", k);
-        if (plain && e > wmax_e && e > s + HVT_CUE_MIN_SHOW_MS)
+        if (plain && e > wmax_e && e > s + HV_CUE_MIN_SHOW_MS)
             FAILED("cue %d ends after its words", k);
         /* lines */
         int lines = 0, total = 0;
@@ -211,7 +211,7 @@ static int check_cues(const hv_word *w, int n, const hvt_cue_params *pp, const h
             int prev = -1;
             for (int i = q->first_word; i <= last; i++) {
                 if (!has_text(w[i].text)) continue;
-                if (prev >= 0 && ms(w[i].start) - ms(emax) > HVT_CUE_LONG_PAUSE_MS)
+                if (prev >= 0 && ms(w[i].start) - ms(emax) > HV_CUE_LONG_PAUSE_MS)
                     FAILED("cue %d: a long pause before word %d", k, i);
                 if (w[i].end > emax) emax = w[i].end;
                 prev = i;
@@ -233,11 +233,11 @@ static int check_cues(const hv_word *w, int n, const hvt_cue_params *pp, const h
 }
 
 /* Builds cues and checks the invariants; returns the count (cues in *c). */
-static int build_checked(const hv_word *w, int n, const hvt_cue_params *p, hvt_cue **c, int plain,
+static int build_checked(const hv_word *w, int n, const hv_cue_params *p, hv_cue **c, int plain,
                          int sane, const char *what) {
     int nc = -1;
     char why[512] = "";
-    int rc = hvt_build_cues(w, n, p, c, &nc);
+    int rc = hv_cues_build(w, n, p, c, &nc);
     CHECK_MSG(rc == 0, "%s: built", what);
     if (rc != 0) return 0;
     CHECK_MSG(check_cues(w, n, p, *c, nc, plain, sane, why, sizeof why), "%s: %s", what, why);
@@ -245,33 +245,33 @@ static int build_checked(const hv_word *w, int n, const hvt_cue_params *p, hvt_c
 }
 
 /* Builds cues from a line (make_words) and compares the joined texts. */
-static void expect_cues(const char *line, double dur, double gap, const hvt_cue_params *p,
+static void expect_cues(const char *line, double dur, double gap, const hv_cue_params *p,
                         const char *want, const char *what) {
     static wlist l;
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     make_words(&l, line, 0.5, dur, gap);
     int nc = build_checked(l.w, l.n, p, &c, 1, 1, what);
     CHECK_MSG(strcmp(joined(c, nc), want) == 0, "%s:\n  got  %s\n  want %s", what, joined(c, nc),
               want);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 /* --------------------------------------------------------- where to cut */
 
 static void test_none_and_one(void) {
-    hvt_cue *c = (hvt_cue *)&c; /* must be overwritten */
+    hv_cue *c = (hv_cue *)&c; /* must be overwritten */
     int nc = -1;
-    CHECK(hvt_build_cues(NULL, 0, NULL, &c, &nc) == 0 && c == NULL && nc == 0);
+    CHECK(hv_cues_build(NULL, 0, NULL, &c, &nc) == 0 && c == NULL && nc == 0);
     hv_word w[4] = {{.text = "Hej.", .start = 1.0, .end = 1.4, .n_tokens = 1}};
-    c = (hvt_cue *)&c;
-    CHECK(hvt_build_cues(w, 0, NULL, &c, &nc) == 0 && c == NULL && nc == 0);
-    CHECK(hvt_build_cues(w, -3, NULL, &c, &nc) == 0 && c == NULL && nc == 0);
-    hvt_cues_free(NULL, 0);
+    c = (hv_cue *)&c;
+    CHECK(hv_cues_build(w, 0, NULL, &c, &nc) == 0 && c == NULL && nc == 0);
+    CHECK(hv_cues_build(w, -3, NULL, &c, &nc) == 0 && c == NULL && nc == 0);
+    hv_cues_free(NULL, 0);
 
     nc = build_checked(w, 1, NULL, &c, 1, 1, "one word");
     CHECK(nc == 1 && strcmp(c[0].text, "Hej.") == 0 && c[0].start == 1.0 && c[0].end == 1.4 &&
           c[0].first_word == 0 && c[0].n_words == 1);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 
     /* words without text: no cues */
     hv_word e[4] = {{.text = ""}, {.text = NULL, .start = 2}, {.text = "  "}, {.text = "\n\r\t"}};
@@ -287,7 +287,7 @@ static void test_none_and_one(void) {
     nc = build_checked(m, 6, NULL, &c, 1, 0, "empty words");
     CHECK(nc == 1 && strcmp(c[0].text, "Hello world.") == 0 && c[0].first_word == 1 &&
           c[0].n_words == 4 && c[0].start == 1.0 && c[0].end == 1.8);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 static void test_sentences(void) {
@@ -383,7 +383,7 @@ static void test_orphans(void) {
     /* 19 words, 7.5 s: a cut is needed; the comma would leave "okay."
      * alone, so a cut between words is taken instead */
     static wlist l;
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     make_words(&l,
                "so we decided to take the train into the city because the car was broken "
                "down again, okay.",
@@ -391,7 +391,7 @@ static void test_orphans(void) {
     int nc = build_checked(l.w, l.n, NULL, &c, 1, 1, "orphan");
     CHECK(nc == 2);
     for (int k = 0; k < nc; k++) CHECK_MSG(c[k].n_words > 1, "orphan: cue %d of one word", k);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     /* nor a word alone at the start, before a comma-less run */
     make_words(&l,
                "Well, we decided to take the train into the city because the car was broken "
@@ -400,7 +400,7 @@ static void test_orphans(void) {
     nc = build_checked(l.w, l.n, NULL, &c, 1, 1, "orphan at the start");
     CHECK(nc == 2);
     for (int k = 0; k < nc; k++) CHECK_MSG(c[k].n_words > 1, "orphan at start: cue %d", k);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 static void test_time_limit(void) {
@@ -411,20 +411,20 @@ static void test_time_limit(void) {
     for (int i = 0; i < 60; i++)
         snprintf(line + strlen(line), sizeof line - strlen(line), "%sw%02d", i ? " " : "", i);
     make_words(&l, line, 0.0, 0.3, 0.1);
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     int nc = build_checked(l.w, l.n, NULL, &c, 1, 1, "7 s limit");
     CHECK_MSG(nc == 4, "7 s limit: %d cues", nc);
     for (int k = 0; k < nc; k++)
         CHECK_MSG(c[k].n_words == 15 && c[k].end - c[k].start <= 7.0, "cue %d: %d words, %.3f s", k,
                   c[k].n_words, c[k].end - c[k].start);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 
     /* other limits: 3 s (7 words) */
-    hvt_cue_params p = hvt_cue_default_params();
+    hv_cue_params p = hv_cue_default_params();
     p.max_seconds = 3;
     nc = build_checked(l.w, l.n, &p, &c, 1, 1, "3 s limit");
     CHECK_MSG(nc == 9, "3 s limit: %d cues", nc);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 
     /* a word longer than the limit is a cue of its own, whatever else */
     hv_word w[3] = {{.text = "A", .start = 0.0, .end = 0.2},
@@ -432,7 +432,7 @@ static void test_time_limit(void) {
                     {.text = "word.", .start = 9.0, .end = 9.3}};
     nc = build_checked(w, 3, NULL, &c, 1, 1, "word over the limit");
     CHECK(nc == 3 && strcmp(joined(c, nc), "A|looooong|word.") == 0);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 /* ------------------------------------------------------------- lines */
@@ -460,7 +460,7 @@ static void test_lines(void) {
                 "Fanø.",
                 "Danish");
     static wlist l;
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     int nc;
 
     /* a word longer than a line has a line of its own */
@@ -479,24 +479,24 @@ static void test_lines(void) {
     CHECK_MSG(own == 1, "long word on a line of its own: %s", joined(c, nc));
     snprintf(line, sizeof line, "Look at|%s/now", longw);
     CHECK_MSG(strcmp(joined(c, nc), line) == 0, "long word: %s", joined(c, nc));
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     /* alone in a cue, it may exceed the line */
-    hvt_cue_params p = hvt_cue_default_params();
+    hv_cue_params p = hv_cue_default_params();
     p.max_line_chars = 20;
     hv_word one = {.text = longw, .start = 0, .end = 1};
     nc = build_checked(&one, 1, &p, &c, 1, 1, "long word alone");
     CHECK(nc == 1 && strcmp(c[0].text, longw) == 0);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 static void test_params(void) {
     static wlist l;
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     const char *text = "When we came home from the long trip to the mountains, everybody was tired "
                        "and wanted to sleep. It had been a good day.";
     make_words(&l, text, 0.0, 0.3, 0.1);
     /* one line of at most 20 characters */
-    hvt_cue_params p = hvt_cue_default_params();
+    hv_cue_params p = hv_cue_default_params();
     p.max_lines = 1;
     p.max_line_chars = 20;
     int nc = build_checked(l.w, l.n, &p, &c, 1, 1, "1 x 20");
@@ -504,12 +504,12 @@ static void test_params(void) {
     for (int k = 0; k < nc; k++)
         CHECK_MSG(!strchr(c[k].text, '\n') && utf8_len(c[k].text, strlen(c[k].text)) <= 20,
                   "1 x 20: cue %d '%s'", k, c[k].text);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     /* two lines of 20 */
     p.max_lines = 2;
     nc = build_checked(l.w, l.n, &p, &c, 1, 1, "2 x 20");
     CHECK(nc >= 3);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     /* three lines of 60 and 30 s: the sentences, each on one line */
     p.max_lines = 3;
     p.max_line_chars = 60;
@@ -519,27 +519,27 @@ static void test_params(void) {
                                     "everybody was tired and wanted to sleep.|It had been a good "
                                     "day.") == 0,
               "3 x 60: %s", joined(c, nc));
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     /* limits out of range are clamped, never a crash */
-    hvt_cue_params bad[] = {
+    hv_cue_params bad[] = {
         {0, 0, 0}, {NAN, -5, 1 << 30}, {INFINITY, 1 << 30, -1}, {-INFINITY, 3, 5}, {1e9, 2, 42}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        hvt_cue_params q = bad[i];
+        hv_cue_params q = bad[i];
         nc = -1;
-        CHECK(hvt_build_cues(l.w, l.n, &q, &c, &nc) == 0 && nc >= 1);
-        hvt_cues_free(c, nc);
+        CHECK(hv_cues_build(l.w, l.n, &q, &c, &nc) == 0 && nc >= 1);
+        hv_cues_free(c, nc);
     }
 
     /* hvt_cue_params_check */
     char msg[128];
-    p = hvt_cue_default_params();
+    p = hv_cue_default_params();
     CHECK(p.max_seconds == 7.0 && p.max_lines == 2 && p.max_line_chars == 42);
     CHECK(hvt_cue_params_check(&p, msg, sizeof msg) == 0);
-    hvt_cue_params ok[] = {{1, 1, 10}, {600, 10, 1000}, {2.5, 3, 37}};
+    hv_cue_params ok[] = {{1, 1, 10}, {600, 10, 1000}, {2.5, 3, 37}};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
         CHECK_MSG(hvt_cue_params_check(&ok[i], msg, sizeof msg) == 0, "ok %zu", i);
     struct {
-        hvt_cue_params p;
+        hv_cue_params p;
         const char *opt;
     } no[] = {
         {{0.999, 2, 42}, "--max-cue-seconds"}, {{600.001, 2, 42}, "--max-cue-seconds"},
@@ -563,7 +563,7 @@ static void test_params(void) {
 /* ------------------------------------------------------------- times */
 
 static void test_times(void) {
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     int nc;
     /* overlapping word times across a cut: the first cue ends where the
      * next starts */
@@ -575,7 +575,7 @@ static void test_times(void) {
     };
     nc = build_checked(ov, 8, NULL, &c, 1, 0, "overlap");
     CHECK(nc == 2 && c[0].end == 1.8 && c[1].start == 1.8 && c[1].end == 3.5);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 
     /* starts going backwards: made non-decreasing */
     hv_word back[] = {
@@ -585,9 +585,9 @@ static void test_times(void) {
     };
     nc = build_checked(back, 6, NULL, &c, 1, 0, "backwards");
     CHECK(nc >= 2 && c[0].start == 5.0);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 
-    /* a zero-length cue: shown HVT_CUE_MIN_SHOW_MS, or until the next
+    /* a zero-length cue: shown HV_CUE_MIN_SHOW_MS, or until the next
      * cue */
     hv_word z[] = {
         {.text = "Hi.", .start = 1.0, .end = 1.0},
@@ -598,19 +598,19 @@ static void test_times(void) {
     CHECK_MSG(nc == 2 && c[0].start == 1.0 && c[0].end == 1.5 && c[1].start == 4.0 &&
                   c[1].end == 4.6,
               "zero length: %d cues %s", nc, joined(c, nc));
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     /* (one line of 10 characters forces the first cut) */
     hv_word z2[] = {
         {.text = "Hi.", .start = 1.0, .end = 1.0},
         {.text = "Wonderful!", .start = 1.2, .end = 1.6},
         {.text = "Bye.", .start = 3.5, .end = 3.5},
     };
-    hvt_cue_params p = {7, 1, 10};
+    hv_cue_params p = {7, 1, 10};
     nc = build_checked(z2, 3, &p, &c, 1, 0, "zero length, no room");
     CHECK_MSG(nc == 3 && c[0].start == 1.0 && c[0].end == 1.2 && c[1].start == 1.2 &&
                   c[1].end == 1.6 && c[2].start == 3.5 && c[2].end == 4.0,
               "zero length, no room: %d cues %s", nc, joined(c, nc));
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 
     /* every word at the same time: cues 1 ms apart, none empty */
     static hv_word same[300];
@@ -621,7 +621,7 @@ static void test_times(void) {
     }
     nc = build_checked(same, 300, NULL, &c, 1, 0, "same time");
     CHECK(nc > 1 && c[0].start == 2.0);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 
     /* NaN, infinite, negative and huge times */
     hv_word bad[] = {
@@ -640,7 +640,7 @@ static void test_times(void) {
     for (int k = 0; k < nc; k++)
         CHECK_MSG(c[k].start >= 0 && c[k].end <= 1e9 + 1, "hostile times: cue %d %f %f", k,
                   c[k].start, c[k].end);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 /* hostile texts: invalid UTF-8, line breaks and controls inside words */
@@ -654,13 +654,13 @@ static void test_texts(void) {
         {.text = "cut\xe2\x80", .start = 1.7, .end = 1.9},
         {.text = "  spaced   out  ", .start = 2.0, .end = 2.2},
     };
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     int nc = build_checked(w, sizeof w / sizeof *w, NULL, &c, 0, 1, "hostile texts");
     CHECK_MSG(nc == 1 &&
                   strcmp(c[0].text, "Bad\xef\xbf\xbd\xef\xbf\xbd line break carriage tab\n"
                                     "and sep par cut\xef\xbf\xbd\xef\xbf\xbd spaced out") == 0,
               "hostile texts: %s", joined(c, nc));
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 /* a word with spaces inside may be broken across lines, never cues */
@@ -670,24 +670,24 @@ static void test_word_with_spaces(void) {
         {.text = "big wide world", .start = 0.5, .end = 1.5},
         {.text = "again.", .start = 1.6, .end = 2.0},
     };
-    hvt_cue_params p = {7, 1, 10};
-    hvt_cue *c = NULL;
+    hv_cue_params p = {7, 1, 10};
+    hv_cue *c = NULL;
     int nc = build_checked(w, 3, &p, &c, 1, 1, "word with spaces");
     CHECK_MSG(nc == 3 && strcmp(joined(c, nc), "Hello|big wide/world|again.") == 0 &&
                   c[1].first_word == 1 && c[1].n_words == 1,
               "word with spaces: %s", joined(c, nc));
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     p.max_lines = 2;
     p.max_line_chars = 12;
     nc = build_checked(w, 3, &p, &c, 1, 1, "word with spaces, 2 lines");
     CHECK_MSG(nc == 2 && strcmp(joined(c, nc), "Hello big/wide world|again.") == 0,
               "word with spaces, 2 lines: %s", joined(c, nc));
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
 }
 
 /* ------------------------------------------------------------- writers */
 
-static char *write_mem(int vtt, const hvt_cue *c, int n) {
+static char *write_mem(int vtt, const hv_cue *c, int n) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -702,7 +702,7 @@ static char *write_mem(int vtt, const hvt_cue *c, int n) {
 }
 
 static void test_writers(void) {
-    hvt_cue c[] = {
+    hv_cue c[] = {
         {.start = 1.0, .end = 2.5, .text = "Hello & <world> -->"},
         {.start = 2.5, .end = 3.0, .text = "line one\nline two"},
         {.start = 3.0, .end = 3.1, .text = ""},        /* left out */
@@ -745,7 +745,7 @@ static void test_writers(void) {
                "Velkommen til programmet. |0.6 I dag taler vi om æbler, pærer & blommer fra "
                "haven <igen>.",
                0.25, 0.3, 0.1);
-    hvt_cue *cues = NULL;
+    hv_cue *cues = NULL;
     int nc = build_checked(l.w, l.n, NULL, &cues, 1, 1, "words to bytes");
     srt = write_mem(0, cues, nc);
     vtt = write_mem(1, cues, nc);
@@ -759,7 +759,7 @@ static void test_writers(void) {
               "words to vtt:\n%s", vtt ? vtt : "(null)");
     free(srt);
     free(vtt);
-    hvt_cues_free(cues, nc);
+    hv_cues_free(cues, nc);
 }
 
 /* ------------------------------------------------------------- stress */
@@ -815,7 +815,7 @@ static hv_word *random_words(int n, int hostile, char **store) {
 }
 
 static void test_stress(void) {
-    hvt_cue_params ps[] = {
+    hv_cue_params ps[] = {
         {7, 2, 42}, {1, 1, 10}, {3.5, 1, 20}, {12, 3, 37}, {600, 10, 1000}, {7, 2, 10},
     };
     rng_state = 12345;
@@ -824,12 +824,12 @@ static void test_stress(void) {
             char *store = NULL;
             int n = 4000;
             hv_word *w = random_words(n, hostile, &store);
-            hvt_cue *c = NULL;
+            hv_cue *c = NULL;
             char what[64];
             snprintf(what, sizeof what, "stress %s %zu", hostile ? "hostile" : "plain", pi);
             int nc = build_checked(w, n, &ps[pi], &c, !hostile, 0, what);
             CHECK(nc > 0);
-            hvt_cues_free(c, nc);
+            hv_cues_free(c, nc);
             free(w);
             free(store);
         }
@@ -839,22 +839,74 @@ static void test_stress(void) {
     int n = 200000;
     hv_word *w = calloc((size_t)n, sizeof *w);
     for (int i = 0; i < n; i++) w[i] = (hv_word){.text = i % 11 == 10 ? "x." : "x"};
-    hvt_cue *c = NULL;
+    hv_cue *c = NULL;
     int nc = build_checked(w, n, NULL, &c, 1, 0, "huge n at one instant");
     CHECK(nc >= n / 42);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     free(w);
     char *store = NULL;
     w = random_words(n, 0, &store);
     nc = build_checked(w, n, NULL, &c, 1, 0, "huge n");
     CHECK(nc > n / 40);
-    hvt_cues_free(c, nc);
+    hv_cues_free(c, nc);
     free(w);
     free(store);
 }
 
+/* hv_segment_cues: a chunk's segments. With words, its cues and their
+ * tokens (in the words' numbering); a last cue that the shortest showing
+ * time would carry past the chunk ends with it; without words, one cue of
+ * the whole chunk, its text on one line. */
+static void test_segment_cues(void) {
+    wlist l;
+    make_words(&l, "Hello there. |2 How are you today? Fine.", 10.0, 0.3, 0.1);
+    for (int i = 0; i < l.n; i++) l.w[i].first_token = 100 + 2 * i, l.w[i].n_tokens = 2;
+    hv_segment g = {0};
+    g.start = 9.5;
+    g.end = l.w[l.n - 1].end + 0.2;
+    g.words = l.w;
+    g.n_words = l.n;
+    g.first_token = 100;
+    g.n_tokens = 2 * l.n;
+    g.text = "Hello there. How are you today? Fine.";
+    hv_cue *c = NULL;
+    int n = 0;
+    CHECK(hv_segment_cues(&g, NULL, &c, &n) == HV_OK && n == 2);
+    if (n == 2) {
+        CHECK(strcmp(c[0].text, "Hello there.") == 0);
+        CHECK(c[0].first_token == 100 && c[0].n_tokens == 4);
+        CHECK(c[1].first_word == 2 && c[1].n_words == 5);
+        CHECK(c[1].first_token == 104 && c[1].n_tokens == 10);
+        CHECK(c[1].end <= g.end + 1e-9);
+    }
+    hv_cues_free(c, n);
+    /* a one-word chunk of no length: shown until the chunk ends, not 0.5 s */
+    make_words(&l, "Ja.", 20.0, 0.0, 0.0);
+    g.words = l.w;
+    g.n_words = 1;
+    g.start = 19.9;
+    g.end = 20.2;
+    CHECK(hv_segment_cues(&g, NULL, &c, &n) == HV_OK && n == 1);
+    if (n == 1) CHECK(ms(c[0].start) == 20000 && ms(c[0].end) == 20200);
+    hv_cues_free(c, n);
+    /* no words: one cue of the chunk, line breaks as spaces, bad UTF-8 cleaned */
+    g.words = NULL;
+    g.n_words = 0;
+    g.text = "two\nlines \xff";
+    g.start = 1.0;
+    g.end = 4.5;
+    CHECK(hv_segment_cues(&g, NULL, &c, &n) == HV_OK && n == 1);
+    if (n == 1) {
+        CHECK(strcmp(c[0].text, "two lines \xEF\xBF\xBD") == 0);
+        CHECK(c[0].start == 1.0 && c[0].end == 4.5 && c[0].n_words == 0);
+        CHECK(c[0].first_token == 100 && c[0].n_tokens == g.n_tokens);
+    }
+    hv_cues_free(c, n);
+}
+
 int main(void) {
     test_none_and_one();
+    test_segment_cues();
     test_sentences();
     test_commas_and_pauses();
     test_orphans();

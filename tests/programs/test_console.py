@@ -1,0 +1,166 @@
+"""The console: hviske on a terminal, run in a real pseudo-terminal (pty),
+on the demo model (models/demo) and examples/da-example.wav.
+
+What the terminal shows is rebuilt from the bytes the program wrote by a
+minimal terminal (carriage return, erase to the end of the line, line
+feed; rows of unlimited width), so text that progress erased would be
+missing from the rebuilt screen.
+
+  * txt on a terminal, stdout and stderr the same pty: one
+    "[MM:SS.mmm --> MM:SS.mmm] text" line per segment, equal to what
+    --print-timestamps writes into a pipe; every line is on the screen at
+    the end, and the progress line (drawn between chunks) is gone;
+  * --stream (plain, -q: no timestamps) on a terminal: one line per
+    segment, the same texts, none erased;
+  * standard output a pipe, stderr a terminal: today's plain text, one
+    line per input;
+  * --progress with stderr a file: one line per chunk in the documented
+    form, the last at 100%; without it nothing is written there;
+  * several inputs, one missing: every txt line starts with its input's
+    name, the failure is on stderr and the run exits 1.
+"""
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, TIMEOUT, Run, finish, report,  # noqa: E402
+                    sentences_wav)
+
+LINE = re.compile(r"^\[(\d\d):(\d\d)\.(\d{3}) --> (\d\d):(\d\d)\.(\d{3})\] (.+)$")
+PROGRESS = re.compile(r"^hviske: (.+): progress (\d+\.\d)% done_s=(\d+\.\d\d) "
+                      r"total_s=(\d+\.\d\d) speed=(\d+\.\d\d) eta_s=(\d+)$")
+
+
+
+def in_pty(args, stdout_pty=True):
+    """Runs hviske with stderr (and stdout unless stdout_pty is false: then
+    a pipe) on a pty; returns (rc, the pty's bytes, stdout's bytes)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([CLI] + args, stdin=subprocess.DEVNULL,
+                         stdout=slave if stdout_pty else subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    data = b""
+    out = b""
+    streams = [master] + ([] if stdout_pty else [p.stdout.fileno()])
+    while streams:
+        ready, _, _ = select.select(streams, [], [], TIMEOUT)
+        if not ready:
+            p.kill()
+            break
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the pty's other end is closed
+                chunk = b""
+            if not chunk:
+                streams.remove(fd)
+            elif fd == master:
+                data += chunk
+            else:
+                out += chunk
+    rc = p.wait(TIMEOUT)
+    os.close(master)
+    return rc, data, out
+
+
+def render(data):
+    """The screen a terminal shows for data: \\r goes to the row's start,
+    ESC [ K erases to its end, \\n goes down a row; other bytes print."""
+    rows = [""]
+    col = 0
+    text = data.decode("utf-8", "replace")
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if text.startswith("\x1b[K", i):
+            rows[-1] = rows[-1][:col]
+            i += 3
+            continue
+        if c == "\r":
+            col = 0
+        elif c == "\n":
+            rows.append("")
+            col = 0
+        else:
+            row = rows[-1]
+            rows[-1] = row[:col] + c + row[col + 1:]
+            col += 1
+        i += 1
+    while rows and rows[-1] == "":
+        rows.pop()
+    return rows
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="hv-console-")
+    long_wav = sentences_wav(os.path.join(tmp, "long.wav"), 4, 2.0)
+    # fixed 2 s chunks: several chunks, so progress is drawn between them
+    base = ["-m", DEMO_MODEL, "-t", "1", "--chunking", "fixed", "--chunk-seconds", "2"]
+
+    ref = Run(base + ["-q", "--print-timestamps", long_wav])
+    want = ref.lines()
+    report("--print-timestamps into a pipe: one timed line per segment",
+           ref.rc == 0 and len(want) >= 3 and all(LINE.match(x) for x in want), str(ref))
+
+    rc, data, _ = in_pty(base + [long_wav])
+    screen = render(data)
+    report("terminal: timed segment lines, none erased, progress gone at the end",
+           rc == 0 and screen == want and b"\x1b[K" in data,
+           f"rc={rc}\nscreen={screen!r}\nwant={want!r}\nbytes={data[-800:]!r}")
+    report("terminal: the progress line was drawn between segments",
+           b"s of audio per second" in data, repr(data[-800:]))
+
+    plain = Run(base + ["-q", "--stream", long_wav])
+    texts = [LINE.match(x).group(7) for x in want if LINE.match(x)]
+    report("--stream into a pipe: one plain line per segment",
+           plain.rc == 0 and plain.lines() == texts, f"{plain}\nwant={texts!r}")
+    rc, data, _ = in_pty(base + ["--stream", "-q", long_wav])
+    report("--stream -q on a terminal: one line per segment, none erased",
+           rc == 0 and render(data) == texts, f"rc={rc} screen={render(data)!r}")
+    rc, data, _ = in_pty(base + ["--stream", long_wav])
+    report("--stream with progress on a terminal: timed lines, none erased",
+           rc == 0 and render(data) == want, f"rc={rc} screen={render(data)!r}")
+
+    one = Run(base + ["-q", long_wav])
+    rc, data, out = in_pty(base + [long_wav], stdout_pty=False)
+    report("stdout a pipe: the plain transcript, one line per input",
+           rc == 0 and out.decode() == one.out and out.count(b"\n") == 1
+           and not out.startswith(b"["), f"rc={rc} out={out!r}")
+
+    err_path = os.path.join(tmp, "progress.txt")
+    with open(err_path, "wb") as ef:
+        p = subprocess.run([CLI] + base + ["--progress", long_wav], stdout=subprocess.PIPE,
+                           stderr=ef, timeout=TIMEOUT)
+    with open(err_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    m = [PROGRESS.match(x) for x in lines]
+    report("--progress on a file: one parseable line per chunk, the last at 100%",
+           p.returncode == 0 and len(lines) >= 3 and all(m) and
+           all(x.group(1) == long_wav for x in m) and m[-1].group(2) == "100.0" and
+           all(float(a.group(3)) <= float(b.group(3)) for a, b in zip(m, m[1:])),
+           repr(lines))
+    with open(err_path, "wb") as ef:
+        p = subprocess.run([CLI] + base + [long_wav], stdout=subprocess.PIPE, stderr=ef,
+                           timeout=TIMEOUT)
+    report("without --progress a file gets no progress", os.path.getsize(err_path) == 0,
+           open(err_path).read())
+
+    missing = os.path.join(tmp, "missing.wav")
+    r = Run(["-m", DEMO_MODEL, "-t", "1", "-q", long_wav, missing, EXAMPLE])
+    report("several inputs: each line names its input, the failure on stderr",
+           r.rc == 1 and len(r.lines()) == 2 and r.lines()[0].startswith(long_wav + ": ") and
+           r.lines()[1].startswith(EXAMPLE + ": ") and missing in r.err, str(r))
+    r = Run(["-m", DEMO_MODEL, "-t", "1", "-q", "--print-timestamps", long_wav, EXAMPLE])
+    report("several inputs with timestamps: FILE: [times] text",
+           r.rc == 0 and all(x.startswith((long_wav + ": [", EXAMPLE + ": [")) for x in r.lines()),
+           str(r))
+    sys.exit(finish())
+
+
+if __name__ == "__main__":
+    main()
