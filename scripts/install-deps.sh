@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package that the build, the tests and the PyTorch
-# reference need (with the argument `fuzz`, clang for make fuzz as well),
+# reference need (with the argument `fuzz`, clang for make fuzz as well; with
+# `eval`, ktuberling-data for the room tone of evaluate-pauses),
 # then the node packages of the speech detector's ONNX Runtime oracle
 # (tools/vad-oracle). Idempotent: quick when all are present.
 set -euo pipefail
@@ -18,6 +19,9 @@ PKGS=(
 )
 # `install-deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too
 if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
+# `install-deps.sh eval`: the real room tone of tools/train-demo/evaluate-pauses
+# (the quiet stretches of KTuberling's Danish recordings)
+if [ "${1:-}" = eval ]; then PKGS+=(ktuberling-data); fi
 # node and npm may come from elsewhere (NodeSource, nvm): Debian's packages
 # only for a command that is missing
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
