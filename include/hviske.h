@@ -196,8 +196,19 @@ HV_API void hv_vad_free(hv_vad *vad); /* NULL is allowed */
 HV_API int hv_vad_sample_rate(const hv_vad *vad);
 HV_API int hv_vad_window_samples(const hv_vad *vad);
 
+/* Where a speech region begins and ends (docs/VAD.md, "Edges"). */
+typedef enum hv_vad_edges {
+    HV_VAD_EDGES_SIGNAL = 0, /* Silero's regions, each start moved back and
+                                each end forward to where the signal itself
+                                rises out of, or falls back into, the pause
+                                around it (at most 1.5 s, never into the
+                                neighbouring region): the default */
+    HV_VAD_EDGES_SILERO = 1  /* Silero's regions as get_speech_timestamps
+                                gives them */
+} hv_vad_edges;
+
 /* How probabilities become speech regions: Silero's get_speech_timestamps
- * (docs/VAD.md). */
+ * (docs/VAD.md), then the edges rule. */
 typedef struct hv_vad_params {
     float threshold;     /* a window with probability >= threshold is speech
                             (default 0.5); in [0, 1] */
@@ -208,6 +219,7 @@ typedef struct hv_vad_params {
     int speech_pad_ms;   /* added on each side of a region (default 30) */
     float max_speech_s;  /* longer regions are cut, at their longest silence
                             of over 98 ms if any; 0 = no limit (default) */
+    int edges;           /* an hv_vad_edges (default HV_VAD_EDGES_SIGNAL) */
 } hv_vad_params;
 
 HV_API hv_vad_params hv_vad_default_params(void);

@@ -7,6 +7,8 @@
 #                          node packages of the speech detector's ONNX Runtime
 #                          oracle and the Node client
 #   install-deps.sh fuzz   (make fuzz) the build's packages and clang
+#   install-deps.sh eval   ktuberling-data: the real room tone of
+#                          research/train-demo/evaluate-pauses
 # Idempotent: quick when all are present.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,8 +38,9 @@ case "$GROUP" in
     command -v npm >/dev/null 2>&1 || PKGS+=(npm)
     ;;
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
+  eval) PKGS+=(ktuberling-data) ;;
   *)
-    echo "install-deps: unknown group '$GROUP' (build, test or fuzz)" >&2
+    echo "install-deps: unknown group '$GROUP' (build, test, fuzz or eval)" >&2
     exit 2
     ;;
 esac

@@ -238,3 +238,14 @@ int hvt_chunking_uses_vad(hv_chunking mode) {
 int hvt_parse_chunking(const char *arg, void *value) { return hv_chunking_parse(arg, value); }
 
 int hvt_parse_weight_type(const char *arg, void *value) { return hv_weight_type_parse(arg, value); }
+
+int hvt_parse_vad_edges(const char *arg, void *value) {
+    int *edges = value;
+    if (!strcmp(arg, "signal"))
+        *edges = HV_VAD_EDGES_SIGNAL;
+    else if (!strcmp(arg, "silero"))
+        *edges = HV_VAD_EDGES_SILERO;
+    else
+        return -1;
+    return 0;
+}

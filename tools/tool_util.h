@@ -175,12 +175,17 @@ int hvt_parse_chunking(const char *arg, void *value);
 /* --weight-type T (an hv_weight_type), for HVT_OPT_CUSTOM: 0 if valid. */
 int hvt_parse_weight_type(const char *arg, void *value);
 
+/* --vad-edges NAME (signal, silero) into the int (hv_vad_edges) at value;
+ * 0 if valid. */
+int hvt_parse_vad_edges(const char *arg, void *value);
+
 /* The speech detection options, the same in the CLI and the server: their
  * indices (an enum of each program's options holds HVT_VAD_OPTION_IDS)
  * and their rows, for an options struct with the fields vad_model,
  * vad (hv_vad_params) and vad_max_gap_s; and their --help lines. */
 #define HVT_VAD_OPTION_IDS                                                                         \
-    O_VAD_MODEL, O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE, O_VAD_PAD, O_VAD_MAX_GAP
+    O_VAD_MODEL, O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE, O_VAD_PAD, O_VAD_EDGES,     \
+        O_VAD_MAX_GAP
 #define HVT_OPT_VAD_MS_(name_, off)                                                                \
     HVT_OPT(name_, 0, HVT_INT, off, 0, HVT_VAD_MAX_MS, "milliseconds, 0..86400000")
 #define HVT_VAD_OPTION_ROWS(type)                                                                  \
@@ -191,6 +196,8 @@ int hvt_parse_weight_type(const char *arg, void *value);
     [O_VAD_MIN_SILENCE] =                                                                          \
         HVT_OPT_VAD_MS_("vad-min-silence-ms", offsetof(type, vad.min_silence_ms)),                 \
     [O_VAD_PAD] = HVT_OPT_VAD_MS_("vad-speech-pad-ms", offsetof(type, vad.speech_pad_ms)),         \
+    [O_VAD_EDGES] = HVT_OPT_CUSTOM("vad-edges", offsetof(type, vad.edges), hvt_parse_vad_edges,    \
+                                   "signal or silero"),                                            \
     [O_VAD_MAX_GAP] = HVT_OPT("vad-max-gap", 0, HVT_FLOAT, offsetof(type, vad_max_gap_s), 0,       \
                               86400, "seconds, 0..86400")
 /* --chunking, with hvt_parse_chunking. */
@@ -204,6 +211,10 @@ int hvt_parse_weight_type(const char *arg, void *value);
     "      --vad-min-speech-ms N   shorter speech is dropped (default 250)\n"                      \
     "      --vad-min-silence-ms N  silence that ends speech (default 100)\n"                       \
     "      --vad-speech-pad-ms N   added on each side of speech (default 30)\n"                    \
+    "      --vad-edges E      signal (default): each speech region starts and\n"                   \
+    "                         ends where the signal leaves the pause's floor\n"                    \
+    "                         (up to 1.5 s beyond the detector's edges);\n"                        \
+    "                         silero: the detector's regions as they are\n"                        \
     "      --vad-max-gap S    a pause of S seconds or more always ends a\n"                        \
     "                         chunk, so no segment spans it (default 3;\n"                         \
     "                         0: only the clip length ends chunks)\n"

@@ -83,7 +83,8 @@ class ModelParams(ctypes.Structure):
 class VadParams(ctypes.Structure):
     _fields_ = [("threshold", ctypes.c_float), ("neg_threshold", ctypes.c_float),
                 ("min_speech_ms", ctypes.c_int), ("min_silence_ms", ctypes.c_int),
-                ("speech_pad_ms", ctypes.c_int), ("max_speech_s", ctypes.c_float)]
+                ("speech_pad_ms", ctypes.c_int), ("max_speech_s", ctypes.c_float),
+                ("edges", ctypes.c_int)]
 
 
 PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)

@@ -465,6 +465,10 @@ hv_status hv_vad_check_params(const hv_vad_params *p, hv_error *e) {
         if (*ms[i] < 0 || *ms[i] > day_ms)
             return hv_err(e, HV_ERR_INVALID_ARG, "VAD %s %d: must be in [0, %d]", names[i], *ms[i],
                           day_ms);
+    if (p->edges != HV_VAD_EDGES_SIGNAL && p->edges != HV_VAD_EDGES_SILERO)
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "VAD edges %d: must be HV_VAD_EDGES_SIGNAL (0) or HV_VAD_EDGES_SILERO (1)",
+                      p->edges);
     if (!(p->max_speech_s >= 0 && p->max_speech_s <= day_ms / 1000))
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "VAD max_speech_s %g: must be in [0, %d] (0: no limit)", p->max_speech_s,
@@ -632,7 +636,7 @@ int hv_vad_sample_rate(const hv_vad *v) { return v->sample_rate; }
 int hv_vad_window_samples(const hv_vad *v) { return v->window; }
 
 hv_vad_params hv_vad_default_params(void) {
-    hv_vad_params p = {0.5f, -1.0f, 250, 100, 30, 0.0f};
+    hv_vad_params p = {0.5f, -1.0f, 250, 100, 30, 0.0f, HV_VAD_EDGES_SIGNAL};
     return p;
 }
 
@@ -661,6 +665,12 @@ hv_status hv_vad_detect(const hv_vad *v, hv_pool *pool, const float *x, size_t n
     st = hv_vad_speech_regions(probs, hv_vad_n_windows(v, n), n, v->window, v->sample_rate, p,
                                regions, n_regions, e);
     free(probs);
+    if (!st && p->edges == HV_VAD_EDGES_SIGNAL &&
+        (st = hv_vad_signal_edges(x, n, v->sample_rate, *regions, *n_regions, e))) {
+        free(*regions);
+        *regions = NULL;
+        *n_regions = 0;
+    }
     return st;
 }
 

@@ -83,10 +83,30 @@ float hv_vad_level_gain(const hv_vad *vad, const float *x, size_t n);
 
 /* The speech regions of x[n] (mono, at vad->sample_rate, finite):
  * hv_vad_forward of x raised by hv_vad_level_gain, then
- * hv_vad_speech_regions. *regions as there. */
+ * hv_vad_speech_regions, then (p->edges HV_VAD_EDGES_SIGNAL)
+ * hv_vad_signal_edges on x. *regions as there. */
 hv_status hv_vad_detect(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
                         const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
                         hv_error *e);
+
+/* The edges rule (HV_VAD_EDGES_SIGNAL, docs/VAD.md "Edges"): a 10 ms
+ * frame is signal when its energy is HV_VAD_EDGE_MARGIN_DB above the floor
+ * (the median frame of the HV_VAD_EDGE_FLOOR_S of each pause around the
+ * region nearest it) and no more than HV_VAD_EDGE_RANGE_DB below the
+ * region's loud frames (its loudest tenth); an edge moves out over signal frames and
+ * quiet stretches of up to HV_VAD_EDGE_HANG_S between them, by at most
+ * HV_VAD_EDGE_MAX_S, never past the neighbouring region's edge. */
+#define HV_VAD_EDGE_MARGIN_DB 12.0f
+#define HV_VAD_EDGE_RANGE_DB  50.0f
+#define HV_VAD_EDGE_FLOOR_S   5.0
+#define HV_VAD_EDGE_HANG_S    0.2
+#define HV_VAD_EDGE_MAX_S     1.5
+
+/* Moves the edges of r[n_r] (sorted, not overlapping, samples of x[n] at
+ * sample_rate) out as the rule above says; regions that grow into each
+ * other meet halfway between their former edges. */
+hv_status hv_vad_signal_edges(const float *x, size_t n, int sample_rate, hv_speech_region *r,
+                              size_t n_r, hv_error *e);
 
 /* HV_ERR_INVALID_ARG, with a message, for parameters out of range. */
 hv_status hv_vad_check_params(const hv_vad_params *p, hv_error *e);

@@ -164,6 +164,7 @@ def test_cli_options(late, tmp):
                        (["--vad-min-silence-ms", "1.5"], "--vad-min-silence-ms"),
                        (["--vad-speech-pad-ms", "86400001"], "--vad-speech-pad-ms"),
                        (["--vad-max-gap", "-3"], "--vad-max-gap"),
+                       (["--vad-edges", "energy"], "--vad-edges"),
                        (["--vad-model", ""], "--vad-model"),
                        (["--chunking", "speech"], "vad")]:
         r = Run(args + ["-m", DEMO, late])
@@ -172,6 +173,13 @@ def test_cli_options(late, tmp):
     r = Run(["--chunking", "energy", "--vad-threshold", "0.3", "-m", DEMO, late])
     check("cli --vad-threshold with --chunking energy: a warning", r,
           r.rc == 0 and "--vad-threshold has no effect" in r.err, "")
+    r0, r1 = (Run(["--json", "--vad-edges", e, "-m", DEMO, late]) for e in ("silero", "signal"))
+    o0, o1 = json_of(r0), json_of(r1)
+    check("cli --vad-edges silero and signal: the same text on speech after silence", r1,
+          r0.rc == 0 and r1.rc == 0 and o0 and o1 and o0["text"] == o1["text"] and o1["text"], "")
+    r = Run(["--chunking", "energy", "--vad-edges", "silero", "-m", DEMO, late])
+    check("cli --vad-edges with --chunking energy: a warning", r,
+          r.rc == 0 and "--vad-edges has no effect" in r.err, "")
     r = Run(["--vad-model", os.path.join(tmp, "nowhere"), "-m", DEMO, late])
     check("cli --vad-model to nothing: exit 1 naming it", r,
           r.rc == 1 and "nowhere" in r.err and r.out == "", "")
@@ -197,7 +205,7 @@ def test_cli_options(late, tmp):
 
 
 def test_server(tmp, signals, late, alone):
-    srv = Server(DEMO, "--workers", "1", "-t", "2", tmp=tmp)
+    srv = Server(DEMO, "--workers", "1", "-t", "2", "--vad-edges", "signal", tmp=tmp)
     report("server with speech detection starts", srv.port is not None, srv.stderr())
     if srv.port:
         with open(signals["digital silence"], "rb") as f:

@@ -75,7 +75,8 @@ static int tool(int argc, char **argv) {
         size_t n;
         float *p = read_f32(argv[2], &n);
         hv_vad_params prm = {strtof(argv[4], NULL), strtof(argv[5], NULL), atoi(argv[6]),
-                             atoi(argv[7]),         atoi(argv[8]),         strtof(argv[9], NULL)};
+                             atoi(argv[7]),         atoi(argv[8]),         strtof(argv[9], NULL),
+                             HV_VAD_EDGES_SILERO};
         hv_speech_region *r;
         size_t nr;
         if (!p || hv_vad_speech_regions(p, n, strtoull(argv[3], NULL, 10), 512, 16000, &prm, &r,
