@@ -9,7 +9,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PKGS=(
   build-essential cmake pkg-config
   libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev
-  libmicrohttpd-dev curl nginx
+  libmicrohttpd-dev libdnnl-dev curl nginx
   python3 python3-numpy python3-torch python3-sentencepiece
   sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
   python3-onnx clang-format
