@@ -129,8 +129,9 @@ enum {
 typedef struct options {
     const char *model_dir;
     const char *host;
-    int port;      /* 0: any free port (printed) */
-    int n_threads; /* per worker context; 0: cores / workers */
+    int port;           /* 0: any free port (printed) */
+    int n_threads;      /* per worker context; 0: cores / workers */
+    hv_compute compute; /* HV_COMPUTE_AUTO: by the CPU */
     int n_workers;
     int queue; /* waiting requests beyond the running ones */
     int max_upload_mb;
@@ -166,6 +167,9 @@ static void usage(FILE *f) {
             "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
             "  -t, --threads N          threads per worker, 1..256 (default: the\n"
             "                           cores divided among the workers)\n"
+            "      --compute MODE       auto (default: bf16 where the CPU has\n"
+            "                           native bf16 and the weights 16 bits or\n"
+            "                           fewer, else f32), f32 or bf16\n"
             "      --queue Q            requests that may wait for a worker,\n"
             "                           0..4096 (default 16); beyond: 503\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
@@ -224,6 +228,7 @@ enum {
     O_HOST,
     O_PORT,
     O_THREADS,
+    O_COMPUTE,
     O_WORKERS,
     O_QUEUE,
     O_MAX_UPLOAD,
@@ -251,6 +256,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
     [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
+    [O_COMPUTE] = HVT_OPT_COMPUTE(AT(compute)),
     [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
     [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
     [O_MAX_UPLOAD] =
@@ -1374,6 +1380,7 @@ int main(int argc, char **argv) {
     }
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
+    mp.compute = o.compute;
     double t_load = hvt_now_s();
     hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
     if (st != HV_OK) {

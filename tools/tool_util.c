@@ -236,3 +236,5 @@ int hvt_chunking_uses_vad(hv_chunking mode) {
 }
 
 int hvt_parse_chunking(const char *arg, void *value) { return hv_chunking_parse(arg, value); }
+
+int hvt_parse_compute(const char *arg, void *value) { return hv_compute_parse(arg, value); }
