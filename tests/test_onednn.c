@@ -11,6 +11,7 @@
  * instruction sets are checked on any host. `test_onednn --bench` instead
  * prints the rates of oneDNN f32 and of our kernels on the encoder's shapes
  * (docs/KERNELS.md). */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -183,10 +184,21 @@ static void test_rounding(void) {
 
 /* -------------------------------------------------------------- oneDNN */
 
+/* Threads of this process, or -1 when /proc cannot tell. */
+static int task_count(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
 /* The engine against the double-precision product: odd shapes, bias,
  * SiLU and residual epilogues, 1 and 3 threads, through hv_linear (the
  * pool's engine) and hv_linear_many. */
 static void test_engine(int bf16) {
+    int threads_before = task_count();
     hv_onednn *d = hv_onednn_new(bf16);
     if (!hv_onednn_compiled()) {
         CHECK_MSG(d == NULL, "no engine without oneDNN");
@@ -252,6 +264,12 @@ static void test_engine(int bf16) {
         }
         hv_pool_free(pool);
     }
+    /* no OpenMP team: the products ran on the pools' threads alone, so
+     * now that the pools are gone the process has the threads it had
+     * before (an OpenMP team would stay, idle; Linux: /proc/self/task) */
+    int threads = task_count();
+    CHECK_MSG(threads == threads_before, "oneDNN %s: no threads beyond ours (%d before, %d after)",
+              bf16 ? "bf16" : "f32", threads_before, threads);
     /* what it does not take: another type, the r64 layout, few rows */
     hv_mat other = {.type = bf16 ? HV_WEIGHTS_F32 : HV_WEIGHTS_BF16, .rows = 64, .cols = 64};
     CHECK(!hv_onednn_takes(d, &other));
