@@ -51,6 +51,22 @@ def line(what, value, lo, hi, target, met):
     print(f"| {what} | {value} | {lo} - {hi} | {target} | {'met' if met else 'missed'} |")
 
 
+def q8_over(a, q8, name, other, target):
+    """The q8_0 encoder's time over another run's (other: the model and its
+    arguments), 30 s clip, the two alternated for a.rounds rounds."""
+    ratios, times = [], []
+    for _ in range(a.rounds):
+        o = bench(a, *other, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
+                  a.clip30)["files"][0]["encoder_ms"]["median"]
+        q = bench(a, *q8, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
+                  a.clip30)["files"][0]["encoder_ms"]["median"]
+        ratios.append(q / o)
+        times.append(f"{q / 1e3:.2f}/{o / 1e3:.2f} s")
+    line(f"q8_0 encoder / {name} encoder, 30 s, {a.rounds} alternated rounds "
+         f"({', '.join(times)})", f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x",
+         f"{max(ratios):.2f}x", f"<= {target}x", statistics.median(ratios) <= target)
+
+
 def issue39(a, q8):
     print("| figure | median | range | target | |")
     print("| --- | --- | --- | --- | --- |")
@@ -68,17 +84,7 @@ def issue39(a, q8):
             r = f["rtf"]
             line(f"real-time factor, 30 s, {f['tokens']} tokens", f"{r['median']:.3f}",
                  f"{r['min']:.3f}", f"{r['max']:.3f}", "<= 0.08", r["median"] <= 0.08)
-    ratios, times = [], []
-    for _ in range(a.rounds):
-        b16 = bench(a, a.model, "--compute", "bf16", "--max-tokens", "1", "--runs", "2",
-                    "--warmup", "1", a.clip30)["files"][0]["encoder_ms"]["median"]
-        q = bench(a, *q8, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
-                  a.clip30)["files"][0]["encoder_ms"]["median"]
-        ratios.append(q / b16)
-        times.append(f"{q / 1e3:.2f}/{b16 / 1e3:.2f} s")
-    line(f"q8_0 encoder / bf16 encoder, 30 s, {a.rounds} alternated rounds ({', '.join(times)})",
-         f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x", f"{max(ratios):.2f}x",
-         "<= 1.0x", statistics.median(ratios) <= 1.0)
+    q8_over(a, q8, "bf16", [a.model, "--compute", "bf16"], 1.0)
     if a.pytorch:
         here = os.path.dirname(os.path.abspath(__file__))
         for clip, name in ((a.clip30, "30 s"), (a.clip10, "10 s")):
@@ -134,17 +140,7 @@ def main():
              f"runs; {o['read_bandwidth_gbs']:.1f} GB/s at the start)", f"{r['median']:.2f}x",
              f"{r['min']:.2f}x", f"{r['max']:.2f}x", "<= 1.3x", r["median"] <= 1.3)
 
-    ratios, times = [], []
-    for _ in range(a.rounds):
-        f32 = bench(a, a.model, "--weight-type", "f32", "--max-tokens", "1", "--runs", "2",
-                    "--warmup", "1", a.clip30)["files"][0]["encoder_ms"]["median"]
-        q = bench(a, *q8, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
-                  a.clip30)["files"][0]["encoder_ms"]["median"]
-        ratios.append(q / f32)
-        times.append(f"{q / 1e3:.2f}/{f32 / 1e3:.2f} s")
-    line(f"q8_0 encoder / f32 encoder, 30 s, {a.rounds} alternated rounds ({', '.join(times)})",
-         f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x", f"{max(ratios):.2f}x",
-         "<= 0.6x", statistics.median(ratios) <= 0.6)
+    q8_over(a, q8, "f32", [a.model, "--weight-type", "f32"], 0.6)
     return 0
 
 
