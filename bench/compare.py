@@ -5,11 +5,15 @@ stage's median time and the ratio reference / hviske (> 1: hviske faster).
 
     compare.py --model DIR --audio FILE [--bench build/hviske-bench]
                [-t N] [--runs R] [--max-tokens N] [--weight-type T] [--int8]
-               [--json]
+               [--compute C] [--ref-dtype f32|bf16] [--json]
 
 The reference runs in float32 (weights converted at load, as hviske does
 with --weight-type f32, this script's default), its frontend in float64 as
-the parity oracle does. hviske runs with --chunking energy, so that both
+the parity oracle does. --ref-dtype bf16 runs its encoder and decoder with
+the model in bfloat16 instead (what transformers does when it loads this
+model: PyTorch's fastest CPU mode, through oneDNN where the CPU has AMX or
+AVX512-BF16), so that "faster than PyTorch" is measured against its best;
+--compute passes hviske's compute mode (default auto). hviske runs with --chunking energy, so that both
 transcribe every sample (no speech detection).
 
 --int8 times the reference a second time with every Linear layer through
@@ -107,11 +111,16 @@ def main():
                     help="hviske's weight type (the reference always runs f32)")
     ap.add_argument("--int8", action="store_true",
                     help="also time the reference with torch's dynamic int8 Linear layers")
+    ap.add_argument("--compute", default="auto", choices=["auto", "f32", "bf16"],
+                    help="hviske's compute mode")
+    ap.add_argument("--ref-dtype", default="f32", choices=["f32", "bf16"],
+                    help="the reference model's dtype (bf16: PyTorch's bf16 mode)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
     cmd = [a.bench, "-m", a.model, "-t", str(a.threads), "--runs", str(a.runs),
            "--max-tokens", str(a.max_tokens), "--weight-type", a.weight_type,
+           "--compute", a.compute,
            # every sample, as the reference does (no speech detection)
            "--chunking", "energy", "--json", a.audio]
     ours = json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout)
@@ -119,7 +128,8 @@ def main():
 
     torch.set_num_threads(a.threads)
     t0 = time.perf_counter()
-    m = ref.load_model(a.model, dtype=torch.float32)
+    m = ref.load_model(a.model,
+                       dtype=torch.bfloat16 if a.ref_dtype == "bf16" else torch.float32)
     ref_load = ms(t0)
     samples = ref.load_audio_16k(a.audio, m.sample_rate)
     theirs = reference_times(m, samples, a.max_tokens, a.runs)
@@ -134,6 +144,7 @@ def main():
     stages = ["frontend_ms", "encoder_ms", "cross_ms", "prefill_ms", "per_token_ms"]
     out = {"model": a.model, "audio": a.audio, "audio_s": f["audio_s"], "threads": a.threads,
            "weight_type": a.weight_type, "weight_mb": ours["weight_mb"],
+           "compute": ours.get("compute"), "gemm": ours.get("gemm"), "ref_dtype": a.ref_dtype,
            "load_ms": {"hviske": ours["load_ms"], "reference": ref_load},
            "peak_rss_mb_hviske": ours["peak_rss_mb"], "stages": {}}
     for s in stages:
@@ -146,8 +157,10 @@ def main():
     if a.json:
         print(json.dumps(out))
         return
-    print("model %s, audio %s (%.1f s), %d threads, hviske weights %s (%.0f MB), median of %d runs"
-          % (a.model, a.audio, f["audio_s"], a.threads, a.weight_type, ours["weight_mb"], a.runs))
+    print("model %s, audio %s (%.1f s), %d threads, hviske weights %s (%.0f MB), compute %s (%s), "
+          "reference in %s, median of %d runs"
+          % (a.model, a.audio, f["audio_s"], a.threads, a.weight_type, ours["weight_mb"],
+             ours.get("compute"), ours.get("gemm"), a.ref_dtype, a.runs))
     head = "%-14s %12s %12s %8s" % ("stage", "hviske ms", "reference ms", "ratio")
     print(head + ("  %12s %8s" % ("ref int8 ms", "ratio") if theirs8 else ""))
     for s in stages:

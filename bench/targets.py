@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Issue #17's speed targets, measured in one run with hviske-bench.
+"""Issue #17's (default) or issue #39's (--issue 39) speed targets,
+measured in one run with hviske-bench.
 
     bench/targets.py --model /tmp/full-bf16 [--q8-model /tmp/full-q8x8]
         --clip30 clip30.wav --clip10 clip10.wav [--bench build/hviske-bench]
-        [--threads 2] [--rounds 3]
+        [--threads 2] [--rounds 3] [--issue 17|39] [--pytorch]
 
 For a full-size model (bench/make_full_model.py) and clips of about 30 s
 and 10 s of speech, one chunk each (--chunking none):
@@ -19,9 +20,20 @@ and 10 s of speech, one chunk each (--chunking none):
 Prints each figure with its range and whether the target is met (and, for
 the encoder, hviske-bench's busy_share: how much of the time the threads
 worked rather than waited). Without
---q8-model, q8_0 is made at load (--weight-type q8_0)."""
+--q8-model, q8_0 is made at load (--weight-type q8_0).
+
+--issue 39 (for a CPU with AMX: the bf16 compute mode through oneDNN):
+  * the encoder of the 30 s clip in --compute bf16 (target: <= 1.5 s), of
+    the 10 s clip (<= 0.6 s), each with the kernels that ran ("gemm") and
+    their rate on the encoder's matrices in the same run (--peak);
+  * the real-time factor of the 30 s clip with 48 tokens (<= 0.08);
+  * the q8_0 encoder's time over the bf16 one's, alternated for --rounds
+    rounds (<= 1.0x);
+  * with --pytorch, the PyTorch reference with the model in bf16
+    (bench/compare.py --ref-dtype bf16) on both clips, beside them."""
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -39,6 +51,55 @@ def line(what, value, lo, hi, target, met):
     print(f"| {what} | {value} | {lo} - {hi} | {target} | {'met' if met else 'missed'} |")
 
 
+def q8_over(a, q8, name, other, target):
+    """The q8_0 encoder's time over another run's (other: the model and its
+    arguments), 30 s clip, the two alternated for a.rounds rounds."""
+    ratios, times = [], []
+    for _ in range(a.rounds):
+        o = bench(a, *other, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
+                  a.clip30)["files"][0]["encoder_ms"]["median"]
+        q = bench(a, *q8, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
+                  a.clip30)["files"][0]["encoder_ms"]["median"]
+        ratios.append(q / o)
+        times.append(f"{q / 1e3:.2f}/{o / 1e3:.2f} s")
+    line(f"q8_0 encoder / {name} encoder, 30 s, {a.rounds} alternated rounds "
+         f"({', '.join(times)})", f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x",
+         f"{max(ratios):.2f}x", f"<= {target}x", statistics.median(ratios) <= target)
+
+
+def issue39(a, q8):
+    print("| figure | median | range | target | |")
+    print("| --- | --- | --- | --- | --- |")
+    for clip, name, target in ((a.clip30, "30 s", 1.5), (a.clip10, "10 s", 0.6)):
+        o = bench(a, a.model, "--compute", "bf16", "--max-tokens", "48", "--runs", "3",
+                  "--warmup", "1", "--peak", clip)
+        f = o["files"][0]
+        e = f["encoder_ms"]
+        line(f"encoder, {name}, compute {o['compute']}, gemm {o['gemm']} "
+             f"({f['gemm_peak_gflops']:.0f} GFLOP/s on its matrices; encoder at "
+             f"{f['encoder_gemm_share']:.0%} of it)", f"{e['median'] / 1e3:.2f} s",
+             f"{e['min'] / 1e3:.2f}", f"{e['max'] / 1e3:.2f}", f"<= {target} s",
+             e["median"] / 1e3 <= target)
+        if name == "30 s":
+            r = f["rtf"]
+            line(f"real-time factor, 30 s, {f['tokens']} tokens", f"{r['median']:.3f}",
+                 f"{r['min']:.3f}", f"{r['max']:.3f}", "<= 0.08", r["median"] <= 0.08)
+    q8_over(a, q8, "bf16", [a.model, "--compute", "bf16"], 1.0)
+    if a.pytorch:
+        here = os.path.dirname(os.path.abspath(__file__))
+        for clip, name in ((a.clip30, "30 s"), (a.clip10, "10 s")):
+            cmd = [sys.executable, os.path.join(here, "compare.py"), "--model", a.model,
+                   "--audio", clip, "--bench", a.bench, "-t", str(a.threads), "--runs", "1",
+                   "--max-tokens", "1", "--compute", "bf16", "--ref-dtype", "bf16", "--json"]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"targets: {' '.join(cmd)} failed: {p.stderr.strip()[-500:]}")
+            s = json.loads(p.stdout)["stages"]["encoder_ms"]
+            print(f"| PyTorch bf16 encoder, {name} (hviske {s['hviske'] / 1e3:.2f} s in the same "
+                  f"run) | {s['reference'] / 1e3:.2f} s | | | |")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bench", default="build/hviske-bench")
@@ -48,8 +109,13 @@ def main():
     ap.add_argument("--clip10", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--issue", type=int, choices=[17, 39], default=17)
+    ap.add_argument("--pytorch", action="store_true",
+                    help="--issue 39: also time the PyTorch reference in bf16")
     a = ap.parse_args()
     q8 = [a.q8_model] if a.q8_model else [a.model, "--weight-type", "q8_0"]
+    if a.issue == 39:
+        return issue39(a, q8)
 
     print("| figure | median | range | target | |")
     print("| --- | --- | --- | --- | --- |")
@@ -74,17 +140,7 @@ def main():
              f"runs; {o['read_bandwidth_gbs']:.1f} GB/s at the start)", f"{r['median']:.2f}x",
              f"{r['min']:.2f}x", f"{r['max']:.2f}x", "<= 1.3x", r["median"] <= 1.3)
 
-    ratios, times = [], []
-    for _ in range(a.rounds):
-        f32 = bench(a, a.model, "--weight-type", "f32", "--max-tokens", "1", "--runs", "2",
-                    "--warmup", "1", a.clip30)["files"][0]["encoder_ms"]["median"]
-        q = bench(a, *q8, "--max-tokens", "1", "--runs", "2", "--warmup", "1",
-                  a.clip30)["files"][0]["encoder_ms"]["median"]
-        ratios.append(q / f32)
-        times.append(f"{q / 1e3:.2f}/{f32 / 1e3:.2f} s")
-    line(f"q8_0 encoder / f32 encoder, 30 s, {a.rounds} alternated rounds ({', '.join(times)})",
-         f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}x", f"{max(ratios):.2f}x",
-         "<= 0.6x", statistics.median(ratios) <= 0.6)
+    q8_over(a, q8, "f32", [a.model, "--weight-type", "f32"], 0.6)
     return 0
 
 

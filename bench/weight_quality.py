@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""What reduced-precision weights change in the transcripts: each weight
-type's greedy tokens and log-probs against a baseline type's, on the
-same files, through the CLI.
+"""What reduced-precision weights or compute change in the transcripts:
+each weight type's (or compute mode's) greedy tokens and log-probs
+against a baseline's, on the same files, through the CLI.
 
     bench/weight_quality.py --model DIR [--hviske build/hviske]
-        [--base f32] [--types q8_0,q4_0] [--chunking MODE] [-t N] [--json]
+        [--base T[@C]] [--types T[@C],...] [--chunking MODE] [-t N] [--json]
         (FILE... | --files-from LIST)
 
-Each type runs once over all files (`hviske --json --weight-type T`, one
-model load). Per type and file: whether the token sequence is the
+A type is a weight type T, or T@C for weight type T with compute mode C
+(`--compute C`: auto, f32 or bf16; without @C the engine's default,
+auto): `--base bf16@f32 --types bf16@bf16` compares bf16 compute with f32
+compute on bf16 weights. Each type runs once over all files (`hviske
+--json --weight-type T [--compute C]`, one model load). Per type and file: whether the token sequence is the
 baseline's, how many tokens agree before the first difference, and on
 that common prefix the per-token log-prob differences; for identical
 sequences also the difference of the whole score. The table has, per
@@ -39,13 +42,17 @@ TEXT = {"encoding": "utf-8", "errors": "surrogateescape"}
 
 def transcribe(hviske, model, wtype, files, chunking, threads):
     """{index in files: (tokens, token_logprobs, score)} of one weight
-    type, or raises RuntimeError with the engine's message."""
+    type (T or T@C, C a compute mode), or raises RuntimeError with the
+    engine's message."""
+    wtype, _, compute = wtype.partition("@")
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, **TEXT) as f:
         f.write("".join(p + "\n" for p in files))
         listing = f.name
     try:
         cmd = [hviske, "-m", model, "-q", "--json", "--weight-type", wtype,
                "--files-from", listing]
+        if compute:
+            cmd += ["--compute", compute]
         if chunking:
             cmd += ["--chunking", chunking]
         if threads:
@@ -108,8 +115,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--hviske", default=os.path.join(HERE, "..", "build", "hviske"))
-    ap.add_argument("--base", default="f32", help="the baseline weight type (default f32)")
-    ap.add_argument("--types", default="q8_0,q4_0", help="comma-separated types to compare")
+    ap.add_argument("--base", default="f32",
+                    help="the baseline weight type, T or T@COMPUTE (default f32)")
+    ap.add_argument("--types", default="q8_0,q4_0",
+                    help="comma-separated types to compare, each T or T@COMPUTE")
     ap.add_argument("--chunking", help="the engine's --chunking (default: its own)")
     ap.add_argument("-t", "--threads", type=int)
     ap.add_argument("--files-from", help="the files, one path per line")

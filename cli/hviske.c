@@ -88,6 +88,7 @@ typedef struct options {
     int punctuation;            /* 1 unless --no-punctuation */
     int n_threads;              /* 0: all cores */
     hv_weight_type weight_type; /* HV_WEIGHTS_AUTO: the checkpoint's own */
+    hv_compute compute;         /* HV_COMPUTE_AUTO: by the CPU */
     int max_tokens;             /* 0: the model's default */
     float dither;               /* < 0: the model's config value */
     int num_beams;              /* 1: greedy or sampling */
@@ -150,6 +151,9 @@ static void usage(FILE *f) {
                "      --weight-type T    auto (default: the checkpoint's own type,\n"
                "                         read in place), f32, f16, bf16, q8_0 or\n"
                "                         q4_0\n"
+               "      --compute MODE     auto (default: bf16 where the CPU has\n"
+               "                         native bf16 and the weights 16 bits or\n"
+               "                         fewer, else f32), f32 or bf16\n"
                "      --max-tokens N     stop each chunk after N generated tokens\n"
                "                         (N >= 1)\n"
                "      --dither X         dither amount, X >= 0 (default: the\n"
@@ -339,6 +343,7 @@ enum {
     O_NO_PUNCT,
     O_THREADS,
     O_WEIGHT_TYPE,
+    O_COMPUTE,
     O_MAX_TOKENS,
     O_DITHER,
     O_QUIET,
@@ -380,6 +385,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
     [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
                                      "auto, f32, f16, bf16, q8_0 or q4_0"),
+    [O_COMPUTE] = HVT_OPT_COMPUTE(AT(compute)),
     [O_MAX_TOKENS] =
         HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1, INT_MAX, "an integer >= 1"),
     [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY, "a finite number >= 0"),
@@ -1467,6 +1473,7 @@ int main(int argc, char **argv) {
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
     mp.weight_type = o.weight_type;
+    mp.compute = o.compute;
     hv_model *model = NULL;
     hv_vad *vad = NULL;
     hv_context *ctx = NULL;

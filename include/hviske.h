@@ -105,10 +105,37 @@ typedef enum hv_weight_type {
  * success. */
 HV_API int hv_weight_type_parse(const char *name, hv_weight_type *out);
 
+/* How the products of activations with weight matrices are computed
+ * (docs/KERNELS.md, "Matrix engines and compute modes"). */
+typedef enum hv_compute {
+    HV_COMPUTE_AUTO = 0, /* bf16 where the CPU multiplies bf16 natively
+                            (AVX512-BF16 or AMX, through oneDNN) and most
+                            of the weight bytes are in types of 16 bits or
+                            fewer; f32 everywhere else */
+    HV_COMPUTE_F32 = 1,  /* activations in f32 */
+    HV_COMPUTE_BF16 = 2  /* activations rounded to bf16 (nearest even)
+                            before each product with f32, f16 or bf16
+                            weights, sums in f32; on a CPU without native
+                            bf16, emulated by our own kernels (same
+                            rounding, slower than f32 there). q8_0 and
+                            q4_0 products are the same in every mode */
+} hv_compute;
+
+/* HV_COMPUTE_AUTO in hv_model_params takes the environment variable
+ * HVISKE_COMPUTE ("auto", "f32" or "bf16") when it is set and not empty;
+ * another value fails the load with HV_ERR_INVALID_ARG. */
+
+/* Parses "auto", "f32", "bf16"; returns 0 on success. */
+HV_API int hv_compute_parse(const char *name, hv_compute *out);
+
+/* "auto", "f32" or "bf16"; "?" for a value outside the enum. */
+HV_API const char *hv_compute_name(hv_compute compute);
+
 typedef struct hv_model_params {
     int n_threads;              /* default worker threads for contexts;
                                     0 = all cores */
     hv_weight_type weight_type; /* default HV_WEIGHTS_AUTO */
+    hv_compute compute;         /* default HV_COMPUTE_AUTO */
 } hv_model_params;
 
 HV_API hv_model_params hv_model_default_params(void);
@@ -124,6 +151,25 @@ HV_API hv_status hv_model_load(const char *model_dir, const hv_model_params *par
                                char *errbuf, size_t errbuf_size);
 
 HV_API void hv_model_free(hv_model *model); /* NULL is allowed */
+
+/* The compute mode the model's contexts run in: HV_COMPUTE_F32 or
+ * HV_COMPUTE_BF16 (HV_COMPUTE_AUTO resolved at load). */
+HV_API hv_compute hv_model_compute(const hv_model *model);
+
+/* Which kernels run the encoder's weight products, for reports: "onednn "
+ * and oneDNN's name of its implementation ("onednn
+ * brg:avx512_core_amx_bf16"), or "ours avx2" / "ours scalar". Static to
+ * the model. */
+HV_API const char *hv_model_gemm(const hv_model *model);
+
+/* The rate, in GFLOP/s, of the kernels hv_model_gemm names in the model's
+ * compute mode, on the encoder's weight matrices (those of its first
+ * layer, weighted as a layer runs them) with n_rows activation rows, over
+ * a pool of n_threads threads (0: all cores): best of 3 timings per
+ * shape. For benchmarks (hviske-bench --peak); 0 when it cannot be
+ * measured (out of memory). Takes a few times the encoder's time for one
+ * layer of n_rows frames. */
+HV_API double hv_model_gemm_peak(const hv_model *model, int n_threads, int n_rows);
 
 /*
  * Writes a pre-quantized checkpoint (the hviske-quantize tool,

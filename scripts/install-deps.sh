@@ -18,7 +18,7 @@ GROUP="${1:-build}"
 PKGS=(
   build-essential cmake pkg-config
   libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev
-  libmicrohttpd-dev
+  libmicrohttpd-dev libdnnl-dev
 )
 case "$GROUP" in
   build) ;;

@@ -136,6 +136,7 @@ typedef struct options {
     int port;                   /* 0: any free port (printed) */
     int n_threads;              /* per worker context; 0: cores / workers */
     hv_weight_type weight_type; /* --weight-type; HV_WEIGHTS_AUTO: the checkpoint's own */
+    hv_compute compute;         /* HV_COMPUTE_AUTO: by the CPU */
     int n_workers;
     int queue; /* waiting requests beyond the running ones */
     int max_upload_mb;
@@ -176,6 +177,9 @@ static void usage(FILE *f) {
             "      --weight-type T      auto (default: the checkpoint's own type,\n"
             "                           read in place), f32, f16, bf16, q8_0 or\n"
             "                           q4_0 (as hviske's)\n"
+            "      --compute MODE       auto (default: bf16 where the CPU has\n"
+            "                           native bf16 and the weights 16 bits or\n"
+            "                           fewer, else f32), f32 or bf16\n"
             "      --queue Q            requests that may wait for a worker,\n"
             "                           0..4096 (default 16); beyond: 503\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
@@ -236,6 +240,7 @@ enum {
     O_PORT,
     O_THREADS,
     O_WEIGHT_TYPE,
+    O_COMPUTE,
     O_WORKERS,
     O_QUEUE,
     O_MAX_UPLOAD,
@@ -266,6 +271,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
     [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
                                      "auto, f32, f16, bf16, q8_0 or q4_0"),
+    [O_COMPUTE] = HVT_OPT_COMPUTE(AT(compute)),
     [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
     [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
     [O_MAX_UPLOAD] =
@@ -1442,6 +1448,7 @@ int main(int argc, char **argv) {
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.n_threads;
     mp.weight_type = o.weight_type;
+    mp.compute = o.compute;
     double t_load = hvt_now_s();
     hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
     if (st != HV_OK) {

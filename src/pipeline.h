@@ -21,6 +21,9 @@ struct hv_model {
     hv_weights w;
     hv_frontend fe;
     int n_threads;
+    hv_compute compute;    /* HV_COMPUTE_F32 or HV_COMPUTE_BF16 */
+    struct hv_onednn *dnn; /* the bf16 matrix engine, or NULL: our kernels */
+    char gemm[96];         /* hv_model_gemm */
 };
 
 struct hv_context {
@@ -29,6 +32,11 @@ struct hv_context {
     hv_decoder dec;
     hv_error err;
 };
+
+/* Resolves the compute mode want (hv_compute) for m, whose weights are
+ * loaded: sets m->compute, m->dnn (the bf16 engine where the CPU has
+ * native bf16) and m->gemm. HV_ERR_INVALID_ARG for an unknown mode. */
+hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e);
 
 /* A segment as the result keeps it: its tokens by offset, since the
  * token arrays grow (and move) while chunks are added. */

@@ -13,6 +13,7 @@
 #include "audio/speech_chunks.h"
 #include "audio/vad.h"
 #include "encoder.h"
+#include "kernels/onednn.h"
 #include "pipeline.h"
 #include "search.h"
 #include "timing/align.h"
@@ -66,6 +67,7 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;
     }
+    if ((st = hv_model_compute_init(m, params ? params->compute : HV_COMPUTE_AUTO, &e))) goto fail;
     if ((st = hv_frontend_init(&m->fe, &m->cfg, m->w.fe_window, m->w.fe_fb, &e))) goto fail;
     /* The reference rounds a computed window or filterbank to bf16, as the
      * checkpoints that carry them store them; each on its own. */
@@ -82,6 +84,7 @@ fail_early:
 void hv_model_free(hv_model *m) {
     if (!m) return;
     hv_frontend_free(&m->fe);
+    hv_onednn_free(m->dnn);
     hv_weights_free(&m->w);
     hv_st_close(&m->st);
     hv_tokenizer_free(&m->tok);
@@ -147,6 +150,7 @@ hv_context *hv_context_new(const hv_model *model, int n_threads) {
         hv_context_free(ctx);
         return NULL;
     }
+    hv_pool_set_compute(ctx->pool, model->compute == HV_COMPUTE_BF16, model->dnn);
     return ctx;
 }
 

@@ -122,6 +122,7 @@ int main(int argc, char **argv) {
     char err[1024];
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = threads;
+    mp.compute = HV_COMPUTE_F32; /* the reference's arithmetic: parity token for token */
     hv_model *model;
     if (hv_model_load(model_dir, &mp, &model, err, sizeof err)) {
         fprintf(stderr, "hviske-dump: %s\n", err);

@@ -1,6 +1,6 @@
 /* hviske-bench: times the pipeline's stages on real work.
  *
- *   hviske-bench -m MODEL_DIR [-t N] [--weight-type T] [--beams N]
+ *   hviske-bench -m MODEL_DIR [-t N] [--weight-type T] [--compute C] [--beams N]
  *                [--max-tokens N] [--chunking MODE] [--vad-model DIR]
  *                [--word-timestamps] [--runs R] [--warmup W] [--json] FILE...
  *
@@ -12,7 +12,9 @@
  * took and their share of the total. The encoder's rate (its matrix
  * products' floating-point operations per second) is reported as well;
  * with --peak also the rate of OpenBLAS sgemm on the encoder's own shapes,
- * on the same threads in the same run, and the encoder's share of it;
+ * on the same threads in the same run, and the encoder's share of it, and
+ * the same for the kernels that run the model's products in its compute
+ * mode (hv_model_gemm_peak: oneDNN's matmul where it runs them);
  * with --bandwidth the memory read bandwidth around each run and a decoder
  * step's time over the bound it sets. */
 #include <cblas.h>
@@ -33,6 +35,7 @@
 typedef struct opts {
     const char *model;
     const char *weight_type;
+    hv_compute compute_mode;
     const char *vad_model; /* NULL: hvt_load_vad's search */
     hv_chunking chunking;  /* default auto, as the CLI */
     int threads, beams, max_tokens, runs, warmup, json, bandwidth, words, peak;
@@ -239,6 +242,7 @@ static void json_stat(cJSON *parent, const char *name, stat3 s) {
 static void usage(FILE *f) {
     fprintf(f, "usage: hviske-bench -m MODEL_DIR [-t N]\n"
                "                    [--weight-type auto|f32|f16|bf16|q8_0|q4_0]\n"
+               "                    [--compute auto|f32|bf16]\n"
                "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W]\n"
                "                    [--chunking auto|vad|energy|none] [--vad-model DIR]\n"
                "                    [--word-timestamps] [--bandwidth] [--peak] [--json] FILE...\n"
@@ -247,7 +251,9 @@ static void usage(FILE *f) {
                "times (--word-timestamps), align_share its share of total_ms. encoder_gflops\n"
                "is the encoder's rate; --peak measures OpenBLAS sgemm on the encoder's shapes\n"
                "with the same threads just before and after each run (sgemm_peak_gflops) and\n"
-               "the encoder's share of it (encoder_peak_share; per run: _runs). busy_share is\n"
+               "the encoder's share of it (encoder_peak_share; per run: _runs), and the same\n"
+               "for the kernels that run the products in the compute mode (gemm_peak_gflops,\n"
+               "encoder_gemm_share; the kernels: \"gemm\", the mode: \"compute\"). busy_share is\n"
                "the process's CPU time over threads x total_ms: below 1, threads waited.\n"
                "--bandwidth measures the memory read bandwidth at the start\n"
                "(read_bandwidth_gbs, token_bound_ms: the decoder's weight bytes over it) and\n"
@@ -287,6 +293,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
      * against a peak of the same moment */
     double clip_s = 35, *peaks = calloc((size_t)o->runs, sizeof(double));
     double *shares = calloc((size_t)o->runs, sizeof(double));
+    double *gpeaks = calloc((size_t)o->runs, sizeof(double));
+    double *gshares = calloc((size_t)o->runs, sizeof(double));
     /* with --bandwidth, the same for the decoder step's bound: the read
      * bandwidth around each run, and the run's step time over the bound
      * it sets (the weight bytes over that bandwidth) */
@@ -299,10 +307,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         if (peak_m < 1) peak_m = 1;
         peak_threads = busy_threads < 256 ? busy_threads : 256;
     }
-    int ok = ctx && peaks && shares && bws && bound_ratios;
+    int ok = ctx && peaks && shares && gpeaks && gshares && bws && bound_ratios;
     for (int r = -o->warmup; ok && r < o->runs; r++) {
         hv_result *res;
         double before = r >= 0 && peak_m ? sgemm_peak_gflops(peak_threads, peak_m, d, ff) : 0;
+        double gbefore = r >= 0 && peak_m ? hv_model_gemm_peak(model, peak_threads, peak_m) : 0;
         double bw_before = r >= 0 && bw ? read_bandwidth_gbs(bw) : 0;
         double t0 = hvt_now_s(), cpu0 = cpu_seconds();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
@@ -333,6 +342,9 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
             double after = sgemm_peak_gflops(peak_threads, peak_m, d, ff);
             peaks[r] = after > before ? after : before;
             shares[r] = peaks[r] > 0 ? v[S_ENC_GFLOPS][r] / peaks[r] : 0;
+            double gafter = hv_model_gemm_peak(model, peak_threads, peak_m);
+            gpeaks[r] = gafter > gbefore ? gafter : gbefore;
+            gshares[r] = gpeaks[r] > 0 ? v[S_ENC_GFLOPS][r] / gpeaks[r] : 0;
         }
         if (bw) {
             double after = read_bandwidth_gbs(bw);
@@ -348,6 +360,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         stat3 s[N_STATS];
         for (int k = 0; k < N_STATS; k++) s[k] = summarise(v[k], o->runs);
         stat3 peak = summarise(peaks, o->runs), share = summarise(shares, o->runs);
+        stat3 gpeak = summarise(gpeaks, o->runs), gshare = summarise(gshares, o->runs);
         stat3 bw_run = summarise(bws, o->runs), bound = summarise(bound_ratios, o->runs);
         int has_bound = bw && tokens > 0;
         if (o->json) {
@@ -359,6 +372,9 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
                 cJSON_AddNumberToObject(j, "sgemm_peak_gflops", peak.median);
                 cJSON_AddNumberToObject(j, "encoder_peak_share", share.median);
                 json_stat(j, "encoder_peak_share_runs", share);
+                cJSON_AddNumberToObject(j, "gemm_peak_gflops", gpeak.median);
+                cJSON_AddNumberToObject(j, "encoder_gemm_share", gshare.median);
+                json_stat(j, "encoder_gemm_share_runs", gshare);
             }
             if (has_bound) {
                 json_stat(j, "read_bandwidth_gbs_runs", bw_run);
@@ -377,6 +393,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
                 printf("  sgemm peak on the encoder's shapes %.1f GFLOP/s: encoder at %.1f%% "
                        "[%.1f - %.1f] of the peak measured around each run\n",
                        peak.median, 100 * share.median, 100 * share.min, 100 * share.max);
+            if (peak_m)
+                printf("  %s (compute %s) on the encoder's weights %.1f GFLOP/s: encoder at "
+                       "%.1f%% [%.1f - %.1f]\n",
+                       hv_model_gemm(model), hv_compute_name(hv_model_compute(model)), gpeak.median,
+                       100 * gshare.median, 100 * gshare.min, 100 * gshare.max);
             if (has_bound)
                 printf("  read bandwidth %.1f GB/s around the runs: a step took %.2fx [%.2f - "
                        "%.2f] the bound of its moment\n",
@@ -386,6 +407,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     for (int k = 0; k < N_STATS; k++) free(v[k]);
     free(peaks);
     free(shares);
+    free(gpeaks);
+    free(gshares);
     free(bws);
     free(bound_ratios);
     hv_context_free(ctx);
@@ -394,11 +417,12 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, "auto", NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0, 0, 0};
+    opts o = {NULL, "auto", HV_COMPUTE_AUTO, NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0, 0, 0};
     static const struct option lo[] = {{"threads", required_argument, 0, 't'},
                                        {"beams", required_argument, 0, 'b'},
                                        {"max-tokens", required_argument, 0, 'n'},
                                        {"weight-type", required_argument, 0, 'W'},
+                                       {"compute", required_argument, 0, 'K'},
                                        {"bandwidth", no_argument, 0, 'B'},
                                        {"runs", required_argument, 0, 'r'},
                                        {"warmup", required_argument, 0, 'w'},
@@ -420,6 +444,7 @@ int main(int argc, char **argv) {
             case 'r': bad = hvt_parse_int(optarg, 1, 100000, &o.runs); break;
             case 'w': bad = hvt_parse_int(optarg, 0, 100000, &o.warmup); break;
             case 'W': o.weight_type = optarg; break;
+            case 'K': bad = hv_compute_parse(optarg, &o.compute_mode); break;
             case 'C':
                 bad = hv_chunking_parse(optarg, &o.chunking) || o.chunking == HV_CHUNKING_FIXED;
                 break;
@@ -447,6 +472,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hviske-bench: unknown weight type '%s'\n", o.weight_type);
         return 2;
     }
+    mp.compute = o.compute_mode;
     hv_model *model;
     double t0 = hvt_now_s();
     if (hv_model_load(o.model, &mp, &model, err, sizeof err)) {
@@ -481,8 +507,9 @@ int main(int argc, char **argv) {
     }
     cJSON_AddNumberToObject(root, "decoder_weight_mb", dec_mb);
     if (!o.json)
-        printf("model %s: loaded in %.1f ms, weights %s, %.1f MB\n", o.model, load_ms,
-               o.weight_type, hv_model_weight_bytes(model) / 1e6);
+        printf("model %s: loaded in %.1f ms, weights %s, %.1f MB, compute %s, gemm %s\n", o.model,
+               load_ms, o.weight_type, hv_model_weight_bytes(model) / 1e6,
+               hv_compute_name(hv_model_compute(model)), hv_model_gemm(model));
     int rc = 0;
     for (int i = optind; i < argc; i++)
         rc |= bench_file(model, vad, &o, o.bandwidth ? &probe : NULL, dec_mb, argv[i], files);
@@ -492,6 +519,8 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(root, "beams", o.beams);
         cJSON_AddNumberToObject(root, "load_ms", load_ms);
         cJSON_AddStringToObject(root, "weight_type", o.weight_type);
+        cJSON_AddStringToObject(root, "compute", hv_compute_name(hv_model_compute(model)));
+        cJSON_AddStringToObject(root, "gemm", hv_model_gemm(model));
         cJSON_AddNumberToObject(root, "weight_mb", hv_model_weight_bytes(model) / 1e6);
         cJSON_AddNumberToObject(root, "peak_rss_mb", peak_rss_mb());
         char *s = cJSON_PrintUnformatted(root);

@@ -249,3 +249,5 @@ int hvt_parse_vad_edges(const char *arg, void *value) {
         return -1;
     return 0;
 }
+
+int hvt_parse_compute(const char *arg, void *value) { return hv_compute_parse(arg, value); }

@@ -200,6 +200,10 @@ int hvt_parse_vad_edges(const char *arg, void *value);
                                    "signal or silero"),                                            \
     [O_VAD_MAX_GAP] = HVT_OPT("vad-max-gap", 0, HVT_FLOAT, offsetof(type, vad_max_gap_s), 0,       \
                               86400, "seconds, 0..86400")
+/* --compute auto|f32|bf16 (hv_compute), the same in every program. */
+int hvt_parse_compute(const char *arg, void *value);
+#define HVT_OPT_COMPUTE(off) HVT_OPT_CUSTOM("compute", off, hvt_parse_compute, "auto, f32 or bf16")
+
 /* --chunking, with hvt_parse_chunking. */
 #define HVT_OPT_CHUNKING(off)                                                                      \
     HVT_OPT_CUSTOM("chunking", off, hvt_parse_chunking, "auto, vad, energy, fixed or none")

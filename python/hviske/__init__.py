@@ -210,7 +210,9 @@ class Model:
     """A checkpoint directory loaded once (read-only; share it between
     threads). `threads`: worker threads per transcription (None: all
     cores); `weight_type`: "auto" (the checkpoint's own), "f32", "f16",
-    "bf16", "q8_0" or "q4_0". `library`: the libhviske file to use (default:
+    "bf16", "q8_0" or "q4_0"; `compute`: "auto" (bf16 where the CPU has
+    native bf16 and the weights are 16 bits or fewer, else f32), "f32" or
+    "bf16" (docs/KERNELS.md). `library`: the libhviske file to use (default:
     $HVISKE_LIBRARY, else the installed one); `vad_model`: the speech
     detector's directory (default: $HVISKE_VAD_MODEL, else the one
     installed with the library, else the source tree's when the library is
@@ -229,8 +231,8 @@ class Model:
     def __init__(self, path: Union[str, bytes, os.PathLike[str], os.PathLike[bytes]],
                  threads: Optional[int] = None, weight_type: str = "auto",
                  library: Union[str, os.PathLike[str], None] = None,
-                 vad_model: Union[str, bytes, os.PathLike[str], os.PathLike[bytes], None] = None
-                 ) -> None:
+                 vad_model: Union[str, bytes, os.PathLike[str], os.PathLike[bytes], None] = None,
+                 compute: str = "auto") -> None:
         self._model: Optional[ctypes.c_void_p] = None
         self._lib = lib = load_library(library)
         if not isinstance(path, (str, bytes, os.PathLike)):
@@ -239,6 +241,7 @@ class Model:
         params.n_threads = 0 if threads is None else _int("threads", threads, 1, MAX_THREADS)
         params.weight_type = _parse(lib.hv_weight_type_parse, "weight_type", weight_type,
                                     "auto, f32, f16, bf16, q8_0, q4_0")
+        params.compute = _parse(lib.hv_compute_parse, "compute", compute, "auto, f32, bf16")
         if vad_model is not None and not isinstance(vad_model, (str, bytes, os.PathLike)):
             raise TypeError(f"vad_model must be a path, not {type(vad_model).__name__}")
         self._vad_model = vad_model

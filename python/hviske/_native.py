@@ -77,7 +77,8 @@ def error(status: int, message: str) -> Error:
 # ------------------------------------------------------------ structures
 
 class ModelParams(ctypes.Structure):
-    _fields_ = [("n_threads", ctypes.c_int), ("weight_type", ctypes.c_int)]
+    _fields_ = [("n_threads", ctypes.c_int), ("weight_type", ctypes.c_int),
+                ("compute", ctypes.c_int)]
 
 
 class VadParams(ctypes.Structure):
@@ -144,6 +145,7 @@ _F = ctypes.POINTER(ctypes.c_float)
 _SIGNATURES = {
     "hv_status_name": (ctypes.c_char_p, [ctypes.c_int]),
     "hv_weight_type_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "hv_compute_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "hv_chunking_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "hv_model_default_params": (ModelParams, []),
     "hv_model_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ModelParams),

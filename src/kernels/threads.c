@@ -21,9 +21,12 @@ struct hv_pool {
     atomic_int running;      /* workers still inside the job */
     atomic_ulong generation; /* bumped for every job */
     atomic_int stop;
-    /* hv_pool_scratch: n_threads + 1 buffers and their sizes */
+    /* hv_pool_scratch: n_threads + 2 buffers and their sizes */
     void **scratch;
     size_t *scratch_bytes;
+    /* hv_pool_set_compute */
+    int bf16;
+    struct hv_onednn *dnn;
 };
 
 /* Polls before sleeping: a decoder step is ~100 short jobs, and a futex
@@ -87,8 +90,8 @@ hv_pool *hv_pool_new(int n_threads) {
     atomic_init(&p->running, 0);
     atomic_init(&p->generation, 0);
     atomic_init(&p->stop, 0);
-    p->scratch = calloc((size_t)n_threads + 1, sizeof *p->scratch);
-    p->scratch_bytes = calloc((size_t)n_threads + 1, sizeof *p->scratch_bytes);
+    p->scratch = calloc((size_t)n_threads + 2, sizeof *p->scratch);
+    p->scratch_bytes = calloc((size_t)n_threads + 2, sizeof *p->scratch_bytes);
     if (!p->scratch || !p->scratch_bytes) goto fail;
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
@@ -114,7 +117,7 @@ void hv_pool_free(hv_pool *p) {
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; p->workers && i < p->n_threads - 1; i++) pthread_join(p->workers[i], NULL);
     free(p->workers);
-    for (int i = 0; p->scratch && i <= p->n_threads; i++) free(p->scratch[i]);
+    for (int i = 0; p->scratch && i <= p->n_threads + 1; i++) free(p->scratch[i]);
     free(p->scratch);
     free(p->scratch_bytes);
     pthread_mutex_destroy(&p->mu);
@@ -125,8 +128,17 @@ void hv_pool_free(hv_pool *p) {
 
 int hv_pool_size(const hv_pool *p) { return p ? p->n_threads : 1; }
 
+void hv_pool_set_compute(hv_pool *p, int bf16, struct hv_onednn *dnn) {
+    p->bf16 = bf16 != 0;
+    p->dnn = dnn;
+}
+int hv_pool_bf16(const hv_pool *p) { return p ? p->bf16 : 0; }
+struct hv_onednn *hv_pool_onednn(const hv_pool *p) {
+    return p ? p->dnn : NULL;
+}
+
 void *hv_pool_scratch(hv_pool *p, int slot, size_t bytes) {
-    if (!p || slot < 0 || slot > p->n_threads) return NULL;
+    if (!p || slot < 0 || slot > p->n_threads + 1) return NULL;
     if (p->scratch_bytes[slot] < bytes) {
         void *buf = NULL;
         if (posix_memalign(&buf, 64, bytes) != 0) return NULL;

@@ -22,7 +22,8 @@ int hv_pool_size(const hv_pool *pool);
 void hv_pool_run(hv_pool *pool, int n_tasks, hv_task_fn fn, void *arg);
 
 /* Scratch memory owned by the pool: one buffer per slot, slots 0 ..
- * hv_pool_size(pool) (task indices, and one more for a job's shared data),
+ * hv_pool_size(pool) + 1 (task indices, one more for a job's shared data,
+ * and HV_POOL_SLOT_INPUT(pool) for the input a caller prepares for a job),
  * at least `bytes` long and 64-byte aligned. A slot keeps its largest size
  * until the pool is freed, so repeated jobs neither allocate nor fault in
  * fresh pages. The contents are not kept when the slot grows. Each slot is
@@ -30,6 +31,19 @@ void hv_pool_run(hv_pool *pool, int n_tasks, hv_task_fn fn, void *arg);
  * task i slot i. NULL when out of memory, for a NULL pool or a slot out of
  * range. */
 void *hv_pool_scratch(hv_pool *pool, int slot, size_t bytes);
+
+/* The slot of a job's prepared input (the bf16-rounded activations of a
+ * product, matmul.c): never a task's nor a job's shared slot. */
+#define HV_POOL_SLOT_INPUT(pool) (hv_pool_size(pool) + 1)
+
+/* How the products on this pool are computed (hv_linear and kin,
+ * matmul.h): bf16 non-zero rounds their activations to bf16 before each
+ * weight product; dnn (onednn.h), when not NULL, runs those it takes. New
+ * pools, and a NULL pool, compute in f32 with our own kernels. */
+struct hv_onednn;
+void hv_pool_set_compute(hv_pool *pool, int bf16, struct hv_onednn *dnn);
+int hv_pool_bf16(const hv_pool *pool);
+struct hv_onednn *hv_pool_onednn(const hv_pool *pool);
 
 int hv_cpu_count(void);
 

@@ -188,10 +188,13 @@ def check_pkgconfig(prefix, version, env, work):
     # must not need libhviske.so
     cflags = text(run(["pkg-config", "--cflags", "hviske"], env=env).stdout).split()
     deplibs = text(run(["pkg-config", "--libs"] + reqs, env=env).stdout).split()
+    # and the flags of Libs.private (-pthread -lm, oneDNN's when built with it)
+    with open(os.path.join(prefix, "lib", "pkgconfig", "hviske.pc"), encoding="utf-8") as f:
+        private = [w for line in f if line.startswith("Libs.private:")
+                   for w in line.split(":", 1)[1].split()]
     exe = os.path.join(work, "transcribe-static")
     p = run(["cc", "-o", exe, os.path.join(SOURCE, "examples", "transcribe.c")] + cflags +
-            [os.path.join(prefix, "lib", "libhviske.a")] + deplibs + ["-pthread", "-lm"],
-            env=env)
+            [os.path.join(prefix, "lib", "libhviske.a")] + deplibs + private, env=env)
     if p.returncode != 0:
         report("libhviske.a links with Requires.private and Libs.private", False, why(p))
         return

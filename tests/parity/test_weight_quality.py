@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/weight_quality.py: its comparison arithmetic on made-up results,
 then the tool end to end on the demo model (a type against itself agrees
-exactly; q8_0 moves log-probs), and its errors.
+exactly; q8_0 moves log-probs; bf16 compute against f32 compute with T@C),
+and its errors.
 
 Environment: HV_CLI (the hviske program). Prints one line per case and
 ends with "N passed, M failed"; exits 1 when any failed.
@@ -81,6 +82,21 @@ def end_to_end():
     report("a name that is not UTF-8, a file twice: every input compared",
            p.returncode == 0 and same.get("files") == 3 and same.get("identical") == 3,
            f"rc {p.returncode}: {p.stdout[:300]} {p.stderr[-300:]}")
+    # compute modes: bf16 compute rounds the activations, so log-probs move
+    # (the demo model's bf16 weights); f32@f32 is the f32 run itself
+    p = tool("--base", "bf16@f32", "--types", "bf16@bf16,f32@f32", "--json", EXAMPLE)
+    try:
+        t = json.loads(p.stdout)["types"]
+        b16, f32 = t["bf16@bf16"], t["f32@f32"]
+    except (ValueError, KeyError):
+        b16 = f32 = {}
+    report("T@C: bf16 compute against f32 compute compared, log-probs moved",
+           p.returncode == 0 and b16.get("tokens_compared", 0) > 0
+           and b16.get("logprob_mean_abs_diff", 0) > 0 and f32.get("files") == 1,
+           f"rc {p.returncode}: {p.stdout[:300]} {p.stderr[-300:]}")
+    p = tool("--types", "f32@f8", EXAMPLE)
+    report("an unknown compute mode: exit 2 naming it", p.returncode == 2 and "f8" in p.stderr,
+           f"rc {p.returncode}: {p.stderr}")
     p = tool("--types", "q8_0", EXAMPLE)
     report("the table names the type and the files",
            p.returncode == 0 and "| q8_0 | " in p.stdout and "1 files" in p.stdout, p.stdout[-300:])

@@ -5,7 +5,9 @@ Runs the benchmark tool on the bundled demo model and example (timings are
 not asserted: they are the machine's, not the program's) and checks the
 contract: every stage's median/min/max in order, the threads' busy share,
 the sgemm peak of --peak
-measured around each run with the encoder's share of it, --bandwidth's
+measured around each run with the encoder's share of it, and the same for
+the kernels of the compute mode (gemm_peak_gflops), the "compute" and
+"gemm" keys and --compute, --bandwidth's
 figures (at the start, and around each run with a step's time over the
 bound of its moment), and a clear error for a file that is not there.
 
@@ -61,6 +63,28 @@ def main():
            str({k: f.get(k) for k in ("sgemm_peak_gflops", "encoder_peak_share")}))
     report("--peak: the share per run, median within its range",
            bool(runs) and ordered(runs) and runs["median"] == f["encoder_peak_share"], str(runs))
+    gruns = f.get("encoder_gemm_share_runs", {})
+    report("--peak: a positive rate of the kernels in use and the encoder's share of it",
+           f.get("gemm_peak_gflops", 0) > 0 and f.get("encoder_gemm_share", 0) > 0
+           and bool(gruns) and ordered(gruns) and gruns["median"] == f["encoder_gemm_share"],
+           str({k: f.get(k) for k in ("gemm_peak_gflops", "encoder_gemm_share")}))
+    # the test environment sets HVISKE_COMPUTE=f32, which auto takes
+    report("--json: the compute mode and the kernels that ran",
+           out.get("compute") == "f32" and (out.get("gemm", "").startswith("ours ")
+                                             or out.get("gemm", "").startswith("onednn ")),
+           str({k: out.get(k) for k in ("compute", "gemm")}))
+    p2 = bench("--runs", "1", "--warmup", "0", "--max-tokens", "2", "--compute", "bf16", "--json",
+               EXAMPLE)
+    try:
+        out2 = json.loads(p2.stdout)
+    except ValueError:
+        out2 = {}
+    report("--compute bf16: reported as the mode that ran", p2.returncode == 0
+           and out2.get("compute") == "bf16" and out2.get("gemm", "") != "",
+           p2.stdout[-300:] + p2.stderr[-300:])
+    p2 = bench("--runs", "1", "--compute", "f16", EXAMPLE)
+    report("--compute f16: refused, naming the option", p2.returncode == 2
+           and "f16" in p2.stderr, p2.stderr[-300:])
     report("--bandwidth: a positive rate", out.get("read_bandwidth_gbs", 0) > 0,
            str(out.get("read_bandwidth_gbs")))
     bw, ratio = f.get("read_bandwidth_gbs_runs", {}), f.get("token_bound_ratio_runs", {})

@@ -380,9 +380,15 @@ def test_errors(hviske, model):
               lambda: hviske.Model("/nonexistent/model"), "/nonexistent/model"),
              ("weight_type=\"f8\"", IA, lambda: hviske.Model(DEMO, weight_type="f8"),
               "weight_type"),
+             ("compute=\"f16\"", IA, lambda: hviske.Model(DEMO, compute="f16"), "compute"),
              ("threads=0", IA, lambda: hviske.Model(DEMO, threads=0), "threads")]
     for name, exc, fn, needle in cases:
         expect_error(name, exc, fn, needle)
+    # bf16 compute (emulated where the CPU has no native bf16) on the
+    # demo model's clip: the same sentence
+    with hviske.Model(DEMO, threads=1, compute="bf16") as mb:
+        r = mb.transcribe(WAV)
+        report("compute=\"bf16\" transcribes the clip", r.text == SENTENCE, r.text)
     m = hviske.Model(DEMO, threads=1, weight_type="q8_0")
     m.close()
     expect_error("a closed model", hviske.Error, lambda: m.transcribe(WAV), "closed")

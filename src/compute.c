@@ -1,0 +1,109 @@
+/* The compute mode of a model (hviske.h's hv_compute): resolved at load,
+ * with the bf16 matrix engine made where the CPU multiplies bf16
+ * natively, and the rate of the kernels that run it (hv_model_gemm_peak). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hviske.h"
+
+#include "kernels/matmul_impl.h"
+#include "kernels/onednn.h"
+#include "pipeline.h"
+
+static const char *const compute_names[] = {"auto", "f32", "bf16"};
+
+int hv_compute_parse(const char *name, hv_compute *out) {
+    for (int i = 0; name && i <= HV_COMPUTE_BF16; i++)
+        if (!strcmp(name, compute_names[i])) {
+            *out = (hv_compute)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *hv_compute_name(hv_compute c) {
+    return (unsigned)c <= HV_COMPUTE_BF16 ? compute_names[c] : "?";
+}
+
+hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
+    if ((unsigned)want > HV_COMPUTE_BF16)
+        return hv_err(e, HV_ERR_INVALID_ARG, "compute %d: unknown", (int)want);
+    const char *env = getenv("HVISKE_COMPUTE");
+    if (want == HV_COMPUTE_AUTO && env && *env && hv_compute_parse(env, &want))
+        return hv_err(e, HV_ERR_INVALID_ARG, "HVISKE_COMPUTE '%.40s': expected auto, f32 or bf16",
+                      env);
+    size_t wide = 0; /* bytes of f32 matrices */
+    for (int i = 0; i < m->w.n_mats; i++)
+        if (m->w.mats[i].m.type == HV_WEIGHTS_F32) wide += hv_mat_bytes(&m->w.mats[i].m);
+    int native = hv_onednn_native_bf16();
+    int bf16 =
+        want == HV_COMPUTE_BF16 || (want == HV_COMPUTE_AUTO && native && 2 * wide < m->w.mat_bytes);
+    m->compute = bf16 ? HV_COMPUTE_BF16 : HV_COMPUTE_F32;
+    /* without the engine (no native bf16, or out of memory) bf16 is our
+     * own kernels on rounded activations */
+    if (bf16 && native) m->dnn = hv_onednn_new(1);
+    char impl[64] = "";
+    for (int i = 0; m->dnn && !impl[0] && i < m->w.n_mats; i++) {
+        const hv_mat *w = &m->w.mats[i].m;
+        if (hv_onednn_takes(m->dnn, w))
+            hv_onednn_impl(m->dnn, 256, w->cols, w->rows, impl, sizeof impl);
+    }
+    if (impl[0])
+        snprintf(m->gemm, sizeof m->gemm, "onednn %s", impl);
+    else
+        snprintf(m->gemm, sizeof m->gemm, "ours %s", hv_mm_simd() ? "avx2" : "scalar");
+    return HV_OK;
+}
+
+hv_compute hv_model_compute(const hv_model *m) { return m->compute; }
+const char *hv_model_gemm(const hv_model *m) { return m->gemm; }
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+double hv_model_gemm_peak(const hv_model *m, int n_threads, int n_rows) {
+    if (n_rows < 1 || m->cfg.enc_layers < 1) return 0;
+    const hv_enc_layer *L = &m->w.enc.layers[0];
+    /* as often as a layer runs each shape: two feed-forwards, the
+     * attention's four projections, its positions and the convolution's
+     * second pointwise (d -> d), the first pointwise (d -> 2d) */
+    const struct {
+        const hv_mat *W;
+        int count;
+    } shapes[] = {{&L->ff1_up, 2}, {&L->ff1_down, 2}, {&L->wq, 6}, {&L->pw1, 1}};
+    int most = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        if (shapes[s].W->cols > most) most = shapes[s].W->cols;
+        if (shapes[s].W->rows > most) most = shapes[s].W->rows;
+    }
+    hv_pool *pool = hv_pool_new(n_threads);
+    float *x = malloc((size_t)n_rows * most * sizeof *x),
+          *y = malloc((size_t)n_rows * most * sizeof *y);
+    double flop = 0, secs = 0;
+    if (pool && x && y) {
+        hv_pool_set_compute(pool, m->compute == HV_COMPUTE_BF16, m->dnn);
+        for (size_t i = 0; i < (size_t)n_rows * most; i++)
+            x[i] = (float)((i * 7919) % 1000) / 1000 - 0.5f;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const hv_mat *W = shapes[s].W;
+            double best = 1e30;
+            for (int rep = -1; rep < 3; rep++) { /* one untimed: primitives, scratch */
+                double t0 = now_s();
+                hv_linear(pool, y, x, n_rows, W, NULL);
+                double dt = now_s() - t0;
+                if (rep >= 0 && dt < best) best = dt;
+            }
+            flop += shapes[s].count * 2.0 * n_rows * W->rows * W->cols;
+            secs += shapes[s].count * best;
+        }
+    }
+    hv_pool_free(pool);
+    free(x);
+    free(y);
+    return secs > 0 ? flop / secs / 1e9 : 0;
+}

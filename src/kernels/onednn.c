@@ -1,0 +1,320 @@
+/* The one file that calls oneDNN (onednn.h has the design). */
+#include "kernels/onednn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HV_HAVE_ONEDNN
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "kernels/half.h"
+
+/* Activation rows are padded up to a multiple of this: the shape classes. */
+#define M_CLASS   16
+/* Primitives kept per engine; a product whose shape would need more runs
+ * on our own kernels instead (the encoder needs a few dozen per clip
+ * length class). */
+#define MAX_PRIMS 1024
+
+typedef struct prim {
+    int m, k, n;
+    dnnl_primitive_t p;
+    dnnl_memory_desc_t src, wei, dst, scratch;
+    size_t scratch_bytes;
+} prim;
+
+struct hv_onednn {
+    int bf16;
+    dnnl_engine_t eng;
+    pthread_mutex_t mu;
+    prim *prims;
+    int n_prims;
+};
+
+int hv_onednn_compiled(void) { return 1; }
+
+int hv_onednn_native_bf16(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+hv_onednn *hv_onednn_new(int bf16) {
+    hv_onednn *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->bf16 = bf16 != 0;
+    d->prims = calloc(MAX_PRIMS, sizeof *d->prims);
+    if (!d->prims || dnnl_engine_create(&d->eng, dnnl_cpu, 0) != dnnl_success) {
+        free(d->prims);
+        free(d);
+        return NULL;
+    }
+    pthread_mutex_init(&d->mu, NULL);
+    return d;
+}
+
+void hv_onednn_free(hv_onednn *d) {
+    if (!d) return;
+    for (int i = 0; i < d->n_prims; i++) dnnl_primitive_destroy(d->prims[i].p);
+    dnnl_engine_destroy(d->eng);
+    pthread_mutex_destroy(&d->mu);
+    free(d->prims);
+    free(d);
+}
+
+int hv_onednn_is_bf16(const hv_onednn *d) { return d && d->bf16; }
+
+int hv_onednn_takes(const hv_onednn *d, const hv_mat *W) {
+    return d && !W->r64 && W->type == (d->bf16 ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F32);
+}
+
+/* oneDNN sizes its work by omp_get_max_threads() when a primitive is made
+ * and when it runs: held to 1 on the calling thread meanwhile (the pool
+ * gives the parallelism), and given back after, so that an application's
+ * own OpenMP setting on that thread is left as it was. */
+static int omp_hold(void) {
+    int was = omp_get_max_threads();
+    omp_set_num_threads(1);
+    return was;
+}
+static void omp_release(int was) { omp_set_num_threads(was); }
+
+/* The primitive descriptor of an [m x k] . [k x n] product whose weights
+ * are the rows of a row-major [n][k] matrix (`ba`) and whose output rows
+ * are n floats apart; NULL when oneDNN has none. */
+static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n) {
+    dnnl_data_type_t dt = d->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a, b, c;
+    dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n};
+    dnnl_matmul_desc_t op;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&a, 2, da, dt, dnnl_ab) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&b, 2, db, dt, dnnl_ba) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab) != dnnl_success ||
+        dnnl_matmul_desc_init(&op, &a, &b, NULL, &c) != dnnl_success ||
+        dnnl_primitive_attr_create(&attr) != dnnl_success)
+        return NULL;
+    /* a scratchpad per execution: the same primitive runs on many threads */
+    if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+        dnnl_primitive_desc_create(&pd, &op, attr, d->eng, NULL) != dnnl_success)
+        pd = NULL;
+    dnnl_primitive_attr_destroy(attr);
+    return pd;
+}
+
+int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size) {
+    if (size) buf[0] = '\0';
+    if (!d || n < 1 || cols < 1 || rows < 1 || !size) return -1;
+    int was = omp_hold();
+    dnnl_primitive_desc_t pd = make_pd(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows);
+    omp_release(was);
+    const char *impl = NULL;
+    if (pd) dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    if (impl) snprintf(buf, size, "%s", impl);
+    dnnl_primitive_desc_destroy(pd);
+    return impl ? 0 : -1;
+}
+
+/* The cached primitive of shape (m, k, n), made when missing; NULL when it
+ * cannot be made or the cache is full. The entries never move or go away
+ * while d lives, so a pointer stays valid without the lock. */
+static const prim *get_prim(hv_onednn *d, int m, int k, int n) {
+    pthread_mutex_lock(&d->mu);
+    prim *found = NULL;
+    for (int i = 0; i < d->n_prims && !found; i++)
+        if (d->prims[i].m == m && d->prims[i].k == k && d->prims[i].n == n) found = &d->prims[i];
+    if (!found && d->n_prims < MAX_PRIMS) {
+        int was = omp_hold();
+        dnnl_primitive_desc_t pd = make_pd(d, m, k, n);
+        prim *e = &d->prims[d->n_prims];
+        if (pd && dnnl_primitive_create(&e->p, pd) == dnnl_success) {
+            e->m = m;
+            e->k = k;
+            e->n = n;
+            e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+            e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+            e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+            e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+            e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
+            d->n_prims++;
+            found = e;
+        }
+        dnnl_primitive_desc_destroy(pd);
+        omp_release(was);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return found;
+}
+
+/* Weight rows per task chunk: wide enough that a call's overhead is small
+ * against its arithmetic, narrow enough that the threads share a product
+ * of 1280 rows. Depends on the shape only (the primitives' key). */
+static int chunk_rows(const hv_mat *W) { return W->rows >= 1024 ? 256 : 64; }
+
+typedef struct dnn_job {
+    hv_onednn *d;
+    hv_pool *pool;
+    const float *x;
+    int n, m_pad, cols;
+    void *xs;         /* the activations as the primitive reads them: [m_pad][cols] */
+    size_t out_bytes; /* a task's output buffer, then its scratchpad */
+    hv_gemm_outs o;
+} dnn_job;
+
+static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
+
+/* Rows of x converted for the primitive (bf16 rounded to nearest even, or
+ * f32 copied); the padding rows zero. */
+static void convert_task(void *arg, int task, int n_tasks) {
+    dnn_job *j = arg;
+    int i0 = (int)((long)j->m_pad * task / n_tasks),
+        i1 = (int)((long)j->m_pad * (task + 1) / n_tasks);
+    for (int i = i0; i < i1; i++) {
+        size_t off = (size_t)i * j->cols;
+        if (j->d->bf16) {
+            uint16_t *dst = (uint16_t *)j->xs + off;
+            if (i >= j->n)
+                memset(dst, 0, (size_t)j->cols * 2);
+            else
+                for (int c = 0; c < j->cols; c++) dst[c] = hv_f32_to_bf16(j->x[off + c]);
+        } else {
+            float *dst = (float *)j->xs + off;
+            if (i >= j->n)
+                memset(dst, 0, (size_t)j->cols * 4);
+            else
+                memcpy(dst, j->x + off, (size_t)j->cols * 4);
+        }
+    }
+}
+
+/* A chunk's outputs out[i][r - r0] by plain loops over the same converted
+ * activations (f32 sums in column order): only when oneDNN could not run
+ * it after its primitive was made (a stream or a memory object not had). */
+static void chunk_plain(const dnn_job *j, const hv_mat *W, int r0, int r1, float *out) {
+    for (int i = 0; i < j->n; i++)
+        for (int r = r0; r < r1; r++) {
+            float s = 0.0f;
+            for (int c = 0; c < j->cols; c++) {
+                size_t xi = (size_t)i * j->cols + c, wi = (size_t)r * j->cols + c;
+                float a = j->d->bf16 ? hv_bf16_to_f32(((const uint16_t *)j->xs)[xi])
+                                     : ((const float *)j->xs)[xi];
+                float b = j->d->bf16 ? hv_bf16_to_f32(((const uint16_t *)W->data)[wi])
+                                     : ((const float *)W->data)[wi];
+                s = fmaf(a, b, s);
+            }
+            out[(size_t)i * (r1 - r0) + (r - r0)] = s;
+        }
+}
+
+static void gemm_task(void *arg, int task, int n_tasks) {
+    dnn_job *j = arg;
+    (void)n_tasks;
+    hv_onednn *d = j->d;
+    char *buf = hv_pool_scratch(j->pool, task, 0); /* sized before the job */
+    dnnl_stream_t st = NULL;
+    int was = omp_hold();
+    if (dnnl_stream_create(&st, d->eng, dnnl_stream_default_flags) != dnnl_success) st = NULL;
+    size_t esz = d->bf16 ? 2 : 4;
+    int m, r0, r1;
+    while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
+        const hv_mat *W = j->o.out[m].W;
+        const prim *p = st ? get_prim(d, j->m_pad, j->cols, r1 - r0) : NULL;
+        dnnl_memory_t ms = NULL, mw = NULL, md = NULL, mp = NULL;
+        float *out = (float *)buf;
+        int ok = p && dnnl_memory_create(&ms, &p->src, d->eng, j->xs) == dnnl_success &&
+                 dnnl_memory_create(&mw, &p->wei, d->eng,
+                                    (char *)W->data + (size_t)r0 * j->cols * esz) == dnnl_success &&
+                 dnnl_memory_create(&md, &p->dst, d->eng, out) == dnnl_success &&
+                 dnnl_memory_create(&mp, &p->scratch, d->eng, buf + j->out_bytes) == dnnl_success;
+        if (ok) {
+            dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ms},
+                                       {DNNL_ARG_WEIGHTS, mw},
+                                       {DNNL_ARG_DST, md},
+                                       {DNNL_ARG_SCRATCHPAD, mp}};
+            ok = dnnl_primitive_execute(p->p, st, 4, args) == dnnl_success &&
+                 dnnl_stream_wait(st) == dnnl_success;
+        }
+        dnnl_memory_destroy(ms);
+        dnnl_memory_destroy(mw);
+        dnnl_memory_destroy(md);
+        dnnl_memory_destroy(mp);
+        if (!ok) chunk_plain(j, W, r0, r1, out);
+        hv_gemm_outs_finish_from(&j->o, m, 0, j->n, r0, r1, out, r1 - r0);
+    }
+    if (st) dnnl_stream_destroy(st);
+    omp_release(was);
+}
+
+int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
+                   const hv_mat *const *W, const float *const *bias, float *const *y,
+                   const hv_epilogue *ep) {
+    if (!d || !pool || n < 1 || count < 1 || count > HV_GEMM_MAX_OUT) return -1;
+    for (int m = 0; m < count; m++)
+        if (!hv_onednn_takes(d, W[m])) return -1;
+    dnn_job j = {.d = d, .pool = pool, .x = x, .n = n};
+    if (hv_gemm_outs_init(&j.o, count, W, bias, y, chunk_rows, ep)) return -1;
+    hv_gemm_outs_taper(&j.o, hv_pool_size(pool));
+    j.cols = j.o.cols;
+    j.m_pad = (n + M_CLASS - 1) / M_CLASS * M_CLASS;
+    /* every chunk's primitive, and the largest buffers, before any work:
+     * a task then cannot fail */
+    size_t out = 0, scratch = 0;
+    int m, r0, r1;
+    while (hv_gemm_outs_next(&j.o, &m, &r0, &r1)) {
+        const prim *p = get_prim(d, j.m_pad, j.cols, r1 - r0);
+        if (!p) return -1;
+        size_t ob = align64((size_t)j.m_pad * (r1 - r0) * sizeof(float));
+        if (ob > out) out = ob;
+        if (p->scratch_bytes > scratch) scratch = p->scratch_bytes;
+    }
+    atomic_store(&j.o.next, 0);
+    j.out_bytes = out;
+    int tasks = hv_pool_size(pool) < j.o.n_chunks ? hv_pool_size(pool) : j.o.n_chunks;
+    size_t esz = d->bf16 ? 2 : 4;
+    j.xs = hv_pool_scratch(pool, hv_pool_size(pool), (size_t)j.m_pad * j.cols * esz);
+    if (!j.xs) return -1;
+    for (int t = 0; t < tasks; t++)
+        if (!hv_pool_scratch(pool, t, out + scratch + 64)) return -1;
+    int conv_tasks =
+        hv_pool_size(pool) < j.m_pad / M_CLASS ? hv_pool_size(pool) : j.m_pad / M_CLASS;
+    hv_pool_run(pool, conv_tasks, convert_task, &j);
+    hv_pool_run(pool, tasks, gemm_task, &j);
+    return 0;
+}
+
+#else /* without oneDNN */
+
+int hv_onednn_compiled(void) { return 0; }
+int hv_onednn_native_bf16(void) { return 0; }
+hv_onednn *hv_onednn_new(int bf16) {
+    (void)bf16;
+    return NULL;
+}
+void hv_onednn_free(hv_onednn *d) { (void)d; }
+int hv_onednn_is_bf16(const hv_onednn *d) {
+    (void)d;
+    return 0;
+}
+int hv_onednn_takes(const hv_onednn *d, const hv_mat *W) {
+    (void)d;
+    (void)W;
+    return 0;
+}
+int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size) {
+    (void)d, (void)n, (void)cols, (void)rows;
+    if (size) buf[0] = '\0';
+    return -1;
+}
+int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
+                   const hv_mat *const *W, const float *const *bias, float *const *y,
+                   const hv_epilogue *ep) {
+    (void)d, (void)pool, (void)n, (void)x, (void)count, (void)W, (void)bias, (void)y, (void)ep;
+    return -1;
+}
+
+#endif

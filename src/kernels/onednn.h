@@ -1,0 +1,66 @@
+/* oneDNN (Debian's libdnnl, 2.x C API) as a matrix engine behind our own
+ * GEMM interface: every call into the library is in onednn.c, so that the
+ * rest of the engine does not know which library ran a product.
+ *
+ * A hv_onednn holds one engine and a cache of matmul primitives, one per
+ * shape class (activation rows rounded up to a multiple of 16, columns,
+ * weight rows of a task chunk), created on first use and kept until the
+ * object is freed; the model owns it, and any number of contexts may run
+ * products through it at once (the cache is locked, each execution has its
+ * own scratchpad and stream). Weights are read where they are mapped:
+ * a row-major [rows][cols] matrix is oneDNN's `ba` layout of the K x N
+ * weights, so nothing is copied or reordered.
+ *
+ * Threads: the products run on the pool's threads, each chunk of weight
+ * rows one single-threaded oneDNN call (OpenMP held to one thread on the
+ * calling thread while it runs), so that the pool's size bounds all the
+ * work and no OpenMP team is ever started to spin between products.
+ *
+ * Built without oneDNN (HV_HAVE_ONEDNN undefined), hv_onednn_new returns
+ * NULL and the others report that nothing applies. */
+#ifndef HV_ONEDNN_H
+#define HV_ONEDNN_H
+
+#include "kernels/matmul_impl.h"
+
+typedef struct hv_onednn hv_onednn;
+
+/* 1 when oneDNN is compiled in. */
+int hv_onednn_compiled(void);
+
+/* 1 when oneDNN is compiled in and the instruction set it will use (the
+ * CPU's, or less under ONEDNN_MAX_CPU_ISA) multiplies bf16 natively:
+ * AVX512_CORE_BF16 or AMX. */
+int hv_onednn_native_bf16(void);
+
+/* A new engine for products of bf16 activations with bf16 weights (bf16 =
+ * 1) or of f32 with f32 (bf16 = 0); NULL when oneDNN is not compiled in,
+ * or out of memory. */
+hv_onednn *hv_onednn_new(int bf16);
+void hv_onednn_free(hv_onednn *d); /* NULL is allowed */
+
+/* Whether d multiplies bf16 (1) or f32 (0) data. */
+int hv_onednn_is_bf16(const hv_onednn *d);
+
+/* Whether d takes W: the weight type it was made for, row-major (not
+ * r64). */
+int hv_onednn_takes(const hv_onednn *d, const hv_mat *W);
+
+/* The name of the implementation oneDNN picks for an [n x cols] . [cols x
+ * rows] product ("brg:avx512_core_amx_bf16", "gemm:jit", ...), in buf
+ * (always NUL-terminated); -1 when it has none. */
+int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size);
+
+/* hv_gemm_weights through oneDNN: y[m] = x[n x cols] . W[m]^T (+ bias[m])
+ * for count <= HV_GEMM_MAX_OUT matrices of the same cols that d takes,
+ * then the epilogue ep (NULL: none; with a residual, count 1), spread over
+ * the pool (not NULL). A bf16 engine rounds x to bf16 (nearest even, as
+ * hv_f32_to_bf16) and accumulates in f32. Results do not depend on the
+ * pool's size beyond the order oneDNN sums in, which its kernels choose.
+ * Returns -1, having done nothing, when it does not apply or a primitive
+ * or buffer cannot be had. */
+int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
+                   const hv_mat *const *W, const float *const *bias, float *const *y,
+                   const hv_epilogue *ep);
+
+#endif

@@ -1,0 +1,408 @@
+/* The compute modes and the oneDNN matrix engine (kernels/onednn.c):
+ * - bf16 compute on our own kernels (the emulation on CPUs without native
+ *   bf16) gives exactly the bits of f32 compute on activations rounded to
+ *   bf16 beforehand, and stays within a stated bound of a double-precision
+ *   product of the rounded activations; q8_0 products are unchanged;
+ * - the oneDNN engine (f32 on every x86-64 CPU; bf16 where the CPU has it)
+ *   against a double-precision product, on odd shapes, with bias and
+ *   epilogues, on 1 and several threads, through hv_linear, hv_linear_many
+ *   and the engine directly.
+ * CTest runs it also with ONEDNN_MAX_CPU_ISA=AVX2 and SSE41, so that lower
+ * instruction sets are checked on any host. `test_onednn --bench` instead
+ * prints the rates of oneDNN f32 and of our kernels on the encoder's shapes
+ * (docs/KERNELS.md). */
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/half.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_impl.h"
+#include "kernels/onednn.h"
+#include "kernels/ops.h"
+#include "testlib.h"
+
+static unsigned rng = 4242;
+static float frand(void) { /* [-1, 1) */
+    rng = rng * 1664525u + 1013904223u;
+    return (float)((rng >> 8) / 16777216.0 * 2.0 - 1.0);
+}
+
+static float *falloc(size_t n) {
+    float *p = malloc(n * sizeof(float) + 1);
+    if (!p) abort();
+    return p;
+}
+
+static float *frand_vec(size_t n) {
+    float *v = falloc(n);
+    for (size_t i = 0; i < n; i++) v[i] = frand();
+    return v;
+}
+
+static float round_bf16(float f) { return hv_bf16_to_f32(hv_f32_to_bf16(f)); }
+
+/* A matrix of type t from rows x cols random weights; the stored values
+ * (widened) in *wide. */
+static hv_mat make_mat(hv_weight_type t, int rows, int cols, void **store, float **wide) {
+    float *w = frand_vec((size_t)rows * cols);
+    hv_mat m;
+    hv_error e = {0};
+    if (hv_mat_from_f32(&m, t, w, rows, cols, store, &e)) abort();
+    for (int r = 0; r < rows; r++) hv_mat_row_f32(&m, r, w + (size_t)r * cols);
+    *wide = w;
+    return m;
+}
+
+/* Checks y against sum_k xr[i][k] w[r][k] in double (+ bias), xr = x
+ * rounded to bf16 when round is set: |y - ref| <= tol * sum |xr w| +
+ * 1e-30. f32 sums of cols terms are off by at most about cols * 2^-24 of
+ * the sum of magnitudes; tol is given with margin. */
+static void check_ref(const char *what, const float *y, const float *x, const float *w,
+                      const float *bias, int n, int rows, int cols, int round, double tol) {
+    double worst = 0;
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < rows; r++) {
+            double s = 0, mag = 0;
+            for (int k = 0; k < cols; k++) {
+                double a = round ? round_bf16(x[(size_t)i * cols + k]) : x[(size_t)i * cols + k];
+                double p = a * w[(size_t)r * cols + k];
+                s += p;
+                mag += fabs(p);
+            }
+            if (bias) s += bias[r], mag += fabs(bias[r]);
+            double err = fabs(y[(size_t)i * rows + r] - s), lim = tol * mag + 1e-30;
+            if (err / lim > worst) worst = err / lim;
+            bad += !(err <= lim);
+        }
+    CHECK_MSG(bad == 0, "%s: %d outputs beyond the bound (worst %.2f x the bound)", what, bad,
+              worst);
+}
+
+/* ------------------------------------------------ bf16 on our kernels */
+
+/* bf16 compute with our kernels == f32 compute on pre-rounded activations,
+ * bit for bit, for every weight type and both regimes (GEMV, packed GEMM),
+ * on 1 and 3 threads; and within the bound of the exact product. q8_0
+ * products are the same in both modes. */
+static void test_emulation(void) {
+    const hv_weight_type types[] = {HV_WEIGHTS_F32, HV_WEIGHTS_F16, HV_WEIGHTS_BF16,
+                                    HV_WEIGHTS_Q8_0};
+    const int ns[] = {1, 5, 16, 17, 70};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        hv_pool *f32 = hv_pool_new(threads), *bf = hv_pool_new(threads);
+        if (!f32 || !bf) abort();
+        hv_pool_set_compute(bf, 1, NULL);
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                int n = ns[ni], rows = 72, cols = 96;
+                void *store;
+                float *w;
+                hv_mat W = make_mat(types[t], rows, cols, &store, &w);
+                float *x = frand_vec((size_t)n * cols), *xr = falloc((size_t)n * cols);
+                float *bias = frand_vec((size_t)rows);
+                int q8 = types[t] == HV_WEIGHTS_Q8_0;
+                for (size_t i = 0; i < (size_t)n * cols; i++) xr[i] = q8 ? x[i] : round_bf16(x[i]);
+                float *a = falloc((size_t)n * rows), *b = falloc((size_t)n * rows);
+                hv_linear(bf, a, x, n, &W, bias);
+                hv_linear(f32, b, xr, n, &W, bias);
+                CHECK_MSG(!memcmp(a, b, (size_t)n * rows * sizeof *a),
+                          "bf16 compute, %s weights, n %d, %d threads: the bits of rounded "
+                          "activations",
+                          hv_weight_type_name(types[t]), n, threads);
+                if (!q8) {
+                    char what[96];
+                    snprintf(what, sizeof what, "bf16 compute, %s weights, n %d",
+                             hv_weight_type_name(types[t]), n);
+                    check_ref(what, a, x, w, bias, n, rows, cols, 1, 4e-6 * cols);
+                }
+                /* the epilogue variants and many products at once */
+                float *res = frand_vec((size_t)n * rows), *res2 = falloc((size_t)n * rows);
+                memcpy(res2, res, (size_t)n * rows * sizeof *res);
+                hv_linear_add(bf, res, a, x, n, &W, bias, 0.5f);
+                hv_linear_add(f32, res2, b, xr, n, &W, bias, 0.5f);
+                CHECK_MSG(!memcmp(res, res2, (size_t)n * rows * sizeof *res),
+                          "bf16 hv_linear_add, %s, n %d", hv_weight_type_name(types[t]), n);
+                const hv_mat *Ws[3] = {&W, &W, &W};
+                const float *bs[3] = {bias, NULL, bias};
+                float *ya[3] = {falloc((size_t)n * rows), falloc((size_t)n * rows),
+                                falloc((size_t)n * rows)};
+                hv_linear_many(bf, n, x, 3, Ws, bs, ya);
+                CHECK_MSG(!memcmp(ya[0], b, (size_t)n * rows * sizeof *b) &&
+                              !memcmp(ya[2], b, (size_t)n * rows * sizeof *b),
+                          "bf16 hv_linear_many, %s, n %d", hv_weight_type_name(types[t]), n);
+                for (int m = 0; m < 3; m++) free(ya[m]);
+                free(res), free(res2), free(a), free(b), free(x), free(xr), free(bias), free(w);
+                free(store);
+            }
+        hv_pool_free(f32);
+        hv_pool_free(bf);
+    }
+}
+
+/* The rounding itself against hv_f32_to_bf16 on the values where it
+ * matters: ties, the largest finite values, infinities, NaN, subnormals;
+ * each value one activation row of one column, times weights of 1, in the
+ * GEMV and the packed-GEMM regimes. */
+static void test_rounding(void) {
+    const uint32_t bits[] = {0x3f808000, 0x3f818000, 0x3f80ffff, 0x7f7fffff, 0xff7fffff,
+                             0x7f800000, 0xff800000, 0x00000001, 0x80008000, 0x3f800001,
+                             0x7fc00001, 0x00ff8000, 0x477fe000, 0xc0490fdb, 0x3eaaaaab,
+                             0x3f7fffff, 0x00000000, 0x80000000, 0x3f800000, 0x33800000};
+    int n = (int)(sizeof bits / sizeof bits[0]), rows = 16;
+    float *x = falloc((size_t)n), *w = falloc((size_t)rows), *y = falloc((size_t)n * rows);
+    for (int i = 0; i < n; i++) memcpy(&x[i], &bits[i], 4);
+    for (int r = 0; r < rows; r++) w[r] = 1.0f;
+    hv_mat W = {.type = HV_WEIGHTS_F32, .rows = rows, .cols = 1, .data = w};
+    hv_pool *bf = hv_pool_new(1);
+    hv_pool_set_compute(bf, 1, NULL);
+    for (int regime = 0; regime < 2; regime++) {
+        int ok = 1;
+        if (regime == 0)
+            for (int i = 0; i < n; i++) hv_linear(bf, y + (size_t)i * rows, x + i, 1, &W, NULL);
+        else
+            hv_linear(bf, y, x, n, &W, NULL);
+        for (int i = 0; i < n; i++) {
+            float want = round_bf16(x[i]);
+            for (int r = 0; r < rows; r++) {
+                float got = y[(size_t)i * rows + r];
+                ok &= got == want || (isnan(got) && isnan(want));
+            }
+        }
+        CHECK_MSG(ok, "bf16 rounding of activations == hv_f32_to_bf16 (%s)",
+                  regime ? "packed GEMM" : "GEMV");
+    }
+    hv_pool_free(bf);
+    free(x), free(w), free(y);
+}
+
+/* -------------------------------------------------------------- oneDNN */
+
+/* Threads of this process, or -1 when /proc cannot tell. */
+static int task_count(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The engine against the double-precision product: odd shapes, bias,
+ * SiLU and residual epilogues, 1 and 3 threads, through hv_linear (the
+ * pool's engine) and hv_linear_many. */
+static void test_engine(int bf16) {
+    int threads_before = task_count();
+    hv_onednn *d = hv_onednn_new(bf16);
+    if (!hv_onednn_compiled()) {
+        CHECK_MSG(d == NULL, "no engine without oneDNN");
+        return;
+    }
+    if (!d) abort();
+    hv_weight_type t = bf16 ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F32;
+    char impl[64];
+    CHECK_MSG(hv_onednn_impl(d, 40, 48, 80, impl, sizeof impl) == 0 && impl[0],
+              "oneDNN names its implementation");
+    printf("oneDNN %s matmul: %s\n", bf16 ? "bf16" : "f32", impl);
+    const struct {
+        int n, rows, cols;
+    } shapes[] = {{17, 24, 40}, {33, 77, 130}, {100, 300, 72}, {250, 1030, 64}, {18, 16, 1}};
+    /* f32: each output a sum of cols f32 products in some order; bf16:
+     * products of bf16 values are exact in f32, the sum likewise */
+    double tol = 2e-7 * 4;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        hv_pool *pool = hv_pool_new(threads);
+        if (!pool) abort();
+        hv_pool_set_compute(pool, bf16, d);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int n = shapes[s].n, rows = shapes[s].rows, cols = shapes[s].cols;
+            void *store;
+            float *w;
+            hv_mat W = make_mat(t, rows, cols, &store, &w);
+            CHECK(hv_onednn_takes(d, &W));
+            float *x = frand_vec((size_t)n * cols), *bias = frand_vec((size_t)rows);
+            float *y = falloc((size_t)n * rows);
+            char what[128];
+            snprintf(what, sizeof what, "oneDNN %s %dx%d . %dx%d, %d threads",
+                     bf16 ? "bf16" : "f32", n, cols, cols, rows, threads);
+            hv_linear(pool, y, x, n, &W, bias);
+            check_ref(what, y, x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
+            /* the epilogues: silu(y), and res += 0.5 y */
+            float *z = falloc((size_t)n * rows);
+            hv_linear_silu(pool, z, x, n, &W, bias);
+            int ok = 1;
+            float *ys = falloc((size_t)n * rows);
+            memcpy(ys, y, (size_t)n * rows * sizeof *y);
+            hv_silu(ys, (long)n * rows);
+            for (size_t i = 0; i < (size_t)n * rows; i++)
+                ok &= fabsf(z[i] - ys[i]) <= 1e-5f * (1 + fabsf(ys[i]));
+            CHECK_MSG(ok, "%s: SiLU epilogue", what);
+            float *res = frand_vec((size_t)n * rows), *res0 = falloc((size_t)n * rows);
+            memcpy(res0, res, (size_t)n * rows * sizeof *res);
+            hv_linear_add(pool, res, z, x, n, &W, bias, 0.5f);
+            ok = 1;
+            for (size_t i = 0; i < (size_t)n * rows; i++) ok &= res[i] == res0[i] + 0.5f * z[i];
+            CHECK_MSG(ok, "%s: residual epilogue adds the product it returns", what);
+            /* three products of one input */
+            const hv_mat *Ws[3] = {&W, &W, &W};
+            const float *bs[3] = {bias, NULL, bias};
+            float *ya[3] = {falloc((size_t)n * rows), falloc((size_t)n * rows),
+                            falloc((size_t)n * rows)};
+            hv_linear_many(pool, n, x, 3, Ws, bs, ya);
+            check_ref(what, ya[0], x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
+            check_ref(what, ya[1], x, w, NULL, n, rows, cols, bf16, tol * (cols + 2));
+            CHECK_MSG(!memcmp(ya[0], ya[2], (size_t)n * rows * sizeof *y), "%s: many", what);
+            for (int m = 0; m < 3; m++) free(ya[m]);
+            free(res), free(res0), free(ys), free(z), free(y), free(x), free(bias), free(w);
+            free(store);
+        }
+        hv_pool_free(pool);
+    }
+    /* no OpenMP team: the products ran on the pools' threads alone, so
+     * now that the pools are gone the process has the threads it had
+     * before (an OpenMP team would stay, idle; Linux: /proc/self/task) */
+    int threads = task_count();
+    CHECK_MSG(threads == threads_before, "oneDNN %s: no threads beyond ours (%d before, %d after)",
+              bf16 ? "bf16" : "f32", threads_before, threads);
+    /* what it does not take: another type, the r64 layout, few rows */
+    hv_mat other = {.type = bf16 ? HV_WEIGHTS_F32 : HV_WEIGHTS_BF16, .rows = 64, .cols = 64};
+    CHECK(!hv_onednn_takes(d, &other));
+    hv_mat r64 = {.type = t, .rows = 64, .cols = 64, .r64 = 1};
+    CHECK(!hv_onednn_takes(d, &r64));
+    hv_onednn_free(d);
+}
+
+/* A context's products through one engine from several pools at once
+ * agree with one pool's: the primitives are shared, the scratchpads not. */
+typedef struct conc_job {
+    hv_onednn *d;
+    const hv_mat *W;
+    const float *x;
+    float *y;
+    int n;
+} conc_job;
+
+static void *conc_run(void *arg) {
+    conc_job *j = arg;
+    hv_pool *pool = hv_pool_new(2);
+    hv_pool_set_compute(pool, hv_onednn_is_bf16(j->d), j->d);
+    for (int rep = 0; rep < 5; rep++) hv_linear(pool, j->y, j->x, j->n, j->W, NULL);
+    hv_pool_free(pool);
+    return NULL;
+}
+
+static void test_concurrent(void) {
+    hv_onednn *d = hv_onednn_new(0);
+    if (!d) return;
+    void *store;
+    float *w;
+    int n = 45, rows = 520, cols = 96;
+    hv_mat W = make_mat(HV_WEIGHTS_F32, rows, cols, &store, &w);
+    float *x = frand_vec((size_t)n * cols);
+    float *y[3];
+    pthread_t th[3];
+    conc_job jobs[3];
+    for (int i = 0; i < 3; i++) {
+        y[i] = falloc((size_t)n * rows);
+        jobs[i] = (conc_job){d, &W, x, y[i], n};
+        pthread_create(&th[i], NULL, conc_run, &jobs[i]);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    check_ref("oneDNN f32 from three pools at once", y[0], x, w, NULL, n, rows, cols, 0,
+              8e-7 * (cols + 2));
+    CHECK_MSG(!memcmp(y[0], y[1], (size_t)n * rows * 4) &&
+                  !memcmp(y[0], y[2], (size_t)n * rows * 4),
+              "oneDNN f32 from three pools at once: the same outputs");
+    for (int i = 0; i < 3; i++) free(y[i]);
+    free(x), free(w), free(store);
+    hv_onednn_free(d);
+}
+
+/* ------------------------------------------------------------- bench */
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* GFLOP/s of hv_linear on pool for [n x cols] . [cols x rows]: best of 5. */
+static double rate(hv_pool *pool, const hv_mat *W, const float *x, float *y, int n) {
+    double best = 1e30;
+    for (int rep = -1; rep < 5; rep++) {
+        double t0 = now_s();
+        hv_linear(pool, y, x, n, W, NULL);
+        double dt = now_s() - t0;
+        if (rep >= 0 && dt < best) best = dt;
+    }
+    return 2.0 * n * W->rows * W->cols / best / 1e9;
+}
+
+/* The encoder's shapes (M = 375, d = 1280): our kernels in f32 and bf16
+ * compute, bf16 and f32 weights, against oneDNN f32 (and bf16 where the
+ * CPU has it), threads from HV_THREADS (default 2). */
+static void bench(void) {
+    int threads = atoi(hv_test_env("HV_THREADS", "2")), n = 375, d = 1280;
+    const int kn[][2] = {{d, 4 * d}, {4 * d, d}, {d, d}, {d, 2 * d}};
+    hv_onednn *f32 = hv_onednn_new(0), *b16 = hv_onednn_native_bf16() ? hv_onednn_new(1) : NULL;
+    printf("threads %d, M = %d; GFLOP/s (best of 5)\n", threads, n);
+    printf("%-11s %9s %9s %9s %9s %12s %12s\n", "K x N", "ours f32", "ours bf16", "w bf16",
+           "w bf16 c16", "onednn f32", "onednn bf16");
+    for (size_t s = 0; s < sizeof kn / sizeof kn[0]; s++) {
+        int cols = kn[s][0], rows = kn[s][1];
+        void *s32, *s16;
+        float *w;
+        hv_mat W = make_mat(HV_WEIGHTS_F32, rows, cols, &s32, &w);
+        free(w);
+        hv_mat Wb = make_mat(HV_WEIGHTS_BF16, rows, cols, &s16, &w);
+        free(w);
+        float *x = frand_vec((size_t)n * cols), *y = falloc((size_t)n * rows);
+        hv_pool *pool = hv_pool_new(threads);
+        double r[6] = {0};
+        r[0] = rate(pool, &W, x, y, n);
+        hv_pool_set_compute(pool, 1, NULL);
+        r[1] = rate(pool, &W, x, y, n);
+        hv_pool_set_compute(pool, 0, NULL);
+        r[2] = rate(pool, &Wb, x, y, n);
+        hv_pool_set_compute(pool, 1, NULL);
+        r[3] = rate(pool, &Wb, x, y, n);
+        if (f32) {
+            hv_pool_set_compute(pool, 0, f32);
+            r[4] = rate(pool, &W, x, y, n);
+        }
+        if (b16) {
+            hv_pool_set_compute(pool, 1, b16);
+            r[5] = rate(pool, &Wb, x, y, n);
+        }
+        printf("%5d x %-5d %9.1f %9.1f %9.1f %9.1f %12.1f %12.1f\n", cols, rows, r[0], r[1], r[2],
+               r[3], r[4], r[5]);
+        hv_pool_free(pool);
+        free(x), free(y), free(s32), free(s16);
+    }
+    char impl[64] = "";
+    if (f32) hv_onednn_impl(f32, n, d, 4 * d, impl, sizeof impl);
+    printf("oneDNN f32 implementation: %s\n", impl[0] ? impl : "(none)");
+    hv_onednn_free(f32);
+    hv_onednn_free(b16);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+        bench();
+        return 0;
+    }
+    test_rounding();
+    test_emulation();
+    test_engine(0);
+    /* bf16 only where this CPU (or ONEDNN_MAX_CPU_ISA) has it natively:
+     * oneDNN 2.6 has no bf16 matmul below AVX512_CORE_BF16 */
+    if (hv_onednn_native_bf16()) test_engine(1);
+    test_concurrent();
+    TEST_END();
+}
