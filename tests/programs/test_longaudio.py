@@ -38,6 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "parity"))  # make_long_audio
 
 from hvtest import CLI, WAIT, Run, check, finish, report, wait_until  # noqa: E402
 
