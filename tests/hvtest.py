@@ -136,3 +136,28 @@ def sentences_wav(path, copies, gap_s):
         w.setframerate(16000)
         w.writeframes(gap.join([clip] * copies))
     return path
+
+
+def sanitized():
+    """1 when $HV_BINARY_DIR is a sanitizer build (HV_SANITIZE=ON)."""
+    try:
+        with open(os.path.join(os.environ.get("HV_BINARY_DIR", ""), "CMakeCache.txt"),
+                  encoding="utf-8") as f:
+            return "HV_SANITIZE:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
+def reexec_with_sanitizers():
+    """Runs this script again with libasan and libubsan preloaded: a
+    Python that loads the sanitized libhviske needs their runtimes first
+    (the interpreter is not built with them). Returns its exit status."""
+    libs = []
+    for name in ("libasan.so", "libubsan.so"):
+        p = subprocess.run(["cc", "-print-file-name=" + name], capture_output=True, text=True)
+        path = os.path.realpath(p.stdout.strip())
+        if os.path.isfile(path):
+            libs.append(path)
+    env = dict(os.environ, LD_PRELOAD=":".join(libs), HV_PY_REEXEC="1",
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
+    return subprocess.call([sys.executable] + sys.argv, env=env)

@@ -13,7 +13,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import CLI, DEMO_MODEL, SOURCE_DIR, finish, report, skip_or_fail  # noqa: E402
+from hvtest import (CLI, DEMO_MODEL, SOURCE_DIR, finish, reexec_with_sanitizers,  # noqa: E402
+                    report, sanitized, skip_or_fail)
 
 TOOLS = os.path.join(SOURCE_DIR, "research", "train-demo")
 sys.path.insert(0, TOOLS)
@@ -22,6 +23,8 @@ VAD = os.path.join(SOURCE_DIR, "models", "silero-vad")
 
 
 def main():
+    if sanitized() and not os.environ.get("HV_PY_REEXEC"):
+        return reexec_with_sanitizers()  # the detector runs in libhviske via ctypes
     ew = os.environ.get("HV_ESPEAK_WORDS")
     if not ew or not os.path.isfile(ew):
         skip_or_fail("pause edges", "espeak-words was not built (libespeak-ng-dev missing)")

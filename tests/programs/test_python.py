@@ -72,7 +72,8 @@ import threading
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import WAIT, Run, finish, report, wait_until  # noqa: E402
+from hvtest import (WAIT, Run, finish, reexec_with_sanitizers, report,  # noqa: E402
+                    sanitized, wait_until)
 
 SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])
 BINARY = os.path.abspath(os.environ["HV_BINARY_DIR"])
@@ -82,27 +83,6 @@ WAV = os.path.join(SOURCE, "examples", "da-example.wav")
 VAD = os.path.join(SOURCE, "models", "silero-vad")
 SENTENCE = "I morgen bliver det gråt med minus tyve grader."
 THREADS = 2
-
-
-def sanitized():
-    try:
-        with open(os.path.join(BINARY, "CMakeCache.txt"), encoding="utf-8") as f:
-            return "HV_SANITIZE:BOOL=ON" in f.read()
-    except OSError:
-        return False
-
-
-def reexec_with_sanitizers():
-    """Runs this script again with libasan and libubsan preloaded."""
-    libs = []
-    for name in ("libasan.so", "libubsan.so"):
-        p = subprocess.run(["cc", "-print-file-name=" + name], capture_output=True, text=True)
-        path = os.path.realpath(p.stdout.strip())
-        if os.path.isfile(path):
-            libs.append(path)
-    env = dict(os.environ, LD_PRELOAD=":".join(libs), HV_PY_REEXEC="1",
-               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
-    return subprocess.call([sys.executable] + sys.argv, env=env)
 
 
 os.environ["HVISKE_LIBRARY"] = LIB

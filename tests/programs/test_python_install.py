@@ -27,7 +27,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL as DEMO, EXAMPLE as WAV, SOURCE_DIR, finish_in, report  # noqa
+from hvtest import DEMO_MODEL as DEMO, EXAMPLE as WAV, SOURCE_DIR, finish_in  # noqa
+from hvtest import reexec_with_sanitizers, report, sanitized  # noqa
 
 SOURCE = os.path.abspath(SOURCE_DIR)
 LIB = os.path.join(os.path.abspath(os.environ["HV_BINARY_DIR"]), "libhviske.so.0")
@@ -296,6 +297,8 @@ def test_mypy(tmp, v, env):
 
 
 def main():
+    if sanitized() and not os.environ.get("HV_PY_REEXEC"):
+        return reexec_with_sanitizers()  # its Pythons load the sanitized libhviske
     test_toml_fallback()
     tmp = tempfile.mkdtemp(prefix="test-python-install-",
                            dir=os.path.abspath(os.environ["HV_BINARY_DIR"]))
