@@ -322,6 +322,16 @@ static int has_duplicate_key(const cJSON *node) {
 }
 
 cJSON *srv_json_field(const char *v, const char *param, srv_error *e) {
+    /* JSON allows no control character but tab, CR and LF anywhere (in
+     * strings they must be escaped); cJSON would skip any byte <= 32 as
+     * white space. */
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p < 0x20 && !strchr("\t\r\n", *p)) {
+            srv_error_set(e, 400, "invalid_value", param,
+                          "%s is not valid JSON (a control character at byte %zu)", param,
+                          (size_t)(p - v));
+            return NULL;
+        }
     const char *end = NULL;
     cJSON *obj = cJSON_ParseWithOpts(v, &end, 1); /* 1: nothing may follow */
     if (!obj) {
