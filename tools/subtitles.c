@@ -29,9 +29,9 @@ static int utf8_len(const unsigned char *p, const unsigned char *end) {
     return ok ? len : 0;
 }
 
-/* A copy of s with each byte outside a valid UTF-8 sequence replaced by
- * `bad` (U+FFFD) or, with bad NULL, by the four characters \xHH. */
-static char *utf8_copy(const char *s, const char *bad) {
+/* A copy of s with each byte outside a valid UTF-8 sequence written as the
+ * four characters \xHH. */
+static char *utf8_escape(const char *s) {
     size_t n = strlen(s);
     char *out = malloc(4 * n + 1), *w = out;
     if (!out) return NULL;
@@ -42,10 +42,6 @@ static char *utf8_copy(const char *s, const char *bad) {
             memcpy(w, p, (size_t)len);
             w += len;
             p += len;
-        } else if (bad) {
-            memcpy(w, bad, strlen(bad));
-            w += strlen(bad);
-            p++;
         } else {
             static const char hex[] = "0123456789abcdef";
             *w++ = '\\';
@@ -59,8 +55,6 @@ static char *utf8_copy(const char *s, const char *bad) {
     return out;
 }
 
-char *hvt_utf8_clean(const char *s) { return utf8_copy(s, "\xEF\xBF\xBD"); }
-
 int hvt_utf8_valid(const char *s) {
     const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     int len = 1;
@@ -68,7 +62,7 @@ int hvt_utf8_valid(const char *s) {
     return p == end;
 }
 
-char *hvt_name_escape(const char *name) { return utf8_copy(name, NULL); }
+char *hvt_name_escape(const char *name) { return utf8_escape(name); }
 
 char *hvt_base64(const void *data, size_t n) {
     static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

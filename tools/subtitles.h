@@ -19,11 +19,6 @@
 #include "hviske.h"
 #include "tool_util.h"
 
-/* A copy of s with every invalid UTF-8 sequence replaced by U+FFFD, so
- * that JSON, SRT and VTT made from model text or a file name are valid
- * whatever bytes it holds. NULL when out of memory; free() it. */
-char *hvt_utf8_clean(const char *s);
-
 /* File names in JSON, losslessly (docs/CLI.md, "File names in JSON"). A
  * name that is valid UTF-8 is written as it is. One that is not is
  * written with each byte outside a valid UTF-8 sequence as the four
