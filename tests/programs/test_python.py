@@ -28,7 +28,9 @@ demo model and examples/da-example.wav:
     2**32 + 8000, 10**12, negative, below 1000 Hz; beams, top_k,
     max_tokens, seed, threads, numpy channels) raises ValueError naming
     the argument and the bounds;
-  * python -m hviske prints the CLI's lines and words;
+  * python -m hviske prints the CLI's lines and words; word probabilities
+    are the same numbers in the CLI's JSON, the Python API and python -m
+    hviske --json (unrounded);
   * faster-whisper's shape: `segments, info = model.transcribe(...)`
     gives the segments (start, end, text, words) and info (language,
     duration, duration_after_vad) of the CLI's --format json for the same
@@ -90,8 +92,8 @@ os.environ.pop("HVISKE_VAD_MODEL", None)
 sys.path.insert(0, os.path.join(SOURCE, "python"))
 
 
-def cli_json(args):
-    r = Run(["-m", DEMO, "-t", THREADS, "-q", "--json"] + args + [WAV])
+def cli_json(args, path=WAV):
+    r = Run(["-m", DEMO, "-t", THREADS, "-q", "--json"] + args + [path])
     if r.rc != 0:
         raise RuntimeError(str(r))
     return json.loads(r.out)
@@ -121,14 +123,13 @@ def same_as_cli(res, ref):
     if segs != want:
         bad.append(f"segments {segs} != {want}")
     if "words" in ref:  # --word-timestamps: the same words, times and probabilities
-        def mine(ws):
-            return [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3),
-                     "probability": round(w.probability, 9)} for w in ws]
-        def theirs(ws):  # the CLI prints 15 significant digits of the float
-            return [dict(w, probability=round(w["probability"], 9)) for w in ws]
-        if mine(res.words) != theirs(ref["words"]) or not res.words:
+        from hviske.__main__ import json_word
+
+        def mine(ws):  # as the CLI writes them (the probability unrounded)
+            return [json_word(w) for w in ws]
+        if mine(res.words) != ref["words"] or not res.words:
             bad.append(f"words {mine(res.words)} != {ref['words']}")
-        if [mine(s.words) for s in res.segments] != [theirs(s["words"]) for s in ref["chunks"]]:
+        if [mine(s.words) for s in res.segments] != [s["words"] for s in ref["chunks"]]:
             bad.append("segment words differ")
         if any(w.tokens != res.tokens[res.tokens.index(w.tokens[0]):][:len(w.tokens)]
                for w in res.words):
@@ -549,6 +550,11 @@ def test_library_lookup():
            lines[0] == os.path.realpath(LIB), f"{p.stdout!r} {p.stderr[-500:]!r}")
 
 
+def hviske_model():
+    import hviske
+    return hviske.Model(DEMO, threads=THREADS)
+
+
 def test_module_cli():
     """python -m hviske: the CLI's text and words; errors as the CLI's."""
     env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python"))
@@ -564,13 +570,42 @@ def test_module_cli():
     want = cli_json(["--word-timestamps", "--beams", "2"])
     try:
         o = json.loads(p.stdout)
-        # the module's words as the CLI's (probabilities to 4 decimals there)
-        ok = o["text"] == want["text"] and o["words"] == [
-            dict(w, probability=round(w["probability"], 4)) for w in want["words"]]
+        ok = o["text"] == want["text"] and o["words"] == want["words"]
     except (ValueError, KeyError) as e:
         ok, o = False, str(e)
     report("python -m hviske --json --word-timestamps --beams 2: the CLI's text and words", ok,
            f"{o} {p.stderr[-300:]!r}")
+    # word probabilities: the same numbers in the CLI's JSON, the Python
+    # API and python -m hviske --json (none rounded)
+    tmp = tempfile.mkdtemp(prefix="test-python-probs-", dir=BINARY)
+    try:
+        import struct
+        four = four_wav(tmp)
+        for name, kw, args in (("greedy", {}, []),
+                               ("sampling, seed 3", {"sample": True, "seed": 3},
+                                ["--sample", "--seed", "3"])):
+            cli = [w["probability"]
+                   for w in cli_json(["--word-timestamps"] + args, four)["words"]]
+            p = mod(["--json", "--word-timestamps"] + args + [four])
+            try:
+                modp = [w["probability"] for w in json.loads(p.stdout)["words"]]
+            except (ValueError, KeyError) as e:
+                modp = [repr(e)]
+            with hviske_model() as m:
+                api = [w.probability for w in m.transcribe(four, word_timestamps=True,
+                                                           **kw).words]
+
+            def f32(x):
+                return struct.unpack("f", struct.pack("f", x))[0]
+            report(f"word probabilities, {name}: the CLI's JSON, the Python API and python -m "
+                   f"hviske --json equal ({len(api)} words; the API's float, the JSON's "
+                   "shortest decimal of it)",
+                   len(api) >= 30 and modp == cli and [f32(x) for x in cli] == api and
+                   all(f32(x) == x for x in api) and
+                   any(abs(x * 1e4 - round(x * 1e4)) > 1e-6 for x in cli),
+                   f"{cli} {modp} {api}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     missing = os.path.join(SOURCE, "no-such-file.wav")
     p = mod([missing, WAV])
     report("python -m hviske: a missing file is named, the others go on, exit 1",
@@ -599,6 +634,18 @@ def test_module_cli():
     p = mod(["--beams", "0", WAV])
     report("python -m hviske --beams 0: exit 2 naming beams", p.returncode == 2 and
            "beams" in p.stderr and p.stdout == "", f"{p.returncode} {p.stderr!r}")
+
+
+def four_wav(tmp):
+    """The example four times over, without pauses: a WAV file that the
+    demo model takes as one chunk of four segments (one per sentence)."""
+    path = os.path.join(tmp, "four.wav")
+    with wave.open(WAV) as w:
+        params, raw = w.getparams(), w.readframes(w.getnframes())
+    with wave.open(path, "wb") as w:
+        w.setparams(params)
+        w.writeframes(raw * 4)
+    return path
 
 
 def pause_wav(tmp):
