@@ -177,7 +177,7 @@ MAX_SAMPLE_RATE = 768000         # HV_MAX_SAMPLE_RATE
 MAX_CHANNELS = 64                # what the library averages at most
 
 
-def _int(name, value, lo, hi):
+def _int(name: str, value: object, lo: int, hi: int) -> int:
     """value, an int from lo to hi (both included); else ValueError
     (InvalidArgument) naming the argument and the bounds. Every integer
     the binding hands to C goes through here, so none is cut to the C
@@ -189,7 +189,8 @@ def _int(name, value, lo, hi):
     return value
 
 
-def _float(name, value):
+def _float(name: str, value: object) -> float:
+    """value as a float; TypeError unless it is a number (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, not {type(value).__name__}")
     return float(value)
@@ -351,7 +352,7 @@ class Model:
 
     # ----------------------------------------------------------- freeing
 
-    def close(self):
+    def close(self) -> None:
         """Frees the model, its detector and its context; the Model can no
         longer transcribe. Waits for the transcriptions running in other
         threads to finish first (new ones raise Error at once); from a
@@ -379,13 +380,13 @@ class Model:
                 lib.hv_model_free(self._model)
                 self._model = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Model":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -569,10 +570,16 @@ class Model:
         finally:
             self._release()
 
-    def _transcribe(self, model: Any, audio: Any, language: Any, punctuation: Any, beams: Any,
-                    length_penalty: Any, sample: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, chunking: Any,
-                    word_timestamps: Any, progress: Any, sample_rate: Any, max_tokens: Any,
-                    chunk_seconds: Any, on_segment: Any) -> "Result":
+    def _transcribe(self, model: ctypes.c_void_p, audio: Audio, language: Optional[str],
+                    punctuation: bool, beams: int, length_penalty: float, sample: bool,
+                    temperature: float, top_k: int, top_p: float, seed: int, chunking: str,
+                    word_timestamps: bool,
+                    progress: Optional[Callable[[float, float], Optional[bool]]],
+                    sample_rate: Optional[int], max_tokens: Optional[int],
+                    chunk_seconds: Optional[float],
+                    on_segment: Optional[Callable[[Segment], Optional[bool]]]) -> Result:
+        """transcribe() once the model is held (model: its pointer); the
+        arguments as given, checked here."""
         lib = self._lib
         tp = lib.hv_transcribe_default_params()
         if language is not None:
