@@ -705,7 +705,7 @@ class Model:
         faster-whisper's segment generator does). Nothing runs before the
         first segment is asked for, and the transcription keeps at most one
         segment ahead of the loop; leaving the loop (or closing the
-        generator) stops it at the end of the segment it is on. An error of
+        generator) stops it at the end of the chunk it is in. An error of
         the transcription comes out of the loop. Every transcribe option
         but on_segment is taken."""
         if "on_segment" in options:
