@@ -252,7 +252,7 @@ cJSON *hvt_json_words(const hv_word *w, int n) {
     for (int i = 0; a && i < n; i++) {
         char *text = hv_utf8_clean(w[i].text ? w[i].text : "");
         cJSON *o = cJSON_CreateObject();
-        double p = isfinite(w[i].probability) ? (double)w[i].probability : 0.0;
+        double p = isfinite(w[i].probability) ? hvt_float_for_json(w[i].probability) : 0.0;
         int ok = text && o && cJSON_AddStringToObject(o, "word", text) &&
                  cJSON_AddNumberToObject(o, "start", round(w[i].start * 1e3) / 1e3) &&
                  cJSON_AddNumberToObject(o, "end", round(w[i].end * 1e3) / 1e3) &&

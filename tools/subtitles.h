@@ -78,10 +78,11 @@ int hvt_write_srt_cues(FILE *f, const hv_cue *cues, int n);
 int hvt_write_vtt_cues(FILE *f, const hv_cue *cues, int n);
 
 /* [{"word", "start", "end", "probability"}, ...] of w[n] (times rounded to
- * the millisecond, probabilities as the library gives them, unrounded,
- * as the Python package gives them; texts cleaned): the JSON
- * of word times, the same in the CLI's JSON and the server's
- * verbose_json. NULL when out of memory. */
+ * the millisecond; probabilities unrounded: the library's float in the
+ * shortest decimal that reads back as it, hvt_float_for_json, as the
+ * token log-probs and as `python -m hviske --json` writes them; texts
+ * cleaned): the JSON of word times, the same in the CLI's JSON and the
+ * server's verbose_json. NULL when out of memory. */
 struct cJSON *hvt_json_words(const hv_word *w, int n);
 
 /* SubRip (vtt 0) or WebVTT (vtt 1) of a result: the cues of each of its

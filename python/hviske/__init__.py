@@ -8,7 +8,7 @@ with $HVISKE_LIBRARY::
     model = hviske.Model("hviske-v5.3")
     result = model.transcribe("recording.wav", language="da")
     print(result.text)
-    for seg in result.segments:
+    for seg in result.segments:           # sentence-sized, as the CLI's JSON
         print(seg.start, seg.end, seg.text)
 
     segments, info = model.transcribe("recording.wav")   # faster-whisper's shape
@@ -31,11 +31,12 @@ from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, Tuple,
 from ._native import (ABORT, PROGRESS, SEGMENT, Cancelled, DetectorNotFound, Error, FileError,
                       FormatError, InvalidArgument, LibraryNotFound, LimitError, OutOfMemory,
                       Unsupported, detector_candidates, error, load_library)
+from ._native import Cue as _CCue
 from ._native import Segment as _CSegment
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Result", "Segment", "Word", "TranscriptionInfo", "Audio", "load_library",
-           "Error", "LibraryNotFound",
+__all__ = ["Model", "Result", "Segment", "Chunk", "Word", "TranscriptionInfo", "Audio",
+           "load_library", "Error", "LibraryNotFound",
            "FileError", "FormatError", "InvalidArgument", "OutOfMemory", "Unsupported",
            "LimitError", "Cancelled", "DetectorNotFound"]
 
@@ -71,10 +72,10 @@ class Word:
 
 
 @dataclass
-class Segment:
-    """A chunk of the audio with text: start and end in seconds on the
-    input's timeline, its text, its tokens (EOS excluded), their log-probs,
-    its score, and its words (empty unless word_timestamps=True)."""
+class _Span:
+    """What a Segment and a Chunk have: start and end in seconds on the
+    input's timeline, text, tokens (EOS excluded), their log-probs, a
+    score, and words (empty unless word_timestamps=True)."""
     start: float
     end: float
     text: str
@@ -82,6 +83,39 @@ class Segment:
     token_logprobs: list[float] = field(repr=False)
     score: float = 0.0
     words: list[Word] = field(default_factory=list)
+
+    @property
+    def avg_logprob(self) -> float:
+        """The mean log-prob of its tokens (0 without tokens), as the
+        server's verbose_json avg_logprob."""
+        return sum(self.token_logprobs) / len(self.token_logprobs) \
+            if self.token_logprobs else 0.0
+
+
+@dataclass
+class Segment(_Span):
+    """A segment: a sentence-sized piece of the transcript, the same as the
+    `segments` of the hviske program's JSON, the server's verbose_json
+    segments and the subtitle cues (docs/TIMESTAMPS.md "Segments"): the
+    timed words of one chunk grouped into pieces read at once (at most
+    7 s and 2 lines of 42 characters). start and end in whole
+    milliseconds (its first word's start, its last word's end), its text
+    (its lines joined by a space), its words' tokens and their log-probs,
+    score (the sum of those log-probs), its words, id (its number in the
+    result, from 0, as verbose_json numbers them) and chunk (the index of
+    its chunk in Result.chunks). A chunk without timed words (only pieces
+    that print nothing) is one segment of the whole chunk."""
+    id: int = 0
+    chunk: int = 0
+
+
+@dataclass
+class Chunk(_Span):
+    """A chunk: a piece of the audio the model transcribes at once (up to
+    35 s; the library's hv_segment, the `chunks` of the hviske program's
+    JSON): its start and end, its whole text and all its tokens (also
+    those of no word), their log-probs, its score (the decoder's sequence
+    score: docs/DECODING.md), and its words."""
 
 
 @dataclass
@@ -97,13 +131,15 @@ class TranscriptionInfo:
 
 @dataclass
 class Result:
-    """A transcription. `text` joins the segments' texts; `tokens` and
+    """A transcription. `text` joins the chunks' texts; `segments` are its
+    sentence-sized segments (Segment), `chunks` the pieces of audio the
+    model took at once (Chunk), each split into segments; `tokens` and
     `token_logprobs` cover every chunk; `words` every word (empty unless
     word_timestamps=True); `timings` has the library's hv_timings fields
     (milliseconds, counts, `encoded_s`); `duration` is the audio's length
     in seconds; `language` the code used. `stopped` is True when
     on_segment stopped the transcription early: the result then holds the
-    segments done until then.
+    chunks done until then, with all their segments.
 
     It also unpacks as faster-whisper's pair, `segments, info =
     model.transcribe(...)`: an iterator over `segments`, and `info`."""
@@ -117,6 +153,7 @@ class Result:
     duration: float
     words: list[Word] = field(default_factory=list)
     stopped: bool = False
+    chunks: list[Chunk] = field(default_factory=list)
 
     @property
     def info(self) -> TranscriptionInfo:
@@ -140,7 +177,7 @@ MAX_SAMPLE_RATE = 768000         # HV_MAX_SAMPLE_RATE
 MAX_CHANNELS = 64                # what the library averages at most
 
 
-def _int(name, value, lo, hi):
+def _int(name: str, value: object, lo: int, hi: int) -> int:
     """value, an int from lo to hi (both included); else ValueError
     (InvalidArgument) naming the argument and the bounds. Every integer
     the binding hands to C goes through here, so none is cut to the C
@@ -152,7 +189,8 @@ def _int(name, value, lo, hi):
     return value
 
 
-def _float(name, value):
+def _float(name: str, value: object) -> float:
+    """value as a float; TypeError unless it is a number (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, not {type(value).__name__}")
     return float(value)
@@ -314,7 +352,7 @@ class Model:
 
     # ----------------------------------------------------------- freeing
 
-    def close(self):
+    def close(self) -> None:
         """Frees the model, its detector and its context; the Model can no
         longer transcribe. Waits for the transcriptions running in other
         threads to finish first (new ones raise Error at once); from a
@@ -342,13 +380,13 @@ class Model:
                 lib.hv_model_free(self._model)
                 self._model = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Model":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -499,20 +537,24 @@ class Model:
         vad_filter=True is chunking="vad" and vad_filter=False
         chunking="energy" (or "fixed" or "none" when chunking says so).
         max_tokens: at most this many tokens per chunk (None: the model's).
-        word_timestamps: True gives every word its start and end
-        (result.words and each segment's words).
+        word_timestamps: True gives the words with their start and end
+        (result.words, and each segment's and chunk's words); the words
+        are timed either way, since the segments are made of them
+        (docs/TIMESTAMPS.md "Segments").
         progress: called as progress(done_s, total_s) after each chunk, on
         this thread; returning False stops the transcription before its
         next chunk or decoder step (transcribe then raises Cancelled), and
         an exception it raises stops it too and comes out of transcribe.
         on_segment: called as on_segment(segment) with each Segment as soon
         as it is final, in order, on this thread (the segments of the
-        result, one by one, while the audio after them is still being
-        transcribed; the `tokens` of its words are filled in the result
-        only); returning False stops the transcription after it, and
-        transcribe then returns the Result of the segments done, with
-        stopped=True (progress returning False, or an exception from either
-        function, then stops it the same way but as described above).
+        result, one by one: those of a chunk once it is transcribed, while
+        the audio after it is still being transcribed); returning False
+        stops the transcription at the end of that segment's chunk (the
+        segments after it in the same chunk are not given), and transcribe
+        then returns the Result of the chunks done, all their segments,
+        with stopped=True (progress returning False, or an exception from
+        either function, then stops it the same way but as described
+        above).
 
         Returns a Result, which also unpacks as `segments, info`; raises an
         Error subclass with the library's message (InvalidArgument, also a
@@ -528,10 +570,16 @@ class Model:
         finally:
             self._release()
 
-    def _transcribe(self, model: Any, audio: Any, language: Any, punctuation: Any, beams: Any,
-                    length_penalty: Any, sample: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, chunking: Any,
-                    word_timestamps: Any, progress: Any, sample_rate: Any, max_tokens: Any,
-                    chunk_seconds: Any, on_segment: Any) -> "Result":
+    def _transcribe(self, model: ctypes.c_void_p, audio: Audio, language: Optional[str],
+                    punctuation: bool, beams: int, length_penalty: float, sample: bool,
+                    temperature: float, top_k: int, top_p: float, seed: int, chunking: str,
+                    word_timestamps: bool,
+                    progress: Optional[Callable[[float, float], Optional[bool]]],
+                    sample_rate: Optional[int], max_tokens: Optional[int],
+                    chunk_seconds: Optional[float],
+                    on_segment: Optional[Callable[[Segment], Optional[bool]]]) -> Result:
+        """transcribe() once the model is held (model: its pointer); the
+        arguments as given, checked here."""
         lib = self._lib
         tp = lib.hv_transcribe_default_params()
         if language is not None:
@@ -558,7 +606,10 @@ class Model:
         tp.chunking = mode
         if not isinstance(word_timestamps, bool):
             raise TypeError("word_timestamps must be True or False")
-        tp.word_timestamps = int(word_timestamps)
+        # the segments are cues of the timed words, as the CLI's and the
+        # server's (docs/TIMESTAMPS.md "Segments"): the words are always
+        # timed; word_timestamps decides whether they are given
+        tp.word_timestamps = 1
         if chunk_seconds is not None:
             tp.chunk_seconds = _float("chunk_seconds", chunk_seconds)
         elif chunking == "fixed":
@@ -586,13 +637,20 @@ class Model:
             tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop)))
         if on_segment is not None:
             give = on_segment
+            done = [0, 0]  # chunks, segments given so far
 
             def on_seg(_user: Optional[int], ptr: Any) -> int:
                 if raised or stop:
                     return 1
                 try:
                     s = ctypes.cast(ptr, ctypes.POINTER(_CSegment)).contents
-                    return int(give(self._segment(s, None)) is False)
+                    segs = self._cues(s, done[0], done[1], word_timestamps)
+                    done[0] += 1
+                    done[1] += len(segs)
+                    for seg in segs:
+                        if give(seg) is False:
+                            return 1
+                    return 0
                 except BaseException as e:  # raised after the call
                     raised.append(e)
                     return 1
@@ -634,7 +692,7 @@ class Model:
                 lib.hv_audio_free(to_free)
             del keep
         try:
-            result = self._result(res)
+            result = self._result(res, word_timestamps)
         finally:
             lib.hv_result_free(res)
         if raised:
@@ -647,7 +705,7 @@ class Model:
         faster-whisper's segment generator does). Nothing runs before the
         first segment is asked for, and the transcription keeps at most one
         segment ahead of the loop; leaving the loop (or closing the
-        generator) stops it at the end of the segment it is on. An error of
+        generator) stops it at the end of the chunk it is in. An error of
         the transcription comes out of the loop. Every transcribe option
         but on_segment is taken."""
         if "on_segment" in options:
@@ -696,46 +754,82 @@ class Model:
             worker.join()
 
     @staticmethod
-    def _words(words: Any, n: int, toks: Any) -> list[Word]:
-        """Words of the library's hv_word array `words` of n. toks: the
-        result's tokens; None: the words' tokens are left empty (a segment
-        as it comes: the result's tokens are not known)."""
+    def _words(words: Any, first: int, n: int, toks: Any, base: int) -> list[Word]:
+        """Words of the library's hv_word array `words`, [first, first + n).
+        Their tokens from toks, the array whose element 0 is the token
+        numbered `base` in hv_word.first_token's numbering (a result's
+        tokens: 0; a chunk's: its first_token)."""
         return [Word(word=(w.text or b"").decode("utf-8", "replace"), start=w.start, end=w.end,
                      probability=w.probability,
-                     tokens=[toks[j] for j in range(w.first_token, w.first_token + w.n_tokens)]
-                     if toks is not None else [])
-                for w in (words[i] for i in range(n))]
+                     tokens=[toks[j - base] for j in range(w.first_token,
+                                                           w.first_token + w.n_tokens)])
+                for w in (words[i] for i in range(first, first + n))]
 
-    def _segment(self, s: Any, toks: Any) -> Segment:
-        """A Segment of the library's hv_segment s (toks as for _words)."""
-        return Segment(start=s.start, end=s.end, text=(s.text or b"").decode("utf-8", "replace"),
-                       tokens=[s.tokens[j] for j in range(s.n_tokens)],
-                       token_logprobs=[s.token_logprobs[j] for j in range(s.n_tokens)],
-                       score=s.score, words=self._words(s.words, s.n_words, toks))
+    @classmethod
+    def _chunk(cls, s: Any, words: bool) -> Chunk:
+        """A Chunk of the library's hv_segment s (its words when `words`)."""
+        return Chunk(start=s.start, end=s.end, text=(s.text or b"").decode("utf-8", "replace"),
+                     tokens=[s.tokens[j] for j in range(s.n_tokens)],
+                     token_logprobs=[s.token_logprobs[j] for j in range(s.n_tokens)],
+                     score=s.score,
+                     words=cls._words(s.words, 0, s.n_words, s.tokens, s.first_token)
+                     if words else [])
 
-    def _segments(self, res: Any, toks: Any) -> list[Segment]:
-        """The segments of the library's result res: the one place the
-        package reads them, for Result.segments and the `segments` of
-        `segments, info` alike (on_segment gets the same ones, from the
-        library's segment_callback, through _segment)."""
+    def _cues(self, s: Any, chunk: int, first_id: int, words: bool) -> list[Segment]:
+        """The segments of the library's hv_segment s (a chunk, the one
+        numbered `chunk`), numbered from first_id: its cues
+        (hv_segment_cues, the default limits, as the hviske program's JSON
+        and the server make them); their words when `words`. The one place
+        the package makes segments: Result.segments, the `segments` of
+        `segments, info`, on_segment and Model.segments() all come from
+        here."""
         lib = self._lib
-        return [self._segment(lib.hv_result_segment(res, i), toks)
-                for i in range(lib.hv_result_n_segments(res))]
+        cues = ctypes.POINTER(_CCue)()
+        n = ctypes.c_int()
+        st = lib.hv_segment_cues(ctypes.byref(s), None, ctypes.byref(cues), ctypes.byref(n))
+        if st != 0:
+            raise error(st, "out of memory making the segments of a chunk")
+        try:
+            out: list[Segment] = []
+            for k in range(n.value):
+                c = cues[k]
+                a, m = c.first_token - s.first_token, c.n_tokens
+                if a < 0 or a > s.n_tokens:  # cannot happen: its tokens are the chunk's
+                    a, m = 0, 0
+                m = max(0, min(m, s.n_tokens - a))
+                lps = [s.token_logprobs[j] for j in range(a, a + m)]
+                out.append(Segment(
+                    start=c.start, end=c.end,
+                    text=(c.text or b"").decode("utf-8", "replace").replace("\n", " "),
+                    tokens=[s.tokens[j] for j in range(a, a + m)], token_logprobs=lps,
+                    score=sum(lps),
+                    words=self._words(s.words, c.first_word, c.n_words, s.tokens,
+                                      s.first_token) if words else [],
+                    id=first_id + k, chunk=chunk))
+            return out
+        finally:
+            lib.hv_cues_free(cues, n.value)
 
-    def _result(self, res: Any) -> Result:
+    def _result(self, res: Any, words: bool) -> Result:
         lib = self._lib
         n = lib.hv_result_n_tokens(res)
         toks = lib.hv_result_tokens(res)
         lps = lib.hv_result_token_logprobs(res)
         t = lib.hv_result_timings(res)
+        chunks: list[Chunk] = []
+        segments: list[Segment] = []
+        for i in range(lib.hv_result_n_segments(res)):
+            s = lib.hv_result_segment(res, i)
+            chunks.append(self._chunk(s, words))
+            segments += self._cues(s, i, len(segments), words)
         return Result(text=lib.hv_result_text(res).decode("utf-8", "replace"),
-                      segments=self._segments(res, toks),
+                      segments=segments, chunks=chunks,
                       tokens=[toks[j] for j in range(n)],
                       token_logprobs=[lps[j] for j in range(n)] if n else [],
                       score=lib.hv_result_score(res),
                       timings={name: getattr(t, name) for name, _ in t._fields_},
                       language=lib.hv_result_language(res).decode("utf-8"),
                       duration=lib.hv_result_duration(res),
-                      words=self._words(lib.hv_result_words(res), lib.hv_result_n_words(res),
-                                        toks),
+                      words=self._words(lib.hv_result_words(res), 0,
+                                        lib.hv_result_n_words(res), toks, 0) if words else [],
                       stopped=bool(lib.hv_result_stopped(res)))

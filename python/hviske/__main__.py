@@ -14,6 +14,7 @@ import base64
 import json
 import math
 import os
+import struct
 import sys
 from typing import Any, Optional, Sequence
 
@@ -47,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--word-timestamps", action="store_true",
                    help="with --json: each word with its start, end and probability")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object per file and line (file, text, segments; words)")
+                   help="one JSON object per file and line (file, text, language, duration, "
+                        "segments; words)")
     return p
 
 
@@ -63,12 +65,38 @@ def json_round(x: float, digits: int) -> float:
     return math.copysign(whole + (1.0 if v - whole >= 0.5 else 0.0), x) / scale
 
 
+FLT_MAX = 3.4028234663852886e38
+
+
+def _f32(x: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def json_float(x: float) -> float:
+    """x, a value the library computed as a float (a word's probability),
+    as the hviske program writes it in JSON: the shortest decimal of 6 to 9
+    significant digits that reads back as the same float (its
+    hvt_float_for_json: 0.91978943, not 0.9197894334793091), so the number
+    is the library's, unrounded, and the same in every interface; 0 for a
+    value that is not finite (JSON has no NaN)."""
+    if not math.isfinite(x):
+        return 0.0
+    if abs(x) > FLT_MAX:
+        return x
+    f, text = _f32(x), ""
+    for prec in range(6, 10):
+        text = "%.*g" % (prec, x)
+        if _f32(float(text)) == f:
+            break
+    return float(text)
+
+
 def json_word(w: Word) -> dict[str, Any]:
     """A word as the hviske program's JSON writes it: times to the
-    millisecond, the probability to 4 decimals (the Word keeps the
-    library's value)."""
+    millisecond (json_round), the probability unrounded (json_float; the
+    Word has the library's value)."""
     return {"word": w.word, "start": json_round(w.start, 3), "end": json_round(w.end, 3),
-            "probability": json_round(w.probability, 4)}
+            "probability": json_float(w.probability)}
 
 
 def _name(o: dict[str, Any], key: str, path: str) -> None:
@@ -87,7 +115,9 @@ def _json(path: str, r: Result, words: bool) -> str:
     o: dict[str, Any] = {}
     _name(o, "file", path)
     o.update({"text": r.text, "language": r.language, "duration": r.duration,
-              "segments": [{"start": s.start, "end": s.end, "text": s.text}
+              "segments": [dict({"start": s.start, "end": s.end, "text": s.text,
+                                 "tokens": s.tokens},
+                                **({"words": [json_word(w) for w in s.words]} if words else {}))
                            for s in r.segments]})
     if words:
         o["words"] = [json_word(w) for w in r.words]

@@ -132,7 +132,16 @@ class Segment(ctypes.Structure):
                 ("text", ctypes.c_char_p), ("tokens", ctypes.POINTER(ctypes.c_int32)),
                 ("token_logprobs", ctypes.POINTER(ctypes.c_float)),
                 ("n_tokens", ctypes.c_int), ("score", ctypes.c_double),
-                ("words", ctypes.POINTER(Word)), ("n_words", ctypes.c_int)]
+                ("words", ctypes.POINTER(Word)), ("n_words", ctypes.c_int),
+                ("first_token", ctypes.c_int)]
+
+
+class Cue(ctypes.Structure):
+    """hv_cue: a segment (sentence-sized) of a chunk, hv_segment_cues."""
+    _fields_ = [("start", ctypes.c_double), ("end", ctypes.c_double),
+                ("first_word", ctypes.c_int), ("n_words", ctypes.c_int),
+                ("first_token", ctypes.c_int), ("n_tokens", ctypes.c_int),
+                ("text", ctypes.c_char_p)]
 
 
 class _DlInfo(ctypes.Structure):
@@ -179,6 +188,10 @@ _SIGNATURES = {
     "hv_result_n_words": (ctypes.c_int, [_P]),
     "hv_result_words": (ctypes.POINTER(Word), [_P]),
     "hv_result_free": (None, [_P]),
+    "hv_segment_cues": (ctypes.c_int, [ctypes.POINTER(Segment), _P,
+                                       ctypes.POINTER(ctypes.POINTER(Cue)),
+                                       ctypes.POINTER(ctypes.c_int)]),
+    "hv_cues_free": (None, [ctypes.POINTER(Cue), ctypes.c_int]),
     "hv_audio_read": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_F),
                                      ctypes.POINTER(ctypes.c_size_t),
                                      ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),

@@ -3,9 +3,11 @@
 Loads the build's libhviske.so through $HVISKE_LIBRARY and checks, on the
 demo model and examples/da-example.wav:
 
-  * results equal the CLI's --json (text, tokens, token log-probs, score,
-    segments with times and tokens) for greedy, beam search with 3 beams,
-    sampling with a seed, no punctuation, and --chunking energy; the same
+  * results equal the CLI's --json (text, tokens, token log-probs, score;
+    segments, the sentence-sized cues, with times, texts, tokens and words;
+    chunks with theirs) for greedy, beam search with 3 beams, sampling with
+    a seed, no punctuation, --chunking energy and fixed, and a file whose
+    one chunk holds four segments; the same
     audio given as a path, as the file's bytes and as float samples (list,
     array.array, numpy mono and frames x channels) gives the same result;
   * the speech detector is found by itself (the build tree's library:
@@ -13,9 +15,10 @@ demo model and examples/da-example.wav:
     $HVISKE_VAD_MODEL choose another; a bad one is a clear error;
   * progress is called per chunk; returning False stops the transcription
     (Cancelled), and an exception it raises stops it and comes out;
-  * on_segment gets the result's segments one by one, in order; returning
-    False stops after that segment with the segments done and
-    stopped=True; an exception it raises comes out;
+  * on_segment gets the result's segments one by one, in order (several
+    of one chunk too); returning False stops at the end of that segment's
+    chunk with the chunks done and stopped=True; an exception it raises
+    comes out;
   * bad arguments raise clear errors (InvalidArgument, also a ValueError,
     with the library's message where the library finds them; TypeError for
     a wrong type), a missing file or model names the path, a wrong
@@ -28,15 +31,19 @@ demo model and examples/da-example.wav:
     2**32 + 8000, 10**12, negative, below 1000 Hz; beams, top_k,
     max_tokens, seed, threads, numpy channels) raises ValueError naming
     the argument and the bounds;
-  * python -m hviske prints the CLI's lines and words;
-  * faster-whisper's shape: `segments, info = model.transcribe(...)`
-    gives the segments (start, end, text, words) and info (language,
-    duration, duration_after_vad) of the CLI's --format json for the same
-    file (with speech detection, energy chunking and fixed chunks, words
-    rounded as the CLI rounds them; duration_after_vad below the duration
-    for audio with a pause), and the Result API stays; model.segments()
-    yields the same segments lazily, and leaving its loop stops the
-    transcription;
+  * python -m hviske prints the CLI's lines, words and segments; word
+    probabilities are the same numbers in the CLI's JSON, the Python API
+    and python -m hviske --json (unrounded);
+  * faster-whisper's shape: `segments, info = model.transcribe(...)`,
+    Result.segments and model.segments() give the segments (start, end,
+    text, words) of the CLI's --format json "segments" for the same file,
+    exactly (with speech detection, energy chunking, fixed chunks and one
+    chunk of four segments; word times rounded as the CLI rounds them),
+    Result.chunks its "chunks", and info (language, duration,
+    duration_after_vad) its language, duration and encoded_s
+    (duration_after_vad below the duration for audio with a pause), and
+    the Result API stays; model.segments() yields the segments lazily, and
+    leaving its loop stops the transcription;
   * file objects (open "rb", io.BytesIO, one read from its middle) give
     the result of the path; a text-mode file is a TypeError and a file
     that is no audio a FormatError naming it;
@@ -90,8 +97,8 @@ os.environ.pop("HVISKE_VAD_MODEL", None)
 sys.path.insert(0, os.path.join(SOURCE, "python"))
 
 
-def cli_json(args):
-    r = Run(["-m", DEMO, "-t", THREADS, "-q", "--json"] + args + [WAV])
+def cli_json(args, path=WAV):
+    r = Run(["-m", DEMO, "-t", THREADS, "-q", "--json"] + args + [path])
     if r.rc != 0:
         raise RuntimeError(str(r))
     return json.loads(r.out)
@@ -101,8 +108,32 @@ def close(a, b, tol):
     return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
 
 
+def find_from(seq, sub, start):
+    """Where the list sub first occurs in seq at or after start; -1 if
+    nowhere."""
+    return next((i for i in range(start, len(seq) - len(sub) + 1)
+                 if seq[i:i + len(sub)] == sub), -1)
+
+
+def json_words(ws):
+    """Words as the CLI's JSON writes them: times rounded to the
+    millisecond as its C code rounds them, the probability unrounded (the
+    library's float in the shortest decimal that reads back as it)."""
+    from hviske.__main__ import json_word
+    return [json_word(w) for w in ws]
+
+
+def json_segments(segs, words):
+    """Segments (or chunks) as the CLI's JSON writes them: start, end, text,
+    tokens; words with `words`."""
+    return [dict({"start": s.start, "end": s.end, "text": s.text, "tokens": s.tokens},
+                 **({"words": json_words(s.words)} if words else {})) for s in segs]
+
+
 def same_as_cli(res, ref):
-    """Differences between a Result and the CLI's JSON object, as text."""
+    """Differences between a Result and the CLI's JSON object, as text:
+    its segments are the CLI's "segments" (the cues), its chunks the CLI's
+    "chunks", times and words exactly."""
     bad = []
     if res.text != ref["text"]:
         bad.append(f"text {res.text!r} != {ref['text']!r}")
@@ -113,27 +144,41 @@ def same_as_cli(res, ref):
         bad.append("token_logprobs differ")
     if not close(res.score, ref["score"], 1e-9):
         bad.append(f"score {res.score} != {ref['score']}")
-    segs = [{"start": round(s.start, 6), "end": round(s.end, 6), "text": s.text,
-             "tokens": s.tokens} for s in res.segments]
-    # the package's segments are the chunks (the CLI's "chunks" level)
-    want = [{"start": round(s["start"], 6), "end": round(s["end"], 6), "text": s["text"],
-             "tokens": s["tokens"]} for s in ref["chunks"]]
-    if segs != want:
+    words = "words" in ref  # --word-timestamps
+    segs, want = json_segments(res.segments, words), ref["segments"]
+    if segs != want or not segs:
         bad.append(f"segments {segs} != {want}")
-    if "words" in ref:  # --word-timestamps: the same words, times and probabilities
-        def mine(ws):
-            return [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3),
-                     "probability": round(w.probability, 9)} for w in ws]
-        def theirs(ws):  # the CLI prints 15 significant digits of the float
-            return [dict(w, probability=round(w["probability"], 9)) for w in ws]
-        if mine(res.words) != theirs(ref["words"]) or not res.words:
-            bad.append(f"words {mine(res.words)} != {ref['words']}")
-        if [mine(s.words) for s in res.segments] != [theirs(s["words"]) for s in ref["chunks"]]:
-            bad.append("segment words differ")
-        if any(w.tokens != res.tokens[res.tokens.index(w.tokens[0]):][:len(w.tokens)]
-               for w in res.words):
-            bad.append("word tokens are not the result's")
-    elif res.words or any(s.words for s in res.segments):
+    ids = [(s.id, s.chunk) for s in res.segments]
+    if [i for i, _ in ids] != list(range(len(ids))) or \
+            [c for _, c in ids] != sorted(c for _, c in ids) or \
+            {c for _, c in ids} != set(range(len(res.chunks))):
+        bad.append(f"segment ids and chunks {ids}")
+    at = {}  # chunk -> where its next segment's tokens are looked for
+    for s in res.segments:
+        c = res.chunks[s.chunk]
+        i = find_from(c.tokens, s.tokens, at.get(s.chunk, 0))
+        at[s.chunk] = i + len(s.tokens)
+        if i < 0 or s.token_logprobs != c.token_logprobs[i:i + len(s.tokens)] or \
+                s.score != sum(s.token_logprobs) or \
+                not close(s.avg_logprob, s.score / max(1, len(s.tokens)), 1e-12):
+            bad.append(f"segment {s.id}: its tokens, log-probs, score or avg_logprob are not "
+                       "its chunk's")
+    chunks, want = json_segments(res.chunks, words), ref["chunks"]
+    if chunks != want or not chunks:
+        bad.append(f"chunks {chunks} != {want}")
+    if words:
+        if json_words(res.words) != ref["words"] or not res.words:
+            bad.append(f"words {json_words(res.words)} != {ref['words']}")
+        if any(s.tokens != [t for w in s.words for t in w.tokens] for s in res.segments):
+            bad.append("a segment's tokens are not its words' tokens")
+        at = 0
+        for w in res.words:  # its tokens: the result's, in order
+            at = find_from(res.tokens, w.tokens, at)
+            if at < 0 or not w.tokens:
+                bad.append(f"the tokens of word {w} are not the result's")
+                break
+            at += len(w.tokens)
+    elif res.words or any(s.words for s in res.segments) or any(c.words for c in res.chunks):
         bad.append("words without word_timestamps")
     return "; ".join(bad)
 
@@ -187,20 +232,38 @@ def test_parity(hviske, model):
               ["--word-timestamps", "--beams", "3"]),
              ("word timestamps, sampling seed 7",
               {"word_timestamps": True, "sample": True, "seed": 7},
-              ["--word-timestamps", "--sample", "--seed", "7"])]
+              ["--word-timestamps", "--sample", "--seed", "7"]),
+             ("word timestamps, fixed 1 s chunks",
+              {"word_timestamps": True, "chunking": "fixed", "chunk_seconds": 1.0},
+              ["--word-timestamps", "--chunking", "fixed", "--chunk-seconds", "1"])]
     for name, kw, args in cases:
         ref = cli_json(args)
         res = model.transcribe(WAV, **kw)
         diff = same_as_cli(res, ref)
         report(f"equals the CLI's --json: {name}", not diff, diff)
+    tmp = tempfile.mkdtemp(prefix="test-python-four-", dir=BINARY)
+    try:
+        four = four_wav(tmp)
+        for name, kw, args in (("", {}, []),
+                               (", word timestamps", {"word_timestamps": True},
+                                ["--word-timestamps"])):
+            ref = cli_json(args, four)
+            res = model.transcribe(four, **kw)
+            diff = same_as_cli(res, ref)
+            report(f"equals the CLI's --json: one chunk of four segments{name} "
+                   f"({len(res.chunks)} chunk, {len(res.segments)} segments)",
+                   not diff and len(res.chunks) == 1 and len(res.segments) == 4, diff)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     res = model.transcribe(WAV)
     t = res.timings
-    report("Result: language, duration, timings",
+    report("Result: language, duration, timings (align_ms > 0: the segments are made of "
+           "timed words)",
            res.language == "da" and abs(res.duration - 48403 / 16000) < 1e-6 and
            set(t) == {"frontend_ms", "encoder_ms", "decoder_ms", "prefill_ms", "steps_ms",
                       "n_steps", "n_tokens", "vad_ms", "encoded_s", "align_ms",
                       "encoder_gflop"} and
-           t["align_ms"] == 0 and t["encoder_gflop"] > 0 and
+           t["align_ms"] > 0 and t["encoder_gflop"] > 0 and
            t["n_tokens"] == len(res.tokens) and t["vad_ms"] > 0 and res.text == SENTENCE,
            f"{res} {t}")
 
@@ -296,13 +359,24 @@ def test_on_segment(hviske, model):
     got = []
     r = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0, word_timestamps=True,
                          on_segment=got.append)
-
-    def plain(s):  # the words' tokens are only in the result
-        return (s.start, s.end, s.text, s.tokens, s.token_logprobs, s.score,
-                [(w.word, w.start, w.end, w.probability) for w in s.words])
     report(f"on_segment gets every segment of the result, in order ({len(got)})",
-           len(got) >= 2 and [plain(s) for s in got] == [plain(s) for s in r.segments]
-           and not r.stopped, [s.text for s in got])
+           len(got) >= 2 and got == r.segments and not r.stopped, [s.text for s in got])
+    tmp = tempfile.mkdtemp(prefix="test-python-four-", dir=BINARY)
+    try:
+        four = four_wav(tmp)
+        got = []
+        r4 = model.transcribe(four, word_timestamps=True, on_segment=got.append)
+        report(f"on_segment gets the segments of one chunk one by one ({len(got)} of "
+               f"{len(r4.chunks)} chunk)", len(got) == 4 and len(r4.chunks) == 1 and
+               got == r4.segments and not r4.stopped, [s.text for s in got])
+        first = []
+        r1 = model.transcribe(four, on_segment=lambda s: (first.append(s), False)[1])
+        report("on_segment returning False at the first segment of a chunk: no more are "
+               "given; the result holds the chunk, all its segments, stopped=True",
+               len(first) == 1 and r1.stopped and len(r1.chunks) == 1 and
+               len(r1.segments) == 4 and first == r1.segments[:1], (len(first), r1))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     first = []
     r1 = model.transcribe(WAV, chunking="fixed", chunk_seconds=1.0,
                           on_segment=lambda s: (first.append(s), False)[1])
@@ -549,8 +623,14 @@ def test_library_lookup():
            lines[0] == os.path.realpath(LIB), f"{p.stdout!r} {p.stderr[-500:]!r}")
 
 
+def hviske_model():
+    import hviske
+    return hviske.Model(DEMO, threads=THREADS)
+
+
 def test_module_cli():
-    """python -m hviske: the CLI's text and words; errors as the CLI's."""
+    """python -m hviske: the CLI's text, words and segments; errors as the
+    CLI's."""
     env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python"))
 
     def mod(args):
@@ -564,13 +644,44 @@ def test_module_cli():
     want = cli_json(["--word-timestamps", "--beams", "2"])
     try:
         o = json.loads(p.stdout)
-        # the module's words as the CLI's (probabilities to 4 decimals there)
-        ok = o["text"] == want["text"] and o["words"] == [
-            dict(w, probability=round(w["probability"], 4)) for w in want["words"]]
+        ok = o["text"] == want["text"] and o["words"] == want["words"] and o["segments"] == [
+            {k: s[k] for k in ("start", "end", "text", "tokens", "words")}
+            for s in want["segments"]]
     except (ValueError, KeyError) as e:
         ok, o = False, str(e)
-    report("python -m hviske --json --word-timestamps --beams 2: the CLI's text and words", ok,
-           f"{o} {p.stderr[-300:]!r}")
+    report("python -m hviske --json --word-timestamps --beams 2: the CLI's text, words and "
+           "segments", ok, f"{o} {p.stderr[-300:]!r}")
+    # word probabilities: the same numbers in the CLI's JSON, the Python
+    # API and python -m hviske --json (none rounded)
+    tmp = tempfile.mkdtemp(prefix="test-python-probs-", dir=BINARY)
+    try:
+        import struct
+        four = four_wav(tmp)
+        for name, kw, args in (("greedy", {}, []),
+                               ("sampling, seed 3", {"sample": True, "seed": 3},
+                                ["--sample", "--seed", "3"])):
+            cli = [w["probability"]
+                   for w in cli_json(["--word-timestamps"] + args, four)["words"]]
+            p = mod(["--json", "--word-timestamps"] + args + [four])
+            try:
+                modp = [w["probability"] for w in json.loads(p.stdout)["words"]]
+            except (ValueError, KeyError) as e:
+                modp = [repr(e)]
+            with hviske_model() as m:
+                api = [w.probability for w in m.transcribe(four, word_timestamps=True,
+                                                           **kw).words]
+
+            def f32(x):
+                return struct.unpack("f", struct.pack("f", x))[0]
+            report(f"word probabilities, {name}: the CLI's JSON, the Python API and python -m "
+                   f"hviske --json equal ({len(api)} words; the API's float, the JSON's "
+                   "shortest decimal of it)",
+                   len(api) >= 30 and modp == cli and [f32(x) for x in cli] == api and
+                   all(f32(x) == x for x in api) and
+                   any(abs(x * 1e4 - round(x * 1e4)) > 1e-6 for x in cli),
+                   f"{cli} {modp} {api}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     missing = os.path.join(SOURCE, "no-such-file.wav")
     p = mod([missing, WAV])
     report("python -m hviske: a missing file is named, the others go on, exit 1",
@@ -601,6 +712,18 @@ def test_module_cli():
            "beams" in p.stderr and p.stdout == "", f"{p.returncode} {p.stderr!r}")
 
 
+def four_wav(tmp):
+    """The example four times over, without pauses: a WAV file that the
+    demo model takes as one chunk of four segments (one per sentence)."""
+    path = os.path.join(tmp, "four.wav")
+    with wave.open(WAV) as w:
+        params, raw = w.getparams(), w.readframes(w.getnframes())
+    with wave.open(path, "wb") as w:
+        w.setparams(params)
+        w.writeframes(raw * 4)
+    return path
+
+
 def pause_wav(tmp):
     """The example, 4 s of silence, the example again: a WAV file."""
     path = os.path.join(tmp, "pause.wav")
@@ -613,7 +736,14 @@ def pause_wav(tmp):
 
 
 def test_faster_whisper_shape(hviske, model):
-    from hviske.__main__ import json_round, json_word
+    from hviske.__main__ import json_round
+
+    def shape(segs):  # what faster-whisper users read, as the CLI's JSON has it
+        return [{"start": s.start, "end": s.end, "text": s.text,
+                 "words": json_words(s.words)} for s in segs]
+
+    def cli_shape(segs):
+        return [{k: s[k] for k in ("start", "end", "text", "words")} for s in segs]
     tmp = tempfile.mkdtemp(prefix="test-python-fw-", dir=BINARY)
     try:
         paused = pause_wav(tmp)
@@ -623,23 +753,28 @@ def test_faster_whisper_shape(hviske, model):
                 ("a pause, energy chunking", paused, {"chunking": "energy"},
                  ["--chunking", "energy"]),
                 ("fixed 1 s chunks", WAV, {"chunking": "fixed", "chunk_seconds": 1.0},
-                 ["--chunking", "fixed", "--chunk-seconds", "1"])):
+                 ["--chunking", "fixed", "--chunk-seconds", "1"]),
+                ("one chunk of four sentences", four_wav(tmp), {}, [])):
             r = Run(["-m", DEMO, "-t", THREADS, "-q", "--format", "json", "--word-timestamps"]
                     + args + [path])
             ref = json.loads(r.out) if r.rc == 0 else None
             segments, info = model.transcribe(path, word_timestamps=True, **kw)
-            got = [{"start": round(s.start, 6), "end": round(s.end, 6), "text": s.text,
-                    "words": [json_word(w) for w in s.words]} for s in segments]
-            # the package's segments are still the chunks (the CLI's "chunks"
-            # level); the CLI writes the library's word values unrounded
-            want = [{"start": round(s["start"], 6), "end": round(s["end"], 6),
-                     "text": s["text"], "words": [json_word(hviske.Word(
-                         w["word"], w["start"], w["end"], w["probability"]))
-                         for w in s["words"]]} for s in ref["chunks"]] if ref else None
-            report(f"segments, info = transcribe(...), {name}: the CLI's chunks "
-                   f"({len(got)}), words rounded alike",
+            got = shape(segments)
+            want = cli_shape(ref["segments"]) if ref else None
+            report(f"segments, info = transcribe(...), {name}: the CLI's segments "
+                   f"({len(got)} of {len(ref['chunks']) if ref else '?'} chunks): text, "
+                   "start, end and words exactly",
                    got == want and len(got) >= 1 and all(s["words"] for s in got),
                    f"{got} != {want} {r}")
+            res = model.transcribe(path, word_timestamps=True, **kw)
+            lazy = list(model.segments(path, word_timestamps=True, **kw))
+            report("... Result.segments and model.segments() the same",
+                   want is not None and shape(res.segments) == want and shape(lazy) == want,
+                   f"{shape(res.segments)} {shape(lazy)} != {want}")
+            report("... Result.chunks: the CLI's chunks",
+                   ref is not None and cli_shape(ref["chunks"]) == shape(res.chunks) and
+                   [c.tokens for c in res.chunks] == [c["tokens"] for c in ref["chunks"]],
+                   f"{shape(res.chunks)} != {ref and ref['chunks']}")
             report(f"... info: the CLI's language, duration and encoded_s "
                    f"({info.duration_after_vad:.3f} of {info.duration:.3f} s)",
                    ref is not None and isinstance(info, hviske.TranscriptionInfo) and
