@@ -188,7 +188,14 @@ HV_API hv_status hv_quantize(const char *in_dir, const char *out_dir, hv_weight_
                              int overwrite, char *errbuf, size_t errbuf_size);
 
 /* Model facts, for display. Strings are owned by the model. */
-HV_API size_t hv_model_weight_bytes(const hv_model *model); /* weight matrices */
+/* The weight matrices' bytes as the model computes with them: in bf16
+ * compute on a CPU that multiplies bf16 natively, the encoder's q8_0 and
+ * q4_0 matrices are widened to bf16 at load (docs/QUANTIZE.md) and count
+ * as bf16. */
+HV_API size_t hv_model_weight_bytes(const hv_model *model);
+/* Of those, the bytes of bf16 matrices widened from q8_0/q4_0 at load (0
+ * when none were). */
+HV_API size_t hv_model_widened_weight_bytes(const hv_model *model);
 /* Of those, the bytes one decoder step reads (every decoder matrix but the
  * cross-attention key/value projections, which run once per chunk). */
 HV_API size_t hv_model_decoder_weight_bytes(const hv_model *model);

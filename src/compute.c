@@ -27,6 +27,11 @@ const char *hv_compute_name(hv_compute c) {
     return (unsigned)c <= HV_COMPUTE_BF16 ? compute_names[c] : "?";
 }
 
+int hv_compute_widens(hv_compute compute, int onednn_bf16, hv_weight_type type) {
+    return compute == HV_COMPUTE_BF16 && onednn_bf16 &&
+           (type == HV_WEIGHTS_Q8_0 || type == HV_WEIGHTS_Q4_0);
+}
+
 hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
     if ((unsigned)want > HV_COMPUTE_BF16)
         return hv_err(e, HV_ERR_INVALID_ARG, "compute %d: unknown", (int)want);
@@ -44,6 +49,14 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
     /* without the engine (no native bf16, or out of memory) bf16 is our
      * own kernels on rounded activations */
     if (bf16 && native) m->dnn = hv_onednn_new(1);
+    /* the encoder's q8_0/q4_0 blocks widened to bf16 for the engine */
+    unsigned widen = 0;
+    for (int t = 0; t < HV_N_WEIGHT_TYPES; t++)
+        if (hv_compute_widens(m->compute, hv_onednn_is_bf16(m->dnn), (hv_weight_type)t))
+            widen |= 1u << t;
+    hv_status st =
+        widen ? hv_weights_widen_encoder(&m->w, &m->cfg, &m->st, widen, m->n_threads, e) : HV_OK;
+    if (st) return st;
     char impl[64] = "";
     for (int i = 0; m->dnn && !impl[0] && i < m->w.n_mats; i++) {
         const hv_mat *w = &m->w.mats[i].m;

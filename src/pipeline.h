@@ -35,8 +35,20 @@ struct hv_context {
 
 /* Resolves the compute mode want (hv_compute) for m, whose weights are
  * loaded: sets m->compute, m->dnn (the bf16 engine where the CPU has
- * native bf16) and m->gemm. HV_ERR_INVALID_ARG for an unknown mode. */
+ * native bf16) and m->gemm, and widens the encoder's matrices of the types
+ * hv_compute_widens names. HV_ERR_INVALID_ARG for an unknown mode,
+ * HV_ERR_NOMEM. */
 hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e);
+
+/* Whether the encoder's weight matrices of type `type` are widened to bf16
+ * at load (hv_weights_widen_encoder), for a model whose resolved compute
+ * mode is `compute` (f32 or bf16) and onednn_bf16 whether its products run
+ * on the oneDNN bf16 engine (the CPU multiplies bf16 natively): so for
+ * q8_0 and q4_0 in bf16 compute on such a CPU, which oneDNN's int8 matmul
+ * (one scale per output column) cannot take as per-32 blocks. Everywhere
+ * else the blocks keep their int8 kernels. A pure function of its
+ * arguments (the tests call it with every combination). */
+int hv_compute_widens(hv_compute compute, int onednn_bf16, hv_weight_type type);
 
 /* A segment as the result keeps it: its tokens by offset, since the
  * token arrays grow (and move) while chunks are added. */

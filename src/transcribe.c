@@ -95,6 +95,7 @@ void hv_model_free(hv_model *m) {
 int hv_model_sample_rate(const hv_model *m) { return m->cfg.sample_rate; }
 size_t hv_model_weight_bytes(const hv_model *m) { return m->w.mat_bytes; }
 size_t hv_model_decoder_weight_bytes(const hv_model *m) { return m->w.dec_mat_bytes; }
+size_t hv_model_widened_weight_bytes(const hv_model *m) { return m->w.widened_bytes; }
 
 /* The index of name among names[0..n) (exact match), or -1. */
 static int name_index(const char *name, const char *const *names, int n) {

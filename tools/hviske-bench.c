@@ -507,9 +507,11 @@ int main(int argc, char **argv) {
     }
     cJSON_AddNumberToObject(root, "decoder_weight_mb", dec_mb);
     if (!o.json)
-        printf("model %s: loaded in %.1f ms, weights %s, %.1f MB, compute %s, gemm %s\n", o.model,
-               load_ms, o.weight_type, hv_model_weight_bytes(model) / 1e6,
-               hv_compute_name(hv_model_compute(model)), hv_model_gemm(model));
+        printf("model %s: loaded in %.1f ms, weights %s, %.1f MB (%.1f MB widened to bf16), "
+               "compute %s, gemm %s\n",
+               o.model, load_ms, o.weight_type, hv_model_weight_bytes(model) / 1e6,
+               hv_model_widened_weight_bytes(model) / 1e6, hv_compute_name(hv_model_compute(model)),
+               hv_model_gemm(model));
     int rc = 0;
     for (int i = optind; i < argc; i++)
         rc |= bench_file(model, vad, &o, o.bandwidth ? &probe : NULL, dec_mb, argv[i], files);
@@ -522,6 +524,8 @@ int main(int argc, char **argv) {
         cJSON_AddStringToObject(root, "compute", hv_compute_name(hv_model_compute(model)));
         cJSON_AddStringToObject(root, "gemm", hv_model_gemm(model));
         cJSON_AddNumberToObject(root, "weight_mb", hv_model_weight_bytes(model) / 1e6);
+        cJSON_AddNumberToObject(root, "widened_weight_mb",
+                                hv_model_widened_weight_bytes(model) / 1e6);
         cJSON_AddNumberToObject(root, "peak_rss_mb", peak_rss_mb());
         char *s = cJSON_PrintUnformatted(root);
         puts(s);

@@ -95,6 +95,16 @@ hv_status hv_mat_interleave(hv_mat *m, void **storage, hv_error *e);
  * != 0 or an odd cols (hv_mat_can_r64); HV_ERR_NOMEM. */
 hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_pool *pool, hv_error *e);
 
+/* Widens the q8_0 or q4_0 matrix *m (either layout) into a new row-major
+ * bf16 matrix [rows][cols]: each value d * q (exact in f32) rounded to
+ * bf16, nearest, ties to even (hv_f32_to_bf16), so that bf16 engines take
+ * it as they take a checkpoint's bf16 weights. *storage receives the
+ * buffer (64-byte aligned, freed by the caller with free()) and *m
+ * describes it; the old buffer is the caller's. Rows are widened over
+ * pool's threads (NULL: the caller's alone). HV_ERR_UNSUPPORTED (m
+ * untouched) for another type; HV_ERR_NOMEM. */
+hv_status hv_mat_widen_bf16(hv_mat *m, void **storage, hv_pool *pool, hv_error *e);
+
 /* Whether hv_mat_interleave_r64 takes m: row-major bf16, rows % 64 == 0,
  * an even cols. */
 int hv_mat_can_r64(const hv_mat *m);

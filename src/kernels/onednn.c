@@ -22,9 +22,9 @@
 #define MAX_PRIMS 1024
 
 typedef struct prim {
-    int m, k, n;
+    int m, k, n, bias;
     dnnl_primitive_t p;
-    dnnl_memory_desc_t src, wei, dst, scratch;
+    dnnl_memory_desc_t src, wei, bia, dst, scratch;
     size_t scratch_bytes;
 } prim;
 
@@ -85,18 +85,21 @@ static void omp_release(int was) { omp_set_num_threads(was); }
 
 /* The primitive descriptor of an [m x k] . [k x n] product whose weights
  * are the rows of a row-major [n][k] matrix (`ba`) and whose output rows
- * are n floats apart; NULL when oneDNN has none. */
-static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n) {
+ * are n floats apart, plus an f32 bias of n values added to every row
+ * when bias is set (oneDNN adds it to the f32 sums: the rounding of our
+ * own y = sum + bias); NULL when oneDNN has none. */
+static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n, int bias) {
     dnnl_data_type_t dt = d->bf16 ? dnnl_bf16 : dnnl_f32;
-    dnnl_memory_desc_t a, b, c;
-    dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n};
+    dnnl_memory_desc_t a, b, c, bi;
+    dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n}, dbi = {1, n};
     dnnl_matmul_desc_t op;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     if (dnnl_memory_desc_init_by_tag(&a, 2, da, dt, dnnl_ab) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&b, 2, db, dt, dnnl_ba) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab) != dnnl_success ||
-        dnnl_matmul_desc_init(&op, &a, &b, NULL, &c) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&bi, 2, dbi, dnnl_f32, dnnl_ab) != dnnl_success ||
+        dnnl_matmul_desc_init(&op, &a, &b, bias ? &bi : NULL, &c) != dnnl_success ||
         dnnl_primitive_attr_create(&attr) != dnnl_success)
         return NULL;
     /* a scratchpad per execution: the same primitive runs on many threads */
@@ -111,7 +114,7 @@ int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, siz
     if (size) buf[0] = '\0';
     if (!d || n < 1 || cols < 1 || rows < 1 || !size) return -1;
     int was = omp_hold();
-    dnnl_primitive_desc_t pd = make_pd(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows);
+    dnnl_primitive_desc_t pd = make_pd(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 0);
     omp_release(was);
     const char *impl = NULL;
     if (pd) dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
@@ -120,24 +123,29 @@ int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, siz
     return impl ? 0 : -1;
 }
 
-/* The cached primitive of shape (m, k, n), made when missing; NULL when it
- * cannot be made or the cache is full. The entries never move or go away
- * while d lives, so a pointer stays valid without the lock. */
-static const prim *get_prim(hv_onednn *d, int m, int k, int n) {
+/* The cached primitive of shape (m, k, n), with a bias or not, made when
+ * missing; NULL when it cannot be made or the cache is full. The entries
+ * never move or go away while d lives, so a pointer stays valid without
+ * the lock. */
+static const prim *get_prim(hv_onednn *d, int m, int k, int n, int bias) {
     pthread_mutex_lock(&d->mu);
     prim *found = NULL;
     for (int i = 0; i < d->n_prims && !found; i++)
-        if (d->prims[i].m == m && d->prims[i].k == k && d->prims[i].n == n) found = &d->prims[i];
+        if (d->prims[i].m == m && d->prims[i].k == k && d->prims[i].n == n &&
+            d->prims[i].bias == bias)
+            found = &d->prims[i];
     if (!found && d->n_prims < MAX_PRIMS) {
         int was = omp_hold();
-        dnnl_primitive_desc_t pd = make_pd(d, m, k, n);
+        dnnl_primitive_desc_t pd = make_pd(d, m, k, n, bias);
         prim *e = &d->prims[d->n_prims];
         if (pd && dnnl_primitive_create(&e->p, pd) == dnnl_success) {
             e->m = m;
             e->k = k;
             e->n = n;
+            e->bias = bias;
             e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
             e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+            if (bias) e->bia = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
             e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
             e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
             e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
@@ -151,6 +159,11 @@ static const prim *get_prim(hv_onednn *d, int m, int k, int n) {
     return found;
 }
 
+int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows) {
+    if (!d || n < 1 || cols < 1 || rows < 1) return 0;
+    return get_prim(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 1) != NULL;
+}
+
 /* Weight rows per task chunk: wide enough that a call's overhead is small
  * against its arithmetic, narrow enough that the threads share a product
  * of 1280 rows. Depends on the shape only (the primitives' key). */
@@ -161,6 +174,7 @@ typedef struct dnn_job {
     hv_pool *pool;
     const float *x;
     int n, m_pad, cols;
+    int fuse_bias;    /* the primitives add the products' biases */
     void *xs;         /* the activations as the primitive reads them: [m_pad][cols] */
     size_t out_bytes; /* a task's output buffer, then its scratchpad */
     hv_gemm_outs o;
@@ -193,9 +207,11 @@ static void convert_task(void *arg, int task, int n_tasks) {
 }
 
 /* A chunk's outputs out[i][r - r0] by plain loops over the same converted
- * activations (f32 sums in column order): only when oneDNN could not run
- * it after its primitive was made (a stream or a memory object not had). */
-static void chunk_plain(const dnn_job *j, const hv_mat *W, int r0, int r1, float *out) {
+ * activations (f32 sums in column order), plus bias[r] when the primitive
+ * would have added it: only when oneDNN could not run it after its
+ * primitive was made (a stream or a memory object not had). */
+static void chunk_plain(const dnn_job *j, const hv_mat *W, const float *bias, int r0, int r1,
+                        float *out) {
     for (int i = 0; i < j->n; i++)
         for (int r = r0; r < r1; r++) {
             float s = 0.0f;
@@ -207,7 +223,7 @@ static void chunk_plain(const dnn_job *j, const hv_mat *W, int r0, int r1, float
                                      : ((const float *)W->data)[wi];
                 s = fmaf(a, b, s);
             }
-            out[(size_t)i * (r1 - r0) + (r - r0)] = s;
+            out[(size_t)i * (r1 - r0) + (r - r0)] = bias ? s + bias[r] : s;
         }
 }
 
@@ -223,27 +239,32 @@ static void gemm_task(void *arg, int task, int n_tasks) {
     int m, r0, r1;
     while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
         const hv_mat *W = j->o.out[m].W;
-        const prim *p = st ? get_prim(d, j->m_pad, j->cols, r1 - r0) : NULL;
-        dnnl_memory_t ms = NULL, mw = NULL, md = NULL, mp = NULL;
+        const float *bias = j->fuse_bias ? j->o.out[m].bias : NULL;
+        const prim *p = st ? get_prim(d, j->m_pad, j->cols, r1 - r0, bias != NULL) : NULL;
+        dnnl_memory_t ms = NULL, mw = NULL, md = NULL, mp = NULL, mb = NULL;
         float *out = (float *)buf;
-        int ok = p && dnnl_memory_create(&ms, &p->src, d->eng, j->xs) == dnnl_success &&
-                 dnnl_memory_create(&mw, &p->wei, d->eng,
-                                    (char *)W->data + (size_t)r0 * j->cols * esz) == dnnl_success &&
-                 dnnl_memory_create(&md, &p->dst, d->eng, out) == dnnl_success &&
-                 dnnl_memory_create(&mp, &p->scratch, d->eng, buf + j->out_bytes) == dnnl_success;
+        int ok =
+            p && dnnl_memory_create(&ms, &p->src, d->eng, j->xs) == dnnl_success &&
+            dnnl_memory_create(&mw, &p->wei, d->eng,
+                               (char *)W->data + (size_t)r0 * j->cols * esz) == dnnl_success &&
+            dnnl_memory_create(&md, &p->dst, d->eng, out) == dnnl_success &&
+            dnnl_memory_create(&mp, &p->scratch, d->eng, buf + j->out_bytes) == dnnl_success &&
+            (!bias || dnnl_memory_create(&mb, &p->bia, d->eng, (float *)bias + r0) == dnnl_success);
         if (ok) {
-            dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ms},
+            dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, ms},
                                        {DNNL_ARG_WEIGHTS, mw},
                                        {DNNL_ARG_DST, md},
-                                       {DNNL_ARG_SCRATCHPAD, mp}};
-            ok = dnnl_primitive_execute(p->p, st, 4, args) == dnnl_success &&
+                                       {DNNL_ARG_SCRATCHPAD, mp},
+                                       {DNNL_ARG_BIAS, mb}};
+            ok = dnnl_primitive_execute(p->p, st, bias ? 5 : 4, args) == dnnl_success &&
                  dnnl_stream_wait(st) == dnnl_success;
         }
         dnnl_memory_destroy(ms);
         dnnl_memory_destroy(mw);
         dnnl_memory_destroy(md);
         dnnl_memory_destroy(mp);
-        if (!ok) chunk_plain(j, W, r0, r1, out);
+        dnnl_memory_destroy(mb);
+        if (!ok) chunk_plain(j, W, bias, r0, r1, out);
         hv_gemm_outs_finish_from(&j->o, m, 0, j->n, r0, r1, out, r1 - r0);
     }
     if (st) dnnl_stream_destroy(st);
@@ -262,17 +283,30 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
     j.cols = j.o.cols;
     j.m_pad = (n + M_CLASS - 1) / M_CLASS * M_CLASS;
     /* every chunk's primitive, and the largest buffers, before any work:
-     * a task then cannot fail */
+     * a task then cannot fail. The biases go into the primitives (one
+     * pass less over the outputs), unless oneDNN has no primitive with a
+     * bias for some chunk: then hv_gemm_outs_finish_from adds them all. */
     size_t out = 0, scratch = 0;
     int m, r0, r1;
-    while (hv_gemm_outs_next(&j.o, &m, &r0, &r1)) {
-        const prim *p = get_prim(d, j.m_pad, j.cols, r1 - r0);
-        if (!p) return -1;
-        size_t ob = align64((size_t)j.m_pad * (r1 - r0) * sizeof(float));
-        if (ob > out) out = ob;
-        if (p->scratch_bytes > scratch) scratch = p->scratch_bytes;
+    j.fuse_bias = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        atomic_store(&j.o.next, 0);
+        while (hv_gemm_outs_next(&j.o, &m, &r0, &r1)) {
+            int b = j.fuse_bias && j.o.out[m].bias != NULL;
+            const prim *p = get_prim(d, j.m_pad, j.cols, r1 - r0, b);
+            if (!p && b) {
+                j.fuse_bias = 0;
+                break;
+            }
+            if (!p) return -1;
+            size_t ob = align64((size_t)j.m_pad * (r1 - r0) * sizeof(float));
+            if (ob > out) out = ob;
+            if (p->scratch_bytes > scratch) scratch = p->scratch_bytes;
+        }
+        if (j.fuse_bias) break; /* else once more, every primitive without */
     }
     atomic_store(&j.o.next, 0);
+    j.o.bias_done = j.fuse_bias;
     j.out_bytes = out;
     int tasks = hv_pool_size(pool) < j.o.n_chunks ? hv_pool_size(pool) : j.o.n_chunks;
     size_t esz = d->bf16 ? 2 : 4;
@@ -309,6 +343,10 @@ int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, siz
     (void)d, (void)n, (void)cols, (void)rows;
     if (size) buf[0] = '\0';
     return -1;
+}
+int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows) {
+    (void)d, (void)n, (void)cols, (void)rows;
+    return 0;
 }
 int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
                    const hv_mat *const *W, const float *const *bias, float *const *y,

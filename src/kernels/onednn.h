@@ -16,6 +16,10 @@
  * calling thread while it runs), so that the pool's size bounds all the
  * work and no OpenMP team is ever started to spin between products.
  *
+ * A product's bias is part of its primitive (oneDNN adds it to the f32
+ * sums), so the pass after a chunk only copies it out of the task's buffer
+ * and applies the activation and the residual.
+ *
  * Built without oneDNN (HV_HAVE_ONEDNN undefined), hv_onednn_new returns
  * NULL and the others report that nothing applies. */
 #ifndef HV_ONEDNN_H
@@ -51,11 +55,20 @@ int hv_onednn_takes(const hv_onednn *d, const hv_mat *W);
  * (always NUL-terminated); -1 when it has none. */
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size);
 
+/* Whether the products of a task chunk of rows weight rows with n
+ * activation rows of cols take their bias inside the oneDNN primitive (a
+ * primitive with a bias exists for the shape class; it is made and cached
+ * if missing). For the tests: hv_onednn_gemm falls back to adding the
+ * biases after the products where it is 0. */
+int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows);
+
 /* hv_gemm_weights through oneDNN: y[m] = x[n x cols] . W[m]^T (+ bias[m])
  * for count <= HV_GEMM_MAX_OUT matrices of the same cols that d takes,
  * then the epilogue ep (NULL: none; with a residual, count 1), spread over
  * the pool (not NULL). A bf16 engine rounds x to bf16 (nearest even, as
- * hv_f32_to_bf16) and accumulates in f32. Results do not depend on the
+ * hv_f32_to_bf16) and accumulates in f32; the biases are added to the f32
+ * sums by the primitives themselves (a bias memory argument), the
+ * activation and residual after, per task chunk. Results do not depend on the
  * pool's size beyond the order oneDNN sums in, which its kernels choose.
  * Returns -1, having done nothing, when it does not apply or a primitive
  * or buffer cannot be had. */

@@ -411,35 +411,44 @@ static int private_copy(const hv_weights *w, const hv_mat *m) {
     return -1;
 }
 
-/* m in the r64 layout when it can take it, its buffer tracked in w; the
- * row-major copy it was converted into freed (a bf16 load of an f32
- * checkpoint would otherwise hold both), or the mapped pages it was read
- * from released. The named list follows a freed copy to the r64 one. */
-static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat *m, hv_pool *pool,
-                                 hv_error *e) {
-    if (!hv_mat_can_r64(m)) return HV_OK;
-    const void *row_major = m->data;
+/* m replaced by convert's new form of it (hv_mat_interleave_r64,
+ * hv_mat_widen_bf16), its buffer tracked in w; the row-major copy it was
+ * converted into at load freed (a bf16 load of an f32 checkpoint would
+ * otherwise hold both), or the mapped pages it was read from released. The
+ * named list follows to the new matrix, except where the token embedding,
+ * which keeps its own form, names the old one (a tied classifier). */
+typedef hv_status (*mat_convert)(hv_mat *m, void **storage, hv_pool *pool, hv_error *e);
+static hv_status replace_mat(hv_weights *w, const hv_safetensors *st, hv_mat *m,
+                             mat_convert convert, hv_pool *pool, hv_error *e) {
+    const void *old = m->data;
     int copy = private_copy(w, m);
     const hv_st_tensor *src = NULL;
     if (copy < 0) { /* the new buffer takes a slot of its own */
         void **a = reserve_one(w->allocs, w->n_allocs, &w->cap_allocs, sizeof *a);
-        if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder's weights");
+        if (!a) return hv_err(e, HV_ERR_NOMEM, "out of memory for the converted weights");
         w->allocs = a;
-        src = mapped_source(w, st, row_major);
+        src = mapped_source(w, st, old);
     }
     void *storage;
-    hv_status s = hv_mat_interleave_r64(m, &storage, pool, e);
+    hv_status s = convert(m, &storage, pool, e);
     if (s) return s;
+    if (old != w->dec.tok_emb.data)
+        for (int i = 0; i < w->n_mats; i++)
+            if (w->mats[i].m.data == old) w->mats[i].m = *m;
     if (copy < 0) {
         w->allocs[w->n_allocs++] = storage;
         hv_st_release(src); /* advice only; a tied embedding faults back in */
         return HV_OK;
     }
-    for (int i = 0; i < w->n_mats; i++)
-        if (w->mats[i].m.data == row_major) w->mats[i].m = *m;
     free(w->allocs[copy]);
     w->allocs[copy] = storage;
     return HV_OK;
+}
+
+/* m in the r64 layout when it can take it (replace_mat). */
+static hv_status decoder_mat_r64(hv_weights *w, const hv_safetensors *st, hv_mat *m, hv_pool *pool,
+                                 hv_error *e) {
+    return hv_mat_can_r64(m) ? replace_mat(w, st, m, hv_mat_interleave_r64, pool, e) : HV_OK;
 }
 
 /* Matrices of a decoder step per layer (decoder_step_mat). */
@@ -465,6 +474,53 @@ hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_saf
     for (int i = 0; i < n && !s; i++) s = decoder_mat_r64(w, st, decoder_step_mat(w, i), pool, e);
     if (!s) s = decoder_mat_r64(w, st, &w->dec.cls, pool, e);
     hv_pool_free(pool);
+    return s;
+}
+
+/* The encoder's weight matrices, n_out at most: the subsampling's
+ * pointwise convolutions, its output projection, every layer's eleven,
+ * the projection to the decoder's width where there is one. */
+static int encoder_mats(hv_encoder_weights *E, const hv_config *c, hv_mat **out, int n_out) {
+    int n = 0;
+    for (int s = 1; s < E->n_stages && n < n_out; s++) out[n++] = &E->pw[s];
+    if (n < n_out) out[n++] = &E->pre_out;
+    for (int l = 0; E->layers && l < c->enc_layers; l++) {
+        hv_enc_layer *y = &E->layers[l];
+        hv_mat *layer[] = {&y->ff1_up, &y->ff1_down, &y->wq,  &y->wk,     &y->wv,      &y->wo,
+                           &y->wpos,   &y->pw1,      &y->pw2, &y->ff2_up, &y->ff2_down};
+        for (size_t i = 0; i < sizeof layer / sizeof layer[0] && n < n_out; i++)
+            out[n++] = layer[i];
+    }
+    if (E->proj.data && n < n_out) out[n++] = &E->proj;
+    return n;
+}
+
+hv_status hv_weights_widen_encoder(hv_weights *w, const hv_config *c, const hv_safetensors *st,
+                                   unsigned types, int n_threads, hv_error *e) {
+    int cap = HV_MAX_SUB_STAGES + 2 + 11 * (c->enc_layers > 0 ? c->enc_layers : 0);
+    hv_mat **mats = malloc((size_t)cap * sizeof *mats);
+    if (!mats) return hv_err(e, HV_ERR_NOMEM, "out of memory for the encoder's weights");
+    int n = encoder_mats(&w->enc, c, mats, cap), any = 0;
+    for (int i = 0; i < n; i++) any |= mats[i]->data && (types >> mats[i]->type & 1u);
+    if (!any) {
+        free(mats);
+        return HV_OK;
+    }
+    hv_pool *pool = hv_pool_new(n_threads);
+    hv_status s = HV_OK;
+    for (int i = 0; i < n && !s; i++) {
+        hv_mat *m = mats[i];
+        if (!m->data || !(types >> m->type & 1u) ||
+            (m->type != HV_WEIGHTS_Q8_0 && m->type != HV_WEIGHTS_Q4_0))
+            continue;
+        size_t before = hv_mat_bytes(m);
+        if (!(s = replace_mat(w, st, m, hv_mat_widen_bf16, pool, e))) {
+            w->mat_bytes += hv_mat_bytes(m) - before;
+            w->widened_bytes += hv_mat_bytes(m);
+        }
+    }
+    hv_pool_free(pool);
+    free(mats);
     return s;
 }
 

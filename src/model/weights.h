@@ -93,6 +93,7 @@ typedef struct hv_weights {
     hv_decoder_weights dec;
     size_t mat_bytes;     /* bytes of all weight matrices */
     size_t dec_mat_bytes; /* of which read per decoder step */
+    size_t widened_bytes; /* of which bf16 widened from q8_0/q4_0 at load */
     hv_named_mat *mats;   /* every weight matrix, in load order */
     int n_mats, cap_mats;
     void **allocs; /* every buffer above, for freeing */
@@ -122,5 +123,19 @@ void hv_weights_free(hv_weights *w);
  * memory. */
 hv_status hv_weights_decoder_r64(hv_weights *w, const hv_config *c, const hv_safetensors *st,
                                  int n_threads, hv_error *e);
+
+/* For bf16 compute on oneDNN (hv_compute_widens): widens every encoder
+ * weight matrix whose type is in types (bit 1u << type; q8_0 and q4_0 are
+ * the types it can widen, others are left as they are) to row-major bf16
+ * (hv_mat_widen_bf16), over n_threads threads (started only when a matrix
+ * is to be widened), freeing the blocks' copy made at load or releasing
+ * the mapped pages they were read from; the named list then names the
+ * bf16 matrices. mat_bytes counts the bf16 bytes instead of the blocks',
+ * and widened_bytes the bf16 bytes made. The decoder's matrices, the
+ * cross-attention's keys and values included, keep their type.
+ * HV_ERR_NOMEM when out of memory (the matrices widened so far stay
+ * widened). */
+hv_status hv_weights_widen_encoder(hv_weights *w, const hv_config *c, const hv_safetensors *st,
+                                   unsigned types, int n_threads, hv_error *e);
 
 #endif

@@ -212,7 +212,8 @@ static void test_engine(int bf16) {
     printf("oneDNN %s matmul: %s\n", bf16 ? "bf16" : "f32", impl);
     const struct {
         int n, rows, cols;
-    } shapes[] = {{17, 24, 40}, {33, 77, 130}, {100, 300, 72}, {250, 1030, 64}, {18, 16, 1}};
+    } shapes[] = {{17, 24, 40}, {33, 77, 130}, {100, 300, 72}, {250, 1030, 64},
+                  {18, 16, 1},  {19, 257, 33}, {45, 1300, 7}};
     /* f32: each output a sum of cols f32 products in some order; bf16:
      * products of bf16 values are exact in f32, the sum likewise */
     double tol = 2e-7 * 4;
@@ -231,8 +232,19 @@ static void test_engine(int bf16) {
             char what[128];
             snprintf(what, sizeof what, "oneDNN %s %dx%d . %dx%d, %d threads",
                      bf16 ? "bf16" : "f32", n, cols, cols, rows, threads);
+            /* the bias inside the primitive, for a whole chunk and a
+             * tapered one */
+            CHECK_MSG(hv_onednn_fuses_bias(d, n, cols, rows < 64 ? rows : 64) &&
+                          hv_onednn_fuses_bias(d, n, cols, rows < 16 ? rows : 16),
+                      "%s: the bias fused into oneDNN's matmul", what);
             hv_linear(pool, y, x, n, &W, bias);
             check_ref(what, y, x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
+            /* a bias far larger than the products: added once, in f32 */
+            float *big = falloc((size_t)rows), *yb = falloc((size_t)n * rows);
+            for (int r = 0; r < rows; r++) big[r] = bias[r] * 1e4f;
+            hv_linear(pool, yb, x, n, &W, big);
+            check_ref(what, yb, x, w, big, n, rows, cols, bf16, tol * (cols + 2));
+            free(big), free(yb);
             /* the epilogues: silu(y), and res += 0.5 y */
             float *z = falloc((size_t)n * rows);
             hv_linear_silu(pool, z, x, n, &W, bias);
