@@ -17,7 +17,7 @@
 #include <poll.h>
 
 static server fz;
-static options fo;
+static srv_options fo;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
@@ -46,7 +46,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                     "k",
                     NULL};
     int n = (int)(sizeof args / sizeof *args) - 1;
-    if (parse_options(n, args, &fo) >= 0) exit(1);
+    if (srv_parse_options(n, args, &fo) >= 0) exit(1);
     signal(SIGPIPE, SIG_IGN);
     server *s = &fz;
     s->o = &fo;
