@@ -108,8 +108,10 @@
 #include "hviske.h"
 #include "server_form.h"
 #include "server_format.h"
+#include "server.h"
+#include "server_http.h"
 #include "server_metrics.h"
-#include "server_options.h"
+#include "server_queue.h"
 #include "server_stream.h"
 #include "server_web.h"
 #include "tool_util.h"
@@ -127,118 +129,9 @@ enum {
                                 leaving new clients hanging) */
 };
 
-/* -------------------------------------------------------------- server */
-
-typedef enum route {
-    ROUTE_NONE,
-    ROUTE_HEALTH,
-    ROUTE_MODELS,
-    ROUTE_TRANSCRIBE,
-    ROUTE_READY,
-    ROUTE_METRICS,
-    ROUTE_WEB /* the page's files (server_web.c) */
-} route;
-
-typedef struct server server;
-
-/* One open TCP connection (MHD_OPTION_NOTIFY_CONNECTION), for the
- * reaper: a connection must complete a request's headers within
- * --timeout seconds of opening or of its previous request. */
-typedef struct conn_rec {
-    struct conn_rec *prev, *next;
-    int fd;
-    double t0;      /* opened, or its last request completed */
-    int in_request; /* headers in, request not yet completed */
-    int reaped;     /* shut down by the reaper */
-} conn_rec;
-
-/* One HTTP request, from its headers to the end of its response. Owned by
- * the polling thread, except while queued or running: then by the queue
- * or one worker, and the connection is suspended. */
-typedef struct request {
-    struct request *next; /* queue link */
-    server *s;
-    struct MHD_Connection *conn;
-    conn_rec *rec; /* its connection's (NULL: untracked) */
-    route route;
-    const srv_web_asset *asset; /* ROUTE_WEB's file */
-    char method[12], path[64];  /* printable, for the log */
-    double t0;                  /* monotonic seconds at the headers */
-    struct MHD_PostProcessor *pp;
-    uint64_t body_bytes; /* received so far */
-    srv_error err;       /* decided before the body ended */
-    const char *allow;   /* with 405 */
-    int retry_after;     /* with 503, seconds */
-    int close;           /* answer with Connection: close */
-    srv_form form;
-    srv_delim delim; /* counts the body's parts into form.seq */
-    srv_params params;
-    int queued;    /* handed to the workers */
-    int done;      /* a worker set resp and status */
-    int answering; /* its worker's answer is being sent (n_answering) */
-    struct MHD_Response *resp;
-    unsigned status;
-    unsigned sent;           /* the status queued, for the log */
-    int late;                /* begun while draining: not waited for at shutdown */
-    double audio_s;          /* seconds of audio decoded (-1: none), for the log */
-    char id[SRV_ID_MAX + 1]; /* X-Request-Id */
-    char client[64];         /* the peer's address, numeric */
-} request;
-
-typedef struct worker {
-    server *s;
-    hv_context *ctx;
-    pthread_t tid;
-} worker;
-
-struct server {
-    const srv_options *o;
-    hv_model *model;
-    hv_vad *vad;               /* NULL: no speech detection */
-    hv_transcribe_params base; /* chunking and speech detection of
-                                      every request (server_form.h) */
-    int rate;                  /* the model's sample rate */
-    size_t max_file, max_body; /* bytes */
-    time_t created;            /* for /v1/models */
-    worker *workers;
-    struct MHD_Daemon *mhd;
-
-    pthread_mutex_t mu;      /* guards everything below */
-    pthread_cond_t work;     /* a request was queued, or stop */
-    pthread_cond_t answered; /* a worker (or cancel_waiting) answered one */
-    request *head, *tail;    /* waiting requests, oldest first */
-    int n_waiting, n_running;
-    int n_suspended;  /* connections whose thread waits for a worker's
-                         answer (queued or running requests) */
-    int n_answering;  /* workers' answers queued, not yet sent in full */
-    int capacity;     /* workers + queue */
-    long active;      /* requests begun, not completed */
-    double avg_job_s; /* running average, for Retry-After */
-    int draining;     /* shutdown: no new requests */
-    int cancel;       /* second signal: nothing more queued */
-    int stop;         /* workers: exit when the queue is empty */
-    conn_rec *conns;  /* open connections */
-    unsigned n_open;
-    int reaper_stop;
-    char *overflow;      /* the whole 503 answer beyond the reserve */
-    size_t overflow_len; /* (NULL: none, the connection is just closed) */
-
-    srv_metrics metrics; /* atomics: no lock (server_metrics.h) */
-    uint64_t id_seed;    /* generated request ids: seed and counter */
-    _Atomic uint64_t id_counter;
-    FILE *access_log; /* NULL: none (-q) */
-};
-
-/* Seconds a client should wait before retrying: the expected time until
- * a worker is free. Caller holds s->mu. */
-static int retry_after_locked(const server *s) {
-    double t = s->avg_job_s * (s->n_waiting + s->n_running) / s->o->n_workers;
-    return t < 1 ? 1 : t > 3600 ? 3600 : (int)ceil(t);
-}
-
 /* ------------------------------------------------------------ responses */
 
-static struct MHD_Response *buffer_response(char *body, size_t len, const char *type) {
+struct MHD_Response *srv_buffer_response(char *body, size_t len, const char *type) {
     if (!body) return NULL;
     struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
@@ -249,12 +142,11 @@ static struct MHD_Response *buffer_response(char *body, size_t len, const char *
     return r;
 }
 
-/* The error response of e, with the headers its status calls for. */
-static struct MHD_Response *error_response(const request *req, const srv_error *e) {
+struct MHD_Response *srv_error_response(const request *req, const srv_error *e) {
     size_t len = 0;
     char *body =
         srv_format_error(e->message, e->type, e->param[0] ? e->param : NULL, e->code, &len);
-    struct MHD_Response *r = buffer_response(body, len, "application/json");
+    struct MHD_Response *r = srv_buffer_response(body, len, "application/json");
     if (!r) return NULL;
     if (e->status == MHD_HTTP_SERVICE_UNAVAILABLE) {
         char buf[16];
@@ -279,13 +171,13 @@ static enum MHD_Result queue(request *req, unsigned status, struct MHD_Response 
 }
 
 static enum MHD_Result answer_error(request *req) {
-    return queue(req, (unsigned)req->err.status, error_response(req, &req->err));
+    return queue(req, (unsigned)req->err.status, srv_error_response(req, &req->err));
 }
 
 static enum MHD_Result answer_json(request *req, cJSON *o) {
     size_t len = 0;
     char *body = srv_format_json(o, &len);
-    return queue(req, MHD_HTTP_OK, buffer_response(body, len, "application/json"));
+    return queue(req, MHD_HTTP_OK, srv_buffer_response(body, len, "application/json"));
 }
 
 /* {"status":"ok","workers":W,"running":R,"queued":Q}: R requests being
@@ -329,7 +221,7 @@ static enum MHD_Result answer_ready(request *req) {
     }
     size_t len = 0;
     char *body = srv_format_json(o, &len);
-    struct MHD_Response *r = buffer_response(body, len, "application/json");
+    struct MHD_Response *r = srv_buffer_response(body, len, "application/json");
     unsigned status = MHD_HTTP_OK;
     if (r && (draining || full)) {
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
@@ -353,7 +245,7 @@ static enum MHD_Result answer_metrics(request *req) {
     pthread_mutex_unlock(&s->mu);
     size_t len = 0;
     char *body = srv_metrics_format(&s->metrics, &g, HV_VERSION, &len);
-    return queue(req, MHD_HTTP_OK, buffer_response(body, len, SRV_METRICS_CONTENT_TYPE));
+    return queue(req, MHD_HTTP_OK, srv_buffer_response(body, len, SRV_METRICS_CONTENT_TYPE));
 }
 
 static enum MHD_Result answer_models(request *req) {
@@ -372,284 +264,6 @@ static enum MHD_Result answer_models(request *req) {
         o = NULL;
     }
     return answer_json(req, o);
-}
-
-/* ---------------------------------------------------------- the workers */
-
-/* Maps a library failure to an HTTP error: the input's fault is 400 (or
- * 413 for a limit), anything else 500. */
-static void library_error(srv_error *e, hv_status st, const char *msg) {
-    if (!msg || !*msg) msg = hv_status_name(st);
-    switch (st) {
-        case HV_ERR_FORMAT:
-        case HV_ERR_UNSUPPORTED:
-        case HV_ERR_IO: srv_error_set(e, 400, "invalid_audio", "file", "%s", msg); break;
-        case HV_ERR_INVALID_ARG:
-            srv_error_set(e, 400, "invalid_value",
-                          strncmp(msg, "max_new_tokens", 14) == 0 ? "max_tokens"
-                          : strncmp(msg, "audio", 5) == 0         ? "file"
-                                                                  : NULL,
-                          "%s", msg);
-            break;
-        case HV_ERR_LIMIT: srv_error_set(e, 413, "audio_too_long", "file", "%s", msg); break;
-        case HV_ERR_NOMEM:
-        default: srv_error_set(e, 500, NULL, NULL, "%s", msg); break;
-    }
-}
-
-/* How a job ended, for the worker: handed 1 when the request went back to
- * its connection's thread already (a stream, answered as it began). */
-typedef struct job_end {
-    int handed;
-    unsigned status;
-    double audio_s; /* transcribed in full; 0: not */
-} job_end;
-
-/* include[] values that were ignored: a Warning header (RFC 9111's 299,
- * "miscellaneous persistent warning") naming them. */
-static void add_include_warning(struct MHD_Response *r, const srv_params *p) {
-    if (!p->ignored[0]) return;
-    char w[300];
-    snprintf(w, sizeof w,
-             "299 hviske \"include[] ignored: %s (supported: logprobs, with response_format "
-             "json)\"",
-             p->ignored);
-    MHD_add_response_header(r, "Warning", w);
-}
-
-/* --------------------------------------------------- streamed answers */
-
-/* A stream's transcription (stream=true): each final segment's text is a
- * delta event, after a space but for the first (none for ja and zh), so
- * that the deltas joined are the done event's text. */
-typedef struct stream_job {
-    srv_stream *st;
-    int n;                     /* segments sent */
-    int no_space;              /* ja, zh: texts joined without a space */
-    const hv_cue_params *cues; /* how chunks become segments */
-} stream_job;
-
-/* The abort callback: the client went away. */
-static int stream_gone(void *user) { return srv_stream_gone(user); }
-
-/* One delta event of text, after a space but for the first (none for ja
- * and zh); 0, or 1 when out of memory. */
-static int stream_delta(stream_job *sj, const char *piece) {
-    size_t n = strlen(piece), len = 0;
-    char *text = malloc(n + 2);
-    if (!text) return 1;
-    int space = sj->n > 0 && !sj->no_space;
-    text[0] = ' ';
-    memcpy(text + space, piece, n + 1);
-    for (char *q = text; *q; q++)
-        if (*q == '\n') *q = ' '; /* a cue's lines: one text */
-    char *ev = srv_sse_delta(text, &len);
-    free(text);
-    int failed = !ev || srv_stream_push(sj->st, ev, len) != 0;
-    free(ev);
-    sj->n++;
-    return failed;
-}
-
-/* The segment callback: a delta per segment (cue) of the chunk, as each
- * chunk is final. */
-static int stream_segment(void *user, const hv_segment *g) {
-    stream_job *sj = user;
-    if (srv_stream_gone(sj->st)) return 1;
-    hv_cue *cues = NULL;
-    int nc = 0, failed = hv_segment_cues(g, sj->cues, &cues, &nc) != HV_OK;
-    for (int k = 0; !failed && k < nc; k++) failed = stream_delta(sj, cues[k].text);
-    hv_cues_free(cues, nc);
-    return failed; /* out of memory: stop */
-}
-
-/* Answers req at once with the event stream (the connection's thread
- * sends it; req is its own again), then transcribes pcm into it: a delta
- * per segment, then the done event, or an error event when the
- * transcription fails. A client that goes away stops the transcription
- * (srv_stream_gone). Takes pcm. */
-static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_frames) {
-    server *s = w->s;
-    job_end je = {0, MHD_HTTP_OK, req->audio_s};
-    srv_params p = req->params;
-    if (req->params.tp.language == req->params.language) p.tp.language = p.language;
-    char id[sizeof req->id];
-    memcpy(id, req->id, sizeof id);
-    double keepalive = s->o->timeout_s / 2.0 < 5 ? s->o->timeout_s / 2.0 : 5;
-    srv_stream *st = srv_stream_new(keepalive);
-    struct MHD_Response *r = st ? srv_stream_response(st) : NULL;
-    if (!r) {
-        if (st) srv_stream_end(st);
-        hv_audio_free(pcm);
-        srv_error e = {0};
-        srv_error_set(&e, 500, NULL, NULL, "out of memory");
-        req->status = je.status = (unsigned)e.status;
-        req->resp = error_response(req, &e);
-        return je;
-    }
-    if (p.model[0]) MHD_add_response_header(r, "OpenAI-Model", p.model);
-    add_include_warning(r, &p);
-    pthread_mutex_lock(&s->mu);
-    req->resp = r;
-    req->status = MHD_HTTP_OK;
-    req->done = 1; /* the connection's thread owns req again: touch it no more */
-    pthread_cond_broadcast(&s->answered);
-    pthread_mutex_unlock(&s->mu);
-    je.handed = 1;
-
-    const char *lang = p.tp.language ? p.tp.language : hv_model_default_language(s->model);
-    stream_job sj = {st, 0, lang && (!strcmp(lang, "ja") || !strcmp(lang, "zh")), &s->o->cues};
-    p.tp.word_timestamps = 1; /* the deltas are the segments: cues of the words */
-    p.tp.segment_callback = stream_segment;
-    p.tp.segment_user = &sj;
-    p.tp.abort_callback = stream_gone;
-    p.tp.abort_user = st;
-    hv_result *res = NULL;
-    hv_status hst = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p.tp, &res);
-    hv_audio_free(pcm);
-    char *ev = NULL;
-    size_t len = 0;
-    if (hst != HV_OK) { /* the answer began: the error is an event */
-        srv_error e = {0};
-        library_error(&e, hst, hv_context_error(w->ctx));
-        ev = srv_sse_error(e.message, e.type, e.param[0] ? e.param : NULL, e.code, &len);
-        je.status = (unsigned)e.status;
-        je.audio_s = 0;
-    } else if (hv_result_stopped(res)) {
-        je.audio_s = 0;
-        if (!s->o->quiet)
-            fprintf(stderr,
-                    "hviske-server: request %s: the client went away: transcription "
-                    "stopped after %d segment%s\n",
-                    id, sj.n, sj.n == 1 ? "" : "s");
-    } else {
-        ev = srv_sse_done(hv_result_text(res), &len);
-    }
-    if (ev) srv_stream_push(st, ev, len);
-    free(ev);
-    hv_result_free(res);
-    srv_stream_end(st);
-    return je;
-}
-
-/* Decodes and transcribes one request; sets req->resp and req->status
- * (stream=true: hands req back as the stream begins). */
-static job_end run_job(worker *w, request *req) {
-    server *s = w->s;
-    srv_form *f = &req->form;
-    srv_params *p = &req->params;
-    srv_error e = {0};
-    char err[1024] = "";
-    float *pcm = NULL;
-    size_t n_frames = 0;
-    hv_result *res = NULL;
-
-    /* mono at the model's rate, decoded in blocks: memory is the mono
-     * samples whatever the upload's channels and rate, within
-     * --max-audio-seconds and the library's memory budget */
-    double max_s = hv_audio_max_seconds(p->tp.max_audio_bytes, s->rate);
-    if (max_s <= 0 || (s->o->max_audio_s > 0 && s->o->max_audio_s < max_s))
-        max_s = s->o->max_audio_s;
-    hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate, max_s, &pcm,
-                                             &n_frames, err, sizeof err);
-    srv_form_free(f); /* the upload is no longer needed */
-    if (st == HV_ERR_LIMIT) {
-        srv_error_set(&e, 413, "audio_too_long", "file",
-                      "%s (this server "
-                      "takes at most %g s; the server's --max-audio-seconds raises it)",
-                      err, max_s);
-        goto done;
-    }
-    if (st != HV_OK) {
-        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
-        goto done;
-    }
-    req->audio_s = (double)n_frames / s->rate;
-    if (p->stream) return stream_job_run(w, req, pcm, n_frames);
-    st = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p->tp, &res);
-    hv_audio_free(pcm);
-    pcm = NULL;
-    if (st != HV_OK) {
-        library_error(&e, st, hv_context_error(w->ctx));
-        goto done;
-    }
-    size_t len = 0;
-    srv_format_opts fo = {s->rate,     p->temperature, p->granularities,
-                          &s->o->cues, s->model,       p->logprobs};
-    char *body = srv_format_result(p->format, res, &fo, &len);
-    hv_result_free(res);
-    req->resp = buffer_response(body, len, srv_format_content_type(p->format));
-    if (req->resp && p->model[0]) MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
-    if (req->resp) add_include_warning(req->resp, p);
-    req->status = MHD_HTTP_OK;
-    if (!req->resp) srv_error_set(&e, 500, NULL, NULL, "out of memory");
-done:
-    hv_audio_free(pcm);
-    if (e.status) {
-        req->status = (unsigned)e.status;
-        req->resp = error_response(req, &e); /* NULL: the connection drops */
-    }
-    return (job_end){0, req->status, req->audio_s};
-}
-
-static void *worker_main(void *arg) {
-    worker *w = arg;
-    server *s = w->s;
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->head && !s->stop) pthread_cond_wait(&s->work, &s->mu);
-        request *req = s->head;
-        if (!req) {
-            pthread_mutex_unlock(&s->mu);
-            break;
-        }
-        s->head = req->next;
-        if (!s->head) s->tail = NULL;
-        s->n_waiting--;
-        s->n_running++;
-        pthread_mutex_unlock(&s->mu);
-
-        double t = hvt_now_s();
-        job_end je = run_job(w, req);
-        t = hvt_now_s() - t;
-        srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
-
-        pthread_mutex_lock(&s->mu);
-        s->n_running--;
-        s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
-        if (!je.handed) {
-            /* the connection's thread owns req again: touch it no more */
-            req->done = 1;
-            pthread_cond_broadcast(&s->answered);
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    return NULL;
-}
-
-/* Answers every waiting request with 503 (the second shutdown signal). */
-static void cancel_waiting(server *s) {
-    pthread_mutex_lock(&s->mu);
-    request *req = s->head;
-    s->head = s->tail = NULL;
-    s->n_waiting = 0;
-    s->cancel = 1;
-    pthread_mutex_unlock(&s->mu);
-    while (req) {
-        request *next = req->next;
-        srv_error e = {0};
-        srv_error_set(&e, 503, "shutting_down", NULL, "the server is shutting down");
-        req->retry_after = 1;
-        req->close = 1;
-        req->status = 503;
-        req->resp = error_response(req, &e);
-        srv_form_free(&req->form);
-        pthread_mutex_lock(&s->mu);
-        req->done = 1;
-        pthread_cond_broadcast(&s->answered);
-        pthread_mutex_unlock(&s->mu);
-        req = next;
-    }
 }
 
 /* ------------------------------------------------------ the HTTP side */
@@ -750,7 +364,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     int crowded = s->n_open > s->o->max_connections;
     int draining = s->draining;
     int full = s->n_waiting + s->n_running >= s->capacity;
-    req->retry_after = retry_after_locked(s);
+    req->retry_after = srv_retry_after_locked(s);
     pthread_mutex_unlock(&s->mu);
 
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
@@ -903,44 +517,11 @@ static enum MHD_Result end_request(request *req) {
                           "body");
     }
     if (!req->err.status &&
-        srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0) {
-        pthread_mutex_lock(&s->mu);
-        if (s->stop || s->cancel) {
-            req->close = 1;
-            req->retry_after = 1;
-            srv_error_set(&req->err, 503, "shutting_down", NULL, "the server is shutting down");
-        } else if (s->n_waiting + s->n_running >= s->capacity) {
-            req->retry_after = retry_after_locked(s);
-            srv_error_set(&req->err, 503, "server_busy", NULL,
-                          "the server is busy (%d running, %d waiting); "
-                          "retry later",
-                          s->n_running, s->n_waiting);
-        } else {
-            s->n_suspended++;
-            req->queued = 1;
-            if (s->tail)
-                s->tail->next = req;
-            else
-                s->head = req;
-            s->tail = req;
-            s->n_waiting++;
-            pthread_cond_signal(&s->work);
-            /* This connection's own thread waits for the answer; MHD polls
-             * the others meanwhile. (Not MHD_suspend_connection: a client
-             * that half-closes its side after the request, as some clients
-             * and proxies do, had its resumed connection closed by
-             * libmicrohttpd 0.9.75 without the answer.) */
-            while (!req->done) pthread_cond_wait(&s->answered, &s->mu);
-            s->n_suspended--;
-            s->n_answering++; /* until on_completed: shutdown waits for it */
-            req->answering = 1;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (req->queued) {
-            struct MHD_Response *r = req->resp;
-            req->resp = NULL;
-            return queue(req, req->status, r);
-        }
+        srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0 &&
+        srv_queue_request(s, req)) {
+        struct MHD_Response *r = req->resp;
+        req->resp = NULL;
+        return queue(req, req->status, r);
     }
     srv_form_free(&req->form);
     return answer_error(req);
@@ -1172,7 +753,7 @@ static void wait_idle(server *s, const sigset_t *sigs) {
         if (sigtimedwait(sigs, NULL, &ts) > 0 && !cancelled) {
             fprintf(stderr, "hviske-server: second signal: answering the "
                             "queued requests with 503\n");
-            cancel_waiting(s);
+            srv_cancel_waiting(s);
             cancelled = 1;
         }
     }
@@ -1272,7 +853,7 @@ int main(int argc, char **argv) {
     if (listen_fd < 0) goto done;
     for (; n_started < o.n_workers; n_started++) {
         worker *w = &s.workers[n_started];
-        if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+        if (pthread_create(&w->tid, NULL, srv_worker_main, w) != 0) {
             fputs("hviske-server: cannot start a worker thread\n", stderr);
             goto done;
         }
