@@ -101,10 +101,12 @@ struct server {
     time_t created;            /* for /v1/models */
     worker *workers;
     struct MHD_Daemon *mhd;
+    pthread_t reaper_tid;
+    int reaper; /* the reaper thread runs */
 
     pthread_mutex_t mu;      /* guards everything below */
     pthread_cond_t work;     /* a request was queued, or stop */
-    pthread_cond_t answered; /* a worker (or cancel_waiting) answered one */
+    pthread_cond_t answered; /* a worker (or srv_cancel_waiting) answered one */
     request *head, *tail;    /* waiting requests, oldest first */
     int n_waiting, n_running;
     int n_suspended;  /* connections whose thread waits for a worker's
@@ -118,7 +120,7 @@ struct server {
     int stop;         /* workers: exit when the queue is empty */
     conn_rec *conns;  /* open connections */
     unsigned n_open;
-    int reaper_stop;
+    int reaper_stop;     /* the reaper is to end */
     char *overflow;      /* the whole 503 answer beyond the reserve */
     size_t overflow_len; /* (NULL: none, the connection is just closed) */
 

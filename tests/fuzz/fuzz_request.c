@@ -1,6 +1,7 @@
 /* libFuzzer target: the server's HTTP request path, whole.
  *
- * hviske-server.c is compiled into this target (its main renamed) and
+ * The server's HTTP side (server/server_http.c) is compiled into this
+ * target, its queue and workers (server_queue.c) linked, and it is
  * served by libmicrohttpd as in the server (a thread per connection, one
  * worker transcribing with the model $HV_FUZZ_MODEL), without a
  * listening socket: each input is the bytes a client sends on one
@@ -10,11 +11,15 @@
  * form fields, the queue, the worker's decoding and transcription of the
  * uploaded audio, the response formats. Small limits (1 MiB uploads, 5 s
  * of audio) keep each run short. */
-#define main hviske_server_main
-#include "../../server/hviske-server.c"
-#undef main
+#include "../../server/server_http.c"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define MIB ((size_t)1 << 20)
 
 static server fz;
 static srv_options fo;
