@@ -1,86 +1,10 @@
 /*
- * hviske-server: a transcription server with OpenAI's API.
- *
- *     hviske-server -m MODEL_DIR [--host 127.0.0.1] [--port 8080] [-t N]
- *                   [--workers W] [--weight-type T] [--queue Q] [--max-upload-mb M]
- *                   [--max-audio-seconds S] [--api-key KEY] ...
- *
- *     POST /v1/audio/transcriptions   multipart/form-data: file, model,
- *                                     language, prompt, response_format,
- *                                     temperature, and hviske's own
- *                                     decoding fields
- *     GET  /v1/models                 the one model served
- *     GET  /health                    {"status":"ok","workers":W,
- *                                      "running":R,"queued":Q}: requests
- *                                     being transcribed and waiting for
- *                                     a worker; 200 while alive, draining
- *                                     too
- *     GET  /ready                     200 when the model is loaded, the
- *                                     queue has room and no shutdown
- *                                     signal came; 503 otherwise (for
- *                                     load balancers)
- *     GET  /metrics                   Prometheus text format, hviske_*
- *                                     (server_metrics.c)
- *     GET  /                          the web page (server_web.c; not
- *                                     with --no-web)
- *
- *   Every answer carries X-Request-Id: the client's (1..128 visible ASCII
- *   characters) or a generated one; the access log (standard error or
- *   --access-log FILE; none with -q) has a JSON line per request.
- *
- * Threads and the queue
- *
- *   libmicrohttpd runs each connection in a thread of its own: it reads
- *   the request, streams a multipart body through MHD's post processor
- *   into the request's srv_form (limits enforced as bytes arrive),
- *   answers errors and writes responses. No thread but the connection
- *   that asked waits for a transcription, so health checks, uploads and
- *   errors are served while the workers are busy.
- *
- *   W worker threads, each with its own hv_context on the one loaded model
- *   (weights shared, read-only), decode the audio and transcribe.
- *   With stream=true a worker answers as soon as the audio is decoded,
- *   with a response that the connection's thread sends as the worker adds
- *   events to it (server_stream.c), one per final segment; a client that
- *   goes away stops the transcription (the stream's gone flag, asked by
- *   the library's abort and segment callbacks).
- *
- *   Between them is a bounded FIFO of complete, validated requests. When a
- *   body is in, the connection's thread admits the request if fewer than
- *   W + Q are running or waiting: it appends the request and waits until
- *   a worker has built the whole response, then queues it. Otherwise it
- *   answers 503 with Retry-After at once; nothing piles up. (Not
- *   MHD_suspend_connection and MHD_resume_connection: with libmicrohttpd
- *   0.9.75 a resumed connection whose client had half-closed was closed
- *   without its answer.)
- *
- *   A reaper thread shuts down connections that have not completed a
- *   request's headers within --timeout seconds; a body must keep up with
- *   --min-upload-rate after --timeout seconds; requests refused at their
- *   headers are answered at once and the connection closed, the body
- *   unread. --max-connections serve requests, RESERVE more answer /health
- *   and 503 to the rest.
- *
- *   The main thread loads the model, starts everything, and waits for
- *   SIGINT or SIGTERM (blocked in every thread, taken with sigtimedwait).
- *   The first signal drains: /ready answers 503 at once, /health and
- *   /metrics go on answering, every other request begun after it gets 503
- *   shutting_down with Connection: close (a balancer retries it on
- *   another replica), and every request begun before it finishes and is
- *   answered; then the listening socket is closed. A second signal
- *   answers the requests still waiting in the queue with 503 (running
- *   transcriptions always finish; only a streaming client that goes away
- *   stops its own).
- *   Then the workers are joined, the daemon stopped, everything freed,
- *   and the exit status is 0.
- *
- * Every byte of a request is hostile: headers are bounded by MHD's
- * per-connection memory limit, idle connections time out, a body must
- * arrive within --request-timeout, the body, the file and every field are
- * bounded while they stream, and every value is parsed strictly
- * (server_form.c).
- *
- * Built on the public API (hviske.h) and libmicrohttpd.
+ * hviske-server: transcription over HTTP with OpenAI's API, built on the
+ * public API (hviske.h) and libmicrohttpd. docs/SERVER.md is its
+ * reference (options, endpoints, limits, shutdown) and its "Design" the
+ * threads, the queue and the files. This file is main: it loads the
+ * model, listens, starts the workers and the HTTP side, and on SIGINT or
+ * SIGTERM drains and stops.
  */
 #include <errno.h>
 #include <fcntl.h>
