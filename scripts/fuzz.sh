@@ -58,7 +58,8 @@ TOOLS=("$ROOT/server/server_form.c" "$ROOT/server/server_format.c" "$ROOT/server
 build() { # target
   local src=("$ROOT/tests/fuzz/fuzz_$1.c")
   case "$1" in
-    form | request | json) src+=("${TOOLS[@]}") ;;
+    form | json) src+=("${TOOLS[@]}") ;;
+    request) src+=("${TOOLS[@]}" "$ROOT/server/server_options.c" "$ROOT/server/server_queue.c") ;;
   esac
   "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer,address,undefined "${src[@]}" \
     "$OUTDIR/libhviske-fuzz.a" "${LIBS[@]}" -lpthread -o "$OUTDIR/fuzz_$1"

@@ -1,6 +1,7 @@
 /* libFuzzer target: the server's HTTP request path, whole.
  *
- * hviske-server.c is compiled into this target (its main renamed) and
+ * The server's HTTP side (server/server_http.c) is compiled into this
+ * target, its queue and workers (server_queue.c) linked, and it is
  * served by libmicrohttpd as in the server (a thread per connection, one
  * worker transcribing with the model $HV_FUZZ_MODEL), without a
  * listening socket: each input is the bytes a client sends on one
@@ -10,14 +11,18 @@
  * form fields, the queue, the worker's decoding and transcription of the
  * uploaded audio, the response formats. Small limits (1 MiB uploads, 5 s
  * of audio) keep each run short. */
-#define main hviske_server_main
-#include "../../server/hviske-server.c"
-#undef main
+#include "../../server/server_http.c"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define MIB ((size_t)1 << 20)
 
 static server fz;
-static options fo;
+static srv_options fo;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
@@ -46,7 +51,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                     "k",
                     NULL};
     int n = (int)(sizeof args / sizeof *args) - 1;
-    if (parse_options(n, args, &fo) >= 0) exit(1);
+    if (srv_parse_options(n, args, &fo) >= 0) exit(1);
     signal(SIGPIPE, SIG_IGN);
     server *s = &fz;
     s->o = &fo;
@@ -71,7 +76,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (!s->workers) exit(1);
     s->workers[0].s = s;
     if (!(s->workers[0].ctx = hv_context_new(s->model, 1))) exit(1);
-    if (pthread_create(&s->workers[0].tid, NULL, worker_main, &s->workers[0]) != 0) exit(1);
+    if (pthread_create(&s->workers[0].tid, NULL, srv_worker_main, &s->workers[0]) != 0) exit(1);
     s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                                   MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,
                               0, NULL, NULL, on_request, s, MHD_OPTION_CONNECTION_LIMIT, 8u,

@@ -48,7 +48,7 @@ import test_server as ts  # noqa: E402
 import hvserver  # noqa: E402
 
 URL = "/v1/audio/transcriptions"
-RESERVE = 4  # server/hviske-server.c: connections beyond --max-connections
+RESERVE = 4  # server/server_http.c: connections beyond --max-connections
 
 
 def post_bytes(audio, fields=(), extra_headers="", boundary=None):

@@ -1,0 +1,191 @@
+/* hviske-server's command line (server_options.h). */
+#include "server_options.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "subtitles.h"
+#include "tool_util.h"
+
+static const char PROG[] = "hviske-server";
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "Usage: hviske-server -m MODEL_DIR [options]\n"
+            "Serves transcription over HTTP with OpenAI's API:\n"
+            "POST /v1/audio/transcriptions, GET /v1/models, GET /health,\n"
+            "GET /ready (503 when busy or draining), GET /metrics (Prometheus),\n"
+            "and a web page at / for people.\n"
+            "\n"
+            "  -m, --model DIR          checkpoint directory\n"
+            "      --host HOST          address to listen on (default 127.0.0.1)\n"
+            "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
+            "                           free port, printed at start)\n"
+            "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
+            "  -t, --threads N          threads per worker, 1..256 (default: the\n"
+            "                           cores divided among the workers)\n"
+            "      --weight-type T      auto (default: the checkpoint's own type,\n"
+            "                           read in place), f32, f16, bf16, q8_0 or\n"
+            "                           q4_0 (as hviske's)\n"
+            "      --compute MODE       auto (default: bf16 where the CPU has\n"
+            "                           native bf16 and the weights 16 bits or\n"
+            "                           fewer, else f32), f32 or bf16\n"
+            "      --queue Q            requests that may wait for a worker,\n"
+            "                           0..4096 (default 16); beyond: 503\n"
+            "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
+            "                           (default 25)\n"
+            "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
+            "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
+            "                           /v1/ paths\n"
+            "      --model-name NAME    the model id in /v1/models (default\n"
+            "                           hviske)\n"
+            "      --timeout S          close a connection idle for S seconds,\n"
+            "                           1..86400 (default 30)\n"
+            "      --request-timeout S  a request's body must be in within S\n"
+            "                           seconds of its headers, 1..86400\n"
+            "                           (default 600)\n"
+            "      --min-upload-rate B  after --timeout seconds, a body must\n"
+            "                           have come at B bytes/s on average, or\n"
+            "                           the connection is closed; 0..1073741824\n"
+            "                           (default 4096; 0: no such limit)\n"
+            "      --max-connections N  open connections for requests, 1..65536\n"
+            "                           (default 64); 4 more answer /health,\n"
+            "                           /ready, /metrics and 503 to the rest\n"
+            "      --max-connections-per-ip N  from one address, 0..65536\n"
+            "                           (default 0: no limit of its own)\n"
+            "      --access-log FILE    append the access log (a JSON line per\n"
+            "                           request) to FILE instead of stderr\n"
+            "  -q, --quiet              no access log\n"
+            "      --no-web             no web page at / (the API only)\n"
+            "\n"
+            "Speech detection (the form field chunking_strategy, \"auto\" or\n"
+            "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
+            "      --chunking MODE    for requests without chunking_strategy:\n"
+            "                         auto (default) = vad: only speech is\n"
+            "                         transcribed; energy, none: all audio\n" HVT_VAD_USAGE "\n"
+            "Subtitles (response_format srt and vtt, and verbose_json's segments):\n" HVT_CUE_USAGE
+            "\n"
+            "  -h, --help               show this help and exit\n"
+            "      --version            show the version and exit\n"
+            "\n"
+            "SIGINT or SIGTERM: /ready answers 503, new work gets 503, the requests\n"
+            "begun finish, exit 0; a second signal answers the requests still\n"
+            "queued with 503.\n");
+}
+
+/* --model-name: 1 to 127 visible ASCII characters and no '"', as it is
+ * written into JSON and the log without escaping. */
+static int parse_model_name(const char *arg, void *value) {
+    int ok = *arg && strlen(arg) < 128;
+    for (const char *p = arg; *p; p++) ok = ok && *p > 0x20 && *p < 0x7F && *p != '"';
+    if (!ok) return -1;
+    *(const char **)value = arg;
+    return 0;
+}
+
+/* The options; OPTIONS[O_X] is --x. */
+enum {
+    O_MODEL,
+    O_HOST,
+    O_PORT,
+    O_THREADS,
+    O_WEIGHT_TYPE,
+    O_COMPUTE,
+    O_WORKERS,
+    O_QUEUE,
+    O_MAX_UPLOAD,
+    O_MAX_AUDIO,
+    O_API_KEY,
+    O_MODEL_NAME,
+    O_TIMEOUT,
+    O_REQUEST_TIMEOUT,
+    O_MIN_UPLOAD_RATE,
+    O_MAX_CONN,
+    O_MAX_PER_IP,
+    O_QUIET,
+    O_ACCESS_LOG,
+    O_CHUNKING,
+    O_NO_WEB,
+    HVT_VAD_OPTION_IDS,
+    HVT_CUE_OPTION_IDS,
+    O_HELP,
+    O_VERSION,
+    N_OPTS
+};
+
+#define AT(field) offsetof(srv_options, field)
+static const hvt_option OPTIONS[N_OPTS] = {
+    [O_MODEL] = HVT_OPT_STRING("model", 'm', AT(model_dir)),
+    [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
+    [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
+    [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
+    [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
+                                     "auto, f32, f16, bf16, q8_0 or q4_0"),
+    [O_COMPUTE] = HVT_OPT_COMPUTE(AT(compute)),
+    [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
+    [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
+    [O_MAX_UPLOAD] =
+        HVT_OPT("max-upload-mb", 0, HVT_INT, AT(max_upload_mb), 1, 4096, "an integer 1..4096"),
+    [O_MAX_AUDIO] = HVT_OPT("max-audio-seconds", 0, HVT_DOUBLE_ABOVE, AT(max_audio_s), 0, INFINITY,
+                            "a number > 0"),
+    [O_API_KEY] = HVT_OPT_NONEMPTY("api-key", 0, AT(api_key), "a non-empty key"),
+    [O_MODEL_NAME] = HVT_OPT_CUSTOM("model-name", AT(model_name), parse_model_name,
+                                    "1 to 127 visible ASCII characters"),
+    [O_TIMEOUT] = HVT_OPT("timeout", 0, HVT_UNSIGNED, AT(timeout_s), 1, 86400, "seconds, 1..86400"),
+    [O_REQUEST_TIMEOUT] = HVT_OPT("request-timeout", 0, HVT_UNSIGNED, AT(request_timeout_s), 1,
+                                  86400, "seconds, 1..86400"),
+    [O_MIN_UPLOAD_RATE] = HVT_OPT("min-upload-rate", 0, HVT_UNSIGNED, AT(min_upload_rate), 0,
+                                  1073741824, "bytes per second, 0..1073741824"),
+    [O_MAX_CONN] = HVT_OPT("max-connections", 0, HVT_UNSIGNED, AT(max_connections), 1, 65536,
+                           "an integer 1..65536"),
+    [O_MAX_PER_IP] = HVT_OPT("max-connections-per-ip", 0, HVT_UNSIGNED, AT(max_per_ip), 0, 65536,
+                             "an integer 0..65536"),
+    [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
+    [O_ACCESS_LOG] = HVT_OPT_NONEMPTY("access-log", 0, AT(access_log), "a file name"),
+    [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
+    [O_NO_WEB] = HVT_OPT_FLAG("no-web", 0),
+    HVT_VAD_OPTION_ROWS(srv_options),
+    HVT_CUE_OPTION_ROWS(srv_options),
+    [O_HELP] = HVT_OPT_HELP,
+    [O_VERSION] = HVT_OPT_VERSION,
+};
+#undef AT
+
+int srv_parse_options(int argc, char **argv, srv_options *o) {
+    static const hvt_cli cli = {PROG, usage, OPTIONS, N_OPTS};
+    hv_transcribe_params defaults = hv_transcribe_default_params();
+    *o = (srv_options){.host = "127.0.0.1",
+                       .port = 8080,
+                       .n_workers = 1,
+                       .queue = 16,
+                       .max_upload_mb = 25,
+                       .max_audio_s = 3600,
+                       .model_name = "hviske",
+                       .timeout_s = 30,
+                       .request_timeout_s = 600,
+                       .min_upload_rate = 4096,
+                       .max_connections = 64,
+                       .chunking = defaults.chunking,
+                       .vad = defaults.vad_params,
+                       .vad_max_gap_s = defaults.vad_max_gap_s,
+                       .cues = hv_cue_default_params()};
+    int given[N_OPTS];
+    int rc = hvt_parse_options(&cli, argc, argv, o, given);
+    if (rc >= 0) return rc;
+    o->quiet = given[O_QUIET] != 0;
+    o->no_web = given[O_NO_WEB] != 0;
+    if (o->chunking == HV_CHUNKING_FIXED)
+        return hvt_usage_error(PROG, "--chunking fixed is not offered by the "
+                                     "server (auto, vad, energy or none)");
+    if (optind < argc) return hvt_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
+    if (!o->model_dir) return hvt_usage_error(PROG, "no model given (use -m MODEL_DIR)");
+    if (o->n_threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long t = cores > 0 ? cores / o->n_workers : 1;
+        o->n_threads = (int)(t < 1 ? 1 : t > 256 ? 256 : t);
+    }
+    return -1;
+}

@@ -1,0 +1,45 @@
+/*
+ * hviske-server: its command line (docs/SERVER.md "Options"): the
+ * options, their defaults and checks, and the --help text.
+ */
+#ifndef HV_SERVER_OPTIONS_H
+#define HV_SERVER_OPTIONS_H
+
+#include "hviske.h"
+
+typedef struct srv_options {
+    const char *model_dir;
+    const char *host;
+    int port;                   /* 0: any free port (printed) */
+    int n_threads;              /* per worker context; 0: cores / workers */
+    hv_weight_type weight_type; /* --weight-type; HV_WEIGHTS_AUTO: the checkpoint's own */
+    hv_compute compute;         /* HV_COMPUTE_AUTO: by the CPU */
+    int n_workers;
+    int queue; /* waiting requests beyond the running ones */
+    int max_upload_mb;
+    double max_audio_s;
+    const char *api_key;        /* NULL: no authentication */
+    const char *model_name;     /* the id in /v1/models */
+    unsigned timeout_s;         /* idle connection timeout */
+    unsigned request_timeout_s; /* headers-to-end-of-body deadline */
+    unsigned min_upload_rate;   /* bytes/s a body keeps up with after
+                                   timeout_s; 0: none */
+    unsigned max_connections;
+    unsigned max_per_ip;    /* 0: no limit */
+    int quiet;              /* no access log */
+    const char *access_log; /* NULL: standard error */
+    hv_chunking chunking;   /* requests without chunking_strategy */
+    const char *vad_model;  /* NULL: hvt_load_vad's search */
+    hv_vad_params vad;      /* speech detection settings */
+    float vad_max_gap_s;
+    hv_cue_params cues; /* srt, vtt, verbose_json segments */
+    int no_web;         /* no page at / (server_web.c) */
+} srv_options;
+
+/* Fills o from argv: the defaults, then the options given; n_threads 0
+ * becomes the cores divided among the workers. Returns -1 to go on,
+ * otherwise the exit status (0 after --help or --version, 2 after a usage
+ * error, reported on standard error). */
+int srv_parse_options(int argc, char **argv, srv_options *o);
+
+#endif /* HV_SERVER_OPTIONS_H */
