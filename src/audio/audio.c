@@ -242,7 +242,11 @@ static int vf_open(vfile *m, SF_INFO *info, source *src) {
         for (int i = 0; i < 8; i++) m->patch[i] = (unsigned char)(v >> (56 - 8 * i));
         m->patch_at = 18;
     }
-    SF_VIRTUAL_IO vio = {vf_len, vf_seek, vf_read, vf_write, vf_tell};
+    SF_VIRTUAL_IO vio = {.get_filelen = vf_len,
+                         .seek = vf_seek,
+                         .read = vf_read,
+                         .write = vf_write,
+                         .tell = vf_tell};
     memset(info, 0, sizeof *info);
     src->sf = sf_open_virtual(&vio, SFM_READ, info, m);
     if (!src->sf) return -1;
