@@ -10,24 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The length of the valid UTF-8 sequence at p (no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when the byte at p begins
- * none. */
-static int utf8_len(const unsigned char *p, const unsigned char *end) {
-    unsigned c = *p;
-    int len = c < 0x80                 ? 1
-              : c >= 0xC2 && c <= 0xDF ? 2
-              : c >= 0xE0 && c <= 0xEF ? 3
-              : c >= 0xF0 && c <= 0xF4 ? 4
-                                       : 0;
-    int ok = len > 0 && len <= end - p;
-    for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xC0) == 0x80;
-    if (ok && len == 3) /* no overlongs, no surrogates */
-        ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
-    if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
-        ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
-    return ok ? len : 0;
-}
+#include "util/utf8.h"
 
 /* A copy of s with each byte outside a valid UTF-8 sequence written as the
  * four characters \xHH. */
@@ -37,7 +20,7 @@ static char *utf8_escape(const char *s) {
     if (!out) return NULL;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
-        int len = utf8_len(p, end);
+        int len = hv_utf8_seq_len(p, end);
         if (len) {
             memcpy(w, p, (size_t)len);
             w += len;
@@ -58,7 +41,7 @@ static char *utf8_escape(const char *s) {
 int hvt_utf8_valid(const char *s) {
     const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     int len = 1;
-    while (p < end && (len = utf8_len(p, end)) > 0) p += len;
+    while (p < end && (len = hv_utf8_seq_len(p, end)) > 0) p += len;
     return p == end;
 }
 

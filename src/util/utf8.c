@@ -1,10 +1,29 @@
 /*
- * UTF-8 cleaning of model text and file names (hv_utf8_clean, hviske.h).
+ * UTF-8 sequences (utf8.h) and the cleaning of model text and file names
+ * (hv_utf8_clean, hviske.h).
  */
+#include "util/utf8.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "hviske.h"
+
+int hv_utf8_seq_len(const unsigned char *p, const unsigned char *end) {
+    unsigned c = *p;
+    int len = c < 0x80                 ? 1
+              : c >= 0xC2 && c <= 0xDF ? 2
+              : c >= 0xE0 && c <= 0xEF ? 3
+              : c >= 0xF0 && c <= 0xF4 ? 4
+                                       : 0;
+    int ok = len > 0 && len <= end - p;
+    for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xC0) == 0x80;
+    if (ok && len == 3) /* no overlongs, no surrogates */
+        ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
+    if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
+        ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
+    return ok ? len : 0;
+}
 
 char *hv_utf8_clean(const char *s) {
     size_t n = strlen(s);
@@ -12,19 +31,8 @@ char *hv_utf8_clean(const char *s) {
     if (!out) return NULL;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
-        unsigned c = *p;
-        int len = c < 0x80                 ? 1
-                  : c >= 0xC2 && c <= 0xDF ? 2
-                  : c >= 0xE0 && c <= 0xEF ? 3
-                  : c >= 0xF0 && c <= 0xF4 ? 4
-                                           : 0;
-        int ok = len > 0 && len <= end - p;
-        for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xC0) == 0x80;
-        if (ok && len == 3) /* no overlongs, no surrogates */
-            ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
-        if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
-            ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
-        if (ok) {
+        int len = hv_utf8_seq_len(p, end);
+        if (len) {
             memcpy(w, p, (size_t)len);
             w += len;
             p += len;
