@@ -3,7 +3,7 @@
 atomic output of the `hviske` command line, run as a subprocess.
 
 Long audio is made from the fixture sentences with pauses (see
-test_chunk_parity.make_long_audio): 75 s (three chunks) and 10.3 minutes
+tests/parity/paritylib.make_long_audio): 75 s (three chunks) and 10.3 minutes
 (twenty chunks, tiny model only). Covers:
   * usage errors of --format, --json, --chunking, --chunk-seconds, -o,
     --output-dir, '-' (exit 2, nothing written);
@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(HERE, "parity"))  # make_long_audio
 
 from hvtest import CLI, WAIT, Run, check, finish, report, wait_until  # noqa: E402
 
-from test_chunk_parity import make_long_audio, write_wav  # noqa: E402
+from paritylib import make_long_audio, write_wav  # noqa: E402
 
 FIXTURES = os.environ.get("HV_FIXTURES", "")
 TIMEOUT = 600
