@@ -12,32 +12,6 @@
 
 #include "util/utf8.h"
 
-/* A copy of s with each byte outside a valid UTF-8 sequence written as the
- * four characters \xHH. */
-static char *utf8_escape(const char *s) {
-    size_t n = strlen(s);
-    char *out = malloc(4 * n + 1), *w = out;
-    if (!out) return NULL;
-    const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    while (p < end) {
-        int len = hv_utf8_seq_len(p, end);
-        if (len) {
-            memcpy(w, p, (size_t)len);
-            w += len;
-            p += len;
-        } else {
-            static const char hex[] = "0123456789abcdef";
-            *w++ = '\\';
-            *w++ = 'x';
-            *w++ = hex[*p >> 4];
-            *w++ = hex[*p & 15];
-            p++;
-        }
-    }
-    *w = '\0';
-    return out;
-}
-
 int hvt_utf8_valid(const char *s) {
     const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     int len = 1;
@@ -45,7 +19,7 @@ int hvt_utf8_valid(const char *s) {
     return p == end;
 }
 
-char *hvt_name_escape(const char *name) { return utf8_escape(name); }
+char *hvt_name_escape(const char *name) { return hv_utf8_fix(name, HV_UTF8_ESCAPE); }
 
 char *hvt_base64(const void *data, size_t n) {
     static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

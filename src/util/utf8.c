@@ -1,6 +1,6 @@
 /*
- * UTF-8 sequences (utf8.h) and the cleaning of model text and file names
- * (hv_utf8_clean, hviske.h).
+ * UTF-8 sequences and their repair (utf8.h), and the cleaning of model text
+ * and file names (hv_utf8_clean, hviske.h).
  */
 #include "util/utf8.h"
 
@@ -25,9 +25,9 @@ int hv_utf8_seq_len(const unsigned char *p, const unsigned char *end) {
     return ok ? len : 0;
 }
 
-char *hv_utf8_clean(const char *s) {
+char *hv_utf8_fix(const char *s, hv_utf8_bad bad) {
     size_t n = strlen(s);
-    char *out = malloc(3 * n + 1), *w = out;
+    char *out = malloc((bad == HV_UTF8_ESCAPE ? 4 : 3) * n + 1), *w = out; /* \xHH or U+FFFD */
     if (!out) return NULL;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
@@ -36,6 +36,13 @@ char *hv_utf8_clean(const char *s) {
             memcpy(w, p, (size_t)len);
             w += len;
             p += len;
+        } else if (bad == HV_UTF8_ESCAPE) {
+            static const char hex[] = "0123456789abcdef";
+            *w++ = '\\';
+            *w++ = 'x';
+            *w++ = hex[*p >> 4];
+            *w++ = hex[*p & 15];
+            p++;
         } else {
             memcpy(w, "\xEF\xBF\xBD", 3);
             w += 3;
@@ -45,3 +52,5 @@ char *hv_utf8_clean(const char *s) {
     *w = '\0';
     return out;
 }
+
+char *hv_utf8_clean(const char *s) { return hv_utf8_fix(s, HV_UTF8_REPLACE); }

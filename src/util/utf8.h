@@ -1,6 +1,7 @@
-/* The UTF-8 sequence rule, shared by the library's hv_utf8_clean (which
- * writes U+FFFD for each byte outside a valid sequence) and the programs'
- * JSON file names (tools/subtitles.c, which writes such a byte as \xHH).
+/* The UTF-8 sequence rule and the repair of strings by it, shared by the
+ * library's hv_utf8_clean (which writes U+FFFD for each byte outside a
+ * valid sequence) and the programs' JSON file names (tools/subtitles.c,
+ * which writes such a byte as \xHH).
  *
  * Self-contained (no other part of the library), so the programs, which
  * otherwise see only the public API, may use it too. */
@@ -13,5 +14,16 @@
  * above U+10FFFF (F4 90.., F5..FF), or a sequence cut short by end or by a
  * byte that is not a continuation. p < end. */
 int hv_utf8_seq_len(const unsigned char *p, const unsigned char *end);
+
+/* What hv_utf8_fix writes for a byte outside a valid sequence. */
+typedef enum {
+    HV_UTF8_REPLACE, /* U+FFFD (hv_utf8_clean) */
+    HV_UTF8_ESCAPE   /* the four characters \xHH, lower-case hex (Python's
+                        "backslashreplace"; file names in JSON) */
+} hv_utf8_bad;
+
+/* A malloc'ed copy of s with the valid sequences as they are and each other
+ * byte written as `bad` says; NULL when out of memory. */
+char *hv_utf8_fix(const char *s, hv_utf8_bad bad);
 
 #endif
