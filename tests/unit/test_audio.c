@@ -87,6 +87,40 @@ static void expect_error(const char *path, hv_status want, const char *needle) {
     free(rc == HV_OK ? pcm : NULL);
 }
 
+/* The four readers' argument errors: a NULL output names the reader, a
+ * NULL path and empty or unreadable memory are refused (memory named
+ * "<memory>" when the caller gives no name), and the outputs are reset. */
+static void test_argument_errors(void) {
+    hv_error e;
+    hv_err_clear(&e);
+    float *pcm = (float *)&e;
+    size_t n = 99;
+    int rate = 99, ch = 99;
+    CHECK(hv_audio_read_file("x.wav", NULL, &n, &rate, &ch, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_file: NULL output"));
+    CHECK(hv_audio_read_file(NULL, &pcm, &n, &rate, &ch, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "NULL path") && !pcm && !n && !rate && !ch);
+    CHECK(hv_audio_read_file_mono("x.wav", 16000, 0, NULL, &n, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_file_mono: NULL output"));
+    pcm = (float *)&e;
+    n = 99;
+    CHECK(hv_audio_read_file_mono(NULL, 16000, 0, &pcm, &n, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "NULL path") && !pcm && !n);
+    CHECK(hv_audio_read_memory("x", 1, NULL, 0, &pcm, NULL, &rate, &ch, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_memory: NULL output"));
+    pcm = (float *)&e;
+    n = 99;
+    rate = ch = 99;
+    CHECK(hv_audio_read_memory("", 0, NULL, 0, &pcm, &n, &rate, &ch, &e) == HV_ERR_FORMAT &&
+          strstr(e.msg, "<memory>: empty input") && !pcm && !n && !rate && !ch);
+    CHECK(hv_audio_read_memory_mono("x", 1, NULL, 16000, 0, &pcm, NULL, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_memory_mono: NULL output"));
+    pcm = (float *)&e;
+    n = 99;
+    CHECK(hv_audio_read_memory_mono("junk", 4, "clip", 16000, 0, &pcm, &n, &e) == HV_ERR_FORMAT &&
+          strstr(e.msg, "clip: not a readable audio file") && !pcm && !n);
+}
+
 /* A file of each kind round-trips: length, rate, channels and samples. */
 static void test_roundtrip(void) {
     static const struct {
@@ -408,6 +442,7 @@ int main(void) {
     test_resample();
     test_to_mono_errors();
     test_file_errors();
+    test_argument_errors();
     test_public_api();
     TEST_END();
 }
