@@ -116,6 +116,20 @@ def check(name, run, cond, why=""):
         report(name, True)
 
 
+def runs_in_order(tokens, blocks):
+    """True when the blocks (token lists) stand in tokens as contiguous,
+    non-overlapping runs, in order (tokens may hold more between them:
+    those of chunks whose text is empty, which are no segments)."""
+    i = 0
+    for b in blocks:
+        while i + len(b) <= len(tokens) and tokens[i:i + len(b)] != b:
+            i += 1
+        if i + len(b) > len(tokens):
+            return False
+        i += len(b)
+    return True
+
+
 def readme_section(source_dir, heading):
     """The text of README.md's "## HEADING" section (up to the next "## "
     heading), or None: tests run the README's examples as written."""

@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "parity"))  # make_long_audio
 
-from hvtest import CLI, WAIT, Run, check, finish, report, wait_until  # noqa: E402
+from hvtest import CLI, WAIT, Run, check, finish, report, runs_in_order, wait_until  # noqa: E402
 
 from paritylib import make_long_audio, write_wav  # noqa: E402
 
@@ -177,20 +177,6 @@ def parse_vtt(data):
     return cues
 
 
-def in_order(tokens, blocks):
-    """1 if the blocks occur in tokens as contiguous runs, in order, without
-    overlapping (tokens also holds those of chunks whose text is empty,
-    which are no segments)."""
-    i = 0
-    for b in blocks:
-        while i + len(b) <= len(tokens) and tokens[i:i + len(b)] != b:
-            i += 1
-        if i + len(b) > len(tokens):
-            return False
-        i += len(b)
-    return True
-
-
 def check_result(o, keys, duration=None):
     """Why a JSON result object is malformed, or ''."""
     if not isinstance(o, dict) or set(o) != keys:
@@ -221,7 +207,7 @@ def check_result(o, keys, duration=None):
         return f"last segment ends at {segs[-1]['end']} > {duration}"
     if " ".join(s["text"] for s in segs) != o["text"]:
         return "text is not the segments' texts joined with spaces"
-    if not in_order(o["tokens"], [s["tokens"] for s in segs]):
+    if not runs_in_order(o["tokens"], [s["tokens"] for s in segs]):
         return "the segments' tokens are not found in order in tokens"
     if len(o["token_logprobs"]) != len(o["tokens"]):
         return "token_logprobs length"

@@ -742,9 +742,7 @@ def test_slow_clients(port, wav, want, timeout):
 def test_api_key(model, wav, want, tmp):
     key = "s3cr3t-key"
     srv = Server(model, "--api-key", key, "-t", "1", tmp=tmp)
-    if not srv.port:
-        report("--api-key server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("--api-key server starts"):
         return
     p = srv.port
     r = request(p, "GET", "/v1/models")
@@ -780,9 +778,7 @@ def test_queue_limit(model, long_path, wav, want_short, tmp):
     want = cli_texts(model, [long_path])[long_path]
     srv = Server(model, "--workers", "1", "--queue", "1", "-t", "1",
                  "--max-upload-mb", "16", tmp=tmp)
-    if not srv.port:
-        report("queue server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("queue server starts"):
         return
     body, ctype = multipart([("response_format", "json")], read(long_path))
     short, ct_short = multipart([("response_format", "json")], read(wav))
@@ -833,9 +829,7 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
     want_longer = cli_texts(model, [long_path], ["--beams", "64"])[long_path]
     srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
                  tmp=tmp)
-    if not srv.port:
-        report("SIGTERM server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("SIGTERM server starts"):
         return
     replies = {}
     body_long, ct_long = multipart([], read(long_path))
@@ -888,9 +882,7 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
     # a second signal answers the queued requests with 503 at once
     srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
                  "--queue", "8", tmp=tmp)
-    if not srv.port:
-        report("second-signal server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("second-signal server starts"):
         return
     replies = {}
     stop_trickle = threading.Event()

@@ -401,8 +401,7 @@ def test_abandoned_stream(model, tmp):
     from test_streaming import sentences_wav
     path = sentences_wav(os.path.join(tmp, "long40.wav"), 40, 4)
     srv = ts.Server(model, "-t", "1", "--workers", "1", "--max-upload-mb", "64", tmp=tmp)
-    if not srv.port:
-        report("stream server starts", False, srv.stderr())
+    if not srv.started("stream server starts"):
         return
     data = post_bytes(ts.read(path), [("stream", "true")],
                       extra_headers="X-Request-Id: abandoned-stream\r\n")
