@@ -412,6 +412,15 @@ static hv_status check_header(const SF_INFO *info, const char *path, double max_
     return HV_OK;
 }
 
+/* The error of decoded audio past max_frames (check_header's limit). */
+static hv_status too_long(const char *path, double max_seconds, hv_error *e) {
+    if (max_seconds > 0)
+        return hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
+                      max_seconds);
+    return hv_err(e, HV_ERR_LIMIT, "%s: longer than hviske reads (%llu samples at most)", path,
+                  (unsigned long long)max_samples());
+}
+
 /* Decodes an open file with every check; closes it. `path` names it in
  * messages. max_seconds > 0 refuses longer audio (HV_ERR_LIMIT), from the
  * header's claim before decoding and from the frames actually decoded. */
@@ -458,13 +467,7 @@ static hv_status decode(source *sf, const SF_INFO *inf, const char *path, double
         got += (size_t)r;
         if (src_error(sf)) err_at = got;
         if (got > max_frames) {
-            rc = max_seconds > 0
-                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
-                              max_seconds)
-                     : hv_err(e, HV_ERR_LIMIT,
-                              "%s: longer than hviske reads "
-                              "(%llu samples at most)",
-                              path, (unsigned long long)max_samples());
+            rc = too_long(path, max_seconds, e);
             goto done;
         }
     }
@@ -590,13 +593,7 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
         }
         if (err_at == SIZE_MAX && src_error(sf)) err_at = got + nr;
         if (nr > 0 && got + nr > max_frames) {
-            rc = max_seconds > 0
-                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
-                              max_seconds)
-                     : hv_err(e, HV_ERR_LIMIT,
-                              "%s: longer than hviske reads "
-                              "(%llu samples at most)",
-                              path, (unsigned long long)max_samples());
+            rc = too_long(path, max_seconds, e);
             goto done;
         }
         /* check and downmix: double sums, as hv_audio_to_mono */
