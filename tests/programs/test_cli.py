@@ -28,9 +28,9 @@ import tempfile
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import CLI, Run, check, finish, report, runs_in_order  # noqa: E402
+from hvtest import (CLI, FIXTURES, Run, check, finish, fixtures_manifest, report,  # noqa: E402
+                    runs_in_order)
 
-FIXTURES = os.environ.get("HV_FIXTURES", "")
 SOURCE_DIR = os.environ.get(
     "HV_SOURCE_DIR",
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -724,9 +724,7 @@ def test_hostile_audio(model, tmp):
 
 
 def main():
-    if not FIXTURES or not os.path.isfile(
-            os.path.join(FIXTURES, "manifest.json")):
-        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+    if fixtures_manifest() is None:
         return finish()
     models, audio, entries = find_fixtures()
     print(f"# {CLI}\n# models: {[os.path.basename(m) for m in models]}\n"

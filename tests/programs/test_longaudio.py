@@ -40,11 +40,11 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "parity"))  # make_long_audio
 
-from hvtest import CLI, WAIT, Run, check, finish, report, runs_in_order, wait_until  # noqa: E402
+from hvtest import (CLI, FIXTURES, WAIT, Run, check, finish, fixtures_manifest,  # noqa: E402
+                    report, runs_in_order, wait_until)
 
 from paritylib import make_long_audio, write_wav  # noqa: E402
 
-FIXTURES = os.environ.get("HV_FIXTURES", "")
 TIMEOUT = 600
 RATE = 16000
 JSONL_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings", "segments",
@@ -602,8 +602,7 @@ def test_progress(model, long75, tmp):
 
 
 def main():
-    if not FIXTURES or not os.path.isfile(os.path.join(FIXTURES, "manifest.json")):
-        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+    if fixtures_manifest() is None:
         return finish()
     model = os.path.join(FIXTURES, "models", "multi-f32")
     tiny = os.path.join(FIXTURES, "models", "tiny-f32")

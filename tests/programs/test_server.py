@@ -57,11 +57,10 @@ import uuid
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import (CLI, EXAMPLE, SOURCE_DIR, WAIT, finish, readme_section,  # noqa: E402
-                    report, wait_until)
+from hvtest import (CLI, EXAMPLE, FIXTURES, SOURCE_DIR, WAIT, finish,  # noqa: E402
+                    fixtures_manifest, readme_section, report, wait_until)
 from hvserver import SERVER, Server  # noqa: E402
 
-FIXTURES = os.environ.get("HV_FIXTURES", "")
 MODEL_NAME = "multi-f32"
 TIMEOUT = 300
 ERROR_KEYS = {"message", "type", "param", "code"}
@@ -1059,12 +1058,9 @@ def test_usage(model):
 
 
 def main():
-    if not FIXTURES or not os.path.isfile(
-            os.path.join(FIXTURES, "manifest.json")):
-        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+    manifest = fixtures_manifest()
+    if manifest is None:
         return finish()
-    with open(os.path.join(FIXTURES, "manifest.json"), encoding="utf-8") as f:
-        manifest = json.load(f)
     model = os.path.join(FIXTURES, "models", MODEL_NAME)
     audio = {a["name"]: os.path.join(FIXTURES, a["path"])
              for a in manifest["audio"]}
