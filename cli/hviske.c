@@ -1326,12 +1326,15 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const opt
     tp.word_timestamps =
         o->word_timestamps || o->timestamps || !(o->formats.n == 1 && o->format == FMT_TXT);
     const char *slash = strrchr(path, '/');
-    progress pr = {slash && slash[1] ? slash + 1 : path, path, o->progress, hvt_now_s(), 0};
+    progress pr = {.name = slash && slash[1] ? slash + 1 : path,
+                   .path = path,
+                   .mode = o->progress,
+                   .t0 = hvt_now_s()};
     if (o->progress) {
         tp.progress = on_progress;
         tp.progress_user = &pr;
     }
-    stream_out so = {o, path, NULL, &pr, 0, 0, 0};
+    stream_out so = {.o = o, .path = path, .pr = &pr};
     if (o->stream || o->txt_live) {
         if (!(so.file = hv_utf8_clean(path))) {
             free(pcm);

@@ -368,7 +368,13 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
 
     for (int l = 0; l < c->dec_layers; l++) {
         const hv_dec_layer *y = &w->layers[l];
-        attn_job j = {dec, seqs, n_tok, l, 0, cols, rows};
+        attn_job j = {.dec = dec,
+                      .seqs = seqs,
+                      .n_tok = n_tok,
+                      .layer = l,
+                      .cross = 0,
+                      .cols = cols,
+                      .rows = rows};
 
         /* causal self-attention; the new keys and values join the cache */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln1_w, y->ln1_b, HV_LN_EPS);

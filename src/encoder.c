@@ -84,7 +84,17 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
         return NULL;
     }
     taps_first(wt, w->conv0_w, C);
-    conv_job j0 = {in, img, T, F, T2, F2, C, wt, w->conv0_b, 0, 1};
+    conv_job j0 = {.in = in,
+                   .out = img,
+                   .T = T,
+                   .F = F,
+                   .T2 = T2,
+                   .F2 = F2,
+                   .C = C,
+                   .w = wt,
+                   .b = w->conv0_b,
+                   .depthwise = 0,
+                   .relu = 1};
     hv_pool_run(pool, hv_pool_size(pool), conv_task, &j0);
     free(in);
     T = T2;
@@ -105,7 +115,17 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
             return NULL;
         }
         taps_first(wt, w->dw_w[s], C);
-        conv_job j = {img, dw, T, F, T2, F2, C, wt, w->dw_b[s], 1, 0};
+        conv_job j = {.in = img,
+                      .out = dw,
+                      .T = T,
+                      .F = F,
+                      .T2 = T2,
+                      .F2 = F2,
+                      .C = C,
+                      .w = wt,
+                      .b = w->dw_b[s],
+                      .depthwise = 1,
+                      .relu = 0};
         hv_pool_run(pool, hv_pool_size(pool), conv_task, &j);
         free(img);
         T = T2;
@@ -275,7 +295,7 @@ static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, i
     const float *qkv_b[3] = {y->bq, y->bk, y->bv};
     float *qkv_y[3] = {s->q, s->k, s->v};
     hv_linear_many(pool, n, s->norm, 3, qkv, qkv_b, qkv_y);
-    attn_job j = {s, y, p, n, len, d, H, d / H};
+    attn_job j = {.s = s, .y = y, .p = p, .n = n, .len = len, .d = d, .H = H, .dh = d / H};
     hv_pool_run(pool, H, attn_head, &j);
     hv_linear_add(pool, x, s->tmp, s->ctx, n, &y->wo, y->bo, 1.0f);
 }
@@ -316,7 +336,7 @@ static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n, int 
     int K = c->conv_kernel;
     for (int ch = 0; ch < d; ch++)
         for (int k = 0; k < K; k++) s->dw_taps[(long)k * d + ch] = y->dw_w[(long)ch * K + k];
-    dwconv_job j = {s->q, s->k, s->dw_taps, y->dw_b, n, d, K};
+    dwconv_job j = {.in = s->q, .out = s->k, .w = s->dw_taps, .b = y->dw_b, .n = n, .d = d, .K = K};
     hv_pool_run(pool, hv_pool_size(pool), dwconv_task, &j);
     hv_linear_add(pool, x, s->tmp, s->k, n, &y->pw2, y->pw2_b, 1.0f);
 }

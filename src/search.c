@@ -40,7 +40,7 @@ static hv_status search_single(hv_decoder *dec, hv_pool *pool, const hv_search_p
     int V = dec->c->vocab_size, seq = 0;
     hv_sample_cand *cand = NULL;
     hv_rng rng;
-    hv_sampler sp = {p->temperature, p->top_k, p->top_p};
+    hv_sampler sp = {.temperature = p->temperature, .top_k = p->top_k, .top_p = p->top_p};
     hv_status st = HV_OK;
     if (p->do_sample) {
         hv_rng_seed(&rng, p->seed);

@@ -562,9 +562,12 @@ static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, con
     for (size_t i = 0; i < n_regions; i++)
         spans[i] = (hv_span){(size_t)regions[i].start_sample, (size_t)regions[i].end_sample};
     *vad_ms = now_ms() - t0;
-    hv_speech_chunk_params sp = {cp.chunk, cp.context, cp.window,
-                                 (size_t)llround((double)p->vad_max_gap_s * c->sample_rate),
-                                 (size_t)llround(HV_VAD_KEEP_PAUSE_S * c->sample_rate)};
+    hv_speech_chunk_params sp = {
+        .max_chunk = cp.chunk,
+        .context = cp.context,
+        .window = cp.window,
+        .max_gap = (size_t)llround((double)p->vad_max_gap_s * c->sample_rate),
+        .keep_pause = (size_t)llround(HV_VAD_KEEP_PAUSE_S * c->sample_rate)};
     st = hv_piece_plan_from_speech(x, n, spans, n_regions, &sp, plan, e);
 done:
     free(regions);

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import uuid
 
-from hvtest import wait_until
+from hvtest import report, wait_until
 
 SERVER = os.environ.get("HV_SERVER", "hviske-server")
 TIMEOUT = 300
@@ -43,6 +43,15 @@ class Server:
 
         port = wait_until(listening, interval=0.05)
         self.port = port if isinstance(port, int) else None
+
+    def started(self, what):
+        """True when the server listens; else the case `what` fails with
+        the server's stderr, and the server is stopped."""
+        if self.port:
+            return True
+        report(what, False, self.stderr())
+        self.stop()
+        return False
 
     def stderr_bytes(self):
         with open(self.log_path, "rb") as f:

@@ -1,5 +1,6 @@
 """Shared bits of the Python test scripts: one line per case, and the
 closing "N passed, M failed" line that CI reads."""
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ SOURCE_DIR = os.environ.get(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEMO_MODEL = os.path.join(SOURCE_DIR, "models", "demo")  # the bundled model
 EXAMPLE = os.path.join(SOURCE_DIR, "examples", "da-example.wav")  # 16 kHz mono
+FIXTURES = os.environ.get("HV_FIXTURES", "")  # tests/reference/make_fixtures.py's
 TIMEOUT = 600  # seconds per CLI run
 WAIT = 60      # seconds for a program to reach a state a test waits for
 
@@ -56,6 +58,17 @@ def finish_in(tmp):
     else:
         print(f"(kept {tmp})")
     return rc
+
+
+def fixtures_manifest():
+    """The fixtures' manifest.json ($HV_FIXTURES) as a dict; None, with the
+    case "fixtures" failed, when there is none."""
+    path = os.path.join(FIXTURES, "manifest.json")
+    if not FIXTURES or not os.path.isfile(path):
+        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def wait_until(cond, timeout=WAIT, interval=0.02):
@@ -114,6 +127,20 @@ def check(name, run, cond, why=""):
         report(name, False, f"{why} {run}")
     else:
         report(name, True)
+
+
+def runs_in_order(tokens, blocks):
+    """True when the blocks (token lists) stand in tokens as contiguous,
+    non-overlapping runs, in order (tokens may hold more between them:
+    those of chunks whose text is empty, which are no segments)."""
+    i = 0
+    for b in blocks:
+        while i + len(b) <= len(tokens) and tokens[i:i + len(b)] != b:
+            i += 1
+        if i + len(b) > len(tokens):
+            return False
+        i += len(b)
+    return True
 
 
 def readme_section(source_dir, heading):

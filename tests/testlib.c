@@ -78,14 +78,15 @@ const char *hv_test_tmpdir(void) {
     return buf;
 }
 
-char *hv_test_read_text(const char *path) {
+char *hv_test_read_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     char *s = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1))) {
-        if (fread(s, 1, (size_t)n, f) == (size_t)n) {
-            s[n] = '\0';
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)len + 1))) {
+        if (fread(s, 1, (size_t)len, f) == (size_t)len) {
+            s[len] = '\0';
+            if (n) *n = (size_t)len;
         } else {
             free(s);
             s = NULL;
@@ -94,6 +95,8 @@ char *hv_test_read_text(const char *path) {
     fclose(f);
     return s;
 }
+
+char *hv_test_read_text(const char *path) { return hv_test_read_file(path, NULL); }
 
 float *hv_test_noise(size_t n, unsigned seed) {
     float *x = malloc((n ? n : 1) * sizeof *x);

@@ -30,6 +30,10 @@ const char *hv_test_path(const char *dir, const char *name);
 /* Writes bytes to a file; returns 0 on success. */
 int hv_test_write_file(const char *path, const void *data, size_t n);
 
+/* A whole file, malloc'ed, with a NUL after its *n bytes; NULL on failure.
+ * n may be NULL. */
+char *hv_test_read_file(const char *path, size_t *n);
+
 /* A whole file as a NUL-terminated malloc'ed string, NULL on failure. */
 char *hv_test_read_text(const char *path);
 

@@ -95,7 +95,7 @@ static double read_bandwidth_gbs(const bw_probe *p) {
     for (int pass = 0; pass < 4; pass++) {
         double t0 = hvt_now_s();
         for (int t = 0; t < p->threads; t++) {
-            jobs[t] = (bw_job){p->buf + p->n / p->threads * t, p->n / p->threads, 0};
+            jobs[t] = (bw_job){.p = p->buf + p->n / p->threads * t, .n = p->n / p->threads};
             pthread_create(&th[t], NULL, bw_read, &jobs[t]);
         }
         for (int t = 0; t < p->threads; t++) pthread_join(th[t], NULL);
@@ -154,7 +154,13 @@ static double sgemm_peak_gflops(int threads, int m, int d, int ff) {
             int used = 0;
             for (int t = 0; t < threads && t * per < N; t++, used++) {
                 int n0 = t * per, n1 = n0 + per < N ? n0 + per : N;
-                jobs[t] = (peak_job){x, w + (size_t)n0 * K, y + n0, m, n1 - n0, K, N};
+                jobs[t] = (peak_job){.x = x,
+                                     .w = w + (size_t)n0 * K,
+                                     .y = y + n0,
+                                     .m = m,
+                                     .n = n1 - n0,
+                                     .k = K,
+                                     .ldy = N};
                 pthread_create(&th[t], NULL, peak_run, &jobs[t]);
             }
             for (int t = 0; t < used; t++) pthread_join(th[t], NULL);
@@ -205,7 +211,8 @@ typedef struct stat3 {
 
 static stat3 summarise(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    stat3 s = {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1]};
+    stat3 s = {
+        .median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), .min = v[0], .max = v[n - 1]};
     return s;
 }
 
@@ -417,7 +424,12 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, "auto", HV_COMPUTE_AUTO, NULL, HV_CHUNKING_AUTO, 0, 1, 0, 5, 1, 0, 0, 0, 0};
+    opts o = {.weight_type = "auto",
+              .compute_mode = HV_COMPUTE_AUTO,
+              .chunking = HV_CHUNKING_AUTO,
+              .beams = 1,
+              .runs = 5,
+              .warmup = 1};
     static const struct option lo[] = {{"threads", required_argument, 0, 't'},
                                        {"beams", required_argument, 0, 'b'},
                                        {"max-tokens", required_argument, 0, 'n'},

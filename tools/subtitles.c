@@ -10,59 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The length of the valid UTF-8 sequence at p (no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when the byte at p begins
- * none. */
-static int utf8_len(const unsigned char *p, const unsigned char *end) {
-    unsigned c = *p;
-    int len = c < 0x80                 ? 1
-              : c >= 0xC2 && c <= 0xDF ? 2
-              : c >= 0xE0 && c <= 0xEF ? 3
-              : c >= 0xF0 && c <= 0xF4 ? 4
-                                       : 0;
-    int ok = len > 0 && len <= end - p;
-    for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xC0) == 0x80;
-    if (ok && len == 3) /* no overlongs, no surrogates */
-        ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] > 0x9F);
-    if (ok && len == 4) /* no overlongs, nothing above U+10FFFF */
-        ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F);
-    return ok ? len : 0;
-}
-
-/* A copy of s with each byte outside a valid UTF-8 sequence written as the
- * four characters \xHH. */
-static char *utf8_escape(const char *s) {
-    size_t n = strlen(s);
-    char *out = malloc(4 * n + 1), *w = out;
-    if (!out) return NULL;
-    const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    while (p < end) {
-        int len = utf8_len(p, end);
-        if (len) {
-            memcpy(w, p, (size_t)len);
-            w += len;
-            p += len;
-        } else {
-            static const char hex[] = "0123456789abcdef";
-            *w++ = '\\';
-            *w++ = 'x';
-            *w++ = hex[*p >> 4];
-            *w++ = hex[*p & 15];
-            p++;
-        }
-    }
-    *w = '\0';
-    return out;
-}
+#include "util/utf8.h"
 
 int hvt_utf8_valid(const char *s) {
     const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     int len = 1;
-    while (p < end && (len = utf8_len(p, end)) > 0) p += len;
+    while (p < end && (len = hv_utf8_seq_len(p, end)) > 0) p += len;
     return p == end;
 }
 
-char *hvt_name_escape(const char *name) { return utf8_escape(name); }
+char *hvt_name_escape(const char *name) { return hv_utf8_fix(name, HV_UTF8_ESCAPE); }
 
 char *hvt_base64(const void *data, size_t n) {
     static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

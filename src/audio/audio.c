@@ -242,7 +242,11 @@ static int vf_open(vfile *m, SF_INFO *info, source *src) {
         for (int i = 0; i < 8; i++) m->patch[i] = (unsigned char)(v >> (56 - 8 * i));
         m->patch_at = 18;
     }
-    SF_VIRTUAL_IO vio = {vf_len, vf_seek, vf_read, vf_write, vf_tell};
+    SF_VIRTUAL_IO vio = {.get_filelen = vf_len,
+                         .seek = vf_seek,
+                         .read = vf_read,
+                         .write = vf_write,
+                         .tell = vf_tell};
     memset(info, 0, sizeof *info);
     src->sf = sf_open_virtual(&vio, SFM_READ, info, m);
     if (!src->sf) return -1;
@@ -250,18 +254,30 @@ static int vf_open(vfile *m, SF_INFO *info, source *src) {
     return 0;
 }
 
+/* An audio input open for decoding: its bytes (a file's descriptor, or
+ * memory), the decoder on them and what the header says. decode() and
+ * decode_mono() close the decoder; close_opened() then the file. */
+typedef struct opened {
+    vfile vf; /* vf.fd: -1 for memory */
+    SF_INFO info;
+    source src;
+} opened;
+
+static void close_opened(opened *o) {
+    if (o->vf.fd >= 0) close(o->vf.fd);
+    o->vf.fd = -1;
+}
+
 /* Opens an audio path for libsndfile. The descriptor is opened
  * non-blocking first, so that a FIFO (or a device) cannot block the
  * caller before it is looked at, and must be a regular file: a FIFO is
- * refused (HV_ERR_IO; the CLI reads pipes through "-" instead). On
- * success *fd is open (the caller closes it after sf_close). */
-static hv_status open_path(const char *path, SF_INFO *info, source *src, vfile *vf, int *fd,
-                           hv_error *e) {
-    *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (*fd < 0) return hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+ * refused (HV_ERR_IO; the CLI reads pipes through "-" instead). */
+static hv_status open_path(const char *path, opened *o, hv_error *e) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     hv_status rc;
-    if (fstat(*fd, &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         rc = hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     } else if (S_ISDIR(st.st_mode)) {
         rc = hv_err(e, HV_ERR_IO, "%s: cannot open: is a directory", path);
@@ -274,58 +290,92 @@ static hv_status open_path(const char *path, SF_INFO *info, source *src, vfile *
     } else if (st.st_size == 0) {
         rc = hv_err(e, HV_ERR_FORMAT, "%s: empty file", path);
     } else {
-        int fl = fcntl(*fd, F_GETFL);
-        if (fl == -1 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
             rc = hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         } else {
-            *vf = (vfile){.fd = *fd, .size = (sf_count_t)st.st_size};
-            if (vf_open(vf, info, src) == 0) return HV_OK;
+            o->vf = (vfile){.fd = fd, .size = (sf_count_t)st.st_size};
+            if (vf_open(&o->vf, &o->info, &o->src) == 0) return HV_OK;
             int code = sf_error(NULL);
             rc = hv_err(e, code == SF_ERR_SYSTEM ? HV_ERR_IO : HV_ERR_FORMAT,
                         "%s: not a readable audio file (%s)", path, sf_strerror(NULL));
         }
     }
-    close(*fd);
-    *fd = -1;
+    close(fd);
+    return rc;
+}
+
+/* Opens an audio file's bytes in memory for decoding; `name` stands for
+ * it in messages. */
+static hv_status open_memory(const void *data, size_t size, const char *name, opened *o,
+                             hv_error *e) {
+    if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+    if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
+    o->vf = (vfile){.data = data, .fd = -1, .size = (sf_count_t)size};
+    if (vf_open(&o->vf, &o->info, &o->src))
+        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                      sf_strerror(NULL));
+    return HV_OK;
+}
+
+/* What a reader reads: the file at path, or the size bytes at data;
+ * `name` stands for it in messages (the path for a file). */
+typedef struct input {
+    int file;
+    const char *path;
+    const void *data;
+    size_t size;
+    const char *name;
+} input;
+
+static hv_status open_input(const input *in, opened *o, hv_error *e) {
+    if (!in->file) return open_memory(in->data, in->size, in->name, o, e);
+    if (!in->path) return hv_err(e, HV_ERR_INVALID_ARG, "audio: NULL path");
+    return open_path(in->path, o, e);
+}
+
+/* hv_audio_read_file and hv_audio_read_memory (fn names the function in
+ * the error of a NULL output). */
+static hv_status read_whole(const char *fn, const input *in, double max_seconds, float **pcm,
+                            size_t *n_frames, int *sample_rate, int *channels, hv_error *e) {
+    if (!pcm || !n_frames || !sample_rate || !channels)
+        return hv_err(e, HV_ERR_INVALID_ARG, "%s: NULL output", fn);
+    *pcm = NULL;
+    *n_frames = 0;
+    *sample_rate = 0;
+    *channels = 0;
+    opened o;
+    hv_status rc = open_input(in, &o, e);
+    if (rc) return rc;
+    rc = decode(&o.src, &o.info, in->name, max_seconds, pcm, n_frames, sample_rate, channels, e);
+    close_opened(&o);
+    return rc;
+}
+
+/* hv_audio_read_file_mono and hv_audio_read_memory_mono, likewise. */
+static hv_status read_mono(const char *fn, const input *in, int target_rate, double max_seconds,
+                           float **out, size_t *n_out, hv_error *e) {
+    if (!out || !n_out) return hv_err(e, HV_ERR_INVALID_ARG, "%s: NULL output", fn);
+    *out = NULL;
+    *n_out = 0;
+    opened o;
+    hv_status rc = open_input(in, &o, e);
+    if (rc) return rc;
+    rc = decode_mono(&o.src, &o.info, in->name, max_seconds, target_rate, out, n_out, e);
+    close_opened(&o);
     return rc;
 }
 
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                              int *channels, hv_error *e) {
-    if (!pcm || !n_frames || !sample_rate || !channels)
-        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_file: NULL output");
-    *pcm = NULL;
-    *n_frames = 0;
-    *sample_rate = 0;
-    *channels = 0;
-    if (!path) return hv_err(e, HV_ERR_INVALID_ARG, "audio: NULL path");
-    SF_INFO info;
-    vfile vf;
-    int fd;
-    source sf;
-    hv_status rc = open_path(path, &info, &sf, &vf, &fd, e);
-    if (rc) return rc;
-    rc = decode(&sf, &info, path, 0, pcm, n_frames, sample_rate, channels, e);
-    close(fd);
-    return rc;
+    const input in = {.file = 1, .path = path, .name = path};
+    return read_whole("hv_audio_read_file", &in, 0, pcm, n_frames, sample_rate, channels, e);
 }
 
 hv_status hv_audio_read_file_mono(const char *path, int target_rate, double max_seconds,
                                   float **out, size_t *n_out, hv_error *e) {
-    if (!out || !n_out)
-        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_file_mono: NULL output");
-    *out = NULL;
-    *n_out = 0;
-    if (!path) return hv_err(e, HV_ERR_INVALID_ARG, "audio: NULL path");
-    SF_INFO info;
-    vfile vf;
-    int fd;
-    source sf;
-    hv_status rc = open_path(path, &info, &sf, &vf, &fd, e);
-    if (rc) return rc;
-    rc = decode_mono(&sf, &info, path, max_seconds, target_rate, out, n_out, e);
-    close(fd);
-    return rc;
+    const input in = {.file = 1, .path = path, .name = path};
+    return read_mono("hv_audio_read_file_mono", &in, target_rate, max_seconds, out, n_out, e);
 }
 
 /* Checks a header's channels, rate and length against what hviske reads
@@ -360,6 +410,15 @@ static hv_status check_header(const SF_INFO *info, const char *path, double max_
                             path, (long long)info->frames, info->channels,
                             (unsigned long long)max_samples());
     return HV_OK;
+}
+
+/* The error of decoded audio past max_frames (check_header's limit). */
+static hv_status too_long(const char *path, double max_seconds, hv_error *e) {
+    if (max_seconds > 0)
+        return hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
+                      max_seconds);
+    return hv_err(e, HV_ERR_LIMIT, "%s: longer than hviske reads (%llu samples at most)", path,
+                  (unsigned long long)max_samples());
 }
 
 /* Decodes an open file with every check; closes it. `path` names it in
@@ -408,13 +467,7 @@ static hv_status decode(source *sf, const SF_INFO *inf, const char *path, double
         got += (size_t)r;
         if (src_error(sf)) err_at = got;
         if (got > max_frames) {
-            rc = max_seconds > 0
-                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
-                              max_seconds)
-                     : hv_err(e, HV_ERR_LIMIT,
-                              "%s: longer than hviske reads "
-                              "(%llu samples at most)",
-                              path, (unsigned long long)max_samples());
+            rc = too_long(path, max_seconds, e);
             goto done;
         }
     }
@@ -540,13 +593,7 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
         }
         if (err_at == SIZE_MAX && src_error(sf)) err_at = got + nr;
         if (nr > 0 && got + nr > max_frames) {
-            rc = max_seconds > 0
-                     ? hv_err(e, HV_ERR_LIMIT, "%s: more than the %g s of audio allowed", path,
-                              max_seconds)
-                     : hv_err(e, HV_ERR_LIMIT,
-                              "%s: longer than hviske reads "
-                              "(%llu samples at most)",
-                              path, (unsigned long long)max_samples());
+            rc = too_long(path, max_seconds, e);
             goto done;
         }
         /* check and downmix: double sums, as hv_audio_to_mono */
@@ -630,51 +677,19 @@ done:
     return rc;
 }
 
-/* Opens an audio file's bytes in memory for decoding (vf must outlive
- * the source); `name` stands for it in messages. */
-static hv_status open_memory(const void *data, size_t size, const char *name, SF_INFO *info,
-                             source *src, vfile *vf, hv_error *e) {
-    if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
-    if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
-    *vf = (vfile){.data = data, .fd = -1, .size = (sf_count_t)size};
-    if (vf_open(vf, info, src))
-        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
-                      sf_strerror(NULL));
-    return HV_OK;
-}
-
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
                                float **pcm, size_t *n_frames, int *sample_rate, int *channels,
                                hv_error *e) {
-    if (!pcm || !n_frames || !sample_rate || !channels)
-        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_memory: NULL output");
-    *pcm = NULL;
-    *n_frames = 0;
-    *sample_rate = 0;
-    *channels = 0;
-    if (!name) name = "<memory>";
-    vfile vf;
-    SF_INFO info;
-    source sf;
-    hv_status rc = open_memory(data, size, name, &info, &sf, &vf, e);
-    if (rc) return rc;
-    return decode(&sf, &info, name, max_seconds, pcm, n_frames, sample_rate, channels, e);
+    const input in = {.data = data, .size = size, .name = name ? name : "<memory>"};
+    return read_whole("hv_audio_read_memory", &in, max_seconds, pcm, n_frames, sample_rate,
+                      channels, e);
 }
 
 hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *name,
                                     int target_rate, double max_seconds, float **out, size_t *n_out,
                                     hv_error *e) {
-    if (!out || !n_out)
-        return hv_err(e, HV_ERR_INVALID_ARG, "hv_audio_read_memory_mono: NULL output");
-    *out = NULL;
-    *n_out = 0;
-    if (!name) name = "<memory>";
-    vfile vf;
-    SF_INFO info;
-    source sf;
-    hv_status rc = open_memory(data, size, name, &info, &sf, &vf, e);
-    if (rc) return rc;
-    return decode_mono(&sf, &info, name, max_seconds, target_rate, out, n_out, e);
+    const input in = {.data = data, .size = size, .name = name ? name : "<memory>"};
+    return read_mono("hv_audio_read_memory_mono", &in, target_rate, max_seconds, out, n_out, e);
 }
 
 hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int sample_rate,

@@ -65,7 +65,10 @@ static hv_status add_region(hv_piece_plan *plan, const float *x, size_t a, size_
     size_t *bounds = NULL;
     int n = 1;
     if (b - a > p->max_chunk) {
-        hv_chunk_plan_params cp = {HV_CHUNKING_ENERGY, p->max_chunk, p->context, p->window, 0, 0};
+        hv_chunk_plan_params cp = {.mode = HV_CHUNKING_ENERGY,
+                                   .chunk = p->max_chunk,
+                                   .context = p->context,
+                                   .window = p->window};
         hv_status st = hv_chunk_plan(x + a, b - a, &cp, &bounds, &n, e);
         if (st) return st;
     }

@@ -409,7 +409,15 @@ static hv_status forward_gain(const hv_vad *v, hv_pool *pool, const float *x, si
     float *h = state, *c = state + H;
     for (size_t w0 = 0; w0 < n_win; w0 += SEGMENT) {
         size_t len = n_win - w0 < SEGMENT ? n_win - w0 : SEGMENT;
-        encode_job J = {v, x, n, w0, len, gates, scratch, p.total, gain};
+        encode_job J = {.v = v,
+                        .x = x,
+                        .n = n,
+                        .w0 = w0,
+                        .n_win = len,
+                        .gates = gates,
+                        .scratch = scratch,
+                        .per_task = p.total,
+                        .gain = gain};
         size_t blocks = (J.n_win + BLOCK - 1) / BLOCK;
         hv_pool_run(pool, (size_t)n_tasks < blocks ? n_tasks : (int)blocks, encode_task, &J);
         for (size_t i = 0; i < J.n_win; i++) probs[w0 + i] = lstm_step(v, gates + i * 4 * H, h, c);
@@ -636,7 +644,13 @@ int hv_vad_sample_rate(const hv_vad *v) { return v->sample_rate; }
 int hv_vad_window_samples(const hv_vad *v) { return v->window; }
 
 hv_vad_params hv_vad_default_params(void) {
-    hv_vad_params p = {0.5f, -1.0f, 250, 100, 30, 0.0f, HV_VAD_EDGES_SIGNAL};
+    hv_vad_params p = {.threshold = 0.5f,
+                       .neg_threshold = -1.0f,
+                       .min_speech_ms = 250,
+                       .min_silence_ms = 100,
+                       .speech_pad_ms = 30,
+                       .max_speech_s = 0.0f,
+                       .edges = HV_VAD_EDGES_SIGNAL};
     return p;
 }
 

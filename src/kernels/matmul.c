@@ -242,7 +242,7 @@ hv_status hv_mat_interleave_r64(hv_mat *m, void **storage, hv_pool *pool, hv_err
     void *p = NULL;
     if (posix_memalign(&p, 64, hv_mat_bytes(m)) != 0)
         return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d: out of memory", m->rows, m->cols);
-    r64_copy j = {m, p};
+    r64_copy j = {.m = m, .dst = p};
     int blocks = m->rows / HV_R64_ROWS, tasks = hv_pool_size(pool);
     hv_pool_run(pool, tasks < blocks ? tasks : blocks, r64_copy_task, &j);
     m->data = p;
@@ -620,7 +620,7 @@ static void round_task(void *arg, int task, int n_tasks) {
 static const float *round_input(hv_pool *pool, const float *x, long count) {
     float *xr = hv_pool_scratch(pool, HV_POOL_SLOT_INPUT(pool), (size_t)count * sizeof(float));
     if (!xr) return NULL;
-    round_job j = {x, xr, count};
+    round_job j = {.x = x, .xr = xr, .count = count};
     hv_pool_run(pool, count < 65536 ? 1 : hv_pool_size(pool), round_task, &j);
     return xr;
 }
@@ -710,7 +710,7 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
     if (ep) hv_epilogue_run(ep, y, ep->residual, (long)n * W->rows);
 }
 
-static const hv_epilogue silu_ep = {HV_ACT_SILU, NULL, 0.0f}, relu_ep = {HV_ACT_RELU, NULL, 0.0f};
+static const hv_epilogue silu_ep = {.act = HV_ACT_SILU}, relu_ep = {.act = HV_ACT_RELU};
 
 void hv_linear_with(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
                     const hv_mat *W, const float *bias) {
@@ -743,7 +743,7 @@ void hv_linear_relu(hv_pool *pool, float *y, const float *x, int n, const hv_mat
 
 void hv_linear_add(hv_pool *pool, float *res, float *y, const float *x, int n, const hv_mat *W,
                    const float *bias, float scale) {
-    hv_epilogue ep = {HV_ACT_NONE, res, scale};
+    hv_epilogue ep = {.act = HV_ACT_NONE, .residual = res, .scale = scale};
     linear(hv_mm_best(), pool, y, x, n, W, bias, &ep);
 }
 

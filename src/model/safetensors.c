@@ -72,7 +72,11 @@ hv_status hv_st_to_f32(const hv_st_tensor *t, float *dst, hv_error *e) {
             blocks = copy;
         }
         int64_t rows = t->shape[0];
-        hv_mat m = {t->quant, (int)rows, (int)(t->numel / rows), blocks, t->x8, 0};
+        hv_mat m = {.type = t->quant,
+                    .rows = (int)rows,
+                    .cols = (int)(t->numel / rows),
+                    .data = blocks,
+                    .x8 = t->x8};
         hv_mat_widen(hv_mm_best(), &m, 0, 0, (long)t->numel, dst);
         free(copy);
         return HV_OK;

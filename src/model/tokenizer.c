@@ -271,7 +271,7 @@ hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, cons
                              hv_error *e) {
     memset(t, 0, sizeof *t);
     if (!name) name = "tokenizer.model";
-    reader r = {buf, buf, buf + n, name, e};
+    reader r = {.base = buf, .p = buf, .end = buf + n, .name = name, .e = e};
     int cap = 0;
     hv_status st = HV_OK;
     if (!buf) r.p = r.end = r.base = (const uint8_t *)"";

@@ -150,7 +150,7 @@ static void named(loader *L, const hv_st_tensor *t, const hv_mat *m) {
  * the type (q8_0 needs cols % 32 == 0) stays f32. */
 static hv_mat matrix(loader *L, int ndim, const int64_t *shape, int rows, int cols, const char *fmt,
                      ...) {
-    hv_mat m = {HV_WEIGHTS_F32, rows, cols, NULL, 0, 0};
+    hv_mat m = {.type = HV_WEIGHTS_F32, .rows = rows, .cols = cols};
     va_list ap;
     va_start(ap, fmt);
     const hv_st_tensor *t = find_v(L, false, ndim, shape, fmt, ap);

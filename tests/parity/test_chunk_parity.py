@@ -24,64 +24,20 @@ pos_emb_max_len must fail cleanly (exit 1, a message naming the limit).
 Environment: HV_FIXTURES, HV_DUMP. Optional arguments: substrings; only
 cases whose label contains one of them run. Prints one line per case and
 ends with "N passed, M failed"; exits 1 when any case failed.
-
-make_long_audio() and write_wav() are also used by test_longaudio.py.
 """
 
-import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
-import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RATE = 16000
+import paritylib as PL
+from paritylib import RATE, make_long_audio, write_wav
+
 FEAT_TOL = 1e-3
 LP_TOL = 1e-3
 DUMP_TIMEOUT = 300
-SENTENCES = ("da1", "da2", "da3", "da4", "da5")
-
-
-# ------------------------------------------------------------- long audio
-
-def read_wav16(path):
-    with wave.open(path, "rb") as w:
-        if w.getsampwidth() != 2 or w.getnchannels() != 1:
-            raise ValueError("%s: expected 16-bit mono" % path)
-        return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").copy()
-
-
-def make_long_audio(fixtures, seconds, seed, noise=0.0, gaps=(0.2, 1.6)):
-    """int16 samples at 16 kHz, exactly `seconds` long: the fixture
-    sentences in a seeded random order, each followed by a pause of
-    gaps[0]..gaps[1] seconds (digital silence, or Gaussian noise of
-    standard deviation `noise` in int16 units)."""
-    clips = [read_wav16(os.path.join(fixtures, "audio", s + "_16k.wav")) for s in SENTENCES]
-    rng = np.random.RandomState(seed)
-    n = int(round(seconds * RATE))
-    parts, total = [], 0
-    while total < n:
-        c = clips[rng.randint(len(clips))]
-        g = int(rng.uniform(*gaps) * RATE)
-        pause = (np.round(rng.randn(g) * noise).astype(np.int16) if noise
-                 else np.zeros(g, dtype=np.int16))
-        parts += [c, pause]
-        total += len(c) + g
-    return np.concatenate(parts)[:n]
-
-
-def write_wav(path, samples, rate=RATE):
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(np.asarray(samples, dtype="<i2").tobytes())
-    return path
 
 
 # ------------------------------------------------------------------ cases
@@ -125,31 +81,19 @@ def label(model, audio, mode, secs, beams):
     return s
 
 
-def run_dump(dump, model_dir, audio_path, out_dir, mode, secs, beams):
-    shutil.rmtree(out_dir, ignore_errors=True)
-    args = [dump, "-m", model_dir, "-o", out_dir, "-l", "da", "--chunking", mode]
+def dump_args(mode, secs, beams):
+    args = ["-l", "da", "--chunking", mode]
     if secs is not None:
         args += ["--chunk-seconds", repr(float(secs))]
     if beams > 1:
-        args += ["--beams", str(beams)]
-    args.append(audio_path)
-    try:
-        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=DUMP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return None, "timed out after %d s" % DUMP_TIMEOUT
-    if r.returncode != 0:
-        return None, "exit %d: %s" % (r.returncode, r.stderr.decode("utf-8", "replace").strip()[-300:])
-    with open(os.path.join(out_dir, "result.json"), encoding="utf-8") as f:
-        c = json.load(f)
-    for k in ("samples", "features", "logprobs0"):
-        c[k] = np.load(os.path.join(out_dir, k + ".npy"))
-    return c, None
+        args += ["--beams", beams]
+    return args
 
 
-def compare(c, ref, n_samples, fails):
+def compare(dump, ref, n_samples, fails):
+    c = dump["result"]
     if c["bounds"] != ref["bounds"]:
-        k = next((i for i in range(min(len(c["bounds"]), len(ref["bounds"])))
-                  if c["bounds"][i] != ref["bounds"][i]), None)
+        k = PL.first_difference(c["bounds"], ref["bounds"])
         fails.append("chunk plan differs (at boundary %s): c %s ref %s" % (k, c["bounds"], ref["bounds"]))
     cs, rs = c["segments"], ref["segments"]
     cspan = [(s["start_sample"], s["end_sample"]) for s in cs]
@@ -162,14 +106,13 @@ def compare(c, ref, n_samples, fails):
             break
     for i, (a, b) in enumerate(zip(cs, rs)):
         if a["tokens"] != b["tokens"]:
-            k = next((j for j in range(min(len(a["tokens"]), len(b["tokens"])))
-                      if a["tokens"][j] != b["tokens"][j]), min(len(a["tokens"]), len(b["tokens"])))
             fails.append("segment %d tokens differ from step %d (ref min top-2 gap %s)"
-                         % (i, k, b.get("min_gap")))
+                         % (i, PL.first_difference(a["tokens"], b["tokens"]), b.get("min_gap")))
         elif a["text"] != b["text"]:
             fails.append("segment %d text %r != %r" % (i, a["text"], b["text"]))
-        elif a["tokens"] and max(abs(x - y) for x, y in zip(a["token_logprobs"], b["token_logprobs"])) > LP_TOL:
-            fails.append("segment %d token log-probs differ by more than %g" % (i, LP_TOL))
+        else:
+            PL.check_logprobs(fails, "segment %d token_logprobs" % i, a.get("token_logprobs"),
+                              b["token_logprobs"], LP_TOL)
     if c["text"] != ref["text"]:
         fails.append("joined text differs: c %r ref %r" % (c["text"][:80], ref["text"][:80]))
     if c["tokens"] != ref["tokens"]:
@@ -179,101 +122,57 @@ def compare(c, ref, n_samples, fails):
         fails.append("score %.6f != ref %.6f" % (c["score"], ref["score"]))
     if abs(c["duration"] - n_samples / RATE) > 1e-9:
         fails.append("duration %r != %r" % (c["duration"], n_samples / RATE))
-    if c["features"].shape != ref["features"].shape:
-        fails.append("first chunk features shape %s != %s" % (c["features"].shape, ref["features"].shape))
-    else:
-        d = float(np.abs(c["features"].astype(np.float64) - ref["features"]).max())
-        if not d < FEAT_TOL:
-            fails.append("first chunk features differ by %.3g" % d)
-    d = float(np.abs(c["logprobs0"].reshape(-1).astype(np.float64) - ref["logprobs0"].reshape(-1)).max())
-    if not d < LP_TOL:
-        fails.append("first chunk logprobs0 differ by %.3g" % d)
+    PL.check_close(fails, "first chunk features", dump["features"], np.asarray(ref["features"]),
+                   FEAT_TOL, ("frame", "mel"))
+    PL.check_close(fails, "first chunk logprobs0", dump["logprobs0"].reshape(-1),
+                   np.asarray(ref["logprobs0"]).reshape(-1), LP_TOL, ("id",))
     return len(ref["bounds"]) - 1, len(rs)
 
 
-def main():
-    fixtures = os.environ.get("HV_FIXTURES")
-    dump = os.environ.get("HV_DUMP")
-    filters = sys.argv[1:]
-    if not fixtures or not os.path.exists(os.path.join(fixtures, "manifest.json")):
-        print("FAIL: HV_FIXTURES (%r) has no manifest.json" % fixtures)
-        print("0 passed, 1 failed")
-        return 1
-    sys.path.insert(0, os.path.join(HERE, "reference"))
-    import torch
-    import reference as R
-    torch.set_num_threads(1)
+def run(P):
+    R = P.R
+    paths = {}
+    for name, (secs, seed, noise, extra) in audio_specs().items():
+        x = make_long_audio(P.fixtures, secs, seed, noise)
+        if extra:
+            x = np.concatenate([x, make_long_audio(P.fixtures, 1, seed + 1, noise)[:extra]])
+        paths[name] = write_wav(os.path.join(P.tmp, name + ".wav"), x)
 
-    passed = failed = 0
+    for model, audio, mode, secs, beams in [c for c in case_list() if P.wanted(label(*c))]:
+        name = label(model, audio, mode, secs, beams)
+        fails, extra = [], ""
+        model_dir = os.path.join(P.fixtures, "models", model)
+        c, err = P.run_dump(model_dir, paths[audio], dump_args(mode, secs, beams),
+                            ("samples", "features", "logprobs0"), DUMP_TIMEOUT)
+        if err:
+            P.report(name, [err])
+            continue
+        try:
+            samples = c["samples"].astype(np.float32).reshape(-1)
+            ref = R.run_long(P.model(model_dir), samples, chunking=mode, chunk_seconds=secs,
+                             language="da", num_beams=beams)
+            n_chunks, n_segs = compare(c, ref, len(samples), fails)
+            extra = "chunks=%d segments=%d" % (n_chunks, n_segs)
+            if audio == "f40" and mode == "fixed" and not (ref["bounds"][-1] - ref["bounds"][-2] < 320
+                                                          and len(ref["segments"]) < n_chunks):
+                fails.append("expected a last chunk under 320 samples, skipped: %s" % ref["bounds"])
+        except Exception as e:  # a reference failure fails the case, not the run
+            fails.append("reference: %s: %s" % (type(e).__name__, e))
+        P.report(name, fails, extra)
 
-    def report(name, fails, extra=""):
-        nonlocal passed, failed
-        if fails:
-            failed += 1
-            print("FAIL %-58s %s| %s" % (name, extra, "; ".join(fails)))
-        else:
-            passed += 1
-            print("ok   %-58s %s" % (name, extra))
-        sys.stdout.flush()
-
-    t0 = time.time()
-    tmp = tempfile.mkdtemp(prefix="hv-chunk-parity-")
-    models = {}
-    try:
-        specs = audio_specs()
-        paths = {}
-        for name, (secs, seed, noise, extra) in specs.items():
-            x = make_long_audio(fixtures, secs, seed, noise)
-            if extra:
-                x = np.concatenate([x, make_long_audio(fixtures, 1, seed + 1, noise)[:extra]])
-            paths[name] = write_wav(os.path.join(tmp, name + ".wav"), x)
-
-        cases = [c for c in case_list() if not filters or any(f in label(*c) for f in filters)]
-        for model, audio, mode, secs, beams in cases:
-            name = label(model, audio, mode, secs, beams)
-            fails, extra = [], ""
-            if not dump or not os.access(dump, os.X_OK):
-                report(name, ["HV_DUMP (%r) is not an executable" % dump])
-                continue
-            model_dir = os.path.join(fixtures, "models", model)
-            c, err = run_dump(dump, model_dir, paths[audio], os.path.join(tmp, "c"), mode, secs, beams)
-            if err:
-                report(name, ["hviske-dump " + err])
-                continue
-            try:
-                if model not in models:
-                    models[model] = R.load_model(model_dir)
-                samples = c["samples"].astype(np.float32).reshape(-1)
-                ref = R.run_long(models[model], samples, chunking=mode, chunk_seconds=secs,
-                                 language="da", num_beams=beams)
-                n_chunks, n_segs = compare(c, ref, len(samples), fails)
-                extra = "chunks=%d segments=%d " % (n_chunks, n_segs)
-                if audio == "f40" and mode == "fixed" and not (ref["bounds"][-1] - ref["bounds"][-2] < 320
-                                                              and len(ref["segments"]) < n_chunks):
-                    fails.append("expected a last chunk under 320 samples, skipped: %s" % ref["bounds"])
-            except Exception as e:  # a reference failure fails the case, not the run
-                fails.append("reference: %s: %s" % (type(e).__name__, e))
-            report(name, fails, extra)
-
-        # --chunking none beyond the encoder's positions: a clean error
-        name = "tiny-f32 ten_min --chunking none: clean error"
-        if not filters or any(f in name for f in filters):
-            out = os.path.join(tmp, "none")
-            args = [dump, "-m", os.path.join(fixtures, "models", "tiny-f32"), "-o", out,
-                    "--chunking", "none", paths["ten_min"]]
-            r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=DUMP_TIMEOUT)
-            err = r.stderr.decode("utf-8", "replace")
-            fails = []
-            if r.returncode != 1 or "pos_emb_max_len" not in err or "Sanitizer" in err:
-                fails.append("expected exit 1 and a message naming pos_emb_max_len: rc %d %r"
-                             % (r.returncode, err[-300:]))
-            report(name, fails)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("(%.1f s)" % (time.time() - t0))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    # --chunking none beyond the encoder's positions: a clean error
+    name = "tiny-f32 ten_min --chunking none: clean error"
+    if P.wanted(name):
+        args = [P.dump, "-m", os.path.join(P.fixtures, "models", "tiny-f32"), "-o",
+                os.path.join(P.tmp, "none"), "--chunking", "none", paths["ten_min"]]
+        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=DUMP_TIMEOUT)
+        err = r.stderr.decode("utf-8", "replace")
+        fails = []
+        if r.returncode != 1 or "pos_emb_max_len" not in err or "Sanitizer" in err:
+            fails.append("expected exit 1 and a message naming pos_emb_max_len: rc %d %r"
+                         % (r.returncode, err[-300:]))
+        P.report(name, fails)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(PL.run_cases(PL.Parity("hv-chunk-parity-", 58), run))

@@ -29,22 +29,13 @@ Prints one line per case and ends with "N passed, M failed"; exits 1 when
 any case failed.
 """
 
-import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(HERE, "reference"))
-
-import torch  # noqa: E402
-
-import reference as R  # noqa: E402
+import paritylib as PL
 
 FEAT_TOL = 1e-3
 ENC_REL_TOL = 1e-3
@@ -72,7 +63,7 @@ def case_list(man, dithered):
         lang = "en" if "en" in mi.get("languages", ["en"]) else mi["languages"][0]
         cases.append((mi, a0, {"language": lang, "punctuation": False, "max_tokens": None, "threads": None}))
         cases.append((mi, a0, {"language": "da", "punctuation": True, "max_tokens": 5, "threads": 2}))
-    demo = {"name": "demo", "path": os.path.join(os.path.dirname(HERE), "models", "demo")}
+    demo = {"name": "demo", "path": os.path.join(os.path.dirname(PL.TESTS), "models", "demo")}
     for mi in man["models"] + [demo]:
         for a in dithered:
             if a["name"] == "silence" and mi is not demo:
@@ -109,56 +100,25 @@ def label(mi, a, opt):
     return s
 
 
-def run_dump(dump, model_dir, audio_path, out_dir, opt):
-    args = [dump, "-m", model_dir, "-o", out_dir, "-l", opt["language"]]
+def dump_args(opt):
+    args = ["-l", opt["language"]]
     if not opt["punctuation"]:
         args.append("--no-punctuation")
     if opt["max_tokens"] is not None:
-        args += ["--max-tokens", str(opt["max_tokens"])]
+        args += ["--max-tokens", opt["max_tokens"]]
     if opt["threads"] is not None:
-        args += ["-t", str(opt["threads"])]
+        args += ["-t", opt["threads"]]
     if opt.get("dither"):
         args += ["--dither", "-1"]  # the model's preprocessor.dither
-    args.append(audio_path)
-    try:
-        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=DUMP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return "timed out after %d s: %s" % (DUMP_TIMEOUT, " ".join(args))
-    except OSError as e:
-        return "cannot run %s: %s" % (dump, e)
-    if r.returncode != 0:
-        err = (r.stderr or r.stdout).decode("utf-8", "replace").strip().splitlines()
-        return "exit %d: %s" % (r.returncode, err[-1] if err else "(no output)")
-    return None
-
-
-def load_dump(out_dir):
-    c = {}
-    for k in ("samples", "features", "encoder", "logprobs0"):
-        c[k] = np.load(os.path.join(out_dir, k + ".npy"))
-    with open(os.path.join(out_dir, "result.json"), encoding="utf-8") as f:
-        c["result"] = json.load(f)
-    return c
-
-
-def max_abs(a, b):
-    if a.size == 0:
-        return 0.0
-    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
-    return float(np.nan_to_num(d, nan=np.inf).max())
+    return args
 
 
 def compare(c, ref, fails, feat_tol=FEAT_TOL, enc_tol=ENC_REL_TOL, lp_tol=LP_TOL):
     """Appends failure reasons; returns the measured diffs for the report."""
     meas = {}
-    cf, rf = c["features"], ref["features"]
-    if cf.shape != rf.shape:
-        fails.append("features shape %s != %s" % (cf.shape, rf.shape))
-    else:
-        meas["feat"] = max_abs(cf, rf)
-        if not meas["feat"] < feat_tol:
-            i = np.unravel_index(np.argmax(np.nan_to_num(np.abs(cf - rf), nan=np.inf)), cf.shape)
-            fails.append("features diff %.3g at frame %d mel %d" % (meas["feat"], i[0], i[1]))
+    d = PL.check_close(fails, "features", c["features"], ref["features"], feat_tol, ("frame", "mel"))
+    if d is not None:
+        meas["feat"] = d
 
     res = c["result"]
     for k in ("n_valid_frames", "enc_len"):
@@ -171,24 +131,21 @@ def compare(c, ref, fails, feat_tol=FEAT_TOL, enc_tol=ENC_REL_TOL, lp_tol=LP_TOL
         fails.append("encoder shape %s != %s" % (ce.shape, re_.shape))
     else:
         scale = float(np.abs(re_[:L]).max()) if L > 0 else 1.0
-        meas["enc"] = max_abs(ce[:L], re_[:L]) / max(scale, 1e-30)
+        meas["enc"] = PL.max_abs(ce[:L], re_[:L]) / max(scale, 1e-30)
         if not meas["enc"] < enc_tol:
             fails.append("encoder rel diff %.3g (max |ref| %.3g)" % (meas["enc"], scale))
 
-    cl, rl = c["logprobs0"].reshape(-1), ref["logprobs0"].reshape(-1)
-    if cl.shape != rl.shape:
-        fails.append("logprobs0 shape %s != %s" % (cl.shape, rl.shape))
-    else:
-        meas["lp0"] = max_abs(cl, rl)
-        if not meas["lp0"] < lp_tol:
-            fails.append("logprobs0 diff %.3g at id %d" % (meas["lp0"], int(np.argmax(np.abs(cl - rl)))))
+    d = PL.check_close(fails, "logprobs0", c["logprobs0"].reshape(-1), ref["logprobs0"].reshape(-1),
+                       lp_tol, ("id",))
+    if d is not None:
+        meas["lp0"] = d
 
     if res.get("prompt") != ref["prompt"]:
         fails.append("prompt %r != %r" % (res.get("prompt"), ref["prompt"]))
     ct, rt = res.get("tokens"), ref["tokens"]
     if ct != rt:
         if isinstance(ct, list):
-            k = next((i for i in range(min(len(ct), len(rt))) if ct[i] != rt[i]), min(len(ct), len(rt)))
+            k = PL.first_difference(ct, rt)
             gap = ref["gaps"][k] if k < len(ref["gaps"]) else float("nan")
             fails.append("tokens differ from step %d (c %d tokens, ref %d; ref top-2 gap there %.3g)"
                          % (k, len(ct), len(rt), gap))
@@ -199,81 +156,39 @@ def compare(c, ref, fails, feat_tol=FEAT_TOL, enc_tol=ENC_REL_TOL, lp_tol=LP_TOL
     return meas
 
 
-def main():
-    fixtures = os.environ.get("HV_FIXTURES")
-    dump = os.environ.get("HV_DUMP")
-    filters = sys.argv[1:]
-    if not fixtures or not os.path.exists(os.path.join(fixtures, "manifest.json")):
-        print("FAIL: HV_FIXTURES (%r) has no manifest.json; run tests/reference/make_fixtures.py" % fixtures)
-        print("0 passed, 1 failed")
-        return 1
-    with open(os.path.join(fixtures, "manifest.json"), encoding="utf-8") as f:
-        man = json.load(f)
-    torch.set_num_threads(1)
-
-    models = {}
-    passed = failed = 0
-    t0 = time.time()
-    tmp = tempfile.mkdtemp(prefix="hv-parity-")
-    try:
-        cases = [c for c in case_list(man, dithered_audio(fixtures, man, tmp))
-                 if not filters or any(s in label(*c) for s in filters)]
-        for mi, a, opt in cases:
-            name = label(mi, a, opt)
-            fails = []
-            meas = {}
-            if not dump or not os.access(dump, os.X_OK):
-                fails.append("HV_DUMP (%r) is not an executable" % dump)
-            else:
-                out = os.path.join(tmp, "c")
-                shutil.rmtree(out, ignore_errors=True)
-                model_dir = os.path.join(fixtures, mi["path"])
-                err = run_dump(dump, model_dir, os.path.join(fixtures, a["path"]), out, opt)
-                if err:
-                    fails.append("hviske-dump " + err)
+def run(P):
+    man = P.manifest
+    cases = [c for c in case_list(man, dithered_audio(P.fixtures, man, P.tmp))
+             if P.wanted(label(*c))]
+    for mi, a, opt in cases:
+        fails, meas = [], {}
+        model_dir = P.model_dir(mi)
+        c, err = P.run_dump(model_dir, os.path.join(P.fixtures, a["path"]), dump_args(opt),
+                            ("samples", "features", "encoder", "logprobs0"), DUMP_TIMEOUT)
+        if err:
+            fails.append(err)
+        else:
+            try:
+                rm = P.model(model_dir)
+                samples = c["samples"].astype(np.float32).reshape(-1)
+                ref = P.R.run(rm, samples, language=opt["language"],
+                              punctuation=opt["punctuation"], max_new_tokens=opt["max_tokens"],
+                              dither=rm.dither if opt.get("dither") else 0.0)
+                if a["name"] == "silence":
+                    f32, _ = P.R.features(rm, samples, dither=rm.dither, dtype=P.torch.float32)
+                    f32_dev = PL.max_abs(f32.numpy(), ref["features"])
+                    meas = compare(c, ref, fails, max(FEAT_TOL, 2 * f32_dev),
+                                   SILENCE_ENC_REL_TOL, SILENCE_LP_TOL)
                 else:
-                    try:
-                        c = load_dump(out)
-                    except (OSError, ValueError) as e:
-                        fails.append("reading the dump: %s" % e)
-                        c = None
-                    if c is not None:
-                        try:
-                            if mi["name"] not in models:
-                                models[mi["name"]] = R.load_model(model_dir)
-                            rm = models[mi["name"]]
-                            ref = R.run(rm, c["samples"].astype(np.float32).reshape(-1),
-                                        language=opt["language"], punctuation=opt["punctuation"],
-                                        max_new_tokens=opt["max_tokens"],
-                                        dither=rm.dither if opt.get("dither") else 0.0)
-                            if a["name"] == "silence":
-                                samples = c["samples"].astype(np.float32).reshape(-1)
-                                f32, _ = R.features(rm, samples, dither=rm.dither,
-                                                    dtype=torch.float32)
-                                f32_dev = max_abs(f32.numpy(), ref["features"])
-                                meas = compare(c, ref, fails, max(FEAT_TOL, 2 * f32_dev),
-                                               SILENCE_ENC_REL_TOL, SILENCE_LP_TOL)
-                            else:
-                                meas = compare(c, ref, fails)
-                            meas["ntok"] = len(ref["tokens"])
-                        except Exception as e:  # a reference failure fails the case, not the run
-                            fails.append("reference: %s: %s" % (type(e).__name__, e))
-            m = " ".join("%s=%.2e" % (k, meas[k]) for k in ("feat", "enc", "lp0") if k in meas)
-            if "ntok" in meas:
-                m += " tokens=%d" % meas["ntok"]
-            if fails:
-                failed += 1
-                print("FAIL %-52s %s | %s" % (name, m, "; ".join(fails)))
-            else:
-                passed += 1
-                print("ok   %-52s %s" % (name, m))
-            sys.stdout.flush()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("(%.1f s)" % (time.time() - t0))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+                    meas = compare(c, ref, fails)
+                meas["ntok"] = len(ref["tokens"])
+            except Exception as e:  # a reference failure fails the case, not the run
+                fails.append("reference: %s: %s" % (type(e).__name__, e))
+        shown = " ".join("%s=%.2e" % (k, meas[k]) for k in ("feat", "enc", "lp0") if k in meas)
+        if "ntok" in meas:
+            shown += " tokens=%d" % meas["ntok"]
+        P.report(label(mi, a, opt), fails, shown)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(PL.run_cases(PL.Parity("hv-parity-", 52), run))

@@ -28,9 +28,9 @@ import tempfile
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import CLI, Run, check, finish, report  # noqa: E402
+from hvtest import (CLI, FIXTURES, Run, check, finish, fixtures_manifest, report,  # noqa: E402
+                    runs_in_order)
 
-FIXTURES = os.environ.get("HV_FIXTURES", "")
 SOURCE_DIR = os.environ.get(
     "HV_SOURCE_DIR",
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -63,19 +63,6 @@ def expect_failure(name, args, mentions, rc=(1,)):
 
 def is_number(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def segments_in_order(tokens, blocks):
-    """True if the blocks occur in tokens as contiguous, non-overlapping
-    runs, in order."""
-    i = 0
-    for b in blocks:
-        while i + len(b) <= len(tokens) and tokens[i:i + len(b)] != b:
-            i += 1
-        if i + len(b) > len(tokens):
-            return False
-        i += len(b)
-    return True
 
 
 def parse_json_lines(run):
@@ -123,7 +110,7 @@ def parse_json_lines(run):
                 and g["text"] for g in segs):
             return None, f"malformed segments in {line!r}"
         # tokens also holds those of chunks whose text is empty (no segment)
-        if not segments_in_order(toks, [g["tokens"] for g in segs]):
+        if not runs_in_order(toks, [g["tokens"] for g in segs]):
             return None, f"segment tokens not found in tokens in {line!r}"
         objs.append(o)
     return objs, ""
@@ -737,9 +724,7 @@ def test_hostile_audio(model, tmp):
 
 
 def main():
-    if not FIXTURES or not os.path.isfile(
-            os.path.join(FIXTURES, "manifest.json")):
-        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+    if fixtures_manifest() is None:
         return finish()
     models, audio, entries = find_fixtures()
     print(f"# {CLI}\n# models: {[os.path.basename(m) for m in models]}\n"

@@ -3,7 +3,7 @@
 atomic output of the `hviske` command line, run as a subprocess.
 
 Long audio is made from the fixture sentences with pauses (see
-test_chunk_parity.make_long_audio): 75 s (three chunks) and 10.3 minutes
+tests/parity/paritylib.make_long_audio): 75 s (three chunks) and 10.3 minutes
 (twenty chunks, tiny model only). Covers:
   * usage errors of --format, --json, --chunking, --chunk-seconds, -o,
     --output-dir, '-' (exit 2, nothing written);
@@ -40,11 +40,11 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "parity"))  # make_long_audio
 
-from hvtest import CLI, WAIT, Run, check, finish, report, wait_until  # noqa: E402
+from hvtest import (CLI, FIXTURES, WAIT, Run, check, finish, fixtures_manifest,  # noqa: E402
+                    report, runs_in_order, wait_until)
 
-from test_chunk_parity import make_long_audio, write_wav  # noqa: E402
+from paritylib import make_long_audio, write_wav  # noqa: E402
 
-FIXTURES = os.environ.get("HV_FIXTURES", "")
 TIMEOUT = 600
 RATE = 16000
 JSONL_KEYS = {"file", "text", "tokens", "token_logprobs", "score", "timings", "segments",
@@ -177,20 +177,6 @@ def parse_vtt(data):
     return cues
 
 
-def in_order(tokens, blocks):
-    """1 if the blocks occur in tokens as contiguous runs, in order, without
-    overlapping (tokens also holds those of chunks whose text is empty,
-    which are no segments)."""
-    i = 0
-    for b in blocks:
-        while i + len(b) <= len(tokens) and tokens[i:i + len(b)] != b:
-            i += 1
-        if i + len(b) > len(tokens):
-            return False
-        i += len(b)
-    return True
-
-
 def check_result(o, keys, duration=None):
     """Why a JSON result object is malformed, or ''."""
     if not isinstance(o, dict) or set(o) != keys:
@@ -221,7 +207,7 @@ def check_result(o, keys, duration=None):
         return f"last segment ends at {segs[-1]['end']} > {duration}"
     if " ".join(s["text"] for s in segs) != o["text"]:
         return "text is not the segments' texts joined with spaces"
-    if not in_order(o["tokens"], [s["tokens"] for s in segs]):
+    if not runs_in_order(o["tokens"], [s["tokens"] for s in segs]):
         return "the segments' tokens are not found in order in tokens"
     if len(o["token_logprobs"]) != len(o["tokens"]):
         return "token_logprobs length"
@@ -616,8 +602,7 @@ def test_progress(model, long75, tmp):
 
 
 def main():
-    if not FIXTURES or not os.path.isfile(os.path.join(FIXTURES, "manifest.json")):
-        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+    if fixtures_manifest() is None:
         return finish()
     model = os.path.join(FIXTURES, "models", "multi-f32")
     tiny = os.path.join(FIXTURES, "models", "tiny-f32")

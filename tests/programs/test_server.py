@@ -57,11 +57,10 @@ import uuid
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import (CLI, EXAMPLE, SOURCE_DIR, WAIT, finish, readme_section,  # noqa: E402
-                    report, wait_until)
+from hvtest import (CLI, EXAMPLE, FIXTURES, SOURCE_DIR, WAIT, finish,  # noqa: E402
+                    fixtures_manifest, readme_section, report, wait_until)
 from hvserver import SERVER, Server  # noqa: E402
 
-FIXTURES = os.environ.get("HV_FIXTURES", "")
 MODEL_NAME = "multi-f32"
 TIMEOUT = 300
 ERROR_KEYS = {"message", "type", "param", "code"}
@@ -742,9 +741,7 @@ def test_slow_clients(port, wav, want, timeout):
 def test_api_key(model, wav, want, tmp):
     key = "s3cr3t-key"
     srv = Server(model, "--api-key", key, "-t", "1", tmp=tmp)
-    if not srv.port:
-        report("--api-key server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("--api-key server starts"):
         return
     p = srv.port
     r = request(p, "GET", "/v1/models")
@@ -780,9 +777,7 @@ def test_queue_limit(model, long_path, wav, want_short, tmp):
     want = cli_texts(model, [long_path])[long_path]
     srv = Server(model, "--workers", "1", "--queue", "1", "-t", "1",
                  "--max-upload-mb", "16", tmp=tmp)
-    if not srv.port:
-        report("queue server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("queue server starts"):
         return
     body, ctype = multipart([("response_format", "json")], read(long_path))
     short, ct_short = multipart([("response_format", "json")], read(wav))
@@ -833,9 +828,7 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
     want_longer = cli_texts(model, [long_path], ["--beams", "64"])[long_path]
     srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
                  tmp=tmp)
-    if not srv.port:
-        report("SIGTERM server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("SIGTERM server starts"):
         return
     replies = {}
     body_long, ct_long = multipart([], read(long_path))
@@ -888,9 +881,7 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
     # a second signal answers the queued requests with 503 at once
     srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
                  "--queue", "8", tmp=tmp)
-    if not srv.port:
-        report("second-signal server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("second-signal server starts"):
         return
     replies = {}
     stop_trickle = threading.Event()
@@ -1067,12 +1058,9 @@ def test_usage(model):
 
 
 def main():
-    if not FIXTURES or not os.path.isfile(
-            os.path.join(FIXTURES, "manifest.json")):
-        report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no manifest.json")
+    manifest = fixtures_manifest()
+    if manifest is None:
         return finish()
-    with open(os.path.join(FIXTURES, "manifest.json"), encoding="utf-8") as f:
-        manifest = json.load(f)
     model = os.path.join(FIXTURES, "models", MODEL_NAME)
     audio = {a["name"]: os.path.join(FIXTURES, a["path"])
              for a in manifest["audio"]}

@@ -43,7 +43,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, WAIT, finish, report, wait_until  # noqa: E402
+from hvtest import DEMO_MODEL, WAIT, finish, fixtures_manifest, report, wait_until  # noqa: E402
 import test_server as ts  # noqa: E402
 import hvserver  # noqa: E402
 
@@ -401,8 +401,7 @@ def test_abandoned_stream(model, tmp):
     from test_streaming import sentences_wav
     path = sentences_wav(os.path.join(tmp, "long40.wav"), 40, 4)
     srv = ts.Server(model, "-t", "1", "--workers", "1", "--max-upload-mb", "64", tmp=tmp)
-    if not srv.port:
-        report("stream server starts", False, srv.stderr())
+    if not srv.started("stream server starts"):
         return
     data = post_bytes(ts.read(path), [("stream", "true")],
                       extra_headers="X-Request-Id: abandoned-stream\r\n")
@@ -438,12 +437,9 @@ def test_usage(model):
 
 
 def main():
-    if not ts.FIXTURES or not os.path.isfile(
-            os.path.join(ts.FIXTURES, "manifest.json")):
-        report("fixtures", False, f"HV_FIXTURES={ts.FIXTURES!r} has no manifest.json")
+    manifest = fixtures_manifest()
+    if manifest is None:
         return finish()
-    with open(os.path.join(ts.FIXTURES, "manifest.json"), encoding="utf-8") as f:
-        manifest = json.load(f)
     model = os.path.join(ts.FIXTURES, "models", ts.MODEL_NAME)
     audio = {a["name"]: os.path.join(ts.FIXTURES, a["path"])
              for a in manifest["audio"]}

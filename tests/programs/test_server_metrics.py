@@ -74,9 +74,7 @@ def delta(after, before):
 def test_metrics(tmp):
     srv = Server(DEMO_MODEL, "-t", "1", "--max-upload-mb", "1", tmp=tmp,
                  name="metrics")
-    if not srv.port:
-        report("metrics server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("metrics server starts"):
         return
     try:
         r = request(srv.port, "GET", "/metrics")
@@ -259,9 +257,7 @@ def test_ready_busy(tmp):
     long_path = long_wav(os.path.join(tmp, "long.wav"), 12)
     srv = Server(DEMO_MODEL, "-t", "1", "--workers", "1", "--queue", "0", tmp=tmp,
                  name="busy")
-    if not srv.port:
-        report("busy server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("busy server starts"):
         return
     try:
         r = request(srv.port, "GET", "/ready")
@@ -303,9 +299,7 @@ def test_drain(tmp):
     path = os.path.join(tmp, "drain.log")
     srv = Server(DEMO_MODEL, "-t", "1", "--timeout", "600", "--min-upload-rate", "0",
                  "--access-log", path, tmp=tmp, name="drain")
-    if not srv.port:
-        report("drain server starts", False, srv.stderr())
-        srv.stop()
+    if not srv.started("drain server starts"):
         return
     held = None
     signalled = False

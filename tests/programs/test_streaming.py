@@ -288,8 +288,7 @@ def test_disconnect(tmp, want_one):
         audio = f.read()
     srv = Server(DEMO_MODEL, "-t", "2", "--workers", "1", "--queue", "1", "--max-upload-mb",
                  "64", tmp=tmp)
-    if not srv.port:
-        report("server for the disconnect test starts", False, srv.stderr())
+    if not srv.started("server for the disconnect test starts"):
         return
     data = abandon_stream(
         srv.port, request_bytes(srv.port, [("model", "hviske"), ("stream", "true")], audio))

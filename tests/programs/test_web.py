@@ -208,8 +208,7 @@ def test_files(port):
 
 def test_no_web(tmp):
     srv = Server(DEMO_MODEL, "-t", "1", "--no-web", tmp=tmp)
-    if not srv.port:
-        report("--no-web server starts", False, srv.stderr())
+    if not srv.started("--no-web server starts"):
         return
     ok = all(request(srv.port, "GET", p).status == 404
              for p in ("/", "/index.html", "/app.js", "/style.css"))
@@ -426,8 +425,7 @@ def test_record(tmp, port, wav, text):
 
 def test_key(b, tmp, wav):
     srv = Server(DEMO_MODEL, "-t", "1", "--api-key", "sesame-7", tmp=tmp)
-    if not srv.port:
-        report("--api-key server starts", False, srv.stderr())
+    if not srv.started("--api-key server starts"):
         return
     try:
         r = request(srv.port, "GET", "/")
@@ -470,8 +468,7 @@ def test_key(b, tmp, wav):
 def test_limits(b, tmp, wav):
     srv = Server(DEMO_MODEL, "-t", "1", "--max-upload-mb", "1", "--max-audio-seconds", "2",
                  tmp=tmp)
-    if not srv.port:
-        report("limits server starts", False, srv.stderr())
+    if not srv.started("limits server starts"):
         return
     try:
         b.open(srv.port)
@@ -514,8 +511,7 @@ def test_busy(b, tmp):
     """Connections held by stalled clients: the page's request gets the
     server's 503 too_many_connections, Retry-After: 1."""
     srv = Server(DEMO_MODEL, "-t", "1", "--max-connections", "8", "--timeout", "600", tmp=tmp)
-    if not srv.port:
-        report("busy server starts", False, srv.stderr())
+    if not srv.started("busy server starts"):
         return
     stalled = []
     try:

@@ -59,16 +59,14 @@ static void write_float_wav(const char *path, const float *pcm, size_t frames, i
     sf_close(sf);
 }
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc(len > 0 ? (size_t)len : 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
+/* The n samples at pcm are write_tone's 440 Hz tone at 16 kHz, mono,
+ * within 16-bit rounding: the first that is not is a failed check. */
+static void check_tone(const float *pcm, size_t n, const char *what) {
+    for (size_t i = 0; pcm && i < n; i++)
+        if (fabs(pcm[i] - tone(i, 0, 16000, 440, 0.5)) > 2.0 / 32768) {
+            CHECK_MSG(0, "%s: sample %zu differs", what, i);
+            return;
+        }
 }
 
 /* Expects hv_audio_read_file(path) to fail with `want` and a message
@@ -85,6 +83,40 @@ static void expect_error(const char *path, hv_status want, const char *needle) {
     CHECK_MSG(strstr(e.msg, needle), "message lacks '%s': %s", needle, e.msg);
     CHECK(pcm == NULL && n == 0 && rate == 0 && ch == 0);
     free(rc == HV_OK ? pcm : NULL);
+}
+
+/* The four readers' argument errors: a NULL output names the reader, a
+ * NULL path and empty or unreadable memory are refused (memory named
+ * "<memory>" when the caller gives no name), and the outputs are reset. */
+static void test_argument_errors(void) {
+    hv_error e;
+    hv_err_clear(&e);
+    float *pcm = (float *)&e;
+    size_t n = 99;
+    int rate = 99, ch = 99;
+    CHECK(hv_audio_read_file("x.wav", NULL, &n, &rate, &ch, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_file: NULL output"));
+    CHECK(hv_audio_read_file(NULL, &pcm, &n, &rate, &ch, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "NULL path") && !pcm && !n && !rate && !ch);
+    CHECK(hv_audio_read_file_mono("x.wav", 16000, 0, NULL, &n, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_file_mono: NULL output"));
+    pcm = (float *)&e;
+    n = 99;
+    CHECK(hv_audio_read_file_mono(NULL, 16000, 0, &pcm, &n, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "NULL path") && !pcm && !n);
+    CHECK(hv_audio_read_memory("x", 1, NULL, 0, &pcm, NULL, &rate, &ch, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_memory: NULL output"));
+    pcm = (float *)&e;
+    n = 99;
+    rate = ch = 99;
+    CHECK(hv_audio_read_memory("", 0, NULL, 0, &pcm, &n, &rate, &ch, &e) == HV_ERR_FORMAT &&
+          strstr(e.msg, "<memory>: empty input") && !pcm && !n && !rate && !ch);
+    CHECK(hv_audio_read_memory_mono("x", 1, NULL, 16000, 0, &pcm, NULL, &e) == HV_ERR_INVALID_ARG &&
+          strstr(e.msg, "hv_audio_read_memory_mono: NULL output"));
+    pcm = (float *)&e;
+    n = 99;
+    CHECK(hv_audio_read_memory_mono("junk", 4, "clip", 16000, 0, &pcm, &n, &e) == HV_ERR_FORMAT &&
+          strstr(e.msg, "clip: not a readable audio file") && !pcm && !n);
 }
 
 /* A file of each kind round-trips: length, rate, channels and samples. */
@@ -290,7 +322,7 @@ static void test_file_errors(void) {
     const char *full = hv_test_path(dir, "full.wav");
     CHECK(write_tone(full, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, 16000, 440, 0.5) == 0);
     size_t len = 0;
-    char *bytes = slurp(full, &len);
+    char *bytes = hv_test_read_file(full, &len);
     CHECK(bytes && len == 44 + 32000);
     const char *cut = hv_test_path(dir, "cut_header.wav");
     CHECK(hv_test_write_file(cut, bytes, 20) == 0);
@@ -305,11 +337,7 @@ static void test_file_errors(void) {
     hv_err_clear(&e);
     CHECK_MSG(hv_audio_read_file(cutd, &pcm, &n, &rate, &ch, &e) == HV_OK, "%s", e.msg);
     CHECK_MSG(n == 1000 && rate == 16000 && ch == 1, "truncated: %zu frames", n);
-    for (size_t i = 0; pcm && i < n; i++)
-        if (fabs(pcm[i] - tone(i, 0, 16000, 440, 0.5)) > 2.0 / 32768) {
-            CHECK_MSG(0, "truncated: sample %zu differs", i);
-            break;
-        }
+    check_tone(pcm, n, "truncated");
     free(pcm);
     /* The same for a compressed format: a FLAC cut in half gives its
      * complete frames, exact. (libsndfile refuses cut OGG/Opus files at
@@ -317,18 +345,14 @@ static void test_file_errors(void) {
     const char *flac = hv_test_path(dir, "full.flac");
     CHECK(write_tone(flac, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 32000, 440, 0.5) == 0);
     size_t flen = 0;
-    char *fbytes = slurp(flac, &flen);
+    char *fbytes = hv_test_read_file(flac, &flen);
     const char *cutf = hv_test_path(dir, "cut.flac");
     CHECK(fbytes && hv_test_write_file(cutf, fbytes, flen / 2) == 0);
     free(fbytes);
     pcm = NULL;
     CHECK_MSG(hv_audio_read_file(cutf, &pcm, &n, &rate, &ch, &e) == HV_OK, "%s", e.msg);
     CHECK_MSG(n > 4000 && n < 32000, "truncated FLAC: %zu frames", n);
-    for (size_t i = 0; pcm && i < n; i++)
-        if (fabs(pcm[i] - tone(i, 0, 16000, 440, 0.5)) > 2.0 / 32768) {
-            CHECK_MSG(0, "truncated FLAC: sample %zu differs", i);
-            break;
-        }
+    check_tone(pcm, n, "truncated FLAC");
     free(pcm);
 
     /* Header intact, no data bytes at all. */
@@ -408,6 +432,7 @@ int main(void) {
     test_resample();
     test_to_mono_errors();
     test_file_errors();
+    test_argument_errors();
     test_public_api();
     TEST_END();
 }

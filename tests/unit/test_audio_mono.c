@@ -69,18 +69,6 @@ static int write_signal(const char *path, int format, int rate, int channels, si
     return rc;
 }
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc(len > 0 ? (size_t)len : 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
-
 static void compare_path(const char *path, const char *name, int target);
 
 /* hv_audio_read_mono (file and buffer) against hv_audio_read +
@@ -107,7 +95,7 @@ static void compare_path(const char *path, const char *name, int target) {
     CHECK(hv_audio_to_mono(pcm, n, ch, r, target, &ref, &n_ref, &e) == HV_OK);
     CHECK(hv_audio_read_mono(path, target, 0, &got, &n_got, err, sizeof err) == HV_OK);
     size_t size = 0;
-    char *bytes = slurp(path, &size);
+    char *bytes = hv_test_read_file(path, &size);
     CHECK(hv_audio_read_buffer_mono(bytes, size, name, target, 0, &got2, &n_got2, err,
                                     sizeof err) == HV_OK);
     size_t diff = 0;
@@ -178,7 +166,7 @@ static void test_mp3(void) {
         return;
     }
     size_t size = 0;
-    unsigned char *b = (unsigned char *)slurp(mp3, &size);
+    unsigned char *b = (unsigned char *)hv_test_read_file(mp3, &size);
     /* damage frames in the middle (what made libmpg123 print "big_values
      * too large!" through libsndfile) */
     for (size_t i = size / 3; b && i < size / 3 + 4000 && i < size; i += 37) b[i] ^= 0x5A;
@@ -228,7 +216,7 @@ static void expect(hv_status got, hv_status want, const char *err, const char *n
  * 36 bits); 0 on success. */
 static int set_flac_total(const char *path, const char *out, uint64_t total) {
     size_t n = 0;
-    unsigned char *b = (unsigned char *)slurp(path, &n);
+    unsigned char *b = (unsigned char *)hv_test_read_file(path, &n);
     int rc = -1;
     if (b && n > 26 && memcmp(b, "fLaC", 4) == 0 && b[7] == 34) {
         uint64_t v = 0;
@@ -276,14 +264,14 @@ static void test_flac_length(void) {
     expect(hv_audio_read_mono(lie, 16000, 2, &x, &n, err, sizeof err), HV_ERR_LIMIT, err,
            "more than the 2 s of audio allowed");
     size_t size = 0;
-    char *bytes = slurp(lie, &size);
+    char *bytes = hv_test_read_file(lie, &size);
     expect(hv_audio_read_buffer(bytes, size, "lie", 2, &x, &n, &r, &ch, err, sizeof err),
            HV_ERR_LIMIT, err, "lie: more than the 2 s of audio allowed");
     free(bytes);
 
     /* a FLAC cut short: the frames that are there, the same in every
      * reader (the cut frame's "lost sync" ends the stream) */
-    bytes = slurp(full, &size);
+    bytes = hv_test_read_file(full, &size);
     const char *cut = hv_test_path(dir, "len3_cut.flac");
     CHECK(bytes && hv_test_write_file(cut, bytes, size / 2) == 0);
     free(bytes);
@@ -306,7 +294,7 @@ static void test_errors(void) {
     CHECK(hv_audio_read_mono(one, 16000, 1.0, &x, &n, err, sizeof err) == HV_OK && n == 16000);
     hv_audio_free(x);
     size_t size = 0;
-    char *bytes = slurp(one, &size);
+    char *bytes = hv_test_read_file(one, &size);
     expect(hv_audio_read_buffer_mono(bytes, size, "up", 16000, 0.25, &x, &n, err, sizeof err),
            HV_ERR_LIMIT, err, "up: 1.0 s of audio, more than the 0.25 s allowed");
     expect(hv_audio_read_buffer_mono(bytes, size, "up", 0, 0, &x, &n, err, sizeof err),
@@ -447,7 +435,7 @@ static void test_bomb(void) {
 
     /* the same from memory (what the server does with an upload) */
     size_t size = 0;
-    char *bytes = slurp(bomb, &size);
+    char *bytes = hv_test_read_file(bomb, &size);
     CHECK(reset_peak() == 0);
     base = status_kb("VmRSS");
     rc = hv_audio_read_buffer_mono(bytes, size, "bomb", 16000, 0, &x, &n, err, sizeof err);

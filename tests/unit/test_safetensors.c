@@ -395,14 +395,9 @@ static void check_hostile_files(void) {
     /* every truncation of the valid file fails cleanly or opens */
     const char *vpath = hv_test_path(tmp, "valid.safetensors");
     valid_file(vpath);
-    size_t total;
-    FILE *fp = fopen(vpath, "rb");
-    fseek(fp, 0, SEEK_END);
-    total = (size_t)ftell(fp);
-    rewind(fp);
-    uint8_t *whole = malloc(total);
-    CHECK(fread(whole, 1, total, fp) == total);
-    fclose(fp);
+    size_t total = 0;
+    uint8_t *whole = (uint8_t *)hv_test_read_file(vpath, &total);
+    CHECK(whole != NULL);
     int opened = 0;
     for (size_t n = 0; n < total; n++) {
         CHECK(hv_test_write_file(path, whole, n) == 0);

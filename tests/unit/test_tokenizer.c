@@ -659,14 +659,10 @@ static void compare_prompt(const hv_tokenizer *t, const hv_config *c, const char
 
 /* Every truncation at sampled points of a real file: no crash. */
 static void truncate_real(const char *model) {
-    FILE *f = fopen(model, "rb");
-    if (!f) return;
-    fseek(f, 0, SEEK_END);
-    size_t n = (size_t)ftell(f);
-    rewind(f);
-    uint8_t *buf = malloc(n);
-    CHECK(fread(buf, 1, n, f) == n);
-    fclose(f);
+    size_t n = 0;
+    uint8_t *buf = (uint8_t *)hv_test_read_file(model, &n);
+    CHECK(buf != NULL);
+    if (!buf) return;
     for (int i = 0; i < 300; i++) {
         size_t cut = i < 100 ? (size_t)i * n / 100 : (size_t)rand() % n;
         hv_tokenizer t;

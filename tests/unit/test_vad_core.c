@@ -28,18 +28,9 @@
 /* ------------------------------------------------------ tool modes */
 
 static float *read_f32(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    float *x = NULL;
-    long bytes = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (bytes >= 0 && fseek(f, 0, SEEK_SET) == 0 && (x = malloc((size_t)bytes + 4))) {
-        *n = (size_t)bytes / sizeof *x;
-        if (fread(x, sizeof *x, *n, f) != *n) {
-            free(x);
-            x = NULL;
-        }
-    }
-    fclose(f);
+    size_t bytes = 0;
+    float *x = (float *)hv_test_read_file(path, &bytes);
+    *n = bytes / sizeof *x;
     return x;
 }
 
