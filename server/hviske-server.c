@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -78,12 +79,55 @@ static int listen_on(const char *host, int port, int *bound, int *ipv6) {
     return fd;
 }
 
+/* SIGINT and SIGTERM reach the main thread through a pipe: their handler
+ * writes the signal's number to it. Not sigwait alone: threads that
+ * libraries start before main (OpenBLAS's pool) do not block the signals,
+ * so one that came while the main thread was not waiting in sigwait went
+ * to such a thread and its default action killed the server mid-drain.
+ * The handler runs on whichever thread the kernel picks. The pipe stays
+ * open until exit, so a late handler never writes to a reused descriptor. */
+static int signal_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t n = write(signal_pipe[1], &b, 1); /* async-signal-safe */
+    (void)n;
+    errno = saved;
+}
+
+/* The pipe and the handlers; -1 with a message on failure. */
+static int catch_signals(void) {
+    if (pipe(signal_pipe) != 0) {
+        fprintf(stderr, "hviske-server: cannot make a pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) fcntl(signal_pipe[i], F_SETFD, FD_CLOEXEC);
+    fcntl(signal_pipe[1], F_SETFL, O_NONBLOCK); /* a handler never blocks */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return 0;
+}
+
+/* The next signal taken within timeout_ms (-1: no limit), or 0. */
+static int next_signal(int timeout_ms) {
+    struct pollfd p = {.fd = signal_pipe[0], .events = POLLIN};
+    unsigned char b;
+    if (poll(&p, 1, timeout_ms) > 0 && read(signal_pipe[0], &b, 1) == 1) return b;
+    return 0;
+}
+
 /* Waits until every request begun has completed. A signal in the meantime
  * answers the queued requests with 503 and stops waiting for uploads: once
  * every accepted request's answer has gone out in full (none waits for a
  * worker, none is being sent: n_suspended and n_answering are 0), uploads
  * still coming in get a second, and the daemon is stopped. */
-static void wait_idle(server *s, const sigset_t *sigs) {
+static void wait_idle(server *s) {
     int cancelled = 0;
     double t_free = 0;
     for (;;) {
@@ -100,8 +144,7 @@ static void wait_idle(server *s, const sigset_t *sigs) {
             else if (hvt_now_s() - t_free > 1.0)
                 return;
         }
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        if (sigtimedwait(sigs, NULL, &ts) > 0 && !cancelled) {
+        if (next_signal(50) > 0 && !cancelled) {
             fprintf(stderr, "hviske-server: second signal: answering the "
                             "queued requests with 503\n");
             srv_cancel_waiting(s);
@@ -115,8 +158,10 @@ int main(int argc, char **argv) {
     int rc = srv_parse_options(argc, argv, &o);
     if (rc >= 0) return rc;
 
-    /* SIGINT and SIGTERM are taken by the main thread only: block them
-     * before any thread starts (threads inherit the mask). */
+    /* The threads started here block SIGINT and SIGTERM (they inherit the
+     * mask), so their system calls are not interrupted; the main thread
+     * takes them once everything has started (catch_signals). */
+    if (catch_signals() != 0) return 1;
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
@@ -200,8 +245,9 @@ int main(int argc, char **argv) {
             o.n_workers == 1 ? "" : "s", o.n_threads, o.n_threads == 1 ? "" : "s", o.queue);
     fflush(stderr);
 
+    pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
     int sig;
-    while (sigwait(&sigs, &sig) != 0)
+    while (!(sig = next_signal(-1)))
         ;
     fprintf(stderr, "hviske-server: %s: finishing the requests begun\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -213,7 +259,7 @@ int main(int argc, char **argv) {
      * health check reads /ready's 503 (and a retry of new work goes to
      * another replica) instead of a refused connection; requests begun
      * now are not waited for. */
-    wait_idle(&s, &sigs);
+    wait_idle(&s);
     /* Stop accepting: MHD no longer polls the listening socket (ours to
      * close after the stop), and shutting it down makes the kernel refuse
      * new connections instead of queueing them unanswered. */

@@ -20,18 +20,18 @@ TIMEOUT = 300
 
 
 class Server:
-    """hviske-server on 127.0.0.1 with --port 0; the port is read from its
-    "listening on" line. stderr (with the access log, unless
-    --access-log) goes to a file."""
+    """hviske-server on 127.0.0.1 with --port 0 (env: its environment,
+    None for ours); the port is read from its "listening on" line. stderr
+    (with the access log, unless --access-log) goes to a file."""
 
-    def __init__(self, model, *args, tmp, name=None):
+    def __init__(self, model, *args, tmp, name=None, env=None):
         self.name = name or uuid.uuid4().hex
         self.log_path = os.path.join(tmp, f"server-{self.name}.log")
         self.log = open(self.log_path, "wb")
         self.args = [SERVER, "-m", model, "--host", "127.0.0.1", "--port",
                      "0"] + [str(a) for a in args]
         self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL,
-                                     stderr=self.log)
+                                     stderr=self.log, env=env)
         self.rc = None
 
         def listening():

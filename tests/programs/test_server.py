@@ -30,7 +30,8 @@ Covers, on the fixture model multi-f32 and the fixture audio:
     served);
   * --api-key: missing or wrong key 401, right key 200, /health open;
   * SIGTERM during a request: it and the one queued behind it finish,
-    exit 0; a second signal answers the queued ones 503;
+    exit 0; a second signal answers the queued ones 503; SIGTERM given
+    to OpenBLAS's thread (which does not block it) drains as well;
   * the curl command of README.md's "Server" section, verbatim but for the
     port.
 Every server must exit 0 on SIGTERM / SIGINT with no sanitizer report.
@@ -40,6 +41,7 @@ log for it (hvtest.wait_until), and time limits are checked from the
 server's side with wide margins.
 Prints one line per case and ends with "N passed, M failed".
 """
+import ctypes
 import http.client
 import json
 import os
@@ -820,6 +822,43 @@ def test_queue_limit(model, long_path, wav, want_short, tmp):
     report("queue server: SIGTERM, exit 0", *srv.clean_exit())
 
 
+def threads_taking(pid, sig):
+    """The threads of process pid, but its main thread, that do not block
+    sig (/proc's SigBlk)."""
+    tids = []
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/status") as f:
+            m = re.search(r"^SigBlk:\s*([0-9a-f]+)", f.read(), re.M)
+        if int(t) != pid and m and not int(m.group(1), 16) >> (sig - 1) & 1:
+            tids.append(int(t))
+    return tids
+
+
+def test_signal_to_library_thread(model, tmp):
+    """SIGTERM given to a thread that a library started before main (the
+    kernel may give a process's signal to any thread that does not block
+    it; OpenBLAS's pool blocks none) drains the server like one the main
+    thread takes, instead of killing it with the signal's default action."""
+    # two OpenBLAS threads: its pool has a thread of its own on any host
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    srv = Server(model, "--workers", "1", "-t", "1", tmp=tmp, env=env)
+    if not srv.started("signal to a library's thread: server starts"):
+        return
+    tids = threads_taking(srv.proc.pid, signal.SIGTERM)
+    report("signal to a library's thread: OpenBLAS's thread does not block "
+           "SIGTERM", bool(tids), f"threads: {os.listdir(f'/proc/{srv.proc.pid}/task')}")
+    sent = False
+    if tids:
+        libc = ctypes.CDLL(None, use_errno=True)
+        sent = libc.tgkill(srv.proc.pid, tids[0], signal.SIGTERM) == 0
+        report("signal to a library's thread: tgkill", sent,
+               os.strerror(ctypes.get_errno()))
+    srv.stop(None if sent else signal.SIGTERM)
+    ok, why = srv.clean_exit()
+    report("signal to a library's thread: the server drains and exits 0",
+           ok and "SIGTERM: finishing" in srv.stderr(), why)
+
+
 def test_sigterm(model, long_path, wav, want_short, tmp):
     """SIGTERM while one request runs and another waits: both finish."""
     want = cli_texts(model, [long_path])[long_path]
@@ -1104,6 +1143,7 @@ def main():
             test_api_key(model, wav, want, tmp)
             test_queue_limit(model, long_path, wav, want, tmp)
             test_sigterm(model, long_path, wav, want, tmp)
+            test_signal_to_library_thread(model, tmp)
             test_weight_type(model, wav, tmp)
 
     print(f"# {time.time() - t_start:.1f} s")
