@@ -307,21 +307,26 @@ static void attn_head(void *arg, int h, int n_tasks) {
 }
 
 /* Rows [0, valid) of src (rows ld floats apart, dh wide; plus add[t] when
- * add is not NULL) rounded to bf16 (hv_f32_to_bf16) into dst's rows (dh
+ * add is not NULL) rounded to bf16 (as hv_f32_to_bf16) into dst's rows (dh
  * apart): bf16 bits when bits, else floats holding the rounded values;
  * rows [valid, rows) zero. */
 static void stage_bf16(void *dst, int bits, const float *src, long ld, const float *add, int valid,
                        int rows, int dh) {
-    for (int i = 0; i < rows; i++)
-        for (int t = 0; t < dh; t++) {
-            float x = 0.0f;
-            if (i < valid) x = add ? src[(long)i * ld + t] + add[t] : src[(long)i * ld + t];
-            uint16_t b = hv_f32_to_bf16(x);
-            if (bits)
-                ((uint16_t *)dst)[(long)i * dh + t] = b;
-            else
-                ((float *)dst)[(long)i * dh + t] = hv_bf16_to_f32(b);
-        }
+    for (int i = 0; i < rows; i++) {
+        const float *x = src + (long)i * ld;
+        uint16_t *db = (uint16_t *)dst + (long)i * dh;
+        float *df = (float *)dst + (long)i * dh;
+        if (i >= valid)
+            memset(bits ? (void *)db : (void *)df, 0, (size_t)dh * (bits ? 2 : 4));
+        else if (bits && add)
+            for (int t = 0; t < dh; t++) db[t] = hv_bf16_bits(x[t] + add[t]);
+        else if (bits)
+            for (int t = 0; t < dh; t++) db[t] = hv_bf16_bits(x[t]);
+        else if (add)
+            for (int t = 0; t < dh; t++) df[t] = hv_bf16_round(x[t] + add[t]);
+        else
+            for (int t = 0; t < dh; t++) df[t] = hv_bf16_round(x[t]);
+    }
 }
 
 /* C = A . op(B) of bf16-rounded operands with f32 sums: the engine's
@@ -385,10 +390,10 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
             hv_softmax(sc, len);
             if (bits) {
                 uint16_t *pb = (uint16_t *)pr + (long)i * ld;
-                for (int jj = 0; jj < len; jj++) pb[jj] = hv_f32_to_bf16(sc[jj]);
+                for (int jj = 0; jj < len; jj++) pb[jj] = hv_bf16_bits(sc[jj]);
                 memset(pb + len, 0, (size_t)(cl - len) * sizeof *pb);
             } else {
-                for (int jj = 0; jj < len; jj++) sc[jj] = hv_bf16_to_f32(hv_f32_to_bf16(sc[jj]));
+                for (int jj = 0; jj < len; jj++) sc[jj] = hv_bf16_round(sc[jj]);
             }
         }
     }

@@ -220,7 +220,7 @@ static void convert_task(void *arg, int task, int n_tasks) {
             if (i >= j->n)
                 memset(dst, 0, (size_t)j->cols * 2);
             else
-                for (int c = 0; c < j->cols; c++) dst[c] = hv_f32_to_bf16(j->x[off + c]);
+                for (int c = 0; c < j->cols; c++) dst[c] = hv_bf16_bits(j->x[off + c]);
         } else {
             float *dst = (float *)j->xs + off;
             if (i >= j->n)

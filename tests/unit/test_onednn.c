@@ -181,6 +181,14 @@ static void test_rounding(void) {
                   regime ? "packed GEMM" : "GEMV");
     }
     hv_pool_free(bf);
+    /* the inline forms the attention and the engine's conversion use */
+    int same = 1;
+    for (int i = 0; i < n; i++) {
+        float r = hv_bf16_round(x[i]), want = round_bf16(x[i]);
+        same &= hv_bf16_bits(x[i]) == hv_f32_to_bf16(x[i]) &&
+                (r == want || (isnan(r) && isnan(want) && !memcmp(&r, &want, 4)));
+    }
+    CHECK_MSG(same, "hv_bf16_bits and hv_bf16_round == hv_f32_to_bf16");
     free(x), free(w), free(y);
 }
 
