@@ -234,7 +234,7 @@ typedef struct attn_job {
     const float *p;         /* [(2n-1) x d]: linear_pos rows of positions n-1 .. -(n-1) */
     int n, len, d, H, dh;
     int bf16;       /* bf16 compute (attn_head_bf16) */
-    hv_onednn *dnn; /* with bf16: the bf16 engine, or NULL for the emulation */
+    hv_onednn *dnn; /* with bf16: the pool's engine, or NULL for the emulation */
 } attn_job;
 
 /* Queries per band of the position scores: a band of T queries needs
@@ -354,16 +354,19 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     const attn_job *j = arg;
     int n = j->n, d = j->d, dh = j->dh, len = j->len;
     hv_onednn *dnn = j->dnn;
-    int bits = dnn != NULL, esz = bits ? 2 : 4;
-    /* with the engine, every shape rounded up to its class */
-    int cl = bits ? (int)att_class(len) : len;
+    /* bf16 bits for the bf16 engine; floats holding bf16 values for the
+     * emulation and for an f32 engine (the tests' stand-in for the bf16
+     * engine on CPUs without one: the same padded products) */
+    int bits = hv_onednn_is_bf16(dnn), esz = bits ? 2 : 4, pad = dnn != NULL;
+    /* with an engine, every shape rounded up to its class */
+    int cl = pad ? (int)att_class(len) : len;
     long c = att_class(n), ld = c; /* scores' and probabilities' row stride */
     char *qu = (char *)(j->att + h * head_scratch(n, dh, 1));
     char *qv = qu + c * dh * esz, *kk = qv + c * dh * esz, *vv = kk + c * dh * esz;
     char *pp = vv + c * dh * esz;
     float *ac =
         (float *)(j->att + h * head_scratch(n, dh, 1) + 4 * c * dh + (2 * c + ATT_CLASS) * dh);
-    float *pr = ac + c * c; /* the engine's bf16 probabilities */
+    float *pr = ac + c * c; /* the engine's rounded probabilities */
     float *bd = pr + c * c, *ctx = bd + POS_BAND * att_class(n + POS_BAND - 1);
     float scale = 1.0f / sqrtf((float)dh);
     const float *u = j->u + h * dh, *vb = j->vb + h * dh;
@@ -375,12 +378,12 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     /* the bands read position rows n-len .. n+len-2: staged from row 0,
      * with ATT_CLASS zero rows after them for the padded bands */
     stage_bf16(pp, bits, j->p + (long)(n - len) * d + h * dh, d, NULL, 2 * len - 1,
-               bits ? 2 * cl + ATT_CLASS : 2 * len - 1, dh);
+               pad ? 2 * cl + ATT_CLASS : 2 * len - 1, dh);
     head_product(dnn, cl, cl, dh, qu, dh, kk, dh, 1, ac, (int)ld);
     for (int i0 = 0; i0 < len; i0 += POS_BAND) {
         int i1 = i0 + POS_BAND < len ? i0 + POS_BAND : len, row0 = n - i1;
         int width = len + (i1 - i0) - 1, rows = i1 - i0;
-        if (bits) width = (int)att_class(width), rows = (int)att_class(rows);
+        if (pad) width = (int)att_class(width), rows = (int)att_class(rows);
         head_product(dnn, rows, width, dh, qv + (long)i0 * dh * esz, dh,
                      pp + (long)(len - i1) * dh * esz, dh, 1, bd, width);
         for (int i = i0; i < i1; i++) {
@@ -392,13 +395,17 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
                 uint16_t *pb = (uint16_t *)pr + (long)i * ld;
                 for (int jj = 0; jj < len; jj++) pb[jj] = hv_bf16_bits(sc[jj]);
                 memset(pb + len, 0, (size_t)(cl - len) * sizeof *pb);
+            } else if (pad) {
+                float *pf = pr + (long)i * ld;
+                for (int jj = 0; jj < len; jj++) pf[jj] = hv_bf16_round(sc[jj]);
+                memset(pf + len, 0, (size_t)(cl - len) * sizeof *pf);
             } else {
                 for (int jj = 0; jj < len; jj++) sc[jj] = hv_bf16_round(sc[jj]);
             }
         }
     }
-    if (bits) {
-        for (int i = len; i < cl; i++) memset((uint16_t *)pr + i * ld, 0, (size_t)cl * 2);
+    if (pad) {
+        for (int i = len; i < cl; i++) memset((char *)pr + i * ld * esz, 0, (size_t)cl * esz);
         head_product(dnn, cl, dh, cl, pr, (int)ld, vv, dh, 0, ctx, dh);
         for (int i = 0; i < len; i++)
             memcpy(j->ctx + (long)i * d + h * dh, ctx + (long)i * dh, (size_t)dh * sizeof(float));
@@ -428,7 +435,7 @@ void hv_attention_heads(hv_pool *pool, int n, int len, int d, int H, const float
                   .H = H,
                   .dh = d / H,
                   .bf16 = hv_pool_bf16(pool),
-                  .dnn = hv_onednn_is_bf16(dnn) ? dnn : NULL};
+                  .dnn = dnn};
     hv_pool_run(pool, H, j.bf16 ? attn_head_bf16 : attn_head, &j);
 }
 

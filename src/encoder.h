@@ -41,7 +41,9 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
  * biases u, vb [d]; att is scratch of hv_attention_scratch floats. In the
  * pool's bf16 compute (hv_pool_set_compute) the per-head products take
  * bf16-rounded operands and probabilities and sum in f32, on the pool's
- * bf16 engine when it has one (docs/KERNELS.md). */
+ * oneDNN engine when it has one (docs/KERNELS.md; an f32 engine, which
+ * only the tests give a bf16 pool, multiplies the rounded values as
+ * floats in the engine's padded shapes). */
 void hv_attention_heads(hv_pool *pool, int n, int len, int d, int H, const float *q, const float *k,
                         const float *v, const float *p, const float *u, const float *vb, float *att,
                         float *ctx);

@@ -9,8 +9,9 @@
  *   midpoint that the f32 scores' own rounding can tip it: there one bf16
  *   step (2^-7 of the probability) is allowed. The f32 output must miss
  *   that bound somewhere (the bound tells the modes apart). On our kernels
- *   (the emulation) everywhere, and on the bf16 engine where the CPU has
- *   one.
+ *   (the emulation) and on oneDNN's f32 engine (the engine's padded shape
+ *   classes and strides, the rounded values as floats) everywhere, and on
+ *   the bf16 engine where the CPU has one.
  * Odd lengths (1, 7, 33, 200 frames, some padded), heads of 16 and 160
  * values, pools of 1 and 3 threads. */
 #include <math.h>
@@ -148,7 +149,7 @@ static double worst(const attn_in *a, const float *y, const attn_ref *r, int *pa
     return w;
 }
 
-static void check_shape(int n, int len, int d, int H, hv_onednn *dnn) {
+static void check_shape(int n, int len, int d, int H, hv_onednn *dnn, hv_onednn *f32_dnn) {
     static unsigned seed = 1;
     attn_in a = {.n = n, .len = len, .d = d, .H = H};
     /* activations of the demo model's order of magnitude */
@@ -175,11 +176,15 @@ static void check_shape(int n, int len, int d, int H, hv_onednn *dnn) {
         w = worst(&a, e, &b16, &zero);
         CHECK_MSG(w <= 1.0, "bf16 emulated, %s: %.3g of the bound", what, w);
         CHECK_MSG(zero, "bf16 emulated, %s: padded rows zero", what);
-        if (dnn) {
-            float *g = run(&a, threads, 1, dnn);
+        hv_onednn *engines[2] = {f32_dnn, dnn};
+        for (int k = 0; k < 2; k++) {
+            if (!engines[k]) continue;
+            float *g = run(&a, threads, 1, engines[k]);
             w = worst(&a, g, &b16, &zero);
-            CHECK_MSG(w <= 1.0, "bf16 engine, %s: %.3g of the bound", what, w);
-            CHECK_MSG(zero, "bf16 engine, %s: padded rows zero", what);
+            CHECK_MSG(w <= 1.0, "bf16 on the %s engine, %s: %.3g of the bound", k ? "bf16" : "f32",
+                      what, w);
+            CHECK_MSG(zero, "bf16 on the %s engine, %s: padded rows zero", k ? "bf16" : "f32",
+                      what);
             free(g);
         }
         free(y), free(e);
@@ -192,15 +197,17 @@ static void check_shape(int n, int len, int d, int H, hv_onednn *dnn) {
 int main(void) {
     /* the bf16 engine where this CPU has one (it runs the attention's
      * products in the library's bf16 compute) */
-    hv_onednn *dnn = hv_onednn_native_bf16() ? hv_onednn_new(1) : NULL;
-    printf("bf16 engine: %s\n", dnn ? "yes" : "no (emulation only)");
+    hv_onednn *dnn = hv_onednn_native_bf16() ? hv_onednn_new(1) : NULL, *f32_dnn = hv_onednn_new(0);
+    printf("bf16 engine: %s; f32 engine: %s\n", dnn ? "yes" : "no", f32_dnn ? "yes" : "no");
+    CHECK(!hv_onednn_compiled() || f32_dnn);
     const struct {
         int n, len;
     } lens[] = {{1, 1}, {7, 7}, {9, 7}, {33, 33}, {45, 33}, {200, 200}, {230, 200}};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
-        check_shape(lens[i].n, lens[i].len, 32, 2, dnn);  /* heads of 16 */
-        check_shape(lens[i].n, lens[i].len, 320, 2, dnn); /* heads of 160 */
+        check_shape(lens[i].n, lens[i].len, 32, 2, dnn, f32_dnn);  /* heads of 16 */
+        check_shape(lens[i].n, lens[i].len, 320, 2, dnn, f32_dnn); /* heads of 160 */
     }
     hv_onednn_free(dnn);
+    hv_onednn_free(f32_dnn);
     TEST_END();
 }
