@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "kernels/matmul.h"
+#include "kernels/onednn.h"
 #include "kernels/ops.h"
 
 /* ------------------------------------------------------- subsampling */
@@ -169,7 +171,7 @@ typedef struct enc_scratch {
     float *q, *k, *v, *ctx, *tmp; /* [n x d] */
     float *pos;                   /* [(2N-1) x d]: sinusoids (N: pos_frames) */
     float *p;                     /* [(2N-1) x d]: a layer's linear_pos(pos) */
-    float *att;                   /* [H x head_scratch(n, dh)] */
+    float *att;                   /* hv_attention_scratch(n, d, H, bf16) */
     float *dw_taps;               /* [K x d]: a layer's depthwise weights, tap-major */
 } enc_scratch;
 
@@ -225,45 +227,62 @@ static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x, int n
 }
 
 typedef struct attn_job {
-    const enc_scratch *s;
-    const hv_enc_layer *y;
-    const float *p; /* [(2n-1) x d]: linear_pos rows of positions n-1 .. -(n-1) */
+    const float *q, *k, *v; /* [n x d] */
+    float *ctx;             /* [n x d] */
+    float *att;             /* [H x head_scratch(n, dh, bf16)] */
+    const float *u, *vb;    /* pos_bias_u, pos_bias_v: [d] */
+    const float *p;         /* [(2n-1) x d]: linear_pos rows of positions n-1 .. -(n-1) */
     int n, len, d, H, dh;
+    int bf16;       /* bf16 compute (attn_head_bf16) */
+    hv_onednn *dnn; /* with bf16: the pool's engine, or NULL for the emulation */
 } attn_job;
 
 /* Queries per band of the position scores: a band of T queries needs
  * len + T - 1 of the 2n - 1 relative positions. */
 #define POS_BAND 32
 
-/* Floats of per-head attention scratch: (q + u), (q + v) [n x dh], the
+/* Shape classes of the bf16 engine's attention products: their rows and
+ * columns rounded up to a multiple of this (operands' padding zero). */
+#define ATT_CLASS 16
+
+static long att_class(long x) { return (x + ATT_CLASS - 1) / ATT_CLASS * ATT_CLASS; }
+
+/* Floats of per-head attention scratch. f32: (q + u), (q + v) [n x dh], the
  * content scores ac [n x n] and one band of position scores
- * [POS_BAND x (n + POS_BAND - 1)]. */
-static long head_scratch(int n, int dh) {
-    return 2L * n * dh + (long)n * n + (long)POS_BAND * (n + POS_BAND - 1);
+ * [POS_BAND x (n + POS_BAND - 1)]. bf16 (attn_head_bf16), with c = n
+ * rounded up to ATT_CLASS: the bf16-rounded operands (q + u), (q + v), k,
+ * v [c x dh] and positions [(2c + ATT_CLASS) x dh] (bf16 bits for the
+ * engine, floats for the emulation), the scores [c x c] and their bf16
+ * probabilities [c x c], a band [POS_BAND x class(n + POS_BAND - 1)] and
+ * the context [c x dh]. */
+static long head_scratch(int n, int dh, int bf16) {
+    if (!bf16) return 2L * n * dh + (long)n * n + (long)POS_BAND * (n + POS_BAND - 1);
+    long c = att_class(n);
+    return 4 * c * dh + (2 * c + ATT_CLASS) * dh + 2 * c * c +
+           POS_BAND * att_class(n + POS_BAND - 1) + c * dh;
 }
 
 /* Relative-position attention for one head. */
 static void attn_head(void *arg, int h, int n_tasks) {
     (void)n_tasks;
     const attn_job *j = arg;
-    const enc_scratch *s = j->s;
     int n = j->n, d = j->d, dh = j->dh, len = j->len;
-    float *qu = s->att + (long)h * head_scratch(n, dh);
+    float *qu = j->att + (long)h * head_scratch(n, dh, 0);
     float *qv = qu + (long)n * dh;
     float *ac = qv + (long)n * dh;
     float *bd = ac + (long)n * n;
     float scale = 1.0f / sqrtf((float)dh);
-    const float *u = j->y->pos_bias_u + h * dh, *vb = j->y->pos_bias_v + h * dh;
+    const float *u = j->u + h * dh, *vb = j->vb + h * dh;
 
     for (int i = 0; i < len; i++) {
-        const float *q = s->q + (long)i * d + h * dh;
+        const float *q = j->q + (long)i * d + h * dh;
         for (int t = 0; t < dh; t++) {
             qu[(long)i * dh + t] = q[t] + u[t];
             qv[(long)i * dh + t] = q[t] + vb[t];
         }
     }
     /* ac = (q + u) k^T over valid keys */
-    hv_gemm(len, len, dh, 1.0f, qu, dh, s->k + h * dh, d, 1, 0.0f, ac, n);
+    hv_gemm(len, len, dh, 1.0f, qu, dh, j->k + h * dh, d, 1, 0.0f, ac, n);
     /* the position scores (q + v) p^T band by band, each band of queries
      * [i0, i1) over the relative positions its keys need: key j of query
      * i sits at position row n-1-i+j, so the band needs rows n-i1 ..
@@ -282,9 +301,146 @@ static void attn_head(void *arg, int h, int n_tasks) {
     }
     /* context of every valid query in one product; padded queries'
      * probabilities are masked to 0 */
-    hv_gemm(len, dh, len, 1.0f, ac, n, s->v + h * dh, d, 0, 0.0f, s->ctx + h * dh, d);
+    hv_gemm(len, dh, len, 1.0f, ac, n, j->v + h * dh, d, 0, 0.0f, j->ctx + h * dh, d);
     for (int i = len; i < n; i++)
-        memset(s->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
+        memset(j->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
+}
+
+/* Rows [0, valid) of src (rows ld floats apart, dh wide; plus add[t] when
+ * add is not NULL) rounded to bf16 (as hv_f32_to_bf16) into dst's rows (dh
+ * apart): bf16 bits when bits, else floats holding the rounded values;
+ * rows [valid, rows) zero. */
+static void stage_bf16(void *dst, int bits, const float *src, long ld, const float *add, int valid,
+                       int rows, int dh) {
+    for (int i = 0; i < rows; i++) {
+        const float *x = src + (long)i * ld;
+        uint16_t *db = (uint16_t *)dst + (long)i * dh;
+        float *df = (float *)dst + (long)i * dh;
+        if (i >= valid)
+            memset(bits ? (void *)db : (void *)df, 0, (size_t)dh * (bits ? 2 : 4));
+        else if (bits && add)
+            for (int t = 0; t < dh; t++) db[t] = hv_bf16_bits(x[t] + add[t]);
+        else if (bits)
+            for (int t = 0; t < dh; t++) db[t] = hv_bf16_bits(x[t]);
+        else if (add)
+            for (int t = 0; t < dh; t++) df[t] = hv_bf16_round(x[t] + add[t]);
+        else
+            for (int t = 0; t < dh; t++) df[t] = hv_bf16_round(x[t]);
+    }
+}
+
+/* C = A . op(B) of bf16-rounded operands with f32 sums: the engine's
+ * matmul on bf16 bits, or the emulation's f32 GEMM on floats holding bf16
+ * values (exact products, so the two differ only in summation order). */
+static void head_product(hv_onednn *dnn, int m, int n, int k, const void *a, int lda, const void *b,
+                         int ldb, int b_trans, float *c, int ldc) {
+    if (dnn)
+        hv_onednn_matmul(dnn, m, n, k, a, lda, b, ldb, b_trans, c, ldc);
+    else
+        hv_gemm(m, n, k, 1.0f, a, lda, b, ldb, b_trans, 0.0f, c, ldc);
+}
+
+/* attn_head in bf16 compute: the three products take bf16 operands and
+ * sum in f32, as PyTorch's bf16 mode and the weight products do. The
+ * head's (q + u), (q + v), k, v and the positions its bands read are
+ * rounded once into contiguous scratch, the softmax runs on the f32
+ * scores and its probabilities are rounded to bf16 before the context
+ * (PyTorch holds them in bf16). With the engine, each product is one
+ * oneDNN matmul whose rows, columns and sums are padded up to ATT_CLASS
+ * with zero operands, so that a few primitives serve every clip length;
+ * the emulation multiplies the exact shapes with hv_gemm. */
+static void attn_head_bf16(void *arg, int h, int n_tasks) {
+    (void)n_tasks;
+    const attn_job *j = arg;
+    int n = j->n, d = j->d, dh = j->dh, len = j->len;
+    hv_onednn *dnn = j->dnn;
+    /* bf16 bits for the bf16 engine; floats holding bf16 values for the
+     * emulation and for an f32 engine (the tests' stand-in for the bf16
+     * engine on CPUs without one: the same padded products) */
+    int bits = hv_onednn_is_bf16(dnn), esz = bits ? 2 : 4, pad = dnn != NULL;
+    /* with an engine, every shape rounded up to its class */
+    int cl = pad ? (int)att_class(len) : len;
+    long c = att_class(n), ld = c; /* scores' and probabilities' row stride */
+    char *qu = (char *)(j->att + h * head_scratch(n, dh, 1));
+    char *qv = qu + c * dh * esz, *kk = qv + c * dh * esz, *vv = kk + c * dh * esz;
+    char *pp = vv + c * dh * esz;
+    float *ac =
+        (float *)(j->att + h * head_scratch(n, dh, 1) + 4 * c * dh + (2 * c + ATT_CLASS) * dh);
+    float *pr = ac + c * c; /* the engine's rounded probabilities */
+    float *bd = pr + c * c, *ctx = bd + POS_BAND * att_class(n + POS_BAND - 1);
+    float scale = 1.0f / sqrtf((float)dh);
+    const float *u = j->u + h * dh, *vb = j->vb + h * dh;
+
+    stage_bf16(qu, bits, j->q + h * dh, d, u, len, cl, dh);
+    stage_bf16(qv, bits, j->q + h * dh, d, vb, len, cl, dh);
+    stage_bf16(kk, bits, j->k + h * dh, d, NULL, len, cl, dh);
+    stage_bf16(vv, bits, j->v + h * dh, d, NULL, len, cl, dh);
+    /* the bands read position rows n-len .. n+len-2: staged from row 0,
+     * with ATT_CLASS zero rows after them for the padded bands */
+    stage_bf16(pp, bits, j->p + (long)(n - len) * d + h * dh, d, NULL, 2 * len - 1,
+               pad ? 2 * cl + ATT_CLASS : 2 * len - 1, dh);
+    head_product(dnn, cl, cl, dh, qu, dh, kk, dh, 1, ac, (int)ld);
+    for (int i0 = 0; i0 < len; i0 += POS_BAND) {
+        int i1 = i0 + POS_BAND < len ? i0 + POS_BAND : len, row0 = n - i1;
+        int width = len + (i1 - i0) - 1, rows = i1 - i0;
+        if (pad) width = (int)att_class(width), rows = (int)att_class(rows);
+        head_product(dnn, rows, width, dh, qv + (long)i0 * dh * esz, dh,
+                     pp + (long)(len - i1) * dh * esz, dh, 1, bd, width);
+        for (int i = i0; i < i1; i++) {
+            float *sc = ac + (long)i * ld;
+            const float *b = bd + (long)(i - i0) * width + (n - 1 - i - row0);
+            for (int jj = 0; jj < len; jj++) sc[jj] = (sc[jj] + b[jj]) * scale;
+            hv_softmax(sc, len);
+            if (bits) {
+                uint16_t *pb = (uint16_t *)pr + (long)i * ld;
+                for (int jj = 0; jj < len; jj++) pb[jj] = hv_bf16_bits(sc[jj]);
+                memset(pb + len, 0, (size_t)(cl - len) * sizeof *pb);
+            } else if (pad) {
+                float *pf = pr + (long)i * ld;
+                for (int jj = 0; jj < len; jj++) pf[jj] = hv_bf16_round(sc[jj]);
+                memset(pf + len, 0, (size_t)(cl - len) * sizeof *pf);
+            } else {
+                for (int jj = 0; jj < len; jj++) sc[jj] = hv_bf16_round(sc[jj]);
+            }
+        }
+    }
+    if (pad) {
+        for (int i = len; i < cl; i++) memset((char *)pr + i * ld * esz, 0, (size_t)cl * esz);
+        head_product(dnn, cl, dh, cl, pr, (int)ld, vv, dh, 0, ctx, dh);
+        for (int i = 0; i < len; i++)
+            memcpy(j->ctx + (long)i * d + h * dh, ctx + (long)i * dh, (size_t)dh * sizeof(float));
+    } else {
+        hv_gemm(len, dh, len, 1.0f, ac, (int)ld, (const float *)vv, dh, 0, 0.0f, j->ctx + h * dh,
+                d);
+    }
+    for (int i = len; i < n; i++)
+        memset(j->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
+}
+
+void hv_attention_heads(hv_pool *pool, int n, int len, int d, int H, const float *q, const float *k,
+                        const float *v, const float *p, const float *u, const float *vb, float *att,
+                        float *ctx) {
+    hv_onednn *dnn = hv_pool_onednn(pool);
+    attn_job j = {.q = q,
+                  .k = k,
+                  .v = v,
+                  .ctx = ctx,
+                  .att = att,
+                  .u = u,
+                  .vb = vb,
+                  .p = p,
+                  .n = n,
+                  .len = len,
+                  .d = d,
+                  .H = H,
+                  .dh = d / H,
+                  .bf16 = hv_pool_bf16(pool),
+                  .dnn = dnn};
+    hv_pool_run(pool, H, j.bf16 ? attn_head_bf16 : attn_head, &j);
+}
+
+long hv_attention_scratch(int n, int d, int H, int bf16) {
+    return H * head_scratch(n, d / H, bf16);
 }
 
 static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, int len,
@@ -295,8 +451,8 @@ static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, i
     const float *qkv_b[3] = {y->bq, y->bk, y->bv};
     float *qkv_y[3] = {s->q, s->k, s->v};
     hv_linear_many(pool, n, s->norm, 3, qkv, qkv_b, qkv_y);
-    attn_job j = {.s = s, .y = y, .p = p, .n = n, .len = len, .d = d, .H = H, .dh = d / H};
-    hv_pool_run(pool, H, attn_head, &j);
+    hv_attention_heads(pool, n, len, d, H, s->q, s->k, s->v, p, y->pos_bias_u, y->pos_bias_v,
+                       s->att, s->ctx);
     hv_linear_add(pool, x, s->tmp, s->ctx, n, &y->wo, y->bo, 1.0f);
 }
 
@@ -457,7 +613,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
     s.ctx = malloc((size_t)n * d * sizeof(float));
     s.tmp = malloc((size_t)n * d * sizeof(float));
     s.pos = cached ? NULL : malloc((size_t)P * d * sizeof(float));
-    s.att = malloc((size_t)H * head_scratch(n, d / H) * sizeof(float));
+    s.att = malloc((size_t)hv_attention_scratch(n, d, H, hv_pool_bf16(pool)) * sizeof(float));
     s.dw_taps = malloc((size_t)c->conv_kernel * d * sizeof(float));
     float *res = NULL;
     hv_status st = HV_OK;

@@ -5,6 +5,7 @@
 #define HV_HALF_H
 
 #include <stdint.h>
+#include <string.h>
 
 /* Widening is exact; narrowing rounds to nearest, ties to even (as torch
  * does), overflows to inf and keeps NaN a NaN. */
@@ -15,5 +16,27 @@ uint16_t hv_f32_to_f16(float f);
  * largest): a cache stored in f16 never turns a large value infinite. */
 uint16_t hv_f32_to_f16_sat(float f);
 uint16_t hv_f32_to_bf16(float f);
+
+/* f rounded to bf16 and widened back: hv_f32_to_bf16's bits in the top
+ * half; inline, so that loops over rows vectorise. */
+static inline float hv_bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000)
+        u |= 0x00400000; /* NaN: kept quiet */
+    else
+        u += 0x7fff + ((u >> 16) & 1);
+    u &= 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* hv_f32_to_bf16(f), inline. */
+static inline uint16_t hv_bf16_bits(float f) {
+    float r = hv_bf16_round(f);
+    uint32_t u;
+    memcpy(&u, &r, 4);
+    return (uint16_t)(u >> 16);
+}
 
 #endif

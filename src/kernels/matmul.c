@@ -582,20 +582,6 @@ static void linear_task(void *arg, int task, int n_tasks) {
 
 /* bf16 compute (hv_pool_set_compute) ------------------------------------ */
 
-/* f rounded to bf16 (nearest even) and widened back: hv_f32_to_bf16's
- * bits, inline so that loops over rows vectorise. */
-static inline float bf16_round(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffff) > 0x7f800000)
-        u |= 0x00400000; /* NaN: kept quiet */
-    else
-        u += 0x7fff + ((u >> 16) & 1);
-    u &= 0xffff0000u;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* Whether bf16 compute rounds the activations of products with W: f32,
  * f16 and bf16 weights; q8_0 and q4_0 products quantize their activations
  * to int8 blocks in either mode. */
@@ -612,7 +598,7 @@ typedef struct round_job {
 static void round_task(void *arg, int task, int n_tasks) {
     round_job *j = arg;
     long i0 = j->count * task / n_tasks, i1 = j->count * (task + 1) / n_tasks;
-    for (long i = i0; i < i1; i++) j->xr[i] = bf16_round(j->x[i]);
+    for (long i = i0; i < i1; i++) j->xr[i] = hv_bf16_round(j->x[i]);
 }
 
 /* x[count] rounded to bf16, in the pool's input slot (x may be that slot:
@@ -638,7 +624,7 @@ static void linear_rounded_unbuffered(const hv_mm_kernels *k, float *y, const fl
             for (int i = 0; i < n; i++) {
                 const float *xi = x + (long)i * W->cols + c;
                 float s = 0.0f;
-                for (int t = 0; t < len; t++) s = fmaf(buf[t], bf16_round(xi[t]), s);
+                for (int t = 0; t < len; t++) s = fmaf(buf[t], hv_bf16_round(xi[t]), s);
                 y[(long)i * W->rows + r] += s;
             }
         }

@@ -18,11 +18,15 @@
 #define M_CLASS   16
 /* Primitives kept per engine; a product whose shape would need more runs
  * on our own kernels instead (the encoder needs a few dozen per clip
- * length class). */
-#define MAX_PRIMS 1024
+ * length class for its weights, and four for its attention). */
+#define MAX_PRIMS 2048
 
 typedef struct prim {
     int m, k, n, bias;
+    /* the attention's products (hv_onednn_matmul): strides, B's layout;
+     * all 0 for a weight product */
+    long lda, ldb, ldc;
+    int b_trans, strided;
     dnnl_primitive_t p;
     dnnl_memory_desc_t src, wei, bia, dst, scratch;
     size_t scratch_bytes;
@@ -83,21 +87,25 @@ static int omp_hold(void) {
 }
 static void omp_release(int was) { omp_set_num_threads(was); }
 
-/* The primitive descriptor of an [m x k] . [k x n] product whose weights
- * are the rows of a row-major [n][k] matrix (`ba`) and whose output rows
- * are n floats apart, plus an f32 bias of n values added to every row
- * when bias is set (oneDNN adds it to the f32 sums: the rounding of our
- * own y = sum + bias); NULL when oneDNN has none. */
-static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n, int bias) {
+/* The primitive descriptor of C[m x n] = A[m x k] . B[k x n] (+ an f32
+ * bias of n values added to every row when bias is set: oneDNN adds it to
+ * the f32 sums, the rounding of our own y = sum + bias), A's rows lda
+ * apart, C's ldc; B is the rows of an [n][k] matrix ldb apart when b_trans
+ * (a weight matrix as mapped: oneDNN's `ba`), else [k][n] rows ldb apart;
+ * NULL when oneDNN has none. */
+static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n, long lda, long ldb,
+                                     int b_trans, long ldc, int bias) {
     dnnl_data_type_t dt = d->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t a, b, c, bi;
     dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n}, dbi = {1, n};
+    dnnl_dims_t sa = {lda, 1}, sc = {ldc, 1};
+    dnnl_dims_t sb = {b_trans ? 1 : ldb, b_trans ? ldb : 1};
     dnnl_matmul_desc_t op;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_memory_desc_init_by_tag(&a, 2, da, dt, dnnl_ab) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&b, 2, db, dt, dnnl_ba) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab) != dnnl_success ||
+    if (dnnl_memory_desc_init_by_strides(&a, 2, da, dt, sa) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&b, 2, db, dt, sb) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&c, 2, dc, dnnl_f32, sc) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&bi, 2, dbi, dnnl_f32, dnnl_ab) != dnnl_success ||
         dnnl_matmul_desc_init(&op, &a, &b, bias ? &bi : NULL, &c) != dnnl_success ||
         dnnl_primitive_attr_create(&attr) != dnnl_success)
@@ -110,17 +118,42 @@ static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n, in
     return pd;
 }
 
+/* A weight product's: [m x k] activations, the rows of a row-major [n][k]
+ * weight matrix, [m x n] outputs, all dense. */
+static dnnl_primitive_desc_t weights_pd(const hv_onednn *d, int m, int k, int n, int bias) {
+    return make_pd(d, m, k, n, k, k, 1, n, bias);
+}
+
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size) {
     if (size) buf[0] = '\0';
     if (!d || n < 1 || cols < 1 || rows < 1 || !size) return -1;
     int was = omp_hold();
-    dnnl_primitive_desc_t pd = make_pd(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 0);
+    dnnl_primitive_desc_t pd = weights_pd(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 0);
     omp_release(was);
     const char *impl = NULL;
     if (pd) dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     if (impl) snprintf(buf, size, "%s", impl);
     dnnl_primitive_desc_destroy(pd);
     return impl ? 0 : -1;
+}
+
+/* A new cache entry holding the primitive of pd (its fields other than
+ * the descriptors left for the caller to set; d->mu held); NULL when pd is
+ * NULL, the primitive cannot be made or the cache is full. */
+static prim *keep_prim(hv_onednn *d, dnnl_primitive_desc_t pd) {
+    if (!pd || d->n_prims >= MAX_PRIMS) return NULL;
+    prim *e = &d->prims[d->n_prims];
+    memset(e, 0, sizeof *e);
+    if (dnnl_primitive_create(&e->p, pd) != dnnl_success) return NULL;
+    e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *bia = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    if (bia) e->bia = *bia;
+    e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
+    d->n_prims++;
+    return e;
 }
 
 /* The cached primitive of shape (m, k, n), with a bias or not, made when
@@ -132,25 +165,17 @@ static const prim *get_prim(hv_onednn *d, int m, int k, int n, int bias) {
     prim *found = NULL;
     for (int i = 0; i < d->n_prims && !found; i++)
         if (d->prims[i].m == m && d->prims[i].k == k && d->prims[i].n == n &&
-            d->prims[i].bias == bias)
+            d->prims[i].bias == bias && !d->prims[i].strided)
             found = &d->prims[i];
     if (!found && d->n_prims < MAX_PRIMS) {
         int was = omp_hold();
-        dnnl_primitive_desc_t pd = make_pd(d, m, k, n, bias);
-        prim *e = &d->prims[d->n_prims];
-        if (pd && dnnl_primitive_create(&e->p, pd) == dnnl_success) {
-            e->m = m;
-            e->k = k;
-            e->n = n;
-            e->bias = bias;
-            e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-            e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-            if (bias) e->bia = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-            e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-            e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-            e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
-            d->n_prims++;
-            found = e;
+        dnnl_primitive_desc_t pd = weights_pd(d, m, k, n, bias);
+        found = keep_prim(d, pd);
+        if (found) {
+            found->m = m;
+            found->k = k;
+            found->n = n;
+            found->bias = bias;
         }
         dnnl_primitive_desc_destroy(pd);
         omp_release(was);
@@ -195,7 +220,7 @@ static void convert_task(void *arg, int task, int n_tasks) {
             if (i >= j->n)
                 memset(dst, 0, (size_t)j->cols * 2);
             else
-                for (int c = 0; c < j->cols; c++) dst[c] = hv_f32_to_bf16(j->x[off + c]);
+                for (int c = 0; c < j->cols; c++) dst[c] = hv_bf16_bits(j->x[off + c]);
         } else {
             float *dst = (float *)j->xs + off;
             if (i >= j->n)
@@ -321,6 +346,91 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
     return 0;
 }
 
+/* ------------------------------------------------ attention's products */
+
+static const prim *get_strided_prim(hv_onednn *d, int m, int n, int k, long lda, long ldb,
+                                    int b_trans, long ldc) {
+    pthread_mutex_lock(&d->mu);
+    prim *found = NULL;
+    for (int i = 0; i < d->n_prims && !found; i++) {
+        prim *e = &d->prims[i];
+        if (e->strided && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb &&
+            e->ldc == ldc && e->b_trans == b_trans)
+            found = e;
+    }
+    if (!found && d->n_prims < MAX_PRIMS) {
+        int was = omp_hold();
+        dnnl_primitive_desc_t pd = make_pd(d, m, k, n, lda, ldb, b_trans, ldc, 0);
+        found = keep_prim(d, pd);
+        if (found) {
+            *found = (prim){.m = m,
+                            .n = n,
+                            .k = k,
+                            .lda = lda,
+                            .ldb = ldb,
+                            .ldc = ldc,
+                            .b_trans = b_trans,
+                            .strided = 1,
+                            .p = found->p,
+                            .src = found->src,
+                            .wei = found->wei,
+                            .dst = found->dst,
+                            .scratch = found->scratch,
+                            .scratch_bytes = found->scratch_bytes};
+        }
+        dnnl_primitive_desc_destroy(pd);
+        omp_release(was);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return found;
+}
+
+/* One element of an operand of d's type, as a float. */
+static float elem(const hv_onednn *d, const void *x, long i) {
+    return d->bf16 ? hv_bf16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
+}
+
+int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda, const void *b,
+                     long ldb, int b_trans, float *c, long ldc) {
+    if (!d || m < 1 || n < 1 || k < 1 || lda < k || ldb < (b_trans ? k : n) || ldc < n) return -1;
+    const prim *p = get_strided_prim(d, m, n, k, lda, ldb, b_trans, ldc);
+    int was = omp_hold();
+    dnnl_stream_t st = NULL;
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, mp = NULL;
+    void *scratch = p && p->scratch_bytes ? malloc(p->scratch_bytes) : NULL;
+    int ok = p && (!p->scratch_bytes || scratch) &&
+             dnnl_stream_create(&st, d->eng, dnnl_stream_default_flags) == dnnl_success &&
+             dnnl_memory_create(&ma, &p->src, d->eng, (void *)a) == dnnl_success &&
+             dnnl_memory_create(&mb, &p->wei, d->eng, (void *)b) == dnnl_success &&
+             dnnl_memory_create(&mc, &p->dst, d->eng, c) == dnnl_success &&
+             dnnl_memory_create(&mp, &p->scratch, d->eng, scratch) == dnnl_success;
+    if (ok) {
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma},
+                                   {DNNL_ARG_WEIGHTS, mb},
+                                   {DNNL_ARG_DST, mc},
+                                   {DNNL_ARG_SCRATCHPAD, mp}};
+        ok = dnnl_primitive_execute(p->p, st, 4, args) == dnnl_success &&
+             dnnl_stream_wait(st) == dnnl_success;
+    }
+    dnnl_memory_destroy(ma);
+    dnnl_memory_destroy(mb);
+    dnnl_memory_destroy(mc);
+    dnnl_memory_destroy(mp);
+    if (st) dnnl_stream_destroy(st);
+    free(scratch);
+    omp_release(was);
+    if (ok) return 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float s = 0.0f;
+            for (int t = 0; t < k; t++)
+                s = fmaf(elem(d, a, (long)i * lda + t),
+                         elem(d, b, b_trans ? (long)j * ldb + t : (long)t * ldb + j), s);
+            c[(long)i * ldc + j] = s;
+        }
+    return 1;
+}
+
 #else /* without oneDNN */
 
 int hv_onednn_compiled(void) { return 0; }
@@ -352,6 +462,12 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
                    const hv_mat *const *W, const float *const *bias, float *const *y,
                    const hv_epilogue *ep) {
     (void)d, (void)pool, (void)n, (void)x, (void)count, (void)W, (void)bias, (void)y, (void)ep;
+    return -1;
+}
+int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda, const void *b,
+                     long ldb, int b_trans, float *c, long ldc) {
+    (void)d, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)b_trans;
+    (void)c, (void)ldc;
     return -1;
 }
 

@@ -76,4 +76,18 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
                    const hv_mat *const *W, const float *const *bias, float *const *y,
                    const hv_epilogue *ep);
 
+/* The attention's per-head products: C[m x n] = A[m x k] . op(B), op(B) =
+ * B^T when b_trans (B is [n][k], rows ldb apart), else B ([k][n], rows ldb
+ * apart); A's rows lda apart, C's ldc. The elements of A and B are bf16
+ * bits (uint16_t) for a bf16 engine, floats for an f32 one; the sums are
+ * f32 and C is f32. One single-threaded oneDNN call on the calling thread
+ * (OpenMP held to one thread meanwhile), with the primitive of its exact
+ * shape and strides cached in d like the weight products' (callers round
+ * their shapes up to classes and zero the padding). Returns 0 when oneDNN
+ * ran it; 1 when it had no primitive or could not run it, and plain loops
+ * computed the same sums in another order; -1, having done nothing, for a
+ * NULL engine or a bad shape. */
+int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda, const void *b,
+                     long ldb, int b_trans, float *c, long ldc);
+
 #endif

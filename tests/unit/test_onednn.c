@@ -6,7 +6,9 @@
  * - the oneDNN engine (f32 on every x86-64 CPU; bf16 where the CPU has it)
  *   against a double-precision product, on odd shapes, with bias and
  *   epilogues, on 1 and several threads, through hv_linear, hv_linear_many
- *   and the engine directly.
+ *   and the engine directly;
+ * - the attention's products (hv_onednn_matmul) against a double-precision
+ *   product, strided and transposed operands, odd shapes, 1 and 3 threads.
  * CTest runs it also with ONEDNN_MAX_CPU_ISA=AVX2 and SSE41, so that lower
  * instruction sets are checked on any host. `test_onednn --bench` instead
  * prints the rates of oneDNN f32 and of our kernels on the encoder's shapes
@@ -179,6 +181,14 @@ static void test_rounding(void) {
                   regime ? "packed GEMM" : "GEMV");
     }
     hv_pool_free(bf);
+    /* the inline forms the attention and the engine's conversion use */
+    int same = 1;
+    for (int i = 0; i < n; i++) {
+        float r = hv_bf16_round(x[i]), want = round_bf16(x[i]);
+        same &= hv_bf16_bits(x[i]) == hv_f32_to_bf16(x[i]) &&
+                (r == want || (isnan(r) && isnan(want) && !memcmp(&r, &want, 4)));
+    }
+    CHECK_MSG(same, "hv_bf16_bits and hv_bf16_round == hv_f32_to_bf16");
     free(x), free(w), free(y);
 }
 
@@ -336,6 +346,132 @@ static void test_concurrent(void) {
     hv_onednn_free(d);
 }
 
+/* The attention's products (hv_onednn_matmul) against the
+ * double-precision product: C = A . op(B) with B transposed and not, rows
+ * of A, B and C further apart than their widths (strided, as a head's
+ * columns of [n x d] rows), odd shapes, run as the tasks of pools of 1 and
+ * 3 threads at once; C's gaps between rows stay untouched. */
+typedef struct mm_case {
+    int m, n, k, b_trans;
+    long lda, ldb, ldc;
+    void *a, *b; /* the engine's elements */
+    float *fa, *fb, *c;
+    int rc;
+} mm_case;
+
+typedef struct mm_job {
+    hv_onednn *d;
+    mm_case *cases;
+} mm_job;
+
+static void mm_task(void *arg, int task, int n_tasks) {
+    (void)n_tasks;
+    mm_job *j = arg;
+    mm_case *c = &j->cases[task];
+    c->rc = hv_onednn_matmul(j->d, c->m, c->n, c->k, c->a, c->lda, c->b, c->ldb, c->b_trans, c->c,
+                             c->ldc);
+}
+
+/* Random elements of an operand of rows x cols, rows ld apart (the gaps
+ * random too), as floats in *f (bf16 values when bf16) and in the engine's
+ * type. */
+static void *mm_operand(int bf16, int rows, int cols, long ld, float **f) {
+    size_t count = (size_t)(rows - 1) * ld + cols;
+    float *v = frand_vec(count);
+    void *e;
+    if (bf16) {
+        uint16_t *b = malloc(count * sizeof *b);
+        if (!b) abort();
+        for (size_t i = 0; i < count; i++) v[i] = round_bf16(v[i]), b[i] = hv_f32_to_bf16(v[i]);
+        e = b;
+    } else {
+        e = falloc(count);
+        memcpy(e, v, count * sizeof *v);
+    }
+    *f = v;
+    return e;
+}
+
+static void test_matmul(int bf16) {
+    int threads_before = task_count();
+    hv_onednn *d = hv_onednn_new(bf16);
+    if (!hv_onednn_compiled()) {
+        float a = 1, b = 1, c = 0;
+        CHECK(hv_onednn_matmul(d, 1, 1, 1, &a, 1, &b, 1, 0, &c, 1) == -1);
+        return;
+    }
+    if (!d) abort();
+    const int ms[] = {1, 7, 33, 200}, ks[] = {16, 160};
+    enum { N_CASES = 4 * 4 * 2 * 2 };
+    mm_case cases[N_CASES];
+    int nc = 0;
+    for (int im = 0; im < 4; im++)
+        for (int in = 0; in < 4; in++)
+            for (int ik = 0; ik < 2; ik++)
+                for (int bt = 0; bt < 2; bt++) {
+                    mm_case *c = &cases[nc++];
+                    /* strided rows on every other case, as a head's
+                     * columns of d-wide rows */
+                    long gap = (im + in + ik) % 2 ? 3 * ks[ik] : 0;
+                    *c = (mm_case){.m = ms[im], .n = ms[in], .k = ks[ik], .b_trans = bt};
+                    c->lda = c->k + gap;
+                    c->ldb = (bt ? c->k : c->n) + gap;
+                    c->ldc = c->n + (gap ? 5 : 0);
+                    c->a = mm_operand(bf16, c->m, c->k, c->lda, &c->fa);
+                    c->b = mm_operand(bf16, bt ? c->n : c->k, bt ? c->k : c->n, c->ldb, &c->fb);
+                    c->c = falloc((size_t)c->m * c->ldc);
+                }
+    for (int threads = 1; threads <= 3; threads += 2) {
+        hv_pool *pool = hv_pool_new(threads);
+        if (!pool) abort();
+        for (int i = 0; i < nc; i++)
+            for (size_t t = 0; t < (size_t)cases[i].m * cases[i].ldc; t++) cases[i].c[t] = -7.0f;
+        mm_job j = {d, cases};
+        hv_pool_run(pool, nc, mm_task, &j);
+        hv_pool_free(pool);
+        for (int i = 0; i < nc; i++) {
+            mm_case *c = &cases[i];
+            char what[160];
+            snprintf(what, sizeof what,
+                     "oneDNN %s matmul %dx%d . %s%dx%d (ld %ld %ld %ld), %d threads",
+                     bf16 ? "bf16" : "f32", c->m, c->k, c->b_trans ? "T " : "", c->k, c->n, c->lda,
+                     c->ldb, c->ldc, threads);
+            CHECK_MSG(c->rc == 0, "%s: oneDNN ran it (%d)", what, c->rc);
+            double worst = 0;
+            int gaps = 1;
+            for (int r = 0; r < c->m; r++) {
+                for (int col = 0; col < c->n; col++) {
+                    double sum = 0, mag = 0;
+                    for (int t = 0; t < c->k; t++) {
+                        double x = c->fa[(long)r * c->lda + t];
+                        double y = c->b_trans ? c->fb[(long)col * c->ldb + t]
+                                              : c->fb[(long)t * c->ldb + col];
+                        sum += x * y;
+                        mag += fabs(x * y);
+                    }
+                    /* f32 sums of k exact (bf16) or rounded (f32)
+                     * products in any order */
+                    double err = fabs(c->c[(long)r * c->ldc + col] - sum) / (mag + 1e-30);
+                    double bound = 6e-8 * (c->k + 2);
+                    if (err / bound > worst) worst = err / bound;
+                }
+                for (long col = c->n; col < c->ldc; col++) gaps &= c->c[r * c->ldc + col] == -7.0f;
+            }
+            CHECK_MSG(worst <= 1.0, "%s: error %.2f of the bound", what, worst);
+            CHECK_MSG(gaps, "%s: the gaps between C's rows untouched", what);
+        }
+    }
+    for (int i = 0; i < nc; i++) {
+        free(cases[i].a), free(cases[i].b), free(cases[i].fa), free(cases[i].fb);
+        free(cases[i].c);
+    }
+    CHECK(hv_onednn_matmul(d, 0, 1, 1, cases, 1, cases, 1, 0, NULL, 1) == -1);
+    int threads = task_count();
+    CHECK_MSG(threads == threads_before, "oneDNN %s matmul: no threads beyond ours (%d, %d)",
+              bf16 ? "bf16" : "f32", threads_before, threads);
+    hv_onednn_free(d);
+}
+
 /* ------------------------------------------------------------- bench */
 
 static double now_s(void) {
@@ -415,6 +551,8 @@ int main(int argc, char **argv) {
     /* bf16 only where this CPU (or ONEDNN_MAX_CPU_ISA) has it natively:
      * oneDNN 2.6 has no bf16 matmul below AVX512_CORE_BF16 */
     if (hv_onednn_native_bf16()) test_engine(1);
+    test_matmul(0);
+    if (hv_onednn_native_bf16()) test_matmul(1);
     test_concurrent();
     TEST_END();
 }
