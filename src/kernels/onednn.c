@@ -21,12 +21,28 @@
  * length class for its weights, and four for its attention). */
 #define MAX_PRIMS 2048
 
-typedef struct prim {
-    int m, k, n, bias;
-    /* the attention's products (hv_onednn_matmul): strides, B's layout;
-     * all 0 for a weight product */
+/* What a primitive computes (make_pd): C[m x n] = A[m x k] . B (+ bias),
+ * A's rows lda apart, B's ldb (b_trans: the rows of an [n][k] matrix),
+ * C's ldc. A weight product is the dense case of weights_key. */
+typedef struct prim_key {
+    int m, k, n, bias, b_trans;
     long lda, ldb, ldc;
-    int b_trans, strided;
+} prim_key;
+
+static int same_key(const prim_key *a, const prim_key *b) {
+    return a->m == b->m && a->k == b->k && a->n == b->n && a->bias == b->bias &&
+           a->b_trans == b->b_trans && a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc;
+}
+
+/* A weight product's: [m x k] activations, the rows of a row-major [n][k]
+ * weight matrix (oneDNN's `ba`), [m x n] outputs, all dense. */
+static prim_key weights_key(int m, int k, int n, int bias) {
+    return (prim_key){
+        .m = m, .k = k, .n = n, .bias = bias, .b_trans = 1, .lda = k, .ldb = k, .ldc = n};
+}
+
+typedef struct prim {
+    prim_key key;
     dnnl_primitive_t p;
     dnnl_memory_desc_t src, wei, bia, dst, scratch;
     size_t scratch_bytes;
@@ -93,8 +109,9 @@ static void omp_release(int was) { omp_set_num_threads(was); }
  * apart, C's ldc; B is the rows of an [n][k] matrix ldb apart when b_trans
  * (a weight matrix as mapped: oneDNN's `ba`), else [k][n] rows ldb apart;
  * NULL when oneDNN has none. */
-static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n, long lda, long ldb,
-                                     int b_trans, long ldc, int bias) {
+static dnnl_primitive_desc_t make_pd(const hv_onednn *d, const prim_key *key) {
+    int m = key->m, k = key->k, n = key->n, b_trans = key->b_trans, bias = key->bias;
+    long lda = key->lda, ldb = key->ldb, ldc = key->ldc;
     dnnl_data_type_t dt = d->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t a, b, c, bi;
     dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n}, dbi = {1, n};
@@ -118,17 +135,12 @@ static dnnl_primitive_desc_t make_pd(const hv_onednn *d, int m, int k, int n, lo
     return pd;
 }
 
-/* A weight product's: [m x k] activations, the rows of a row-major [n][k]
- * weight matrix, [m x n] outputs, all dense. */
-static dnnl_primitive_desc_t weights_pd(const hv_onednn *d, int m, int k, int n, int bias) {
-    return make_pd(d, m, k, n, k, k, 1, n, bias);
-}
-
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size) {
     if (size) buf[0] = '\0';
     if (!d || n < 1 || cols < 1 || rows < 1 || !size) return -1;
     int was = omp_hold();
-    dnnl_primitive_desc_t pd = weights_pd(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 0);
+    prim_key key = weights_key((n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 0);
+    dnnl_primitive_desc_t pd = make_pd(d, &key);
     omp_release(was);
     const char *impl = NULL;
     if (pd) dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
@@ -137,45 +149,31 @@ int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, siz
     return impl ? 0 : -1;
 }
 
-/* A new cache entry holding the primitive of pd (its fields other than
- * the descriptors left for the caller to set; d->mu held); NULL when pd is
- * NULL, the primitive cannot be made or the cache is full. */
-static prim *keep_prim(hv_onednn *d, dnnl_primitive_desc_t pd) {
-    if (!pd || d->n_prims >= MAX_PRIMS) return NULL;
-    prim *e = &d->prims[d->n_prims];
-    memset(e, 0, sizeof *e);
-    if (dnnl_primitive_create(&e->p, pd) != dnnl_success) return NULL;
-    e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    const dnnl_memory_desc_t *bia = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-    if (bia) e->bia = *bia;
-    e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
-    d->n_prims++;
-    return e;
-}
-
-/* The cached primitive of shape (m, k, n), with a bias or not, made when
- * missing; NULL when it cannot be made or the cache is full. The entries
- * never move or go away while d lives, so a pointer stays valid without
- * the lock. */
-static const prim *get_prim(hv_onednn *d, int m, int k, int n, int bias) {
+/* The cached primitive of key, made when missing; NULL when it cannot be
+ * made or the cache is full. The entries never move or go away while d
+ * lives, so a pointer stays valid without the lock. */
+static const prim *get_prim(hv_onednn *d, const prim_key *key) {
     pthread_mutex_lock(&d->mu);
     prim *found = NULL;
     for (int i = 0; i < d->n_prims && !found; i++)
-        if (d->prims[i].m == m && d->prims[i].k == k && d->prims[i].n == n &&
-            d->prims[i].bias == bias && !d->prims[i].strided)
-            found = &d->prims[i];
+        if (same_key(&d->prims[i].key, key)) found = &d->prims[i];
     if (!found && d->n_prims < MAX_PRIMS) {
         int was = omp_hold();
-        dnnl_primitive_desc_t pd = weights_pd(d, m, k, n, bias);
-        found = keep_prim(d, pd);
-        if (found) {
-            found->m = m;
-            found->k = k;
-            found->n = n;
-            found->bias = bias;
+        dnnl_primitive_desc_t pd = make_pd(d, key);
+        prim *e = &d->prims[d->n_prims];
+        memset(e, 0, sizeof *e);
+        if (pd && dnnl_primitive_create(&e->p, pd) == dnnl_success) {
+            e->key = *key;
+            e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+            e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+            const dnnl_memory_desc_t *bia =
+                dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+            if (bia) e->bia = *bia;
+            e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+            e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+            e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
+            d->n_prims++;
+            found = e;
         }
         dnnl_primitive_desc_destroy(pd);
         omp_release(was);
@@ -184,9 +182,15 @@ static const prim *get_prim(hv_onednn *d, int m, int k, int n, int bias) {
     return found;
 }
 
+/* get_prim of a weight product of weights_key's shape. */
+static const prim *get_weights_prim(hv_onednn *d, int m, int k, int n, int bias) {
+    prim_key key = weights_key(m, k, n, bias);
+    return get_prim(d, &key);
+}
+
 int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows) {
     if (!d || n < 1 || cols < 1 || rows < 1) return 0;
-    return get_prim(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 1) != NULL;
+    return get_weights_prim(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 1) != NULL;
 }
 
 /* Weight rows per task chunk: wide enough that a call's overhead is small
@@ -265,7 +269,7 @@ static void gemm_task(void *arg, int task, int n_tasks) {
     while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
         const hv_mat *W = j->o.out[m].W;
         const float *bias = j->fuse_bias ? j->o.out[m].bias : NULL;
-        const prim *p = st ? get_prim(d, j->m_pad, j->cols, r1 - r0, bias != NULL) : NULL;
+        const prim *p = st ? get_weights_prim(d, j->m_pad, j->cols, r1 - r0, bias != NULL) : NULL;
         dnnl_memory_t ms = NULL, mw = NULL, md = NULL, mp = NULL, mb = NULL;
         float *out = (float *)buf;
         int ok =
@@ -318,7 +322,7 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
         atomic_store(&j.o.next, 0);
         while (hv_gemm_outs_next(&j.o, &m, &r0, &r1)) {
             int b = j.fuse_bias && j.o.out[m].bias != NULL;
-            const prim *p = get_prim(d, j.m_pad, j.cols, r1 - r0, b);
+            const prim *p = get_weights_prim(d, j.m_pad, j.cols, r1 - r0, b);
             if (!p && b) {
                 j.fuse_bias = 0;
                 break;
@@ -348,43 +352,6 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
 
 /* ------------------------------------------------ attention's products */
 
-static const prim *get_strided_prim(hv_onednn *d, int m, int n, int k, long lda, long ldb,
-                                    int b_trans, long ldc) {
-    pthread_mutex_lock(&d->mu);
-    prim *found = NULL;
-    for (int i = 0; i < d->n_prims && !found; i++) {
-        prim *e = &d->prims[i];
-        if (e->strided && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb &&
-            e->ldc == ldc && e->b_trans == b_trans)
-            found = e;
-    }
-    if (!found && d->n_prims < MAX_PRIMS) {
-        int was = omp_hold();
-        dnnl_primitive_desc_t pd = make_pd(d, m, k, n, lda, ldb, b_trans, ldc, 0);
-        found = keep_prim(d, pd);
-        if (found) {
-            *found = (prim){.m = m,
-                            .n = n,
-                            .k = k,
-                            .lda = lda,
-                            .ldb = ldb,
-                            .ldc = ldc,
-                            .b_trans = b_trans,
-                            .strided = 1,
-                            .p = found->p,
-                            .src = found->src,
-                            .wei = found->wei,
-                            .dst = found->dst,
-                            .scratch = found->scratch,
-                            .scratch_bytes = found->scratch_bytes};
-        }
-        dnnl_primitive_desc_destroy(pd);
-        omp_release(was);
-    }
-    pthread_mutex_unlock(&d->mu);
-    return found;
-}
-
 /* One element of an operand of d's type, as a float. */
 static float elem(const hv_onednn *d, const void *x, long i) {
     return d->bf16 ? hv_bf16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
@@ -393,7 +360,8 @@ static float elem(const hv_onednn *d, const void *x, long i) {
 int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda, const void *b,
                      long ldb, int b_trans, float *c, long ldc) {
     if (!d || m < 1 || n < 1 || k < 1 || lda < k || ldb < (b_trans ? k : n) || ldc < n) return -1;
-    const prim *p = get_strided_prim(d, m, n, k, lda, ldb, b_trans, ldc);
+    prim_key key = {.m = m, .k = k, .n = n, .b_trans = b_trans, .lda = lda, .ldb = ldb, .ldc = ldc};
+    const prim *p = get_prim(d, &key);
     int was = omp_hold();
     dnnl_stream_t st = NULL;
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, mp = NULL;
