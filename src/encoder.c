@@ -306,26 +306,34 @@ static void attn_head(void *arg, int h, int n_tasks) {
         memset(j->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
 }
 
-/* Rows [0, valid) of src (rows ld floats apart, dh wide; plus add[t] when
- * add is not NULL) rounded to bf16 (as hv_f32_to_bf16) into dst's rows (dh
- * apart): bf16 bits when bits, else floats holding the rounded values;
- * rows [valid, rows) zero. */
+/* x[0, n) (plus add[t] when add is not NULL) rounded to bf16 (as
+ * hv_f32_to_bf16) into dst: bf16 bits when bits, else floats holding the
+ * rounded values (dst may be x then). */
+static void round_bf16(void *dst, int bits, const float *x, const float *add, int n) {
+    uint16_t *db = dst;
+    float *df = dst;
+    if (bits && add)
+        for (int t = 0; t < n; t++) db[t] = hv_bf16_bits(x[t] + add[t]);
+    else if (bits)
+        for (int t = 0; t < n; t++) db[t] = hv_bf16_bits(x[t]);
+    else if (add)
+        for (int t = 0; t < n; t++) df[t] = hv_bf16_round(x[t] + add[t]);
+    else
+        for (int t = 0; t < n; t++) df[t] = hv_bf16_round(x[t]);
+}
+
+/* Rows [0, valid) of src (rows ld floats apart, dh wide; plus add) rounded
+ * to bf16 into dst's rows (dh apart) as round_bf16 writes them; rows
+ * [valid, rows) zero. */
 static void stage_bf16(void *dst, int bits, const float *src, long ld, const float *add, int valid,
                        int rows, int dh) {
+    size_t esz = bits ? 2 : 4;
     for (int i = 0; i < rows; i++) {
-        const float *x = src + (long)i * ld;
-        uint16_t *db = (uint16_t *)dst + (long)i * dh;
-        float *df = (float *)dst + (long)i * dh;
+        char *row = (char *)dst + (size_t)i * dh * esz;
         if (i >= valid)
-            memset(bits ? (void *)db : (void *)df, 0, (size_t)dh * (bits ? 2 : 4));
-        else if (bits && add)
-            for (int t = 0; t < dh; t++) db[t] = hv_bf16_bits(x[t] + add[t]);
-        else if (bits)
-            for (int t = 0; t < dh; t++) db[t] = hv_bf16_bits(x[t]);
-        else if (add)
-            for (int t = 0; t < dh; t++) df[t] = hv_bf16_round(x[t] + add[t]);
+            memset(row, 0, (size_t)dh * esz);
         else
-            for (int t = 0; t < dh; t++) df[t] = hv_bf16_round(x[t]);
+            round_bf16(row, bits, src + (long)i * ld, add, dh);
     }
 }
 
@@ -361,11 +369,11 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     /* with an engine, every shape rounded up to its class */
     int cl = pad ? (int)att_class(len) : len;
     long c = att_class(n), ld = c; /* scores' and probabilities' row stride */
-    char *qu = (char *)(j->att + h * head_scratch(n, dh, 1));
+    float *base = j->att + h * head_scratch(n, dh, 1);
+    char *qu = (char *)base;
     char *qv = qu + c * dh * esz, *kk = qv + c * dh * esz, *vv = kk + c * dh * esz;
     char *pp = vv + c * dh * esz;
-    float *ac =
-        (float *)(j->att + h * head_scratch(n, dh, 1) + 4 * c * dh + (2 * c + ATT_CLASS) * dh);
+    float *ac = base + 4 * c * dh + (2 * c + ATT_CLASS) * dh; /* floats, whatever esz */
     float *pr = ac + c * c; /* the engine's rounded probabilities */
     float *bd = pr + c * c, *ctx = bd + POS_BAND * att_class(n + POS_BAND - 1);
     float scale = 1.0f / sqrtf((float)dh);
@@ -391,17 +399,11 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
             const float *b = bd + (long)(i - i0) * width + (n - 1 - i - row0);
             for (int jj = 0; jj < len; jj++) sc[jj] = (sc[jj] + b[jj]) * scale;
             hv_softmax(sc, len);
-            if (bits) {
-                uint16_t *pb = (uint16_t *)pr + (long)i * ld;
-                for (int jj = 0; jj < len; jj++) pb[jj] = hv_bf16_bits(sc[jj]);
-                memset(pb + len, 0, (size_t)(cl - len) * sizeof *pb);
-            } else if (pad) {
-                float *pf = pr + (long)i * ld;
-                for (int jj = 0; jj < len; jj++) pf[jj] = hv_bf16_round(sc[jj]);
-                memset(pf + len, 0, (size_t)(cl - len) * sizeof *pf);
-            } else {
-                for (int jj = 0; jj < len; jj++) sc[jj] = hv_bf16_round(sc[jj]);
-            }
+            /* the engine's probabilities in pr, padded; the emulation's
+             * rounded in place */
+            char *row = pad ? (char *)pr + (size_t)i * ld * esz : (char *)sc;
+            round_bf16(row, bits, sc, NULL, len);
+            if (pad) memset(row + (size_t)len * esz, 0, (size_t)(cl - len) * esz);
         }
     }
     if (pad) {
