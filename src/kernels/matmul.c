@@ -261,15 +261,14 @@ typedef struct bf16_widen {
 static void bf16_widen_task(void *arg, int task, int n_tasks) {
     const bf16_widen *j = arg;
     const hv_mat *m = j->m;
-    float buf[32 * HV_Q8_BLOCK];
+    enum { PIECE = 32 * HV_Q8_BLOCK };
+    float buf[PIECE];
     for (int r = task; r < m->rows; r += n_tasks)
-        for (int c = 0; c < m->cols; c += (int)(sizeof buf / sizeof buf[0])) {
-            int count = m->cols - c < (int)(sizeof buf / sizeof buf[0])
-                            ? m->cols - c
-                            : (int)(sizeof buf / sizeof buf[0]);
+        for (int c = 0; c < m->cols; c += PIECE) {
+            int count = m->cols - c < PIECE ? m->cols - c : PIECE;
             hv_mat_widen(hv_mm_best(), m, r, c, count, buf);
             uint16_t *out = j->dst + (size_t)r * m->cols + c;
-            for (int t = 0; t < count; t++) out[t] = hv_f32_to_bf16(buf[t]);
+            for (int t = 0; t < count; t++) out[t] = hv_bf16_bits(buf[t]);
         }
 }
 
@@ -278,11 +277,11 @@ hv_status hv_mat_widen_bf16(hv_mat *m, void **storage, hv_pool *pool, hv_error *
     if (m->type != HV_WEIGHTS_Q8_0 && m->type != HV_WEIGHTS_Q4_0)
         return hv_err(e, HV_ERR_UNSUPPORTED, "matrix %dx%d %s: not q8_0 or q4_0 blocks", m->rows,
                       m->cols, hv_weight_type_name(m->type));
-    hv_mat wide = {HV_WEIGHTS_BF16, m->rows, m->cols, NULL, 0, 0};
+    hv_mat wide = {.type = HV_WEIGHTS_BF16, .rows = m->rows, .cols = m->cols};
     void *p = NULL;
     if (posix_memalign(&p, 64, hv_mat_bytes(&wide) ? hv_mat_bytes(&wide) : 64) != 0)
         return hv_err(e, HV_ERR_NOMEM, "matrix %dx%d: out of memory", m->rows, m->cols);
-    bf16_widen j = {m, p};
+    bf16_widen j = {.m = m, .dst = p};
     int tasks = hv_pool_size(pool);
     if (tasks > m->rows) tasks = m->rows;
     if (tasks > 0) hv_pool_run(pool, tasks, bf16_widen_task, &j);

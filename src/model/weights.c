@@ -495,13 +495,20 @@ static int encoder_mats(hv_encoder_weights *E, const hv_config *c, hv_mat **out,
     return n;
 }
 
+/* Whether hv_weights_widen_encoder widens m: loaded, of a type in types
+ * that hv_mat_widen_bf16 takes. */
+static int widens(const hv_mat *m, unsigned types) {
+    return m->data && (types >> m->type & 1u) &&
+           (m->type == HV_WEIGHTS_Q8_0 || m->type == HV_WEIGHTS_Q4_0);
+}
+
 hv_status hv_weights_widen_encoder(hv_weights *w, const hv_config *c, const hv_safetensors *st,
                                    unsigned types, int n_threads, hv_error *e) {
     int cap = HV_MAX_SUB_STAGES + 2 + 11 * (c->enc_layers > 0 ? c->enc_layers : 0);
     hv_mat **mats = malloc((size_t)cap * sizeof *mats);
     if (!mats) return hv_err(e, HV_ERR_NOMEM, "out of memory for the encoder's weights");
     int n = encoder_mats(&w->enc, c, mats, cap), any = 0;
-    for (int i = 0; i < n; i++) any |= mats[i]->data && (types >> mats[i]->type & 1u);
+    for (int i = 0; i < n; i++) any |= widens(mats[i], types);
     if (!any) {
         free(mats);
         return HV_OK;
@@ -510,9 +517,7 @@ hv_status hv_weights_widen_encoder(hv_weights *w, const hv_config *c, const hv_s
     hv_status s = HV_OK;
     for (int i = 0; i < n && !s; i++) {
         hv_mat *m = mats[i];
-        if (!m->data || !(types >> m->type & 1u) ||
-            (m->type != HV_WEIGHTS_Q8_0 && m->type != HV_WEIGHTS_Q4_0))
-            continue;
+        if (!widens(m, types)) continue;
         size_t before = hv_mat_bytes(m);
         if (!(s = replace_mat(w, st, m, hv_mat_widen_bf16, pool, e))) {
             w->mat_bytes += hv_mat_bytes(m) - before;
