@@ -1,7 +1,9 @@
 /* Speeds of the matrix kernels, to set beside hviske-bench: the FMA
- * arithmetic rate, a decoder step's products swept from memory, and
- * hv_linear for every weight type on decoder and encoder shapes, 1 and 2
- * threads (docs/KERNELS.md). Built as build/bench-kernels; not a test. */
+ * arithmetic rate, a decoder step's products swept from memory, hv_linear
+ * for every weight type on decoder and encoder shapes, 1 and 2 threads,
+ * and, on the encoder's shapes, our kernels in f32 and bf16 compute
+ * against oneDNN's (docs/KERNELS.md). Built as build/bench-kernels; not a
+ * test. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/onednn.h"
 #include "kernels/ops.h"
 #include "kernels/threads.h"
 #include "mm_testutil.h"
@@ -238,7 +241,72 @@ static void bench_linear(void) {
     }
 }
 
+/* GFLOP/s of hv_linear on pool for [n x cols] . [cols x rows]: best of 5. */
+static double linear_rate(hv_pool *pool, const hv_mat *W, const float *x, float *y, int n) {
+    double best = 1e30;
+    for (int rep = -1; rep < 5; rep++) {
+        double t0 = now();
+        hv_linear(pool, y, x, n, W, NULL);
+        double dt = now() - t0;
+        if (rep >= 0 && dt < best) best = dt;
+    }
+    return 2.0 * n * W->rows * W->cols / best / 1e9;
+}
+
+/* The encoder's shapes (M = 375, d = 1280): our kernels in f32 and bf16
+ * compute, bf16 and f32 weights, against oneDNN f32 (and bf16 where the
+ * CPU has it), threads from HV_THREADS (default 2). */
+static void bench_onednn(void) {
+    const char *env = getenv("HV_THREADS");
+    int threads = env && atoi(env) > 0 ? atoi(env) : 2, n = 375, d = 1280;
+    const int kn[][2] = {{d, 4 * d}, {4 * d, d}, {d, d}, {d, 2 * d}};
+    hv_onednn *f32 = hv_onednn_new(0), *b16 = hv_onednn_native_bf16() ? hv_onednn_new(1) : NULL;
+    printf("\noneDNN: threads %d, M = %d; GFLOP/s (best of 5)\n", threads, n);
+    printf("%-11s %9s %9s %9s %9s %12s %12s\n", "K x N", "ours f32", "ours bf16", "w bf16",
+           "w bf16 c16", "onednn f32", "onednn bf16");
+    for (size_t s = 0; s < sizeof kn / sizeof kn[0]; s++) {
+        int cols = kn[s][0], rows = kn[s][1];
+        float *src = falloc((size_t)rows * cols), *x = falloc((size_t)n * cols);
+        float *y = falloc((size_t)n * rows);
+        for (size_t i = 0; i < (size_t)rows * cols; i++) src[i] = frand();
+        for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = frand();
+        hv_mat W, Wb;
+        void *s32, *s16;
+        hv_error e;
+        if (hv_mat_from_f32(&W, HV_WEIGHTS_F32, src, rows, cols, &s32, &e) != HV_OK ||
+            hv_mat_from_f32(&Wb, HV_WEIGHTS_BF16, src, rows, cols, &s16, &e) != HV_OK)
+            abort();
+        hv_pool *pool = hv_pool_new(threads);
+        double r[6] = {0};
+        r[0] = linear_rate(pool, &W, x, y, n);
+        hv_pool_set_compute(pool, 1, NULL);
+        r[1] = linear_rate(pool, &W, x, y, n);
+        hv_pool_set_compute(pool, 0, NULL);
+        r[2] = linear_rate(pool, &Wb, x, y, n);
+        hv_pool_set_compute(pool, 1, NULL);
+        r[3] = linear_rate(pool, &Wb, x, y, n);
+        if (f32) {
+            hv_pool_set_compute(pool, 0, f32);
+            r[4] = linear_rate(pool, &W, x, y, n);
+        }
+        if (b16) {
+            hv_pool_set_compute(pool, 1, b16);
+            r[5] = linear_rate(pool, &Wb, x, y, n);
+        }
+        printf("%5d x %-5d %9.1f %9.1f %9.1f %9.1f %12.1f %12.1f\n", cols, rows, r[0], r[1], r[2],
+               r[3], r[4], r[5]);
+        hv_pool_free(pool);
+        free(src), free(x), free(y), free(s32), free(s16);
+    }
+    char impl[64] = "";
+    if (f32) hv_onednn_impl(f32, n, d, 4 * d, impl, sizeof impl);
+    printf("oneDNN f32 implementation: %s\n", impl[0] ? impl : "(none)");
+    hv_onednn_free(f32);
+    hv_onednn_free(b16);
+}
+
 int main(void) {
     bench_linear();
+    bench_onednn();
     return 0;
 }

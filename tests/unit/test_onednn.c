@@ -10,9 +10,8 @@
  * - the attention's products (hv_onednn_matmul) against a double-precision
  *   product, strided and transposed operands, odd shapes, 1 and 3 threads.
  * CTest runs it also with ONEDNN_MAX_CPU_ISA=AVX2 and SSE41, so that lower
- * instruction sets are checked on any host. `test_onednn --bench` instead
- * prints the rates of oneDNN f32 and of our kernels on the encoder's shapes
- * (docs/KERNELS.md). */
+ * instruction sets are checked on any host. build/bench-kernels prints the
+ * rates of oneDNN and of our kernels on the encoder's shapes. */
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -20,26 +19,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/onednn.h"
 #include "kernels/ops.h"
+#include "mm_testutil.h"
 #include "testlib.h"
-
-static unsigned rng = 4242;
-static float frand(void) { /* [-1, 1) */
-    rng = rng * 1664525u + 1013904223u;
-    return (float)((rng >> 8) / 16777216.0 * 2.0 - 1.0);
-}
-
-static float *falloc(size_t n) {
-    float *p = malloc(n * sizeof(float) + 1);
-    if (!p) abort();
-    return p;
-}
 
 static float *frand_vec(size_t n) {
     float *v = falloc(n);
@@ -472,79 +459,8 @@ static void test_matmul(int bf16) {
     hv_onednn_free(d);
 }
 
-/* ------------------------------------------------------------- bench */
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-/* GFLOP/s of hv_linear on pool for [n x cols] . [cols x rows]: best of 5. */
-static double rate(hv_pool *pool, const hv_mat *W, const float *x, float *y, int n) {
-    double best = 1e30;
-    for (int rep = -1; rep < 5; rep++) {
-        double t0 = now_s();
-        hv_linear(pool, y, x, n, W, NULL);
-        double dt = now_s() - t0;
-        if (rep >= 0 && dt < best) best = dt;
-    }
-    return 2.0 * n * W->rows * W->cols / best / 1e9;
-}
-
-/* The encoder's shapes (M = 375, d = 1280): our kernels in f32 and bf16
- * compute, bf16 and f32 weights, against oneDNN f32 (and bf16 where the
- * CPU has it), threads from HV_THREADS (default 2). */
-static void bench(void) {
-    int threads = atoi(hv_test_env("HV_THREADS", "2")), n = 375, d = 1280;
-    const int kn[][2] = {{d, 4 * d}, {4 * d, d}, {d, d}, {d, 2 * d}};
-    hv_onednn *f32 = hv_onednn_new(0), *b16 = hv_onednn_native_bf16() ? hv_onednn_new(1) : NULL;
-    printf("threads %d, M = %d; GFLOP/s (best of 5)\n", threads, n);
-    printf("%-11s %9s %9s %9s %9s %12s %12s\n", "K x N", "ours f32", "ours bf16", "w bf16",
-           "w bf16 c16", "onednn f32", "onednn bf16");
-    for (size_t s = 0; s < sizeof kn / sizeof kn[0]; s++) {
-        int cols = kn[s][0], rows = kn[s][1];
-        void *s32, *s16;
-        float *w;
-        hv_mat W = make_mat(HV_WEIGHTS_F32, rows, cols, &s32, &w);
-        free(w);
-        hv_mat Wb = make_mat(HV_WEIGHTS_BF16, rows, cols, &s16, &w);
-        free(w);
-        float *x = frand_vec((size_t)n * cols), *y = falloc((size_t)n * rows);
-        hv_pool *pool = hv_pool_new(threads);
-        double r[6] = {0};
-        r[0] = rate(pool, &W, x, y, n);
-        hv_pool_set_compute(pool, 1, NULL);
-        r[1] = rate(pool, &W, x, y, n);
-        hv_pool_set_compute(pool, 0, NULL);
-        r[2] = rate(pool, &Wb, x, y, n);
-        hv_pool_set_compute(pool, 1, NULL);
-        r[3] = rate(pool, &Wb, x, y, n);
-        if (f32) {
-            hv_pool_set_compute(pool, 0, f32);
-            r[4] = rate(pool, &W, x, y, n);
-        }
-        if (b16) {
-            hv_pool_set_compute(pool, 1, b16);
-            r[5] = rate(pool, &Wb, x, y, n);
-        }
-        printf("%5d x %-5d %9.1f %9.1f %9.1f %9.1f %12.1f %12.1f\n", cols, rows, r[0], r[1], r[2],
-               r[3], r[4], r[5]);
-        hv_pool_free(pool);
-        free(x), free(y), free(s32), free(s16);
-    }
-    char impl[64] = "";
-    if (f32) hv_onednn_impl(f32, n, d, 4 * d, impl, sizeof impl);
-    printf("oneDNN f32 implementation: %s\n", impl[0] ? impl : "(none)");
-    hv_onednn_free(f32);
-    hv_onednn_free(b16);
-}
-
-int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
-        bench();
-        return 0;
-    }
+int main(void) {
+    rng = 4242;
     test_rounding();
     test_emulation();
     test_engine(0);
