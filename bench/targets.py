@@ -25,7 +25,8 @@ worked rather than waited). Without
 --issue 39 (for a CPU with AMX: the bf16 compute mode through oneDNN):
   * the encoder of the 30 s clip in --compute bf16 (target: <= 1.5 s), of
     the 10 s clip (<= 0.6 s), each with the kernels that ran ("gemm") and
-    their rate on the encoder's matrices in the same run (--peak);
+    their rate on the encoder's matrices in the same run (--peak), and the
+    AMX tile unit's rate from hviske-bench's register-only probe;
   * the real-time factor of the 30 s clip with 48 tokens (<= 0.08);
   * the q8_0 encoder's time over the bf16 one's, alternated for --rounds
     rounds (<= 1.0x);
@@ -75,9 +76,12 @@ def issue39(a, q8):
                   "--warmup", "1", "--peak", clip)
         f = o["files"][0]
         e = f["encoder_ms"]
+        tile = (f"; the AMX tile unit {f['tile_peak_gflops']:.0f} GFLOP/s, encoder at "
+                f"{f['encoder_tile_share']:.0%} of it" if "tile_peak_gflops" in f
+                else f"; tile unit not measured: {f.get('tile_probe', '?')}")
         line(f"encoder, {name}, compute {o['compute']}, gemm {o['gemm']} "
              f"({f['gemm_peak_gflops']:.0f} GFLOP/s on its matrices; encoder at "
-             f"{f['encoder_gemm_share']:.0%} of it)", f"{e['median'] / 1e3:.2f} s",
+             f"{f['encoder_gemm_share']:.0%} of it{tile})", f"{e['median'] / 1e3:.2f} s",
              f"{e['min'] / 1e3:.2f}", f"{e['max'] / 1e3:.2f}", f"<= {target} s",
              e["median"] / 1e3 <= target)
         if name == "30 s":

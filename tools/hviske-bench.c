@@ -14,7 +14,8 @@
  * with --peak also the rate of OpenBLAS sgemm on the encoder's own shapes,
  * on the same threads in the same run, and the encoder's share of it, and
  * the same for the kernels that run the model's products in its compute
- * mode (hv_model_gemm_peak: oneDNN's matmul where it runs them);
+ * mode (hv_model_gemm_peak: oneDNN's matmul where it runs them), and
+ * where the CPU has AMX, the bf16 tile unit's own rate (tile_probe.h);
  * with --bandwidth the memory read bandwidth around each run and a decoder
  * step's time over the bound it sets. */
 #include <cblas.h>
@@ -30,6 +31,7 @@
 
 #include "hviske.h"
 #include "subtitles.h"
+#include "tile_probe.h"
 #include "tool_util.h"
 
 typedef struct opts {
@@ -260,8 +262,11 @@ static void usage(FILE *f) {
                "with the same threads just before and after each run (sgemm_peak_gflops) and\n"
                "the encoder's share of it (encoder_peak_share; per run: _runs), and the same\n"
                "for the kernels that run the products in the compute mode (gemm_peak_gflops,\n"
-               "encoder_gemm_share; the kernels: \"gemm\", the mode: \"compute\"). busy_share is\n"
-               "the process's CPU time over threads x total_ms: below 1, threads waited.\n"
+               "encoder_gemm_share; the kernels: \"gemm\", the mode: \"compute\"), and where\n"
+               "the CPU has AMX the bf16 tile unit's rate from a register-only probe\n"
+               "(tile_peak_gflops, encoder_tile_share; tile_probe: \"amx_bf16\", or why it\n"
+               "was not measured). busy_share is the process's CPU time over threads x\n"
+               "total_ms: below 1, threads waited.\n"
                "--bandwidth measures the memory read bandwidth at the start\n"
                "(read_bandwidth_gbs, token_bound_ms: the decoder's weight bytes over it) and\n"
                "just before and after each run (read_bandwidth_gbs_runs); token_bound_ratio is\n"
@@ -302,6 +307,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     double *shares = calloc((size_t)o->runs, sizeof(double));
     double *gpeaks = calloc((size_t)o->runs, sizeof(double));
     double *gshares = calloc((size_t)o->runs, sizeof(double));
+    double *tpeaks = calloc((size_t)o->runs, sizeof(double));
+    double *tshares = calloc((size_t)o->runs, sizeof(double));
     /* with --bandwidth, the same for the decoder step's bound: the read
      * bandwidth around each run, and the run's step time over the bound
      * it sets (the weight bytes over that bandwidth) */
@@ -314,11 +321,18 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         if (peak_m < 1) peak_m = 1;
         peak_threads = busy_threads < 256 ? busy_threads : 256;
     }
-    int ok = ctx && peaks && shares && gpeaks && gshares && bws && bound_ratios;
+    /* the tile unit's rate around each run where a first probe gives one;
+     * otherwise why not, once */
+    char tile_why[256] = "";
+    int tile = peak_m && hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why) > 0;
+    int ok =
+        ctx && peaks && shares && gpeaks && gshares && tpeaks && tshares && bws && bound_ratios;
     for (int r = -o->warmup; ok && r < o->runs; r++) {
         hv_result *res;
         double before = r >= 0 && peak_m ? sgemm_peak_gflops(peak_threads, peak_m, d, ff) : 0;
         double gbefore = r >= 0 && peak_m ? hv_model_gemm_peak(model, peak_threads, peak_m) : 0;
+        double tbefore =
+            r >= 0 && tile ? hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why) : 0;
         double bw_before = r >= 0 && bw ? read_bandwidth_gbs(bw) : 0;
         double t0 = hvt_now_s(), cpu0 = cpu_seconds();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
@@ -353,6 +367,11 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
             gpeaks[r] = gafter > gbefore ? gafter : gbefore;
             gshares[r] = gpeaks[r] > 0 ? v[S_ENC_GFLOPS][r] / gpeaks[r] : 0;
         }
+        if (tile) {
+            double tafter = hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why);
+            tpeaks[r] = tafter > tbefore ? tafter : tbefore;
+            tshares[r] = tpeaks[r] > 0 ? v[S_ENC_GFLOPS][r] / tpeaks[r] : 0;
+        }
         if (bw) {
             double after = read_bandwidth_gbs(bw);
             bws[r] = after > bw_before ? after : bw_before;
@@ -368,6 +387,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         for (int k = 0; k < N_STATS; k++) s[k] = summarise(v[k], o->runs);
         stat3 peak = summarise(peaks, o->runs), share = summarise(shares, o->runs);
         stat3 gpeak = summarise(gpeaks, o->runs), gshare = summarise(gshares, o->runs);
+        stat3 tpeak = summarise(tpeaks, o->runs), tshare = summarise(tshares, o->runs);
         stat3 bw_run = summarise(bws, o->runs), bound = summarise(bound_ratios, o->runs);
         int has_bound = bw && tokens > 0;
         if (o->json) {
@@ -382,6 +402,12 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
                 cJSON_AddNumberToObject(j, "gemm_peak_gflops", gpeak.median);
                 cJSON_AddNumberToObject(j, "encoder_gemm_share", gshare.median);
                 json_stat(j, "encoder_gemm_share_runs", gshare);
+                cJSON_AddStringToObject(j, "tile_probe", tile ? "amx_bf16" : tile_why);
+            }
+            if (tile) {
+                cJSON_AddNumberToObject(j, "tile_peak_gflops", tpeak.median);
+                cJSON_AddNumberToObject(j, "encoder_tile_share", tshare.median);
+                json_stat(j, "encoder_tile_share_runs", tshare);
             }
             if (has_bound) {
                 json_stat(j, "read_bandwidth_gbs_runs", bw_run);
@@ -405,6 +431,12 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
                        "%.1f%% [%.1f - %.1f]\n",
                        hv_model_gemm(model), hv_compute_name(hv_model_compute(model)), gpeak.median,
                        100 * gshare.median, 100 * gshare.min, 100 * gshare.max);
+            if (tile)
+                printf("  AMX bf16 tile unit (register-only probe) %.1f GFLOP/s: encoder at "
+                       "%.1f%% [%.1f - %.1f]\n",
+                       tpeak.median, 100 * tshare.median, 100 * tshare.min, 100 * tshare.max);
+            else if (peak_m)
+                printf("  AMX bf16 tile unit: not measured: %s\n", tile_why);
             if (has_bound)
                 printf("  read bandwidth %.1f GB/s around the runs: a step took %.2fx [%.2f - "
                        "%.2f] the bound of its moment\n",
@@ -416,6 +448,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     free(shares);
     free(gpeaks);
     free(gshares);
+    free(tpeaks);
+    free(tshares);
     free(bws);
     free(bound_ratios);
     hv_context_free(ctx);

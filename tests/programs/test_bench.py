@@ -6,7 +6,8 @@ not asserted: they are the machine's, not the program's) and checks the
 contract: every stage's median/min/max in order, the threads' busy share,
 the sgemm peak of --peak
 measured around each run with the encoder's share of it, and the same for
-the kernels of the compute mode (gemm_peak_gflops), the "compute" and
+the kernels of the compute mode (gemm_peak_gflops) and of the AMX tile unit
+where the CPU has one (tile_peak_gflops; elsewhere the reason), the "compute" and
 "gemm" keys and --compute, --bandwidth's
 figures (at the start, and around each run with a step's time over the
 bound of its moment), and a clear error for a file that is not there.
@@ -36,6 +37,15 @@ def bench(*args):
 
 def ordered(m):
     return m["min"] <= m["median"] <= m["max"]
+
+
+def cpu_has_amx_bf16():
+    """Whether the kernel lists the tile unit and its bf16 product."""
+    with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return {"amx_bf16", "amx_tile"} <= set(line.split())
+    return False
 
 
 def main():
@@ -68,6 +78,17 @@ def main():
            f.get("gemm_peak_gflops", 0) > 0 and f.get("encoder_gemm_share", 0) > 0
            and bool(gruns) and ordered(gruns) and gruns["median"] == f["encoder_gemm_share"],
            str({k: f.get(k) for k in ("gemm_peak_gflops", "encoder_gemm_share")}))
+    truns = f.get("encoder_tile_share_runs", {})
+    if cpu_has_amx_bf16():
+        report("--peak on a CPU with AMX-BF16: the tile unit's rate and the encoder's share",
+               f.get("tile_probe") == "amx_bf16" and f.get("tile_peak_gflops", 0) > 0
+               and f.get("encoder_tile_share", 0) > 0 and bool(truns) and ordered(truns)
+               and truns["median"] == f["encoder_tile_share"],
+               str({k: f.get(k) for k in ("tile_probe", "tile_peak_gflops", "encoder_tile_share")}))
+    else:
+        report("--peak without AMX-BF16: no tile figures, and the reason",
+               "AMX" in f.get("tile_probe", "") and "tile_peak_gflops" not in f
+               and not truns, str({k: f.get(k) for k in ("tile_probe", "tile_peak_gflops")}))
     # the test environment sets HVISKE_COMPUTE=f32, which auto takes
     report("--json: the compute mode and the kernels that ran",
            out.get("compute") == "f32" and (out.get("gemm", "").startswith("ours ")
@@ -104,7 +125,14 @@ def main():
     p = bench("--runs", "1", "--max-tokens", "2", EXAMPLE)
     report("without --json: the peak and bound lines only with --peak and --bandwidth",
            p.returncode == 0 and "encoder_ms" in p.stdout and "sgemm peak" not in p.stdout
-           and "bandwidth" not in p.stdout, p.stdout[-300:] + p.stderr[-300:])
+           and "bandwidth" not in p.stdout and "tile unit" not in p.stdout,
+           p.stdout[-300:] + p.stderr[-300:])
+    p = bench("--runs", "1", "--max-tokens", "2", "--peak", EXAMPLE)
+    tile_line = ("AMX bf16 tile unit (register-only probe)" if cpu_has_amx_bf16()
+                 else "AMX bf16 tile unit: not measured: ")
+    report("without --json, --peak: the sgemm, compute-mode and tile unit lines",
+           p.returncode == 0 and "sgemm peak" in p.stdout and "on the encoder's weights" in p.stdout
+           and tile_line in p.stdout, p.stdout[-400:] + p.stderr[-300:])
     p = bench("--runs", "1", "--max-tokens", "2", "--bandwidth", EXAMPLE)
     report("without --json, --bandwidth: the bound at the start and around the runs",
            p.returncode == 0 and "memory read bandwidth" in p.stdout
