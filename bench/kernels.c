@@ -2,8 +2,10 @@
  * arithmetic rate, a decoder step's products swept from memory, hv_linear
  * for every weight type on decoder and encoder shapes, 1 and 2 threads,
  * and, on the encoder's shapes, our kernels in f32 and bf16 compute
- * against oneDNN's (docs/KERNELS.md). Built as build/bench-kernels; not a
- * test. */
+ * against oneDNN's (docs/KERNELS.md), and the cost of a oneDNN call on the
+ * attention's products. Built as build/bench-kernels; not a test.
+ * Arguments name the sections to run (linear, onednn, calls); none runs
+ * them all. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,8 +307,114 @@ static void bench_onednn(void) {
     hv_onednn_free(b16);
 }
 
-int main(void) {
-    bench_linear();
-    bench_onednn();
+/* A batch of the attention's per-head products: every task makes `calls`
+ * products of one shape into its own output. */
+typedef struct calls_job {
+    hv_onednn *d; /* NULL: hv_gemm */
+    int m, n, k, b_trans, calls;
+    const float *a, *b;
+    float *c; /* [tasks][m x n] */
+} calls_job;
+
+static void calls_task(void *arg, int task, int n_tasks) {
+    const calls_job *j = arg;
+    (void)n_tasks;
+    int ldb = j->b_trans ? j->k : j->n;
+    float *c = j->c + (size_t)task * j->m * j->n;
+    for (int i = 0; i < j->calls; i++)
+        if (j->d)
+            hv_onednn_matmul(j->d, j->m, j->n, j->k, j->a, j->k, j->b, ldb, j->b_trans, c, j->n);
+        else
+            hv_gemm(j->m, j->n, j->k, 1.0f, j->a, j->k, j->b, ldb, j->b_trans, 0.0f, c, j->n);
+}
+
+/* Microseconds per product with every thread of pool making products at
+ * once: best of 7 batches of at least 20 ms. */
+static double us_per_call(hv_pool *pool, calls_job *j) {
+    int threads = hv_pool_size(pool);
+    j->calls = 1;
+    hv_pool_run(pool, threads, calls_task, j); /* the primitive made */
+    for (;;) { /* calls per batch */
+        double t0 = now();
+        hv_pool_run(pool, threads, calls_task, j);
+        if (now() - t0 >= 0.02) break;
+        j->calls *= 2;
+    }
+    double best = 1e30;
+    for (int rep = 0; rep < 7; rep++) {
+        double t0 = now();
+        hv_pool_run(pool, threads, calls_task, j);
+        double dt = now() - t0;
+        if (dt < best) best = dt;
+    }
+    return best / j->calls * 1e6;
+}
+
+/* The cost of a oneDNN call beside its arithmetic: hv_onednn_matmul (f32
+ * engine) against hv_gemm on the encoder attention's shapes (head dim
+ * 160 of the full-size model; 16 x 16 x 16, where the arithmetic is
+ * negligible, shows the call alone), on 1 thread and on 2 threads making
+ * products at once. */
+static void bench_onednn_calls(void) {
+    const struct {
+        int m, n, k, b_trans;
+        const char *what;
+    } cases[] = {
+        {16, 16, 16, 1, "call alone"},        {48, 48, 160, 1, "scores, 3.8 s"},
+        {32, 416, 160, 1, "band, 30 s"},      {384, 384, 160, 1, "scores, 30 s"},
+        {384, 160, 384, 0, "context, 30 s"},
+    };
+    hv_onednn *d = hv_onednn_new(0);
+    if (!d) {
+        printf("\noneDNN calls: no oneDNN\n");
+        return;
+    }
+    printf("\noneDNN calls, f32 engine: us per hv_onednn_matmul and per hv_gemm (best of 7),\n"
+           "1 thread and 2 threads making products at once\n");
+    printf("%-16s %-14s %9s %9s %9s %9s\n", "m x n x k", "product", "dnn 1t", "gemm 1t",
+           "dnn 2t", "gemm 2t");
+    hv_pool *pools[2] = {hv_pool_new(1), hv_pool_new(2)};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        int m = cases[s].m, n = cases[s].n, k = cases[s].k;
+        float *a = falloc((size_t)m * k), *b = falloc((size_t)n * k), *c = falloc(2 * (size_t)m * n);
+        for (size_t i = 0; i < (size_t)m * k; i++) a[i] = frand();
+        for (size_t i = 0; i < (size_t)n * k; i++) b[i] = frand();
+        double us[4];
+        for (int r = 0; r < 4; r++) {
+            calls_job j = {.d = r % 2 ? NULL : d,
+                           .m = m,
+                           .n = n,
+                           .k = k,
+                           .b_trans = cases[s].b_trans,
+                           .a = a,
+                           .b = b,
+                           .c = c};
+            us[r] = us_per_call(pools[r / 2], &j);
+        }
+        char sh[32];
+        snprintf(sh, sizeof sh, "%dx%dx%d%s", m, n, k, cases[s].b_trans ? " T" : "");
+        printf("%-16s %-14s %9.2f %9.2f %9.2f %9.2f\n", sh, cases[s].what, us[0], us[1], us[2],
+               us[3]);
+        free(a), free(b), free(c);
+    }
+    hv_pool_free(pools[0]);
+    hv_pool_free(pools[1]);
+    hv_onednn_free(d);
+}
+
+int main(int argc, char **argv) {
+    /* sections by name (linear, onednn, calls); all without */
+    int all = argc < 2;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "linear") && strcmp(argv[i], "onednn") && strcmp(argv[i], "calls")) {
+            fprintf(stderr, "bench-kernels: unknown section '%s' (linear, onednn, calls)\n",
+                    argv[i]);
+            return 2;
+        }
+    for (int i = all ? 0 : 1; i < (all ? 1 : argc); i++) {
+        if (all || !strcmp(argv[i], "linear")) bench_linear();
+        if (all || !strcmp(argv[i], "onednn")) bench_onednn();
+        if (all || !strcmp(argv[i], "calls")) bench_onednn_calls();
+    }
     return 0;
 }

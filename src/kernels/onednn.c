@@ -10,16 +10,28 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "kernels/half.h"
 
 /* Activation rows are padded up to a multiple of this: the shape classes. */
-#define M_CLASS   16
+#define M_CLASS    16
 /* Primitives kept per engine; a product whose shape would need more runs
  * on our own kernels instead (the encoder needs a few dozen per clip
  * length class for its weights, and four for its attention). */
-#define MAX_PRIMS 2048
+#define MAX_PRIMS  2048
+/* Slots of the primitives' hash table: a power of two, at least twice
+ * MAX_PRIMS, so that it is never more than half full and a probe ends
+ * soon at an empty slot. */
+#define HASH_SLOTS (2 * MAX_PRIMS)
+/* Sets of memory objects an execution context keeps, one per primitive it
+ * ran last: the four shapes of a head's attention products fit. */
+#define CTX_SETS   4
+/* Memory objects of an execution: source, weights, destination,
+ * scratchpad and, in a primitive with one, bias. */
+#define N_ARGS     5
 
 /* What a primitive computes (make_pd): C[m x n] = A[m x k] . B (+ bias),
  * A's rows lda apart, B's ldb (b_trans: the rows of an [n][k] matrix),
@@ -28,6 +40,15 @@ typedef struct prim_key {
     int m, k, n, bias, b_trans;
     long lda, ldb, ldc;
 } prim_key;
+
+/* FNV-1a over the key's fields (not its bytes: the struct has padding). */
+static unsigned key_hash(const prim_key *key) {
+    const long f[8] = {key->m,       key->k,   key->n,   key->bias,
+                       key->b_trans, key->lda, key->ldb, key->ldc};
+    uint64_t h = 14695981039346656037u;
+    for (int i = 0; i < 8; i++) h = (h ^ (uint64_t)f[i]) * 1099511628211u;
+    return (unsigned)(h ^ h >> 32);
+}
 
 static int same_key(const prim_key *a, const prim_key *b) {
     return a->m == b->m && a->k == b->k && a->n == b->n && a->bias == b->bias &&
@@ -48,12 +69,40 @@ typedef struct prim {
     size_t scratch_bytes;
 } prim;
 
+/* A context's memory objects of one primitive; their data handles are
+ * set per execution. */
+typedef struct mem_set {
+    const prim *p; /* NULL: none made */
+    dnnl_memory_t m[N_ARGS];
+} mem_set;
+
+/* What an execution needs besides its primitive: a stream, a scratchpad
+ * buffer kept at its largest size, and the memory objects of the
+ * primitives it ran last. A context serves one caller at a time, taken
+ * from the engine's idle list and given back after the call; the engine
+ * makes one whenever every context it has is in use, so there are as many
+ * as products have ever run at once. */
+typedef struct dnn_ctx {
+    dnnl_stream_t st;
+    void *scratch; /* scratch_bytes, 64-byte aligned */
+    size_t scratch_bytes;
+    mem_set sets[CTX_SETS];
+    int next_set;         /* the set a new primitive's objects replace */
+    struct dnn_ctx *next; /* in the idle list */
+} dnn_ctx;
+
 struct hv_onednn {
     int bf16;
     dnnl_engine_t eng;
-    pthread_mutex_t mu;
-    prim *prims;
+    pthread_mutex_t mu; /* making a primitive: prims, n_prims, slots' stores */
+    prim *prims;        /* [MAX_PRIMS], n_prims of them made */
     int n_prims;
+    /* [HASH_SLOTS]: 1 + the index in prims of the key hashing there (or
+     * probed on from there), 0 when empty; stored, with release, only
+     * after the entry is complete, so that a lookup needs no lock */
+    atomic_int *slots;
+    pthread_mutex_t ctx_mu; /* idle */
+    dnn_ctx *idle;          /* the contexts not in use, each owned by d */
 };
 
 int hv_onednn_compiled(void) { return 1; }
@@ -63,26 +112,47 @@ int hv_onednn_native_bf16(void) {
     return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
+/* A context and everything it holds; NULL is allowed. */
+static void ctx_free(dnn_ctx *c) {
+    if (!c) return;
+    for (int s = 0; s < CTX_SETS; s++)
+        for (int i = 0; i < N_ARGS; i++) dnnl_memory_destroy(c->sets[s].m[i]);
+    if (c->st) dnnl_stream_destroy(c->st);
+    free(c->scratch);
+    free(c);
+}
+
 hv_onednn *hv_onednn_new(int bf16) {
     hv_onednn *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->bf16 = bf16 != 0;
     d->prims = calloc(MAX_PRIMS, sizeof *d->prims);
-    if (!d->prims || dnnl_engine_create(&d->eng, dnnl_cpu, 0) != dnnl_success) {
+    d->slots = malloc(HASH_SLOTS * sizeof *d->slots);
+    if (!d->prims || !d->slots || dnnl_engine_create(&d->eng, dnnl_cpu, 0) != dnnl_success) {
         free(d->prims);
+        free(d->slots);
         free(d);
         return NULL;
     }
+    for (int s = 0; s < HASH_SLOTS; s++) atomic_init(&d->slots[s], 0);
     pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->ctx_mu, NULL);
     return d;
 }
 
 void hv_onednn_free(hv_onednn *d) {
     if (!d) return;
+    while (d->idle) {
+        dnn_ctx *c = d->idle;
+        d->idle = c->next;
+        ctx_free(c);
+    }
     for (int i = 0; i < d->n_prims; i++) dnnl_primitive_destroy(d->prims[i].p);
     dnnl_engine_destroy(d->eng);
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->ctx_mu);
     free(d->prims);
+    free(d->slots);
     free(d);
 }
 
@@ -149,14 +219,29 @@ int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, siz
     return impl ? 0 : -1;
 }
 
+/* The cached primitive of key, or NULL with *slot the empty slot where
+ * the probe ended. Needs no lock: a slot is stored only once its entry is
+ * complete, and entries never change after. */
+static const prim *find_prim(const hv_onednn *d, const prim_key *key, unsigned *slot) {
+    for (unsigned s = key_hash(key) & (HASH_SLOTS - 1);; s = (s + 1) & (HASH_SLOTS - 1)) {
+        int i = atomic_load_explicit(&d->slots[s], memory_order_acquire);
+        if (!i) {
+            *slot = s;
+            return NULL;
+        }
+        if (same_key(&d->prims[i - 1].key, key)) return &d->prims[i - 1];
+    }
+}
+
 /* The cached primitive of key, made when missing; NULL when it cannot be
  * made or the cache is full. The entries never move or go away while d
  * lives, so a pointer stays valid without the lock. */
 static const prim *get_prim(hv_onednn *d, const prim_key *key) {
+    unsigned slot;
+    const prim *found = find_prim(d, key, &slot);
+    if (found) return found;
     pthread_mutex_lock(&d->mu);
-    prim *found = NULL;
-    for (int i = 0; i < d->n_prims && !found; i++)
-        if (same_key(&d->prims[i].key, key)) found = &d->prims[i];
+    found = find_prim(d, key, &slot); /* another thread may have made it */
     if (!found && d->n_prims < MAX_PRIMS) {
         int was = omp_hold();
         dnnl_primitive_desc_t pd = make_pd(d, key);
@@ -173,6 +258,7 @@ static const prim *get_prim(hv_onednn *d, const prim_key *key) {
             e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
             e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
             d->n_prims++;
+            atomic_store_explicit(&d->slots[slot], d->n_prims, memory_order_release);
             found = e;
         }
         dnnl_primitive_desc_destroy(pd);
@@ -186,6 +272,84 @@ static const prim *get_prim(hv_onednn *d, const prim_key *key) {
 static const prim *get_weights_prim(hv_onednn *d, int m, int k, int n, int bias) {
     prim_key key = weights_key(m, k, n, bias);
     return get_prim(d, &key);
+}
+
+/* An idle context of d, or a new one when all are in use: the caller's
+ * alone until ctx_give. NULL when out of memory or without a stream. */
+static dnn_ctx *ctx_take(hv_onednn *d) {
+    pthread_mutex_lock(&d->ctx_mu);
+    dnn_ctx *c = d->idle;
+    if (c) d->idle = c->next;
+    pthread_mutex_unlock(&d->ctx_mu);
+    if (c) return c;
+    c = calloc(1, sizeof *c);
+    if (c && dnnl_stream_create(&c->st, d->eng, dnnl_stream_default_flags) != dnnl_success) {
+        c->st = NULL;
+        ctx_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static void ctx_give(hv_onednn *d, dnn_ctx *c) {
+    pthread_mutex_lock(&d->ctx_mu);
+    c->next = d->idle;
+    d->idle = c;
+    pthread_mutex_unlock(&d->ctx_mu);
+}
+
+static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
+
+/* c's scratchpad buffer, grown to at least bytes (its contents not kept);
+ * NULL when out of memory, or when bytes is 0 and c has none. */
+static void *ctx_scratch(dnn_ctx *c, size_t bytes) {
+    if (bytes > c->scratch_bytes) {
+        free(c->scratch);
+        c->scratch = aligned_alloc(64, align64(bytes));
+        c->scratch_bytes = c->scratch ? bytes : 0;
+    }
+    return c->scratch;
+}
+
+/* Runs p on c's stream with c's memory objects of p (made on first use,
+ * in place of the set made longest ago) pointed at the operands h[]
+ * (source, weights, destination, scratchpad of scratch_bytes, bias; the
+ * bias only when p takes one); 0 when oneDNN ran it, -1 when the
+ * scratchpad is smaller than p's, an object could not be made or oneDNN
+ * failed. */
+static int ctx_run(const hv_onednn *d, dnn_ctx *c, const prim *p, void *const h[N_ARGS],
+                   size_t scratch_bytes) {
+    if (scratch_bytes < p->scratch_bytes) return -1;
+    int n_args = p->key.bias ? N_ARGS : N_ARGS - 1;
+    mem_set *s = NULL;
+    for (int i = 0; i < CTX_SETS && !s; i++)
+        if (c->sets[i].p == p) s = &c->sets[i];
+    if (!s) {
+        s = &c->sets[c->next_set];
+        c->next_set = (c->next_set + 1) % CTX_SETS;
+        s->p = NULL;
+        const dnnl_memory_desc_t *md[N_ARGS] = {&p->src, &p->wei, &p->dst, &p->scratch, &p->bia};
+        for (int i = 0; i < N_ARGS; i++) {
+            dnnl_memory_destroy(s->m[i]);
+            s->m[i] = NULL;
+            if (i < n_args &&
+                dnnl_memory_create(&s->m[i], md[i], d->eng, DNNL_MEMORY_NONE) != dnnl_success) {
+                s->m[i] = NULL;
+                return -1;
+            }
+        }
+        s->p = p;
+    }
+    const int which[N_ARGS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD,
+                               DNNL_ARG_BIAS};
+    dnnl_exec_arg_t args[N_ARGS];
+    for (int i = 0; i < n_args; i++) {
+        if (dnnl_memory_set_data_handle(s->m[i], h[i]) != dnnl_success) return -1;
+        args[i] = (dnnl_exec_arg_t){which[i], s->m[i]};
+    }
+    int ran = dnnl_primitive_execute(p->p, c->st, n_args, args) == dnnl_success &&
+              dnnl_stream_wait(c->st) == dnnl_success;
+    return ran ? 0 : -1;
 }
 
 int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows) {
@@ -203,13 +367,12 @@ typedef struct dnn_job {
     hv_pool *pool;
     const float *x;
     int n, m_pad, cols;
-    int fuse_bias;    /* the primitives add the products' biases */
-    void *xs;         /* the activations as the primitive reads them: [m_pad][cols] */
-    size_t out_bytes; /* a task's output buffer, then its scratchpad */
+    int fuse_bias;        /* the primitives add the products' biases */
+    void *xs;             /* the activations as the primitive reads them: [m_pad][cols] */
+    size_t out_bytes;     /* a task's output buffer, then its scratchpad */
+    size_t scratch_bytes; /* of the scratchpad */
     hv_gemm_outs o;
 } dnn_job;
-
-static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
 
 /* Rows of x converted for the primitive (bf16 rounded to nearest even, or
  * f32 copied); the padding rows zero. */
@@ -261,42 +424,22 @@ static void gemm_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     hv_onednn *d = j->d;
     char *buf = hv_pool_scratch(j->pool, task, 0); /* sized before the job */
-    dnnl_stream_t st = NULL;
     int was = omp_hold();
-    if (dnnl_stream_create(&st, d->eng, dnnl_stream_default_flags) != dnnl_success) st = NULL;
+    /* a context for the stream and memory objects; the scratchpad in buf */
+    dnn_ctx *ctx = ctx_take(d);
     size_t esz = d->bf16 ? 2 : 4;
     int m, r0, r1;
     while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
         const hv_mat *W = j->o.out[m].W;
         const float *bias = j->fuse_bias ? j->o.out[m].bias : NULL;
-        const prim *p = st ? get_weights_prim(d, j->m_pad, j->cols, r1 - r0, bias != NULL) : NULL;
-        dnnl_memory_t ms = NULL, mw = NULL, md = NULL, mp = NULL, mb = NULL;
+        const prim *p = ctx ? get_weights_prim(d, j->m_pad, j->cols, r1 - r0, bias != NULL) : NULL;
         float *out = (float *)buf;
-        int ok =
-            p && dnnl_memory_create(&ms, &p->src, d->eng, j->xs) == dnnl_success &&
-            dnnl_memory_create(&mw, &p->wei, d->eng,
-                               (char *)W->data + (size_t)r0 * j->cols * esz) == dnnl_success &&
-            dnnl_memory_create(&md, &p->dst, d->eng, out) == dnnl_success &&
-            dnnl_memory_create(&mp, &p->scratch, d->eng, buf + j->out_bytes) == dnnl_success &&
-            (!bias || dnnl_memory_create(&mb, &p->bia, d->eng, (float *)bias + r0) == dnnl_success);
-        if (ok) {
-            dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, ms},
-                                       {DNNL_ARG_WEIGHTS, mw},
-                                       {DNNL_ARG_DST, md},
-                                       {DNNL_ARG_SCRATCHPAD, mp},
-                                       {DNNL_ARG_BIAS, mb}};
-            ok = dnnl_primitive_execute(p->p, st, bias ? 5 : 4, args) == dnnl_success &&
-                 dnnl_stream_wait(st) == dnnl_success;
-        }
-        dnnl_memory_destroy(ms);
-        dnnl_memory_destroy(mw);
-        dnnl_memory_destroy(md);
-        dnnl_memory_destroy(mp);
-        dnnl_memory_destroy(mb);
-        if (!ok) chunk_plain(j, W, bias, r0, r1, out);
+        void *const h[N_ARGS] = {j->xs, (char *)W->data + (size_t)r0 * j->cols * esz, out,
+                                 buf + j->out_bytes, bias ? (float *)bias + r0 : NULL};
+        if (!p || ctx_run(d, ctx, p, h, j->scratch_bytes)) chunk_plain(j, W, bias, r0, r1, out);
         hv_gemm_outs_finish_from(&j->o, m, 0, j->n, r0, r1, out, r1 - r0);
     }
-    if (st) dnnl_stream_destroy(st);
+    if (ctx) ctx_give(d, ctx);
     omp_release(was);
 }
 
@@ -337,6 +480,7 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
     atomic_store(&j.o.next, 0);
     j.o.bias_done = j.fuse_bias;
     j.out_bytes = out;
+    j.scratch_bytes = scratch;
     int tasks = hv_pool_size(pool) < j.o.n_chunks ? hv_pool_size(pool) : j.o.n_chunks;
     size_t esz = d->bf16 ? 2 : 4;
     j.xs = hv_pool_scratch(pool, hv_pool_size(pool), (size_t)j.m_pad * j.cols * esz);
@@ -363,29 +507,11 @@ int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda,
     prim_key key = {.m = m, .k = k, .n = n, .b_trans = b_trans, .lda = lda, .ldb = ldb, .ldc = ldc};
     const prim *p = get_prim(d, &key);
     int was = omp_hold();
-    dnnl_stream_t st = NULL;
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, mp = NULL;
-    void *scratch = p && p->scratch_bytes ? malloc(p->scratch_bytes) : NULL;
-    int ok = p && (!p->scratch_bytes || scratch) &&
-             dnnl_stream_create(&st, d->eng, dnnl_stream_default_flags) == dnnl_success &&
-             dnnl_memory_create(&ma, &p->src, d->eng, (void *)a) == dnnl_success &&
-             dnnl_memory_create(&mb, &p->wei, d->eng, (void *)b) == dnnl_success &&
-             dnnl_memory_create(&mc, &p->dst, d->eng, c) == dnnl_success &&
-             dnnl_memory_create(&mp, &p->scratch, d->eng, scratch) == dnnl_success;
-    if (ok) {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma},
-                                   {DNNL_ARG_WEIGHTS, mb},
-                                   {DNNL_ARG_DST, mc},
-                                   {DNNL_ARG_SCRATCHPAD, mp}};
-        ok = dnnl_primitive_execute(p->p, st, 4, args) == dnnl_success &&
-             dnnl_stream_wait(st) == dnnl_success;
-    }
-    dnnl_memory_destroy(ma);
-    dnnl_memory_destroy(mb);
-    dnnl_memory_destroy(mc);
-    dnnl_memory_destroy(mp);
-    if (st) dnnl_stream_destroy(st);
-    free(scratch);
+    dnn_ctx *ctx = p ? ctx_take(d) : NULL;
+    void *scratch = ctx ? ctx_scratch(ctx, p->scratch_bytes) : NULL;
+    void *const h[N_ARGS] = {(void *)a, (void *)b, c, scratch, NULL};
+    int ok = ctx && ctx_run(d, ctx, p, h, scratch ? ctx->scratch_bytes : 0) == 0;
+    if (ctx) ctx_give(d, ctx);
     omp_release(was);
     if (ok) return 0;
     for (int i = 0; i < m; i++)

@@ -6,8 +6,14 @@
  * shape class (activation rows rounded up to a multiple of 16, columns,
  * weight rows of a task chunk), created on first use and kept until the
  * object is freed; the model owns it, and any number of contexts may run
- * products through it at once (the cache is locked, each execution has its
- * own scratchpad and stream). Weights are read where they are mapped:
+ * products through it at once. The cache is a hash table that a lookup
+ * reads without a lock (making a primitive takes one). Each call runs on
+ * an execution context of the engine's: a stream, a scratchpad buffer kept
+ * at its largest size and the memory objects of the primitives it ran
+ * last (their data pointers set per call), taken from the engine's idle
+ * list for the call and given back after it, made when every one is in
+ * use, so there are as many as calls have ever run at once; all freed
+ * with the engine. Weights are read where they are mapped:
  * a row-major [rows][cols] matrix is oneDNN's `ba` layout of the K x N
  * weights, so nothing is copied or reordered.
  *

@@ -8,7 +8,9 @@
  *   epilogues, on 1 and several threads, through hv_linear, hv_linear_many
  *   and the engine directly;
  * - the attention's products (hv_onednn_matmul) against a double-precision
- *   product, strided and transposed operands, odd shapes, 1 and 3 threads.
+ *   product, strided and transposed operands, odd shapes, 1 and 3 threads;
+ * - one engine's execution contexts under four threads of their own making
+ *   attention and weight products of mixed shapes at once.
  * CTest runs it also with ONEDNN_MAX_CPU_ISA=AVX2 and SSE41, so that lower
  * instruction sets are checked on any host. build/bench-kernels prints the
  * rates of oneDNN and of our kernels on the encoder's shapes. */
@@ -344,6 +346,7 @@ typedef struct mm_case {
     void *a, *b; /* the engine's elements */
     float *fa, *fb, *c;
     int rc;
+    double *ref, *mag; /* [m x n]: the product in double, the sum of |terms| */
 } mm_case;
 
 typedef struct mm_job {
@@ -379,6 +382,56 @@ static void *mm_operand(int bf16, int rows, int cols, long ld, float **f) {
     return e;
 }
 
+/* c with operands of random elements (rows and gaps), its C [m x ldc] and
+ * the product in double. */
+static void mm_init(mm_case *c, int bf16) {
+    int bt = c->b_trans;
+    c->a = mm_operand(bf16, c->m, c->k, c->lda, &c->fa);
+    c->b = mm_operand(bf16, bt ? c->n : c->k, bt ? c->k : c->n, c->ldb, &c->fb);
+    c->c = falloc((size_t)c->m * c->ldc);
+    c->ref = malloc((size_t)c->m * c->n * sizeof *c->ref);
+    c->mag = malloc((size_t)c->m * c->n * sizeof *c->mag);
+    if (!c->ref || !c->mag) abort();
+    for (int r = 0; r < c->m; r++)
+        for (int col = 0; col < c->n; col++) {
+            double sum = 0, mag = 0;
+            for (int t = 0; t < c->k; t++) {
+                double x = c->fa[(long)r * c->lda + t];
+                double y = bt ? c->fb[(long)col * c->ldb + t] : c->fb[(long)t * c->ldb + col];
+                sum += x * y;
+                mag += fabs(x * y);
+            }
+            c->ref[r * c->n + col] = sum, c->mag[r * c->n + col] = mag;
+        }
+}
+
+static void mm_free(mm_case *c) {
+    free(c->a), free(c->b), free(c->fa), free(c->fb), free(c->c), free(c->ref), free(c->mag);
+}
+
+/* C's worst error as a multiple of its bound (f32 sums of k exact (bf16)
+ * or rounded (f32) products in any order), and *gaps whether the gaps
+ * between C's rows still hold the -7 they were filled with. */
+static double mm_worst(const mm_case *c, int *gaps) {
+    double worst = 0, bound = 6e-8 * (c->k + 2);
+    *gaps = 1;
+    for (int r = 0; r < c->m; r++) {
+        for (int col = 0; col < c->n; col++) {
+            long i = (long)r * c->n + col;
+            double err = fabs(c->c[(long)r * c->ldc + col] - c->ref[i]) / (c->mag[i] + 1e-30);
+            /* NaN (a C never written) counts as beyond */
+            if (!(err / bound <= worst)) worst = isnan(err) ? INFINITY : err / bound;
+        }
+        for (long col = c->n; col < c->ldc; col++) *gaps &= c->c[r * c->ldc + col] == -7.0f;
+    }
+    return worst;
+}
+
+/* C filled with -7, so that gaps and outputs not written show. */
+static void mm_clear(mm_case *c) {
+    for (size_t t = 0; t < (size_t)c->m * c->ldc; t++) c->c[t] = -7.0f;
+}
+
 static void test_matmul(int bf16) {
     int threads_before = task_count();
     hv_onednn *d = hv_onednn_new(bf16);
@@ -404,15 +457,12 @@ static void test_matmul(int bf16) {
                     c->lda = c->k + gap;
                     c->ldb = (bt ? c->k : c->n) + gap;
                     c->ldc = c->n + (gap ? 5 : 0);
-                    c->a = mm_operand(bf16, c->m, c->k, c->lda, &c->fa);
-                    c->b = mm_operand(bf16, bt ? c->n : c->k, bt ? c->k : c->n, c->ldb, &c->fb);
-                    c->c = falloc((size_t)c->m * c->ldc);
+                    mm_init(c, bf16);
                 }
     for (int threads = 1; threads <= 3; threads += 2) {
         hv_pool *pool = hv_pool_new(threads);
         if (!pool) abort();
-        for (int i = 0; i < nc; i++)
-            for (size_t t = 0; t < (size_t)cases[i].m * cases[i].ldc; t++) cases[i].c[t] = -7.0f;
+        for (int i = 0; i < nc; i++) mm_clear(&cases[i]);
         mm_job j = {d, cases};
         hv_pool_run(pool, nc, mm_task, &j);
         hv_pool_free(pool);
@@ -424,38 +474,152 @@ static void test_matmul(int bf16) {
                      bf16 ? "bf16" : "f32", c->m, c->k, c->b_trans ? "T " : "", c->k, c->n, c->lda,
                      c->ldb, c->ldc, threads);
             CHECK_MSG(c->rc == 0, "%s: oneDNN ran it (%d)", what, c->rc);
-            double worst = 0;
-            int gaps = 1;
-            for (int r = 0; r < c->m; r++) {
-                for (int col = 0; col < c->n; col++) {
-                    double sum = 0, mag = 0;
-                    for (int t = 0; t < c->k; t++) {
-                        double x = c->fa[(long)r * c->lda + t];
-                        double y = c->b_trans ? c->fb[(long)col * c->ldb + t]
-                                              : c->fb[(long)t * c->ldb + col];
-                        sum += x * y;
-                        mag += fabs(x * y);
-                    }
-                    /* f32 sums of k exact (bf16) or rounded (f32)
-                     * products in any order */
-                    double err = fabs(c->c[(long)r * c->ldc + col] - sum) / (mag + 1e-30);
-                    double bound = 6e-8 * (c->k + 2);
-                    if (err / bound > worst) worst = err / bound;
-                }
-                for (long col = c->n; col < c->ldc; col++) gaps &= c->c[r * c->ldc + col] == -7.0f;
-            }
+            int gaps;
+            double worst = mm_worst(c, &gaps);
             CHECK_MSG(worst <= 1.0, "%s: error %.2f of the bound", what, worst);
             CHECK_MSG(gaps, "%s: the gaps between C's rows untouched", what);
         }
     }
-    for (int i = 0; i < nc; i++) {
-        free(cases[i].a), free(cases[i].b), free(cases[i].fa), free(cases[i].fb);
-        free(cases[i].c);
-    }
+    for (int i = 0; i < nc; i++) mm_free(&cases[i]);
     CHECK(hv_onednn_matmul(d, 0, 1, 1, cases, 1, cases, 1, 0, NULL, 1) == -1);
     int threads = task_count();
     CHECK_MSG(threads == threads_before, "oneDNN %s matmul: no threads beyond ours (%d, %d)",
               bf16 ? "bf16" : "f32", threads_before, threads);
+    hv_onednn_free(d);
+}
+
+/* Many products at once through one engine, from threads of their own
+ * (not a pool's tasks): each makes attention products (hv_onednn_matmul on
+ * the thread itself) and weight products (hv_onednn_gemm on a pool of its
+ * own) of mixed shapes, more than an execution context keeps memory
+ * objects for, in an order of its own, on operands of its own, and checks
+ * every result against the double-precision product as it comes, its
+ * output filled with -7 before each call. An execution context used by two
+ * calls at once shows as wrong or missing outputs (or a crash, when one
+ * call's memory objects are replaced under the other); a scratchpad
+ * smaller than its primitive's, where oneDNN asks for one (not its f32
+ * gemm:jit), as a product oneDNN did not run. */
+enum { SH_THREADS = 4, SH_MM = 6, SH_GEMM = 2, SH_ROUNDS = 100 };
+
+typedef struct sh_gemm {
+    int n, rows, cols;
+    hv_mat W;
+    void *store;
+    float *w, *x, *bias, *y;
+} sh_gemm;
+
+typedef struct sh_thread {
+    hv_onednn *d;
+    int id;
+    mm_case mm[SH_MM];
+    sh_gemm g[SH_GEMM];
+    double worst_mm, worst_gemm; /* as multiples of their bounds */
+    int calls, not_run, gaps;
+} sh_thread;
+
+/* y's worst error against x . W^T + bias in double, as a multiple of
+ * test_engine's bound. */
+static double gemm_worst(const sh_gemm *g) {
+    double worst = 0, bound = 8e-7 * (g->cols + 2);
+    for (int i = 0; i < g->n; i++)
+        for (int r = 0; r < g->rows; r++) {
+            double s = g->bias[r], mag = fabs(g->bias[r]);
+            for (int k = 0; k < g->cols; k++) {
+                double p = (double)g->x[(size_t)i * g->cols + k] * g->w[(size_t)r * g->cols + k];
+                s += p;
+                mag += fabs(p);
+            }
+            double err = fabs(g->y[(size_t)i * g->rows + r] - s) / (mag + 1e-30);
+            if (!(err / bound <= worst)) worst = isnan(err) ? INFINITY : err / bound;
+        }
+    return worst;
+}
+
+static void *sh_run(void *arg) {
+    sh_thread *t = arg;
+    hv_pool *pool = hv_pool_new(1);
+    if (!pool) abort();
+    for (int round = 0; round < SH_ROUNDS; round++) {
+        /* the shapes in an order that differs between threads and rounds */
+        for (int s = 0; s < SH_MM; s++) {
+            mm_case *c = &t->mm[(s * (t->id + 1) + round) % SH_MM];
+            mm_clear(c);
+            int rc = hv_onednn_matmul(t->d, c->m, c->n, c->k, c->a, c->lda, c->b, c->ldb,
+                                      c->b_trans, c->c, c->ldc);
+            int gaps;
+            double worst = mm_worst(c, &gaps);
+            if (worst > t->worst_mm) t->worst_mm = worst;
+            t->not_run += rc != 0;
+            t->gaps &= gaps;
+            t->calls++;
+        }
+        sh_gemm *g = &t->g[(round + t->id) % SH_GEMM];
+        for (size_t i = 0; i < (size_t)g->n * g->rows; i++) g->y[i] = -7.0f;
+        const hv_mat *W = &g->W;
+        const float *bias = g->bias;
+        int rc = hv_onednn_gemm(t->d, pool, g->n, g->x, 1, &W, &bias, &g->y, NULL);
+        double worst = gemm_worst(g);
+        if (worst > t->worst_gemm) t->worst_gemm = worst;
+        t->not_run += rc != 0;
+        t->calls++;
+    }
+    hv_pool_free(pool);
+    return NULL;
+}
+
+static void test_shared(void) {
+    hv_onednn *d = hv_onednn_new(0);
+    if (!d) return;
+    /* m, n, k, b_trans, and the gaps after A's, B's and C's rows */
+    const int mm[SH_MM][7] = {{16, 16, 16, 1, 0, 0, 0},   {48, 48, 160, 1, 480, 480, 3},
+                              {33, 7, 160, 0, 0, 0, 5},   {32, 100, 64, 1, 64, 0, 0},
+                              {100, 64, 100, 0, 7, 9, 0}, {7, 200, 16, 1, 0, 16, 1}};
+    const int gs[SH_GEMM][3] = {{17, 72, 96}, {45, 130, 40}};
+    sh_thread th[SH_THREADS];
+    pthread_t tid[SH_THREADS];
+    for (int i = 0; i < SH_THREADS; i++) {
+        sh_thread *t = &th[i];
+        *t = (sh_thread){.d = d, .id = i, .gaps = 1};
+        for (int s = 0; s < SH_MM; s++) {
+            mm_case *c = &t->mm[s];
+            *c = (mm_case){.m = mm[s][0], .n = mm[s][1], .k = mm[s][2], .b_trans = mm[s][3]};
+            c->lda = c->k + mm[s][4];
+            c->ldb = (c->b_trans ? c->k : c->n) + mm[s][5];
+            c->ldc = c->n + mm[s][6];
+            mm_init(c, 0);
+        }
+        for (int s = 0; s < SH_GEMM; s++) {
+            sh_gemm *g = &t->g[s];
+            *g = (sh_gemm){.n = gs[s][0], .rows = gs[s][1], .cols = gs[s][2]};
+            g->W = make_mat(HV_WEIGHTS_F32, g->rows, g->cols, &g->store, &g->w);
+            g->x = frand_vec((size_t)g->n * g->cols);
+            g->bias = frand_vec((size_t)g->rows);
+            g->y = falloc((size_t)g->n * g->rows);
+        }
+    }
+    for (int i = 0; i < SH_THREADS; i++)
+        if (pthread_create(&tid[i], NULL, sh_run, &th[i])) abort();
+    for (int i = 0; i < SH_THREADS; i++) pthread_join(tid[i], NULL);
+    for (int i = 0; i < SH_THREADS; i++) {
+        sh_thread *t = &th[i];
+        CHECK_MSG(t->calls == SH_ROUNDS * (SH_MM + 1) && t->not_run == 0,
+                  "one engine, %d threads at once: thread %d's products all run by oneDNN "
+                  "(%d of %d not)",
+                  SH_THREADS, i, t->not_run, t->calls);
+        CHECK_MSG(t->worst_mm <= 1.0 && t->gaps,
+                  "one engine, %d threads at once: thread %d's matmuls within the bound (worst "
+                  "%.2f of it), C's gaps untouched (%d)",
+                  SH_THREADS, i, t->worst_mm, t->gaps);
+        CHECK_MSG(t->worst_gemm <= 1.0,
+                  "one engine, %d threads at once: thread %d's weight products within the bound "
+                  "(worst %.2f of it)",
+                  SH_THREADS, i, t->worst_gemm);
+        for (int s = 0; s < SH_MM; s++) mm_free(&t->mm[s]);
+        for (int s = 0; s < SH_GEMM; s++) {
+            sh_gemm *g = &t->g[s];
+            free(g->store), free(g->w), free(g->x), free(g->bias), free(g->y);
+        }
+    }
     hv_onednn_free(d);
 }
 
@@ -470,5 +634,6 @@ int main(void) {
     test_matmul(0);
     if (hv_onednn_native_bf16()) test_matmul(1);
     test_concurrent();
+    test_shared();
     TEST_END();
 }
