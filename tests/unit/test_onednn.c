@@ -268,7 +268,13 @@ static void test_engine(int bf16) {
             hv_linear_many(pool, n, x, 3, Ws, bs, ya);
             check_ref(what, ya[0], x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
             check_ref(what, ya[1], x, w, NULL, n, rows, cols, bf16, tol * (cols + 2));
-            CHECK_MSG(!memcmp(ya[0], ya[2], (size_t)n * rows * sizeof *y), "%s: many", what);
+            check_ref(what, ya[2], x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
+            /* the same bits where the two ran as the same primitives: on
+             * one thread; on more, the last product's last chunks are cut
+             * narrower (hv_gemm_outs_taper), and a narrower primitive may
+             * be another of oneDNN's kernels, summing in another order */
+            if (threads == 1)
+                CHECK_MSG(!memcmp(ya[0], ya[2], (size_t)n * rows * sizeof *y), "%s: many", what);
             for (int m = 0; m < 3; m++) free(ya[m]);
             free(res), free(res0), free(ys), free(z), free(y), free(x), free(bias), free(w);
             free(store);
