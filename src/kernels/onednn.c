@@ -135,11 +135,16 @@ static dnnl_primitive_desc_t make_pd(const hv_onednn *d, const prim_key *key) {
     return pd;
 }
 
+static int chunk_rows(const hv_mat *W);
+
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size) {
     if (size) buf[0] = '\0';
     if (!d || n < 1 || cols < 1 || rows < 1 || !size) return -1;
-    int was = omp_hold();
-    prim_key key = weights_key((n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 0);
+    /* the first chunk's primitive, as hv_onednn_gemm makes it */
+    hv_mat shape = {.rows = rows, .cols = cols};
+    int was = omp_hold(), chunk = chunk_rows(&shape);
+    prim_key key =
+        weights_key((n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows < chunk ? rows : chunk, 0);
     dnnl_primitive_desc_t pd = make_pd(d, &key);
     omp_release(was);
     const char *impl = NULL;

@@ -51,8 +51,10 @@ int hv_onednn_is_bf16(const hv_onednn *d);
 int hv_onednn_takes(const hv_onednn *d, const hv_mat *W);
 
 /* The name of the implementation oneDNN picks for an [n x cols] . [cols x
- * rows] product ("brg:avx512_core_amx_bf16", "gemm:jit", ...), in buf
- * (always NUL-terminated); -1 when it has none. */
+ * rows] product as hv_onednn_gemm runs it (n rounded up to its class, the
+ * first task chunk of rows: a primitive of the shape that runs)
+ * ("brg:avx512_core_amx_bf16", "gemm:jit", ...), in buf (always
+ * NUL-terminated); -1 when it has none. */
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size);
 
 /* Whether the products of a task chunk of rows weight rows with n
