@@ -157,7 +157,8 @@ HV_API void hv_model_free(hv_model *model); /* NULL is allowed */
 HV_API hv_compute hv_model_compute(const hv_model *model);
 
 /* Which kernels run the encoder's weight products, for reports: "onednn "
- * and oneDNN's name of its implementation ("onednn
+ * and the name of the implementation oneDNN runs the encoder's
+ * feed-forward with, a chunk of 256 frames ("onednn
  * brg:avx512_core_amx_bf16"), or "ours avx2" / "ours scalar". Static to
  * the model. */
 HV_API const char *hv_model_gemm(const hv_model *model);

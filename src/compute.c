@@ -57,7 +57,13 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
     hv_status st =
         widen ? hv_weights_widen_encoder(&m->w, &m->cfg, &m->st, widen, m->n_threads, e) : HV_OK;
     if (st) return st;
+    /* the kernel oneDNN runs the encoder's feed-forward with (most of its
+     * arithmetic; the subsampling's small matrices come first in the
+     * list and may get another), else the first matrix the engine takes */
     char impl[64] = "";
+    const hv_mat *ff = m->w.enc.layers && m->cfg.enc_layers > 0 ? &m->w.enc.layers[0].ff1_up : NULL;
+    if (ff && hv_onednn_takes(m->dnn, ff))
+        hv_onednn_impl(m->dnn, 256, ff->cols, ff->rows, impl, sizeof impl);
     for (int i = 0; m->dnn && !impl[0] && i < m->w.n_mats; i++) {
         const hv_mat *w = &m->w.mats[i].m;
         if (hv_onednn_takes(m->dnn, w))

@@ -16,7 +16,8 @@
 
 #include "kernels/half.h"
 
-/* Activation rows are padded up to a multiple of this: the shape classes. */
+/* Activation rows are padded up to a multiple of this, or of a power of
+ * two times it (rows_class): the shape classes. */
 #define M_CLASS    16
 /* Primitives kept per engine; a product whose shape would need more runs
  * on our own kernels instead (the encoder needs a few dozen per clip
@@ -61,6 +62,23 @@ static prim_key weights_key(int m, int k, int n, int bias) {
     return (prim_key){
         .m = m, .k = k, .n = n, .bias = bias, .b_trans = 1, .lda = k, .ldb = k, .ldc = n};
 }
+
+/* The rows n activation rows are padded to: a multiple of M_CLASS up to
+ * 32 M_CLASS (every clip length class of the encoder's layers), then
+ * multiples of twice the step at every doubling, 16 classes per octave,
+ * at most 1/16 of the rows padding. The subsampling's pointwise products
+ * have time x frequency rows, a count of its own for nearly every clip
+ * length: in classes of 16 rows each new length would need new
+ * primitives until the cache is full (then the attention's products run
+ * on plain loops); this way every count up to 2^17 falls into one of 160
+ * classes. */
+static int rows_class(int n) {
+    long step = M_CLASS;
+    while (n > 32 * step) step *= 2;
+    return (int)((n + step - 1) / step * step);
+}
+
+int hv_onednn_rows_class(int n) { return n < 1 ? 0 : rows_class(n); }
 
 typedef struct prim {
     prim_key key;
@@ -205,11 +223,15 @@ static dnnl_primitive_desc_t make_pd(const hv_onednn *d, const prim_key *key) {
     return pd;
 }
 
+static int chunk_rows(const hv_mat *W);
+
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size) {
     if (size) buf[0] = '\0';
     if (!d || n < 1 || cols < 1 || rows < 1 || !size) return -1;
-    int was = omp_hold();
-    prim_key key = weights_key((n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 0);
+    /* the first chunk's primitive, as hv_onednn_gemm makes it */
+    hv_mat shape = {.rows = rows, .cols = cols};
+    int was = omp_hold(), chunk = chunk_rows(&shape);
+    prim_key key = weights_key(rows_class(n), cols, rows < chunk ? rows : chunk, 0);
     dnnl_primitive_desc_t pd = make_pd(d, &key);
     omp_release(was);
     const char *impl = NULL;
@@ -354,7 +376,7 @@ static int ctx_run(const hv_onednn *d, dnn_ctx *c, const prim *p, void *const h[
 
 int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows) {
     if (!d || n < 1 || cols < 1 || rows < 1) return 0;
-    return get_weights_prim(d, (n + M_CLASS - 1) / M_CLASS * M_CLASS, cols, rows, 1) != NULL;
+    return get_weights_prim(d, rows_class(n), cols, rows, 1) != NULL;
 }
 
 /* Weight rows per task chunk: wide enough that a call's overhead is small
@@ -453,7 +475,7 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, chunk_rows, ep)) return -1;
     hv_gemm_outs_taper(&j.o, hv_pool_size(pool));
     j.cols = j.o.cols;
-    j.m_pad = (n + M_CLASS - 1) / M_CLASS * M_CLASS;
+    j.m_pad = rows_class(n);
     /* every chunk's primitive, and the largest buffers, before any work:
      * a task then cannot fail. The biases go into the primitives (one
      * pass less over the outputs), unless oneDNN has no primitive with a
@@ -528,6 +550,10 @@ int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda,
 #else /* without oneDNN */
 
 int hv_onednn_compiled(void) { return 0; }
+int hv_onednn_rows_class(int n) {
+    (void)n;
+    return 0;
+}
 int hv_onednn_native_bf16(void) { return 0; }
 hv_onednn *hv_onednn_new(int bf16) {
     (void)bf16;

@@ -3,7 +3,7 @@
  * rest of the engine does not know which library ran a product.
  *
  * A hv_onednn holds one engine and a cache of matmul primitives, one per
- * shape class (activation rows rounded up to a multiple of 16, columns,
+ * shape class (activation rows rounded up to hv_onednn_rows_class, columns,
  * weight rows of a task chunk), created on first use and kept until the
  * object is freed; the model owns it, and any number of contexts may run
  * products through it at once. The cache is a hash table that a lookup
@@ -49,6 +49,12 @@ int hv_onednn_native_bf16(void);
 hv_onednn *hv_onednn_new(int bf16);
 void hv_onednn_free(hv_onednn *d); /* NULL is allowed */
 
+/* The activation rows a product of n rows is padded to, its shape class
+ * in the primitives' key: a multiple of 16 up to 512 rows, then 16
+ * classes per doubling (at most 1/16 padding); 0 for n < 1 or without
+ * oneDNN. */
+int hv_onednn_rows_class(int n);
+
 /* Whether d multiplies bf16 (1) or f32 (0) data. */
 int hv_onednn_is_bf16(const hv_onednn *d);
 
@@ -57,8 +63,10 @@ int hv_onednn_is_bf16(const hv_onednn *d);
 int hv_onednn_takes(const hv_onednn *d, const hv_mat *W);
 
 /* The name of the implementation oneDNN picks for an [n x cols] . [cols x
- * rows] product ("brg:avx512_core_amx_bf16", "gemm:jit", ...), in buf
- * (always NUL-terminated); -1 when it has none. */
+ * rows] product as hv_onednn_gemm runs it (n rounded up to its class, the
+ * first task chunk of rows: a primitive of the shape that runs)
+ * ("brg:avx512_core_amx_bf16", "gemm:jit", ...), in buf (always
+ * NUL-terminated); -1 when it has none. */
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size);
 
 /* Whether the products of a task chunk of rows weight rows with n

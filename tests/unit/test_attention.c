@@ -9,9 +9,13 @@
  *   midpoint that the f32 scores' own rounding can tip it: there one bf16
  *   step (2^-7 of the probability) is allowed. The f32 output must miss
  *   that bound somewhere (the bound tells the modes apart). On our kernels
- *   (the emulation) and on oneDNN's f32 engine (the engine's padded shape
- *   classes and strides, the rounded values as floats) everywhere, and on
- *   the bf16 engine where the CPU has one.
+ *   (the emulation), on oneDNN's f32 engine (the engine's padded shape
+ *   classes and strides, the rounded values as floats) and on a bf16
+ *   engine (the operands as bf16 bits): oneDNN's bf16 primitives where the
+ *   CPU has them, elsewhere an engine without primitives, whose products
+ *   hv_onednn_matmul's own loops compute from the bf16 bits, strides and
+ *   padding the attention hands oneDNN, so that the native path's layout
+ *   is checked on every host.
  * Odd lengths (1, 7, 33, 200 frames, some padded), heads of 16 and 160
  * values, pools of 1 and 3 threads. */
 #include <math.h>
@@ -195,11 +199,17 @@ static void check_shape(int n, int len, int d, int H, hv_onednn *dnn, hv_onednn 
 }
 
 int main(void) {
-    /* the bf16 engine where this CPU has one (it runs the attention's
-     * products in the library's bf16 compute) */
-    hv_onednn *dnn = hv_onednn_native_bf16() ? hv_onednn_new(1) : NULL, *f32_dnn = hv_onednn_new(0);
-    printf("bf16 engine: %s; f32 engine: %s\n", dnn ? "yes" : "no", f32_dnn ? "yes" : "no");
-    CHECK(!hv_onednn_compiled() || f32_dnn);
+    /* a bf16 engine on every host: oneDNN's bf16 primitives where this
+     * CPU multiplies bf16 natively (the library's bf16 compute runs the
+     * attention on it there), else hv_onednn_matmul's loops on the same
+     * bf16 operands */
+    hv_onednn *dnn = hv_onednn_new(1), *f32_dnn = hv_onednn_new(0);
+    printf("bf16 engine: %s; f32 engine: %s\n",
+           !dnn                      ? "no"
+           : hv_onednn_native_bf16() ? "oneDNN's primitives"
+                                     : "its loops or oneDNN's (no native bf16)",
+           f32_dnn ? "yes" : "no");
+    CHECK(!hv_onednn_compiled() || (f32_dnn && dnn));
     const struct {
         int n, len;
     } lens[] = {{1, 1}, {7, 7}, {9, 7}, {33, 33}, {45, 33}, {200, 200}, {230, 200}};

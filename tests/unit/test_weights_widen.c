@@ -269,8 +269,13 @@ static void test_model_load(const char *dir) {
         CHECK_MSG(widens ? wide > 0 && wide < hv_model_weight_bytes(m) : wide == 0,
                   "%s, %s compute: %zu bytes widened (widens here: %d)", dir, bf16 ? "bf16" : "f32",
                   wide, widens);
-        printf("%s compute on this CPU: %zu of %zu weight bytes widened to bf16\n",
-               bf16 ? "bf16" : "f32", wide, hv_model_weight_bytes(m));
+        /* the kernels reported: oneDNN's exactly where its bf16 engine
+         * runs the (widened) encoder, with the name of its implementation */
+        const char *gemm = hv_model_gemm(m);
+        CHECK_MSG(widens ? !strncmp(gemm, "onednn ", 7) && gemm[7] : !strncmp(gemm, "ours ", 5),
+                  "%s, %s compute: gemm \"%s\"", dir, bf16 ? "bf16" : "f32", gemm);
+        printf("%s compute on this CPU: %zu of %zu weight bytes widened to bf16, gemm %s\n",
+               bf16 ? "bf16" : "f32", wide, hv_model_weight_bytes(m), gemm);
         hv_model_free(m);
     }
 }
