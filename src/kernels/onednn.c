@@ -113,7 +113,7 @@ struct hv_onednn {
     int bf16;
     dnnl_engine_t eng;
     pthread_mutex_t mu; /* making a primitive: prims, n_prims, slots' stores */
-    prim *prims;        /* [MAX_PRIMS], n_prims of them made */
+    prim *prims;        /* [MAX_PRIMS], n_prims of them filled (a refused key: p NULL) */
     int n_prims;
     /* [HASH_SLOTS]: 1 + the index in prims of the key hashing there (or
      * probed on from there), 0 when empty; stored, with release, only
@@ -165,7 +165,8 @@ void hv_onednn_free(hv_onednn *d) {
         d->idle = c->next;
         ctx_free(c);
     }
-    for (int i = 0; i < d->n_prims; i++) dnnl_primitive_destroy(d->prims[i].p);
+    for (int i = 0; i < d->n_prims; i++)
+        if (d->prims[i].p) dnnl_primitive_destroy(d->prims[i].p);
     dnnl_engine_destroy(d->eng);
     pthread_mutex_destroy(&d->mu);
     pthread_mutex_destroy(&d->ctx_mu);
@@ -256,12 +257,14 @@ static const prim *find_prim(const hv_onednn *d, const prim_key *key, unsigned *
 }
 
 /* The cached primitive of key, made when missing; NULL when it cannot be
- * made or the cache is full. The entries never move or go away while d
- * lives, so a pointer stays valid without the lock. */
+ * made or the cache is full. A key oneDNN refuses is cached too (without
+ * a primitive), so that its later calls go straight to the fallbacks
+ * instead of asking again under the lock. The entries never move or go
+ * away while d lives, so a pointer stays valid without the lock. */
 static const prim *get_prim(hv_onednn *d, const prim_key *key) {
     unsigned slot;
     const prim *found = find_prim(d, key, &slot);
-    if (found) return found;
+    if (found) return found->p ? found : NULL;
     pthread_mutex_lock(&d->mu);
     found = find_prim(d, key, &slot); /* another thread may have made it */
     if (!found && d->n_prims < MAX_PRIMS) {
@@ -269,8 +272,8 @@ static const prim *get_prim(hv_onednn *d, const prim_key *key) {
         dnnl_primitive_desc_t pd = make_pd(d, key);
         prim *e = &d->prims[d->n_prims];
         memset(e, 0, sizeof *e);
+        e->key = *key;
         if (pd && dnnl_primitive_create(&e->p, pd) == dnnl_success) {
-            e->key = *key;
             e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
             e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
             const dnnl_memory_desc_t *bia =
@@ -279,15 +282,17 @@ static const prim *get_prim(hv_onednn *d, const prim_key *key) {
             e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
             e->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
             e->scratch_bytes = dnnl_memory_desc_get_size(&e->scratch);
-            d->n_prims++;
-            atomic_store_explicit(&d->slots[slot], d->n_prims, memory_order_release);
-            found = e;
+        } else {
+            e->p = NULL; /* refused: remembered as such */
         }
+        d->n_prims++;
+        atomic_store_explicit(&d->slots[slot], d->n_prims, memory_order_release);
+        found = e;
         dnnl_primitive_desc_destroy(pd);
         omp_release(was);
     }
     pthread_mutex_unlock(&d->mu);
-    return found;
+    return found && found->p ? found : NULL;
 }
 
 /* get_prim of a weight product of weights_key's shape. */
