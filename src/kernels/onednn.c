@@ -175,6 +175,15 @@ void hv_onednn_free(hv_onednn *d) {
     free(d);
 }
 
+int hv_onednn_primitives(hv_onednn *d) {
+    if (!d) return 0;
+    pthread_mutex_lock(&d->mu);
+    int made = 0;
+    for (int i = 0; i < d->n_prims; i++) made += d->prims[i].p != NULL;
+    pthread_mutex_unlock(&d->mu);
+    return made;
+}
+
 int hv_onednn_is_bf16(const hv_onednn *d) { return d && d->bf16; }
 
 int hv_onednn_takes(const hv_onednn *d, const hv_mat *W) {
@@ -565,6 +574,10 @@ hv_onednn *hv_onednn_new(int bf16) {
     return NULL;
 }
 void hv_onednn_free(hv_onednn *d) { (void)d; }
+int hv_onednn_primitives(hv_onednn *d) {
+    (void)d;
+    return 0;
+}
 int hv_onednn_is_bf16(const hv_onednn *d) {
     (void)d;
     return 0;

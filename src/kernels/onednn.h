@@ -55,6 +55,10 @@ void hv_onednn_free(hv_onednn *d); /* NULL is allowed */
  * oneDNN. */
 int hv_onednn_rows_class(int n);
 
+/* How many primitives d has made and keeps (refused shapes not counted);
+ * 0 for NULL. For the tests: whether products went through oneDNN. */
+int hv_onednn_primitives(hv_onednn *d);
+
 /* Whether d multiplies bf16 (1) or f32 (0) data. */
 int hv_onednn_is_bf16(const hv_onednn *d);
 
