@@ -233,7 +233,10 @@ static dnnl_primitive_desc_t make_pd(const hv_onednn *d, const prim_key *key) {
     return pd;
 }
 
-static int chunk_rows(const hv_mat *W);
+/* Weight rows per task chunk: wide enough that a call's overhead is small
+ * against its arithmetic, narrow enough that the threads share a product
+ * of 1280 rows. Depends on the shape only (the primitives' key). */
+static int chunk_rows(const hv_mat *W) { return W->rows >= 1024 ? 256 : 64; }
 
 int hv_onednn_impl(const hv_onednn *d, int n, int cols, int rows, char *buf, size_t size) {
     if (size) buf[0] = '\0';
@@ -392,11 +395,6 @@ int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows) {
     if (!d || n < 1 || cols < 1 || rows < 1) return 0;
     return get_weights_prim(d, rows_class(n), cols, rows, 1) != NULL;
 }
-
-/* Weight rows per task chunk: wide enough that a call's overhead is small
- * against its arithmetic, narrow enough that the threads share a product
- * of 1280 rows. Depends on the shape only (the primitives' key). */
-static int chunk_rows(const hv_mat *W) { return W->rows >= 1024 ? 256 : 64; }
 
 typedef struct dnn_job {
     hv_onednn *d;
