@@ -274,6 +274,13 @@ static void usage(FILE *f) {
                "(512 MiB) is kept while the runs go on and counts in the peak memory.\n");
 }
 
+/* A run's peak, the larger of the readings before and after it, and the
+ * encoder's rate as a share of it. */
+static void run_peak(double before, double after, double rate, double *peak, double *share) {
+    *peak = after > before ? after : before;
+    *share = *peak > 0 ? rate / *peak : 0;
+}
+
 /* bw: with --bandwidth, the probe run just before and after each timed run;
  * dec_mb: the decoder's weight bytes a step reads, in MB. */
 static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const bw_probe *bw,
@@ -360,18 +367,15 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         v[S_RTF][r] = total / 1e3 / duration;
         v[S_BUSY][r] = total > 0 ? cpu * 1e3 / (busy_threads * total) : 0;
         if (peak_m) {
-            double after = sgemm_peak_gflops(peak_threads, peak_m, d, ff);
-            peaks[r] = after > before ? after : before;
-            shares[r] = peaks[r] > 0 ? v[S_ENC_GFLOPS][r] / peaks[r] : 0;
-            double gafter = hv_model_gemm_peak(model, peak_threads, peak_m);
-            gpeaks[r] = gafter > gbefore ? gafter : gbefore;
-            gshares[r] = gpeaks[r] > 0 ? v[S_ENC_GFLOPS][r] / gpeaks[r] : 0;
+            double rate = v[S_ENC_GFLOPS][r];
+            run_peak(before, sgemm_peak_gflops(peak_threads, peak_m, d, ff), rate, &peaks[r],
+                     &shares[r]);
+            run_peak(gbefore, hv_model_gemm_peak(model, peak_threads, peak_m), rate, &gpeaks[r],
+                     &gshares[r]);
         }
-        if (tile) {
-            double tafter = hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why);
-            tpeaks[r] = tafter > tbefore ? tafter : tbefore;
-            tshares[r] = tpeaks[r] > 0 ? v[S_ENC_GFLOPS][r] / tpeaks[r] : 0;
-        }
+        if (tile)
+            run_peak(tbefore, hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why),
+                     v[S_ENC_GFLOPS][r], &tpeaks[r], &tshares[r]);
         if (bw) {
             double after = read_bandwidth_gbs(bw);
             bws[r] = after > bw_before ? after : bw_before;
