@@ -3,9 +3,10 @@
  * for every weight type on decoder and encoder shapes, 1 and 2 threads,
  * and, on the encoder's shapes, our kernels in f32 and bf16 compute
  * against oneDNN's (docs/KERNELS.md), and the cost of a oneDNN call on the
- * attention's products. Built as build/bench-kernels; not a test.
- * Arguments name the sections to run (linear, onednn, calls); none runs
- * them all. */
+ * attention's products, and the element-wise passes at each
+ * instruction-set level. Built as build/bench-kernels; not a test.
+ * Arguments name the sections to run (linear, onednn, calls, ops); none
+ * runs them all. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,12 +403,85 @@ static void bench_onednn_calls(void) {
     hv_onednn_free(d);
 }
 
+/* The element-wise passes of an encoder layer at each instruction-set
+ * level this CPU has, one thread, on the full-size model's shapes at
+ * 30 s (375 rows): us per pass (best of 15) and the rate against the
+ * portable version, so that the gain of AVX2 and AVX-512 is measured in
+ * one run on one host. */
+typedef struct {
+    float *x, *y, *w, *b, *a;
+    uint16_t *bits;
+} ops_bufs;
+
+static void run_op(int op, int level, const ops_bufs *o) {
+    enum { ROWS = 375, D = 1280, FF = 5120 };
+    switch (op) {
+    case 0:
+        memcpy(o->y, o->x, sizeof(float) * ROWS * FF);
+        hv_silu_at(level, o->y, (long)ROWS * FF);
+        break;
+    case 1:
+        for (int r = 0; r < ROWS; r++)
+            hv_glu_at(level, o->y + (long)r * D, o->a + (long)r * 2 * D, D);
+        break;
+    case 2:
+        hv_layernorm_at(level, o->y, o->x, ROWS, D, o->w, o->b, 1e-5f);
+        break;
+    case 3:
+        memcpy(o->y, o->x, sizeof(float) * ROWS * ROWS);
+        for (int r = 0; r < ROWS; r++) hv_softmax_at(level, o->y + (long)r * ROWS, ROWS);
+        break;
+    case 4:
+        hv_add_scaled_at(level, o->y, o->x, (long)ROWS * D, 0.5f);
+        break;
+    default:
+        hv_bf16_bits_n_at(level, o->bits, o->x, (long)ROWS * FF);
+        break;
+    }
+}
+
+static void bench_ops(void) {
+    const char *names[] = {"SiLU 375x5120", "GLU 375x1280", "LayerNorm 375x1280",
+                           "softmax 375x375", "y += a x 375x1280", "to bf16 375x5120"};
+    const char *levels[] = {"portable", "avx2", "avx512"};
+    size_t big = 375 * 5120;
+    ops_bufs o = {falloc(big), falloc(big), falloc(1280), falloc(1280), falloc(375 * 2560),
+                  malloc(big * 2)};
+    if (!o.bits) abort();
+    for (size_t i = 0; i < big; i++) o.x[i] = frand() * 8;
+    for (size_t i = 0; i < 375 * 2560; i++) o.a[i] = frand() * 8;
+    for (int i = 0; i < 1280; i++) o.w[i] = frand(), o.b[i] = frand();
+    int best = hv_ops_level();
+    printf("\nelement-wise passes, 1 thread: us per pass (best of 15), rate against portable\n");
+    printf("%-20s", "pass");
+    for (int l = 0; l <= best; l++) printf(" %10s %7s", levels[l], "x");
+    printf("\n");
+    for (int op = 0; op < 6; op++) {
+        printf("%-20s", names[op]);
+        double base = 0;
+        for (int l = 0; l <= best; l++) {
+            double t_best = 1e30;
+            for (int r = 0; r < 16; r++) {
+                double t = now();
+                run_op(op, l, &o);
+                t = now() - t;
+                if (r && t < t_best) t_best = t; /* the first run untimed */
+            }
+            if (!l) base = t_best;
+            printf(" %10.1f %7.2f", t_best * 1e6, base / t_best);
+        }
+        printf("\n");
+    }
+    free(o.x), free(o.y), free(o.w), free(o.b), free(o.a), free(o.bits);
+}
+
 int main(int argc, char **argv) {
-    /* sections by name (linear, onednn, calls); all without */
+    /* sections by name (linear, onednn, calls, ops); all without */
     int all = argc < 2;
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "linear") && strcmp(argv[i], "onednn") && strcmp(argv[i], "calls")) {
-            fprintf(stderr, "bench-kernels: unknown section '%s' (linear, onednn, calls)\n",
+        if (strcmp(argv[i], "linear") && strcmp(argv[i], "onednn") && strcmp(argv[i], "calls") &&
+            strcmp(argv[i], "ops")) {
+            fprintf(stderr, "bench-kernels: unknown section '%s' (linear, onednn, calls, ops)\n",
                     argv[i]);
             return 2;
         }
@@ -415,6 +489,7 @@ int main(int argc, char **argv) {
         if (all || !strcmp(argv[i], "linear")) bench_linear();
         if (all || !strcmp(argv[i], "onednn")) bench_onednn();
         if (all || !strcmp(argv[i], "calls")) bench_onednn_calls();
+        if (all || !strcmp(argv[i], "ops")) bench_ops();
     }
     return 0;
 }

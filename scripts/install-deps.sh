@@ -9,6 +9,11 @@
 #   install-deps.sh fuzz   (make fuzz) the build's packages and clang
 #   install-deps.sh eval   ktuberling-data: the real room tone of
 #                          research/train-demo/evaluate-pauses
+#   install-deps.sh emulated  (make test-avx512-emulated) Bochs with its
+#                          text display and BIOS images, busybox-static,
+#                          isolinux and xorriso: tests/emulated/avx512.sh
+#                          boots Debian's kernel (which it fetches with
+#                          apt-get download) on an emulated AVX-512 CPU
 # Idempotent: quick when all are present.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -39,8 +44,9 @@ case "$GROUP" in
     ;;
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
   eval) PKGS+=(ktuberling-data) ;;
+  emulated) PKGS+=(bochs bochs-term bochsbios vgabios busybox-static isolinux syslinux-common xorriso cpio python3) ;;
   *)
-    echo "install-deps: unknown group '$GROUP' (build, test, fuzz or eval)" >&2
+    echo "install-deps: unknown group '$GROUP' (build, test, fuzz, eval or emulated)" >&2
     exit 2
     ;;
 esac

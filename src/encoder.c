@@ -315,11 +315,11 @@ static void round_bf16(void *dst, int bits, const float *x, const float *add, in
     if (bits && add)
         for (int t = 0; t < n; t++) db[t] = hv_bf16_bits(x[t] + add[t]);
     else if (bits)
-        for (int t = 0; t < n; t++) db[t] = hv_bf16_bits(x[t]);
+        hv_bf16_bits_n(db, x, n);
     else if (add)
         for (int t = 0; t < n; t++) df[t] = hv_bf16_round(x[t] + add[t]);
     else
-        for (int t = 0; t < n; t++) df[t] = hv_bf16_round(x[t]);
+        hv_bf16_round_n(df, x, n);
 }
 
 /* Rows [0, valid) of src (rows ld floats apart, dh wide; plus add) rounded

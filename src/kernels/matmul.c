@@ -18,6 +18,7 @@
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/onednn.h"
+#include "kernels/ops.h"
 
 #ifdef HV_MM_HAVE_AVX2
 #include <cpuid.h>
@@ -597,7 +598,7 @@ typedef struct round_job {
 static void round_task(void *arg, int task, int n_tasks) {
     round_job *j = arg;
     long i0 = j->count * task / n_tasks, i1 = j->count * (task + 1) / n_tasks;
-    for (long i = i0; i < i1; i++) j->xr[i] = hv_bf16_round(j->x[i]);
+    hv_bf16_round_n(j->xr + i0, j->x + i0, i1 - i0);
 }
 
 /* x[count] rounded to bf16, in the pool's input slot (x may be that slot:

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "kernels/half.h"
+#include "kernels/ops.h"
 
 /* Activation rows are padded up to a multiple of this, or of a power of
  * two times it (rows_class): the shape classes. */
@@ -421,7 +422,7 @@ static void convert_task(void *arg, int task, int n_tasks) {
             if (i >= j->n)
                 memset(dst, 0, (size_t)j->cols * 2);
             else
-                for (int c = 0; c < j->cols; c++) dst[c] = hv_bf16_bits(j->x[off + c]);
+                hv_bf16_bits_n(dst, j->x + off, j->cols);
         } else {
             float *dst = (float *)j->xs + off;
             if (i >= j->n)

@@ -1,9 +1,11 @@
 #include "kernels/ops.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "kernels/matmul_impl.h" /* hv_mm_simd: the CPU check */
 
 #ifdef HV_MM_HAVE_AVX2
@@ -68,14 +70,56 @@ TARGET static long silu_avx2(float *x, long n) {
     return i;
 }
 
-TARGET static long glu_avx2(float *y, const float *a, long d) {
+/* y = a * sigmoid(g) over the first n & ~7 values */
+TARGET static long glu_avx2(float *y, const float *a, const float *g, long n) {
     long i = 0;
     __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-    for (; i + 8 <= d; i += 8) {
-        __m256 e = exp_act8(_mm256_sub_ps(zero, _mm256_loadu_ps(a + d + i)));
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp_act8(_mm256_sub_ps(zero, _mm256_loadu_ps(g + i)));
         _mm256_storeu_ps(y + i, _mm256_div_ps(_mm256_loadu_ps(a + i), _mm256_add_ps(one, e)));
     }
     return i;
+}
+
+/* The AVX-512 versions: the AVX2 versions' operations, 16 lanes at a time
+ * (and the AVX2 step for a last 8), so every level gives the same bits. */
+#define TARGET512 __attribute__((target("avx512f,avx2,fma")))
+
+TARGET512 static inline __m512 exp_act16(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x); /* NaN in x passes */
+    x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
+    __m512 n =
+        _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(EXP_LOG2E), _mm512_set1_ps(0.5f)),
+                             _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_C1), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_C2), r);
+    __m512 p = _mm512_set1_ps(exp_p[0]);
+    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[i]));
+    __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    __m512i e =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+TARGET512 static long silu_avx512(float *x, long n) {
+    long i = 0;
+    __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __m512 e = exp_act16(_mm512_sub_ps(zero, v));
+        _mm512_storeu_ps(x + i, _mm512_div_ps(v, _mm512_add_ps(one, e)));
+    }
+    return i + silu_avx2(x + i, n - i);
+}
+
+TARGET512 static long glu_avx512(float *y, const float *a, const float *g, long n) {
+    long i = 0;
+    __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp_act16(_mm512_sub_ps(zero, _mm512_loadu_ps(g + i)));
+        _mm512_storeu_ps(y + i, _mm512_div_ps(_mm512_loadu_ps(a + i), _mm512_add_ps(one, e)));
+    }
+    return i + glu_avx2(y + i, a + i, g + i, n - i);
 }
 #endif
 
@@ -160,24 +204,203 @@ TARGET static float max_avx2(const float *x, int n8) {
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
 }
+
+/* y += alpha * x (a product, then a sum: no fma), over the first n & ~7 */
+TARGET static long add_scaled_avx2(float *y, const float *x, long n, float alpha) {
+    long i = 0;
+    __m256 a = _mm256_set1_ps(alpha);
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(
+            y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(a, _mm256_loadu_ps(x + i))));
+    return i;
+}
+
+/* hv_bf16_round's bits on 8 lanes: NaN made quiet, else + 0x7fff + the
+ * lowest kept bit; the low half cleared. */
+TARGET static inline __m256i bf16_round8(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
+    return _mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u));
+}
+
+TARGET static long bf16_round_avx2(float *y, const float *x, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_castsi256_ps(bf16_round8(_mm256_loadu_ps(x + i))));
+    return i;
+}
+
+TARGET static long bf16_bits_avx2(uint16_t *y, const float *x, long n) {
+    long i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i a = _mm256_srli_epi32(bf16_round8(_mm256_loadu_ps(x + i)), 16);
+        __m256i b = _mm256_srli_epi32(bf16_round8(_mm256_loadu_ps(x + i + 8)), 16);
+        /* packs within 128-bit halves: a0-3 b0-3 a4-7 b4-7, then in order */
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+        _mm256_storeu_si256((__m256i *)(y + i), p);
+    }
+    return i;
+}
+
+/* The AVX-512 row kernels: 16 values a step into 8 double lanes (the low
+ * 8, then the high 8: lane l still sums the values i = l mod 8 in order),
+ * an AVX2 step for a last 8, and the same combination of the lanes. */
+TARGET512 static inline __m256 high8(__m512 v) {
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+TARGET512 static inline double lanes_total16(__m512d s) {
+    return lanes_total8(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
+}
+
+TARGET512 static inline __m512d lanes_add16(__m512d s, __m512 v) {
+    s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    return _mm512_add_pd(s, _mm512_cvtps_pd(high8(v)));
+}
+
+TARGET512 static inline __m512d lanes_add8(__m512d s, __m256 v) {
+    return _mm512_add_pd(s, _mm512_cvtps_pd(v));
+}
+
+TARGET512 static double sum_avx512(const float *x, int n8) {
+    __m512d s = _mm512_setzero_pd();
+    int j = 0;
+    for (; j + 16 <= n8; j += 16) s = lanes_add16(s, _mm512_loadu_ps(x + j));
+    if (j < n8) s = lanes_add8(s, _mm256_loadu_ps(x + j));
+    return lanes_total16(s);
+}
+
+TARGET512 static inline __m512d sq_dev8(__m512d s, __m256 v, __m512d m) {
+    __m512d a = _mm512_sub_pd(_mm512_cvtps_pd(v), m);
+    return _mm512_add_pd(s, _mm512_mul_pd(a, a)); /* no fma: as the scalar sum */
+}
+
+TARGET512 static double sq_dev_avx512(const float *x, int n8, double mean) {
+    __m512d s = _mm512_setzero_pd(), m = _mm512_set1_pd(mean);
+    int j = 0;
+    for (; j + 16 <= n8; j += 16) {
+        __m512 v = _mm512_loadu_ps(x + j);
+        s = sq_dev8(sq_dev8(s, _mm512_castps512_ps256(v), m), high8(v), m);
+    }
+    if (j < n8) s = sq_dev8(s, _mm256_loadu_ps(x + j), m);
+    return lanes_total16(s);
+}
+
+TARGET512 static int layernorm_avx512(float *y, const float *x, int d, float m, float inv,
+                                      const float *w, const float *b) {
+    int j = 0;
+    __m512 vm = _mm512_set1_ps(m), vi = _mm512_set1_ps(inv);
+    for (; j + 16 <= d; j += 16) {
+        __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm), vi),
+                                 _mm512_loadu_ps(w + j));
+        _mm512_storeu_ps(y + j, _mm512_add_ps(t, _mm512_loadu_ps(b + j)));
+    }
+    return j + layernorm_avx2(y + j, x + j, d - j, m, inv, w + j, b + j);
+}
+
+TARGET512 static double softmax_exp_avx512(float *x, int n8, float mx, int store) {
+    __m512d s = _mm512_setzero_pd();
+    __m512 vmx = _mm512_set1_ps(mx), low = _mm512_set1_ps(EXP_LO);
+    int j = 0;
+    for (; j + 16 <= n8; j += 16) {
+        __m512 v = _mm512_sub_ps(_mm512_loadu_ps(x + j), vmx);
+        __mmask16 below = _mm512_cmp_ps_mask(v, low, _CMP_LT_OQ);
+        __m512 e = _mm512_maskz_mov_ps((__mmask16)~below, exp_act16(v));
+        if (store) _mm512_storeu_ps(x + j, e);
+        s = lanes_add16(s, e);
+    }
+    if (j < n8) {
+        __m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + j), _mm256_set1_ps(mx));
+        __m256 e =
+            _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_set1_ps(EXP_LO), _CMP_LT_OQ), exp_act8(v));
+        if (store) _mm256_storeu_ps(x + j, e);
+        s = lanes_add8(s, e);
+    }
+    return lanes_total16(s);
+}
+
+TARGET512 static long add_scaled_avx512(float *y, const float *x, long n, float alpha) {
+    long i = 0;
+    __m512 a = _mm512_set1_ps(alpha);
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(
+            y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_mul_ps(a, _mm512_loadu_ps(x + i))));
+    return i + add_scaled_avx2(y + i, x + i, n - i, alpha);
+}
+
+TARGET512 static inline __m512i bf16_round16(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+}
+
+TARGET512 static long bf16_round_avx512(float *y, const float *x, long n) {
+    long i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_castsi512_ps(bf16_round16(_mm512_loadu_ps(x + i))));
+    return i + bf16_round_avx2(y + i, x + i, n - i);
+}
+
+TARGET512 static long bf16_bits_avx512(uint16_t *y, const float *x, long n) {
+    long i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i r = _mm512_srli_epi32(bf16_round16(_mm512_loadu_ps(x + i)), 16);
+        _mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtepi32_epi16(r));
+    }
+    return i;
+}
 #endif
 
-static double sum_lanes(const float *x, int n8, int simd) {
+/* ------------------------------------------------------------ levels */
+
+static pthread_once_t level_once = PTHREAD_ONCE_INIT;
+static int best_level;
+
+/* AVX-512F on top of the matrix kernels' AVX2, FMA and F16C; the builtin
+ * also checks that the OS saves the 512-bit registers. */
+static void detect_level(void) {
 #ifdef HV_MM_HAVE_AVX2
-    if (simd) return sum_avx2(x, n8);
+    if (hv_mm_simd()) best_level = __builtin_cpu_supports("avx512f") ? HV_OPS_AVX512 : HV_OPS_AVX2;
 #endif
-    (void)simd;
+}
+
+int hv_ops_level(void) {
+    pthread_once(&level_once, detect_level);
+    return best_level;
+}
+
+/* level as asked, but never above what this CPU runs */
+static int run_level(int level) {
+    int best = hv_ops_level();
+    return level < best ? level : best;
+}
+
+static double sum_lanes(const float *x, int n8, int level) {
+#ifdef HV_MM_HAVE_AVX2
+    if (level >= HV_OPS_AVX512) return sum_avx512(x, n8);
+    if (level >= HV_OPS_AVX2) return sum_avx2(x, n8);
+#endif
+    (void)level;
     double s[8] = {0};
     for (int j = 0; j < n8; j += 8)
         for (int l = 0; l < 8; l++) s[l] += x[j + l];
     return lanes_total(s);
 }
 
-static double sq_dev_lanes(const float *x, int n8, double mean, int simd) {
+static double sq_dev_lanes(const float *x, int n8, double mean, int level) {
 #ifdef HV_MM_HAVE_AVX2
-    if (simd) return sq_dev_avx2(x, n8, mean);
+    if (level >= HV_OPS_AVX512) return sq_dev_avx512(x, n8, mean);
+    if (level >= HV_OPS_AVX2) return sq_dev_avx2(x, n8, mean);
 #endif
-    (void)simd;
+    (void)level;
     double s[8] = {0};
     for (int j = 0; j < n8; j += 8)
         for (int l = 0; l < 8; l++) {
@@ -187,16 +410,17 @@ static double sq_dev_lanes(const float *x, int n8, double mean, int simd) {
     return lanes_total(s);
 }
 
-void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
-                  float eps) {
-    int d8 = d & ~7, simd = hv_mm_simd() != NULL;
+void hv_layernorm_at(int level, float *y, const float *x, int n, int d, const float *w,
+                     const float *b, float eps) {
+    int d8 = d & ~7;
+    level = run_level(level);
     for (int i = 0; i < n; i++) {
         const float *xi = x + (long)i * d;
         float *yi = y + (long)i * d;
-        double mean = sum_lanes(xi, d8, simd);
+        double mean = sum_lanes(xi, d8, level);
         for (int j = d8; j < d; j++) mean += xi[j];
         mean /= d;
-        double var = sq_dev_lanes(xi, d8, mean, simd);
+        double var = sq_dev_lanes(xi, d8, mean, level);
         for (int j = d8; j < d; j++) {
             double t = xi[j] - mean;
             var += t * t;
@@ -205,27 +429,38 @@ void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const 
         float inv = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
         int j = 0;
 #ifdef HV_MM_HAVE_AVX2
-        if (simd) j = layernorm_avx2(yi, xi, d, m, inv, w, b);
+        if (level >= HV_OPS_AVX512)
+            j = layernorm_avx512(yi, xi, d, m, inv, w, b);
+        else if (level >= HV_OPS_AVX2)
+            j = layernorm_avx2(yi, xi, d, m, inv, w, b);
 #endif
         for (; j < d; j++) yi[j] = (xi[j] - m) * inv * w[j] + b[j];
     }
 }
 
+void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
+                  float eps) {
+    hv_layernorm_at(HV_OPS_BEST, y, x, n, d, w, b, eps);
+}
+
 /* Softmax's and log-softmax's common part: *max = the max of x[0..n)
  * (n >= 1) and the sum of e^(x - max) over x, in double lanes, the exps
- * stored into x when store; the same bits with and without AVX2. */
-static double exp_sum(float *x, int n, int store, float *max) {
-    int n8 = n & ~7, j = 0, simd = hv_mm_simd() != NULL;
-    (void)simd; /* without AVX2 code, only the portable path */
+ * stored into x when store; the same bits at every level. The max keeps
+ * the AVX2 version's order at every level (max is exact, but which of
+ * +0 and -0 it keeps depends on the order). */
+static double exp_sum(int level, float *x, int n, int store, float *max) {
+    int n8 = n & ~7, j = 0;
     float mx = x[0];
 #ifdef HV_MM_HAVE_AVX2
-    if (simd && n8) mx = max_avx2(x, n8), j = n8;
+    if (level >= HV_OPS_AVX2 && n8) mx = max_avx2(x, n8), j = n8;
 #endif
     for (; j < n; j++)
         if (x[j] > mx) mx = x[j];
     double sum;
 #ifdef HV_MM_HAVE_AVX2
-    if (simd) {
+    if (level >= HV_OPS_AVX512) {
+        sum = softmax_exp_avx512(x, n8, mx, store);
+    } else if (level >= HV_OPS_AVX2) {
         sum = softmax_exp_avx2(x, n8, mx, store);
     } else
 #endif
@@ -248,38 +483,54 @@ static double exp_sum(float *x, int n, int store, float *max) {
     return sum;
 }
 
-void hv_softmax(float *x, int n) {
+void hv_softmax_at(int level, float *x, int n) {
     float mx;
-    float inv = (float)(1.0 / exp_sum(x, n, 1, &mx));
+    float inv = (float)(1.0 / exp_sum(run_level(level), x, n, 1, &mx));
     for (int j = 0; j < n; j++) x[j] *= inv;
 }
+
+void hv_softmax(float *x, int n) { hv_softmax_at(HV_OPS_BEST, x, n); }
 
 /* x - (max + log sum e^(x - max)): the exps as softmax's (within 2 ulp of
  * expf) summed in double, so the log-sum is within a few float ulps of the
  * exact one; a vocabulary of 16384 took 0.17 ms with libm's double exp. */
-void hv_log_softmax(float *x, int n) {
+void hv_log_softmax_at(int level, float *x, int n) {
     float mx;
-    double sum = exp_sum(x, n, 0, &mx);
+    double sum = exp_sum(run_level(level), x, n, 0, &mx);
     float lse = mx + (float)log(sum);
     for (int i = 0; i < n; i++) x[i] -= lse;
 }
 
-/* x / (1 + e^-x), -x as 0 - x as the AVX2 version computes it */
-void hv_silu(float *x, long n) {
+void hv_log_softmax(float *x, int n) { hv_log_softmax_at(HV_OPS_BEST, x, n); }
+
+/* x / (1 + e^-x), -x as 0 - x as the vector versions compute it */
+void hv_silu_at(int level, float *x, long n) {
     long i = 0;
+    level = run_level(level);
 #ifdef HV_MM_HAVE_AVX2
-    if (hv_mm_simd()) i = silu_avx2(x, n);
+    if (level >= HV_OPS_AVX512)
+        i = silu_avx512(x, n);
+    else if (level >= HV_OPS_AVX2)
+        i = silu_avx2(x, n);
 #endif
     for (; i < n; i++) x[i] = x[i] / (1.0f + exp_act(0.0f - x[i]));
 }
 
-void hv_glu(float *y, const float *a, long d) {
+void hv_silu(float *x, long n) { hv_silu_at(HV_OPS_BEST, x, n); }
+
+void hv_glu_at(int level, float *y, const float *a, long d) {
     long i = 0;
+    level = run_level(level);
 #ifdef HV_MM_HAVE_AVX2
-    if (hv_mm_simd()) i = glu_avx2(y, a, d);
+    if (level >= HV_OPS_AVX512)
+        i = glu_avx512(y, a, a + d, d);
+    else if (level >= HV_OPS_AVX2)
+        i = glu_avx2(y, a, a + d, d);
 #endif
     for (; i < d; i++) y[i] = a[i] / (1.0f + exp_act(0.0f - a[d + i]));
 }
+
+void hv_glu(float *y, const float *a, long d) { hv_glu_at(HV_OPS_BEST, y, a, d); }
 
 float hv_exp_act(float x) { return exp_act(x); }
 
@@ -287,8 +538,48 @@ void hv_relu(float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
 }
 
+void hv_add_scaled_at(int level, float *y, const float *x, long n, float alpha) {
+    long i = 0;
+    level = run_level(level);
+#ifdef HV_MM_HAVE_AVX2
+    if (level >= HV_OPS_AVX512)
+        i = add_scaled_avx512(y, x, n, alpha);
+    else if (level >= HV_OPS_AVX2)
+        i = add_scaled_avx2(y, x, n, alpha);
+#endif
+    for (; i < n; i++) y[i] += alpha * x[i];
+}
+
 void hv_add_scaled(float *y, const float *x, long n, float alpha) {
-    for (long i = 0; i < n; i++) y[i] += alpha * x[i];
+    hv_add_scaled_at(HV_OPS_BEST, y, x, n, alpha);
+}
+
+void hv_bf16_round_n_at(int level, float *y, const float *x, long n) {
+    long i = 0;
+    level = run_level(level);
+#ifdef HV_MM_HAVE_AVX2
+    if (level >= HV_OPS_AVX512)
+        i = bf16_round_avx512(y, x, n);
+    else if (level >= HV_OPS_AVX2)
+        i = bf16_round_avx2(y, x, n);
+#endif
+    for (; i < n; i++) y[i] = hv_bf16_round(x[i]);
+}
+
+void hv_bf16_round_n(float *y, const float *x, long n) { hv_bf16_round_n_at(HV_OPS_BEST, y, x, n); }
+
+void hv_bf16_bits_n_at(int level, uint16_t *y, const float *x, long n) {
+    long i = 0;
+    level = run_level(level);
+#ifdef HV_MM_HAVE_AVX2
+    if (level >= HV_OPS_AVX512) i = bf16_bits_avx512(y, x, n);
+    if (level >= HV_OPS_AVX2) i += bf16_bits_avx2(y + i, x + i, n - i);
+#endif
+    for (; i < n; i++) y[i] = hv_bf16_bits(x[i]);
+}
+
+void hv_bf16_bits_n(uint16_t *y, const float *x, long n) {
+    hv_bf16_bits_n_at(HV_OPS_BEST, y, x, n);
 }
 
 int hv_argmax(const float *x, int n) {

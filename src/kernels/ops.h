@@ -2,6 +2,8 @@
 #ifndef HV_OPS_H
 #define HV_OPS_H
 
+#include <stdint.h>
+
 /* y[i,:] = LayerNorm(x[i,:]) * w + b over d features, n rows. */
 void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
                   float eps);
@@ -21,7 +23,30 @@ void hv_relu(float *x, long n);
 /* y[n] += alpha * x[n] */
 void hv_add_scaled(float *y, const float *x, long n, float alpha);
 
+/* y[n] = x[n] rounded to bf16 (hv_bf16_round; y may be x), and the same
+ * as bf16 bits (hv_bf16_bits). */
+void hv_bf16_round_n(float *y, const float *x, long n);
+void hv_bf16_bits_n(uint16_t *y, const float *x, long n);
+
 /* Index of the largest value (first on ties). */
 int hv_argmax(const float *x, int n);
+
+/* The instruction sets these kernels have versions for. Every level gives
+ * the same bits (the tests compare each with the portable one); the
+ * functions above run the best this CPU has, hv_ops_level(). */
+enum { HV_OPS_PORTABLE = 0, HV_OPS_AVX2 = 1, HV_OPS_AVX512 = 2, HV_OPS_BEST = 99 };
+int hv_ops_level(void);
+
+/* The functions above at a given level (at most hv_ops_level(): a higher
+ * one runs the best there is), for the tests and the benchmark. */
+void hv_layernorm_at(int level, float *y, const float *x, int n, int d, const float *w,
+                     const float *b, float eps);
+void hv_softmax_at(int level, float *x, int n);
+void hv_log_softmax_at(int level, float *x, int n);
+void hv_silu_at(int level, float *x, long n);
+void hv_glu_at(int level, float *y, const float *a, long d);
+void hv_add_scaled_at(int level, float *y, const float *x, long n, float alpha);
+void hv_bf16_round_n_at(int level, float *y, const float *x, long n);
+void hv_bf16_bits_n_at(int level, uint16_t *y, const float *x, long n);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/threads.h"
@@ -122,10 +123,12 @@ static void test_ops(void) {
     CHECK(hv_argmax(m, 5) == 1);
 }
 
-/* hv_exp_act against exp in double: within 2 ulp over its range; hv_silu and
- * hv_glu (vectorised where the CPU allows) bit for bit the scalar formula
- * over hv_exp_act, tails and special values included. */
-static void test_activations(void) {
+static const char *level_name(int level) {
+    return level == HV_OPS_AVX512 ? "avx512" : level == HV_OPS_AVX2 ? "avx2" : "portable";
+}
+
+/* hv_exp_act against exp in double: within 2 ulp over its range. */
+static void test_exp_act(void) {
     double worst = 0;
     for (long i = 0; i <= 2000000; i++) {
         float x = -87.0f + 175.0f * (float)i / 2000000.0f;
@@ -137,7 +140,11 @@ static void test_activations(void) {
     CHECK_MSG(worst <= 2.0, "hv_exp_act: worst error %.2f ulp", worst);
     CHECK(hv_exp_act(0) == 1.0f && isnan(hv_exp_act(NAN)));
     CHECK(hv_exp_act(-1000) > 0 && hv_exp_act(-1000) < 1e-37f && isfinite(hv_exp_act(1000)));
+}
 
+/* hv_silu and hv_glu at each level this CPU has, bit for bit the scalar
+ * formula over hv_exp_act, tails and special values included. */
+static void test_activations(int level) {
     enum { N = 1037 };
     static float x[N], y[N], a[2 * N], g[N];
     unsigned seed = 12345;
@@ -147,24 +154,24 @@ static void test_activations(void) {
     }
     x[0] = 0, x[1] = -0.0f, x[2] = 100, x[3] = -100, x[4] = 1e-30f, x[5] = -90;
     memcpy(y, x, sizeof y);
-    hv_silu(y, N);
+    hv_silu_at(level, y, N);
     int same = 1;
     for (int i = 0; i < N; i++) {
         float want = x[i] / (1.0f + hv_exp_act(0.0f - x[i]));
         same &= memcmp(&want, &y[i], sizeof want) == 0;
     }
-    CHECK_MSG(same, "hv_silu differs from its scalar formula");
+    CHECK_MSG(same, "hv_silu (%s) differs from its scalar formula", level_name(level));
     CHECK(fabsf(y[2] - 100) < 1e-4f && fabsf(y[3]) < 1e-30f);
     for (int i = 0; i < N; i++) a[i] = x[i], a[N + i] = x[N - 1 - i];
-    hv_glu(g, a, N);
+    hv_glu_at(level, g, a, N);
     same = 1;
     for (int i = 0; i < N; i++) {
         float want = a[i] / (1.0f + hv_exp_act(0.0f - a[N + i]));
         same &= memcmp(&want, &g[i], sizeof want) == 0;
     }
-    CHECK_MSG(same, "hv_glu differs from its scalar formula");
+    CHECK_MSG(same, "hv_glu (%s) differs from its scalar formula", level_name(level));
     float nan8[9] = {NAN, 1, 2, 3, 4, 5, 6, 7, NAN};
-    hv_silu(nan8, 9);
+    hv_silu_at(level, nan8, 9);
     CHECK(isnan(nan8[0]) && isnan(nan8[8]) && nan8[1] > 0.73f && nan8[1] < 0.74f);
 }
 
@@ -182,18 +189,18 @@ static double lanes_sum(const double *v, int n) {
 /* hv_softmax and hv_layernorm (vectorised where the CPU allows) bit for
  * bit their scalar formulas in that order, over lengths with and without
  * tails; and within stated bounds of double-precision versions. */
-static void test_row_kernels(void) {
+static void test_row_kernels(int level) {
     enum { MAXN = 1300 };
     static float x[MAXN], y[MAXN], w[MAXN], b[MAXN];
     static double v[MAXN];
-    const int lens[] = {1, 7, 8, 9, 13, 64, 375, 1037, 1280};
+    const int lens[] = {1, 7, 8, 9, 13, 16, 17, 24, 31, 32, 33, 64, 375, 1037, 1280};
     unsigned seed = 77;
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         int n = lens[k];
         for (int i = 0; i < n; i++) x[i] = frand(&seed) * 30.0f;
         if (n > 3) x[n / 2] = -1e30f, x[n - 1] = -95.0f; /* masked; below exp's range */
         memcpy(y, x, sizeof(float) * n);
-        hv_softmax(y, n);
+        hv_softmax_at(level, y, n);
         float mx = x[0];
         for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
         float e[MAXN];
@@ -214,14 +221,14 @@ static void test_row_kernels(void) {
             double ref = exp((double)(x[i] - mx)) / z;
             close &= fabs(y[i] - ref) <= 1e-6 * ref + 1e-37;
         }
-        CHECK_MSG(same, "hv_softmax(%d) differs from its scalar formula", n);
+        CHECK_MSG(same, "hv_softmax(%d, %s) differs from its scalar formula", n, level_name(level));
         CHECK_MSG(close, "hv_softmax(%d): beyond 1e-6 relative of double", n);
         if (n > 3) CHECK(y[n / 2] == 0.0f && y[n - 1] == 0.0f);
 
         /* log-softmax: x - (max + log of the same lane sum of the same
          * exps), and within a few float ulps of x - max - log z */
         memcpy(y, x, sizeof(float) * n);
-        hv_log_softmax(y, n);
+        hv_log_softmax_at(level, y, n);
         float lse = mx + (float)log(lanes_sum(v, n));
         same = 1, close = 1;
         for (int i = 0; i < n; i++) {
@@ -230,14 +237,15 @@ static void test_row_kernels(void) {
             double ref = (double)(x[i] - mx) - log(z);
             if (x[i] > -1e29f) close &= fabs(y[i] - ref) <= 1e-6 * (fabs(ref) + fabs(mx) + 1);
         }
-        CHECK_MSG(same, "hv_log_softmax(%d) differs from its scalar formula", n);
+        CHECK_MSG(same, "hv_log_softmax(%d, %s) differs from its scalar formula", n,
+                  level_name(level));
         CHECK_MSG(close, "hv_log_softmax(%d): beyond 1e-6 relative of double", n);
 
         for (int i = 0; i < n; i++) {
             x[i] = 3.0f + frand(&seed) * 2.0f; /* an offset mean, as in activations */
             w[i] = frand(&seed), b[i] = frand(&seed);
         }
-        hv_layernorm(y, x, 1, n, w, b, 1e-5f);
+        hv_layernorm_at(level, y, x, 1, n, w, b, 1e-5f);
         for (int i = 0; i < n; i++) v[i] = x[i];
         double mean = lanes_sum(v, n) / n, dmean = 0, dvar = 0;
         for (int i = 0; i < n; i++) v[i] = (x[i] - mean) * (x[i] - mean);
@@ -254,15 +262,79 @@ static void test_row_kernels(void) {
             double ref = (x[i] - dmean) / sqrt(dvar + 1e-5) * w[i] + b[i];
             close &= fabs(y[i] - ref) <= 1e-5 * (1 + fabs(ref));
         }
-        CHECK_MSG(same, "hv_layernorm(%d) differs from its scalar formula", n);
+        CHECK_MSG(same, "hv_layernorm(%d, %s) differs from its scalar formula", n,
+                  level_name(level));
         CHECK_MSG(close, "hv_layernorm(%d): beyond 1e-5 of double", n);
     }
 }
 
+/* hv_add_scaled and the bf16 roundings at each level: bit for bit their
+ * scalar formulas (y += alpha * x; hv_bf16_round, hv_f32_to_bf16), over
+ * lengths with and without tails and the values where rounding is
+ * special: ties either way, NaNs quiet and signalling, infinities, the
+ * largest finite value (rounds to infinity), denormals, zeros. */
+static void test_passes(int level) {
+    enum { MAXN = 1100 };
+    static float x[MAXN], y[MAXN], want[MAXN];
+    static uint16_t bits[MAXN + 1];
+    const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x7fc00000u, 0x7f800001u,
+                                0xff800001u, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x00000001u,
+                                0x807fffffu, 0x80000000u, 0x00000000u, 0x7fffffffu, 0x3f80ffffu};
+    const int lens[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 1037, 1100};
+    unsigned seed = 99;
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        int n = lens[k];
+        for (int i = 0; i < n; i++) {
+            x[i] = frand(&seed) * 1000.0f;
+            uint32_t u = special[(i * 7 + k) % (sizeof special / sizeof special[0])];
+            if (i % 3 == 0) memcpy(&x[i], &u, 4);
+        }
+        for (int i = 0; i < n; i++) y[i] = want[i] = frand(&seed);
+        for (int i = 0; i < n; i++) want[i] += 0.37f * x[i];
+        hv_add_scaled_at(level, y, x, n, 0.37f);
+        CHECK_MSG(memcmp(y, want, sizeof(float) * n) == 0, "hv_add_scaled(%d, %s) differs", n,
+                  level_name(level));
+
+        int same = 1;
+        hv_bf16_round_n_at(level, y, x, n);
+        for (int i = 0; i < n; i++) {
+            float r = hv_bf16_round(x[i]);
+            same &= memcmp(&r, &y[i], 4) == 0;
+        }
+        memcpy(y, x, sizeof(float) * n);
+        hv_bf16_round_n_at(level, y, y, n); /* in place */
+        for (int i = 0; i < n; i++) {
+            float r = hv_bf16_round(x[i]);
+            same &= memcmp(&r, &y[i], 4) == 0;
+        }
+        CHECK_MSG(same, "hv_bf16_round_n(%d, %s) differs from hv_bf16_round", n, level_name(level));
+        bits[n] = 0xabcd; /* not written past the end */
+        hv_bf16_bits_n_at(level, bits, x, n);
+        same = bits[n] == 0xabcd;
+        for (int i = 0; i < n; i++) same &= bits[i] == hv_f32_to_bf16(x[i]);
+        CHECK_MSG(same, "hv_bf16_bits_n(%d, %s) differs from hv_f32_to_bf16", n, level_name(level));
+    }
+    /* the special values' roundings, as hv_f32_to_bf16 defines them */
+    float f;
+    uint32_t u = 0x3f808000u; /* a tie to the even 0x3f80 */
+    memcpy(&f, &u, 4);
+    hv_bf16_bits_n_at(level, bits, &f, 1);
+    CHECK(bits[0] == 0x3f80);
+    u = 0x7f7fffffu; /* the largest finite value rounds to infinity */
+    memcpy(&f, &u, 4);
+    hv_bf16_bits_n_at(level, bits, &f, 1);
+    CHECK(bits[0] == 0x7f80);
+}
+
 int main(void) {
     test_pool();
-    test_activations();
-    test_row_kernels();
+    test_exp_act();
+    /* every level this CPU has, portable first */
+    for (int level = HV_OPS_PORTABLE; level <= hv_ops_level(); level++) {
+        test_activations(level);
+        test_row_kernels(level);
+        test_passes(level);
+    }
     test_linear();
     test_gemm();
     test_ops();

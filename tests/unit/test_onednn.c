@@ -20,10 +20,12 @@
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/half.h"
 #include "kernels/matmul.h"
@@ -196,11 +198,26 @@ static int task_count(void) {
     return n;
 }
 
+/* The process's thread count once it is down to at most want, or what it
+ * is after 30 s without getting there. A thread that pthread_join has
+ * seen end stays listed in /proc until the kernel has released it, which
+ * on a loaded or single-CPU machine can be after the joiner runs on; so
+ * the count is waited for, not read once. */
+static int threads_down_to(int want) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int n = task_count();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (n <= want || t.tv_sec - t0.tv_sec > 30) return n;
+        sched_yield();
+    }
+}
+
 /* The engine against the double-precision product: odd shapes, bias,
  * SiLU and residual epilogues, 1 and 3 threads, through hv_linear (the
  * pool's engine) and hv_linear_many. */
-static void test_engine(int bf16) {
-    int threads_before = task_count();
+static void test_engine(int bf16, int threads_before) {
     hv_onednn *d = hv_onednn_new(bf16);
     if (!hv_onednn_compiled()) {
         CHECK_MSG(d == NULL, "no engine without oneDNN");
@@ -287,7 +304,7 @@ static void test_engine(int bf16) {
     /* no OpenMP team: the products ran on the pools' threads alone, so
      * now that the pools are gone the process has the threads it had
      * before (an OpenMP team would stay, idle; Linux: /proc/self/task) */
-    int threads = task_count();
+    int threads = threads_down_to(threads_before);
     CHECK_MSG(threads == threads_before, "oneDNN %s: no threads beyond ours (%d before, %d after)",
               bf16 ? "bf16" : "f32", threads_before, threads);
     /* what it does not take: another type, the r64 layout, few rows */
@@ -475,8 +492,8 @@ static void mm_clear(mm_case *c) {
     for (size_t t = 0; t < (size_t)c->m * c->ldc; t++) c->c[t] = -7.0f;
 }
 
-static void test_matmul(int bf16) {
-    int threads_before = task_count(), native = hv_onednn_native_bf16();
+static void test_matmul(int bf16, int threads_before) {
+    int native = hv_onednn_native_bf16();
     hv_onednn *d = hv_onednn_new(bf16);
     if (!hv_onednn_compiled()) {
         float a = 1, b = 1, c = 0;
@@ -528,7 +545,7 @@ static void test_matmul(int bf16) {
     }
     for (int i = 0; i < nc; i++) mm_free(&cases[i]);
     CHECK(hv_onednn_matmul(d, 0, 1, 1, cases, 1, cases, 1, 0, NULL, 1) == -1);
-    int threads = task_count();
+    int threads = threads_down_to(threads_before);
     CHECK_MSG(threads == threads_before, "oneDNN %s matmul: no threads beyond ours (%d, %d)",
               bf16 ? "bf16" : "f32", threads_before, threads);
     hv_onednn_free(d);
@@ -670,19 +687,22 @@ static void test_shared(void) {
 }
 
 int main(void) {
+    /* the threads of the process before any pool (the libraries' own):
+     * what the oneDNN tests must come back to */
+    int threads = task_count();
     rng = 4242;
     test_rounding();
     test_emulation();
     test_rows_class();
-    test_engine(0);
+    test_engine(0, threads);
     /* bf16 only where this CPU (or ONEDNN_MAX_CPU_ISA) has it natively:
      * oneDNN 2.6 has no bf16 matmul below AVX512_CORE_BF16 */
-    if (hv_onednn_native_bf16()) test_engine(1);
-    test_matmul(0);
+    if (hv_onednn_native_bf16()) test_engine(1, threads);
+    test_matmul(0, threads);
     /* on every host: the bf16 bits' strides and transposition reach
      * oneDNN's primitives where the CPU has native bf16, and the loops
      * that stand in when a primitive is missing elsewhere */
-    test_matmul(1);
+    test_matmul(1, threads);
     test_concurrent();
     test_shared();
     TEST_END();
