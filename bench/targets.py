@@ -79,7 +79,8 @@ def issue39(a, q8):
         tile = (f"; the AMX tile unit {f['tile_peak_gflops']:.0f} GFLOP/s, encoder at "
                 f"{f['encoder_tile_share']:.0%} of it" if "tile_peak_gflops" in f
                 else f"; tile unit not measured: {f.get('tile_probe', '?')}")
-        line(f"encoder, {name}, compute {o['compute']}, gemm {o['gemm']} "
+        line(f"encoder, {name}, compute {o['compute']}, gemm {o['gemm']}, element-wise "
+             f"{o.get('elementwise', '?')} "
              f"({f['gemm_peak_gflops']:.0f} GFLOP/s on its matrices; encoder at "
              f"{f['encoder_gemm_share']:.0%} of it{tile})", f"{e['median'] / 1e3:.2f} s",
              f"{e['min'] / 1e3:.2f}", f"{e['max'] / 1e3:.2f}", f"<= {target} s",

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "hviske.h"
+#include "kernels/ops.h" /* hv_ops_level: the element-wise passes' instruction set */
 #include "subtitles.h"
 #include "tile_probe.h"
 #include "tool_util.h"
@@ -558,10 +559,10 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "decoder_weight_mb", dec_mb);
     if (!o.json)
         printf("model %s: loaded in %.1f ms, weights %s, %.1f MB (%.1f MB widened to bf16), "
-               "compute %s, gemm %s\n",
+               "compute %s, gemm %s, element-wise %s\n",
                o.model, load_ms, o.weight_type, hv_model_weight_bytes(model) / 1e6,
                hv_model_widened_weight_bytes(model) / 1e6, hv_compute_name(hv_model_compute(model)),
-               hv_model_gemm(model));
+               hv_model_gemm(model), hv_ops_level_name(hv_ops_level()));
     int rc = 0;
     for (int i = optind; i < argc; i++)
         rc |= bench_file(model, vad, &o, o.bandwidth ? &probe : NULL, dec_mb, argv[i], files);
@@ -573,6 +574,7 @@ int main(int argc, char **argv) {
         cJSON_AddStringToObject(root, "weight_type", o.weight_type);
         cJSON_AddStringToObject(root, "compute", hv_compute_name(hv_model_compute(model)));
         cJSON_AddStringToObject(root, "gemm", hv_model_gemm(model));
+        cJSON_AddStringToObject(root, "elementwise", hv_ops_level_name(hv_ops_level()));
         cJSON_AddNumberToObject(root, "weight_mb", hv_model_weight_bytes(model) / 1e6);
         cJSON_AddNumberToObject(root, "widened_weight_mb",
                                 hv_model_widened_weight_bytes(model) / 1e6);

@@ -377,6 +377,10 @@ int hv_ops_level(void) {
     return best_level;
 }
 
+const char *hv_ops_level_name(int level) {
+    return level >= HV_OPS_AVX512 ? "avx512" : level == HV_OPS_AVX2 ? "avx2" : "portable";
+}
+
 /* level as asked, but never above what this CPU runs */
 static int run_level(int level) {
     int best = hv_ops_level();

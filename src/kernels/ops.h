@@ -36,6 +36,8 @@ int hv_argmax(const float *x, int n);
  * functions above run the best this CPU has, hv_ops_level(). */
 enum { HV_OPS_PORTABLE = 0, HV_OPS_AVX2 = 1, HV_OPS_AVX512 = 2, HV_OPS_BEST = 99 };
 int hv_ops_level(void);
+/* "portable", "avx2" or "avx512" */
+const char *hv_ops_level_name(int level);
 
 /* The functions above at a given level (at most hv_ops_level(): a higher
  * one runs the best there is), for the tests and the benchmark. */

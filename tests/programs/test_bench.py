@@ -7,8 +7,8 @@ contract: every stage's median/min/max in order, the threads' busy share,
 the sgemm peak of --peak
 measured around each run with the encoder's share of it, and the same for
 the kernels of the compute mode (gemm_peak_gflops) and of the AMX tile unit
-where the CPU has one (tile_peak_gflops; elsewhere the reason), the "compute" and
-"gemm" keys and --compute, --bandwidth's
+where the CPU has one (tile_peak_gflops; elsewhere the reason), the "compute",
+"gemm" and "elementwise" keys and --compute, --bandwidth's
 figures (at the start, and around each run with a step's time over the
 bound of its moment), and a clear error for a file that is not there.
 
@@ -39,13 +39,26 @@ def ordered(m):
     return m["min"] <= m["median"] <= m["max"]
 
 
-def cpu_has_amx_bf16():
-    """Whether the kernel lists the tile unit and its bf16 product."""
+def cpu_flags():
+    """The CPU's flags as the kernel lists them."""
     with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
         for line in f:
             if line.startswith("flags"):
-                return {"amx_bf16", "amx_tile"} <= set(line.split())
-    return False
+                return set(line.split())
+    return set()
+
+
+def cpu_has_amx_bf16():
+    """Whether the kernel lists the tile unit and its bf16 product."""
+    return {"amx_bf16", "amx_tile"} <= cpu_flags()
+
+
+def elementwise_expected():
+    """The element-wise passes' instruction set this CPU should run."""
+    flags = cpu_flags()
+    if not {"avx2", "fma", "f16c"} <= flags:
+        return "portable"
+    return "avx512" if "avx512f" in flags else "avx2"
 
 
 def main():
@@ -94,6 +107,9 @@ def main():
            out.get("compute") == "f32" and (out.get("gemm", "").startswith("ours ")
                                              or out.get("gemm", "").startswith("onednn ")),
            str({k: out.get(k) for k in ("compute", "gemm")}))
+    report("--json: the element-wise passes' instruction set, as /proc/cpuinfo has it",
+           out.get("elementwise") == elementwise_expected(),
+           f"{out.get('elementwise')} (expected {elementwise_expected()})")
     p2 = bench("--runs", "1", "--warmup", "0", "--max-tokens", "2", "--compute", "bf16", "--json",
                EXAMPLE)
     try:

@@ -123,10 +123,6 @@ static void test_ops(void) {
     CHECK(hv_argmax(m, 5) == 1);
 }
 
-static const char *level_name(int level) {
-    return level == HV_OPS_AVX512 ? "avx512" : level == HV_OPS_AVX2 ? "avx2" : "portable";
-}
-
 /* hv_exp_act against exp in double: within 2 ulp over its range. */
 static void test_exp_act(void) {
     double worst = 0;
@@ -160,7 +156,7 @@ static void test_activations(int level) {
         float want = x[i] / (1.0f + hv_exp_act(0.0f - x[i]));
         same &= memcmp(&want, &y[i], sizeof want) == 0;
     }
-    CHECK_MSG(same, "hv_silu (%s) differs from its scalar formula", level_name(level));
+    CHECK_MSG(same, "hv_silu (%s) differs from its scalar formula", hv_ops_level_name(level));
     CHECK(fabsf(y[2] - 100) < 1e-4f && fabsf(y[3]) < 1e-30f);
     for (int i = 0; i < N; i++) a[i] = x[i], a[N + i] = x[N - 1 - i];
     hv_glu_at(level, g, a, N);
@@ -169,7 +165,7 @@ static void test_activations(int level) {
         float want = a[i] / (1.0f + hv_exp_act(0.0f - a[N + i]));
         same &= memcmp(&want, &g[i], sizeof want) == 0;
     }
-    CHECK_MSG(same, "hv_glu (%s) differs from its scalar formula", level_name(level));
+    CHECK_MSG(same, "hv_glu (%s) differs from its scalar formula", hv_ops_level_name(level));
     float nan8[9] = {NAN, 1, 2, 3, 4, 5, 6, 7, NAN};
     hv_silu_at(level, nan8, 9);
     CHECK(isnan(nan8[0]) && isnan(nan8[8]) && nan8[1] > 0.73f && nan8[1] < 0.74f);
@@ -221,7 +217,8 @@ static void test_row_kernels(int level) {
             double ref = exp((double)(x[i] - mx)) / z;
             close &= fabs(y[i] - ref) <= 1e-6 * ref + 1e-37;
         }
-        CHECK_MSG(same, "hv_softmax(%d, %s) differs from its scalar formula", n, level_name(level));
+        CHECK_MSG(same, "hv_softmax(%d, %s) differs from its scalar formula", n,
+                  hv_ops_level_name(level));
         CHECK_MSG(close, "hv_softmax(%d): beyond 1e-6 relative of double", n);
         if (n > 3) CHECK(y[n / 2] == 0.0f && y[n - 1] == 0.0f);
 
@@ -238,7 +235,7 @@ static void test_row_kernels(int level) {
             if (x[i] > -1e29f) close &= fabs(y[i] - ref) <= 1e-6 * (fabs(ref) + fabs(mx) + 1);
         }
         CHECK_MSG(same, "hv_log_softmax(%d, %s) differs from its scalar formula", n,
-                  level_name(level));
+                  hv_ops_level_name(level));
         CHECK_MSG(close, "hv_log_softmax(%d): beyond 1e-6 relative of double", n);
 
         for (int i = 0; i < n; i++) {
@@ -263,7 +260,7 @@ static void test_row_kernels(int level) {
             close &= fabs(y[i] - ref) <= 1e-5 * (1 + fabs(ref));
         }
         CHECK_MSG(same, "hv_layernorm(%d, %s) differs from its scalar formula", n,
-                  level_name(level));
+                  hv_ops_level_name(level));
         CHECK_MSG(close, "hv_layernorm(%d): beyond 1e-5 of double", n);
     }
 }
@@ -293,7 +290,7 @@ static void test_passes(int level) {
         for (int i = 0; i < n; i++) want[i] += 0.37f * x[i];
         hv_add_scaled_at(level, y, x, n, 0.37f);
         CHECK_MSG(memcmp(y, want, sizeof(float) * n) == 0, "hv_add_scaled(%d, %s) differs", n,
-                  level_name(level));
+                  hv_ops_level_name(level));
 
         int same = 1;
         hv_bf16_round_n_at(level, y, x, n);
@@ -307,12 +304,14 @@ static void test_passes(int level) {
             float r = hv_bf16_round(x[i]);
             same &= memcmp(&r, &y[i], 4) == 0;
         }
-        CHECK_MSG(same, "hv_bf16_round_n(%d, %s) differs from hv_bf16_round", n, level_name(level));
+        CHECK_MSG(same, "hv_bf16_round_n(%d, %s) differs from hv_bf16_round", n,
+                  hv_ops_level_name(level));
         bits[n] = 0xabcd; /* not written past the end */
         hv_bf16_bits_n_at(level, bits, x, n);
         same = bits[n] == 0xabcd;
         for (int i = 0; i < n; i++) same &= bits[i] == hv_f32_to_bf16(x[i]);
-        CHECK_MSG(same, "hv_bf16_bits_n(%d, %s) differs from hv_f32_to_bf16", n, level_name(level));
+        CHECK_MSG(same, "hv_bf16_bits_n(%d, %s) differs from hv_f32_to_bf16", n,
+                  hv_ops_level_name(level));
     }
     /* the special values' roundings, as hv_f32_to_bf16 defines them */
     float f;
