@@ -576,8 +576,11 @@ void hv_bf16_bits_n_at(int level, uint16_t *y, const float *x, long n) {
     long i = 0;
     level = run_level(level);
 #ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512) i = bf16_bits_avx512(y, x, n);
-    if (level >= HV_OPS_AVX2) i += bf16_bits_avx2(y + i, x + i, n - i);
+    /* both take 16 values a step: the AVX-512 one leaves the AVX2 one none */
+    if (level >= HV_OPS_AVX512)
+        i = bf16_bits_avx512(y, x, n);
+    else if (level >= HV_OPS_AVX2)
+        i = bf16_bits_avx2(y, x, n);
 #endif
     for (; i < n; i++) y[i] = hv_bf16_bits(x[i]);
 }
