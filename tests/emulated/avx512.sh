@@ -228,7 +228,9 @@ EOF
   cat "$PLAN"
   cat <<'EOF'
 echo "@@hvemu done"
-sleep 1 # lets the console drain
+# a setting made with TCSETSW, which returns once the console's output
+# has left the serial port: then power off without losing the marker
+stty -F /dev/console -echo
 poweroff -f
 EOF
 } >"$ROOTFS/init"
