@@ -102,6 +102,10 @@ class TranscribeParams(ctypes.Structure):
                 ("length_penalty", ctypes.c_float), ("do_sample", ctypes.c_int),
                 ("temperature", ctypes.c_float), ("top_k", ctypes.c_int),
                 ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64),
+                ("best_of", ctypes.c_int), ("temperatures", ctypes.POINTER(ctypes.c_float)),
+                ("n_temperatures", ctypes.c_int),
+                ("compression_ratio_threshold", ctypes.c_float),
+                ("log_prob_threshold", ctypes.c_float), ("no_speech_threshold", ctypes.c_float),
                 ("chunking", ctypes.c_int), ("chunk_seconds", ctypes.c_float),
                 ("vad", ctypes.c_void_p), ("vad_params", VadParams),
                 ("vad_max_gap_s", ctypes.c_float), ("word_timestamps", ctypes.c_int),
@@ -133,7 +137,9 @@ class Segment(ctypes.Structure):
                 ("token_logprobs", ctypes.POINTER(ctypes.c_float)),
                 ("n_tokens", ctypes.c_int), ("score", ctypes.c_double),
                 ("words", ctypes.POINTER(Word)), ("n_words", ctypes.c_int),
-                ("first_token", ctypes.c_int)]
+                ("first_token", ctypes.c_int), ("temperature", ctypes.c_float),
+                ("avg_logprob", ctypes.c_double), ("compression_ratio", ctypes.c_double),
+                ("no_speech_prob", ctypes.c_double)]
 
 
 class Cue(ctypes.Structure):
