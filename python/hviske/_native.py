@@ -255,6 +255,13 @@ def _open(name: str) -> Library:
     return Library(cdll, _real_path(cdll, name))
 
 
+def _bundled() -> List[str]:
+    """The libhviske.so.0 a wheel built for this machine carries beside the
+    package's modules (python/_hviske_clib.py), when it is there."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
+    return [path] if os.path.isfile(path) else []
+
+
 def _recorded() -> Optional[str]:
     """The library recorded when the package was built into a wheel
     (hviske/_installed.py, python/_hviske_build.py); None in the source
@@ -298,7 +305,7 @@ def library_candidates() -> List[Tuple[str, str]]:
     """(how it was found, file or name) of each place the installed
     library is looked for, in order, after the library argument and
     $HVISKE_LIBRARY."""
-    out = []
+    out = [("built with the package", p) for p in _bundled()]
     rec = _recorded()
     if rec:
         out.append(("recorded when the package was installed", rec))
@@ -315,8 +322,9 @@ def library_candidates() -> List[Tuple[str, str]]:
 def load_library(path: Union[str, "os.PathLike[str]", None] = None) -> Library:
     """Loads libhviske and returns it (once per process for each way of
     finding it). Looks, in order, at `path` when given, at $HVISKE_LIBRARY
-    when set, then at the installed library: the one recorded when the
-    package was installed (the library `make install` had put in place:
+    when set, then at the installed library: the one built with the
+    package (hviske/libhviske.so.0, when pip built it), the one recorded
+    when the package was installed (the library `make install` had put in place:
     python/README.md "Installing"), libhviske.so.0 in the prefix the
     package itself is installed in, ctypes.util.find_library (which asks
     ldconfig, the compiler and $LD_LIBRARY_PATH), the dynamic linker itself
@@ -355,12 +363,13 @@ def load_library(path: Union[str, "os.PathLike[str]", None] = None) -> Library:
 
 def detector_candidates(lib: Library) -> List[str]:
     """Where the speech detector is looked for, in order, after
-    $HVISKE_VAD_MODEL: PREFIX/share/hviske/silero-vad for the prefix the
-    library is installed in (lib/ or lib/<multiarch>/ under it), then the
-    source tree's models/silero-vad when the library is in a CMake build
-    folder of hviske."""
-    out = []
+    $HVISKE_VAD_MODEL: silero-vad beside the library (the one a wheel with
+    its own library carries), PREFIX/share/hviske/silero-vad for the prefix
+    the library is installed in (lib/ or lib/<multiarch>/ under it), then
+    the source tree's models/silero-vad when the library is in a CMake
+    build folder of hviske."""
     libdir = os.path.dirname(lib.path)
+    out = [os.path.join(libdir, "silero-vad")]
     for up in (1, 2):
         prefix = libdir
         for _ in range(up):
