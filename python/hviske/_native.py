@@ -30,8 +30,9 @@ class LibraryNotFound(Error):
     """libhviske could not be found or loaded."""
 
 
-class FileError(Error):
-    """HV_ERR_IO: a file could not be opened or read."""
+class FileError(Error, OSError):
+    """HV_ERR_IO: a file could not be opened or read (an OSError too, as
+    Python's own file errors)."""
 
 
 class FormatError(Error):
@@ -142,6 +143,12 @@ class Segment(ctypes.Structure):
                 ("no_speech_prob", ctypes.c_double)]
 
 
+class SpeechRegion(ctypes.Structure):
+    """hv_speech_region: seconds, and samples at the detector's rate."""
+    _fields_ = [("start", ctypes.c_double), ("end", ctypes.c_double),
+                ("start_sample", ctypes.c_int64), ("end_sample", ctypes.c_int64)]
+
+
 class Cue(ctypes.Structure):
     """hv_cue: a segment (sentence-sized) of a chunk, hv_segment_cues."""
     _fields_ = [("start", ctypes.c_double), ("end", ctypes.c_double),
@@ -170,6 +177,7 @@ _SIGNATURES = {
     "hv_model_sample_rate": (ctypes.c_int, [_P]),
     "hv_model_n_languages": (ctypes.c_int, [_P]),
     "hv_model_language": (ctypes.c_char_p, [_P, ctypes.c_int]),
+    "hv_model_default_language": (ctypes.c_char_p, [_P]),
     "hv_context_new": (_P, [_P, ctypes.c_int]),
     "hv_context_free": (None, [_P]),
     "hv_context_error": (ctypes.c_char_p, [_P]),
@@ -209,6 +217,20 @@ _SIGNATURES = {
                                             ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
                                             ctypes.c_size_t]),
     "hv_audio_free": (None, [_F]),
+    "hv_audio_max_seconds": (ctypes.c_double, [ctypes.c_size_t, ctypes.c_int]),
+    "hv_audio_read_mono": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_double,
+                                          ctypes.POINTER(_F), ctypes.POINTER(ctypes.c_size_t),
+                                          ctypes.c_char_p, ctypes.c_size_t]),
+    "hv_audio_read_buffer_mono": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t,
+                                                 ctypes.c_char_p, ctypes.c_int, ctypes.c_double,
+                                                 ctypes.POINTER(_F),
+                                                 ctypes.POINTER(ctypes.c_size_t),
+                                                 ctypes.c_char_p, ctypes.c_size_t]),
+    "hv_vad_regions": (ctypes.c_int, [_P, _P, _F, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                      ctypes.POINTER(VadParams),
+                                      ctypes.POINTER(ctypes.POINTER(SpeechRegion)),
+                                      ctypes.POINTER(ctypes.c_size_t)]),
+    "hv_vad_free_regions": (None, [ctypes.POINTER(SpeechRegion)]),
 }
 
 

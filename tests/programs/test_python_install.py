@@ -16,8 +16,8 @@ python/README.md "Installing"), offline, with Debian's python3 and pip:
     of python/ alone), the install fails saying so (the build itself:
     tests/deploy/test_pip_build.py);
   * its type hints: mypy --strict passes on a program using the API
-    (faster-whisper's `segments, info` included) against the installed
-    package, and on the package's sources (every function annotated: no
+    (faster-whisper's `segments, info` and hviske.WhisperModel included)
+    against the installed package, and on the package's sources (every function annotated: no
     --allow-untyped-* flag).
 
 The library installed by `make install` is tests/deploy/test_install.py's.
@@ -73,6 +73,11 @@ def main(path: str, model_dir: str) -> List[str]:
     rate: int = model.sample_rate
     langs: List[str] = model.languages
     out.append(f"{rate} {langs} {r.info.duration_after_vad} {model.library_path}")
+    wm = hviske.WhisperModel(model_dir, device="cpu", compute_type="int8")
+    fw_segments, fw_info = wm.transcribe(path, beam_size=5, temperature=[0.0, 0.2])
+    out += [f"{s.id} {s.start:.2f} {s.text} {s.no_speech_prob}" for s in fw_segments]
+    p: float = fw_info.language_probability
+    out.append(f"{fw_info.language} {p} {fw_info.transcription_options.temperatures}")
     return out
 '''
 
