@@ -125,10 +125,11 @@ class Segment(_Span):
     score (the sum of those log-probs), its words, id (its number in the
     result, from 0, as verbose_json numbers them) and chunk (the index of
     its chunk in Result.chunks). A chunk without timed words (only pieces
-    that print nothing) is one segment of the whole chunk. decoding: its
-    chunk's."""
+    that print nothing) is one segment of the whole chunk. lines: its
+    text's lines as the subtitles show them; decoding: its chunk's."""
     id: int = 0
     chunk: int = 0
+    lines: list[str] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -931,7 +932,8 @@ class Model:
                 lps = [s.token_logprobs[j] for j in range(a, a + m)]
                 text = (c.text or b"").decode("utf-8", "replace")
                 out.append(Segment(
-                    start=c.start, end=c.end, text=text.replace("\n", " "), decoding=decoding,
+                    start=c.start, end=c.end, text=text.replace("\n", " "),
+                    lines=text.split("\n"), decoding=decoding,
                     tokens=[s.tokens[j] for j in range(a, a + m)], token_logprobs=lps,
                     score=sum(lps),
                     words=self._words(s.words, c.first_word, c.n_words, s.tokens,
