@@ -348,7 +348,8 @@ class WhisperModel:
             if language is None:
                 warnings.warn("the model has no language detection: transcribing in its "
                               "default language; give language= to choose", UserWarning, 2)
-        samples, duration = self._samples(audio)
+        samples, rate = self._samples(audio)
+        duration = len(samples) / rate
         options = TranscriptionOptions(
             beam_size=beam_size, best_of=best_of, patience=patience,
             length_penalty=length_penalty, repetition_penalty=repetition_penalty,
@@ -369,11 +370,11 @@ class WhisperModel:
             temperature=temps, compression_ratio_threshold=compression_ratio_threshold,
             log_prob_threshold=log_prob_threshold, no_speech_threshold=no_speech_threshold,
             chunking=chunking, chunk_seconds=chunk_seconds, max_tokens=max_new_tokens,
-            word_timestamps=word_timestamps, sample_rate=_RATE, speech_probabilities=True,
+            word_timestamps=word_timestamps, sample_rate=rate, speech_probabilities=True,
             vad_options=_detector_settings(vad) if vad else None)
         if log_progress:
             kwargs["progress"] = _show_progress
-        after = self._speech_seconds(samples, vad) if vad else duration
+        after = self._speech_seconds(samples, rate, vad) if vad else duration
         info = TranscriptionInfo(
             language=language or self._default_language(), language_probability=1.0,
             duration=duration, duration_after_vad=after, all_language_probs=None,
@@ -382,11 +383,11 @@ class WhisperModel:
 
     # ------------------------------------------------------------ helpers
 
-    def _samples(self, audio: Any) -> Tuple[Any, float]:
-        """(mono samples at 16 kHz, seconds) of audio: a path or a file
-        object read by the library's mono readers (within its default
-        memory budget), or samples as faster-whisper takes them (16 kHz
-        mono floats)."""
+    def _samples(self, audio: Any) -> Tuple[Any, int]:
+        """(mono samples, their rate) of audio: a path or a file object read
+        by the library's mono readers at the model's rate (within the
+        library's default memory budget), or samples as faster-whisper
+        takes them (16 kHz mono floats)."""
         lib = self.model._lib
         if not isinstance(audio, (str, os.PathLike)) and not callable(getattr(audio, "read", None)):
             if not (type(audio).__module__ == "numpy" or
@@ -394,13 +395,17 @@ class WhisperModel:
                 raise TypeError("audio must be a path, a file object reading an audio file, or "
                                 "16 kHz mono float samples (a numpy array, array.array or list)"
                                 f", not {type(audio).__name__}")
-            return audio, len(audio) / _RATE
-        max_s = lib.hv_audio_max_seconds(_DEFAULT_MAX_AUDIO_BYTES, _RATE)
+            return audio, _RATE
+        rate = self.model.sample_rate
+        max_s = lib.hv_audio_max_seconds(_DEFAULT_MAX_AUDIO_BYTES, rate)
         pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
         err = ctypes.create_string_buffer(_ERRBUF)
         if isinstance(audio, (str, os.PathLike)):
-            st = lib.hv_audio_read_mono(os.fsencode(audio), _RATE, max_s, ctypes.byref(pcm),
-                                        ctypes.byref(n), err, _ERRBUF)
+            path = os.fsencode(audio)
+            if b"\0" in path:
+                raise ValueError(f"{audio!r}: a file name holds no NUL byte")
+            st = lib.hv_audio_read_mono(path, rate, max_s, ctypes.byref(pcm), ctypes.byref(n),
+                                        err, _ERRBUF)
         else:
             data = audio.read()
             if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -408,7 +413,7 @@ class WhisperModel:
             name = getattr(audio, "name", None)
             label = (name if isinstance(name, str) else "<file object>").encode("utf-8",
                                                                                 "replace")
-            st = lib.hv_audio_read_buffer_mono(bytes(data), len(data), label, _RATE, max_s,
+            st = lib.hv_audio_read_buffer_mono(bytes(data), len(data), label, rate, max_s,
                                                ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
         if st != 0:
             raise error(st, err.value.decode("utf-8", "replace"))
@@ -419,16 +424,16 @@ class WhisperModel:
                 samples.frombytes(memoryview(block).cast("B"))
         finally:
             lib.hv_audio_free(pcm)
-        return samples, n.value / _RATE
+        return samples, rate
 
     def _default_language(self) -> str:
         lib = self.model._lib
         code = self.model._call(lib.hv_model_default_language)
         return str(code.decode("utf-8")) if code else ""
 
-    def _speech_seconds(self, samples: Any, vad: VadOptions) -> float:
+    def _speech_seconds(self, samples: Any, rate: int, vad: VadOptions) -> float:
         """The seconds of the speech regions the detector finds in samples
-        with vad's settings (duration_after_vad)."""
+        (at rate) with vad's settings (duration_after_vad)."""
         lib, m = self.model._lib, self.model
         keep = samples if isinstance(samples, array.array) else array.array("f", samples)
         n = len(keep)
@@ -446,7 +451,7 @@ class WhisperModel:
                 raise MemoryError("out of memory creating a context")
             r, count = ctypes.POINTER(SpeechRegion)(), ctypes.c_size_t()
             try:
-                st = lib.hv_vad_regions(ctx, detector, ptr, n, _RATE, 1, ctypes.byref(params),
+                st = lib.hv_vad_regions(ctx, detector, ptr, n, rate, 1, ctypes.byref(params),
                                         ctypes.byref(r), ctypes.byref(count))
                 if st != 0:
                     raise error(st, lib.hv_context_error(ctx).decode("utf-8", "replace"))
