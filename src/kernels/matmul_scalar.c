@@ -378,4 +378,19 @@ static void narrow_f16(uint16_t *dst, const float *src, long count) {
     for (long i = 0; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
+/* The probe (see the table): 8 independent fmaf chains (int8 alike: the
+ * portable int8 tiles are integer loops the compiler vectorises as it
+ * can, no instruction of their own to measure). */
+static double peak_macs(long steps, int int8) {
+    (void)int8;
+    volatile float seed = 1e-3f;
+    float w = seed, c[8] = {0};
+    for (long n = 0; n < steps; n++)
+        for (int i = 0; i < 8; i++) c[i] = fmaf(w, w, c[i]);
+    float s = 0;
+    for (int i = 0; i < 8; i++) s += c[i];
+    seed = s;
+    return steps * 8.0;
+}
+
 const hv_mm_kernels hv_mm_scalar = HV_MM_KERNEL_TABLE("scalar");
