@@ -318,6 +318,13 @@ static void test_attention_f16(void) {
             ok &= fabsf(w - v[i]) <= fabsf(v[i]) * 0x1p-11f + 0x1p-25f;
     }
     CHECK_MSG(ok, "f16 store within half an ulp, NaN kept");
+    /* Bochs 2.7's VCVTPS2PH rounds halfway cases away from zero; the
+     * emulated runs (docs/TESTING.md) say so, and test the rest here */
+    const char *ties = getenv("HV_F16C_TIES_AWAY");
+    if (ties && *ties) {
+        printf("HV_F16C_TIES_AWAY: the SIMD f16 store is not compared (an emulator's rounding)\n");
+        return;
+    }
     if (simd) {
         for (int len = 1; len <= N; len += 29) {
             simd->narrow_f16(h1, v, len);
