@@ -8,7 +8,7 @@
 #include "kernels/matmul_impl.h"
 #include "tile_probe.h"
 
-enum { ROUNDS = 4, STEPS = 4000000 };
+enum { ROUNDS = 4, STEPS = 16000000 }; /* rounds of ~30-50 ms: longer than a time slice */
 
 typedef struct isa_job {
     const hv_mm_kernels *k;

@@ -36,6 +36,8 @@
  *   fma(q[k+j], r[k+j], a[j]); then the same sum of lanes, then s = fma(q[k],
  *   r[k], s) for the tail; the score is scale * s. hv_attn_context: out[j] =
  *   fma(p[i], v[i][j], out[j]) for the rows i in order, from 0 or from out.
+ * Small products (sgemm_nn, the encoder's attention): c[i][j] = the fma
+ *   chain over t in order of a[i][t] * b[t][j], from 0.
  * Products are fused explicitly (fmaf, _mm256_fmadd_ps) on both sides, so
  * the compiler's contraction setting cannot make them differ. */
 #ifndef HV_MATMUL_IMPL_H
@@ -237,6 +239,12 @@ typedef struct hv_mm_kernels {
     void (*attn_context_f16)(float *out, const float *p, const uint16_t *v, long ld, int n, int len,
                              int accumulate);
     void (*narrow_f16)(uint16_t *dst, const float *src, long count);
+    /* A small single-threaded row-major product, the encoder attention's
+     * (one head's scores and context): c[i * ldc + j] = the fma chain
+     * over t < k, in order from 0, of a[i * lda + t] * b[t * ldb + j],
+     * for i < m, j < n (c overwritten; nothing else written). */
+    void (*sgemm_nn)(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
+                     float *c, long ldc);
     /* The arithmetic rate the table's GEMM micro-kernels can reach, for
      * hviske-bench --peak: steps rounds of their instructions on
      * registers alone (f32 FMAs at the table's vector width, int8 = 0; or
@@ -265,7 +273,7 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
         .attn_scores = attn_scores, .attn_context = attn_context,                                  \
         .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
-        .narrow_f16 = narrow_f16, .peak_macs = peak_macs                                           \
+        .narrow_f16 = narrow_f16, .sgemm_nn = sgemm_nn, .peak_macs = peak_macs                     \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

@@ -378,6 +378,16 @@ static void narrow_f16(uint16_t *dst, const float *src, long count) {
     for (long i = 0; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
+static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
+                     float *c, long ldc) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float s = 0.0f;
+            for (int t = 0; t < k; t++) s = fmaf(a[i * lda + t], b[t * ldb + j], s);
+            c[i * ldc + j] = s;
+        }
+}
+
 /* The probe (see the table): 8 independent fmaf chains (int8 alike: the
  * portable int8 tiles are integer loops the compiler vectorises as it
  * can, no instruction of their own to measure). */

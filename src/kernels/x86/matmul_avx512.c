@@ -184,6 +184,63 @@ TARGET_VNNI static void gemm_tiles_q8_2(int count, int nbk, const uint8_t *a, co
     tiles_q8(2, count, nbk, a, ad, b, bd, bc, panel, c, ldc, accumulate, bias);
 }
 
+/* ------------------------------------------------------------ sgemm_nn */
+
+/* sgemm_nn (matmul_impl.h): R rows (12, 4 or 1) of a against NP (1 or 2)
+ * vectors of 16 columns of b, the last vector's columns masked by mask;
+ * each output its fma chain over t in order. */
+INLINE void nn_tile(int R, int NP, int k, const float *a, long lda, const float *b, long ldb,
+                    float *c, long ldc, __mmask16 mask) {
+    __m512 acc[12][2];
+    __mmask16 m0 = NP > 1 ? (__mmask16)0xFFFF : mask;
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int p = 0; p < NP; p++) acc[i][p] = _mm512_setzero_ps();
+    for (int t = 0; t < k; t++) {
+        __m512 w0 = _mm512_maskz_loadu_ps(m0, b + t * ldb);
+        __m512 w1 = NP > 1 ? _mm512_maskz_loadu_ps(mask, b + t * ldb + 16) : w0;
+#pragma GCC unroll 12
+        for (int i = 0; i < R; i++) {
+            __m512 x = _mm512_set1_ps(a[i * lda + t]);
+            acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+            if (NP > 1) acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++) {
+        if (NP > 1) {
+            _mm512_storeu_ps(c + i * ldc, acc[i][0]);
+            _mm512_mask_storeu_ps(c + i * ldc + 16, mask, acc[i][1]);
+        } else {
+            _mm512_mask_storeu_ps(c + i * ldc, mask, acc[i][0]);
+        }
+    }
+}
+
+/* Rows in tiles of 12, then 4, then 1, for NP vectors of columns. */
+INLINE void nn_cols(int NP, int m, int k, const float *a, long lda, const float *b, long ldb,
+                    float *c, long ldc, __mmask16 mask) {
+    int i = 0;
+    for (; i + 12 <= m; i += 12)
+        nn_tile(12, NP, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, mask);
+    for (; i + 4 <= m; i += 4) nn_tile(4, NP, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, mask);
+    for (; i < m; i++) nn_tile(1, NP, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, mask);
+}
+
+TARGET static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
+                            float *c, long ldc) {
+    for (int j = 0; j < n; j += 32) {
+        int left = n - j;
+        if (left > 16)
+            nn_cols(2, m, k, a, lda, b + j, ldb, c + j, ldc,
+                    left >= 32 ? (__mmask16)0xFFFF : (__mmask16)((1u << (left - 16)) - 1));
+        else
+            nn_cols(1, m, k, a, lda, b + j, ldb, c + j, ldc,
+                    left == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1));
+    }
+}
+
 /* ------------------------------------------------------------ probe */
 
 /* The probe (see the table): 24 independent chains on zmm registers, of
@@ -236,6 +293,7 @@ static void make_tables(void) {
     avx512.name = "avx512";
     avx512.gemm_tiles = gemm_tiles;
     avx512.gemm_tiles2 = gemm_tiles2;
+    avx512.sgemm_nn = sgemm_nn;
     base_peak = hv_mm_avx2.peak_macs;
     avx512.peak_macs = peak_macs;
     avx512_vnni = avx512;
