@@ -157,7 +157,7 @@ static int on_stream_segment(void *user, const hv_segment *g) {
     cli_progress_clear(so->pr);
     if (hvt_write_stream_segment(stdout, so->o->format, so->spec, so->path, g, &so->n, &so->cue))
         so->failed = 1;
-    return fflush(stdout) != 0 || ferror(stdout) || so->failed;
+    return cli_flush_stdout() != 0 || so->failed;
 }
 
 /* ---------------------------------------------------------- transcribe */
@@ -165,7 +165,8 @@ static int on_stream_segment(void *user, const hv_segment *g) {
 /* Reads and transcribes one input; the result, or NULL with the failure
  * reported. */
 static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const cli_options *o,
-                                   const hvt_format_spec *spec, const char *path, int rate) {
+                                   const hvt_format_spec *spec, int i, int rate) {
+    const char *path = o->files[i];
     float *pcm = NULL;
     size_t n_frames = 0;
     int channels = 1;
@@ -176,7 +177,9 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const cli
     cli_progress pr = {.name = slash && slash[1] ? slash + 1 : path,
                        .path = path,
                        .mode = o->progress,
-                       .t0 = hvt_now_s()};
+                       .t0 = hvt_now_s(),
+                       .index = i,
+                       .count = o->n_files};
     if (o->progress) {
         tp.progress = cli_progress_update;
         tp.progress_user = &pr;
@@ -194,7 +197,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const cli
     /* --stream: a vtt without cues still has its header */
     if (o->stream && o->format == HVT_FMT_VTT && st == HV_OK && so.n == 0)
         fputs("WEBVTT\n\n", stdout);
-    if (o->stream) fflush(stdout);
+    if (o->stream) cli_flush_stdout();
     if (st == HV_OK && (so.failed || hv_result_stopped(res))) {
         cli_file_error(path, HV_ERR_NOMEM,
                        so.failed ? "out of memory formatting the output"
@@ -299,6 +302,11 @@ int main(int argc, char **argv) {
                       hvt_now_s(), &rc);
         goto done;
     }
+    if (hvt_model_dir_hint(o.model_dir, err, sizeof err)) {
+        fprintf(stderr, "hviske: %s\n", err);
+        rc = 1;
+        goto done;
+    }
     hv_status st = hv_model_load(o.model_dir, &mp, &model, err, sizeof err);
     if (st != HV_OK) {
         fprintf(stderr, "hviske: %s\n", err[0] ? err : hv_status_name(st));
@@ -349,7 +357,7 @@ int main(int argc, char **argv) {
             summarize(&summary_fd, &o, path, out_path, "skipped", NULL, -1, t0, &rc);
             continue;
         }
-        hv_result *res = transcribe_input(ctx, vad, &o, &spec, path, rate);
+        hv_result *res = transcribe_input(ctx, vad, &o, &spec, i, rate);
         if (!res) {
             rc = 1;
             summarize(&summary_fd, &o, path, out_path, "error", cli_last_error(), -1, t0, &rc);
@@ -359,8 +367,8 @@ int main(int argc, char **argv) {
         if (o.to_files) {
             ok = 1;
             for (int k = 0; k < nf; k++)
-                if (cli_write_output_file(&spec, o.formats.f[k], path, o.out_paths[i * nf + k],
-                                          res) != 0)
+                if (cli_write_output_file(&spec, o.formats.f[k], path, o.out_paths[i * nf + k], res,
+                                          o.notices) != 0)
                     rc = 1, ok = 0;
         } else if ((o.stream && o.format != HVT_FMT_JSONL) || o.txt_live) {
             ok = 1; /* written segment by segment */
@@ -372,7 +380,7 @@ int main(int argc, char **argv) {
         } else {
             ok = 1;
             if (!to_file)
-                fflush(stdout);
+                cli_flush_stdout();
             else if (shared.in_place)
                 hv_out_flush(&shared); /* a FIFO's reader gets it now */
         }
@@ -389,7 +397,11 @@ done:
     if (to_file) {
         /* the results of the inputs that succeeded, whole, or no file */
         if (n_ok > 0 && rc != HVT_EXIT_USAGE) {
-            if (cli_out_commit(&shared, o.output) != 0) rc = 1;
+            int in_place = shared.in_place;
+            if (cli_out_commit(&shared, o.output) != 0)
+                rc = 1;
+            else if (o.notices && !in_place)
+                fprintf(stderr, "hviske: wrote %s\n", o.output);
         } else {
             cli_out_abort(&shared);
             if (ran)
@@ -398,7 +410,7 @@ done:
                         "succeeded)\n",
                         o.output);
         }
-    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+    } else if (cli_flush_stdout() != 0) {
         fputs("hviske: error writing the output\n", stderr);
         rc = 1;
     }

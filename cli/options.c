@@ -67,13 +67,18 @@ static void usage(FILE *f) {
                "                         (adds language and duration); srt, vtt:\n"
                "                         subtitles, cues of whole sentences or\n"
                "                         clauses timed by word (docs/CLI.md); csv:\n"
-               "                         start,end,text per segment (ms). Several\n"
-               "                         joined by commas (txt,srt,json): one file\n"
-               "                         per input and format, beside the input or\n"
-               "                         in --output-dir\n"
-               "  -otxt -osrt -ovtt -oj -ojf -ocsv  whisper-cli's flags: add the\n"
-               "                         format, written beside each input (-ojf:\n"
-               "                         json with words)\n"
+               "                         start,end,text per segment (ms);\n"
+               "                         whisper-json: whisper-cli's -oj layout. Any\n"
+               "                         case. Several joined by commas (txt,srt,json):\n"
+               "                         one file per input and format, beside the\n"
+               "                         input or in --output-dir\n"
+               "  -otxt -osrt -ovtt -ocsv -oj -ojf  whisper-cli's flags: add the\n"
+               "                         format (-oj: whisper-json, -ojf: with\n"
+               "                         tokens), written to INPUT.EXT beside each\n"
+               "                         input as whisper-cli does (rec.wav ->\n"
+               "                         rec.wav.srt), or BASE.EXT with -of BASE.\n"
+               "                         Its other flags (-f, -ot, -d, -ml, -bs, -tp,\n"
+               "                         -np, -nt, -pp, ...) as docs/CLI.md lists\n"
                "      --json             same as --format jsonl\n"
                "      --print-timestamps txt: one '[MM:SS.mmm --> MM:SS.mmm] text' line\n"
                "                         per segment (the default on a terminal,\n"
@@ -81,8 +86,10 @@ static void usage(FILE *f) {
                "      --word-timestamps  json, jsonl: add \"words\" (word, start, end,\n"
                "                         probability) to each result and segment\n" HVT_CUE_USAGE
                "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
-               "                         stdout); with several inputs only for txt\n"
-               "                         and jsonl (one line per input)\n"
+               "                         stdout), in the format its extension names\n"
+               "                         when no --format is given (out.srt: srt);\n"
+               "                         with several inputs only for txt and jsonl\n"
+               "                         (one line per input)\n"
                "      --output-dir DIR   one output file per input in DIR, named\n"
                "                         after it with the format's extension\n"
                "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
@@ -129,7 +136,8 @@ static void usage(FILE *f) {
                "the same directory, renamed when complete); a symlink is followed, and\n"
                "a device, FIFO or socket is written in place. Progress (percentage,\n"
                "speed, time left) is shown on stderr when it is a terminal. With\n"
-               "several inputs, each txt line starts with 'FILE: '.\n"
+               "several inputs, each txt line starts with 'FILE: '. On a terminal each\n"
+               "output file written is named ('hviske: wrote FILE').\n"
                "\n"
                "Exit status: 0 success, 1 a file, the model or the output failed,\n"
                "2 bad usage.\n");
@@ -141,17 +149,14 @@ void cli_add_format(cli_formats *l, hvt_format f) {
     l->f[l->n++] = f;
 }
 
-/* --format NAME[,NAME...]; 0 if each is one of FORMAT_NAMES. */
+/* --format NAME[,NAME...]; 0 if each is a format's name (any case). */
 static int parse_format(const char *arg, void *value) {
     cli_formats l = {.n = 0};
     for (const char *p = arg;;) {
         size_t len = strcspn(p, ",");
-        int found = -1;
-        for (int f = 0; f <= HVT_FMT_CSV; f++)
-            if (strlen(HVT_FORMAT_NAMES[f]) == len && strncmp(p, HVT_FORMAT_NAMES[f], len) == 0)
-                found = f;
-        if (found < 0) return -1;
-        cli_add_format(&l, (hvt_format)found);
+        hvt_format f;
+        if (hvt_format_parse_n(p, len, &f) != 0) return -1;
+        cli_add_format(&l, f);
         if (!p[len]) break;
         p += len + 1;
     }
@@ -225,8 +230,10 @@ static const hvt_option OPTIONS[N_OPTS] = {
                                 "a number of seconds >= 1, at most the model's "
                                 "max_audio_clip_s"),
     HVT_VAD_OPTION_ROWS(cli_options),
-    [O_FORMAT] = HVT_OPT_CUSTOM("format", AT(formats), parse_format,
-                                "txt, json, jsonl, srt, vtt or csv, or several joined by commas"),
+    [O_FORMAT] =
+        HVT_OPT_CUSTOM("format", AT(formats), parse_format,
+                       "txt, json, jsonl, srt, vtt, csv or whisper-json, or several joined by "
+                       "commas"),
     [O_JSON] = HVT_OPT_FLAG("json", 0),
     [O_WORD_TIMESTAMPS] = HVT_OPT_FLAG("word-timestamps", 0),
     [O_STREAM] = HVT_OPT_FLAG("stream", 0),
@@ -277,6 +284,24 @@ static int check_combinations(cli_options *o, const int *given) {
     if (o->output && o->output_dir)
         return hvt_usage_error(CLI_PROG, "--output and --output-dir cannot be "
                                          "combined");
+    if (o->n_whisper_bases && (o->output || o->output_dir))
+        return hvt_usage_error(CLI_PROG, "-of BASE names the output files itself: no %s with it",
+                               o->output ? "-o" : "--output-dir");
+    if (o->no_timestamps && given[O_PRINT_TIMESTAMPS])
+        return hvt_usage_error(CLI_PROG, "-nt (no timestamps) and --print-timestamps cannot be "
+                                         "combined");
+    if (o->n_whisper_bases == 1 && strcmp(o->whisper_bases[0], "-") == 0) {
+        /* -of -: whisper-cli's standard output, for one format */
+        if (o->formats.n != 1)
+            return hvt_usage_error(CLI_PROG,
+                                   "-of - writes one format to standard output (%d "
+                                   "given)",
+                                   o->formats.n);
+        o->n_whisper_bases = 0;
+        o->aliases = 0;
+        o->output = "-";
+    }
+    o->whisper_names = (o->aliases || o->n_whisper_bases) && !o->output_dir;
     if (o->formats.n > 1 && o->output && strcmp(o->output, "-") != 0)
         return hvt_usage_error(CLI_PROG,
                                "-o %s holds one format: with several formats each input's "
@@ -300,12 +325,13 @@ static int check_combinations(cli_options *o, const int *given) {
     if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
         return hvt_usage_error(CLI_PROG, "--chunking fixed needs "
                                          "--chunk-seconds S");
-    if (o->stream && (o->format == HVT_FMT_JSON || o->format == HVT_FMT_CSV))
+    if (o->stream && (o->format == HVT_FMT_JSON || o->format == HVT_FMT_CSV ||
+                      o->format == HVT_FMT_WHISPER_JSON))
         return hvt_usage_error(CLI_PROG,
                                "--stream works with --format txt, jsonl, srt or vtt "
                                "(%s is one document per input)",
                                HVT_FORMAT_NAMES[o->format]);
-    if (o->stream && (o->formats.n > 1 || o->aliases))
+    if (o->stream && (o->formats.n > 1 || o->aliases || o->n_whisper_bases))
         return hvt_usage_error(CLI_PROG, "--stream writes one format to standard output; output "
                                          "files are written whole (drop --stream, or the formats)");
     if (o->stream && ((o->output && strcmp(o->output, "-") != 0) || o->output_dir))
@@ -392,7 +418,10 @@ static int take_inputs(cli_options *o, int argc, char **argv, const int *given) 
     /* output files: --output-dir, several formats or whisper-cli's flags,
      * or documents of several inputs without -o: beside each input */
     int to_stdout = !o->output || strcmp(o->output, "-") == 0;
-    o->to_files = o->output_dir || o->formats.n > 1 || o->aliases ||
+    if (o->n_whisper_bases > o->n_files)
+        return hvt_usage_error(CLI_PROG, "-of given %d times for %d input%s", o->n_whisper_bases,
+                               o->n_files, o->n_files == 1 ? "" : "s");
+    o->to_files = o->output_dir || o->formats.n > 1 || o->aliases || o->n_whisper_bases ||
                   (o->n_files > 1 && !hvt_format_is_stream(o->format) && !o->output);
     if (o->n_files > 1 && !o->to_files && !hvt_format_is_stream(o->format))
         return hvt_usage_error(CLI_PROG,
@@ -416,8 +445,12 @@ static int take_inputs(cli_options *o, int argc, char **argv, const int *given) 
         return 1;
     }
     for (int i = 0; i < n_paths; i++) {
-        o->out_paths[i] =
-            cli_output_path(o->output_dir, o->files[i / nf], hvt_format_ext(o->formats.f[i % nf]));
+        const char *input = o->files[i / nf], *ext = hvt_format_ext(o->formats.f[i % nf]);
+        if (o->whisper_names) /* whisper-cli's: rec.wav -> rec.wav.srt, -of BASE -> BASE.srt */
+            o->out_paths[i] = cli_whisper_output_path(
+                i / nf < o->n_whisper_bases ? o->whisper_bases[i / nf] : input, ext);
+        else
+            o->out_paths[i] = cli_output_path(o->output_dir, input, ext);
         if (!o->out_paths[i]) {
             fputs("hviske: out of memory\n", stderr);
             return 1;
@@ -504,8 +537,13 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
                        .cues = hv_cue_default_params(),
                        .format = HVT_FMT_TXT};
     int given[N_OPTS];
+    if (argc <= 1) { /* bare "hviske": what it takes */
+        usage(stderr);
+        return HVT_EXIT_USAGE;
+    }
     int rc = cli_whisper_flags(&argc, argv, o);
     if (rc >= 0) return rc;
+    argv = o->argv;
     cli_formats aliased = o->formats;
     rc = hvt_parse_options(&cli, argc, argv, o, given);
     if (rc >= 0) return rc;
@@ -513,8 +551,18 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
         for (int k = 0; k < aliased.n; k++) cli_add_format(&o->formats, aliased.f[k]);
     else
         o->formats = aliased;
-    if (o->formats.n == 0) cli_add_format(&o->formats, HVT_FMT_TXT);
+    /* -o FILE without a format: the one its extension names */
+    hvt_format by_ext;
+    int ext =
+        o->output && strcmp(o->output, "-") != 0 && hvt_format_of_path(o->output, &by_ext) == 0;
+    if (o->formats.n == 0 && !given[O_JSON] && ext) cli_add_format(&o->formats, by_ext);
+    if (o->formats.n == 0) cli_add_format(&o->formats, given[O_JSON] ? HVT_FMT_JSONL : HVT_FMT_TXT);
     o->format = o->formats.f[0];
+    o->silent = given[O_QUIET] || o->no_prints;
+    if (ext && o->formats.n == 1 && by_ext != o->format &&
+        !(by_ext == HVT_FMT_JSON && o->format == HVT_FMT_WHISPER_JSON) && !o->silent)
+        fprintf(stderr, "hviske: warning: -o %s: its extension says %s, the format is %s\n",
+                o->output, HVT_FORMAT_NAMES[by_ext], HVT_FORMAT_NAMES[o->format]);
     o->punctuation = !given[O_NO_PUNCT];
     /* a temperature means sampling, as on the server, unless beam search
      * is asked for */
@@ -529,19 +577,26 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
      * it is final; progress on a terminal is a redrawn line, elsewhere
      * lines only with --progress */
     int to_stdout = !o->to_files && (!o->output || strcmp(o->output, "-") == 0);
-    o->timestamps = o->format == HVT_FMT_TXT && (given[O_PRINT_TIMESTAMPS] ||
-                                                 (!o->quiet && to_stdout && isatty(STDOUT_FILENO)));
+    o->timestamps =
+        o->format == HVT_FMT_TXT && !o->no_timestamps &&
+        (given[O_PRINT_TIMESTAMPS] || (!o->quiet && to_stdout && isatty(STDOUT_FILENO)));
     o->txt_live = o->format == HVT_FMT_TXT && to_stdout && (o->stream || o->timestamps);
     if (isatty(STDERR_FILENO))
-        o->progress = !o->quiet || given[O_PROGRESS] ? 1 : 0;
+        o->progress = !o->silent || given[O_PROGRESS] ? 1 : 0;
     else
         o->progress = given[O_PROGRESS] ? 2 : 0;
+    o->notices = !o->silent && isatty(STDERR_FILENO);
     o->name_lines = o->format == HVT_FMT_TXT && o->n_inputs > 1 && !o->to_files;
-    if (!o->quiet) warn_ignored(o, given);
+    if (!o->silent) warn_ignored(o, given);
     return -1;
 }
 
 void cli_options_free(cli_options *o) {
+    free(o->argv);
+    free(o->whisper_files);
+    free(o->whisper_bases);
+    o->argv = NULL;
+    o->whisper_files = o->whisper_bases = NULL;
     if (o->out_paths)
         for (int i = 0; i < o->n_files * o->formats.n; i++) free(o->out_paths[i]);
     free(o->out_paths);
@@ -570,6 +625,8 @@ hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *v
     tp.vad = vad;
     tp.vad_params = o->vad;
     tp.vad_max_gap_s = o->vad_max_gap_s;
+    tp.offset_s = o->offset_s;
+    tp.duration_s = o->duration_s;
     /* the segments are cues of the timed words (docs/TIMESTAMPS.md
      * "Segments"): every output that shows segments times the words */
     tp.word_timestamps =

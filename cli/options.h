@@ -69,6 +69,19 @@ typedef struct cli_options {
     const char *shard_count_env; /* --shard-count-env VAR */
     int skip_existing;           /* --skip-existing */
     const char *summary;         /* --summary FILE */
+    /* whisper-cli's flags (whisper.h) */
+    char **argv;                /* the command line with them taken out (owned) */
+    const char **whisper_files; /* -f FILE, in order (owned array) */
+    int n_whisper_files;
+    const char **whisper_bases; /* -of BASE: input i's files BASE.EXT (owned array) */
+    int n_whisper_bases;
+    int whisper_names;           /* files named as whisper-cli names them */
+    double offset_s, duration_s; /* -ot, -d: the part of each input */
+    int max_len;                 /* -ml N given (cues of one line) */
+    int no_prints;               /* -np: nothing on stderr but errors */
+    int no_timestamps;           /* -nt: txt without times */
+    int silent;                  /* -q or -np: no progress, warnings, notices */
+    int notices;                 /* "hviske: wrote FILE" (stderr a terminal) */
 } cli_options;
 
 /* Adds format f to l, once. */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "report.h"
 
 /* The output file being written, if any, for the signal handler: it
@@ -19,6 +20,7 @@ static hv_out_file *volatile g_out;
 static void on_fatal_signal(int sig) {
     hv_out_file *of = g_out;
     if (of && of->tmp_there) unlink(of->tmp); /* async-signal-safe */
+    cli_progress_on_signal();
     signal(sig, SIG_DFL);
     raise(sig); /* die of the same signal, as the caller expects */
 }
@@ -38,6 +40,19 @@ void cli_catch_signals(void) {
     /* a reader that went away (standard output, a FIFO given to -o or
      * --summary) is a write error reported with exit status 1 */
     signal(SIGPIPE, SIG_IGN);
+}
+
+int cli_flush_stdout(void) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    if (errno == EPIPE) {
+        /* its reader went away (| head): end as a pipe's writer does,
+         * quietly, by SIGPIPE */
+        hv_out_file *of = g_out;
+        if (of && of->tmp_there) unlink(of->tmp);
+        signal(SIGPIPE, SIG_DFL);
+        raise(SIGPIPE);
+    }
+    return -1;
 }
 
 int cli_out_open(hv_out_file *of, const char *path) {
@@ -94,6 +109,14 @@ char *cli_output_path(const char *dir, const char *input, const char *ext) {
     return p;
 }
 
+char *cli_whisper_output_path(const char *base, const char *ext) {
+    if (strcmp(base, "-") == 0) base = "stdin";
+    size_t n = strlen(base) + 1 + strlen(ext) + 1;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s.%s", base, ext);
+    return p;
+}
+
 static int output_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
@@ -106,7 +129,7 @@ int cli_outputs_exist(const cli_options *o, int i) {
 }
 
 int cli_write_output_file(const hvt_format_spec *spec, hvt_format fmt, const char *input,
-                          const char *out_path, const hv_result *res) {
+                          const char *out_path, const hv_result *res, int notice) {
     if (strcmp(input, "-") != 0 && cli_same_file(input, out_path)) {
         cli_error("%s: not overwriting the input %s", out_path, input);
         return -1;
@@ -118,5 +141,8 @@ int cli_write_output_file(const hvt_format_spec *spec, hvt_format fmt, const cha
         cli_file_error(input, HV_ERR_NOMEM, "out of memory formatting the output");
         return -1;
     }
-    return cli_out_commit(&of, out_path);
+    int in_place = of.in_place;
+    if (cli_out_commit(&of, out_path) != 0) return -1;
+    if (notice && !in_place) fprintf(stderr, "hviske: wrote %s\n", out_path);
+    return 0;
 }

@@ -20,6 +20,11 @@
  * write error. */
 void cli_catch_signals(void);
 
+/* Flushes standard output; 0, or -1 when it failed. A reader that went
+ * away (EPIPE: "hviske ... | head") ends the program at once, quietly, by
+ * SIGPIPE, as it ends a pipe's writer that does not ignore it. */
+int cli_flush_stdout(void);
+
 /* Opens path for writing; 0, else -1 with a message on stderr. */
 int cli_out_open(hv_out_file *of, const char *path);
 /* Drops the output; a regular file at path is left as it was. */
@@ -37,14 +42,19 @@ int cli_same_file(const char *a, const char *b);
  * when out of memory. */
 char *cli_output_path(const char *dir, const char *input, const char *ext);
 
+/* whisper-cli's name of an output file: BASE.EXT, BASE the input as
+ * given ("rec.wav" -> "rec.wav.srt"; standard input "-" -> "stdin.srt")
+ * or -of's. malloc'ed; NULL when out of memory. */
+char *cli_whisper_output_path(const char *base, const char *ext);
+
 /* Whether every output file of input i is there (--skip-existing: output
  * files appear only by the rename of a complete temporary file, so one
  * that exists is complete). */
 int cli_outputs_exist(const cli_options *o, int i);
 
 /* Writes one result in format fmt to its own file out_path; 0, else -1
- * with the failure reported. */
+ * with the failure reported. notice: "hviske: wrote FILE" on stderr. */
 int cli_write_output_file(const hvt_format_spec *spec, hvt_format fmt, const char *input,
-                          const char *out_path, const hv_result *res);
+                          const char *out_path, const hv_result *res, int notice);
 
 #endif /* HV_CLI_OUTPUTS_H */

@@ -1,9 +1,14 @@
 /* hviske's progress display (progress.h). */
 #include "progress.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "tool_util.h"
+
+/* Whether a redrawn line is on the terminal now, for the signal handler. */
+static volatile sig_atomic_t line_shown;
 
 /* "1h02m03s", "2m03s", "45s". */
 static void format_duration(char *buf, size_t n, double s) {
@@ -40,10 +45,13 @@ void cli_progress_update(void *user, double done, double total) {
     format_duration(d, sizeof d, done);
     format_duration(t, sizeof t, total);
     format_duration(eta, sizeof eta, eta_s);
+    char which[48] = "";
+    if (p->count > 1) snprintf(which, sizeof which, " (file %d of %d)", p->index + 1, p->count);
+    line_shown = 1;
     fprintf(stderr,
-            "\r\033[Khviske: %s: %3.0f%% (%s of %s), %.1f s of "
+            "\r\033[Khviske: %s%s: %3.0f%% (%s of %s), %.1f s of "
             "audio per second, ETA %s",
-            p->name, 100.0 * done / total, d, t, speed, eta);
+            p->name, which, 100.0 * done / total, d, t, speed, eta);
     fflush(stderr);
     p->shown = 1;
 }
@@ -53,4 +61,10 @@ void cli_progress_clear(cli_progress *p) {
     fputs("\r\033[K", stderr);
     fflush(stderr);
     p->shown = 0;
+    line_shown = 0;
+}
+
+void cli_progress_on_signal(void) {
+    static const char erase[] = "\r\033[K";
+    if (line_shown) (void)!write(STDERR_FILENO, erase, sizeof erase - 1);
 }

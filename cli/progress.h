@@ -13,6 +13,8 @@ typedef struct cli_progress {
     const char *path; /* as given (--progress lines) */
     int mode;         /* 1: a line redrawn in place; 2: one line per update */
     double t0;        /* seconds, monotonic */
+    int index, count; /* input index of count (the line says "file 2 of 5"
+                         when count > 1) */
     int shown;
 } cli_progress;
 
@@ -23,5 +25,9 @@ void cli_progress_update(void *user, double done, double total);
 
 /* Erases the redrawn progress line, if shown, before other output. */
 void cli_progress_clear(cli_progress *p);
+
+/* Erases the line from a signal handler (async-signal-safe): a run ended
+ * by Ctrl-C leaves no half line behind. */
+void cli_progress_on_signal(void);
 
 #endif /* HV_CLI_PROGRESS_H */

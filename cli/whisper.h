@@ -8,9 +8,11 @@
 
 #include "options.h"
 
-/* Takes whisper-cli's flags out of argv[1..*argc) (before "--"), into o;
- * argv keeps the rest, in order. -1 to go on, otherwise the exit status
- * of a refused flag (reported). */
+/* Takes whisper-cli's flags out of argv[0..argc) (before "--"), into o:
+ * o->argv (*argc of them, NULL after the last) gets the rest in order,
+ * hviske's options the flags become (-bs N: --beams N), and after a "--"
+ * the -f inputs. -1 to go on, otherwise the exit status of a refused flag
+ * (reported). What it allocates is freed by cli_options_free. */
 int cli_whisper_flags(int *argc, char **argv, cli_options *o);
 
 #endif /* HV_CLI_WHISPER_H */
