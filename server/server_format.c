@@ -167,9 +167,43 @@ static cJSON *json_verbose(const hv_result *res, const srv_format_opts *fo) {
     return o;
 }
 
-int srv_format_model_info(cJSON *m, const hv_model *model, const hv_transcribe_params *base,
-                          int max_upload_mb, double max_audio_s) {
-    cJSON *langs = cJSON_AddArrayToObject(m, "languages");
+cJSON *srv_format_downloads(const hv_result *res, const hvt_format *fmts, int n,
+                            const hvt_format_spec *spec, const char *file) {
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; o && i < n; i++) {
+        char *buf = NULL, *clean = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        int rc = m ? hvt_write_result(m, fmts[i], spec, file, res) : -1;
+        if (m && fclose(m) != 0) rc = -1;
+        if (rc == 0 && buf) clean = hv_utf8_clean(buf);
+        free(buf);
+        if (!clean || !cJSON_AddStringToObject(o, HVT_FORMAT_NAMES[fmts[i]], clean)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        free(clean);
+    }
+    return o;
+}
+
+/* A directory's own name: "models/demo/" -> "demo". */
+static void dir_name(char *out, size_t n, const char *dir) {
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    size_t a = len;
+    while (a > 0 && dir[a - 1] != '/') a--;
+    snprintf(out, n, "%.*s", (int)(len - a), dir + a);
+}
+
+int srv_format_model_info(cJSON *m, const hv_model *model, const char *model_dir,
+                          const hv_transcribe_params *base, int max_upload_mb, double max_audio_s) {
+    char name[256];
+    dir_name(name, sizeof name, model_dir);
+    char *clean = hv_utf8_clean(name);
+    int named = clean && cJSON_AddStringToObject(m, "checkpoint", clean);
+    free(clean);
+    cJSON *langs = named ? cJSON_AddArrayToObject(m, "languages") : NULL;
     if (!langs) return 0;
     for (int i = 0; i < hv_model_n_languages(model); i++) {
         cJSON *l = cJSON_CreateString(hv_model_language(model, i));

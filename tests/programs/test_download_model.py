@@ -32,7 +32,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run, finish, report  # noqa: E402
+from hvtest import DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run, finish_in, report  # noqa: E402
 
 SCRIPT = os.path.join(SOURCE_DIR, "scripts", "download-model.sh")
 FILES = ["config.json", "generation_config.json", "tokenizer.model"]
@@ -272,10 +272,7 @@ def main():
     finally:
         httpd.shutdown()
         httpd.server_close()
-    rc = finish()
-    if rc == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return rc
+    return finish_in(tmp)
 
 
 if __name__ == "__main__":

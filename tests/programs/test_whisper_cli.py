@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run, finish,  # noqa: E402
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, TIMEOUT, Run, finish_in,  # noqa: E402
                     report, sentences_wav)
 
 BASE = ["-m", DEMO_MODEL, "-t", "1"]
@@ -339,10 +339,7 @@ def main():
     test_pipe(tmp)
     test_models(tmp)
     test_readme(tmp)
-    rc = finish()
-    if rc == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return rc
+    return finish_in(tmp)
 
 
 if __name__ == "__main__":
