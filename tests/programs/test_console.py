@@ -24,84 +24,20 @@ missing from the rebuilt screen.
     while the progress line is shown erases it.
 """
 import os
-import pty
 import re
-import select
 import signal
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import (CLI, DEMO_MODEL, EXAMPLE, TIMEOUT, Run, finish, report,  # noqa: E402
-                    sentences_wav)
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, TIMEOUT, Run, finish, in_pty, render,  # noqa: E402
+                    report, sentences_wav)
 
 LINE = re.compile(r"^\[(\d\d):(\d\d)\.(\d{3}) --> (\d\d):(\d\d)\.(\d{3})\] (.+)$")
 PROGRESS = re.compile(r"^hviske: (.+): progress (\d+\.\d)% done_s=(\d+\.\d\d) "
                       r"total_s=(\d+\.\d\d) speed=(\d+\.\d\d) eta_s=(\d+)$")
 
-
-
-def in_pty(args, stdout_pty=True, cwd=None, on_data=None):
-    """Runs hviske with stderr (and stdout unless stdout_pty is false: then
-    a pipe) on a pty; returns (rc, the pty's bytes, stdout's bytes).
-    on_data(p, bytes so far) is called after each read of the pty."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen([CLI] + args, stdin=subprocess.DEVNULL, cwd=cwd,
-                         stdout=slave if stdout_pty else subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    data = b""
-    out = b""
-    streams = [master] + ([] if stdout_pty else [p.stdout.fileno()])
-    while streams:
-        ready, _, _ = select.select(streams, [], [], TIMEOUT)
-        if not ready:
-            p.kill()
-            break
-        for fd in ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # EIO: the pty's other end is closed
-                chunk = b""
-            if not chunk:
-                streams.remove(fd)
-            elif fd == master:
-                data += chunk
-                if on_data:
-                    on_data(p, data)
-            else:
-                out += chunk
-    rc = p.wait(TIMEOUT)
-    os.close(master)
-    return rc, data, out
-
-
-def render(data):
-    """The screen a terminal shows for data: \\r goes to the row's start,
-    ESC [ K erases to its end, \\n goes down a row; other bytes print."""
-    rows = [""]
-    col = 0
-    text = data.decode("utf-8", "replace")
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if text.startswith("\x1b[K", i):
-            rows[-1] = rows[-1][:col]
-            i += 3
-            continue
-        if c == "\r":
-            col = 0
-        elif c == "\n":
-            rows.append("")
-            col = 0
-        else:
-            row = rows[-1]
-            rows[-1] = row[:col] + c + row[col + 1:]
-            col += 1
-        i += 1
-    while rows and rows[-1] == "":
-        rows.pop()
-    return rows
 
 
 def main():
