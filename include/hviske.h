@@ -416,6 +416,15 @@ typedef struct hv_transcribe_params {
      * hviske-server read files within the same budget
      * (hv_audio_max_seconds). */
     size_t max_audio_bytes;
+
+    /* The part of the input to transcribe: duration_s seconds from
+     * offset_s seconds on (duration_s 0: to the end; both finite and >= 0;
+     * an offset at or beyond the end is HV_ERR_INVALID_ARG). Everything
+     * outside it is left out, as if the input were cut there, and every
+     * time of the result stays on the input's timeline (a word at 2 s into
+     * the part starts at offset_s + 2). Progress counts the part. Default
+     * 0, 0: all of it (whisper.cpp's offset_ms and duration_ms). */
+    double offset_s, duration_s;
 } hv_transcribe_params;
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
@@ -463,7 +472,7 @@ HV_API const float *hv_result_token_logprobs(const hv_result *res);
  * chunked audio, the sum over the chunks. */
 HV_API double hv_result_score(const hv_result *res);
 HV_API hv_timings hv_result_timings(const hv_result *res);
-HV_API double hv_result_duration(const hv_result *res);      /* seconds of audio */
+HV_API double hv_result_duration(const hv_result *res);      /* seconds of audio: the input's */
 HV_API const char *hv_result_language(const hv_result *res); /* the code used */
 
 /* A word of the transcript: the tokenizer's pieces from one that starts a

@@ -31,6 +31,8 @@ typedef enum route {
     ROUTE_HEALTH,
     ROUTE_MODELS,
     ROUTE_TRANSCRIBE,
+    ROUTE_INFERENCE, /* whisper-server's POST /inference: a transcription */
+    ROUTE_TRANSLATE, /* POST /v1/audio/translations: 400, no translation */
     ROUTE_READY,
     ROUTE_METRICS,
     ROUTE_WEB /* the page's files (server_web.c) */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "hviske.h"
+#include "formats.h"
 #include "server_format.h"
 
 /* An error answer: HTTP status and OpenAI's error fields. */
@@ -51,6 +52,14 @@ typedef enum srv_field {
     SRV_F_TIMESTAMP_GRANULARITIES,
     SRV_F_CHUNKING_STRATEGY,
     SRV_F_INCLUDE,
+    SRV_F_PROGRESS,  /* hviske's: progress events in a stream */
+    SRV_F_DOWNLOADS, /* hviske's: the CLI's formats in the done event */
+    /* whisper-server's fields, on POST /inference only */
+    SRV_F_BEAM_SIZE,
+    SRV_F_OFFSET_T,
+    SRV_F_DURATION,
+    SRV_F_TRANSLATE,
+    SRV_F_WHISPER_IGNORED, /* the ones taken and ignored (values dropped) */
     SRV_N_FIELDS
 } srv_field;
 
@@ -62,13 +71,16 @@ typedef struct srv_form {
     size_t file_len, file_cap;
     int have_file;
     int n_parts;
-    int cur;          /* part being received: a srv_field,
+    int cur;             /* part being received: a srv_field,
                                     SRV_N_FIELDS for file, -1 none */
-    size_t cur_len;   /* its bytes so far */
-    unsigned seq;     /* parts begun in the raw body, counted by the
+    size_t cur_len;      /* its bytes so far */
+    unsigned seq;        /* parts begun in the raw body, counted by the
                          caller (srv_delim); 0 if it does not count */
-    unsigned cur_seq; /* seq when the current part began */
-    srv_error err;    /* the first problem, if any */
+    unsigned cur_seq;    /* seq when the current part began */
+    srv_error err;       /* the first problem, if any */
+    int whisper;         /* POST /inference: whisper-server's fields too */
+    char ignored[256];   /* whisper-server's fields taken and ignored, "a, b" */
+    char file_name[256]; /* the file part's filename, printable ("" if none) */
 } srv_form;
 
 void srv_form_init(srv_form *f, size_t max_file);
@@ -113,14 +125,19 @@ typedef struct srv_params {
     hv_transcribe_params tp; /* tp.language points to language[] */
     char language[32];
     srv_format format;
-    double temperature; /* as given (0 = greedy), for verbose_json */
-    int granularities;  /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
+    double temperature;                  /* as given (0 = greedy), for verbose_json */
+    int granularities;                   /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
                            segments only) */
-    char model[128];    /* the model field as given ("" if none) */
-    int stream;         /* stream=true: Server-Sent Events (json, text) */
-    int logprobs;       /* include[]=logprobs: json gets "logprobs" */
-    char ignored[192];  /* include[] values not supported, for a warning
+    char model[128];                     /* the model field as given ("" if none) */
+    int stream;                          /* stream=true: Server-Sent Events (json, text) */
+    int logprobs;                        /* include[]=logprobs: json gets "logprobs" */
+    char ignored[192];                   /* include[] values not supported, for a warning
                            ("" when none) */
+    int prompt;                          /* a prompt was given (and ignored), for a warning */
+    int progress;                        /* progress=true: hviske.progress events (stream) */
+    hvt_format downloads[HVT_N_FORMATS]; /* downloads=txt,srt,...: the done
+                                            event carries these (stream) */
+    int n_downloads;
 } srv_params;
 
 /* A form field that carries JSON, parsed strictly: one value and nothing

@@ -159,7 +159,8 @@ static enum MHD_Result answer_models(request *req) {
              cJSON_AddStringToObject(m, "object", "model") &&
              cJSON_AddNumberToObject(m, "created", (double)s->created) &&
              cJSON_AddStringToObject(m, "owned_by", "hviske") &&
-             srv_format_model_info(m, s->model, &s->base, s->o->max_upload_mb, s->o->max_audio_s);
+             srv_format_model_info(m, s->model, s->o->model_dir, &s->base, s->o->max_upload_mb,
+                                   s->o->max_audio_s);
     if (!ok) {
         if (m && !(data && data->child == m)) cJSON_Delete(m);
         cJSON_Delete(o);
@@ -278,6 +279,10 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         req->route = ROUTE_MODELS;
     else if (strcmp(url, "/v1/audio/transcriptions") == 0)
         req->route = ROUTE_TRANSCRIBE;
+    else if (strcmp(url, "/inference") == 0)
+        req->route = ROUTE_INFERENCE;
+    else if (strcmp(url, "/v1/audio/translations") == 0)
+        req->route = ROUTE_TRANSLATE;
     else if (strcmp(url, "/ready") == 0)
         req->route = ROUTE_READY;
     else if (strcmp(url, "/metrics") == 0)
@@ -306,7 +311,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         srv_error_set(e, 404, "not_found", NULL, "no such path: %s %s", req->method, req->path);
         return refuse(req);
     }
-    int transcribe = req->route == ROUTE_TRANSCRIBE;
+    int transcribe = req->route == ROUTE_TRANSCRIBE || req->route == ROUTE_INFERENCE ||
+                     req->route == ROUTE_TRANSLATE;
     if (transcribe ? !post : !get) {
         req->allow = transcribe ? "POST" : "GET, HEAD";
         srv_error_set(e, 405, "method_not_allowed", NULL, "%s is not allowed on %s (allowed: %s)",
@@ -319,7 +325,16 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
                       "Bearer KEY')");
         return refuse(req);
     }
-    if (req->route != ROUTE_TRANSCRIBE) return MHD_YES; /* answered when complete (on_request) */
+    if (req->route == ROUTE_TRANSLATE) {
+        /* OpenAI's clients send the whole form before they read an
+         * answer: it is read and dropped, then the 400 goes */
+        srv_error_set(e, 400, "translation_not_supported", NULL,
+                      "this model transcribes; it does not translate (use "
+                      "/v1/audio/transcriptions with the audio's language)");
+        return MHD_YES;
+    }
+    if (!transcribe) return MHD_YES; /* answered when complete (on_request) */
+    req->form.whisper = req->route == ROUTE_INFERENCE;
 
     if (!is_multipart(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         srv_error_set(e, 415, "unsupported_media_type", NULL,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 
 #include "server_format.h"
@@ -90,16 +91,26 @@ typedef struct job_end {
     double audio_s; /* transcribed in full; 0: not */
 } job_end;
 
-/* include[] values that were ignored: a Warning header (RFC 9111's 299,
- * "miscellaneous persistent warning") naming them. */
-static void add_include_warning(struct MHD_Response *r, const srv_params *p) {
-    if (!p->ignored[0]) return;
-    char w[300];
-    snprintf(w, sizeof w,
-             "299 hviske \"include[] ignored: %s (supported: logprobs, with response_format "
-             "json)\"",
-             p->ignored);
-    MHD_add_response_header(r, "Warning", w);
+/* What the request asked for and did not get: a Warning header each (RFC
+ * 9111's 299, "miscellaneous persistent warning"): include[] values, the
+ * prompt, whisper-server's settings that hviske does not have. */
+static void add_warnings(struct MHD_Response *r, const srv_params *p, const srv_form *f) {
+    char w[400];
+    if (p->ignored[0]) {
+        snprintf(w, sizeof w,
+                 "299 hviske \"include[] ignored: %s (supported: logprobs, with response_format "
+                 "json)\"",
+                 p->ignored);
+        MHD_add_response_header(r, "Warning", w);
+    }
+    if (p->prompt)
+        MHD_add_response_header(r, "Warning",
+                                "299 hviske \"prompt ignored: the model takes no text prompt\"");
+    if (f->ignored[0]) {
+        snprintf(w, sizeof w, "299 hviske \"ignored: %s (whisper-server's, not hviske's)\"",
+                 f->ignored);
+        MHD_add_response_header(r, "Warning", w);
+    }
 }
 
 /* --------------------------------------------------- streamed answers */
@@ -116,6 +127,16 @@ typedef struct stream_job {
 
 /* The abort callback: the client went away. */
 static int stream_gone(void *user) { return srv_stream_gone(user); }
+
+/* The progress callback of a stream with progress=true: an event
+ * {"type":"hviske.progress","done_s","total_s"} after each chunk. */
+static void stream_progress(void *user, double done_s, double total_s) {
+    stream_job *sj = user;
+    size_t len = 0;
+    char *ev = srv_sse_progress(done_s, total_s, &len);
+    if (ev) srv_stream_push(sj->st, ev, len);
+    free(ev);
+}
 
 /* One delta event of text, after a space but for the first (none for ja
  * and zh); 0, or 1 when out of memory. */
@@ -158,8 +179,9 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     job_end je = {0, MHD_HTTP_OK, req->audio_s};
     srv_params p = req->params;
     if (req->params.tp.language == req->params.language) p.tp.language = p.language;
-    char id[sizeof req->id];
+    char id[sizeof req->id], file[sizeof req->form.file_name];
     memcpy(id, req->id, sizeof id);
+    memcpy(file, req->form.file_name, sizeof file);
     double keepalive = s->o->timeout_s / 2.0 < 5 ? s->o->timeout_s / 2.0 : 5;
     srv_stream *st = srv_stream_new(keepalive);
     struct MHD_Response *r = st ? srv_stream_response(st) : NULL;
@@ -173,7 +195,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
         return je;
     }
     if (p.model[0]) MHD_add_response_header(r, "OpenAI-Model", p.model);
-    add_include_warning(r, &p);
+    add_warnings(r, &p, &req->form);
     pthread_mutex_lock(&s->mu);
     req->resp = r;
     req->status = MHD_HTTP_OK;
@@ -189,6 +211,10 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     p.tp.segment_user = &sj;
     p.tp.abort_callback = stream_gone;
     p.tp.abort_user = st;
+    if (p.progress) {
+        p.tp.progress = stream_progress;
+        p.tp.progress_user = &sj;
+    }
     hv_result *res = NULL;
     hv_status hst = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p.tp, &res);
     hv_audio_free(pcm);
@@ -208,7 +234,20 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
                     "stopped after %d segment%s\n",
                     id, sj.n, sj.n == 1 ? "" : "s");
     } else {
-        ev = srv_sse_done(hv_result_text(res), &len);
+        /* the downloads of the page: the CLI's bytes for this result */
+        hvt_format_spec spec = {
+            .cues = s->o->cues, .words = 1, .model_dir = s->o->model_dir, .model = s->model};
+        cJSON *dl = p.n_downloads ? srv_format_downloads(res, p.downloads, p.n_downloads, &spec,
+                                                         file[0] ? file : "-")
+                                  : NULL;
+        ev = p.n_downloads && !dl ? NULL : srv_sse_done(hv_result_text(res), dl, &len);
+        if (!ev) { /* out of memory: the error event */
+            srv_error e = {0};
+            srv_error_set(&e, 500, NULL, NULL, "out of memory");
+            ev = srv_sse_error(e.message, e.type, NULL, NULL, &len);
+            je.status = 500;
+            je.audio_s = 0;
+        }
     }
     if (ev) srv_stream_push(st, ev, len);
     free(ev);
@@ -267,7 +306,7 @@ static job_end run_job(worker *w, request *req) {
     hv_result_free(res);
     req->resp = srv_buffer_response(body, len, srv_format_content_type(p->format));
     if (req->resp && p->model[0]) MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
-    if (req->resp) add_include_warning(req->resp, p);
+    if (req->resp) add_warnings(req->resp, p, &req->form);
     req->status = MHD_HTTP_OK;
     if (!req->resp) srv_error_set(&e, 500, NULL, NULL, "out of memory");
 done:

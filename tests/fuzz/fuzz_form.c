@@ -58,6 +58,14 @@ static const char *const NAMES[] = {"file",
                                     "timestamp_granularities[]",
                                     "timestamp_granularities",
                                     "chunking_strategy",
+                                    "progress",
+                                    "downloads",
+                                    "beam_size",
+                                    "offset_t",
+                                    "duration",
+                                    "translate",
+                                    "best_of",
+                                    "temperature_inc",
                                     "colour",
                                     "",
                                     "file\x01"};
@@ -66,6 +74,7 @@ enum { N_NAMES = sizeof NAMES / sizeof *NAMES };
 static void fuzz_fields(const uint8_t *d, size_t n) {
     srv_form f;
     srv_form_init(&f, 4096);
+    f.whisper = n > 0 && (d[0] & 0x80); /* POST /inference's fields too */
     uint64_t off = 0;
     int last = -1;
     while (n >= 3 && !f.err.status) {

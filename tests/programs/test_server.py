@@ -597,7 +597,7 @@ def test_hostile(port, wav, want, tmp, too_long):
     report("PUT with a body: 405", is_error(r, 405), str(r))
     r = request(port, "GET", "/v1/nothing")
     report("unknown path: 404", is_error(r, 404), str(r))
-    r = request(port, "POST", "/v1/audio/translations", body,
+    r = request(port, "POST", "/v1/audio/speech", body,
                 {"Content-Type": ctype})
     report("POST to an unknown path with a body: 404", is_error(r, 404),
            str(r))

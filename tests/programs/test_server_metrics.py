@@ -161,8 +161,8 @@ def test_metrics(tmp):
                   if n.startswith("hviske_http_request")}
         report("routes: the fixed list and \"other\" only (hostile paths add "
                "no label values)",
-               labels <= {T, "/v1/models", "/health", "/ready", "/metrics", "other",
-                          None}, str(labels))
+               labels <= {T, "/v1/models", "/health", "/ready", "/metrics", "/inference",
+                          "other", None}, str(labels))
         audio = metric(after_s, "hviske_audio_seconds_total") - audio_before
         report(f"hviske_audio_seconds_total grew by the one transcribed file "
                f"({audio:.3f} s)", abs(audio - 3.025) < 0.01, str(audio))
