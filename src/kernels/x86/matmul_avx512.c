@@ -184,6 +184,134 @@ TARGET_VNNI static void gemm_tiles_q8_2(int count, int nbk, const uint8_t *a, co
     tiles_q8(2, count, nbk, a, ad, b, bd, bc, panel, c, ldc, accumulate, bias);
 }
 
+/* ------------------------------------------------------------ GEMV */
+
+/* The r64 GEMV (matmul_impl.h) 16 rows to a register: V16 groups of 16
+ * rows of one block from blk (its first word) against activation row x,
+ * then one of 8 rows if tail8; lane j of acc[v] is row 16 v + j, and per
+ * column pair the even column's fma comes first, so each output is the
+ * scalar chain. V16 and tail8 are constants where this is expanded. */
+INLINE void r64_rows(float *y, const float *x, const uint32_t *blk, int cols, int V16, int tail8) {
+    const __m512i high = _mm512_set1_epi32((int)0xFFFF0000u);
+    const __m256i high8 = _mm256_set1_epi32((int)0xFFFF0000u);
+    __m512 acc[HV_R64_ROWS / 16];
+    __m256 t = _mm256_setzero_ps();
+    for (int v = 0; v < V16; v++) acc[v] = _mm512_setzero_ps();
+    for (int c = 0; c < cols / 2; c++) {
+        const uint32_t *p = blk + (size_t)c * HV_R64_ROWS;
+        __m512 xe = _mm512_set1_ps(x[2 * c]), xo = _mm512_set1_ps(x[2 * c + 1]);
+        for (int v = 0; v < V16; v++) {
+            __m512i w = _mm512_loadu_si512(p + 16 * v);
+            acc[v] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), xe, acc[v]);
+            acc[v] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(w, high)), xo, acc[v]);
+        }
+        if (tail8) {
+            __m256i w = _mm256_loadu_si256((const __m256i *)(p + 16 * V16));
+            t = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(w, 16)),
+                                _mm512_castps512_ps256(xe), t);
+            t = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(w, high8)),
+                                _mm512_castps512_ps256(xo), t);
+        }
+    }
+    for (int v = 0; v < V16; v++) _mm512_storeu_ps(y + 16 * v, acc[v]);
+    if (tail8) _mm256_storeu_ps(y + 16 * V16, t);
+}
+
+TARGET static void gemv_bf16_r64(float *y, int ldy, const float *x, int n, const uint32_t *w,
+                                 int r0, int n_w, int cols) {
+    for (int r = r0; r < r0 + n_w;) {
+        int b = r / HV_R64_ROWS, end = (b + 1) * HV_R64_ROWS;
+        if (end > r0 + n_w) end = r0 + n_w;
+        const uint32_t *blk = w + hv_r64_word(cols, r, 0);
+        for (int i = 0; i < n; i++) {
+            float *yi = y + (long)i * ldy + (r - r0);
+            const float *xi = x + (long)i * cols;
+            switch ((end - r) / 8) {
+                case 8: r64_rows(yi, xi, blk, cols, 4, 0); break;
+                case 7: r64_rows(yi, xi, blk, cols, 3, 1); break;
+                case 6: r64_rows(yi, xi, blk, cols, 3, 0); break;
+                case 5: r64_rows(yi, xi, blk, cols, 2, 1); break;
+                case 4: r64_rows(yi, xi, blk, cols, 2, 0); break;
+                case 3: r64_rows(yi, xi, blk, cols, 1, 1); break;
+                case 2: r64_rows(yi, xi, blk, cols, 1, 0); break;
+                default: r64_rows(yi, xi, blk, cols, 0, 1); break;
+            }
+        }
+        r = end;
+    }
+}
+
+/* The x8 GEMV (matmul_impl.h, and the AVX2 kernel's layout and prefetch)
+ * with vpdpbusd on 8 rows' lanes: q8_0 multiplies |w| (unsigned) by the
+ * activation with w's sign (vpsignb), q4_0 the nibbles (unsigned) by the
+ * activation and takes off 8 x the activation block's sum; the sums are
+ * the exact integers of the AVX2 kernel, so the bits are its. */
+#define X8_PREFETCH 8192
+
+INLINE_VNNI void gemv_x8_vnni(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
+                              const uint8_t *wq, int n_w, int cols, int q4) {
+    const int nb = cols / HV_Q8_BLOCK, words = q4 ? 4 : 8;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (int g = 0; g < n_w / HV_X8_ROWS; g++) {
+        const uint16_t *dg = wd + (long)g * nb * HV_X8_ROWS;
+        const uint8_t *qg = wq + (long)g * nb * words * 32;
+        for (int i = 0; i < a->n; i++) {
+            const float *xd = a->d + (long)i * nb;
+            const int8_t *xq = a->q + (long)i * cols;
+            __m256 acc = _mm256_setzero_ps();
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *qb = qg + (long)b * words * 32;
+                const int8_t *x = xq + (long)b * HV_Q8_BLOCK;
+                if (i == 0) { /* both streams, X8_PREFETCH payload bytes ahead */
+                    const char *nq = (const char *)qb + X8_PREFETCH;
+                    for (int f = 0; f < words * 32; f += 64) _mm_prefetch(nq + f, _MM_HINT_T2);
+                    if (b % 4 == 0)
+                        _mm_prefetch((const char *)(dg + b * HV_X8_ROWS) + X8_PREFETCH / 2 / words,
+                                     _MM_HINT_T2);
+                }
+                __m256i p;
+                if (q4) {
+                    p = _mm256_set1_epi32(-8 * a->s[(long)i * nb + b]);
+                    for (int k = 0; k < 4; k++) {
+                        __m256i w = _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
+                        int32_t xlo, xhi;
+                        memcpy(&xlo, x + 4 * k, 4);
+                        memcpy(&xhi, x + 16 + 4 * k, 4);
+                        __m256i lo = _mm256_and_si256(w, m4);
+                        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
+                        p = _mm256_dpbusd_epi32(p, lo, _mm256_set1_epi32(xlo));
+                        p = _mm256_dpbusd_epi32(p, hi, _mm256_set1_epi32(xhi));
+                    }
+                } else {
+                    p = _mm256_setzero_si256();
+                    for (int k = 0; k < 8; k++) {
+                        __m256i w = _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
+                        int32_t xk;
+                        memcpy(&xk, x + 4 * k, 4);
+                        __m256i xv = _mm256_set1_epi32(xk);
+                        p = _mm256_dpbusd_epi32(p, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
+                    }
+                }
+                __m256 dw =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dg + b * HV_X8_ROWS)));
+                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]));
+                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+            }
+            _mm256_storeu_ps(y + (long)i * ldy + g * HV_X8_ROWS, acc);
+        }
+    }
+}
+
+TARGET_VNNI static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
+                                    const uint8_t *wq, int n_w, int cols) {
+    gemv_x8_vnni(y, ldy, a, wd, wq, n_w, cols, 0);
+}
+
+TARGET_VNNI static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
+                                    const uint8_t *wq, int n_w, int cols) {
+    gemv_x8_vnni(y, ldy, a, wd, wq, n_w, cols, 1);
+}
+
 /* ------------------------------------------------------------ sgemm_nn */
 
 /* sgemm_nn (matmul_impl.h): R rows (12, 4 or 1) of a against NP (1 or 2)
@@ -294,12 +422,15 @@ static void make_tables(void) {
     avx512.gemm_tiles = gemm_tiles;
     avx512.gemm_tiles2 = gemm_tiles2;
     avx512.sgemm_nn = sgemm_nn;
+    avx512.gemv_bf16_r64 = gemv_bf16_r64;
     base_peak = hv_mm_avx2.peak_macs;
     avx512.peak_macs = peak_macs;
     avx512_vnni = avx512;
     avx512_vnni.name = "avx512_vnni";
     avx512_vnni.gemm_tiles_q8 = gemm_tiles_q8;
     avx512_vnni.gemm_tiles_q8_2 = gemm_tiles_q8_2;
+    avx512_vnni.gemv_q8_0x8 = gemv_q8_0x8;
+    avx512_vnni.gemv_q4_0x8 = gemv_q4_0x8;
     avx512_vnni.peak_macs = peak_macs_vnni;
 }
 
