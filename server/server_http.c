@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 
 #include "server_format.h"
+#include "server_guard.h"
 #include "server_queue.h"
 #include "tool_util.h"
 
@@ -242,7 +243,7 @@ static enum MHD_Result refuse(request *req) {
 
 /* The first call for a request: its headers are in. */
 static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, const char *url,
-                                     const char *method, void **con_cls) {
+                                     const char *method, const char *version, void **con_cls) {
     request *req = calloc(1, sizeof *req);
     if (!req) return MHD_NO;
     req->s = s;
@@ -272,6 +273,9 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
     srv_error *e = &req->err;
+    /* one framing of the body, or a proxy in front may read the rest as
+     * another request (request smuggling) */
+    if (srv_guard_framing(conn, version, e) != 0) return refuse(req);
     if (strcmp(url, "/health") == 0)
         req->route = ROUTE_HEALTH;
     else if (strcmp(url, "/v1/models") == 0)
@@ -432,9 +436,8 @@ static enum MHD_Result end_request(request *req) {
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
-    (void)version;
     request *req = *con_cls;
-    if (!req) return begin_request(cls, conn, url, method, con_cls);
+    if (!req) return begin_request(cls, conn, url, method, version, con_cls);
     if (req->queued) return MHD_YES; /* answered already */
     if (*upload_size > 0) {
         enum MHD_Result rc = body_data(req, upload, *upload_size);

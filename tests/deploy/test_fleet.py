@@ -458,9 +458,14 @@ def fleet(tmp, nginx_bin, sanitized_hint):
             ngx.stop()
 
 
-def main():
-    nginx_bin = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access(
+def nginx_binary():
+    """Debian's nginx (in /usr/sbin, which may not be on PATH), or None."""
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.access(
         "/usr/sbin/nginx", os.X_OK) else None)
+
+
+def main():
+    nginx_bin = nginx_binary()
     if not nginx_bin:
         skip_or_fail("the fleet behind nginx", "nginx is not installed")
         return finish()

@@ -28,7 +28,13 @@ Covers:
   * an upload at 1 Hz (issue #43) is a 400 naming the rate, not 3000 s of
     audio upsampled;
   * a stream the client abandons (issue #43) is logged with status 499
-    and error client_closed, and counted as unanswered in /metrics.
+    and error client_closed, and counted as unanswered in /metrics;
+  * request framing (issue #51): two Content-Lengths, Content-Length
+    with Transfer-Encoding, codings other than one chunked last, white
+    space before a colon, Host missing or twice: one 400 (501) and the
+    connection closed, the request hidden in the body never answered
+    (hvserver.FRAMING_CASES; tests/deploy/test_framing.py sends them
+    through nginx too).
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -426,6 +432,43 @@ def test_abandoned_stream(model, tmp):
     report("stream server: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
 
 
+def test_framing(model, tmp):
+    """Issue #51, finding 5: a request whose body has no one framing (two
+    Content-Lengths, Content-Length with Transfer-Encoding, a coding
+    other than chunked last, white space before a header's colon) is
+    answered 400 (501 for a coding before chunked) with Connection:
+    close, and the connection is closed: the request hidden in its body
+    is never answered. A Content-Length that is not a number is refused
+    by libmicrohttpd itself, before the server sees the request (its
+    header block comes twice: libmicrohttpd 0.9.75), and closed too.
+    --timeout 3: a connection left open ends in seconds, not minutes."""
+    srv = ts.Server(model, "-t", "1", "--timeout", "3", tmp=tmp)
+    if not srv.started("framing server starts"):
+        return
+    for name, data, status, own in hvserver.FRAMING_CASES:
+        got, closed = hvserver.exchange(srv.port, data, timeout=WAIT)
+        lines = hvserver.status_lines(got)
+        _, headers, body = split_response(got)
+        if own:
+            try:
+                code = json.loads(body)["error"]["code"]
+            except (ValueError, KeyError, TypeError):
+                code = None
+            ok = lines == [status] and code is not None
+        else:
+            ok = lines and set(lines) == {status}
+        report(f"framing {name}: {status}{'' if own else ' (libmicrohttpd)'}, Connection: "
+               f"close, closed, the hidden request not answered",
+               ok and closed and headers.get("connection", "").lower() == "close",
+               f"closed={closed} {got[:400]!r}")
+    r = ts.request(srv.port, "GET", "/health")
+    report("framing server: a plain request afterwards", r.status == 200, str(r))
+    srv.stop()
+    hidden = [a for a in srv.access_lines() if a.get("request_id", "").startswith("smuggled-")]
+    report("framing: no hidden request in the access log", hidden == [], str(hidden[:3]))
+    report("framing server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
 def test_usage(model):
     import subprocess
     for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
@@ -462,6 +505,7 @@ def main():
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())
         test_refused_at_once(model, tmp)
+        test_framing(model, tmp)
         test_slow_uploads(model, wav, want, tmp)
         test_connection_slots(model, tmp)
         test_abandoned_stream(DEMO_MODEL, tmp)
