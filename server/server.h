@@ -17,12 +17,12 @@
 #include "hviske.h"
 #include "server_form.h"
 #include "server_metrics.h"
+#include "server_multipart.h"
 #include "server_options.h"
 #include "server_web.h"
 
 struct MHD_Connection;
 struct MHD_Daemon;
-struct MHD_PostProcessor;
 struct MHD_Response;
 
 /* What a request asks for, by its path. */
@@ -61,14 +61,13 @@ typedef struct request {
     const srv_web_asset *asset; /* ROUTE_WEB's file */
     char method[12], path[64];  /* printable, for the log */
     double t0;                  /* monotonic seconds at the headers */
-    struct MHD_PostProcessor *pp;
-    uint64_t body_bytes; /* received so far */
-    srv_error err;       /* decided before the body ended */
-    const char *allow;   /* with 405 */
-    int retry_after;     /* with 503, seconds */
-    int close;           /* answer with Connection: close */
+    srv_multipart *mp;          /* the body's parser (transcriptions) */
+    uint64_t body_bytes;        /* received so far */
+    srv_error err;              /* decided before the body ended */
+    const char *allow;          /* with 405 */
+    int retry_after;            /* with 503, seconds */
+    int close;                  /* answer with Connection: close */
     srv_form form;
-    srv_delim delim; /* counts the body's parts into form.seq */
     srv_params params;
     int queued;    /* handed to the workers */
     int done;      /* a worker set resp and status */

@@ -55,6 +55,17 @@ void srv_error_set(srv_error *e, int status, const char *code, const char *param
     va_end(ap);
 }
 
+void srv_shown(char *out, size_t n, const char *s, size_t len) {
+    size_t w = 0;
+    for (; w < len && s[w] && w + 1 < n; w++) out[w] = s[w] >= 0x20 && s[w] < 0x7F ? s[w] : '?';
+    if (w < len && s[w] && n >= 4) {
+        w = w > n - 4 ? n - 4 : w;
+        memcpy(out + w, "...", 3);
+        w += 3;
+    }
+    out[w] = '\0';
+}
+
 void srv_form_init(srv_form *f, size_t max_file) {
     memset(f, 0, sizeof *f);
     f->max_file = max_file;
@@ -92,11 +103,8 @@ static int field_index(const char *key) {
     return -1;
 }
 
-int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data, uint64_t off,
-                 size_t size) {
-    (void)filename; /* the file part is known by its name, "file" */
+int srv_form_begin(srv_form *f, const char *key) {
     if (f->err.status) return -1;
-    if (!key) key = "";
     int idx = strcmp(key, "file") == 0 ? SRV_N_FIELDS : field_index(key);
     if (idx < 0) {
         char name[28];
@@ -106,61 +114,51 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         return -1;
     }
     const char *name = idx == SRV_N_FIELDS ? "file" : FIELDS[idx].name;
-
-    /* A new part starts at offset 0 (a first call with no bytes may be
-     * followed by another at offset 0 for the same part, unless a
-     * delimiter came between: then the first was an empty part). */
-    if (off == 0 && !(f->cur == idx && f->cur_len == 0 && f->cur_seq == f->seq)) {
-        if (++f->n_parts > MAX_PARTS) {
-            srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
-                          MAX_PARTS);
+    if (++f->n_parts > MAX_PARTS) {
+        srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
+                      MAX_PARTS);
+        return -1;
+    }
+    int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
+    if (seen && (idx == SRV_F_TIMESTAMP_GRANULARITIES || idx == SRV_F_INCLUDE)) {
+        /* OpenAI's list field: one part per value, kept one per line */
+        if (f->len[idx] + 1 > FIELDS[idx].max_len) {
+            srv_error_set(&f->err, 400, "field_too_long", name,
+                          "the field '%s' is too long (at most %zu bytes)", name,
+                          FIELDS[idx].max_len);
             return -1;
         }
-        int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
-        if (seen && (idx == SRV_F_TIMESTAMP_GRANULARITIES || idx == SRV_F_INCLUDE)) {
-            /* OpenAI's list field: one part per value, kept one per line */
-            if (f->len[idx] + 1 > FIELDS[idx].max_len) {
-                srv_error_set(&f->err, 400, "field_too_long", name,
-                              "the field '%s' is too long (at most %zu bytes)", name,
-                              FIELDS[idx].max_len);
-                return -1;
-            }
-            char *nv = realloc(f->value[idx], f->len[idx] + 2);
-            if (!nv) {
-                srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
-                return -1;
-            }
-            nv[f->len[idx]++] = '\n';
-            nv[f->len[idx]] = '\0';
-            f->value[idx] = nv;
-            f->cur = idx;
-            f->cur_len = 0;
-            seen = -1;
-        }
-        if (seen > 0) {
-            srv_error_set(&f->err, 400, "duplicate_parameter", name,
-                          "the field '%s' is given more than once", name);
-            return -1;
-        }
-        if (idx == SRV_N_FIELDS) {
-            f->have_file = 1;
-        } else if (seen < 0) {
-            /* a further value of a list field: appended above */
-        } else if (!(f->value[idx] = calloc(1, 1))) {
+        char *nv = realloc(f->value[idx], f->len[idx] + 2);
+        if (!nv) {
             srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
             return -1;
         }
-        f->cur = idx;
-        f->cur_len = 0;
-        f->cur_seq = f->seq;
+        nv[f->len[idx]++] = '\n';
+        nv[f->len[idx]] = '\0';
+        f->value[idx] = nv;
+    } else if (seen) {
+        srv_error_set(&f->err, 400, "duplicate_parameter", name,
+                      "the field '%s' is given more than once", name);
+        return -1;
+    } else if (idx == SRV_N_FIELDS) {
+        f->have_file = 1;
+    } else if (!(f->value[idx] = calloc(1, 1))) {
+        srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+        return -1;
     }
-    if (idx != f->cur || off != f->cur_len) {
+    f->cur = idx;
+    return 0;
+}
+
+int srv_form_data(srv_form *f, const char *data, size_t size) {
+    if (f->err.status) return -1;
+    int idx = f->cur;
+    if (idx < 0) {
         srv_error_set(&f->err, 400, "invalid_multipart", NULL,
                       "malformed multipart/form-data body");
         return -1;
     }
     if (size == 0) return 0;
-
     if (idx == SRV_N_FIELDS) {
         if (size > f->max_file - f->file_len) {
             srv_error_set(&f->err, 413, "file_too_large", "file",
@@ -182,67 +180,25 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         }
         memcpy(f->file + f->file_len, data, size);
         f->file_len += size;
-    } else {
-        size_t len = f->len[idx];
-        if (size > FIELDS[idx].max_len - len) {
-            srv_error_set(&f->err, 400, "field_too_long", name,
-                          "the field '%s' is too long (at most %zu bytes)", name,
-                          FIELDS[idx].max_len);
-            return -1;
-        }
-        char *nv = realloc(f->value[idx], len + size + 1);
-        if (!nv) {
-            srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
-            return -1;
-        }
-        memcpy(nv + len, data, size);
-        nv[len + size] = '\0';
-        f->value[idx] = nv;
-        f->len[idx] = len + size;
+        return 0;
     }
-    f->cur_len += size;
+    const char *name = FIELDS[idx].name;
+    size_t len = f->len[idx];
+    if (size > FIELDS[idx].max_len - len) {
+        srv_error_set(&f->err, 400, "field_too_long", name,
+                      "the field '%s' is too long (at most %zu bytes)", name, FIELDS[idx].max_len);
+        return -1;
+    }
+    char *nv = realloc(f->value[idx], len + size + 1);
+    if (!nv) {
+        srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+    memcpy(nv + len, data, size);
+    nv[len + size] = '\0';
+    f->value[idx] = nv;
+    f->len[idx] = len + size;
     return 0;
-}
-
-int srv_delim_init(srv_delim *d, const char *content_type) {
-    memset(d, 0, sizeof *d);
-    const char *b = content_type ? strstr(content_type, "boundary=") : NULL;
-    if (!b) return -1;
-    b += 9;
-    size_t n = strlen(b);
-    if (n > 2 && b[0] == '"' && b[n - 1] == '"') {
-        b++;
-        n -= 2;
-    }
-    if (n == 0 || n + 4 > sizeof d->pat) return -1;
-    memcpy(d->pat, "\r\n--", 4);
-    memcpy(d->pat + 4, b, n);
-    d->n = n + 4;
-    size_t k = 0; /* KMP: fail[i] = longest proper border of pat[0..i] */
-    d->fail[0] = 0;
-    for (size_t i = 1; i < d->n; i++) {
-        while (k > 0 && d->pat[i] != d->pat[k]) k = d->fail[k - 1];
-        if (d->pat[i] == d->pat[k]) k++;
-        d->fail[i] = (unsigned char)k;
-    }
-    d->matched = 2; /* the body starts with "--BOUNDARY": as after a CRLF */
-    return 0;
-}
-
-size_t srv_delim_scan(srv_delim *d, const char *data, size_t size, int *found) {
-    *found = 0;
-    if (d->n == 0) return size;
-    for (size_t i = 0; i < size; i++) {
-        while (d->matched > 0 && data[i] != d->pat[d->matched])
-            d->matched = d->fail[d->matched - 1];
-        if (data[i] == d->pat[d->matched]) d->matched++;
-        if (d->matched == d->n) {
-            d->matched = d->fail[d->n - 1];
-            *found = 1;
-            return i + 1;
-        }
-    }
-    return size;
 }
 
 /* ------------------------------------------------------------- values */

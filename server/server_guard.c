@@ -43,15 +43,6 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
     return MHD_YES;
 }
 
-/* Copies at most 40 of the len bytes of s for a message, printable
- * ASCII ('?' for others). */
-static void shown(char *out, size_t n, const char *s, size_t len) {
-    size_t w = 0;
-    for (; w < len && s[w] && w + 1 < n && w < 40; w++)
-        out[w] = s[w] >= 0x20 && s[w] < 0x7F ? s[w] : '?';
-    out[w] = '\0';
-}
-
 /* The Transfer-Encoding list (RFC 9112 6.1, 7): chunked must be the last
  * coding and come once, and it is the only one this server decodes.
  * 0, or -1 with *e set. */
@@ -75,9 +66,9 @@ static int check_codings(const char *te, srv_error *e) {
         }
         p += len + (p[len] == ',');
     }
-    char name[48];
+    char name[44];
     if (n == 0 || !chunked_last || n_chunked > 1) {
-        shown(name, sizeof name, te, strlen(te));
+        srv_shown(name, sizeof name, te, strlen(te));
         srv_error_set(e, 400, "invalid_framing", NULL,
                       "the request's Transfer-Encoding '%s' does not end in one chunked "
                       "coding: its body's length cannot be known (RFC 9112 section 6.3)",
@@ -85,7 +76,7 @@ static int check_codings(const char *te, srv_error *e) {
         return -1;
     }
     if (other) {
-        shown(name, sizeof name, other, other_len);
+        srv_shown(name, sizeof name, other, other_len);
         srv_error_set(e, 501, "unsupported_transfer_coding", NULL,
                       "the transfer coding '%s' is not supported (only chunked)", name);
         return -1;
@@ -98,9 +89,9 @@ int srv_guard_framing(struct MHD_Connection *c, const char *version, srv_error *
     memset(&f, 0, sizeof f);
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &f);
     int http10 = version && strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
-    char name[48];
+    char name[44];
     if (f.bad_name) {
-        shown(name, sizeof name, f.bad_name, strlen(f.bad_name));
+        srv_shown(name, sizeof name, f.bad_name, strlen(f.bad_name));
         srv_error_set(e, 400, "invalid_header", NULL,
                       "the header name '%s' is not a token (white space before the colon?)", name);
         return -1;

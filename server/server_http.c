@@ -24,7 +24,6 @@
 enum {
     CONN_MEMORY = 32 * 1024, /* MHD's per-connection pool: headers and
                                  read buffer must fit */
-    PP_BUFFER = 16 * 1024,   /* the post processor's parse buffer */
     RESERVE = 4,             /* connections beyond --max-connections, for
                                 /health and quick 503s */
     OVERFLOW = 64            /* beyond those: told 503 and closed at once
@@ -223,15 +222,6 @@ static int is_multipart(const char *ct) {
     return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
-static enum MHD_Result on_post_data(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *filename, const char *content_type,
-                                    const char *transfer_encoding, const char *data, uint64_t off,
-                                    size_t size) {
-    request *req = cls;
-    (void)kind, (void)content_type, (void)transfer_encoding;
-    return srv_form_add(&req->form, key, filename, data, off, size) == 0 ? MHD_YES : MHD_NO;
-}
-
 /* Refuses a request at its headers: the answer goes at once, with
  * Connection: close, and the body (if any) is never read: a client
  * without the key, or on a wrong path, method or type, cannot hold a
@@ -357,14 +347,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
             return answer_error(req);
         }
     }
-    req->pp = MHD_create_post_processor(conn, PP_BUFFER, on_post_data, req);
-    if (!req->pp) {
-        srv_error_set(e, 400, "invalid_multipart", NULL,
-                      "malformed "
-                      "multipart/form-data Content-Type (no boundary?)");
-        return refuse(req);
-    }
-    srv_delim_init(&req->delim, header(conn, MHD_HTTP_HEADER_CONTENT_TYPE));
+    req->mp = srv_multipart_new(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE), &req->form, e);
+    if (!req->mp) return refuse(req);
     return MHD_YES;
 }
 
@@ -382,22 +366,8 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
         if (req->body_bytes > 2 * (uint64_t)s->max_body)
             return MHD_NO; /* it goes on and on: cut it off */
     }
-    /* the post processor gets the body up to each delimiter's end, then
-     * the form learns that a part begins (an empty part is a part) */
-    while (size > 0 && !req->err.status && req->pp) {
-        int found;
-        size_t n = srv_delim_scan(&req->delim, data, size, &found);
-        if (MHD_post_process(req->pp, data, n) != MHD_YES) {
-            if (req->form.err.status)
-                req->err = req->form.err;
-            else
-                srv_error_set(&req->err, 400, "invalid_multipart", NULL,
-                              "malformed multipart/form-data body");
-        }
-        req->form.seq += (unsigned)found;
-        data += n;
-        size -= n;
-    }
+    if (!req->err.status && req->mp && srv_multipart_feed(req->mp, data, size) != 0)
+        req->err = req->form.err;
     if (req->err.status) srv_form_free(&req->form); /* the rest is read and dropped */
     double dt = hvt_now_s() - req->t0;
     if (dt > s->o->request_timeout_s) return MHD_NO; /* too slow: drop the connection */
@@ -412,16 +382,9 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
 /* The whole body is in: validate and queue, or answer. */
 static enum MHD_Result end_request(request *req) {
     server *s = req->s;
-    if (!req->err.status && req->pp) {
-        enum MHD_Result complete = MHD_destroy_post_processor(req->pp);
-        req->pp = NULL;
-        if (req->form.err.status)
-            req->err = req->form.err;
-        else if (complete != MHD_YES)
-            srv_error_set(&req->err, 400, "invalid_multipart", NULL,
-                          "malformed or truncated multipart/form-data "
-                          "body");
-    }
+    if (!req->err.status && req->mp && srv_multipart_finish(req->mp) != 0) req->err = req->form.err;
+    srv_multipart_free(req->mp);
+    req->mp = NULL;
     if (!req->err.status &&
         srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0 &&
         srv_queue_request(s, req)) {
@@ -490,7 +453,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(line);
     }
     srv_metrics_end(&s->metrics, mr, status, dt);
-    if (req->pp) MHD_destroy_post_processor(req->pp);
+    srv_multipart_free(req->mp);
     if (req->resp) MHD_destroy_response(req->resp);
     srv_form_free(&req->form);
     pthread_mutex_lock(&s->mu);

@@ -34,7 +34,11 @@ Covers:
     space before a colon, Host missing or twice: one 400 (501) and the
     connection closed, the request hidden in the body never answered
     (hvserver.FRAMING_CASES; tests/deploy/test_framing.py sends them
-    through nginx too).
+    through nginx too);
+  * the multipart boundary (issue #51): the Content-Type's parameter as
+    RFC 2045/7578 define it (any case, a value up to ';' or quoted), a
+    malformed one a 400 naming it; preambles, padding, epilogues, parts
+    without data; malformed bodies a 400.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -361,6 +365,92 @@ def test_parts(port, wav, want):
            and b"more than once" not in resp, f"{resp[:300]!r}")
 
 
+def form_body(boundary, parts, preamble=b"", pad=b"", epilogue=b""):
+    """A multipart body of parts, each (header lines, data) as bytes, with
+    a preamble, transport padding after every delimiter and an epilogue."""
+    b = boundary.encode()
+    out = [preamble + (b"\r\n" if preamble else b"")]
+    for head, data in parts:
+        out.append(b"--" + b + pad + b"\r\n" + head + b"\r\n" + data + b"\r\n")
+    return b"".join(out) + b"--" + b + b"--" + pad + epilogue
+
+
+def post_form(port, ctype, body):
+    return ts.request(port, "POST", URL, body, {"Content-Type": ctype})
+
+
+def test_boundary(port, wav, want):
+    """Issue #51, finding 6: the boundary is the Content-Type's parameter
+    as RFC 2045 and RFC 7578 define it (a name matched without case, a
+    value up to ';' or quoted), not everything after "boundary="; a
+    malformed one is a 400 that names it. The body's syntax (RFC 2046):
+    a preamble, padding after delimiters, an epilogue, header names
+    without case, a part without data."""
+    audio = ts.read(wav)
+    disp = b'Content-Disposition: form-data; name="file"; filename="a.wav"\r\n'
+    for ctype, boundary in (
+            ("multipart/form-data; boundary=XyZb; charset=utf-8", "XyZb"),
+            ("multipart/form-data; Boundary=XyZb", "XyZb"),
+            ("multipart/form-data;BOUNDARY=XyZb ;charset=utf-8", "XyZb"),
+            ('multipart/form-data; charset="utf-8;"; boundary="Xy Zb:1"', "Xy Zb:1"),
+            ('Multipart/Form-Data; boundary="a\\b"', "ab"),
+            ("multipart/form-data; boundary=a=b?c", "a=b?c")):
+        r = post_form(port, ctype, form_body(boundary, [(disp, audio)]))
+        report(f"Content-Type {ctype!r}: the boundary {boundary!r}, 200 with the CLI's text",
+               r.status == 200 and r.json() == {"text": want}, str(r))
+    for ctype, named in (
+            ("multipart/form-data", "no boundary parameter"),
+            ("multipart/form-data; charset=utf-8", "no boundary parameter"),
+            ("multipart/form-data; boundary=", "a parameter without a value"),
+            ('multipart/form-data; boundary="abc', "an unterminated quoted value"),
+            ("multipart/form-data; boundary=a@b", "'a@b'"),
+            ("multipart/form-data; boundary=" + "b" * 71, "'" + "b" * 40 + "...'"),
+            ('multipart/form-data; boundary="ab "', "'ab '"),
+            ("multipart/form-data; boundary=a; boundary=b", "twice"),
+            ('multipart/form-data; boundary=a"b', "'\"' in an unquoted value"),
+            ('multipart/form-data; boundary="a;b"', "'a;b'"),
+            ('multipart/form-data; boundary="a"b', "text after a quoted value")):
+        r = post_form(port, ctype, form_body("a", [(disp, audio)]))
+        o = r.json()
+        msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+        report(f"Content-Type {ctype[:60]!r}: 400 invalid_multipart naming {named!r}",
+               ts.is_error(r, 400, code="invalid_multipart") and named in msg, str(r))
+    ct = "multipart/form-data; boundary=XyZb"
+    for label, body in (
+            ("a preamble, padding after each delimiter, an epilogue",
+             form_body("XyZb", [(disp, audio)], b"This is a preamble.", b" \t ",
+                       b"\r\nepilogue --XyZb\r\n")),
+            ("header names in lower case, Content-Transfer-Encoding binary",
+             form_body("XyZb", [(b'content-disposition: form-data; name=file\r\n'
+                                 b"content-transfer-encoding: binary\r\n", audio)])),
+            ("a part with no data at all (its blank line is the delimiter's CRLF)",
+             b'--XyZb\r\nContent-Disposition: form-data; name="prompt"\r\n\r\n'
+             + form_body("XyZb", [(disp, audio)]))):
+        r = post_form(port, ct, body)
+        report(f"a body with {label}: 200 with the CLI's text",
+               r.status == 200 and r.json() == {"text": want}, str(r))
+    for label, body in (
+            ("no closing delimiter", form_body("XyZb", [(disp, audio)])[:-8]),
+            ("a delimiter followed by other text",
+             form_body("XyZb", [(disp, audio)]).replace(b"--XyZb\r\n", b"--XyZbX\r\n", 1)),
+            ("a part without Content-Disposition",
+             form_body("XyZb", [(b"Content-Type: audio/wav\r\n", audio)])),
+            ("a part without a name",
+             form_body("XyZb", [(b'Content-Disposition: form-data; filename="a"\r\n', audio)])),
+            ("a part named twice",
+             form_body("XyZb", [(b'Content-Disposition: form-data; name=file; name=x\r\n',
+                                 audio)])),
+            ("Content-Transfer-Encoding base64",
+             form_body("XyZb", [(disp + b"Content-Transfer-Encoding: base64\r\n", audio)])),
+            ("a folded header line",
+             form_body("XyZb", [(b"Content-Disposition: form-data;\r\n name=file\r\n", audio)])),
+            ("9000 bytes of part headers",
+             form_body("XyZb", [(disp + b"X-Pad: " + b"p" * 9000 + b"\r\n", audio)]))):
+        r = post_form(port, ct, body)
+        report(f"a body with {label}: 400 invalid_multipart",
+               ts.is_error(r, 400, code="invalid_multipart"), str(r))
+
+
 def test_json_fields(port, wav):
     """Issue #43, finding 5: every field that carries JSON is parsed
     strictly: nothing after the value, no key twice (at any depth)."""
@@ -499,6 +589,7 @@ def main():
         if srv.port:
             test_half_close(srv.port, wav, want)
             test_parts(srv.port, wav, want)
+            test_boundary(srv.port, wav, want)
             test_json_fields(srv.port, wav)
             test_rate_floor(srv.port, tmp)
         srv.stop()
