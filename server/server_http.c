@@ -159,7 +159,8 @@ static enum MHD_Result answer_models(request *req) {
              cJSON_AddStringToObject(m, "object", "model") &&
              cJSON_AddNumberToObject(m, "created", (double)s->created) &&
              cJSON_AddStringToObject(m, "owned_by", "hviske") &&
-             srv_format_model_info(m, s->model, &s->base, s->o->max_upload_mb, s->o->max_audio_s);
+             srv_format_model_info(m, s->model, &s->base, s->o->max_upload_mb,
+                                   srv_max_audio_seconds(s, &s->base, NULL));
     if (!ok) {
         if (m && !(data && data->child == m)) cJSON_Delete(m);
         cJSON_Delete(o);

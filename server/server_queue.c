@@ -17,6 +17,13 @@
 
 /* ------------------------------------------------------------ the queue */
 
+double srv_max_audio_seconds(const server *s, const hv_transcribe_params *tp, int *by_budget) {
+    double budget = hv_audio_max_seconds(tp->max_audio_bytes, s->rate);
+    int b = budget > 0 && !(s->o->max_audio_s > 0 && s->o->max_audio_s <= budget);
+    if (by_budget) *by_budget = b;
+    return b ? budget : s->o->max_audio_s;
+}
+
 int srv_retry_after_locked(const server *s) {
     double t = s->avg_job_s * (s->n_waiting + s->n_running) / s->o->n_workers;
     return t < 1 ? 1 : t > 3600 ? 3600 : (int)ceil(t);
@@ -62,8 +69,8 @@ int srv_queue_request(server *s, request *req) {
 /* ------------------------------------------------------- a job's answer */
 
 /* Maps a library failure to an HTTP error: the input's fault is 400 (or
- * 413 for a limit), anything else 500. */
-static void library_error(srv_error *e, hv_status st, const char *msg) {
+ * 413 for a limit), anything else 500. chunking: the request's mode. */
+static void library_error(srv_error *e, hv_status st, const char *msg, hv_chunking chunking) {
     if (!msg || !*msg) msg = hv_status_name(st);
     switch (st) {
         case HV_ERR_FORMAT:
@@ -76,7 +83,12 @@ static void library_error(srv_error *e, hv_status st, const char *msg) {
                                                                   : NULL,
                           "%s", msg);
             break;
-        case HV_ERR_LIMIT: srv_error_set(e, 413, "audio_too_long", "file", "%s", msg); break;
+        case HV_ERR_LIMIT:
+            srv_error_set(e, 413, "audio_too_long", "file", "%s%s", msg,
+                          chunking == HV_CHUNKING_NONE
+                              ? " (this server's --chunking none takes the audio in one piece)"
+                              : "");
+            break;
         case HV_ERR_NOMEM:
         default: srv_error_set(e, 500, NULL, NULL, "%s", msg); break;
     }
@@ -196,7 +208,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     size_t len = 0;
     if (hst != HV_OK) { /* the answer began: the error is an event */
         srv_error e = {0};
-        library_error(&e, hst, hv_context_error(w->ctx));
+        library_error(&e, hst, hv_context_error(w->ctx), p.tp.chunking);
         ev = srv_sse_error(e.message, e.type, e.param[0] ? e.param : NULL, e.code, &len);
         je.status = (unsigned)e.status;
         je.audio_s = 0;
@@ -234,12 +246,19 @@ static job_end run_job(worker *w, request *req) {
     /* mono at the model's rate, decoded in blocks: memory is the mono
      * samples whatever the upload's channels and rate, within
      * --max-audio-seconds and the library's memory budget */
-    double max_s = hv_audio_max_seconds(p->tp.max_audio_bytes, s->rate);
-    if (max_s <= 0 || (s->o->max_audio_s > 0 && s->o->max_audio_s < max_s))
-        max_s = s->o->max_audio_s;
+    int by_budget = 0;
+    double max_s = srv_max_audio_seconds(s, &p->tp, &by_budget);
     hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate, max_s, &pcm,
                                              &n_frames, err, sizeof err);
     srv_form_free(f); /* the upload is no longer needed */
+    /* each limit its own code, and a hint only where an option helps */
+    if (st == HV_ERR_LIMIT && by_budget) {
+        srv_error_set(&e, 413, "audio_too_long", "file",
+                      "%s (this server takes at most %g s: the memory budget of one "
+                      "transcription, %zu MiB of samples at %d Hz)",
+                      err, max_s, p->tp.max_audio_bytes >> 20, s->rate);
+        goto done;
+    }
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
                       "%s (this server "
@@ -247,8 +266,13 @@ static job_end run_job(worker *w, request *req) {
                       err, max_s);
         goto done;
     }
+    if (st == HV_ERR_UNSUPPORTED) { /* the readers' one: too many channels */
+        srv_error_set(&e, 400, "too_many_channels", "file",
+                      "%s: mix it down to fewer channels (to mono, for example)", err);
+        goto done;
+    }
     if (st != HV_OK) {
-        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
+        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err, p->tp.chunking);
         goto done;
     }
     req->audio_s = (double)n_frames / s->rate;
@@ -257,7 +281,7 @@ static job_end run_job(worker *w, request *req) {
     hv_audio_free(pcm);
     pcm = NULL;
     if (st != HV_OK) {
-        library_error(&e, st, hv_context_error(w->ctx));
+        library_error(&e, st, hv_context_error(w->ctx), p->tp.chunking);
         goto done;
     }
     size_t len = 0;

@@ -104,6 +104,9 @@ function explain(e) {
       return ["The file is too large for this server.",
               `It takes files of at most ${limits.max_upload_mb || "?"} MiB. ${e.detail}`];
     case 400:
+      if (e.code === "too_many_channels")
+        return ["The audio has more channels than this server takes.",
+                `Mix it down to fewer channels (to mono, for example). ${e.detail}`];
       if (e.param === "file")
         return ["The file could not be read as audio.",
                 `Choose a WAV, FLAC, OGG/Opus or MP3 file. ${e.detail}`];

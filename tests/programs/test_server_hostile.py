@@ -38,7 +38,11 @@ Covers:
   * the multipart boundary (issue #51): the Content-Type's parameter as
     RFC 2045/7578 define it (any case, a value up to ';' or quoted), a
     malformed one a 400 naming it; preambles, padding, epilogues, parts
-    without data; malformed bodies a 400.
+    without data; malformed bodies a 400;
+  * each limit its own code (issue #51): 65 channels a 400
+    too_many_channels, audio over the library's memory budget a 413
+    naming the budget (not --max-audio-seconds), over
+    --max-audio-seconds a 413 naming the option.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -490,6 +494,61 @@ def test_rate_floor(port, tmp):
            ts.is_error(r, 400, "file") and "1 Hz" in msg and "1000" in msg, str(r))
 
 
+def flac_claiming(path, total):
+    """The FLAC at path with its STREAMINFO's total samples (bytes 18..25,
+    low 36 bits) set to total: a header claiming that length."""
+    b = bytearray(ts.read(path))
+    assert b[:4] == b"fLaC" and b[7] == 34
+    v = int.from_bytes(b[18:26], "big")
+    v = (v & ~((1 << 36) - 1)) | total
+    b[18:26] = v.to_bytes(8, "big")
+    return bytes(b)
+
+
+def test_limit_codes(model, port, tmp, flac):
+    """Issue #51, finding 7: each limit its own code and message, a hint
+    at an option only where that option would help. 65 channels was 413
+    audio_too_long with a hint at --max-audio-seconds."""
+    import wave
+    path = os.path.join(tmp, "ch65.wav")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(65)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\1" * 65 * 1600)
+    r = ts.transcribe(port, ts.read(path))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("65 channels: 400 too_many_channels naming the count, no --max-audio-seconds",
+           ts.is_error(r, 400, "file", code="too_many_channels") and "65 channels" in msg
+           and "--max-audio-seconds" not in msg, str(r))
+    # --max-audio-seconds above the library's memory budget of a call
+    # (2 GiB of samples at 16 kHz: 33554.4 s): the budget is the limit
+    srv = ts.Server(model, "-t", "1", "--max-audio-seconds", "100000", tmp=tmp)
+    if not srv.started("budget server starts"):
+        return
+    r = ts.request(srv.port, "GET", "/v1/models")
+    m = ((r.json() or {}).get("data") or [{}])[0]
+    report("--max-audio-seconds 100000: /v1/models says the budget's 33554.4 s",
+           abs(m.get("max_audio_seconds", 0) - 33554.4) < 0.1, str(r))
+    r = ts.transcribe(srv.port, flac_claiming(flac, 1 << 35))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("a FLAC claiming 2^35 samples, over the budget: 413 audio_too_long naming the "
+           "budget, not --max-audio-seconds",
+           ts.is_error(r, 413, "file", code="audio_too_long") and "memory budget" in msg
+           and "33554.4" in msg and "--max-audio-seconds" not in msg, str(r))
+    srv.stop()
+    report("budget server: SIGTERM, exit 0, clean", *srv.clean_exit())
+    r = ts.transcribe(port, flac_claiming(flac, 16000 * 7200))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("a FLAC claiming 7200 s, over --max-audio-seconds 3600: 413 audio_too_long "
+           "naming the option",
+           ts.is_error(r, 413, "file", code="audio_too_long") and "--max-audio-seconds" in msg,
+           str(r))
+
+
 def test_abandoned_stream(model, tmp):
     """Issue #43, finding 6: a stream the client abandons is logged as
     client_closed with status 499 and counted as unanswered, not as a
@@ -592,6 +651,7 @@ def main():
             test_boundary(srv.port, wav, want)
             test_json_fields(srv.port, wav)
             test_rate_floor(srv.port, tmp)
+            test_limit_codes(model, srv.port, tmp, audio["da5_16k_flac"])
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())

@@ -26,7 +26,8 @@ Covers:
     loopback that serves the real page and answers with HTML as text): shown
     as text, no element made, no script run;
   * errors a person understands: a file over --max-upload-mb refused
-    before sending, audio over --max-audio-seconds (413), a file that is
+    before sending, audio over --max-audio-seconds (413), audio of 65
+    channels (too many channels, not too long), a file that is
     not audio (400), a busy server's 503 with its Retry-After (the server's
     connections held by stalled clients, as test_server_hostile.py does);
   * the page behind a proxy that serves it under /hviske/;
@@ -163,12 +164,12 @@ def wav_seconds(path):
         return w.getnframes() / w.getframerate()
 
 
-def write_wav(path, seconds, rate=16000):
+def write_wav(path, seconds, rate=16000, channels=1):
     with wave.open(path, "wb") as w:
-        w.setnchannels(1)
+        w.setnchannels(channels)
         w.setsampwidth(2)
         w.setframerate(rate)
-        w.writeframes(b"\0\0" * int(seconds * rate))
+        w.writeframes(b"\0\0" * channels * int(seconds * rate))
 
 
 # ------------------------------------------------------------------ cases
@@ -485,6 +486,14 @@ def test_limits(b, tmp, wav):
         err = b.error()
         report("audio over --max-audio-seconds: the 413 explained",
                end == "error" and err and "too long" in err[0] and "0:02.0" in err[1], f"{err}")
+        wide = os.path.join(tmp, "wide.wav")
+        write_wav(wide, 0.5, channels=65)
+        b.choose(wide)
+        end = b.transcribe()
+        err = b.error()
+        report("audio of 65 channels: too many channels, not too long (issue #51)",
+               end == "error" and err and "more channels" in err[0] and "65 channels" in err[1]
+               and "too long" not in " ".join(err), f"{err}")
         b.js("const t = new DataTransfer();"
              "t.items.add(new File(['not audio'], 'dropped.wav', {type: 'audio/wav'}));"
              "const z = document.getElementById('drop');"
