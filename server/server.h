@@ -44,9 +44,11 @@ typedef struct server server;
 typedef struct conn_rec {
     struct conn_rec *prev, *next;
     int fd;
-    double t0;      /* opened, or its last request completed */
-    int in_request; /* headers in, request not yet completed */
-    int reaped;     /* shut down by the reaper */
+    unsigned char addr[17]; /* the peer's address family and bytes, for
+                               --max-connections-per-ip ([0] 0: unknown) */
+    double t0;              /* opened, or its last request completed */
+    int in_request;         /* headers in, request not yet completed */
+    int reaped;             /* shut down by the reaper */
 } conn_rec;
 
 /* One HTTP request, from its headers to the end of its response. Owned by
@@ -122,6 +124,8 @@ struct server {
     int reaper_stop;     /* the reaper is to end */
     char *overflow;      /* the whole 503 answer beyond the reserve */
     size_t overflow_len; /* (NULL: none, the connection is just closed) */
+    char *per_ip;        /* the same over --max-connections-per-ip */
+    size_t per_ip_len;
 
     srv_metrics metrics; /* atomics: no lock (server_metrics.h) */
     uint64_t id_seed;    /* generated request ids: seed and counter */

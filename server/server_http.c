@@ -196,6 +196,22 @@ static void peer_address(struct MHD_Connection *c, char *out, size_t n) {
         out[0] = '\0';
 }
 
+/* The connection's peer address as a key for --max-connections-per-ip:
+ * its family, then its bytes (IPv4 or IPv6; [0] 0 when unknown). */
+static void peer_key(struct MHD_Connection *c, unsigned char key[17]) {
+    memset(key, 0, 17);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET) {
+        key[0] = 4;
+        memcpy(key + 1, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        key[0] = 6;
+        memcpy(key + 1, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+    }
+}
+
 /* Compares the Authorization header with "Bearer KEY" in time that
  * depends on the key's length only. */
 static int authorized(struct MHD_Connection *c, const char *key) {
@@ -482,16 +498,24 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (!r) return; /* untracked: only MHD's own timeouts apply */
         r->fd = ci->connect_fd;
         r->t0 = hvt_now_s();
+        peer_key(conn, r->addr);
         pthread_mutex_lock(&s->mu);
+        unsigned same = 1; /* this one */
+        for (const conn_rec *q = s->conns; q && s->o->max_per_ip && r->addr[0]; q = q->next)
+            same += memcmp(q->addr, r->addr, sizeof r->addr) == 0;
         r->next = s->conns;
         if (s->conns) s->conns->prev = r;
         s->conns = r;
         s->n_open++;
-        if (s->n_open > s->o->max_connections + RESERVE) {
-            /* no slot even in the reserve: a 503 and the end, before MHD
-             * starts the connection's thread (which then sees it shut) */
-            if (s->overflow)
-                (void)!send(r->fd, s->overflow, s->overflow_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        /* over its address's limit, or no slot even in the reserve: a 503
+         * and the end, before MHD starts the connection's thread (which
+         * then sees it shut) */
+        int over_ip = s->o->max_per_ip && same > s->o->max_per_ip;
+        if (over_ip || s->n_open > s->o->max_connections + RESERVE) {
+            const char *a = over_ip ? s->per_ip : s->overflow;
+            if (a)
+                (void)!send(r->fd, a, over_ip ? s->per_ip_len : s->overflow_len,
+                            MSG_DONTWAIT | MSG_NOSIGNAL);
             shutdown(r->fd, SHUT_RDWR);
             r->reaped = 1;
         }
@@ -548,12 +572,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ------------------------------------------------------------ the daemon */
 
-/* The whole 503 answer of a connection beyond the reserve, sent as it is
- * accepted; NULL when out of memory (such a connection is just closed). */
-static char *overflow_answer(size_t *len) {
+/* The whole 503 answer of a connection refused as it is accepted (beyond
+ * the reserve, or over --max-connections-per-ip); NULL when out of memory
+ * (such a connection is just closed). */
+static char *refusal_answer(const char *message, const char *code, size_t *len) {
     size_t blen = 0;
-    char *body = srv_format_error("the server has too many open connections; retry later",
-                                  "server_error", NULL, "too_many_connections", &blen);
+    char *body = srv_format_error(message, "server_error", NULL, code, &blen);
     char head[256];
     int hn = snprintf(head, sizeof head,
                       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -571,7 +595,14 @@ static char *overflow_answer(size_t *len) {
 
 int srv_http_start(server *s, int listen_fd, int ipv6) {
     const srv_options *o = s->o;
-    s->overflow = overflow_answer(&s->overflow_len);
+    s->overflow = refusal_answer("the server has too many open connections; retry later",
+                                 "too_many_connections", &s->overflow_len);
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "too many open connections from your address (at most %u: the server's "
+             "--max-connections-per-ip); retry later",
+             o->max_per_ip);
+    s->per_ip = refusal_answer(msg, "too_many_connections_per_ip", &s->per_ip_len);
     /* a thread per connection: one waiting for its transcription holds
      * only itself (MHD_USE_ITC: MHD_quiesce_daemon needs it) */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
@@ -579,10 +610,10 @@ int srv_http_start(server *s, int listen_fd, int ipv6) {
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)o->max_connections + RESERVE + OVERFLOW, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned int)o->max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
+        (unsigned int)o->max_connections + RESERVE + OVERFLOW, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)o->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_END);
     if (!s->mhd) {
         fputs("hviske-server: cannot start the HTTP daemon\n", stderr);
         return -1;
@@ -606,5 +637,6 @@ void srv_http_stop(server *s) {
     if (s->mhd) MHD_stop_daemon(s->mhd); /* closes the listening socket unless quiesced */
     s->mhd = NULL;
     free(s->overflow);
-    s->overflow = NULL;
+    free(s->per_ip);
+    s->overflow = s->per_ip = NULL;
 }

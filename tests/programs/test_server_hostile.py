@@ -42,7 +42,9 @@ Covers:
   * each limit its own code (issue #51): 65 channels a 400
     too_many_channels, audio over the library's memory budget a 413
     naming the budget (not --max-audio-seconds), over
-    --max-audio-seconds a 413 naming the option.
+    --max-audio-seconds a 413 naming the option;
+  * over --max-connections-per-ip (issue #51) a 503 with Retry-After,
+    not a connection closed unanswered.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -305,15 +307,55 @@ def test_connection_slots(model, tmp):
     finally:
         for s in stalled:
             s.close()
-    r = {}
-
-    def healthy():
-        r["r"] = ts.request(srv.port, "GET", "/health", timeout=WAIT)
-        return r["r"].status == 200
-    report("stalled clients gone: /health answers again",
-           wait_until(healthy, interval=0.05), str(r.get("r")))
+    served_again(srv.port, "stalled clients gone: /health answers again")
     srv.stop()
     report("slots server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def served_again(port, label):
+    """Reports label: /health answers 200 (once the server has seen the
+    stalled connections close)."""
+    last = {}
+
+    def healthy():
+        last["r"] = ts.request(port, "GET", "/health", timeout=WAIT)
+        return last["r"].status == 200
+    report(label, wait_until(healthy, interval=0.05), str(last.get("r")))
+
+
+def test_per_ip(model, tmp):
+    """Issue #51, finding 8: over --max-connections-per-ip a connection
+    got no answer at all (libmicrohttpd closed it as it came); now it
+    gets 503 too_many_connections_per_ip with Retry-After, as every other
+    limit answers, and a slot freed serves again."""
+    srv = ts.Server(model, "-t", "1", "--max-connections-per-ip", "2", "--timeout", "120",
+                    tmp=tmp)
+    if not srv.started("per-address server starts"):
+        return
+    stalled = []
+    last = {}
+    try:
+        for _ in range(2):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+            stalled.append(s)
+
+        def refused():
+            got, closed = hvserver.exchange(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
+                                            b"\r\n", timeout=WAIT)
+            last["raw"] = (got[:400], closed)
+            return (ts.raw_status(got) == 503 and b'"too_many_connections_per_ip"' in got
+                    and b"Retry-After: 1" in got and b"--max-connections-per-ip" in got
+                    and closed)
+        report("a third connection from 127.0.0.1 over --max-connections-per-ip 2: 503 "
+               "too_many_connections_per_ip, Retry-After, closed",
+               wait_until(refused, interval=0.05), str(last.get("raw")))
+    finally:
+        for s in stalled:
+            s.close()
+    served_again(srv.port, "the stalled connections gone: served again")
+    srv.stop()
+    report("per-address server: SIGTERM, exit 0, clean", *srv.clean_exit())
 
 
 def test_parts(port, wav, want):
@@ -659,6 +701,7 @@ def main():
         test_framing(model, tmp)
         test_slow_uploads(model, wav, want, tmp)
         test_connection_slots(model, tmp)
+        test_per_ip(model, tmp)
         test_abandoned_stream(DEMO_MODEL, tmp)
     print(f"# {time.time() - t_start:.1f} s")
     return finish()
