@@ -78,6 +78,8 @@ typedef struct request {
     unsigned status;
     unsigned sent;           /* the status queued, for the log */
     int late;                /* begun while draining: not waited for at shutdown */
+    int fd;                  /* its connection's socket (-1: unknown) */
+    int gone;                /* its client went away before the answer: not answered */
     double audio_s;          /* seconds of audio decoded (-1: none), for the log */
     char id[SRV_ID_MAX + 1]; /* X-Request-Id */
     char client[64];         /* the peer's address, numeric */

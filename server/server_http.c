@@ -264,6 +264,9 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     srv_form_init(&req->form, s->max_file);
     *con_cls = req;
     srv_metrics_begin(&s->metrics);
+    const union MHD_ConnectionInfo *fi =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    req->fd = fi ? fi->connect_fd : -1;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     pthread_mutex_lock(&s->mu);
@@ -405,6 +408,7 @@ static enum MHD_Result end_request(request *req) {
     if (!req->err.status &&
         srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0 &&
         srv_queue_request(s, req)) {
+        if (req->gone) return MHD_NO; /* no one to answer: close */
         struct MHD_Response *r = req->resp;
         req->resp = NULL;
         return queue(req, req->status, r);
@@ -442,11 +446,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     double dt = hvt_now_s() - req->t0;
     srv_route mr = srv_route_of(req->path);
     /* an answer begun but not sent in full because the connection broke
-     * (a stream the client abandoned): not answered, logged as nginx logs
-     * a client that closed first */
-    int cut = req->sent && (toe == MHD_REQUEST_TERMINATED_WITH_ERROR ||
-                            toe == MHD_REQUEST_TERMINATED_READ_ERROR ||
-                            toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT);
+     * (a stream the client abandoned), or a request skipped because its
+     * client went away: not answered, logged as nginx logs a client that
+     * closed first */
+    int cut = req->gone || (req->sent && (toe == MHD_REQUEST_TERMINATED_WITH_ERROR ||
+                                          toe == MHD_REQUEST_TERMINATED_READ_ERROR ||
+                                          toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT));
     unsigned status = cut ? 0 : req->sent;
     if (s->access_log) {
         static const char *const why[] = {

@@ -2,11 +2,13 @@
  * transcribe them (server_queue.h). */
 #include "server_queue.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <microhttpd.h>
 
@@ -64,6 +66,35 @@ int srv_queue_request(server *s, request *req) {
     }
     pthread_mutex_unlock(&s->mu);
     return req->queued;
+}
+
+/* ------------------------------------------------------ gone clients */
+
+/* Whether req's client went away, asked of its socket while the
+ * connection's thread waits for the answer (nothing else reads it then):
+ * a connection reset (or failed) is gone. One whose client closed its
+ * sending side (a FIN, recv 0) is not: clients and proxies half-close
+ * after a request and read the answer, and TCP does not tell them from a
+ * client that closed its socket until the answer is written. */
+static int client_gone(const request *req) {
+    if (req->fd < 0) return 0;
+    char b;
+    ssize_t n = recv(req->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* The abort callback of a transcription that is not streamed. */
+static int request_gone(void *user) { return client_gone(user); }
+
+/* Skips req, whose client went away before `stage`: no answer (the
+ * connection is closed; the log says 499 client_closed). */
+static void skip_gone(server *s, request *req, const char *stage) {
+    req->gone = 1;
+    req->status = 0;
+    req->resp = NULL;
+    if (!s->o->quiet)
+        fprintf(stderr, "hviske-server: request %s: the client went away %s: skipped\n", req->id,
+                stage);
 }
 
 /* ------------------------------------------------------- a job's answer */
@@ -276,10 +307,21 @@ static job_end run_job(worker *w, request *req) {
         goto done;
     }
     req->audio_s = (double)n_frames / s->rate;
+    if (client_gone(req)) { /* before speech detection and transcription */
+        hv_audio_free(pcm);
+        skip_gone(s, req, "while its audio was decoded");
+        return (job_end){0, 0, 0};
+    }
     if (p->stream) return stream_job_run(w, req, pcm, n_frames);
+    p->tp.abort_callback = request_gone; /* asked before each chunk and decoder step */
+    p->tp.abort_user = req;
     st = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p->tp, &res);
     hv_audio_free(pcm);
     pcm = NULL;
+    if (st == HV_ERR_CANCELLED) {
+        skip_gone(s, req, "during its transcription");
+        return (job_end){0, 0, 0};
+    }
     if (st != HV_OK) {
         library_error(&e, st, hv_context_error(w->ctx), p->tp.chunking);
         goto done;
@@ -321,13 +363,18 @@ void *srv_worker_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
 
         double t = hvt_now_s();
-        job_end je = run_job(w, req);
+        job_end je = {0, 0, 0};
+        int begun = !client_gone(req); /* checked before each stage */
+        if (begun)
+            je = run_job(w, req); /* (a stream's req is not ours after it) */
+        else
+            skip_gone(s, req, "while it waited");
         t = hvt_now_s() - t;
-        srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
+        if (begun) srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
 
         pthread_mutex_lock(&s->mu);
         s->n_running--;
-        s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
+        if (begun) s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
         if (!je.handed) {
             /* the connection's thread owns req again: touch it no more */
             req->done = 1;

@@ -44,7 +44,11 @@ Covers:
     naming the budget (not --max-audio-seconds), over
     --max-audio-seconds a 413 naming the option;
   * over --max-connections-per-ip (issue #51) a 503 with Retry-After,
-    not a connection closed unanswered.
+    not a connection closed unanswered;
+  * clients gone (issue #51): queued requests (streams and not) whose
+    client reset are skipped before decoding (the worker runs 3 jobs of
+    7), half-closed ones are answered, and a reset while a request runs
+    stops it.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -59,7 +63,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, WAIT, finish, fixtures_manifest, report, wait_until  # noqa: E402
+from hvtest import (DEMO_MODEL, EXAMPLE, WAIT, finish, fixtures_manifest, report,  # noqa: E402
+                    wait_until)
 import test_server as ts  # noqa: E402
 import hvserver  # noqa: E402
 
@@ -660,6 +665,104 @@ def test_framing(model, tmp):
     report("framing server: SIGTERM, exit 0, clean", *srv.clean_exit())
 
 
+def health(port):
+    o = ts.request(port, "GET", "/health", timeout=WAIT).json()
+    return o if isinstance(o, dict) else {}
+
+
+def test_gone_clients(tmp):
+    """Issue #51, finding 9: a queued request whose client has gone was
+    still decoded, scanned for speech and transcribed. The worker now
+    asks the socket before each stage (when it takes the job, after
+    decoding, before each chunk and decoder step) and skips the job of a
+    client that reset its connection; a client that half-closes (a FIN)
+    is answered. One worker is held by a long request (600 s of speech,
+    16 beams) while the others queue; that it still runs when they have
+    gone is checked, not assumed."""
+    from hvtest import sentences_wav
+    holder = ts.read(sentences_wav(os.path.join(tmp, "speech200.wav"), 200, 0.3))
+    short = ts.read(EXAMPLE)
+    srv = ts.Server(DEMO_MODEL, "-t", "1", "--workers", "1", "--queue", "8",
+                    "--max-upload-mb", "32", tmp=tmp)
+    if not srv.started("gone-clients server starts"):
+        return
+    port = srv.port
+    base = hvserver.scrape_settled(port) or {}
+    jobs0 = hvserver.metric(base, "hviske_worker_jobs_total")
+    held = {}
+    t = threading.Thread(target=lambda: held.setdefault("r", ts.transcribe(
+        port, holder, [("num_beams", "16")], headers={"X-Request-Id": "holder"})))
+    t.start()
+    wait_until(lambda: health(port).get("running") == 1, interval=0.02)
+    ids = [f"gone-stream-{i}" for i in range(3)] + ["gone-reset"]
+    gone = []
+    for i, rid in enumerate(ids):  # three streams and a plain request
+        c = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        c.sendall(post_bytes(short, [("stream", "true")] if i < 3 else [],
+                             f"X-Request-Id: {rid}\r\n"))
+        wait_until(lambda: health(port).get("queued") == i + 1, interval=0.02)
+        gone.append(c)
+    for c in gone:  # a reset, as a client that gives up abruptly
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        c.close()
+    halves = []
+    for i, fields in enumerate(([("stream", "true")], [])):  # half-closed: answered
+        c = socket.create_connection(("127.0.0.1", port), timeout=ts.TIMEOUT)
+        c.sendall(post_bytes(short, fields, f"X-Request-Id: half-closed-{i}\r\n"))
+        c.shutdown(socket.SHUT_WR)
+        wait_until(lambda: health(port).get("queued") == 5 + i, interval=0.02)
+        halves.append(c)
+    h = health(port)
+    report("the one worker still runs the long request with 6 queued, 4 of whose clients "
+           "have reset", h.get("running") == 1 and h.get("queued") == 6, str(h))
+    for c, what, mark in zip(halves, ("a stream", "not a stream"),
+                             (b"transcript.text.done", b'"text"')):
+        got, err = read_all(c)
+        c.close()
+        report(f"a half-closed client's request ({what}): answered 200",
+               ts.raw_status(got) == 200 and mark in got, f"{got[:200]!r} {err}")
+    t.join()
+    report("the long request: 200", held["r"].status == 200, str(held["r"])[:200])
+    wait_until(lambda: health(port).get("running") == 0 and health(port).get("queued") == 0,
+               interval=0.02)
+    log = srv.stderr()
+    for rid in ids:
+        report(f"{rid}: skipped before decoding ('went away while it waited')",
+               f"request {rid}: the client went away while it waited: skipped" in log,
+               log[-600:])
+    samples = hvserver.scrape_settled(port) or {}
+    jobs = hvserver.metric(samples, "hviske_worker_jobs_total") - jobs0
+    report(f"the worker ran 3 jobs (the long one, the half-closed ones), not 7: {jobs:g}",
+           jobs == 3, str(jobs))
+    lines = {a.get("request_id"): a for a in srv.access_lines()}
+    bad = [(rid, lines.get(rid)) for rid in ids
+           if not (lines.get(rid, {}).get("status") == 499
+                   and lines[rid].get("error") == "client_closed")]
+    report("the skipped requests are logged 499 client_closed", not bad, str(bad[:2]))
+
+    # a client that resets while its request is transcribed stops it
+    c = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+    c.sendall(post_bytes(holder, [("num_beams", "16")], "X-Request-Id: reset-running\r\n"))
+    wait_until(lambda: health(port).get("running") == 1, interval=0.02)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+    c.close()
+    wait_until(lambda: "reset-running" in lines_of(srv), interval=0.05)
+    log = srv.stderr()
+    # running: decoding or transcribing, whichever it was in at the reset
+    report("a client that resets while its request runs stops it",
+           any(f"request reset-running: the client went away {w}: skipped" in log
+               for w in ("while its audio was decoded", "during its transcription")),
+           log[-600:])
+    r = ts.transcribe(port, short)
+    report("... and the worker answers the next request", r.status == 200, str(r))
+    srv.stop()
+    report("gone-clients server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def lines_of(srv):
+    return {a.get("request_id") for a in srv.access_lines()}
+
+
 def test_usage(model):
     import subprocess
     for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
@@ -703,6 +806,7 @@ def main():
         test_connection_slots(model, tmp)
         test_per_ip(model, tmp)
         test_abandoned_stream(DEMO_MODEL, tmp)
+        test_gone_clients(tmp)
     print(f"# {time.time() - t_start:.1f} s")
     return finish()
 
