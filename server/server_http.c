@@ -41,6 +41,9 @@ struct MHD_Response *srv_buffer_response(char *body, size_t len, const char *typ
         return NULL;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    /* a browser must not take a body that echoes the request (a 404's
+     * path) for HTML */
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     return r;
 }
 
@@ -586,7 +589,8 @@ static char *refusal_answer(const char *message, const char *code, size_t *len) 
     char head[256];
     int hn = snprintf(head, sizeof head,
                       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                      "Retry-After: 1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+                      "X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\n"
+                      "Connection: close\r\nContent-Length: %zu\r\n\r\n",
                       blen);
     char *a = body && hn > 0 ? malloc((size_t)hn + blen) : NULL;
     if (a) {

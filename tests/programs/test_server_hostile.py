@@ -48,7 +48,9 @@ Covers:
   * clients gone (issue #51): queued requests (streams and not) whose
     client reset are skipped before decoding (the worker runs 3 jobs of
     7), half-closed ones are answered, and a reset while a request runs
-    stops it.
+    stops it;
+  * the browser's reach (issue #51): every answer of the API (errors
+    echoing the path too) with X-Content-Type-Options: nosniff.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -763,6 +765,25 @@ def lines_of(srv):
     return {a.get("request_id") for a in srv.access_lines()}
 
 
+def test_nosniff(port, wav):
+    """Issue #51, finding 10: JSON errors echo the path (404, 405): every
+    answer of the API says X-Content-Type-Options: nosniff, so that a
+    browser never takes one for HTML."""
+    audio = ts.read(wav)
+    for label, r in (
+            ("404 echoing a path of HTML",
+             ts.request(port, "GET", "/<img%20src=x%20onerror=alert(1)>")),
+            ("405", ts.request(port, "PUT", "/health")),
+            ("400", ts.transcribe(port, audio, [("temperature", "hot")])),
+            ("200 /v1/models", ts.request(port, "GET", "/v1/models")),
+            ("200 /health", ts.request(port, "GET", "/health")),
+            ("200 /metrics", ts.request(port, "GET", "/metrics")),
+            ("200 a transcription", ts.transcribe(port, audio)),
+            ("200 a stream", ts.transcribe(port, audio, [("stream", "true")]))):
+        report(f"{label}: X-Content-Type-Options: nosniff",
+               r.headers.get("x-content-type-options") == "nosniff", str(r)[:300])
+
+
 def test_usage(model):
     import subprocess
     for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
@@ -797,6 +818,7 @@ def main():
             test_json_fields(srv.port, wav)
             test_rate_floor(srv.port, tmp)
             test_limit_codes(model, srv.port, tmp, audio["da5_16k_flac"])
+            test_nosniff(srv.port, wav)
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())
