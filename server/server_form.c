@@ -69,6 +69,7 @@ void srv_shown(char *out, size_t n, const char *s, size_t len) {
 void srv_form_init(srv_form *f, size_t max_file) {
     memset(f, 0, sizeof *f);
     f->max_file = max_file;
+    f->max_beams = HV_MAX_BEAMS;
     f->cur = -1;
 }
 
@@ -402,8 +403,13 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         else
             BAD("punctuation", "punctuation must be true or false");
     }
-    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
-        BAD("num_beams", "num_beams must be an integer from 1 to %d", HV_MAX_BEAMS);
+    /* the server's cap: a request cannot buy many times a normal one's
+     * time with beams */
+    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, f->max_beams, &p->tp.num_beams))
+        BAD("num_beams",
+            "num_beams must be an integer from 1 to %d (the server's --max-beams; hviske "
+            "takes up to %d)",
+            f->max_beams, HV_MAX_BEAMS);
     if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
         hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.length_penalty))
         BAD("length_penalty", "length_penalty must be a finite number > 0");

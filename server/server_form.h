@@ -61,6 +61,8 @@ typedef enum srv_field {
 
 typedef struct srv_form {
     size_t max_file;           /* bytes; more is a 413 */
+    int max_beams;             /* num_beams allowed (the server's --max-beams;
+                                  srv_form_init: the library's HV_MAX_BEAMS) */
     char *value[SRV_N_FIELDS]; /* NUL-terminated; NULL: not given */
     size_t len[SRV_N_FIELDS];
     unsigned char *file; /* the audio bytes as uploaded */

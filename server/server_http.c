@@ -163,7 +163,8 @@ static enum MHD_Result answer_models(request *req) {
              cJSON_AddNumberToObject(m, "created", (double)s->created) &&
              cJSON_AddStringToObject(m, "owned_by", "hviske") &&
              srv_format_model_info(m, s->model, &s->base, s->o->max_upload_mb,
-                                   srv_max_audio_seconds(s, &s->base, NULL));
+                                   srv_max_audio_seconds(s, &s->base, NULL)) &&
+             cJSON_AddNumberToObject(m, "max_beams", s->o->max_beams);
     if (!ok) {
         if (m && !(data && data->child == m)) cJSON_Delete(m);
         cJSON_Delete(o);
@@ -265,6 +266,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     srv_request_id(req->id, header(conn, "X-Request-Id"), s->id_seed, &s->id_counter);
     peer_address(conn, req->client, sizeof req->client);
     srv_form_init(&req->form, s->max_file);
+    req->form.max_beams = s->o->max_beams;
     *con_cls = req;
     srv_metrics_begin(&s->metrics);
     const union MHD_ConnectionInfo *fi =

@@ -35,6 +35,8 @@ static void usage(FILE *f) {
             "                           fewer, else f32), f32 or bf16\n"
             "      --queue Q            requests that may wait for a worker,\n"
             "                           0..4096 (default 16); beyond: 503\n"
+            "      --max-beams N        the most beams a request may ask for\n"
+            "                           (num_beams), 1..64 (default 16)\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
             "                           (default 25)\n"
             "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
@@ -96,6 +98,7 @@ enum {
     O_COMPUTE,
     O_WORKERS,
     O_QUEUE,
+    O_MAX_BEAMS,
     O_MAX_UPLOAD,
     O_MAX_AUDIO,
     O_API_KEY,
@@ -127,6 +130,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_COMPUTE] = HVT_OPT_COMPUTE(AT(compute)),
     [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
     [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
+    [O_MAX_BEAMS] =
+        HVT_OPT("max-beams", 0, HVT_INT, AT(max_beams), 1, HV_MAX_BEAMS, "an integer 1..64"),
     [O_MAX_UPLOAD] =
         HVT_OPT("max-upload-mb", 0, HVT_INT, AT(max_upload_mb), 1, 4096, "an integer 1..4096"),
     [O_MAX_AUDIO] = HVT_OPT("max-audio-seconds", 0, HVT_DOUBLE_ABOVE, AT(max_audio_s), 0, INFINITY,
@@ -161,6 +166,7 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
                        .port = 8080,
                        .n_workers = 1,
                        .queue = 16,
+                       .max_beams = 16,
                        .max_upload_mb = 25,
                        .max_audio_s = 3600,
                        .model_name = "hviske",

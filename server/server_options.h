@@ -15,7 +15,8 @@ typedef struct srv_options {
     hv_weight_type weight_type; /* --weight-type; HV_WEIGHTS_AUTO: the checkpoint's own */
     hv_compute compute;         /* HV_COMPUTE_AUTO: by the CPU */
     int n_workers;
-    int queue; /* waiting requests beyond the running ones */
+    int queue;     /* waiting requests beyond the running ones */
+    int max_beams; /* num_beams a request may ask for */
     int max_upload_mb;
     double max_audio_s;
     const char *api_key;        /* NULL: no authentication */

@@ -202,6 +202,7 @@ async function loadModel() {
     sel.disabled = langs.length === 0;
     $("punctuation").checked = m.punctuation !== false;
     $("beams").value = String(m.num_beams || 1);
+    $("beams").max = String(m.max_beams || 64); /* the server's --max-beams */
     $("server-info").textContent =
       `Model ${m.id} · ${langs.length} language${langs.length === 1 ? "" : "s"} · ` +
       `files up to ${m.max_upload_mb} MiB`;
@@ -371,10 +372,11 @@ function updateButtons() {
 
 function currentOptions() {
   const beams = parseInt($("beams").value, 10);
+  const most = (state.model && state.model.max_beams) || 64;
   return {
     language: $("language").value,
     punctuation: $("punctuation").checked ? "true" : "false",
-    num_beams: String(beams >= 1 && beams <= 64 ? beams : 1),
+    num_beams: String(beams >= 1 ? Math.min(beams, most) : 1),
   };
 }
 

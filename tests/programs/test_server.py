@@ -866,7 +866,7 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
     # comes
     want_longer = cli_texts(model, [long_path], ["--beams", "64"])[long_path]
     srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
-                 tmp=tmp)
+                 "--max-beams", "64", tmp=tmp)
     if not srv.started("SIGTERM server starts"):
         return
     replies = {}

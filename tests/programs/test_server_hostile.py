@@ -50,7 +50,8 @@ Covers:
     7), half-closed ones are answered, and a reset while a request runs
     stops it;
   * the browser's reach (issue #51): every answer of the API (errors
-    echoing the path too) with X-Content-Type-Options: nosniff.
+    echoing the path too) with X-Content-Type-Options: nosniff;
+    num_beams over --max-beams (default 16) a 400 naming it.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -784,10 +785,38 @@ def test_nosniff(port, wav):
                r.headers.get("x-content-type-options") == "nosniff", str(r)[:300])
 
 
+def test_max_beams(model, port, wav, tmp):
+    """Issue #51, finding 10: a request could buy 6.7 times a normal
+    one's time with num_beams=64. --max-beams (default 16) caps it; more
+    is a 400 naming the limit, and /v1/models gives it."""
+    audio = ts.read(wav)
+    r = ts.transcribe(port, audio, [("num_beams", "16")])
+    report("num_beams 16 (the default --max-beams): 200", r.status == 200, str(r))
+    for n in ("17", "64"):
+        r = ts.transcribe(port, audio, [("num_beams", n)])
+        o = r.json()
+        msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+        report(f"num_beams {n}: 400 naming --max-beams and its 16",
+               ts.is_error(r, 400, "num_beams") and "--max-beams" in msg and "to 16" in msg,
+               str(r))
+    m = ((ts.request(port, "GET", "/v1/models").json() or {}).get("data") or [{}])[0]
+    report("/v1/models: max_beams 16", m.get("max_beams") == 16, str(m))
+    srv = ts.Server(model, "-t", "1", "--max-beams", "64", tmp=tmp)
+    if not srv.started("--max-beams 64 server starts"):
+        return
+    r = ts.transcribe(srv.port, audio, [("num_beams", "64")])
+    report("--max-beams 64: num_beams 64 is taken", r.status == 200, str(r))
+    r = ts.transcribe(srv.port, audio, [("num_beams", "65")])
+    report("--max-beams 64: num_beams 65 is a 400", ts.is_error(r, 400, "num_beams"), str(r))
+    srv.stop()
+    report("--max-beams 64 server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
 def test_usage(model):
     import subprocess
     for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
-                 ["--min-upload-rate", "1073741825"]):
+                 ["--min-upload-rate", "1073741825"], ["--max-beams", "0"],
+                 ["--max-beams", "65"]):
         p = subprocess.run([ts.SERVER, "-m", model] + args,
                            capture_output=True, timeout=60)
         report(f"usage error {' '.join(args)}: exit 2",
@@ -819,6 +848,7 @@ def main():
             test_rate_floor(srv.port, tmp)
             test_limit_codes(model, srv.port, tmp, audio["da5_16k_flac"])
             test_nosniff(srv.port, wav)
+            test_max_beams(model, srv.port, wav, tmp)
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())

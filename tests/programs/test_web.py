@@ -226,7 +226,8 @@ def test_models(port):
     report("/v1/models: languages, defaults and limits for the page",
            m.get("languages") == ["da"] and m.get("language") == "da" and
            m.get("punctuation") is True and m.get("num_beams") == 1 and
-           m.get("max_upload_mb") == 25 and m.get("max_audio_seconds") == 3600, str(r))
+           m.get("max_upload_mb") == 25 and m.get("max_audio_seconds") == 3600 and
+           m.get("max_beams") == 16, str(r))
 
 
 def test_upload(b, port, wav, tmp):
@@ -235,7 +236,8 @@ def test_upload(b, port, wav, tmp):
     report("the page loads the model's languages and defaults",
            b.ready() and b.js("return document.getElementById('language').value") == "da"
            and b.js("return document.getElementById('punctuation').checked") is True
-           and b.js("return document.getElementById('beams').value") == "1",
+           and b.js("return document.getElementById('beams').value") == "1"
+           and b.js("return document.getElementById('beams').max") == "16",
            b.text("server-info"))
     report("empty state: a hint to choose, drop or record",
            "No transcript yet" in b.text("transcript") and
