@@ -67,6 +67,8 @@ typedef struct request {
     uint64_t body_bytes;        /* received so far */
     srv_error err;              /* decided before the body ended */
     const char *allow;          /* with 405 */
+    const char *cors_origin;    /* an --allow-origin's page asks: CORS headers
+                                   (libmicrohttpd's copy of its Origin) */
     int retry_after;            /* with 503, seconds */
     int close;                  /* answer with Connection: close */
     srv_form form;

@@ -2,6 +2,9 @@
  * (server_guard.h). */
 #include "server_guard.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -132,4 +135,141 @@ int srv_guard_framing(struct MHD_Connection *c, const char *version, srv_error *
         return -1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------ Host */
+
+/* A Host value (RFC 9110 7.2: uri-host [":" port]) split into its name
+ * (brackets of an IPv6 address kept, one trailing dot dropped) and port
+ * ("" for none). 0, or -1 when malformed. */
+static int split_host(const char *v, char *name, size_t nn, const char **port) {
+    const char *end;
+    if (*v == '[') {
+        end = strchr(v, ']');
+        if (!end) return -1;
+        end++;
+    } else {
+        end = v + strcspn(v, ":");
+    }
+    size_t len = (size_t)(end - v);
+    if (len == 0 || len >= nn) return -1;
+    memcpy(name, v, len);
+    name[len] = '\0';
+    if (len > 1 && name[len - 1] == '.') name[len - 1] = '\0';
+    for (const char *p = name; *p; p++) /* RFC 3986 reg-name or IP-literal */
+        if (!isalnum((unsigned char)*p) && !strchr("-._~%!$&'()*+,;=[]:", *p)) return -1;
+    *port = *end == ':' ? end + 1 : end;
+    if (*end && *end != ':') return -1;
+    size_t pl = strlen(*port);
+    if (*end == ':' && (pl == 0 || pl > 5 || strspn(*port, "0123456789") != pl)) return -1;
+    return 0;
+}
+
+/* An IPv4 address, or an IPv6 one in brackets: no name to rebind. */
+static int is_ip_literal(const char *name) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, name, buf) == 1) return 1;
+    size_t n = strlen(name);
+    if (n < 3 || name[0] != '[' || name[n - 1] != ']' || n - 2 >= 64) return 0;
+    char in[64];
+    memcpy(in, name + 1, n - 2);
+    in[n - 2] = '\0';
+    return inet_pton(AF_INET6, in, buf) == 1;
+}
+
+/* localhost and names under .localhost (RFC 6761: browsers answer them
+ * with loopback themselves, without asking DNS). */
+static int is_localhost(const char *name) {
+    size_t n = strlen(name);
+    return strcasecmp(name, "localhost") == 0 ||
+           (n > 10 && strcasecmp(name + n - 10, ".localhost") == 0);
+}
+
+static int listed(const srv_names *l, const char *name) {
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], "*") == 0 || strcasecmp(l->v[i], name) == 0) return 1;
+    return 0;
+}
+
+/* Whether the server listens on loopback only (--host 127.x.y.z, ::1,
+ * localhost): then a request naming another host came by a name that
+ * is not the server's. */
+static int loopback_host(const char *host) {
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
+    return is_localhost(host);
+}
+
+int srv_guard_host(struct MHD_Connection *c, const srv_options *o, srv_error *e) {
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!h) return 0; /* HTTP/1.0 without one: no browser sends that */
+    char name[256], shown[44];
+    const char *port;
+    if (split_host(h, name, sizeof name, &port) != 0) {
+        if (!*h) return 0; /* an empty Host: a target without authority */
+        srv_shown(shown, sizeof shown, h, strlen(h));
+        srv_error_set(e, 400, "invalid_host", NULL, "the Host header '%s' is malformed", shown);
+        return -1;
+    }
+    if (listed(&o->allow_hosts, "*") || (!loopback_host(o->host) && o->allow_hosts.n == 0))
+        return 0;
+    if (is_ip_literal(name) || is_localhost(name) || strcasecmp(name, o->host) == 0 ||
+        listed(&o->allow_hosts, name))
+        return 0;
+    srv_shown(shown, sizeof shown, name, strlen(name));
+    srv_error_set(e, 403, "host_not_allowed", NULL,
+                  "the Host '%s' is not a name this server answers to (localhost, IP "
+                  "addresses, --host and --allow-host; start it with --allow-host %s to "
+                  "answer it)",
+                  shown, shown);
+    return -1;
+}
+
+/* ---------------------------------------------------------- Origin */
+
+/* The authority of an origin (scheme "://" authority) without its
+ * scheme's default port, into out; 0, or -1 when it is not one. */
+static int origin_authority(const char *origin, char *out, size_t n) {
+    const char *sep = strstr(origin, "://");
+    if (!sep || sep == origin) return -1;
+    const char *a = sep + 3;
+    size_t len = strlen(a);
+    if (len == 0 || len >= n || strpbrk(a, "/?# ")) return -1;
+    memcpy(out, a, len + 1);
+    const char *dflt = (size_t)(sep - origin) == 4 && !strncasecmp(origin, "http", 4)    ? ":80"
+                       : (size_t)(sep - origin) == 5 && !strncasecmp(origin, "https", 5) ? ":443"
+                                                                                         : NULL;
+    size_t dl = dflt ? strlen(dflt) : 0;
+    if (dflt && len > dl && strcmp(out + len - dl, dflt) == 0) out[len - dl] = '\0';
+    return 0;
+}
+
+int srv_guard_origin(struct MHD_Connection *c, const srv_options *o, const char **origin,
+                     srv_error *e) {
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    *origin = NULL;
+    if (!v) return SRV_ORIGIN_NONE; /* not a browser's request from a page */
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    char own[256], host[256];
+    if (h && origin_authority(v, own, sizeof own) == 0) {
+        /* the Host with the origin's default port dropped, as the origin */
+        char with_scheme[300];
+        const char *sep = strstr(v, "://");
+        snprintf(with_scheme, sizeof with_scheme, "%.*s://%s", (int)(sep - v), v, h);
+        if (origin_authority(with_scheme, host, sizeof host) == 0 && strcasecmp(own, host) == 0)
+            return SRV_ORIGIN_NONE; /* the page's own */
+    }
+    if (listed(&o->allow_origins, v)) {
+        *origin = v;
+        return SRV_ORIGIN_ALLOWED;
+    }
+    char shown[64];
+    srv_shown(shown, sizeof shown, v, strlen(v));
+    srv_error_set(e, 403, "origin_not_allowed", NULL,
+                  "requests from pages of '%s' are not allowed here (start the server with "
+                  "--allow-origin %s to allow them)",
+                  shown, shown);
+    return -1;
 }

@@ -69,6 +69,12 @@ struct MHD_Response *srv_error_response(const request *req, const srv_error *e) 
 static enum MHD_Result queue(request *req, unsigned status, struct MHD_Response *r) {
     if (!r) return MHD_NO; /* out of memory: drop the connection */
     MHD_add_response_header(r, "X-Request-Id", req->id);
+    if (req->cors_origin) { /* a page of an --allow-origin may read it */
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", req->cors_origin);
+        MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                "Retry-After, X-Request-Id, OpenAI-Model, Warning");
+        MHD_add_response_header(r, "Vary", "Origin");
+    }
     enum MHD_Result rc = MHD_queue_response(req->conn, status, r);
     MHD_destroy_response(r);
     if (rc == MHD_YES) req->sent = status;
@@ -243,6 +249,19 @@ static int is_multipart(const char *ct) {
     return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
+/* The CORS preflight (an OPTIONS with Access-Control-Request-Method) of
+ * a page of an --allow-origin: 204 with what it may send. */
+static enum MHD_Result answer_preflight(request *req) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Access-Control-Allow-Methods",
+                            req->route == ROUTE_TRANSCRIBE ? "POST" : "GET, HEAD");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            "Authorization, Content-Type, X-Request-Id");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    return queue(req, MHD_HTTP_NO_CONTENT, r);
+}
+
 /* Refuses a request at its headers: the answer goes at once, with
  * Connection: close, and the body (if any) is never read: a client
  * without the key, or on a wrong path, method or type, cannot hold a
@@ -291,6 +310,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     /* one framing of the body, or a proxy in front may read the rest as
      * another request (request smuggling) */
     if (srv_guard_framing(conn, version, e) != 0) return refuse(req);
+    /* a name of a web page's own pointed at this server (DNS rebinding) */
+    if (srv_guard_host(conn, s->o, e) != 0) return refuse(req);
     if (strcmp(url, "/health") == 0)
         req->route = ROUTE_HEALTH;
     else if (strcmp(url, "/v1/models") == 0)
@@ -307,6 +328,17 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
      * the reserve of connections, without the API key */
     int probe =
         req->route == ROUTE_HEALTH || req->route == ROUTE_READY || req->route == ROUTE_METRICS;
+    /* the page's files load as any page's do; the API checks whose page
+     * asks (a browser sends Origin with every cross-origin request that
+     * can cost anything) */
+    if (req->route != ROUTE_WEB) {
+        int k = srv_guard_origin(conn, s->o, &req->cors_origin, e);
+        if (k < 0) return refuse(req);
+        if (k == SRV_ORIGIN_ALLOWED && req->route != ROUTE_NONE &&
+            strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0 &&
+            header(conn, "Access-Control-Request-Method"))
+            return answer_preflight(req);
+    }
 
     if (draining && !probe) {
         req->close = 1;

@@ -7,6 +7,14 @@
 
 #include "hviske.h"
 
+/* The values of an option given more than once (--allow-host,
+ * --allow-origin). */
+enum { SRV_MAX_NAMES = 32 };
+typedef struct srv_names {
+    const char *v[SRV_MAX_NAMES];
+    int n;
+} srv_names;
+
 typedef struct srv_options {
     const char *model_dir;
     const char *host;
@@ -33,8 +41,11 @@ typedef struct srv_options {
     const char *vad_model;  /* NULL: hvt_load_vad's search */
     hv_vad_params vad;      /* speech detection settings */
     float vad_max_gap_s;
-    hv_cue_params cues; /* srt, vtt, verbose_json segments */
-    int no_web;         /* no page at / (server_web.c) */
+    hv_cue_params cues;      /* srt, vtt, verbose_json segments */
+    int no_web;              /* no page at / (server_web.c) */
+    srv_names allow_hosts;   /* --allow-host: Host names answered ("*": any) */
+    srv_names allow_origins; /* --allow-origin: other origins whose pages may
+                                call the API ("*": any) */
 } srv_options;
 
 /* Fills o from argv: the defaults, then the options given; n_threads 0

@@ -61,7 +61,7 @@ def multipart(fields, audio, boundary="hvseed"):
 
 def post(fields, audio, key=True, extra=""):
     body = multipart(fields, audio)
-    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"{'Authorization: Bearer k' + chr(13) + chr(10) if key else ''}"
             f"Content-Type: multipart/form-data; boundary=hvseed\r\n"
             f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
@@ -105,12 +105,12 @@ def main():
           b"--q\r\nContent-Disposition: form-data; name=\"file\"\r\n"
           b"Content-Transfer-Encoding: binary\r\n\r\nRIFF\r\n--q-\r\n--q--\r\nepilogue")
 
-    write("request", "health", b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    write("request", "health", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     write("request", "models",
-          b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
+          b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n\r\n")
     write("request", "pipelined",
-          b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
-          b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
+          b"HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+          b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n\r\n")
     for fmt in ("json", "text", "srt", "vtt"):
         write("request", f"post_{fmt}",
               post([("model", "hviske"), ("response_format", fmt)], short))
@@ -124,12 +124,12 @@ def main():
     chunked = b"".join(b"%x\r\n" % len(body[i:i + 500]) + body[i:i + 500] + b"\r\n"
                        for i in range(0, len(body), 500)) + b"0\r\n\r\n"
     write("request", "post_chunked", (
-        b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+        b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Authorization: Bearer k\r\n"
         b"Content-Type: multipart/form-data; boundary=hvseed\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n") + chunked)
     write("request", "post_wrong_type",
-          b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+          b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
           b"Authorization: Bearer k\r\nContent-Type: text/plain\r\n"
           b"Content-Length: 3\r\n\r\nabc")
 

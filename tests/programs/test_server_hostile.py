@@ -51,7 +51,10 @@ Covers:
     stops it;
   * the browser's reach (issue #51): every answer of the API (errors
     echoing the path too) with X-Content-Type-Options: nosniff;
-    num_beams over --max-beams (default 16) a 400 naming it.
+    num_beams over --max-beams (default 16) a 400 naming it; a Host that
+    is not localhost, an IP address or an --allow-host a 403 naming the
+    option; a page of another origin refused with 403 naming
+    --allow-origin, or answered with CORS headers when listed.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -78,7 +81,7 @@ RESERVE = 4  # server/server_http.c: connections beyond --max-connections
 def post_bytes(audio, fields=(), extra_headers="", boundary=None):
     """A whole POST of a multipart form, as bytes."""
     body, ctype = ts.multipart(list(fields), audio, boundary=boundary)
-    head = (f"POST {URL} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+    head = (f"POST {URL} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
             f"Content-Length: {len(body)}\r\n{extra_headers}\r\n").encode()
     return head + body
 
@@ -146,7 +149,7 @@ def test_half_close(port, wav, want):
                f"every one answered 200 with the CLI's text",
                not bad, f"{len(bad)} lost or wrong: {bad[:3]}")
     for label, req, status in (
-            ("unknown path", b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+            ("unknown path", b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 404),
             ("bad multipart", post_bytes(b"x", [("temperature", "hot")]), 400)):
         resp, err = half_closed(port, req)
         report(f"half-closing client, {label}: {status}",
@@ -174,7 +177,7 @@ def test_refused_at_once(model, tmp):
         t0 = time.monotonic()
         try:
             # the headers promise 1 MB that never comes
-            s.sendall(f"{line} HTTP/1.1\r\nHost: x\r\n{headers}"
+            s.sendall(f"{line} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
                       f"Content-Length: 1000000\r\n\r\n".encode())
             resp, err = read_all(s)
         finally:
@@ -222,7 +225,7 @@ def test_slow_uploads(model, wav, want, tmp):
     if not srv.port:
         return
     body, ctype = ts.multipart([], ts.read(wav))
-    head = (f"POST {URL} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+    head = (f"POST {URL} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode()
     result = {}
 
@@ -239,7 +242,7 @@ def test_slow_uploads(model, wav, want, tmp):
     report(f"body trickled at 4 bytes/s: cut off after {dt:.1f} s "
            f"(--timeout 2 --min-upload-rate 1000; --request-timeout 600)",
            closed and 1.5 <= dt <= 25, f"closed={closed} dt={dt:.1f}")
-    dt, closed = trickle(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: ",
+    dt, closed = trickle(srv.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ",
                          0.25, 40)
     report(f"headers trickled a byte at a time: closed after {dt:.1f} s "
            f"(--timeout 2)", closed and 1.5 <= dt <= 25,
@@ -260,7 +263,7 @@ def test_connection_slots(model, tmp):
 
     def stall():
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
-        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
         stalled.append(s)
 
     try:
@@ -292,7 +295,7 @@ def test_connection_slots(model, tmp):
             resp, err = b"", None
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
             try:
-                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 while True:
                     b = s.recv(65536)
                     if not b:
@@ -345,11 +348,11 @@ def test_per_ip(model, tmp):
     try:
         for _ in range(2):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
             stalled.append(s)
 
         def refused():
-            got, closed = hvserver.exchange(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
+            got, closed = hvserver.exchange(srv.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                             b"\r\n", timeout=WAIT)
             last["raw"] = (got[:400], closed)
             return (ts.raw_status(got) == 503 and b'"too_many_connections_per_ip"' in got
@@ -812,11 +815,115 @@ def test_max_beams(model, port, wav, tmp):
     report("--max-beams 64 server: SIGTERM, exit 0, clean", *srv.clean_exit())
 
 
+def error_message(r):
+    o = r.json()
+    return o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+
+
+def test_host(model, port, wav, tmp):
+    """Issue #51, finding 10: with DNS rebinding, a web page points a name
+    of its own at 127.0.0.1 and reads a key-less local server's answers.
+    A server on loopback answers only a Host that is localhost, an IP
+    address, its --host or an --allow-host; others get 403 naming the
+    option."""
+    audio = ts.read(wav)
+    for host in ("evil.example", f"evil.example:{port}", "evil.example.", "rebind.127.0.0.1.nip.io"):
+        for label, r in (("GET /health", ts.request(port, "GET", "/health", headers={"Host": host})),
+                         ("a transcription", ts.transcribe(port, audio, headers={"Host": host}))):
+            report(f"Host {host!r}, {label}: 403 host_not_allowed naming --allow-host",
+                   ts.is_error(r, 403, code="host_not_allowed") and "--allow-host" in
+                   error_message(r) and r.headers.get("connection", "").lower() == "close",
+                   str(r))
+    for host in (f"127.0.0.1:{port}", "127.0.0.1", f"localhost:{port}", "LOCALHOST.",
+                 "app.localhost", f"[::1]:{port}", "10.1.2.3:80", ""):
+        r = ts.request(port, "GET", "/health", headers={"Host": host})
+        report(f"Host {host!r}: answered", r.status == 200, str(r))
+    for host in ("a b", "x:port", "x:123456", "[::1", "a/b"):
+        r = ts.request(port, "GET", "/health", headers={"Host": host})
+        report(f"Host {host!r}: 400 invalid_host", ts.is_error(r, 400, code="invalid_host"),
+               str(r))
+    srv = ts.Server(model, "-t", "1", "--allow-host", "hviske.example", "--allow-host",
+                    "Other.Example", tmp=tmp)
+    if srv.started("--allow-host server starts"):
+        for host, status in (("hviske.example:8443", 200), ("other.example", 200),
+                             ("evil.example", 403), ("127.0.0.1", 200)):
+            r = ts.request(srv.port, "GET", "/v1/models", headers={"Host": host})
+            report(f"--allow-host hviske.example --allow-host Other.Example: Host {host!r} "
+                   f"{status}", r.status == status, str(r))
+        srv.stop()
+        report("--allow-host server: SIGTERM, exit 0, clean", *srv.clean_exit())
+    srv = ts.Server(model, "-t", "1", "--allow-host", "*", tmp=tmp)
+    if srv.started("--allow-host '*' server starts"):
+        r = ts.request(srv.port, "GET", "/v1/models", headers={"Host": "anything.example"})
+        report("--allow-host '*': any Host", r.status == 200, str(r))
+        srv.stop()
+        report("--allow-host '*' server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def test_origin(model, port, wav, tmp):
+    """Issue #51, finding 10: any web page could make a key-less local
+    server transcribe. A request from another origin's page is refused
+    with 403 naming --allow-origin, unless that option lists it: then it
+    is answered with CORS headers, its preflight too. The page's own
+    origin, and requests without Origin (curl, SDKs), are answered."""
+    audio = ts.read(wav)
+    own = f"http://127.0.0.1:{port}"
+    for origin in ("http://evil.example", f"http://evil.example:{port}", "null",
+                   "http://127.0.0.1:1", f"http://localhost:{port}"):
+        r = ts.transcribe(port, audio, headers={"Origin": origin})
+        report(f"a transcription from a page of {origin!r}: 403 origin_not_allowed naming "
+               f"--allow-origin", ts.is_error(r, 403, code="origin_not_allowed") and
+               "--allow-origin" in error_message(r), str(r))
+    r = ts.request(port, "GET", "/v1/models", headers={"Origin": "http://evil.example"})
+    report("GET /v1/models from another origin: 403", r.status == 403, str(r))
+    for origin in (own, f"HTTP://127.0.0.1:{port}"):
+        r = ts.transcribe(port, audio, headers={"Origin": origin})
+        report(f"a transcription from the page's own origin {origin!r}: 200, no CORS header",
+               r.status == 200 and "access-control-allow-origin" not in r.headers, str(r))
+    r = ts.request(port, "GET", "/", headers={"Origin": "http://evil.example"})
+    report("the page's own files, asked with another Origin: 200", r.status == 200, str(r))
+    app = "http://app.example:3000"
+    srv = ts.Server(model, "-t", "1", "--allow-origin", app, "--api-key", "k3y", tmp=tmp)
+    if srv.started("--allow-origin server starts"):
+        key = {"Authorization": "Bearer k3y"}
+        r = ts.transcribe(srv.port, audio, headers=dict(key, Origin=app))
+        report(f"--allow-origin {app}: its page's transcription 200, with "
+               f"Access-Control-Allow-Origin and Vary: Origin",
+               r.status == 200 and r.headers.get("access-control-allow-origin") == app
+               and "Origin" in r.headers.get("vary", "")
+               and "X-Request-Id" in r.headers.get("access-control-expose-headers", ""), str(r))
+        r = ts.request(srv.port, "OPTIONS", URL, headers={
+            "Origin": app, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization"})
+        report("... its preflight, without the key: 204 allowing POST and Authorization",
+               r.status == 204 and r.headers.get("access-control-allow-origin") == app
+               and r.headers.get("access-control-allow-methods") == "POST"
+               and "Authorization" in r.headers.get("access-control-allow-headers", ""), str(r))
+        r = ts.request(srv.port, "OPTIONS", URL, headers={
+            "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+        report("... another origin's preflight: 403", r.status == 403, str(r))
+        r = ts.transcribe(srv.port, audio, headers=dict(key, Origin="http://app.example"))
+        report("... the same host without its port: 403", r.status == 403, str(r))
+        srv.stop()
+        report("--allow-origin server: SIGTERM, exit 0, clean", *srv.clean_exit())
+    srv = ts.Server(model, "-t", "1", "--allow-origin", "*", tmp=tmp)
+    if srv.started("--allow-origin '*' server starts"):
+        r = ts.request(srv.port, "GET", "/v1/models", headers={"Origin": "http://any.example"})
+        report("--allow-origin '*': any page, answered with its origin",
+               r.status == 200 and r.headers.get("access-control-allow-origin") ==
+               "http://any.example", str(r))
+        srv.stop()
+        report("--allow-origin '*' server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
 def test_usage(model):
     import subprocess
     for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
                  ["--min-upload-rate", "1073741825"], ["--max-beams", "0"],
-                 ["--max-beams", "65"]):
+                 ["--max-beams", "65"], ["--allow-host", "a b"], ["--allow-host", ""],
+                 ["--allow-host", "x/y"], ["--allow-origin", "evil.example"],
+                 ["--allow-origin", "http://x/path"], ["--allow-origin", "://x"],
+                 ["--allow-host", "h"] * 33):
         p = subprocess.run([ts.SERVER, "-m", model] + args,
                            capture_output=True, timeout=60)
         report(f"usage error {' '.join(args)}: exit 2",
@@ -849,6 +956,8 @@ def main():
             test_limit_codes(model, srv.port, tmp, audio["da5_16k_flac"])
             test_nosniff(srv.port, wav)
             test_max_beams(model, srv.port, wav, tmp)
+            test_host(model, srv.port, wav, tmp)
+            test_origin(model, srv.port, wav, tmp)
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())

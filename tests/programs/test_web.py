@@ -31,6 +31,7 @@ Covers:
     not audio (400), a busy server's 503 with its Retry-After (the server's
     connections held by stalled clients, as test_server_hostile.py does);
   * the page behind a proxy that serves it under /hviske/;
+  * a page of another origin calling the API: refused with 403;
   * the layout in a phone-sized window (no sideways scrolling), every
     control labelled, text contrast at least 4.5:1; screenshots of the
     page (wide and narrow) into the build folder.
@@ -533,7 +534,7 @@ def test_busy(b, tmp):
         b.choose(short)
         for _ in range(8):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
             stalled.append(s)
         crowded = wait_until(lambda: request(srv.port, "GET", "/v1/models").status == 503,
                              interval=0.05)
@@ -654,6 +655,57 @@ def test_prefix(b, port, wav):
         httpd.server_close()
 
 
+class Elsewhere(http.server.BaseHTTPRequestHandler):
+    """A page of another origin whose script calls the real server's API
+    (issue #51, finding 10): a transcription posted as a form in no-cors
+    mode (the browser sends it, the page cannot read the answer) and a
+    read of /v1/models in cors mode."""
+    real = None
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        api = f"http://127.0.0.1:{self.real}"
+        page = f"""<!doctype html><title>elsewhere</title><script>
+window.__done = (async () => {{
+  const f = new FormData();
+  f.append("file", new Blob([new Uint8Array(44)], {{type: "audio/wav"}}), "a.wav");
+  await fetch("{api}/v1/audio/transcriptions", {{method: "POST", body: f, mode: "no-cors"}});
+  try {{ await fetch("{api}/v1/models"); return "read"; }}
+  catch (e) {{ return "refused"; }}
+}})().then(r => window.__result = r);
+</script>""".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+
+def test_elsewhere(b, srv):
+    """A page of another origin cannot make the server transcribe: its
+    requests are refused with 403 origin_not_allowed."""
+    Elsewhere.real = srv.port
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        n0 = len(srv.access_lines())
+        b.d.get(f"http://127.0.0.1:{httpd.server_address[1]}/")
+        result = b.wait("return window.__result")
+        lines = srv.access_lines()[n0:]
+        mine = [(a["route"], a["status"]) for a in lines
+                if a["route"] in ("/v1/audio/transcriptions", "/v1/models")]
+        report("a page of another origin: its transcription and its read of /v1/models "
+               "refused with 403, and the page reads nothing",
+               result == "refused" and ("/v1/audio/transcriptions", 403) in mine
+               and ("/v1/models", 403) in mine and
+               all(st == 403 for _, st in mine), f"{result} {mine}")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_hostile_text(b, port, wav, tmp):
     Hostile.real = port
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
@@ -707,6 +759,7 @@ def main():
             text = test_upload(b, srv.port, wav, tmp)
             test_layout(b, srv.port, wav)
             test_prefix(b, srv.port, wav)
+            test_elsewhere(b, srv)
             test_hostile_text(b, srv.port, wav, tmp)
             test_key(b, tmp, wav)
             test_limits(b, tmp, wav)
