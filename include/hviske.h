@@ -616,6 +616,9 @@ HV_API char *hv_utf8_clean(const char *s);
  * naming the file into errbuf. The whole interleaved file is held in memory
  * (channels x rate x seconds floats): hv_audio_read_mono below costs only
  * the mono samples. A path must be a regular file (a FIFO is HV_ERR_IO).
+ * Every reader refuses a file of more than 64 channels with
+ * HV_ERR_UNSUPPORTED, and a sample rate outside 1000 to 768000 Hz with
+ * HV_ERR_FORMAT, naming the count or the rate.
  */
 HV_API hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                                int *channels, char *errbuf, size_t errbuf_size);

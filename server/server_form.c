@@ -96,9 +96,21 @@ void srv_error_set(srv_error *e, int status, const char *code, const char *param
     va_end(ap);
 }
 
+void srv_shown(char *out, size_t n, const char *s, size_t len) {
+    size_t w = 0;
+    for (; w < len && s[w] && w + 1 < n; w++) out[w] = s[w] >= 0x20 && s[w] < 0x7F ? s[w] : '?';
+    if (w < len && s[w] && n >= 4) {
+        w = w > n - 4 ? n - 4 : w;
+        memcpy(out + w, "...", 3);
+        w += 3;
+    }
+    out[w] = '\0';
+}
+
 void srv_form_init(srv_form *f, size_t max_file) {
     memset(f, 0, sizeof *f);
     f->max_file = max_file;
+    f->max_beams = HV_MAX_BEAMS;
     f->cur = -1;
 }
 
@@ -155,10 +167,8 @@ static void keep_file_name(srv_form *f, const char *name) {
     f->file_name[w] = '\0';
 }
 
-int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data, uint64_t off,
-                 size_t size) {
+int srv_form_begin(srv_form *f, const char *key, const char *filename) {
     if (f->err.status) return -1;
-    if (!key) key = "";
     int idx = strcmp(key, "file") == 0 ? SRV_N_FIELDS : field_index(f, key);
     if (idx < 0) {
         char name[28];
@@ -168,69 +178,53 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         return -1;
     }
     const char *name = idx == SRV_N_FIELDS ? "file" : FIELDS[idx].name;
-    char shown[28];
-    if (idx == SRV_F_WHISPER_IGNORED) {
-        safe_name(shown, sizeof shown, key);
-        name = shown;
+    if (++f->n_parts > MAX_PARTS) {
+        srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
+                      MAX_PARTS);
+        return -1;
     }
-
-    /* A new part starts at offset 0 (a first call with no bytes may be
-     * followed by another at offset 0 for the same part, unless a
-     * delimiter came between: then the first was an empty part). */
-    if (off == 0 && !(f->cur == idx && f->cur_len == 0 && f->cur_seq == f->seq)) {
-        if (++f->n_parts > MAX_PARTS) {
-            srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
-                          MAX_PARTS);
+    f->cur_len = 0;
+    if (idx == SRV_F_WHISPER_IGNORED) { /* taken, named, dropped */
+        note_ignored(f, key);
+        f->cur = idx;
+        return 0;
+    }
+    int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
+    if (seen && (idx == SRV_F_TIMESTAMP_GRANULARITIES || idx == SRV_F_INCLUDE)) {
+        /* OpenAI's list field: one part per value, kept one per line */
+        if (f->len[idx] + 1 > FIELDS[idx].max_len) {
+            srv_error_set(&f->err, 400, "field_too_long", name,
+                          "the field '%s' is too long (at most %zu bytes)", name,
+                          FIELDS[idx].max_len);
             return -1;
         }
-        if (idx == SRV_F_WHISPER_IGNORED) { /* taken, named, dropped */
-            note_ignored(f, key);
-            f->cur = idx;
-            f->cur_len = 0;
-            f->cur_seq = f->seq;
-            goto data;
-        }
-        int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
-        if (seen && (idx == SRV_F_TIMESTAMP_GRANULARITIES || idx == SRV_F_INCLUDE)) {
-            /* OpenAI's list field: one part per value, kept one per line */
-            if (f->len[idx] + 1 > FIELDS[idx].max_len) {
-                srv_error_set(&f->err, 400, "field_too_long", name,
-                              "the field '%s' is too long (at most %zu bytes)", name,
-                              FIELDS[idx].max_len);
-                return -1;
-            }
-            char *nv = realloc(f->value[idx], f->len[idx] + 2);
-            if (!nv) {
-                srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
-                return -1;
-            }
-            nv[f->len[idx]++] = '\n';
-            nv[f->len[idx]] = '\0';
-            f->value[idx] = nv;
-            f->cur = idx;
-            f->cur_len = 0;
-            seen = -1;
-        }
-        if (seen > 0) {
-            srv_error_set(&f->err, 400, "duplicate_parameter", name,
-                          "the field '%s' is given more than once", name);
-            return -1;
-        }
-        if (idx == SRV_N_FIELDS) {
-            f->have_file = 1;
-            keep_file_name(f, filename);
-        } else if (seen < 0) {
-            /* a further value of a list field: appended above */
-        } else if (!(f->value[idx] = calloc(1, 1))) {
+        char *nv = realloc(f->value[idx], f->len[idx] + 2);
+        if (!nv) {
             srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
             return -1;
         }
-        f->cur = idx;
-        f->cur_len = 0;
-        f->cur_seq = f->seq;
+        nv[f->len[idx]++] = '\n';
+        nv[f->len[idx]] = '\0';
+        f->value[idx] = nv;
+    } else if (seen) {
+        srv_error_set(&f->err, 400, "duplicate_parameter", name,
+                      "the field '%s' is given more than once", name);
+        return -1;
+    } else if (idx == SRV_N_FIELDS) {
+        f->have_file = 1;
+        keep_file_name(f, filename);
+    } else if (!(f->value[idx] = calloc(1, 1))) {
+        srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+        return -1;
     }
-data:
-    if (idx != f->cur || off != f->cur_len) {
+    f->cur = idx;
+    return 0;
+}
+
+int srv_form_data(srv_form *f, const char *data, size_t size) {
+    if (f->err.status) return -1;
+    int idx = f->cur;
+    if (idx < 0) {
         srv_error_set(&f->err, 400, "invalid_multipart", NULL,
                       "malformed multipart/form-data body");
         return -1;
@@ -238,15 +232,14 @@ data:
     if (size == 0) return 0;
     if (idx == SRV_F_WHISPER_IGNORED) {
         if (size > FIELDS[idx].max_len - f->cur_len) {
-            srv_error_set(&f->err, 400, "field_too_long", name,
-                          "the field '%s' is too long (at most %zu bytes)", name,
+            srv_error_set(&f->err, 400, "field_too_long", NULL,
+                          "a whisper-server field is too long (at most %zu bytes)",
                           FIELDS[idx].max_len);
             return -1;
         }
         f->cur_len += size;
         return 0;
     }
-
     if (idx == SRV_N_FIELDS) {
         if (size > f->max_file - f->file_len) {
             srv_error_set(&f->err, 413, "file_too_large", "file",
@@ -268,67 +261,25 @@ data:
         }
         memcpy(f->file + f->file_len, data, size);
         f->file_len += size;
-    } else {
-        size_t len = f->len[idx];
-        if (size > FIELDS[idx].max_len - len) {
-            srv_error_set(&f->err, 400, "field_too_long", name,
-                          "the field '%s' is too long (at most %zu bytes)", name,
-                          FIELDS[idx].max_len);
-            return -1;
-        }
-        char *nv = realloc(f->value[idx], len + size + 1);
-        if (!nv) {
-            srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
-            return -1;
-        }
-        memcpy(nv + len, data, size);
-        nv[len + size] = '\0';
-        f->value[idx] = nv;
-        f->len[idx] = len + size;
+        return 0;
     }
-    f->cur_len += size;
+    const char *name = FIELDS[idx].name;
+    size_t len = f->len[idx];
+    if (size > FIELDS[idx].max_len - len) {
+        srv_error_set(&f->err, 400, "field_too_long", name,
+                      "the field '%s' is too long (at most %zu bytes)", name, FIELDS[idx].max_len);
+        return -1;
+    }
+    char *nv = realloc(f->value[idx], len + size + 1);
+    if (!nv) {
+        srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+    memcpy(nv + len, data, size);
+    nv[len + size] = '\0';
+    f->value[idx] = nv;
+    f->len[idx] = len + size;
     return 0;
-}
-
-int srv_delim_init(srv_delim *d, const char *content_type) {
-    memset(d, 0, sizeof *d);
-    const char *b = content_type ? strstr(content_type, "boundary=") : NULL;
-    if (!b) return -1;
-    b += 9;
-    size_t n = strlen(b);
-    if (n > 2 && b[0] == '"' && b[n - 1] == '"') {
-        b++;
-        n -= 2;
-    }
-    if (n == 0 || n + 4 > sizeof d->pat) return -1;
-    memcpy(d->pat, "\r\n--", 4);
-    memcpy(d->pat + 4, b, n);
-    d->n = n + 4;
-    size_t k = 0; /* KMP: fail[i] = longest proper border of pat[0..i] */
-    d->fail[0] = 0;
-    for (size_t i = 1; i < d->n; i++) {
-        while (k > 0 && d->pat[i] != d->pat[k]) k = d->fail[k - 1];
-        if (d->pat[i] == d->pat[k]) k++;
-        d->fail[i] = (unsigned char)k;
-    }
-    d->matched = 2; /* the body starts with "--BOUNDARY": as after a CRLF */
-    return 0;
-}
-
-size_t srv_delim_scan(srv_delim *d, const char *data, size_t size, int *found) {
-    *found = 0;
-    if (d->n == 0) return size;
-    for (size_t i = 0; i < size; i++) {
-        while (d->matched > 0 && data[i] != d->pat[d->matched])
-            d->matched = d->fail[d->matched - 1];
-        if (data[i] == d->pat[d->matched]) d->matched++;
-        if (d->matched == d->n) {
-            d->matched = d->fail[d->n - 1];
-            *found = 1;
-            return i + 1;
-        }
-    }
-    return size;
 }
 
 /* ------------------------------------------------------------- values */
@@ -569,8 +520,13 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         else
             BAD("punctuation", "punctuation must be true or false");
     }
-    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
-        BAD("num_beams", "num_beams must be an integer from 1 to %d", HV_MAX_BEAMS);
+    /* the server's cap: a request cannot buy many times a normal one's
+     * time with beams */
+    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, f->max_beams, &p->tp.num_beams))
+        BAD("num_beams",
+            "num_beams must be an integer from 1 to %d (the server's --max-beams; hviske "
+            "takes up to %d)",
+            f->max_beams, HV_MAX_BEAMS);
     if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
         hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.length_penalty))
         BAD("length_penalty", "length_penalty must be a finite number > 0");

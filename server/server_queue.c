@@ -2,11 +2,13 @@
  * transcribe them (server_queue.h). */
 #include "server_queue.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
@@ -17,6 +19,13 @@
 #include "tool_util.h"
 
 /* ------------------------------------------------------------ the queue */
+
+double srv_max_audio_seconds(const server *s, const hv_transcribe_params *tp, int *by_budget) {
+    double budget = hv_audio_max_seconds(tp->max_audio_bytes, s->rate);
+    int b = budget > 0 && !(s->o->max_audio_s > 0 && s->o->max_audio_s <= budget);
+    if (by_budget) *by_budget = b;
+    return b ? budget : s->o->max_audio_s;
+}
 
 int srv_retry_after_locked(const server *s) {
     double t = s->avg_job_s * (s->n_waiting + s->n_running) / s->o->n_workers;
@@ -60,11 +69,40 @@ int srv_queue_request(server *s, request *req) {
     return req->queued;
 }
 
+/* ------------------------------------------------------ gone clients */
+
+/* Whether req's client went away, asked of its socket while the
+ * connection's thread waits for the answer (nothing else reads it then):
+ * a connection reset (or failed) is gone. One whose client closed its
+ * sending side (a FIN, recv 0) is not: clients and proxies half-close
+ * after a request and read the answer, and TCP does not tell them from a
+ * client that closed its socket until the answer is written. */
+static int client_gone(const request *req) {
+    if (req->fd < 0) return 0;
+    char b;
+    ssize_t n = recv(req->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* The abort callback of a transcription that is not streamed. */
+static int request_gone(void *user) { return client_gone(user); }
+
+/* Skips req, whose client went away before `stage`: no answer (the
+ * connection is closed; the log says 499 client_closed). */
+static void skip_gone(server *s, request *req, const char *stage) {
+    req->gone = 1;
+    req->status = 0;
+    req->resp = NULL;
+    if (!s->o->quiet)
+        fprintf(stderr, "hviske-server: request %s: the client went away %s: skipped\n", req->id,
+                stage);
+}
+
 /* ------------------------------------------------------- a job's answer */
 
 /* Maps a library failure to an HTTP error: the input's fault is 400 (or
- * 413 for a limit), anything else 500. */
-static void library_error(srv_error *e, hv_status st, const char *msg) {
+ * 413 for a limit), anything else 500. chunking: the request's mode. */
+static void library_error(srv_error *e, hv_status st, const char *msg, hv_chunking chunking) {
     if (!msg || !*msg) msg = hv_status_name(st);
     switch (st) {
         case HV_ERR_FORMAT:
@@ -77,7 +115,12 @@ static void library_error(srv_error *e, hv_status st, const char *msg) {
                                                                   : NULL,
                           "%s", msg);
             break;
-        case HV_ERR_LIMIT: srv_error_set(e, 413, "audio_too_long", "file", "%s", msg); break;
+        case HV_ERR_LIMIT:
+            srv_error_set(e, 413, "audio_too_long", "file", "%s%s", msg,
+                          chunking == HV_CHUNKING_NONE
+                              ? " (this server's --chunking none takes the audio in one piece)"
+                              : "");
+            break;
         case HV_ERR_NOMEM:
         default: srv_error_set(e, 500, NULL, NULL, "%s", msg); break;
     }
@@ -222,7 +265,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     size_t len = 0;
     if (hst != HV_OK) { /* the answer began: the error is an event */
         srv_error e = {0};
-        library_error(&e, hst, hv_context_error(w->ctx));
+        library_error(&e, hst, hv_context_error(w->ctx), p.tp.chunking);
         ev = srv_sse_error(e.message, e.type, e.param[0] ? e.param : NULL, e.code, &len);
         je.status = (unsigned)e.status;
         je.audio_s = 0;
@@ -273,12 +316,19 @@ static job_end run_job(worker *w, request *req) {
     /* mono at the model's rate, decoded in blocks: memory is the mono
      * samples whatever the upload's channels and rate, within
      * --max-audio-seconds and the library's memory budget */
-    double max_s = hv_audio_max_seconds(p->tp.max_audio_bytes, s->rate);
-    if (max_s <= 0 || (s->o->max_audio_s > 0 && s->o->max_audio_s < max_s))
-        max_s = s->o->max_audio_s;
+    int by_budget = 0;
+    double max_s = srv_max_audio_seconds(s, &p->tp, &by_budget);
     hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate, max_s, &pcm,
                                              &n_frames, err, sizeof err);
     srv_form_free(f); /* the upload is no longer needed */
+    /* each limit its own code, and a hint only where an option helps */
+    if (st == HV_ERR_LIMIT && by_budget) {
+        srv_error_set(&e, 413, "audio_too_long", "file",
+                      "%s (this server takes at most %g s: the memory budget of one "
+                      "transcription, %zu MiB of samples at %d Hz)",
+                      err, max_s, p->tp.max_audio_bytes >> 20, s->rate);
+        goto done;
+    }
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
                       "%s (this server "
@@ -286,17 +336,33 @@ static job_end run_job(worker *w, request *req) {
                       err, max_s);
         goto done;
     }
+    if (st == HV_ERR_UNSUPPORTED) { /* the readers' one: too many channels */
+        srv_error_set(&e, 400, "too_many_channels", "file",
+                      "%s: mix it down to fewer channels (to mono, for example)", err);
+        goto done;
+    }
     if (st != HV_OK) {
-        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
+        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err, p->tp.chunking);
         goto done;
     }
     req->audio_s = (double)n_frames / s->rate;
+    if (client_gone(req)) { /* before speech detection and transcription */
+        hv_audio_free(pcm);
+        skip_gone(s, req, "while its audio was decoded");
+        return (job_end){0, 0, 0};
+    }
     if (p->stream) return stream_job_run(w, req, pcm, n_frames);
+    p->tp.abort_callback = request_gone; /* asked before each chunk and decoder step */
+    p->tp.abort_user = req;
     st = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p->tp, &res);
     hv_audio_free(pcm);
     pcm = NULL;
+    if (st == HV_ERR_CANCELLED) {
+        skip_gone(s, req, "during its transcription");
+        return (job_end){0, 0, 0};
+    }
     if (st != HV_OK) {
-        library_error(&e, st, hv_context_error(w->ctx));
+        library_error(&e, st, hv_context_error(w->ctx), p->tp.chunking);
         goto done;
     }
     size_t len = 0;
@@ -336,13 +402,18 @@ void *srv_worker_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
 
         double t = hvt_now_s();
-        job_end je = run_job(w, req);
+        job_end je = {0, 0, 0};
+        int begun = !client_gone(req); /* checked before each stage */
+        if (begun)
+            je = run_job(w, req); /* (a stream's req is not ours after it) */
+        else
+            skip_gone(s, req, "while it waited");
         t = hvt_now_s() - t;
-        srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
+        if (begun) srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
 
         pthread_mutex_lock(&s->mu);
         s->n_running--;
-        s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
+        if (begun) s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
         if (!je.handed) {
             /* the connection's thread owns req again: touch it no more */
             req->done = 1;

@@ -116,6 +116,9 @@ function explain(e) {
               `It takes files of at most ${limits.max_upload_mb || "?"} MiB ` +
               `(the server's --max-upload-mb option raises that). ${e.detail}`];
     case 400:
+      if (e.code === "too_many_channels")
+        return ["The audio has more channels than this server takes.",
+                `Mix it down to fewer channels (to mono, for example). ${e.detail}`];
       if (e.param === "file")
         return ["The file could not be read as audio.",
                 `Choose a WAV, FLAC, OGG/Opus or MP3 file. ${e.detail}`];
@@ -221,6 +224,7 @@ async function loadModel() {
     sel.disabled = langs.length === 0;
     $("punctuation").checked = m.punctuation !== false;
     $("beams").value = String(m.num_beams || 1);
+    $("beams").max = String(m.max_beams || 64); /* the server's --max-beams */
     $("server-info").textContent =
       `Model ${m.checkpoint || m.id} · ${langs.length} language${langs.length === 1 ? "" : "s"} · ` +
       `files up to ${m.max_upload_mb} MiB`;
@@ -434,10 +438,11 @@ function updateButtons() {
 
 function currentOptions() {
   const beams = parseInt($("beams").value, 10);
+  const most = (state.model && state.model.max_beams) || 64;
   return {
     language: $("language").value,
     punctuation: $("punctuation").checked ? "true" : "false",
-    num_beams: String(beams >= 1 && beams <= 64 ? beams : 1),
+    num_beams: String(beams >= 1 ? Math.min(beams, most) : 1),
   };
 }
 

@@ -182,7 +182,7 @@ def test_metrics(tmp):
             report(f"X-Request-Id with {why}: a generated one instead",
                    GEN_ID.fullmatch(r.headers.get("x-request-id", "")), str(r))
         with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
-            s.sendall(b"GET /nothing HTTP/1.1\r\nHost: x\r\n"
+            s.sendall(b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                       b"X-Request-Id: caf\xc3\xa9\x01\r\nConnection: close\r\n\r\n")
             raw = recv_all(s)
         m = re.search(rb"\r\nX-Request-Id: ([^\r]*)\r\n", raw)
@@ -306,7 +306,7 @@ def test_drain(tmp):
     try:
         body, ctype = multipart([], read(EXAMPLE))
         held = socket.create_connection(("127.0.0.1", srv.port), timeout=120)
-        held.sendall((f"POST {T} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        held.sendall((f"POST {T} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
                       f"X-Request-Id: held\r\nContent-Length: {len(body)}\r\n\r\n")
                      .encode() + body[:1000])
         s = scrape_settled(srv.port, in_flight=2)

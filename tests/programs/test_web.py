@@ -36,10 +36,12 @@ Covers:
     loopback that serves the real page and answers with HTML as text): shown
     as text, no element made, no script run;
   * errors a person understands: a file over --max-upload-mb refused
-    before sending, audio over --max-audio-seconds (413), a file that is
+    before sending, audio over --max-audio-seconds (413), audio of 65
+    channels (too many channels, not too long), a file that is
     not audio (400), a busy server's 503 with its Retry-After (the server's
     connections held by stalled clients, as test_server_hostile.py does);
   * the page behind a proxy that serves it under /hviske/;
+  * a page of another origin calling the API: refused with 403;
   * the layout in a phone-sized window (no sideways scrolling), every
     control labelled, text contrast at least 4.5:1; screenshots of the
     page (wide and narrow) into the build folder.
@@ -180,12 +182,12 @@ def clock(s):
     return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s" if m else f"{sec}s"
 
 
-def write_wav(path, seconds, rate=16000):
+def write_wav(path, seconds, rate=16000, channels=1):
     with wave.open(path, "wb") as w:
-        w.setnchannels(1)
+        w.setnchannels(channels)
         w.setsampwidth(2)
         w.setframerate(rate)
-        w.writeframes(b"\0\0" * int(seconds * rate))
+        w.writeframes(b"\0\0" * channels * int(seconds * rate))
 
 
 # ------------------------------------------------------------------ cases
@@ -242,7 +244,8 @@ def test_models(port):
     report("/v1/models: languages, defaults and limits for the page",
            m.get("languages") == ["da"] and m.get("language") == "da" and
            m.get("punctuation") is True and m.get("num_beams") == 1 and
-           m.get("max_upload_mb") == 25 and m.get("max_audio_seconds") == 3600, str(r))
+           m.get("max_upload_mb") == 25 and m.get("max_audio_seconds") == 3600 and
+           m.get("max_beams") == 16, str(r))
 
 
 def transcriptions(srv):
@@ -258,7 +261,8 @@ def test_upload(b, srv, wav, tmp):
            b.ready() and b.js("return document.getElementById('language').value") == "da"
            and b.text("server-info").startswith("Model demo ·")
            and b.js("return document.getElementById('punctuation').checked") is True
-           and b.js("return document.getElementById('beams').value") == "1",
+           and b.js("return document.getElementById('beams').value") == "1"
+           and b.js("return document.getElementById('beams').max") == "16",
            b.text("server-info"))
     report("empty state: a hint to choose, drop or record",
            "No transcript yet" in b.text("transcript") and
@@ -617,6 +621,14 @@ def test_limits(b, tmp, wav):
         err = b.error()
         report("audio over --max-audio-seconds: the 413 explained",
                end == "error" and err and "too long" in err[0] and "0:02.0" in err[1], f"{err}")
+        wide = os.path.join(tmp, "wide.wav")
+        write_wav(wide, 0.5, channels=65)
+        b.choose(wide)
+        end = b.transcribe()
+        err = b.error()
+        report("audio of 65 channels: too many channels, not too long (issue #51)",
+               end == "error" and err and "more channels" in err[0] and "65 channels" in err[1]
+               and "too long" not in " ".join(err), f"{err}")
         b.js("const t = new DataTransfer();"
              "t.items.add(new File(['not audio'], 'dropped.wav', {type: 'audio/wav'}));"
              "const z = document.getElementById('drop');"
@@ -654,7 +666,7 @@ def test_busy(b, tmp):
         b.choose(short)
         for _ in range(8):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
             stalled.append(s)
         crowded = wait_until(lambda: request(srv.port, "GET", "/v1/models").status == 503,
                              interval=0.05)
@@ -773,6 +785,57 @@ def test_prefix(b, port, wav):
         httpd.server_close()
 
 
+class Elsewhere(http.server.BaseHTTPRequestHandler):
+    """A page of another origin whose script calls the real server's API
+    (issue #51, finding 10): a transcription posted as a form in no-cors
+    mode (the browser sends it, the page cannot read the answer) and a
+    read of /v1/models in cors mode."""
+    real = None
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        api = f"http://127.0.0.1:{self.real}"
+        page = f"""<!doctype html><title>elsewhere</title><script>
+window.__done = (async () => {{
+  const f = new FormData();
+  f.append("file", new Blob([new Uint8Array(44)], {{type: "audio/wav"}}), "a.wav");
+  await fetch("{api}/v1/audio/transcriptions", {{method: "POST", body: f, mode: "no-cors"}});
+  try {{ await fetch("{api}/v1/models"); return "read"; }}
+  catch (e) {{ return "refused"; }}
+}})().then(r => window.__result = r);
+</script>""".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+
+def test_elsewhere(b, srv):
+    """A page of another origin cannot make the server transcribe: its
+    requests are refused with 403 origin_not_allowed."""
+    Elsewhere.real = srv.port
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        n0 = len(srv.access_lines())
+        b.d.get(f"http://127.0.0.1:{httpd.server_address[1]}/")
+        result = b.wait("return window.__result")
+        lines = srv.access_lines()[n0:]
+        mine = [(a["route"], a["status"]) for a in lines
+                if a["route"] in ("/v1/audio/transcriptions", "/v1/models")]
+        report("a page of another origin: its transcription and its read of /v1/models "
+               "refused with 403, and the page reads nothing",
+               result == "refused" and ("/v1/audio/transcriptions", 403) in mine
+               and ("/v1/models", 403) in mine and
+               all(st == 403 for _, st in mine), f"{result} {mine}")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_hostile_text(b, port, wav, tmp):
     Hostile.real = port
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
@@ -828,6 +891,7 @@ def main():
             test_long(b, srv.port, tmp)
             test_shrink(b, tmp, wav)
             test_prefix(b, srv.port, wav)
+            test_elsewhere(b, srv)
             test_hostile_text(b, srv.port, wav, tmp)
             test_key(b, tmp, wav)
             test_limits(b, tmp, wav)
