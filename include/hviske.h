@@ -445,6 +445,15 @@ typedef struct hv_transcribe_params {
      * hviske-server read files within the same budget
      * (hv_audio_max_seconds). */
     size_t max_audio_bytes;
+
+    /* The part of the input to transcribe: duration_s seconds from
+     * offset_s seconds on (duration_s 0: to the end; both finite and >= 0;
+     * an offset at or beyond the end is HV_ERR_INVALID_ARG). Everything
+     * outside it is left out, as if the input were cut there, and every
+     * time of the result stays on the input's timeline (a word at 2 s into
+     * the part starts at offset_s + 2). Progress counts the part. Default
+     * 0, 0: all of it (whisper.cpp's offset_ms and duration_ms). */
+    double offset_s, duration_s;
 } hv_transcribe_params;
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
@@ -492,7 +501,7 @@ HV_API const float *hv_result_token_logprobs(const hv_result *res);
  * chunked audio, the sum over the chunks. */
 HV_API double hv_result_score(const hv_result *res);
 HV_API hv_timings hv_result_timings(const hv_result *res);
-HV_API double hv_result_duration(const hv_result *res);      /* seconds of audio */
+HV_API double hv_result_duration(const hv_result *res);      /* seconds of audio: the input's */
 HV_API const char *hv_result_language(const hv_result *res); /* the code used */
 
 /* A word of the transcript: the tokenizer's pieces from one that starts a
@@ -648,6 +657,9 @@ HV_API char *hv_utf8_clean(const char *s);
  * naming the file into errbuf. The whole interleaved file is held in memory
  * (channels x rate x seconds floats): hv_audio_read_mono below costs only
  * the mono samples. A path must be a regular file (a FIFO is HV_ERR_IO).
+ * Every reader refuses a file of more than 64 channels with
+ * HV_ERR_UNSUPPORTED, and a sample rate outside 1000 to 768000 Hz with
+ * HV_ERR_FORMAT, naming the count or the rate.
  */
 HV_API hv_status hv_audio_read(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                                int *channels, char *errbuf, size_t errbuf_size);

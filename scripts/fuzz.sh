@@ -52,7 +52,8 @@ printf '%s\n' $(find "$ROOT/src" -name '*.c' | sort) | xargs -P "${JOBS:-2}" -I{
 rm -f "$OUTDIR/libhviske-fuzz.a"
 ar qc "$OUTDIR/libhviske-fuzz.a" "$OBJ"/*.o
 TOOLS=("$ROOT/server/server_form.c" "$ROOT/server/server_format.c" "$ROOT/server/server_metrics.c"
-       "$ROOT/server/server_stream.c" "$ROOT/server/server_web.c" "$ROOT/tools/subtitles.c"
+       "$ROOT/server/server_stream.c" "$ROOT/server/server_web.c" "$ROOT/server/server_guard.c"
+       "$ROOT/server/server_multipart.c" "$ROOT/tools/formats.c" "$ROOT/tools/subtitles.c"
        "$ROOT/tools/tool_util.c" "$BUILD/server_web_assets.c")
 
 build() { # target

@@ -198,6 +198,10 @@ int main(int argc, char **argv) {
     mp.n_threads = o.n_threads;
     mp.weight_type = o.weight_type;
     mp.compute = o.compute;
+    if (hvt_model_dir_hint(o.model_dir, err, sizeof err)) {
+        fprintf(stderr, "hviske-server: %s\n", err);
+        goto done;
+    }
     double t_load = hvt_now_s();
     hv_status st = hv_model_load(o.model_dir, &mp, &s.model, err, sizeof err);
     if (st != HV_OK) {

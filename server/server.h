@@ -17,12 +17,12 @@
 #include "hviske.h"
 #include "server_form.h"
 #include "server_metrics.h"
+#include "server_multipart.h"
 #include "server_options.h"
 #include "server_web.h"
 
 struct MHD_Connection;
 struct MHD_Daemon;
-struct MHD_PostProcessor;
 struct MHD_Response;
 
 /* What a request asks for, by its path. */
@@ -31,6 +31,8 @@ typedef enum route {
     ROUTE_HEALTH,
     ROUTE_MODELS,
     ROUTE_TRANSCRIBE,
+    ROUTE_INFERENCE, /* whisper-server's POST /inference: a transcription */
+    ROUTE_TRANSLATE, /* POST /v1/audio/translations: 400, no translation */
     ROUTE_READY,
     ROUTE_METRICS,
     ROUTE_WEB /* the page's files (server_web.c) */
@@ -44,9 +46,11 @@ typedef struct server server;
 typedef struct conn_rec {
     struct conn_rec *prev, *next;
     int fd;
-    double t0;      /* opened, or its last request completed */
-    int in_request; /* headers in, request not yet completed */
-    int reaped;     /* shut down by the reaper */
+    unsigned char addr[17]; /* the peer's address family and bytes, for
+                               --max-connections-per-ip ([0] 0: unknown) */
+    double t0;              /* opened, or its last request completed */
+    int in_request;         /* headers in, request not yet completed */
+    int reaped;             /* shut down by the reaper */
 } conn_rec;
 
 /* One HTTP request, from its headers to the end of its response. Owned by
@@ -61,14 +65,15 @@ typedef struct request {
     const srv_web_asset *asset; /* ROUTE_WEB's file */
     char method[12], path[64];  /* printable, for the log */
     double t0;                  /* monotonic seconds at the headers */
-    struct MHD_PostProcessor *pp;
-    uint64_t body_bytes; /* received so far */
-    srv_error err;       /* decided before the body ended */
-    const char *allow;   /* with 405 */
-    int retry_after;     /* with 503, seconds */
-    int close;           /* answer with Connection: close */
+    srv_multipart *mp;          /* the body's parser (transcriptions) */
+    uint64_t body_bytes;        /* received so far */
+    srv_error err;              /* decided before the body ended */
+    const char *allow;          /* with 405 */
+    const char *cors_origin;    /* an --allow-origin's page asks: CORS headers
+                                   (libmicrohttpd's copy of its Origin) */
+    int retry_after;            /* with 503, seconds */
+    int close;                  /* answer with Connection: close */
     srv_form form;
-    srv_delim delim; /* counts the body's parts into form.seq */
     srv_params params;
     int queued;    /* handed to the workers */
     int done;      /* a worker set resp and status */
@@ -77,6 +82,8 @@ typedef struct request {
     unsigned status;
     unsigned sent;           /* the status queued, for the log */
     int late;                /* begun while draining: not waited for at shutdown */
+    int fd;                  /* its connection's socket (-1: unknown) */
+    int gone;                /* its client went away before the answer: not answered */
     double audio_s;          /* seconds of audio decoded (-1: none), for the log */
     char id[SRV_ID_MAX + 1]; /* X-Request-Id */
     char client[64];         /* the peer's address, numeric */
@@ -123,6 +130,8 @@ struct server {
     int reaper_stop;     /* the reaper is to end */
     char *overflow;      /* the whole 503 answer beyond the reserve */
     size_t overflow_len; /* (NULL: none, the connection is just closed) */
+    char *per_ip;        /* the same over --max-connections-per-ip */
+    size_t per_ip_len;
 
     srv_metrics metrics; /* atomics: no lock (server_metrics.h) */
     uint64_t id_seed;    /* generated request ids: seed and counter */

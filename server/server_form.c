@@ -24,6 +24,7 @@ enum {
 static const struct {
     const char *name;
     size_t max_len; /* bytes */
+    int whisper;    /* whisper-server's: on POST /inference only */
 } FIELDS[SRV_N_FIELDS] = {
     [SRV_F_MODEL] = {"model", 127},
     [SRV_F_LANGUAGE] = {"language", 31},
@@ -41,7 +42,47 @@ static const struct {
     [SRV_F_TIMESTAMP_GRANULARITIES] = {"timestamp_granularities[]", 64},
     [SRV_F_CHUNKING_STRATEGY] = {"chunking_strategy", 1024},
     [SRV_F_INCLUDE] = {"include[]", 256},
+    [SRV_F_PROGRESS] = {"progress", 64},
+    [SRV_F_DOWNLOADS] = {"downloads", 128},
+    [SRV_F_BEAM_SIZE] = {"beam_size", 64, 1},
+    [SRV_F_OFFSET_T] = {"offset_t", 64, 1},
+    [SRV_F_DURATION] = {"duration", 64, 1},
+    [SRV_F_TRANSLATE] = {"translate", 64, 1},
+    [SRV_F_WHISPER_IGNORED] = {"", 1024, 1},
 };
+
+/* whisper-server's fields that hviske takes and ignores on POST
+ * /inference (named in a Warning): settings of whisper.cpp's decoder that
+ * hviske does not have. */
+static const char *const WHISPER_IGNORED[] = {"temperature_inc",
+                                              "offset_n",
+                                              "max_context",
+                                              "max_len",
+                                              "best_of",
+                                              "audio_ctx",
+                                              "word_thold",
+                                              "entropy_thold",
+                                              "logprob_thold",
+                                              "no_speech_thold",
+                                              "debug_mode",
+                                              "diarize",
+                                              "tinydiarize",
+                                              "split_on_word",
+                                              "no_timestamps",
+                                              "token_timestamps",
+                                              "detect_language",
+                                              "carry_initial_prompt",
+                                              "suppress_non_speech",
+                                              "suppress_nst",
+                                              "vad",
+                                              "vad_threshold",
+                                              "vad_min_speech_duration_ms",
+                                              "vad_min_silence_duration_ms",
+                                              "vad_max_speech_duration_s",
+                                              "vad_speech_pad_ms",
+                                              "vad_samples_overlap",
+                                              "no_language_probabilities",
+                                              "no_context"};
 
 void srv_error_set(srv_error *e, int status, const char *code, const char *param, const char *fmt,
                    ...) {
@@ -55,9 +96,21 @@ void srv_error_set(srv_error *e, int status, const char *code, const char *param
     va_end(ap);
 }
 
+void srv_shown(char *out, size_t n, const char *s, size_t len) {
+    size_t w = 0;
+    for (; w < len && s[w] && w + 1 < n; w++) out[w] = s[w] >= 0x20 && s[w] < 0x7F ? s[w] : '?';
+    if (w < len && s[w] && n >= 4) {
+        w = w > n - 4 ? n - 4 : w;
+        memcpy(out + w, "...", 3);
+        w += 3;
+    }
+    out[w] = '\0';
+}
+
 void srv_form_init(srv_form *f, size_t max_file) {
     memset(f, 0, sizeof *f);
     f->max_file = max_file;
+    f->max_beams = HV_MAX_BEAMS;
     f->cur = -1;
 }
 
@@ -84,20 +137,39 @@ static void safe_name(char *out, size_t n, const char *key) {
     out[w] = '\0';
 }
 
-static int field_index(const char *key) {
+static int field_index(const srv_form *f, const char *key) {
     if (strcmp(key, "timestamp_granularities") == 0) return SRV_F_TIMESTAMP_GRANULARITIES;
     if (strcmp(key, "include") == 0) return SRV_F_INCLUDE;
     for (int i = 0; i < SRV_N_FIELDS; i++)
-        if (strcmp(key, FIELDS[i].name) == 0) return i;
+        if (FIELDS[i].name[0] && strcmp(key, FIELDS[i].name) == 0 &&
+            (f->whisper || !FIELDS[i].whisper))
+            return i;
+    for (size_t i = 0; f->whisper && i < sizeof WHISPER_IGNORED / sizeof *WHISPER_IGNORED; i++)
+        if (strcmp(key, WHISPER_IGNORED[i]) == 0) return SRV_F_WHISPER_IGNORED;
     return -1;
 }
 
-int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data, uint64_t off,
-                 size_t size) {
-    (void)filename; /* the file part is known by its name, "file" */
+/* Adds key to f->ignored once ("a, b"). */
+static void note_ignored(srv_form *f, const char *key) {
+    size_t n = strlen(key), used = strlen(f->ignored);
+    for (const char *p = f->ignored; (p = strstr(p, key)); p += n)
+        if ((p == f->ignored || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return;
+    if (used + n + 3 < sizeof f->ignored)
+        snprintf(f->ignored + used, sizeof f->ignored - used, "%s%s", used ? ", " : "", key);
+}
+
+/* The file part's filename, printable ASCII and UTF-8 kept, control
+ * characters and quotes as '_'. */
+static void keep_file_name(srv_form *f, const char *name) {
+    size_t w = 0;
+    for (const char *p = name ? name : ""; *p && w + 1 < sizeof f->file_name; p++)
+        f->file_name[w++] = (unsigned char)*p < 0x20 || *p == 0x7F || *p == '"' ? '_' : *p;
+    f->file_name[w] = '\0';
+}
+
+int srv_form_begin(srv_form *f, const char *key, const char *filename) {
     if (f->err.status) return -1;
-    if (!key) key = "";
-    int idx = strcmp(key, "file") == 0 ? SRV_N_FIELDS : field_index(key);
+    int idx = strcmp(key, "file") == 0 ? SRV_N_FIELDS : field_index(f, key);
     if (idx < 0) {
         char name[28];
         safe_name(name, sizeof name, key);
@@ -106,61 +178,68 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         return -1;
     }
     const char *name = idx == SRV_N_FIELDS ? "file" : FIELDS[idx].name;
-
-    /* A new part starts at offset 0 (a first call with no bytes may be
-     * followed by another at offset 0 for the same part, unless a
-     * delimiter came between: then the first was an empty part). */
-    if (off == 0 && !(f->cur == idx && f->cur_len == 0 && f->cur_seq == f->seq)) {
-        if (++f->n_parts > MAX_PARTS) {
-            srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
-                          MAX_PARTS);
+    if (++f->n_parts > MAX_PARTS) {
+        srv_error_set(&f->err, 400, "too_many_parts", NULL, "too many form fields (at most %d)",
+                      MAX_PARTS);
+        return -1;
+    }
+    f->cur_len = 0;
+    if (idx == SRV_F_WHISPER_IGNORED) { /* taken, named, dropped */
+        note_ignored(f, key);
+        f->cur = idx;
+        return 0;
+    }
+    int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
+    if (seen && (idx == SRV_F_TIMESTAMP_GRANULARITIES || idx == SRV_F_INCLUDE)) {
+        /* OpenAI's list field: one part per value, kept one per line */
+        if (f->len[idx] + 1 > FIELDS[idx].max_len) {
+            srv_error_set(&f->err, 400, "field_too_long", name,
+                          "the field '%s' is too long (at most %zu bytes)", name,
+                          FIELDS[idx].max_len);
             return -1;
         }
-        int seen = idx == SRV_N_FIELDS ? f->have_file : f->value[idx] != NULL;
-        if (seen && (idx == SRV_F_TIMESTAMP_GRANULARITIES || idx == SRV_F_INCLUDE)) {
-            /* OpenAI's list field: one part per value, kept one per line */
-            if (f->len[idx] + 1 > FIELDS[idx].max_len) {
-                srv_error_set(&f->err, 400, "field_too_long", name,
-                              "the field '%s' is too long (at most %zu bytes)", name,
-                              FIELDS[idx].max_len);
-                return -1;
-            }
-            char *nv = realloc(f->value[idx], f->len[idx] + 2);
-            if (!nv) {
-                srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
-                return -1;
-            }
-            nv[f->len[idx]++] = '\n';
-            nv[f->len[idx]] = '\0';
-            f->value[idx] = nv;
-            f->cur = idx;
-            f->cur_len = 0;
-            seen = -1;
-        }
-        if (seen > 0) {
-            srv_error_set(&f->err, 400, "duplicate_parameter", name,
-                          "the field '%s' is given more than once", name);
-            return -1;
-        }
-        if (idx == SRV_N_FIELDS) {
-            f->have_file = 1;
-        } else if (seen < 0) {
-            /* a further value of a list field: appended above */
-        } else if (!(f->value[idx] = calloc(1, 1))) {
+        char *nv = realloc(f->value[idx], f->len[idx] + 2);
+        if (!nv) {
             srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
             return -1;
         }
-        f->cur = idx;
-        f->cur_len = 0;
-        f->cur_seq = f->seq;
+        nv[f->len[idx]++] = '\n';
+        nv[f->len[idx]] = '\0';
+        f->value[idx] = nv;
+    } else if (seen) {
+        srv_error_set(&f->err, 400, "duplicate_parameter", name,
+                      "the field '%s' is given more than once", name);
+        return -1;
+    } else if (idx == SRV_N_FIELDS) {
+        f->have_file = 1;
+        keep_file_name(f, filename);
+    } else if (!(f->value[idx] = calloc(1, 1))) {
+        srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+        return -1;
     }
-    if (idx != f->cur || off != f->cur_len) {
+    f->cur = idx;
+    return 0;
+}
+
+int srv_form_data(srv_form *f, const char *data, size_t size) {
+    if (f->err.status) return -1;
+    int idx = f->cur;
+    if (idx < 0) {
         srv_error_set(&f->err, 400, "invalid_multipart", NULL,
                       "malformed multipart/form-data body");
         return -1;
     }
     if (size == 0) return 0;
-
+    if (idx == SRV_F_WHISPER_IGNORED) {
+        if (size > FIELDS[idx].max_len - f->cur_len) {
+            srv_error_set(&f->err, 400, "field_too_long", NULL,
+                          "a whisper-server field is too long (at most %zu bytes)",
+                          FIELDS[idx].max_len);
+            return -1;
+        }
+        f->cur_len += size;
+        return 0;
+    }
     if (idx == SRV_N_FIELDS) {
         if (size > f->max_file - f->file_len) {
             srv_error_set(&f->err, 413, "file_too_large", "file",
@@ -182,67 +261,25 @@ int srv_form_add(srv_form *f, const char *key, const char *filename, const char 
         }
         memcpy(f->file + f->file_len, data, size);
         f->file_len += size;
-    } else {
-        size_t len = f->len[idx];
-        if (size > FIELDS[idx].max_len - len) {
-            srv_error_set(&f->err, 400, "field_too_long", name,
-                          "the field '%s' is too long (at most %zu bytes)", name,
-                          FIELDS[idx].max_len);
-            return -1;
-        }
-        char *nv = realloc(f->value[idx], len + size + 1);
-        if (!nv) {
-            srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
-            return -1;
-        }
-        memcpy(nv + len, data, size);
-        nv[len + size] = '\0';
-        f->value[idx] = nv;
-        f->len[idx] = len + size;
+        return 0;
     }
-    f->cur_len += size;
+    const char *name = FIELDS[idx].name;
+    size_t len = f->len[idx];
+    if (size > FIELDS[idx].max_len - len) {
+        srv_error_set(&f->err, 400, "field_too_long", name,
+                      "the field '%s' is too long (at most %zu bytes)", name, FIELDS[idx].max_len);
+        return -1;
+    }
+    char *nv = realloc(f->value[idx], len + size + 1);
+    if (!nv) {
+        srv_error_set(&f->err, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+    memcpy(nv + len, data, size);
+    nv[len + size] = '\0';
+    f->value[idx] = nv;
+    f->len[idx] = len + size;
     return 0;
-}
-
-int srv_delim_init(srv_delim *d, const char *content_type) {
-    memset(d, 0, sizeof *d);
-    const char *b = content_type ? strstr(content_type, "boundary=") : NULL;
-    if (!b) return -1;
-    b += 9;
-    size_t n = strlen(b);
-    if (n > 2 && b[0] == '"' && b[n - 1] == '"') {
-        b++;
-        n -= 2;
-    }
-    if (n == 0 || n + 4 > sizeof d->pat) return -1;
-    memcpy(d->pat, "\r\n--", 4);
-    memcpy(d->pat + 4, b, n);
-    d->n = n + 4;
-    size_t k = 0; /* KMP: fail[i] = longest proper border of pat[0..i] */
-    d->fail[0] = 0;
-    for (size_t i = 1; i < d->n; i++) {
-        while (k > 0 && d->pat[i] != d->pat[k]) k = d->fail[k - 1];
-        if (d->pat[i] == d->pat[k]) k++;
-        d->fail[i] = (unsigned char)k;
-    }
-    d->matched = 2; /* the body starts with "--BOUNDARY": as after a CRLF */
-    return 0;
-}
-
-size_t srv_delim_scan(srv_delim *d, const char *data, size_t size, int *found) {
-    *found = 0;
-    if (d->n == 0) return size;
-    for (size_t i = 0; i < size; i++) {
-        while (d->matched > 0 && data[i] != d->pat[d->matched])
-            d->matched = d->fail[d->matched - 1];
-        if (data[i] == d->pat[d->matched]) d->matched++;
-        if (d->matched == d->n) {
-            d->matched = d->fail[d->n - 1];
-            *found = 1;
-            return i + 1;
-        }
-    }
-    return size;
 }
 
 /* ------------------------------------------------------------- values */
@@ -375,6 +412,41 @@ static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp, srv_
     return rc;
 }
 
+/* true/1 or false/0 (whisper-server's clients send both). */
+static int parse_bool(const char *v, int *out) {
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = 1;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* Milliseconds, an integer 0..INT_MAX, as seconds. */
+static int parse_ms(const char *v, double *out) {
+    int ms;
+    if (hvt_parse_int(v, 0, INT_MAX, &ms)) return -1;
+    *out = ms / 1000.0;
+    return 0;
+}
+
+/* downloads: hviske's format names joined by commas, each once. */
+static int parse_downloads(const char *v, srv_params *p) {
+    p->n_downloads = 0;
+    for (const char *q = v;;) {
+        size_t k = strcspn(q, ",");
+        hvt_format fmt;
+        if (hvt_format_parse_n(q, k, &fmt) != 0) return -1;
+        for (int i = 0; i < p->n_downloads; i++)
+            if (p->downloads[i] == fmt) return -1;
+        p->downloads[p->n_downloads++] = fmt;
+        if (!q[k]) break;
+        q += k + 1;
+    }
+    return 0;
+}
+
 int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcribe_params *base,
                     srv_params *p, srv_error *e) {
     memset(p, 0, sizeof *p);
@@ -421,7 +493,9 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         snprintf(p->language, sizeof p->language, "%s", v);
         p->tp.language = p->language;
     }
-    /* prompt: accepted and ignored (the model takes no text prompt) */
+    /* prompt: accepted and ignored (the model takes no text prompt), with
+     * a warning */
+    p->prompt = val(f, SRV_F_PROMPT) != NULL;
     if ((v = val(f, SRV_F_RESPONSE_FORMAT)) && srv_format_parse(v, &p->format))
         BAD("response_format", "response_format must be json, text, "
                                "verbose_json, srt or vtt");
@@ -445,8 +519,13 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         else
             BAD("punctuation", "punctuation must be true or false");
     }
-    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
-        BAD("num_beams", "num_beams must be an integer from 1 to %d", HV_MAX_BEAMS);
+    /* the server's cap: a request cannot buy many times a normal one's
+     * time with beams */
+    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, f->max_beams, &p->tp.num_beams))
+        BAD("num_beams",
+            "num_beams must be an integer from 1 to %d (the server's --max-beams; hviske "
+            "takes up to %d)",
+            f->max_beams, HV_MAX_BEAMS);
     if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
         hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.length_penalty))
         BAD("length_penalty", "length_penalty must be a finite number > 0");
@@ -504,6 +583,35 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         }
         if (!q[k]) break;
         q += k + 1;
+    }
+    if ((v = val(f, SRV_F_PROGRESS)) && parse_bool(v, &p->progress))
+        BAD("progress", "progress must be true or false");
+    if ((v = val(f, SRV_F_DOWNLOADS)) && parse_downloads(v, p))
+        BAD("downloads", "downloads must be hviske's formats joined by commas (txt, json, jsonl, "
+                         "srt, vtt, csv, whisper-json)");
+    if ((p->progress || p->n_downloads) && !p->stream)
+        BAD(p->progress ? "progress" : "downloads", "%s works with stream=true",
+            p->progress ? "progress" : "downloads");
+    /* whisper-server's fields (POST /inference) */
+    if ((v = val(f, SRV_F_BEAM_SIZE))) {
+        int n = 1;
+        if (strcmp(v, "-1") != 0 && hvt_parse_int(v, 1, HV_MAX_BEAMS, &n))
+            BAD("beam_size", "beam_size must be an integer from 1 to %d (-1: greedy)",
+                HV_MAX_BEAMS);
+        p->tp.num_beams = n;
+    }
+    if ((v = val(f, SRV_F_OFFSET_T)) && parse_ms(v, &p->tp.offset_s))
+        BAD("offset_t", "offset_t must be milliseconds, an integer >= 0");
+    if ((v = val(f, SRV_F_DURATION)) && parse_ms(v, &p->tp.duration_s))
+        BAD("duration", "duration must be milliseconds, an integer >= 0");
+    if ((v = val(f, SRV_F_TRANSLATE))) {
+        int on = 0;
+        if (parse_bool(v, &on)) BAD("translate", "translate must be true or false");
+        if (on) {
+            srv_error_set(e, 400, "translation_not_supported", "translate",
+                          "this model transcribes; it does not translate (translate=true)");
+            return -1;
+        }
     }
     if (p->tp.do_sample && p->tp.num_beams > 1)
         BAD("num_beams", "temperature > 0 (sampling) and num_beams > 1 "

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "hviske.h"
+#include "formats.h"
 #include "server_format.h"
 #include "tool_util.h"
 
@@ -33,6 +34,11 @@ __attribute__((format(printf, 5, 6)))
 #endif
 void srv_error_set(srv_error *e, int status, const char *code,
                    const char *param, const char *fmt, ...);
+
+/* At most len bytes of s (up to its NUL), for a message: printable ASCII
+ * ('?' for other bytes), cut to n - 1 bytes with "..." at the end when
+ * longer. */
+void srv_shown(char *out, size_t n, const char *s, size_t len);
 
 /* The text fields a request may carry (file is separate). */
 typedef enum srv_field {
@@ -52,77 +58,76 @@ typedef enum srv_field {
     SRV_F_TIMESTAMP_GRANULARITIES,
     SRV_F_CHUNKING_STRATEGY,
     SRV_F_INCLUDE,
+    SRV_F_PROGRESS,  /* hviske's: progress events in a stream */
+    SRV_F_DOWNLOADS, /* hviske's: the CLI's formats in the done event */
+    /* whisper-server's fields, on POST /inference only */
+    SRV_F_BEAM_SIZE,
+    SRV_F_OFFSET_T,
+    SRV_F_DURATION,
+    SRV_F_TRANSLATE,
+    SRV_F_WHISPER_IGNORED, /* the ones taken and ignored (values dropped) */
     SRV_N_FIELDS
 } srv_field;
 
 typedef struct srv_form {
     size_t max_file;           /* bytes; more is a 413 */
+    int max_beams;             /* num_beams allowed (the server's --max-beams;
+                                  srv_form_init: the library's HV_MAX_BEAMS) */
     char *value[SRV_N_FIELDS]; /* NUL-terminated; NULL: not given */
     size_t len[SRV_N_FIELDS];
     unsigned char *file; /* the audio bytes as uploaded */
     size_t file_len, file_cap;
     int have_file;
     int n_parts;
-    int cur;          /* part being received: a srv_field,
-                                    SRV_N_FIELDS for file, -1 none */
-    size_t cur_len;   /* its bytes so far */
-    unsigned seq;     /* parts begun in the raw body, counted by the
-                         caller (srv_delim); 0 if it does not count */
-    unsigned cur_seq; /* seq when the current part began */
-    srv_error err;    /* the first problem, if any */
+    int cur;             /* part being received: a srv_field,
+                                  SRV_N_FIELDS for file, -1 none */
+    srv_error err;       /* the first problem, if any */
+    size_t cur_len;      /* bytes of the current part so far (an ignored field's) */
+    int whisper;         /* POST /inference: whisper-server's fields too */
+    char ignored[256];   /* whisper-server's fields taken and ignored, "a, b" */
+    char file_name[256]; /* the file part's filename, printable ("" if none) */
 } srv_form;
 
 void srv_form_init(srv_form *f, size_t max_file);
 void srv_form_free(srv_form *f); /* frees the buffers; f can be reused */
 
 /*
- * Adds size bytes at offset off of the part named key (filename non-NULL
- * for a file part). Returns 0, or -1 with f->err set (unknown or repeated
- * field, too many parts, a field or the file too large, out of memory);
- * after an error the form takes nothing more.
- *
- * libmicrohttpd's post processor may call with no bytes at offset 0
- * before a part's data, and calls so once for an empty part: the two
- * look alike. So a call at offset 0 for the part just begun with no bytes
- * starts a new part only when f->seq (the caller's count of delimiters in
- * the raw body, srv_delim) has moved since. Every part counts against the
- * limit of parts, and a field given twice is an error
- * (timestamp_granularities[] excepted: one part per value).
+ * A part named key begins (the multipart parser, server_multipart.h,
+ * calls it as each part's headers end; an empty part is a part), with its
+ * filename (NULL or "" if none; the file part's is kept, printable, in
+ * f->file_name). Every part counts against the limit of parts, and a
+ * field given twice is an error (timestamp_granularities[] and include[]
+ * excepted: one part per value); on POST /inference whisper-server's
+ * fields that hviske does not use are taken, named in f->ignored, and
+ * dropped. Returns 0, or -1 with f->err set (an unknown or repeated
+ * field, too many parts, out of memory); after an error the form takes
+ * nothing more.
  */
-int srv_form_add(srv_form *f, const char *key, const char *filename, const char *data, uint64_t off,
-                 size_t size);
+int srv_form_begin(srv_form *f, const char *key, const char *filename);
 
-/* Finds the delimiters of a multipart body as its bytes stream by
- * ("--BOUNDARY" first, "\r\n--BOUNDARY" after), for srv_form's seq. */
-typedef struct srv_delim {
-    char pat[80];           /* "\r\n--" and the boundary; n == 0: none */
-    unsigned char fail[80]; /* KMP failure function of pat */
-    size_t n, matched;
-} srv_delim;
-
-/* The boundary as libmicrohttpd's post processor takes it from the
- * Content-Type: everything after "boundary=", without surrounding quotes.
- * -1 (and a delimiter that is never found) if there is none usable. */
-int srv_delim_init(srv_delim *d, const char *content_type);
-
-/* The length of data's prefix up to and including the end of the next
- * delimiter (*found = 1), or size (*found = 0) if none ends in it. */
-size_t srv_delim_scan(srv_delim *d, const char *data, size_t size, int *found);
+/* size more bytes of the part begun last. 0, or -1 with f->err set (a
+ * field or the file too large, out of memory, no part begun). */
+int srv_form_data(srv_form *f, const char *data, size_t size);
 
 /* The request's parameters, once the whole body is in. */
 typedef struct srv_params {
     hv_transcribe_params tp; /* tp.language points to language[] */
     char language[32];
     srv_format format;
-    hvt_temperatures temperatures; /* as given; a list: tp.temperatures
-                                      points here */
-    int granularities;             /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
+    hvt_temperatures temperatures;       /* as given; a list: tp.temperatures
+                                            points here */
+    int granularities;                   /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
                            segments only) */
-    char model[128];               /* the model field as given ("" if none) */
-    int stream;                    /* stream=true: Server-Sent Events (json, text) */
-    int logprobs;                  /* include[]=logprobs: json gets "logprobs" */
-    char ignored[192];             /* include[] values not supported, for a warning
+    char model[128];                     /* the model field as given ("" if none) */
+    int stream;                          /* stream=true: Server-Sent Events (json, text) */
+    int logprobs;                        /* include[]=logprobs: json gets "logprobs" */
+    char ignored[192];                   /* include[] values not supported, for a warning
                            ("" when none) */
+    int prompt;                          /* a prompt was given (and ignored), for a warning */
+    int progress;                        /* progress=true: hviske.progress events (stream) */
+    hvt_format downloads[HVT_N_FORMATS]; /* downloads=txt,srt,...: the done
+                                            event carries these (stream) */
+    int n_downloads;
 } srv_params;
 
 /* A form field that carries JSON, parsed strictly: one value and nothing

@@ -2,7 +2,7 @@
  * hviske-server: response bodies (see server_format.h).
  *
  * text, srt and vtt are byte for byte what the CLI writes with --format
- * txt, srt and vtt (both write them with subtitles.c); json and
+ * txt, srt and vtt (both write them with tools/formats.c); json and
  * verbose_json follow OpenAI's /v1/audio/transcriptions. Bodies are
  * written to a memory stream (open_memstream).
  */
@@ -41,13 +41,20 @@ const char *srv_format_content_type(srv_format f) {
 
 /* ----------------------------------------------------- text, srt, vtt */
 
-/* The transcript on one line (line breaks become spaces). */
-static int write_text(FILE *f, const hv_result *res) {
-    char *text = hv_utf8_clean(hv_result_text(res));
-    if (!text) return -1;
-    hvt_put_line(f, text);
-    free(text);
-    return 0;
+/* What hviske --format fmt writes for res (formats.h, the CLI's own
+ * code), as valid UTF-8 (a model's stray bytes as U+FFFD); its length in
+ * *len. NULL when out of memory. */
+static char *cli_bytes(hvt_format fmt, const hvt_format_spec *spec, const char *file,
+                       const hv_result *res, size_t *len) {
+    char *buf = NULL, *clean = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    int rc = m ? hvt_write_result(m, fmt, spec, file, res) : -1;
+    if (m && fclose(m) != 0) rc = -1;
+    if (rc == 0 && buf) clean = hv_utf8_clean(buf);
+    free(buf);
+    if (clean) *len = strlen(clean);
+    return clean;
 }
 
 /* ---------------------------------------------------------------- json */
@@ -168,9 +175,38 @@ static cJSON *json_verbose(const hv_result *res, const srv_format_opts *fo) {
     return o;
 }
 
-int srv_format_model_info(cJSON *m, const hv_model *model, const hv_transcribe_params *base,
-                          int max_upload_mb, double max_audio_s) {
-    cJSON *langs = cJSON_AddArrayToObject(m, "languages");
+cJSON *srv_format_downloads(const hv_result *res, const hvt_format *fmts, int n,
+                            const hvt_format_spec *spec, const char *file) {
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; o && i < n; i++) {
+        size_t len = 0;
+        char *clean = cli_bytes(fmts[i], spec, file, res, &len);
+        if (!clean || !cJSON_AddStringToObject(o, HVT_FORMAT_NAMES[fmts[i]], clean)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        free(clean);
+    }
+    return o;
+}
+
+/* A directory's own name: "models/demo/" -> "demo". */
+static void dir_name(char *out, size_t n, const char *dir) {
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    size_t a = len;
+    while (a > 0 && dir[a - 1] != '/') a--;
+    snprintf(out, n, "%.*s", (int)(len - a), dir + a);
+}
+
+int srv_format_model_info(cJSON *m, const hv_model *model, const char *model_dir,
+                          const hv_transcribe_params *base, int max_upload_mb, double max_audio_s) {
+    char name[256];
+    dir_name(name, sizeof name, model_dir);
+    char *clean = hv_utf8_clean(name);
+    int named = clean && cJSON_AddStringToObject(m, "checkpoint", clean);
+    free(clean);
+    cJSON *langs = named ? cJSON_AddArrayToObject(m, "languages") : NULL;
     if (!langs) return 0;
     for (int i = 0; i < hv_model_n_languages(model); i++) {
         cJSON *l = cJSON_CreateString(hv_model_language(model, i));
@@ -212,18 +248,10 @@ char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opt
     if (f == SRV_FMT_JSON) return srv_format_json(json_plain(res, o), len);
     if (f == SRV_FMT_VERBOSE_JSON) return srv_format_json(json_verbose(res, o), len);
 
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *m = open_memstream(&buf, &n);
-    if (!m) return NULL;
-    int rc = f == SRV_FMT_TEXT ? write_text(m, res)
-                               : hvt_write_subtitles(m, res, o->cues, f == SRV_FMT_VTT);
-    if (fclose(m) != 0 || rc != 0 || !buf) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
+    /* text, srt and vtt: the CLI's --format txt, srt and vtt */
+    hvt_format_spec spec = {.cues = o->cues ? *o->cues : hv_cue_default_params()};
+    hvt_format fmt = f == SRV_FMT_TEXT ? HVT_FMT_TXT : f == SRV_FMT_VTT ? HVT_FMT_VTT : HVT_FMT_SRT;
+    return cli_bytes(fmt, &spec, "-", res, len);
 }
 
 char *srv_format_error(const char *message, const char *type, const char *param, const char *code,

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "formats.h"
 #include "hviske.h"
 #include "subtitles.h"
 
@@ -50,14 +51,23 @@ const char *srv_format_content_type(srv_format f);
  * result's segments. */
 char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opts *o, size_t *len);
 
+/* The web page's downloads of one result: {"txt": BODY, ...}, for each
+ * of fmts[n] the bytes hviske writes with --format F and spec (the CLI's
+ * formats.h: one implementation for both programs) for the input named
+ * file, as a string (invalid UTF-8, which a model's byte pieces can
+ * make, as U+FFFD). NULL when out of memory. */
+struct cJSON *srv_format_downloads(const hv_result *res, const hvt_format *fmts, int n,
+                                   const hvt_format_spec *spec, const char *file);
+
 /* Adds hviske's fields to the model object of GET /v1/models, for
- * clients such as the web page: "languages" (the model's codes),
+ * clients such as the web page: "checkpoint" (the model directory's
+ * name, such as "hviske-v5.3"), "languages" (the model's codes),
  * "language" (the default), "punctuation" and "num_beams" (the defaults
  * of base), "max_upload_mb" and "max_audio_seconds" (the server's
  * limits). Returns 1, or 0 when out of memory. */
 struct cJSON;
-int srv_format_model_info(struct cJSON *m, const hv_model *model, const hv_transcribe_params *base,
-                          int max_upload_mb, double max_audio_s);
+int srv_format_model_info(struct cJSON *m, const hv_model *model, const char *model_dir,
+                          const hv_transcribe_params *base, int max_upload_mb, double max_audio_s);
 
 /* cJSON's unformatted text of o and a newline; deletes o. NULL when o is
  * NULL or out of memory. */

@@ -17,13 +17,13 @@
 #include <microhttpd.h>
 
 #include "server_format.h"
+#include "server_guard.h"
 #include "server_queue.h"
 #include "tool_util.h"
 
 enum {
     CONN_MEMORY = 32 * 1024, /* MHD's per-connection pool: headers and
                                  read buffer must fit */
-    PP_BUFFER = 16 * 1024,   /* the post processor's parse buffer */
     RESERVE = 4,             /* connections beyond --max-connections, for
                                 /health and quick 503s */
     OVERFLOW = 64            /* beyond those: told 503 and closed at once
@@ -41,6 +41,9 @@ struct MHD_Response *srv_buffer_response(char *body, size_t len, const char *typ
         return NULL;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    /* a browser must not take a body that echoes the request (a 404's
+     * path) for HTML */
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     return r;
 }
 
@@ -66,6 +69,12 @@ struct MHD_Response *srv_error_response(const request *req, const srv_error *e) 
 static enum MHD_Result queue(request *req, unsigned status, struct MHD_Response *r) {
     if (!r) return MHD_NO; /* out of memory: drop the connection */
     MHD_add_response_header(r, "X-Request-Id", req->id);
+    if (req->cors_origin) { /* a page of an --allow-origin may read it */
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", req->cors_origin);
+        MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                "Retry-After, X-Request-Id, OpenAI-Model, Warning");
+        MHD_add_response_header(r, "Vary", "Origin");
+    }
     enum MHD_Result rc = MHD_queue_response(req->conn, status, r);
     MHD_destroy_response(r);
     if (rc == MHD_YES) req->sent = status;
@@ -159,7 +168,9 @@ static enum MHD_Result answer_models(request *req) {
              cJSON_AddStringToObject(m, "object", "model") &&
              cJSON_AddNumberToObject(m, "created", (double)s->created) &&
              cJSON_AddStringToObject(m, "owned_by", "hviske") &&
-             srv_format_model_info(m, s->model, &s->base, s->o->max_upload_mb, s->o->max_audio_s);
+             srv_format_model_info(m, s->model, s->o->model_dir, &s->base, s->o->max_upload_mb,
+                                   srv_max_audio_seconds(s, &s->base, NULL)) &&
+             cJSON_AddNumberToObject(m, "max_beams", s->o->max_beams);
     if (!ok) {
         if (m && !(data && data->child == m)) cJSON_Delete(m);
         cJSON_Delete(o);
@@ -195,6 +206,22 @@ static void peer_address(struct MHD_Connection *c, char *out, size_t n) {
         out[0] = '\0';
 }
 
+/* The connection's peer address as a key for --max-connections-per-ip:
+ * its family, then its bytes (IPv4 or IPv6; [0] 0 when unknown). */
+static void peer_key(struct MHD_Connection *c, unsigned char key[17]) {
+    memset(key, 0, 17);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET) {
+        key[0] = 4;
+        memcpy(key + 1, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        key[0] = 6;
+        memcpy(key + 1, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+    }
+}
+
 /* Compares the Authorization header with "Bearer KEY" in time that
  * depends on the key's length only. */
 static int authorized(struct MHD_Connection *c, const char *key) {
@@ -222,13 +249,17 @@ static int is_multipart(const char *ct) {
     return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
-static enum MHD_Result on_post_data(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *filename, const char *content_type,
-                                    const char *transfer_encoding, const char *data, uint64_t off,
-                                    size_t size) {
-    request *req = cls;
-    (void)kind, (void)content_type, (void)transfer_encoding;
-    return srv_form_add(&req->form, key, filename, data, off, size) == 0 ? MHD_YES : MHD_NO;
+/* The CORS preflight (an OPTIONS with Access-Control-Request-Method) of
+ * a page of an --allow-origin: 204 with what it may send. */
+static enum MHD_Result answer_preflight(request *req) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Access-Control-Allow-Methods",
+                            req->route == ROUTE_TRANSCRIBE ? "POST" : "GET, HEAD");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            "Authorization, Content-Type, X-Request-Id");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    return queue(req, MHD_HTTP_NO_CONTENT, r);
 }
 
 /* Refuses a request at its headers: the answer goes at once, with
@@ -242,7 +273,7 @@ static enum MHD_Result refuse(request *req) {
 
 /* The first call for a request: its headers are in. */
 static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, const char *url,
-                                     const char *method, void **con_cls) {
+                                     const char *method, const char *version, void **con_cls) {
     request *req = calloc(1, sizeof *req);
     if (!req) return MHD_NO;
     req->s = s;
@@ -254,8 +285,12 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     srv_request_id(req->id, header(conn, "X-Request-Id"), s->id_seed, &s->id_counter);
     peer_address(conn, req->client, sizeof req->client);
     srv_form_init(&req->form, s->max_file);
+    req->form.max_beams = s->o->max_beams;
     *con_cls = req;
     srv_metrics_begin(&s->metrics);
+    const union MHD_ConnectionInfo *fi =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    req->fd = fi ? fi->connect_fd : -1;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     pthread_mutex_lock(&s->mu);
@@ -272,12 +307,21 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
     srv_error *e = &req->err;
+    /* one framing of the body, or a proxy in front may read the rest as
+     * another request (request smuggling) */
+    if (srv_guard_framing(conn, version, e) != 0) return refuse(req);
+    /* a name of a web page's own pointed at this server (DNS rebinding) */
+    if (srv_guard_host(conn, s->o, e) != 0) return refuse(req);
     if (strcmp(url, "/health") == 0)
         req->route = ROUTE_HEALTH;
     else if (strcmp(url, "/v1/models") == 0)
         req->route = ROUTE_MODELS;
     else if (strcmp(url, "/v1/audio/transcriptions") == 0)
         req->route = ROUTE_TRANSCRIBE;
+    else if (strcmp(url, "/inference") == 0)
+        req->route = ROUTE_INFERENCE;
+    else if (strcmp(url, "/v1/audio/translations") == 0)
+        req->route = ROUTE_TRANSLATE;
     else if (strcmp(url, "/ready") == 0)
         req->route = ROUTE_READY;
     else if (strcmp(url, "/metrics") == 0)
@@ -288,6 +332,17 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
      * the reserve of connections, without the API key */
     int probe =
         req->route == ROUTE_HEALTH || req->route == ROUTE_READY || req->route == ROUTE_METRICS;
+    /* the page's files load as any page's do; the API checks whose page
+     * asks (a browser sends Origin with every cross-origin request that
+     * can cost anything) */
+    if (req->route != ROUTE_WEB) {
+        int k = srv_guard_origin(conn, s->o, &req->cors_origin, e);
+        if (k < 0) return refuse(req);
+        if (k == SRV_ORIGIN_ALLOWED && req->route != ROUTE_NONE &&
+            strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0 &&
+            header(conn, "Access-Control-Request-Method"))
+            return answer_preflight(req);
+    }
 
     if (draining && !probe) {
         req->close = 1;
@@ -306,7 +361,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         srv_error_set(e, 404, "not_found", NULL, "no such path: %s %s", req->method, req->path);
         return refuse(req);
     }
-    int transcribe = req->route == ROUTE_TRANSCRIBE;
+    int transcribe = req->route == ROUTE_TRANSCRIBE || req->route == ROUTE_INFERENCE ||
+                     req->route == ROUTE_TRANSLATE;
     if (transcribe ? !post : !get) {
         req->allow = transcribe ? "POST" : "GET, HEAD";
         srv_error_set(e, 405, "method_not_allowed", NULL, "%s is not allowed on %s (allowed: %s)",
@@ -319,7 +375,16 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
                       "Bearer KEY')");
         return refuse(req);
     }
-    if (req->route != ROUTE_TRANSCRIBE) return MHD_YES; /* answered when complete (on_request) */
+    if (req->route == ROUTE_TRANSLATE) {
+        /* OpenAI's clients send the whole form before they read an
+         * answer: it is read and dropped, then the 400 goes */
+        srv_error_set(e, 400, "translation_not_supported", NULL,
+                      "this model transcribes; it does not translate (use "
+                      "/v1/audio/transcriptions with the audio's language)");
+        return MHD_YES;
+    }
+    if (!transcribe) return MHD_YES; /* answered when complete (on_request) */
+    req->form.whisper = req->route == ROUTE_INFERENCE;
 
     if (!is_multipart(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         srv_error_set(e, 415, "unsupported_media_type", NULL,
@@ -353,14 +418,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
             return answer_error(req);
         }
     }
-    req->pp = MHD_create_post_processor(conn, PP_BUFFER, on_post_data, req);
-    if (!req->pp) {
-        srv_error_set(e, 400, "invalid_multipart", NULL,
-                      "malformed "
-                      "multipart/form-data Content-Type (no boundary?)");
-        return refuse(req);
-    }
-    srv_delim_init(&req->delim, header(conn, MHD_HTTP_HEADER_CONTENT_TYPE));
+    req->mp = srv_multipart_new(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE), &req->form, e);
+    if (!req->mp) return refuse(req);
     return MHD_YES;
 }
 
@@ -378,22 +437,8 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
         if (req->body_bytes > 2 * (uint64_t)s->max_body)
             return MHD_NO; /* it goes on and on: cut it off */
     }
-    /* the post processor gets the body up to each delimiter's end, then
-     * the form learns that a part begins (an empty part is a part) */
-    while (size > 0 && !req->err.status && req->pp) {
-        int found;
-        size_t n = srv_delim_scan(&req->delim, data, size, &found);
-        if (MHD_post_process(req->pp, data, n) != MHD_YES) {
-            if (req->form.err.status)
-                req->err = req->form.err;
-            else
-                srv_error_set(&req->err, 400, "invalid_multipart", NULL,
-                              "malformed multipart/form-data body");
-        }
-        req->form.seq += (unsigned)found;
-        data += n;
-        size -= n;
-    }
+    if (!req->err.status && req->mp && srv_multipart_feed(req->mp, data, size) != 0)
+        req->err = req->form.err;
     if (req->err.status) srv_form_free(&req->form); /* the rest is read and dropped */
     double dt = hvt_now_s() - req->t0;
     if (dt > s->o->request_timeout_s) return MHD_NO; /* too slow: drop the connection */
@@ -408,19 +453,13 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
 /* The whole body is in: validate and queue, or answer. */
 static enum MHD_Result end_request(request *req) {
     server *s = req->s;
-    if (!req->err.status && req->pp) {
-        enum MHD_Result complete = MHD_destroy_post_processor(req->pp);
-        req->pp = NULL;
-        if (req->form.err.status)
-            req->err = req->form.err;
-        else if (complete != MHD_YES)
-            srv_error_set(&req->err, 400, "invalid_multipart", NULL,
-                          "malformed or truncated multipart/form-data "
-                          "body");
-    }
+    if (!req->err.status && req->mp && srv_multipart_finish(req->mp) != 0) req->err = req->form.err;
+    srv_multipart_free(req->mp);
+    req->mp = NULL;
     if (!req->err.status &&
         srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0 &&
         srv_queue_request(s, req)) {
+        if (req->gone) return MHD_NO; /* no one to answer: close */
         struct MHD_Response *r = req->resp;
         req->resp = NULL;
         return queue(req, req->status, r);
@@ -432,9 +471,8 @@ static enum MHD_Result end_request(request *req) {
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
-    (void)version;
     request *req = *con_cls;
-    if (!req) return begin_request(cls, conn, url, method, con_cls);
+    if (!req) return begin_request(cls, conn, url, method, version, con_cls);
     if (req->queued) return MHD_YES; /* answered already */
     if (*upload_size > 0) {
         enum MHD_Result rc = body_data(req, upload, *upload_size);
@@ -459,11 +497,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     double dt = hvt_now_s() - req->t0;
     srv_route mr = srv_route_of(req->path);
     /* an answer begun but not sent in full because the connection broke
-     * (a stream the client abandoned): not answered, logged as nginx logs
-     * a client that closed first */
-    int cut = req->sent && (toe == MHD_REQUEST_TERMINATED_WITH_ERROR ||
-                            toe == MHD_REQUEST_TERMINATED_READ_ERROR ||
-                            toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT);
+     * (a stream the client abandoned), or a request skipped because its
+     * client went away: not answered, logged as nginx logs a client that
+     * closed first */
+    int cut = req->gone || (req->sent && (toe == MHD_REQUEST_TERMINATED_WITH_ERROR ||
+                                          toe == MHD_REQUEST_TERMINATED_READ_ERROR ||
+                                          toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT));
     unsigned status = cut ? 0 : req->sent;
     if (s->access_log) {
         static const char *const why[] = {
@@ -487,7 +526,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(line);
     }
     srv_metrics_end(&s->metrics, mr, status, dt);
-    if (req->pp) MHD_destroy_post_processor(req->pp);
+    srv_multipart_free(req->mp);
     if (req->resp) MHD_destroy_response(req->resp);
     srv_form_free(&req->form);
     pthread_mutex_lock(&s->mu);
@@ -515,16 +554,24 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (!r) return; /* untracked: only MHD's own timeouts apply */
         r->fd = ci->connect_fd;
         r->t0 = hvt_now_s();
+        peer_key(conn, r->addr);
         pthread_mutex_lock(&s->mu);
+        unsigned same = 1; /* this one */
+        for (const conn_rec *q = s->conns; q && s->o->max_per_ip && r->addr[0]; q = q->next)
+            same += memcmp(q->addr, r->addr, sizeof r->addr) == 0;
         r->next = s->conns;
         if (s->conns) s->conns->prev = r;
         s->conns = r;
         s->n_open++;
-        if (s->n_open > s->o->max_connections + RESERVE) {
-            /* no slot even in the reserve: a 503 and the end, before MHD
-             * starts the connection's thread (which then sees it shut) */
-            if (s->overflow)
-                (void)!send(r->fd, s->overflow, s->overflow_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        /* over its address's limit, or no slot even in the reserve: a 503
+         * and the end, before MHD starts the connection's thread (which
+         * then sees it shut) */
+        int over_ip = s->o->max_per_ip && same > s->o->max_per_ip;
+        if (over_ip || s->n_open > s->o->max_connections + RESERVE) {
+            const char *a = over_ip ? s->per_ip : s->overflow;
+            if (a)
+                (void)!send(r->fd, a, over_ip ? s->per_ip_len : s->overflow_len,
+                            MSG_DONTWAIT | MSG_NOSIGNAL);
             shutdown(r->fd, SHUT_RDWR);
             r->reaped = 1;
         }
@@ -581,16 +628,17 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ------------------------------------------------------------ the daemon */
 
-/* The whole 503 answer of a connection beyond the reserve, sent as it is
- * accepted; NULL when out of memory (such a connection is just closed). */
-static char *overflow_answer(size_t *len) {
+/* The whole 503 answer of a connection refused as it is accepted (beyond
+ * the reserve, or over --max-connections-per-ip); NULL when out of memory
+ * (such a connection is just closed). */
+static char *refusal_answer(const char *message, const char *code, size_t *len) {
     size_t blen = 0;
-    char *body = srv_format_error("the server has too many open connections; retry later",
-                                  "server_error", NULL, "too_many_connections", &blen);
+    char *body = srv_format_error(message, "server_error", NULL, code, &blen);
     char head[256];
     int hn = snprintf(head, sizeof head,
                       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                      "Retry-After: 1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+                      "X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\n"
+                      "Connection: close\r\nContent-Length: %zu\r\n\r\n",
                       blen);
     char *a = body && hn > 0 ? malloc((size_t)hn + blen) : NULL;
     if (a) {
@@ -604,7 +652,14 @@ static char *overflow_answer(size_t *len) {
 
 int srv_http_start(server *s, int listen_fd, int ipv6) {
     const srv_options *o = s->o;
-    s->overflow = overflow_answer(&s->overflow_len);
+    s->overflow = refusal_answer("the server has too many open connections; retry later",
+                                 "too_many_connections", &s->overflow_len);
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "too many open connections from your address (at most %u: the server's "
+             "--max-connections-per-ip); retry later",
+             o->max_per_ip);
+    s->per_ip = refusal_answer(msg, "too_many_connections_per_ip", &s->per_ip_len);
     /* a thread per connection: one waiting for its transcription holds
      * only itself (MHD_USE_ITC: MHD_quiesce_daemon needs it) */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
@@ -612,10 +667,10 @@ int srv_http_start(server *s, int listen_fd, int ipv6) {
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)o->max_connections + RESERVE + OVERFLOW, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned int)o->max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
+        (unsigned int)o->max_connections + RESERVE + OVERFLOW, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)o->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_END);
     if (!s->mhd) {
         fputs("hviske-server: cannot start the HTTP daemon\n", stderr);
         return -1;
@@ -639,5 +694,6 @@ void srv_http_stop(server *s) {
     if (s->mhd) MHD_stop_daemon(s->mhd); /* closes the listening socket unless quiesced */
     s->mhd = NULL;
     free(s->overflow);
-    s->overflow = NULL;
+    free(s->per_ip);
+    s->overflow = s->per_ip = NULL;
 }

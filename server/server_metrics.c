@@ -18,6 +18,7 @@ static const char *const ROUTES[SRV_N_ROUTES] = {
     [SRV_ROUTE_HEALTH] = "/health",
     [SRV_ROUTE_READY] = "/ready",
     [SRV_ROUTE_METRICS] = "/metrics",
+    [SRV_ROUTE_INFERENCE] = "/inference",
     [SRV_ROUTE_OTHER] = "other",
 };
 

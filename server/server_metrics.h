@@ -21,6 +21,7 @@ typedef enum srv_route {
     SRV_ROUTE_HEALTH,     /* /health */
     SRV_ROUTE_READY,      /* /ready */
     SRV_ROUTE_METRICS,    /* /metrics */
+    SRV_ROUTE_INFERENCE,  /* /inference (whisper-server's) */
     SRV_ROUTE_OTHER,      /* anything else ("other") */
     SRV_N_ROUTES
 } srv_route;

@@ -1,6 +1,7 @@
 /* hviske-server's command line (server_options.h). */
 #include "server_options.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,11 +31,13 @@ static void usage(FILE *f) {
             "      --weight-type T      auto (default: the checkpoint's own type,\n"
             "                           read in place), f32, f16, bf16, q8_0 or\n"
             "                           q4_0 (as hviske's)\n"
-            "      --compute MODE       auto (default: bf16 where the CPU has\n"
-            "                           native bf16 and the weights 16 bits or\n"
-            "                           fewer, else f32), f32 or bf16\n"
+            "      --compute MODE       auto (default: bf16 on a CPU with AMX\n"
+            "                           and weights of 16 bits or fewer, else\n"
+            "                           f32), f32 or bf16\n"
             "      --queue Q            requests that may wait for a worker,\n"
             "                           0..4096 (default 16); beyond: 503\n"
+            "      --max-beams N        the most beams a request may ask for\n"
+            "                           (num_beams), 1..64 (default 16)\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
             "                           (default 25)\n"
             "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
@@ -60,6 +63,12 @@ static void usage(FILE *f) {
             "                           request) to FILE instead of stderr\n"
             "  -q, --quiet              no access log\n"
             "      --no-web             no web page at / (the API only)\n"
+            "      --allow-host NAME    answer requests whose Host is NAME (repeatable;\n"
+            "                           '*': any); on a loopback --host, others than\n"
+            "                           localhost and IP addresses get 403\n"
+            "      --allow-origin ORIGIN  let pages of ORIGIN (scheme://host[:port])\n"
+            "                           call the API (repeatable; '*': any); other\n"
+            "                           origins get 403 (the page's own: allowed)\n"
             "\n"
             "Speech detection (the form field chunking_strategy, \"auto\" or\n"
             "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
@@ -86,6 +95,39 @@ static int parse_model_name(const char *arg, void *value) {
     return 0;
 }
 
+/* Appends arg to the srv_names at value; -1 when full. */
+static int add_name(const char *arg, void *value) {
+    srv_names *l = value;
+    if (l->n >= SRV_MAX_NAMES) return -1;
+    l->v[l->n++] = arg;
+    return 0;
+}
+
+/* --allow-host: "*", or a host name or address without a port: letters,
+ * digits, '-', '.', ':' and the brackets of an IPv6 address. */
+static int parse_allow_host(const char *arg, void *value) {
+    int ok = *arg && strlen(arg) < 256;
+    if (strcmp(arg, "*") != 0)
+        for (const char *p = arg; *p; p++)
+            ok = ok && (isalnum((unsigned char)*p) || strchr("-.:[]_", *p));
+    return ok ? add_name(arg, value) : -1;
+}
+
+/* --allow-origin: "*", "null", or scheme "://" host [":" port], as a
+ * browser sends an Origin: no path, no white space. */
+static int parse_allow_origin(const char *arg, void *value) {
+    const char *sep = strstr(arg, "://");
+    int ok = strcmp(arg, "*") == 0 || strcmp(arg, "null") == 0;
+    if (!ok && sep && sep > arg && isalpha((unsigned char)*arg) && sep[3] && strlen(arg) < 256) {
+        ok = 1;
+        for (const char *p = arg; p < sep; p++)
+            ok = ok && (isalnum((unsigned char)*p) || strchr("+-.", *p));
+        for (const char *p = sep + 3; *p; p++)
+            ok = ok && *p > 0x20 && *p < 0x7F && !strchr("/?#\\\"", *p);
+    }
+    return ok ? add_name(arg, value) : -1;
+}
+
 /* The options; OPTIONS[O_X] is --x. */
 enum {
     O_MODEL,
@@ -96,6 +138,7 @@ enum {
     O_COMPUTE,
     O_WORKERS,
     O_QUEUE,
+    O_MAX_BEAMS,
     O_MAX_UPLOAD,
     O_MAX_AUDIO,
     O_API_KEY,
@@ -109,6 +152,8 @@ enum {
     O_ACCESS_LOG,
     O_CHUNKING,
     O_NO_WEB,
+    O_ALLOW_HOST,
+    O_ALLOW_ORIGIN,
     HVT_VAD_OPTION_IDS,
     HVT_CUE_OPTION_IDS,
     O_HELP,
@@ -127,6 +172,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_COMPUTE] = HVT_OPT_COMPUTE(AT(compute)),
     [O_WORKERS] = HVT_OPT("workers", 0, HVT_INT, AT(n_workers), 1, 64, "an integer 1..64"),
     [O_QUEUE] = HVT_OPT("queue", 0, HVT_INT, AT(queue), 0, 4096, "an integer 0..4096"),
+    [O_MAX_BEAMS] =
+        HVT_OPT("max-beams", 0, HVT_INT, AT(max_beams), 1, HV_MAX_BEAMS, "an integer 1..64"),
     [O_MAX_UPLOAD] =
         HVT_OPT("max-upload-mb", 0, HVT_INT, AT(max_upload_mb), 1, 4096, "an integer 1..4096"),
     [O_MAX_AUDIO] = HVT_OPT("max-audio-seconds", 0, HVT_DOUBLE_ABOVE, AT(max_audio_s), 0, INFINITY,
@@ -147,6 +194,11 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_ACCESS_LOG] = HVT_OPT_NONEMPTY("access-log", 0, AT(access_log), "a file name"),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
     [O_NO_WEB] = HVT_OPT_FLAG("no-web", 0),
+    [O_ALLOW_HOST] = HVT_OPT_CUSTOM("allow-host", AT(allow_hosts), parse_allow_host,
+                                    "a host name or address without a port, or '*'; at most "
+                                    "32"),
+    [O_ALLOW_ORIGIN] = HVT_OPT_CUSTOM("allow-origin", AT(allow_origins), parse_allow_origin,
+                                      "scheme://host[:port], 'null' or '*'; at most 32"),
     HVT_VAD_OPTION_ROWS(srv_options),
     HVT_CUE_OPTION_ROWS(srv_options),
     [O_HELP] = HVT_OPT_HELP,
@@ -161,6 +213,7 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
                        .port = 8080,
                        .n_workers = 1,
                        .queue = 16,
+                       .max_beams = 16,
                        .max_upload_mb = 25,
                        .max_audio_s = 3600,
                        .model_name = "hviske",

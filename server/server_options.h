@@ -7,6 +7,14 @@
 
 #include "hviske.h"
 
+/* The values of an option given more than once (--allow-host,
+ * --allow-origin). */
+enum { SRV_MAX_NAMES = 32 };
+typedef struct srv_names {
+    const char *v[SRV_MAX_NAMES];
+    int n;
+} srv_names;
+
 typedef struct srv_options {
     const char *model_dir;
     const char *host;
@@ -15,7 +23,8 @@ typedef struct srv_options {
     hv_weight_type weight_type; /* --weight-type; HV_WEIGHTS_AUTO: the checkpoint's own */
     hv_compute compute;         /* HV_COMPUTE_AUTO: by the CPU */
     int n_workers;
-    int queue; /* waiting requests beyond the running ones */
+    int queue;     /* waiting requests beyond the running ones */
+    int max_beams; /* num_beams a request may ask for */
     int max_upload_mb;
     double max_audio_s;
     const char *api_key;        /* NULL: no authentication */
@@ -32,8 +41,11 @@ typedef struct srv_options {
     const char *vad_model;  /* NULL: hvt_load_vad's search */
     hv_vad_params vad;      /* speech detection settings */
     float vad_max_gap_s;
-    hv_cue_params cues; /* srt, vtt, verbose_json segments */
-    int no_web;         /* no page at / (server_web.c) */
+    hv_cue_params cues;      /* srt, vtt, verbose_json segments */
+    int no_web;              /* no page at / (server_web.c) */
+    srv_names allow_hosts;   /* --allow-host: Host names answered ("*": any) */
+    srv_names allow_origins; /* --allow-origin: other origins whose pages may
+                                call the API ("*": any) */
 } srv_options;
 
 /* Fills o from argv: the defaults, then the options given; n_threads 0

@@ -2,12 +2,15 @@
  * transcribe them (server_queue.h). */
 #include "server_queue.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 
 #include "server_format.h"
@@ -16,6 +19,13 @@
 #include "tool_util.h"
 
 /* ------------------------------------------------------------ the queue */
+
+double srv_max_audio_seconds(const server *s, const hv_transcribe_params *tp, int *by_budget) {
+    double budget = hv_audio_max_seconds(tp->max_audio_bytes, s->rate);
+    int b = budget > 0 && !(s->o->max_audio_s > 0 && s->o->max_audio_s <= budget);
+    if (by_budget) *by_budget = b;
+    return b ? budget : s->o->max_audio_s;
+}
 
 int srv_retry_after_locked(const server *s) {
     double t = s->avg_job_s * (s->n_waiting + s->n_running) / s->o->n_workers;
@@ -59,11 +69,40 @@ int srv_queue_request(server *s, request *req) {
     return req->queued;
 }
 
+/* ------------------------------------------------------ gone clients */
+
+/* Whether req's client went away, asked of its socket while the
+ * connection's thread waits for the answer (nothing else reads it then):
+ * a connection reset (or failed) is gone. One whose client closed its
+ * sending side (a FIN, recv 0) is not: clients and proxies half-close
+ * after a request and read the answer, and TCP does not tell them from a
+ * client that closed its socket until the answer is written. */
+static int client_gone(const request *req) {
+    if (req->fd < 0) return 0;
+    char b;
+    ssize_t n = recv(req->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* The abort callback of a transcription that is not streamed. */
+static int request_gone(void *user) { return client_gone(user); }
+
+/* Skips req, whose client went away before `stage`: no answer (the
+ * connection is closed; the log says 499 client_closed). */
+static void skip_gone(server *s, request *req, const char *stage) {
+    req->gone = 1;
+    req->status = 0;
+    req->resp = NULL;
+    if (!s->o->quiet)
+        fprintf(stderr, "hviske-server: request %s: the client went away %s: skipped\n", req->id,
+                stage);
+}
+
 /* ------------------------------------------------------- a job's answer */
 
 /* Maps a library failure to an HTTP error: the input's fault is 400 (or
- * 413 for a limit), anything else 500. */
-static void library_error(srv_error *e, hv_status st, const char *msg) {
+ * 413 for a limit), anything else 500. chunking: the request's mode. */
+static void library_error(srv_error *e, hv_status st, const char *msg, hv_chunking chunking) {
     if (!msg || !*msg) msg = hv_status_name(st);
     switch (st) {
         case HV_ERR_FORMAT:
@@ -76,7 +115,12 @@ static void library_error(srv_error *e, hv_status st, const char *msg) {
                                                                   : NULL,
                           "%s", msg);
             break;
-        case HV_ERR_LIMIT: srv_error_set(e, 413, "audio_too_long", "file", "%s", msg); break;
+        case HV_ERR_LIMIT:
+            srv_error_set(e, 413, "audio_too_long", "file", "%s%s", msg,
+                          chunking == HV_CHUNKING_NONE
+                              ? " (this server's --chunking none takes the audio in one piece)"
+                              : "");
+            break;
         case HV_ERR_NOMEM:
         default: srv_error_set(e, 500, NULL, NULL, "%s", msg); break;
     }
@@ -90,16 +134,26 @@ typedef struct job_end {
     double audio_s; /* transcribed in full; 0: not */
 } job_end;
 
-/* include[] values that were ignored: a Warning header (RFC 9111's 299,
- * "miscellaneous persistent warning") naming them. */
-static void add_include_warning(struct MHD_Response *r, const srv_params *p) {
-    if (!p->ignored[0]) return;
-    char w[300];
-    snprintf(w, sizeof w,
-             "299 hviske \"include[] ignored: %s (supported: logprobs, with response_format "
-             "json)\"",
-             p->ignored);
-    MHD_add_response_header(r, "Warning", w);
+/* What the request asked for and did not get: a Warning header each (RFC
+ * 9111's 299, "miscellaneous persistent warning"): include[] values, the
+ * prompt, whisper-server's settings that hviske does not have. */
+static void add_warnings(struct MHD_Response *r, const srv_params *p, const srv_form *f) {
+    char w[400];
+    if (p->ignored[0]) {
+        snprintf(w, sizeof w,
+                 "299 hviske \"include[] ignored: %s (supported: logprobs, with response_format "
+                 "json)\"",
+                 p->ignored);
+        MHD_add_response_header(r, "Warning", w);
+    }
+    if (p->prompt)
+        MHD_add_response_header(r, "Warning",
+                                "299 hviske \"prompt ignored: the model takes no text prompt\"");
+    if (f->ignored[0]) {
+        snprintf(w, sizeof w, "299 hviske \"ignored: %s (whisper-server's, not hviske's)\"",
+                 f->ignored);
+        MHD_add_response_header(r, "Warning", w);
+    }
 }
 
 /* --------------------------------------------------- streamed answers */
@@ -116,6 +170,16 @@ typedef struct stream_job {
 
 /* The abort callback: the client went away. */
 static int stream_gone(void *user) { return srv_stream_gone(user); }
+
+/* The progress callback of a stream with progress=true: an event
+ * {"type":"hviske.progress","done_s","total_s"} after each chunk. */
+static void stream_progress(void *user, double done_s, double total_s) {
+    stream_job *sj = user;
+    size_t len = 0;
+    char *ev = srv_sse_progress(done_s, total_s, &len);
+    if (ev) srv_stream_push(sj->st, ev, len);
+    free(ev);
+}
 
 /* One delta event of text, after a space but for the first (none for ja
  * and zh); 0, or 1 when out of memory. */
@@ -159,8 +223,9 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     srv_params p = req->params;
     if (req->params.tp.language == req->params.language) p.tp.language = p.language;
     if (p.tp.n_temperatures) p.tp.temperatures = p.temperatures.t;
-    char id[sizeof req->id];
+    char id[sizeof req->id], file[sizeof req->form.file_name];
     memcpy(id, req->id, sizeof id);
+    memcpy(file, req->form.file_name, sizeof file);
     double keepalive = s->o->timeout_s / 2.0 < 5 ? s->o->timeout_s / 2.0 : 5;
     srv_stream *st = srv_stream_new(keepalive);
     struct MHD_Response *r = st ? srv_stream_response(st) : NULL;
@@ -174,7 +239,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
         return je;
     }
     if (p.model[0]) MHD_add_response_header(r, "OpenAI-Model", p.model);
-    add_include_warning(r, &p);
+    add_warnings(r, &p, &req->form);
     pthread_mutex_lock(&s->mu);
     req->resp = r;
     req->status = MHD_HTTP_OK;
@@ -190,6 +255,10 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     p.tp.segment_user = &sj;
     p.tp.abort_callback = stream_gone;
     p.tp.abort_user = st;
+    if (p.progress) {
+        p.tp.progress = stream_progress;
+        p.tp.progress_user = &sj;
+    }
     hv_result *res = NULL;
     hv_status hst = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p.tp, &res);
     hv_audio_free(pcm);
@@ -197,7 +266,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     size_t len = 0;
     if (hst != HV_OK) { /* the answer began: the error is an event */
         srv_error e = {0};
-        library_error(&e, hst, hv_context_error(w->ctx));
+        library_error(&e, hst, hv_context_error(w->ctx), p.tp.chunking);
         ev = srv_sse_error(e.message, e.type, e.param[0] ? e.param : NULL, e.code, &len);
         je.status = (unsigned)e.status;
         je.audio_s = 0;
@@ -209,7 +278,20 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
                     "stopped after %d segment%s\n",
                     id, sj.n, sj.n == 1 ? "" : "s");
     } else {
-        ev = srv_sse_done(hv_result_text(res), &len);
+        /* the downloads of the page: the CLI's bytes for this result */
+        hvt_format_spec spec = {
+            .cues = s->o->cues, .words = 1, .model_dir = s->o->model_dir, .model = s->model};
+        cJSON *dl = p.n_downloads ? srv_format_downloads(res, p.downloads, p.n_downloads, &spec,
+                                                         file[0] ? file : "-")
+                                  : NULL;
+        ev = p.n_downloads && !dl ? NULL : srv_sse_done(hv_result_text(res), dl, &len);
+        if (!ev) { /* out of memory: the error event */
+            srv_error e = {0};
+            srv_error_set(&e, 500, NULL, NULL, "out of memory");
+            ev = srv_sse_error(e.message, e.type, NULL, NULL, &len);
+            je.status = 500;
+            je.audio_s = 0;
+        }
     }
     if (ev) srv_stream_push(st, ev, len);
     free(ev);
@@ -235,12 +317,19 @@ static job_end run_job(worker *w, request *req) {
     /* mono at the model's rate, decoded in blocks: memory is the mono
      * samples whatever the upload's channels and rate, within
      * --max-audio-seconds and the library's memory budget */
-    double max_s = hv_audio_max_seconds(p->tp.max_audio_bytes, s->rate);
-    if (max_s <= 0 || (s->o->max_audio_s > 0 && s->o->max_audio_s < max_s))
-        max_s = s->o->max_audio_s;
+    int by_budget = 0;
+    double max_s = srv_max_audio_seconds(s, &p->tp, &by_budget);
     hv_status st = hv_audio_read_buffer_mono(f->file, f->file_len, "file", s->rate, max_s, &pcm,
                                              &n_frames, err, sizeof err);
     srv_form_free(f); /* the upload is no longer needed */
+    /* each limit its own code, and a hint only where an option helps */
+    if (st == HV_ERR_LIMIT && by_budget) {
+        srv_error_set(&e, 413, "audio_too_long", "file",
+                      "%s (this server takes at most %g s: the memory budget of one "
+                      "transcription, %zu MiB of samples at %d Hz)",
+                      err, max_s, p->tp.max_audio_bytes >> 20, s->rate);
+        goto done;
+    }
     if (st == HV_ERR_LIMIT) {
         srv_error_set(&e, 413, "audio_too_long", "file",
                       "%s (this server "
@@ -248,17 +337,33 @@ static job_end run_job(worker *w, request *req) {
                       err, max_s);
         goto done;
     }
+    if (st == HV_ERR_UNSUPPORTED) { /* the readers' one: too many channels */
+        srv_error_set(&e, 400, "too_many_channels", "file",
+                      "%s: mix it down to fewer channels (to mono, for example)", err);
+        goto done;
+    }
     if (st != HV_OK) {
-        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err);
+        library_error(&e, st == HV_ERR_INVALID_ARG ? HV_ERR_FORMAT : st, err, p->tp.chunking);
         goto done;
     }
     req->audio_s = (double)n_frames / s->rate;
+    if (client_gone(req)) { /* before speech detection and transcription */
+        hv_audio_free(pcm);
+        skip_gone(s, req, "while its audio was decoded");
+        return (job_end){0, 0, 0};
+    }
     if (p->stream) return stream_job_run(w, req, pcm, n_frames);
+    p->tp.abort_callback = request_gone; /* asked before each chunk and decoder step */
+    p->tp.abort_user = req;
     st = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p->tp, &res);
     hv_audio_free(pcm);
     pcm = NULL;
+    if (st == HV_ERR_CANCELLED) {
+        skip_gone(s, req, "during its transcription");
+        return (job_end){0, 0, 0};
+    }
     if (st != HV_OK) {
-        library_error(&e, st, hv_context_error(w->ctx));
+        library_error(&e, st, hv_context_error(w->ctx), p->tp.chunking);
         goto done;
     }
     size_t len = 0;
@@ -267,7 +372,7 @@ static job_end run_job(worker *w, request *req) {
     hv_result_free(res);
     req->resp = srv_buffer_response(body, len, srv_format_content_type(p->format));
     if (req->resp && p->model[0]) MHD_add_response_header(req->resp, "OpenAI-Model", p->model);
-    if (req->resp) add_include_warning(req->resp, p);
+    if (req->resp) add_warnings(req->resp, p, &req->form);
     req->status = MHD_HTTP_OK;
     if (!req->resp) srv_error_set(&e, 500, NULL, NULL, "out of memory");
 done:
@@ -297,13 +402,18 @@ void *srv_worker_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
 
         double t = hvt_now_s();
-        job_end je = run_job(w, req);
+        job_end je = {0, 0, 0};
+        int begun = !client_gone(req); /* checked before each stage */
+        if (begun)
+            je = run_job(w, req); /* (a stream's req is not ours after it) */
+        else
+            skip_gone(s, req, "while it waited");
         t = hvt_now_s() - t;
-        srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
+        if (begun) srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);
 
         pthread_mutex_lock(&s->mu);
         s->n_running--;
-        s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
+        if (begun) s->avg_job_s = 0.8 * s->avg_job_s + 0.2 * t;
         if (!je.handed) {
             /* the connection's thread owns req again: touch it no more */
             req->done = 1;

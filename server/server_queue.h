@@ -12,6 +12,12 @@
 
 #include "server.h"
 
+/* The longest audio a request with parameters tp may have, in seconds:
+ * --max-audio-seconds, or the library's memory budget of one call
+ * (tp->max_audio_bytes at the model's rate) where that allows less; then
+ * *by_budget (if not NULL) is 1. */
+double srv_max_audio_seconds(const server *s, const hv_transcribe_params *tp, int *by_budget);
+
 /* Seconds a client should wait before retrying: the expected time until
  * a worker is free. Caller holds s->mu. */
 int srv_retry_after_locked(const server *s);

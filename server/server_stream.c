@@ -3,6 +3,7 @@
 #include "server_stream.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -108,6 +109,7 @@ struct MHD_Response *srv_stream_response(srv_stream *st) {
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     return r;
 }
 
@@ -181,8 +183,31 @@ char *srv_sse_delta(const char *text, size_t *len) {
     return text_event("transcript.text.delta", "delta", text, len);
 }
 
-char *srv_sse_done(const char *text, size_t *len) {
-    return text_event("transcript.text.done", "text", text, len);
+char *srv_sse_done(const char *text, cJSON *downloads, size_t *len) {
+    if (!downloads) return text_event("transcript.text.done", "text", text, len);
+    char *clean = hv_utf8_clean(text);
+    cJSON *o = cJSON_CreateObject();
+    int ok = clean && o && cJSON_AddStringToObject(o, "type", "transcript.text.done") &&
+             cJSON_AddStringToObject(o, "text", clean) &&
+             cJSON_AddItemToObject(o, "downloads", downloads);
+    if (!ok) {
+        if (!(o && cJSON_GetObjectItemCaseSensitive(o, "downloads"))) cJSON_Delete(downloads);
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    free(clean);
+    return event(o, len);
+}
+
+char *srv_sse_progress(double done_s, double total_s, size_t *len) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "type", "hviske.progress") ||
+        !cJSON_AddNumberToObject(o, "done_s", round(done_s * 1000) / 1000) ||
+        !cJSON_AddNumberToObject(o, "total_s", round(total_s * 1000) / 1000)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return event(o, len);
 }
 
 char *srv_sse_error(const char *message, const char *type, const char *param, const char *code,

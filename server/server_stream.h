@@ -49,8 +49,13 @@ void srv_stream_end(srv_stream *st);
  * them); malloc'ed, length in *len, NULL when out of memory.
  * {"type":"transcript.text.delta","delta":TEXT} */
 char *srv_sse_delta(const char *text, size_t *len);
-/* {"type":"transcript.text.done","text":TEXT} */
-char *srv_sse_done(const char *text, size_t *len);
+/* {"type":"transcript.text.done","text":TEXT}, and "downloads":
+ * DOWNLOADS when not NULL (taken) */
+struct cJSON;
+char *srv_sse_done(const char *text, struct cJSON *downloads, size_t *len);
+/* {"type":"hviske.progress","done_s":D,"total_s":T}: the seconds of audio
+ * done and in total (progress=true) */
+char *srv_sse_progress(double done_s, double total_s, size_t *len);
 /* {"type":"error","error":{"message","type","param","code"}}: OpenAI's
  * error object (param and code may be NULL: JSON null); the OpenAI
  * clients raise it as an API error. */

@@ -8,6 +8,7 @@
 
 #include "hviske.h"
 
+#include "kernels/cpu.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/onednn.h"
 #include "pipeline.h"
@@ -27,8 +28,29 @@ const char *hv_compute_name(hv_compute c) {
     return (unsigned)c <= HV_COMPUTE_BF16 ? compute_names[c] : "?";
 }
 
-int hv_compute_widens(hv_compute compute, int onednn_bf16, hv_weight_type type) {
-    return compute == HV_COMPUTE_BF16 && onednn_bf16 &&
+/* What `auto` resolves to, per CPU class, best class first: the fastest
+ * engine measured on each (docs/KERNELS.md, "What auto picks"). With AMX,
+ * oneDNN's bf16 tiles run the encoder's products at ~6x our AVX-512 f32
+ * rate; without it bf16 instructions are no faster than f32 FMAs (AVX512-
+ * BF16 on a Xeon) or not enough to pay the rounding and lose token
+ * exactness, so every other CPU computes in f32 on our kernels (AVX-512,
+ * AVX2, VNNI for the block types). */
+static const struct {
+    unsigned needs; /* hv_cpu_features bits */
+    hv_compute compute;
+} auto_rules[] = {
+    {HV_CPU_AMX, HV_COMPUTE_BF16},
+    {0, HV_COMPUTE_F32},
+};
+
+hv_compute hv_compute_auto(unsigned cpu) {
+    size_t i = 0;
+    while ((auto_rules[i].needs & cpu) != auto_rules[i].needs) i++;
+    return auto_rules[i].compute;
+}
+
+int hv_compute_widens(hv_compute compute, int onednn_bf16, unsigned cpu, hv_weight_type type) {
+    return compute == HV_COMPUTE_BF16 && onednn_bf16 && (cpu & HV_CPU_AMX) &&
            (type == HV_WEIGHTS_Q8_0 || type == HV_WEIGHTS_Q4_0);
 }
 
@@ -39,12 +61,18 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
     if (want == HV_COMPUTE_AUTO && env && *env && hv_compute_parse(env, &want))
         return hv_err(e, HV_ERR_INVALID_ARG, "HVISKE_COMPUTE '%.40s': expected auto, f32 or bf16",
                       env);
+    const char *cap = hv_cpu_cap_error();
+    if (cap) return hv_err(e, HV_ERR_INVALID_ARG, "%s", cap);
     size_t wide = 0; /* bytes of f32 matrices */
     for (int i = 0; i < m->w.n_mats; i++)
         if (m->w.mats[i].m.type == HV_WEIGHTS_F32) wide += hv_mat_bytes(&m->w.mats[i].m);
+    unsigned cpu = hv_cpu_features();
     int native = hv_onednn_native_bf16();
-    int bf16 =
-        want == HV_COMPUTE_BF16 || (want == HV_COMPUTE_AUTO && native && 2 * wide < m->w.mat_bytes);
+    /* auto's bf16 (AMX) also needs half the matrix bytes in 16-bit types
+     * or fewer: an f32 checkpoint keeps f32 */
+    int bf16 = want == HV_COMPUTE_BF16 ||
+               (want == HV_COMPUTE_AUTO && native && hv_compute_auto(cpu) == HV_COMPUTE_BF16 &&
+                2 * wide < m->w.mat_bytes);
     m->compute = bf16 ? HV_COMPUTE_BF16 : HV_COMPUTE_F32;
     /* without the engine (no native bf16, or out of memory) bf16 is our
      * own kernels on rounded activations */
@@ -52,7 +80,7 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
     /* the encoder's q8_0/q4_0 blocks widened to bf16 for the engine */
     unsigned widen = 0;
     for (int t = 0; t < HV_N_WEIGHT_TYPES; t++)
-        if (hv_compute_widens(m->compute, hv_onednn_is_bf16(m->dnn), (hv_weight_type)t))
+        if (hv_compute_widens(m->compute, hv_onednn_is_bf16(m->dnn), cpu, (hv_weight_type)t))
             widen |= 1u << t;
     hv_status st =
         widen ? hv_weights_widen_encoder(&m->w, &m->cfg, &m->st, widen, m->n_threads, e) : HV_OK;
@@ -72,11 +100,17 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
     if (impl[0])
         snprintf(m->gemm, sizeof m->gemm, "onednn %s", impl);
     else
-        snprintf(m->gemm, sizeof m->gemm, "ours %s", hv_mm_simd() ? "avx2" : "scalar");
+        snprintf(m->gemm, sizeof m->gemm, "ours %s", hv_mm_best()->name);
     return HV_OK;
 }
 
 hv_compute hv_model_compute(const hv_model *m) { return m->compute; }
+
+int hv_model_encoder_int8(const hv_model *m) {
+    if (!m->w.enc.layers || m->cfg.enc_layers < 1) return 0;
+    hv_weight_type t = m->w.enc.layers[0].ff1_up.type;
+    return t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0;
+}
 const char *hv_model_gemm(const hv_model *m) { return m->gemm; }
 
 static double now_s(void) {

@@ -248,29 +248,45 @@ typedef struct attn_job {
 static long att_class(long x) { return (x + ATT_CLASS - 1) / ATT_CLASS * ATT_CLASS; }
 
 /* Floats of per-head attention scratch. f32: (q + u), (q + v) [n x dh], the
- * content scores ac [n x n] and one band of position scores
- * [POS_BAND x (n + POS_BAND - 1)]. bf16 (attn_head_bf16), with c = n
+ * content scores ac [n x n], one band of position scores
+ * [POS_BAND x (n + POS_BAND - 1)], and the head's keys and the positions
+ * its bands read, transposed: [dh x n] and [dh x (2n - 1)]. bf16 (attn_head_bf16), with c = n
  * rounded up to ATT_CLASS: the bf16-rounded operands (q + u), (q + v), k,
  * v [c x dh] and positions [(2c + ATT_CLASS) x dh] (bf16 bits for the
  * engine, floats for the emulation), the scores [c x c] and their bf16
  * probabilities [c x c], a band [POS_BAND x class(n + POS_BAND - 1)] and
  * the context [c x dh]. */
 static long head_scratch(int n, int dh, int bf16) {
-    if (!bf16) return 2L * n * dh + (long)n * n + (long)POS_BAND * (n + POS_BAND - 1);
+    if (!bf16)
+        return 2L * n * dh + (long)n * n + (long)POS_BAND * (n + POS_BAND - 1) +
+               (long)dh * (3L * n - 1);
     long c = att_class(n);
     return 4 * c * dh + (2 * c + ATT_CLASS) * dh + 2 * c * c +
            POS_BAND * att_class(n + POS_BAND - 1) + c * dh;
 }
 
-/* Relative-position attention for one head. */
+/* dst[t * ld + r] = src[r * stride + t] for r < rows, t < dh: a head's
+ * rows of keys or positions, transposed so that its products read them as
+ * a row-major right-hand side (sgemm_nn). */
+static void transpose_head(float *dst, long ld, const float *src, long stride, int rows, int dh) {
+    for (int r = 0; r < rows; r++)
+        for (int t = 0; t < dh; t++) dst[t * ld + r] = src[r * stride + t];
+}
+
+/* Relative-position attention for one head. Its three products are the
+ * kernel table's sgemm_nn (each output one fma chain, the same bits on
+ * every table and CPU), on the keys and positions transposed once. */
 static void attn_head(void *arg, int h, int n_tasks) {
     (void)n_tasks;
     const attn_job *j = arg;
+    const hv_mm_kernels *kt = hv_mm_best();
     int n = j->n, d = j->d, dh = j->dh, len = j->len;
     float *qu = j->att + (long)h * head_scratch(n, dh, 0);
     float *qv = qu + (long)n * dh;
     float *ac = qv + (long)n * dh;
     float *bd = ac + (long)n * n;
+    float *kT = bd + (long)POS_BAND * (n + POS_BAND - 1); /* [dh][n] */
+    float *pT = kT + (long)dh * n;                        /* [dh][2 len - 1] */
     float scale = 1.0f / sqrtf((float)dh);
     const float *u = j->u + h * dh, *vb = j->vb + h * dh;
 
@@ -282,16 +298,19 @@ static void attn_head(void *arg, int h, int n_tasks) {
         }
     }
     /* ac = (q + u) k^T over valid keys */
-    hv_gemm(len, len, dh, 1.0f, qu, dh, j->k + h * dh, d, 1, 0.0f, ac, n);
+    transpose_head(kT, n, j->k + h * dh, d, len, dh);
+    kt->sgemm_nn(len, len, dh, qu, dh, kT, n, ac, n);
     /* the position scores (q + v) p^T band by band, each band of queries
      * [i0, i1) over the relative positions its keys need: key j of query
      * i sits at position row n-1-i+j, so the band needs rows n-i1 ..
-     * n-2-i0+len (the rel-shift, without the other half of the 2n-1) */
+     * n-2-i0+len (the rel-shift, without the other half of the 2n-1);
+     * all bands together read rows n-len .. n+len-2, pT's columns */
+    long pld = 2L * len - 1;
+    transpose_head(pT, pld, j->p + (long)(n - len) * d + h * dh, d, (int)pld, dh);
     for (int i0 = 0; i0 < len; i0 += POS_BAND) {
         int i1 = i0 + POS_BAND < len ? i0 + POS_BAND : len, row0 = n - i1;
         int width = len + (i1 - i0) - 1;
-        hv_gemm(i1 - i0, width, dh, 1.0f, qv + (long)i0 * dh, dh, j->p + (long)row0 * d + h * dh, d,
-                1, 0.0f, bd, width);
+        kt->sgemm_nn(i1 - i0, width, dh, qv + (long)i0 * dh, dh, pT + (len - i1), pld, bd, width);
         for (int i = i0; i < i1; i++) {
             float *sc = ac + (long)i * n;
             const float *b = bd + (long)(i - i0) * width + (n - 1 - i - row0);
@@ -301,7 +320,7 @@ static void attn_head(void *arg, int h, int n_tasks) {
     }
     /* context of every valid query in one product; padded queries'
      * probabilities are masked to 0 */
-    hv_gemm(len, dh, len, 1.0f, ac, n, j->v + h * dh, d, 0, 0.0f, j->ctx + h * dh, d);
+    kt->sgemm_nn(len, dh, len, ac, n, j->v + h * dh, d, j->ctx + h * dh, d);
     for (int i = len; i < n; i++)
         memset(j->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
 }

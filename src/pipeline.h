@@ -40,15 +40,27 @@ struct hv_context {
  * HV_ERR_NOMEM. */
 hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e);
 
+/* Whether the encoder's products run on the int8 GEMM: its matrices are
+ * q8_0 or q4_0 blocks (not widened for oneDNN). */
+int hv_model_encoder_int8(const hv_model *m);
+
+/* What HV_COMPUTE_AUTO resolves to on a CPU with the features cpu
+ * (hv_cpu_features): bf16 with AMX, f32 elsewhere (compute.c has the
+ * table and why). hv_model_compute_init also keeps f32 for models whose
+ * matrices are mostly f32, and where oneDNN does not multiply bf16. */
+hv_compute hv_compute_auto(unsigned cpu);
+
 /* Whether the encoder's weight matrices of type `type` are widened to bf16
  * at load (hv_weights_widen_encoder), for a model whose resolved compute
- * mode is `compute` (f32 or bf16) and onednn_bf16 whether its products run
- * on the oneDNN bf16 engine (the CPU multiplies bf16 natively): so for
- * q8_0 and q4_0 in bf16 compute on such a CPU, which oneDNN's int8 matmul
- * (one scale per output column) cannot take as per-32 blocks. Everywhere
- * else the blocks keep their int8 kernels. A pure function of its
- * arguments (the tests call it with every combination). */
-int hv_compute_widens(hv_compute compute, int onednn_bf16, hv_weight_type type);
+ * mode is `compute` (f32 or bf16), onednn_bf16 whether its products run on
+ * the oneDNN bf16 engine, and cpu the CPU's features: so for q8_0 and q4_0
+ * in bf16 compute on oneDNN with AMX, whose bf16 tiles outrun every int8
+ * kernel here and whose int8 matmul (one scale per output column) cannot
+ * take per-32 blocks. Without AMX the blocks' own int8 kernels (VNNI on
+ * AVX-512) are faster than oneDNN's bf16 (docs/KERNELS.md), so they keep
+ * their blocks, in every mode. A pure function of its arguments (the tests
+ * call it with every combination). */
+int hv_compute_widens(hv_compute compute, int onednn_bf16, unsigned cpu, hv_weight_type type);
 
 /* A segment as the result keeps it: its tokens by offset, since the
  * token arrays grow (and move) while chunks are added. */

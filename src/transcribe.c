@@ -278,9 +278,10 @@ typedef struct run {
                          several chunks (else unused: pos_hint 0) */
     int pos_hint;     /* encoder frames of the call's longest chunk */
     float *speech;    /* with a speech detector: its probabilities over the
-                         input, one per window (else NULL) */
+                         part transcribed, one per window (else NULL) */
     size_t n_speech;
-    int speech_window; /* samples per window */
+    int speech_window;    /* samples per window */
+    size_t speech_offset; /* the input's sample where window 0 starts */
 } run;
 
 /* A chunk's no_speech_prob: 1 - the mean speech probability of the
@@ -291,7 +292,7 @@ static double chunk_no_speech(const run *R, const hv_piece_plan *plan, int chunk
     double sum = 0;
     for (int k = plan->first[chunk]; k < plan->first[chunk + 1]; k++) {
         const hv_span *s = &plan->pieces[k];
-        size_t a = s->start / w, b = (s->end + w - 1) / w;
+        size_t a = (s->start - R->speech_offset) / w, b = (s->end - R->speech_offset + w - 1) / w;
         for (size_t i = a > next ? a : next; i < b && i < R->n_speech; i++, count++)
             sum += R->speech[i];
         if (b > next) next = b;
@@ -723,6 +724,10 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunk_seconds %g: must be between 1 and max_audio_clip_s (%g)",
                       p.chunk_seconds, c->max_audio_clip_s);
+    if (!(isfinite(p.offset_s) && p.offset_s >= 0 && isfinite(p.duration_s) && p.duration_s >= 0))
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "offset_s %g, duration_s %g: each must be a finite number of seconds >= 0",
+                      p.offset_s, p.duration_s);
     if (!pcm || channels < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)", channels,
                       sample_rate);
@@ -756,7 +761,27 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
             goto done;
         x = samples;
     }
-    if ((st = plan_pieces(&R, x, n, &plan, &vad_ms))) goto done;
+    /* the part asked for, [off, off + len): planned on its own, then its
+     * pieces moved onto the input's timeline */
+    size_t off = 0, len = n;
+    if (p.offset_s > 0 || p.duration_s > 0) {
+        double o = p.offset_s * c->sample_rate, d = p.duration_s * c->sample_rate;
+        if (o >= (double)n) {
+            st = hv_err(e, HV_ERR_INVALID_ARG,
+                        "offset_s %g: at or beyond the end of the audio (%.3f s)", p.offset_s,
+                        (double)n / c->sample_rate);
+            goto done;
+        }
+        off = (size_t)llround(o);
+        len = n - off;
+        if (p.duration_s > 0 && d < (double)len) len = (size_t)llround(d);
+    }
+    if ((st = plan_pieces(&R, x + off, len, &plan, &vad_ms))) goto done;
+    R.speech_offset = off;
+    for (int i = 0; off && i < plan.n_pieces; i++) {
+        plan.pieces[i].start += off, plan.pieces[i].end += off;
+        plan.speech[i].start += off, plan.speech[i].end += off;
+    }
 
     res = calloc(1, sizeof *res);
     R.tok_buf = malloc((size_t)R.max_new * sizeof *R.tok_buf);
@@ -774,14 +799,14 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     /* a too-short whole input is an error; a too-short last chunk is
      * silence to the model and is skipped */
     size_t min_piece = 2 * (size_t)c->hop_length;
-    if (n < min_piece) {
+    if (len < min_piece) {
         st = hv_err(e, HV_ERR_INVALID_ARG,
-                    "audio too short: %zu samples at %d Hz (at least %zu needed)", n,
+                    "audio too short: %zu samples at %d Hz (at least %zu needed)", len,
                     c->sample_rate, min_piece);
         goto done;
     }
     R.pos_hint = pos_hint(m, &plan, min_piece);
-    double done_s = 0;
+    double done_s = 0, part_s = (double)len / c->sample_rate;
     for (int i = 0; i < plan.n_chunks; i++) {
         const hv_span *first = &plan.pieces[plan.first[i]];
         const hv_span *last = &plan.pieces[plan.first[i + 1] - 1];
@@ -807,16 +832,15 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
             cx = buf;
         }
         if ((st = transcribe_piece(&R, cx, len, &plan, i, res, i == 0 ? taps : NULL))) goto stopped;
-        done_s = (double)last->end / c->sample_rate;
-        if (p.progress && !R.stop) p.progress(p.progress_user, done_s, res->duration);
+        done_s = (double)(last->end - off) / c->sample_rate;
+        if (p.progress && !R.stop) p.progress(p.progress_user, done_s, part_s);
     }
     if (R.stop) {
         st = hv_err(e, HV_ERR_CANCELLED, "transcription cancelled");
         goto stopped;
     }
     /* speech detection may leave the end (or everything) out */
-    if (p.progress && done_s < res->duration)
-        p.progress(p.progress_user, res->duration, res->duration);
+    if (p.progress && done_s < part_s) p.progress(p.progress_user, part_s, part_s);
     if ((st = result_finish(res, e))) goto done;
     if (taps) {
         if (!samples && (samples = malloc((n ? n : 1) * sizeof *samples)))

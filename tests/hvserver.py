@@ -170,6 +170,83 @@ def abandon_stream(port, data):
     return got
 
 
+# ------------------------------------------------ request framing (#51)
+
+def smuggled(case):
+    """A request hidden in a misframed body: answered, it would be a
+    second request smuggled past a proxy that frames the body otherwise.
+    Its X-Request-Id names the case, to find it in an access log."""
+    return (f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"X-Request-Id: smuggled-{case}\r\n\r\n").encode()
+
+
+def _framing_cases():
+    """(name, request bytes, status, own): requests whose body has no one
+    framing (RFC 9112 section 6) or whose headers are malformed, each
+    with a request hidden where one of the framings would find it; the
+    status the server answers, and whether the answer is the server's
+    own (False: libmicrohttpd's, before the server sees the request)."""
+    h = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    out = []
+
+    def case(name, head, body, status, own=True):
+        out.append((name, (head + "\r\n").encode() + body + smuggled(name), status, own))
+
+    case("two-lengths", h + "Content-Length: 5\r\nContent-Length: 120\r\n", b"XXXXX", 400)
+    case("two-equal-lengths", h + "Content-Length: 5\r\nContent-Length: 5\r\n", b"XXXXX", 400)
+    case("length-and-chunked", h + "Content-Length: 90\r\nTransfer-Encoding: chunked\r\n",
+         b"0\r\n\r\n", 400)
+    case("chunked-and-length", h + "Transfer-Encoding: chunked\r\nContent-Length: 90\r\n",
+         b"0\r\n\r\n", 400)
+    case("te-gzip", h + "Transfer-Encoding: gzip\r\n", b"0\r\n\r\n", 400)
+    case("te-chunked-identity", h + "Transfer-Encoding: chunked, identity\r\n",
+         b"0\r\n\r\n", 400)
+    case("te-gzip-chunked", h + "Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n", 501)
+    case("te-twice", h + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+         b"0\r\n\r\n", 400)
+    case("te-space-colon", h + "Transfer-Encoding : chunked\r\n", b"0\r\n\r\n", 400)
+    case("length-space-colon", h + "Content-Length : 5\r\n", b"XXXXX", 400)
+    case("te-http10", "GET /health HTTP/1.0\r\nTransfer-Encoding: chunked\r\n",
+         b"0\r\n\r\n", 400)
+    case("two-hosts", h + "Host: 127.0.0.2\r\n", b"", 400)
+    case("no-host", "GET /health HTTP/1.1\r\n", b"", 400)
+    # a Content-Length that is not one number: libmicrohttpd's own answer
+    for name, v in (("length-minus", "-1"), ("length-plus", "+5"),
+                    ("length-list", "5, 5"), ("length-hex", "0x5")):
+        case(name, h + f"Content-Length: {v}\r\n", b"XXXXX", 400, own=False)
+    case("length-huge", h + "Content-Length: 99999999999999999999999\r\n", b"XXXXX", 413,
+         own=False)
+    return out
+
+
+FRAMING_CASES = _framing_cases()
+
+
+def exchange(port, data, timeout=TIMEOUT):
+    """Sends data on a new connection and reads until the peer closes it
+    (a reset counts as closed); (bytes read, closed)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    got = b""
+    try:
+        s.sendall(data)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return got, True
+            got += b
+    except socket.timeout:
+        return got, False
+    except OSError:
+        return got, True
+    finally:
+        s.close()
+
+
+def status_lines(data):
+    """The statuses of every HTTP status line in data, in order."""
+    return [int(m) for m in re.findall(rb"HTTP/1\.[01] (\d{3}) ", data)]
+
+
 def multipart(fields, file=None, filename="audio.wav"):
     """(body, content type) of a multipart/form-data form."""
     b = "hv" + uuid.uuid4().hex

@@ -2,7 +2,9 @@
 closing "N passed, M failed" line that CI reads."""
 import json
 import os
+import pty
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -213,3 +215,66 @@ def reexec_with_sanitizers():
     env = dict(os.environ, LD_PRELOAD=":".join(libs), HV_PY_REEXEC="1",
                ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
     return subprocess.call([sys.executable] + sys.argv, env=env)
+
+
+def in_pty(args, stdout_pty=True, cwd=None, on_data=None, argv=None, env=None):
+    """Runs hviske with args (or the command argv) with stderr (and stdout
+    unless stdout_pty is false: then a pipe) on a pseudo-terminal; returns
+    (rc, the pty's bytes, stdout's bytes). on_data(p, bytes so far) is
+    called after each read of the pty."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(argv or [CLI] + args, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+                         stdout=slave if stdout_pty else subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    data = b""
+    out = b""
+    streams = [master] + ([] if stdout_pty else [p.stdout.fileno()])
+    while streams:
+        ready, _, _ = select.select(streams, [], [], TIMEOUT)
+        if not ready:
+            p.kill()
+            break
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the pty's other end is closed
+                chunk = b""
+            if not chunk:
+                streams.remove(fd)
+            elif fd == master:
+                data += chunk
+                if on_data:
+                    on_data(p, data)
+            else:
+                out += chunk
+    rc = p.wait(TIMEOUT)
+    os.close(master)
+    return rc, data, out
+
+
+def render(data):
+    """The screen a terminal shows for data: \\r goes to the row's start,
+    ESC [ K erases to its end, \\n goes down a row; other bytes print."""
+    rows = [""]
+    col = 0
+    text = data.decode("utf-8", "replace")
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if text.startswith("\x1b[K", i):
+            rows[-1] = rows[-1][:col]
+            i += 3
+            continue
+        if c == "\r":
+            col = 0
+        elif c == "\n":
+            rows.append("")
+            col = 0
+        else:
+            row = rows[-1]
+            rows[-1] = row[:col] + c + row[col + 1:]
+            col += 1
+        i += 1
+    while rows and rows[-1] == "":
+        rows.pop()
+    return rows

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_impl.h"
 
 static const hv_weight_type all_types[] = {HV_WEIGHTS_F32, HV_WEIGHTS_F16, HV_WEIGHTS_BF16,
                                            HV_WEIGHTS_Q8_0, HV_WEIGHTS_Q4_0};
@@ -35,6 +36,17 @@ static inline float *dequant(const hv_mat *W) {
     float *w = falloc((size_t)W->rows * W->cols);
     for (int r = 0; r < W->rows; r++) hv_mat_row_f32(W, r, w + (size_t)r * W->cols);
     return w;
+}
+
+/* The SIMD kernel tables this CPU runs (hv_mm_tables without the
+ * portable one), best first, into out[8]: how many. Tests compare each
+ * with the portable table. */
+static inline int simd_tables(const hv_mm_kernels *out[8]) {
+    const hv_mm_kernels *all[8];
+    int n = hv_mm_tables(all, 8), m = 0;
+    for (int i = 0; i < n; i++)
+        if (all[i] != &hv_mm_scalar) out[m++] = all[i];
+    return m;
 }
 
 static inline int same_bits(const float *a, const float *b, size_t n) {

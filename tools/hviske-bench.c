@@ -30,7 +30,10 @@
 #include <unistd.h>
 
 #include "hviske.h"
-#include "kernels/ops.h" /* hv_ops_level: the element-wise passes' instruction set */
+#include "isa_probe.h"
+#include "kernels/matmul_impl.h" /* hv_mm_best: the kernel table */
+#include "kernels/ops.h"         /* hv_ops_level: the element-wise passes' instruction set */
+#include "pipeline.h"            /* hv_model_encoder_int8 */
 #include "subtitles.h"
 #include "tile_probe.h"
 #include "tool_util.h"
@@ -317,6 +320,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     double *gshares = calloc((size_t)o->runs, sizeof(double));
     double *tpeaks = calloc((size_t)o->runs, sizeof(double));
     double *tshares = calloc((size_t)o->runs, sizeof(double));
+    double *ipeaks = calloc((size_t)o->runs, sizeof(double));
+    double *ishares = calloc((size_t)o->runs, sizeof(double));
     /* with --bandwidth, the same for the decoder step's bound: the read
      * bandwidth around each run, and the run's step time over the bound
      * it sets (the weight bytes over that bandwidth) */
@@ -333,14 +338,23 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
      * otherwise why not, once */
     char tile_why[256] = "";
     int tile = peak_m && hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why) > 0;
-    int ok =
-        ctx && peaks && shares && gpeaks && gshares && tpeaks && tshares && bws && bound_ratios;
+    /* the kernel table's own arithmetic peak (isa_probe.h): its int8
+     * instructions where the encoder's products are the int8 GEMM's */
+    char isa_why[256] = "";
+    int int8 = hv_model_encoder_int8(model);
+    char isa_what[80];
+    snprintf(isa_what, sizeof isa_what, "%s %s", hv_mm_best()->name, int8 ? "int8" : "f32 fma");
+    int isa = peak_m && hvt_isa_peak_gflops(peak_threads, int8, isa_why, sizeof isa_why) > 0;
+    int ok = ctx && peaks && shares && gpeaks && gshares && tpeaks && tshares && ipeaks &&
+             ishares && bws && bound_ratios;
     for (int r = -o->warmup; ok && r < o->runs; r++) {
         hv_result *res;
         double before = r >= 0 && peak_m ? sgemm_peak_gflops(peak_threads, peak_m, d, ff) : 0;
         double gbefore = r >= 0 && peak_m ? hv_model_gemm_peak(model, peak_threads, peak_m) : 0;
         double tbefore =
             r >= 0 && tile ? hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why) : 0;
+        double ibefore =
+            r >= 0 && isa ? hvt_isa_peak_gflops(peak_threads, int8, isa_why, sizeof isa_why) : 0;
         double bw_before = r >= 0 && bw ? read_bandwidth_gbs(bw) : 0;
         double t0 = hvt_now_s(), cpu0 = cpu_seconds();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
@@ -377,6 +391,9 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         if (tile)
             run_peak(tbefore, hvt_tile_peak_gflops(peak_threads, tile_why, sizeof tile_why),
                      v[S_ENC_GFLOPS][r], &tpeaks[r], &tshares[r]);
+        if (isa)
+            run_peak(ibefore, hvt_isa_peak_gflops(peak_threads, int8, isa_why, sizeof isa_why),
+                     v[S_ENC_GFLOPS][r], &ipeaks[r], &ishares[r]);
         if (bw) {
             double after = read_bandwidth_gbs(bw);
             bws[r] = after > bw_before ? after : bw_before;
@@ -393,6 +410,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         stat3 peak = summarise(peaks, o->runs), share = summarise(shares, o->runs);
         stat3 gpeak = summarise(gpeaks, o->runs), gshare = summarise(gshares, o->runs);
         stat3 tpeak = summarise(tpeaks, o->runs), tshare = summarise(tshares, o->runs);
+        stat3 ipeak = summarise(ipeaks, o->runs), ishare = summarise(ishares, o->runs);
         stat3 bw_run = summarise(bws, o->runs), bound = summarise(bound_ratios, o->runs);
         int has_bound = bw && tokens > 0;
         if (o->json) {
@@ -408,6 +426,12 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
                 cJSON_AddNumberToObject(j, "encoder_gemm_share", gshare.median);
                 json_stat(j, "encoder_gemm_share_runs", gshare);
                 cJSON_AddStringToObject(j, "tile_probe", tile ? "amx_bf16" : tile_why);
+                cJSON_AddStringToObject(j, "isa_probe", isa ? isa_what : isa_why);
+            }
+            if (isa) {
+                cJSON_AddNumberToObject(j, "isa_peak_gflops", ipeak.median);
+                cJSON_AddNumberToObject(j, "encoder_isa_share", ishare.median);
+                json_stat(j, "encoder_isa_share_runs", ishare);
             }
             if (tile) {
                 cJSON_AddNumberToObject(j, "tile_peak_gflops", tpeak.median);
@@ -427,6 +451,13 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
             for (int k = 0; k < N_STATS; k++)
                 printf("  %-14s %10.3f  [%.3f - %.3f]\n", stat_names[k], s[k].median, s[k].min,
                        s[k].max);
+            if (isa)
+                printf("  %s peak (register-only probe) %.1f GFLOP/s: encoder at %.1f%% [%.1f - "
+                       "%.1f] of the peak measured around each run\n",
+                       isa_what, ipeak.median, 100 * ishare.median, 100 * ishare.min,
+                       100 * ishare.max);
+            else if (peak_m)
+                printf("  %s peak: not measured: %s\n", isa_what, isa_why);
             if (peak_m)
                 printf("  sgemm peak on the encoder's shapes %.1f GFLOP/s: encoder at %.1f%% "
                        "[%.1f - %.1f] of the peak measured around each run\n",
@@ -455,6 +486,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     free(gshares);
     free(tpeaks);
     free(tshares);
+    free(ipeaks);
+    free(ishares);
     free(bws);
     free(bound_ratios);
     hv_context_free(ctx);

@@ -98,9 +98,7 @@ int hvt_cue_params_check(const hv_cue_params *p, char *msg, size_t n) {
 
 /* ------------------------------------------------------- cue writers */
 
-/* "HH:MM:SS,mmm" / "HH:MM:SS.mmm" for seconds (NaN or negative: 0; at
- * most 1e9 s). */
-static void cue_time_s(char *buf, size_t n, double t, char sep) {
+void hvt_cue_time(char *buf, size_t n, double t, char sep) {
     int64_t ms = !(t > 0) ? 0 : t >= 1e9 ? (int64_t)1000000000000 : (int64_t)llround(t * 1000.0);
     format_ms(buf, n, ms, sep);
 }
@@ -152,8 +150,8 @@ static int write_word_cues_from(FILE *f, const hv_cue *cues, int n, int vtt, int
             size_t len = nl ? (size_t)(nl - l) : strlen(l);
             if (!blank_line(l, len)) {
                 if (!shown) {
-                    cue_time_s(a, sizeof a, cues[i].start, sep);
-                    cue_time_s(b, sizeof b, cues[i].end, sep);
+                    hvt_cue_time(a, sizeof a, cues[i].start, sep);
+                    hvt_cue_time(b, sizeof b, cues[i].end, sep);
                     if (!vtt) fprintf(f, "%d\n", ++*number);
                     fprintf(f, "%s --> %s\n", a, b);
                     shown = 1;

@@ -77,6 +77,11 @@ int hvt_cue_params_check(const hv_cue_params *p, char *msg, size_t n);
 int hvt_write_srt_cues(FILE *f, const hv_cue *cues, int n);
 int hvt_write_vtt_cues(FILE *f, const hv_cue *cues, int n);
 
+/* "HH:MM:SS,mmm" (sep ',': SubRip) or "HH:MM:SS.mmm" (sep '.': WebVTT)
+ * for t seconds rounded to the millisecond (NaN or negative: 0; at most
+ * 1e9 s) into buf[n] (n >= 16). */
+void hvt_cue_time(char *buf, size_t n, double t, char sep);
+
 /* [{"word", "start", "end", "probability"}, ...] of w[n] (times rounded to
  * the millisecond; probabilities unrounded: the library's float in the
  * shortest decimal that reads back as it, hvt_float_for_json, as the

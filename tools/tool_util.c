@@ -3,6 +3,7 @@
  */
 #include "tool_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <getopt.h>
@@ -10,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +138,43 @@ static int take_option(const hvt_cli *cli, const hvt_option *opt, const char *ar
                            opt->expect);
 }
 
+/* The edit distance of a[0..na) and b (insertions, deletions,
+ * substitutions and swaps of neighbours each 1), at most 64 bytes each;
+ * 99 for longer ones. */
+static int edit_distance(const char *a, size_t na, const char *b) {
+    size_t nb = strlen(b);
+    if (na > 64 || nb > 64) return 99;
+    int d[65][65];
+    for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[na][nb];
+}
+
+const char *hvt_nearest_option(const hvt_cli *cli, const char *arg) {
+    while (*arg == '-') arg++;
+    size_t n = strcspn(arg, "=");
+    const char *best = NULL;
+    int best_d = n < 5 ? 1 : 2; /* a typo, not another word */
+    for (int i = 0; i < cli->n_opts; i++) {
+        int d = edit_distance(arg, n, cli->opts[i].name);
+        if (d <= best_d && (!best || d < best_d)) {
+            best = cli->opts[i].name;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
 int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest, int *given) {
     struct option longopts[HVT_MAX_OPTIONS + 1];
     char shortopts[2 * HVT_MAX_OPTIONS + 2];
@@ -171,6 +210,13 @@ int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest, int
         if (i < 0) { /* '?': optopt is the short option, 0 for a long one */
             if (optopt > 0 && optopt < 256)
                 return hvt_usage_error(cli->prog, "unknown option '-%c'", optopt);
+            const char *bad = argv[optind - 1], *near = hvt_nearest_option(cli, bad);
+            size_t n = strcspn(bad + 2, "=");
+            if (near && bad[2 + n] == '=' && strlen(near) == n && !strncmp(bad + 2, near, n))
+                return hvt_usage_error(cli->prog, "option '--%s' takes no value", near);
+            if (near)
+                return hvt_usage_error(cli->prog, "unknown option '%s' (did you mean --%s?)",
+                                       argv[optind - 1], near);
             return hvt_usage_error(cli->prog, "unknown option '%s'", argv[optind - 1]);
         }
         given[i] = ++n_given;
@@ -181,6 +227,42 @@ int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest, int
 }
 
 /* --------------------------------------------------------------- misc */
+
+/* Whether s looks like a Hugging Face model id, OWNER/NAME (letters,
+ * digits, '-', '_', '.'; neither part starting with '.'). */
+static int hub_id(const char *s) {
+    const char *slash = strchr(s, '/');
+    if (!slash || strchr(slash + 1, '/') || slash == s || !slash[1] || s[0] == '.' ||
+        slash[1] == '.')
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (p != slash && !(isalnum((unsigned char)*p) || strchr("-_.", *p))) return 0;
+    return 1;
+}
+
+int hvt_model_dir_hint(const char *dir, char *msg, size_t n) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        const char *slash = strrchr(dir, '/');
+        int len = slash ? (int)(slash - dir) : 0;
+        snprintf(msg, n,
+                 "%s: a file, not a checkpoint directory: give the checkpoint's directory, "
+                 "%.*s (it holds config.json, generation_config.json, tokenizer.model and "
+                 "model.safetensors)",
+                 dir, len ? len : 1, len ? dir : (slash ? "/" : "."));
+        return 1;
+    }
+    if (stat(dir, &st) != 0 && errno == ENOENT && hub_id(dir)) {
+        const char *name = strchr(dir, '/') + 1;
+        snprintf(msg, n,
+                 "%s: no such directory; to use the published checkpoint of that name, fetch it "
+                 "first: scripts/download-model.sh %s (or git clone https://huggingface.co/%s), "
+                 "then give -m %s",
+                 dir, dir, dir, name);
+        return 1;
+    }
+    return 0;
+}
 
 int hvt_model_has_language(const hv_model *model, const char *lang) {
     for (int i = 0; i < hv_model_n_languages(model); i++)

@@ -128,6 +128,11 @@ typedef struct hvt_cli {
  */
 int hvt_parse_options(const hvt_cli *cli, int argc, char **argv, void *dest, int *given);
 
+/* The long option of cli nearest to the unknown option arg ("--fromat",
+ * "--fromat=srt": "format"), when it is a typo of one (at most one edit
+ * for names below 5 letters, else two); NULL when none is. */
+const char *hvt_nearest_option(const hvt_cli *cli, const char *arg);
+
 /* Prints "PROG: <message>" and the usage hint on stderr; returns
  * HVT_EXIT_USAGE. */
 #if defined(__GNUC__)
@@ -136,6 +141,13 @@ __attribute__((format(printf, 2, 3)))
 int hvt_usage_error(const char *prog, const char *fmt, ...);
 
 /* --------------------------------------------------------------- misc */
+
+/* A model directory that cannot be one as given, said before loading:
+ * a file (a checkpoint's model.safetensors given as -m: "give the
+ * checkpoint's directory, DIR"), or a name that does not exist and looks
+ * like a Hugging Face model id (OWNER/NAME: how to fetch it). 1 with the
+ * message in msg[n], else 0 (the load reports what is wrong). */
+int hvt_model_dir_hint(const char *dir, char *msg, size_t n);
 
 /* 1 if the model lists lang among its supported languages. */
 int hvt_model_has_language(const hv_model *model, const char *lang);

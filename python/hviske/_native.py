@@ -113,7 +113,8 @@ class TranscribeParams(ctypes.Structure):
                 ("progress", PROGRESS),
                 ("progress_user", ctypes.c_void_p), ("abort_callback", ABORT),
                 ("abort_user", ctypes.c_void_p), ("segment_callback", SEGMENT),
-                ("segment_user", ctypes.c_void_p), ("max_audio_bytes", ctypes.c_size_t)]
+                ("segment_user", ctypes.c_void_p), ("max_audio_bytes", ctypes.c_size_t),
+                ("offset_s", ctypes.c_double), ("duration_s", ctypes.c_double)]
 
 
 class Timings(ctypes.Structure):

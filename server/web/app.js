@@ -2,13 +2,14 @@
  *
  * Talks to its own server only, by paths relative to the page (so that
  * it also works behind a proxy under a prefix): GET v1/models for the
- * languages, the defaults and the limits; POST v1/audio/transcriptions
- * with stream=true for the segments as they are final, then once more
- * with verbose_json and word times for the player; srt and vtt when
- * asked for. Text from
- * the server and file names go into the page as text (textContent),
- * never as HTML. The API key, when the server wants one, is kept in
- * sessionStorage: this tab only. */
+ * checkpoint, the languages, the defaults and the limits; one POST
+ * v1/audio/transcriptions per upload, with stream=true for the segments
+ * as they are final, progress=true for the audio done, and
+ * downloads=txt,srt,vtt,json: the done event carries the CLI's bytes of
+ * every download, and the words and segments of its JSON are the ones
+ * the player follows. Text from the server and file names go into the
+ * page as text (textContent), never as HTML. The API key, when the
+ * server wants one, is kept in sessionStorage: this tab only. */
 "use strict";
 
 const KEY_STORE = "hviske-api-key";
@@ -21,8 +22,7 @@ const state = {
   busy: false,        // a transcription is running
   run: 0,             // counts transcriptions: stale answers are dropped
   text: "",           // the transcript (done event)
-  verbose: null,      // {body, json} of verbose_json
-  formats: {},        // srt, vtt bodies fetched, by format
+  downloads: {},      // txt, srt, vtt, json bodies of the done event
   job: null,          // {file, options} of the transcript shown
   words: [],          // [{el, start, end}] in time order
   current: -1,        // index of the highlighted word
@@ -59,6 +59,16 @@ function formatDuration(s) {
   const sec = s - h * 3600 - m * 60;
   const ss = sec.toFixed(1).padStart(4, "0");
   return h ? `${h}:${String(m).padStart(2, "0")}:${ss}` : `${m}:${ss}`;
+}
+
+/* The CLI's progress durations: "1h02m03s", "2m03s", "45s". */
+function clockDuration(s) {
+  const t = isFinite(s) && s > 0 ? Math.round(s) : 0;
+  const h = Math.floor(t / 3600), m = Math.floor((t % 3600) / 60), sec = t % 60;
+  const two = (x) => String(x).padStart(2, "0");
+  if (h) return `${h}h${two(m)}m${two(sec)}s`;
+  if (m) return `${m}m${two(sec)}s`;
+  return `${sec}s`;
 }
 
 function languageName(code) {
@@ -100,10 +110,15 @@ function explain(e) {
     case 413:
       if (e.code === "audio_too_long")
         return ["The audio is too long for this server.",
-                `It takes at most ${formatDuration(limits.max_audio_seconds)} of audio. ${e.detail}`];
+                `It takes at most ${formatDuration(limits.max_audio_seconds)} of audio ` +
+                `(the server's --max-audio-seconds option raises that). ${e.detail}`];
       return ["The file is too large for this server.",
-              `It takes files of at most ${limits.max_upload_mb || "?"} MiB. ${e.detail}`];
+              `It takes files of at most ${limits.max_upload_mb || "?"} MiB ` +
+              `(the server's --max-upload-mb option raises that). ${e.detail}`];
     case 400:
+      if (e.code === "too_many_channels")
+        return ["The audio has more channels than this server takes.",
+                `Mix it down to fewer channels (to mono, for example). ${e.detail}`];
       if (e.param === "file")
         return ["The file could not be read as audio.",
                 `Choose a WAV, FLAC, OGG/Opus or MP3 file. ${e.detail}`];
@@ -171,7 +186,17 @@ $("key-form").addEventListener("submit", (ev) => {
   setKey(k);
   $("key-panel").hidden = true;
   clearError();
-  loadModel();
+  /* On a touch screen the keys of the hint mean nothing: "tap", no keys
+ * (also found by the first touch, where the media query cannot tell). */
+function touchHint() {
+  document.body.dataset.touch = "1";
+  $("hint-action").textContent = "Tap";
+}
+if (window.matchMedia("(pointer: coarse)").matches) touchHint();
+window.addEventListener("pointerdown", (ev) => { if (ev.pointerType === "touch") touchHint(); },
+                        { passive: true });
+
+loadModel();
 });
 
 $("key-change").addEventListener("click", () => askKey("Enter the API key for this server."));
@@ -199,8 +224,9 @@ async function loadModel() {
     sel.disabled = langs.length === 0;
     $("punctuation").checked = m.punctuation !== false;
     $("beams").value = String(m.num_beams || 1);
+    $("beams").max = String(m.max_beams || 64); /* the server's --max-beams */
     $("server-info").textContent =
-      `Model ${m.id} · ${langs.length} language${langs.length === 1 ? "" : "s"} · ` +
+      `Model ${m.checkpoint || m.id} · ${langs.length} language${langs.length === 1 ? "" : "s"} · ` +
       `files up to ${m.max_upload_mb} MiB`;
     $("key-change").hidden = !apiKey();
     document.body.dataset.ready = "1";
@@ -215,27 +241,71 @@ async function loadModel() {
 
 /* ------------------------------------------------------ choosing audio */
 
-function setFile(blob, name) {
+function tooBig(size) {
+  const max = state.model && state.model.max_upload_mb;
+  return !!max && size > max * 1024 * 1024;
+}
+
+/* copy: the file is the page's 16 kHz mono copy of the one chosen. */
+function setFile(blob, name, copy) {
   if (state.busy) return;
   clearError();
   resetResult();
   showEmpty();
   if (state.url) URL.revokeObjectURL(state.url);
-  state.file = { blob, name, size: blob.size, duration: NaN };
+  state.file = { blob, name, size: blob.size, duration: NaN, copy: !!copy };
   state.url = URL.createObjectURL(blob);
   $("file-name").textContent = name;
   $("file-size").textContent = formatBytes(blob.size);
   $("file-duration").textContent = "reading…";
   $("file-info").hidden = false;
+  $("copy-notice").hidden = !copy;
+  $("shrink").hidden = true;
+  $("shrink-status").textContent = "";
   const p = $("player");
   p.src = state.url;
   p.hidden = false;
-  const max = state.model && state.model.max_upload_mb;
-  if (max && blob.size > max * 1024 * 1024)
+  if (tooBig(blob.size)) {
+    const max = state.model.max_upload_mb;
     showError("The file is too large for this server.",
-              `It is ${formatBytes(blob.size)}; the server takes files of at most ${max} MiB.`);
+              `It is ${formatBytes(blob.size)}; the server takes files of at most ${max} MiB ` +
+              "(the server's --max-upload-mb option raises that).");
+    $("shrink").hidden = !!copy; // a copy over the limit: nothing smaller to offer
+  }
   updateButtons();
 }
+
+/* The page's 16 kHz mono 16-bit WAV of the chosen file, decoded by the
+ * browser: often well under the limit (a 48 kHz stereo WAV shrinks 6
+ * times); the transcript may differ slightly from the original's. */
+async function shrink() {
+  const f = state.file;
+  if (!f || state.busy) return;
+  const st = $("shrink-status");
+  $("shrink-button").disabled = true;
+  st.textContent = "Making a 16 kHz mono copy…";
+  try {
+    const ac = new AudioContext();
+    let decoded;
+    try {
+      decoded = await ac.decodeAudioData(await f.blob.arrayBuffer());
+    } finally {
+      ac.close();
+    }
+    const wav = await toWav16k(decoded);
+    if (tooBig(wav.size)) {
+      st.textContent = `Even a 16 kHz mono copy is ${formatBytes(wav.size)}: over the limit too.`;
+      return;
+    }
+    setFile(wav, baseName(f.name) + " (16 kHz mono).wav", true);
+  } catch (e) {
+    st.textContent = "The browser could not decode this file: " + String(e.message || e);
+  } finally {
+    $("shrink-button").disabled = false;
+  }
+}
+
+$("shrink-button").addEventListener("click", shrink);
 
 $("player").addEventListener("loadedmetadata", () => {
   const d = $("player").duration;
@@ -360,18 +430,19 @@ $("record").addEventListener("click", () => {
 
 function updateButtons() {
   $("file-input").disabled = state.busy;
-  const tooBig = state.file && state.model && state.model.max_upload_mb &&
-                 state.file.size > state.model.max_upload_mb * 1024 * 1024;
-  $("transcribe").disabled = !state.file || !state.model || state.busy || !!state.recorder || !!tooBig;
+  const big = state.file && tooBig(state.file.size);
+  $("transcribe").disabled = !state.file || !state.model || state.busy || !!state.recorder || !!big;
   $("record").disabled = state.busy;
+  $("shrink-button").disabled = state.busy;
 }
 
 function currentOptions() {
   const beams = parseInt($("beams").value, 10);
+  const most = (state.model && state.model.max_beams) || 64;
   return {
     language: $("language").value,
     punctuation: $("punctuation").checked ? "true" : "false",
-    num_beams: String(beams >= 1 && beams <= 64 ? beams : 1),
+    num_beams: String(beams >= 1 ? Math.min(beams, most) : 1),
   };
 }
 
@@ -387,17 +458,25 @@ function form(job, extra) {
   return f;
 }
 
-function setProgress(text) {
+/* fraction: of the audio done (0..1), or null while unknown. */
+function setProgress(text, fraction) {
   $("progress").hidden = text === null;
-  if (text !== null) $("progress-text").textContent = text;
+  if (text === null) return;
+  $("progress-text").textContent = text;
+  const bar = $("progress-bar");
+  if (typeof fraction === "number") {
+    bar.max = 1;
+    bar.value = fraction;
+  } else {
+    bar.removeAttribute("value"); // indeterminate
+  }
 }
 
 function resetResult() {
   const t = $("transcript");
   t.textContent = "";
   state.text = "";
-  state.verbose = null;
-  state.formats = {};
+  state.downloads = {};
   state.words = [];
   state.current = -1;
   $("stats").hidden = true;
@@ -448,11 +527,19 @@ async function transcribe() {
   state.job = job;
   updateButtons();
   const t0 = performance.now();
-  let segments = 0;
-  const elapsed = () => ((performance.now() - t0) / 1000).toFixed(1);
+  let segments = 0, done = null;
+  /* as the CLI shows it: "15% (26s of 2m55s), ETA 6s" */
   const status = () => {
-    const up = segments ? `${segments} segment${segments === 1 ? "" : "s"} so far` : "waiting for the first segment";
-    setProgress(`Transcribing… ${elapsed()} s, ${up}`);
+    const secs = (performance.now() - t0) / 1000;
+    if (!done || !(done.total_s > 0)) {
+      setProgress(`Transcribing… ${secs.toFixed(1)} s`, null);
+      return;
+    }
+    const f = Math.min(1, done.done_s / done.total_s);
+    const speed = done.done_s / Math.max(1e-3, done.at - t0) * 1000;
+    const eta = speed > 0 ? (done.total_s - done.done_s) / speed : 0;
+    setProgress(`Transcribing… ${Math.floor(f * 100)}% (${clockDuration(done.done_s)} of ` +
+                `${clockDuration(done.total_s)}), ETA ${clockDuration(eta)}`, f);
   };
   status();
   const timer = setInterval(status, 200);
@@ -464,7 +551,8 @@ async function transcribe() {
     const res = await call("v1/audio/transcriptions", {
       method: "POST",
       headers: headers(),
-      body: form(job, [["response_format", "json"], ["stream", "true"]]),
+      body: form(job, [["response_format", "json"], ["stream", "true"], ["progress", "true"],
+                       ["downloads", "txt,srt,vtt,json"]]),
     });
     let text = null;
     await readEvents(res, (ev) => {
@@ -476,9 +564,12 @@ async function transcribe() {
         $("transcript").appendChild(p);
         p.scrollIntoView({ block: "nearest" });
         segments++;
+      } else if (ev.type === "hviske.progress") {
+        done = { done_s: ev.done_s, total_s: ev.total_s, at: performance.now() };
         status();
       } else if (ev.type === "transcript.text.done") {
         text = ev.text;
+        state.downloads = ev.downloads || {};
       } else if (ev.type === "error") {
         const e = new Error((ev.error && ev.error.message) || "the transcription failed");
         e.status = 500;
@@ -491,16 +582,20 @@ async function transcribe() {
     const secs = (performance.now() - t0) / 1000;
     state.text = text;
     if (!text) showEmpty("No speech was found in this audio.");
-    const dur = job.file.duration;
+    let result = null;
+    try { result = JSON.parse(state.downloads.json || "null"); } catch (e) { /* none */ }
+    const dur = isFinite(job.file.duration) ? job.file.duration : result && result.duration;
+    if (isFinite(dur) && !isFinite(job.file.duration)) job.file.duration = dur;
     $("stats").textContent = isFinite(dur) && secs > 0
       ? `Transcribed ${formatDuration(dur)} of audio in ${secs.toFixed(1)} s: ` +
         `${(dur / secs).toFixed(1)}× real time.`
       : `Transcribed in ${secs.toFixed(1)} s.`;
     $("stats").hidden = false;
     $("actions").hidden = false;
+    if (text && result) renderWords(result);
+    /* after a long transcription the view is at its end: back to the start */
+    $("transcript").scrollTop = 0;
     document.body.dataset.done = "1";
-    clearInterval(timer);
-    if (text) await loadWords(run, job);
   } catch (e) {
     if (run === state.run) {
       if (!segments) showEmpty();
@@ -519,62 +614,44 @@ async function transcribe() {
 
 $("transcribe").addEventListener("click", transcribe);
 
-/* The words and their times (verbose_json), the transcript rebuilt from
- * them: a paragraph per segment, a span per word. */
-async function loadWords(run, job) {
-  setProgress("Finding each word's time…");
-  try {
-    const res = await call("v1/audio/transcriptions", {
-      method: "POST",
-      headers: headers(),
-      body: form(job, [["response_format", "verbose_json"], ["timestamp_granularities[]", "word"],
-                        ["timestamp_granularities[]", "segment"]]),
-    });
-    const body = await res.text();
-    if (run !== state.run) return;
-    const v = JSON.parse(body);
-    state.verbose = { body, json: v };
-    if (isFinite(v.duration) && !isFinite(job.file.duration)) job.file.duration = v.duration;
-    renderWords(v);
-  } catch (e) {
-    if (run !== state.run) return;
-    if (e.status === 401) return fail(e);
-    const [t, d] = explain(e);
-    showError("The words' times could not be loaded. " + t, d);
-  }
-}
-
-function renderWords(v) {
-  const words = Array.isArray(v.words) ? v.words : [];
-  const segs = Array.isArray(v.segments) ? v.segments : [];
-  if (!words.length) return;
+/* The transcript rebuilt from the CLI's JSON (the done event's
+ * downloads.json, --word-timestamps): a paragraph per segment, its start
+ * time first, a span per word. */
+function renderWords(r) {
+  const segs = Array.isArray(r.segments) ? r.segments : [];
+  if (!segs.some((g) => Array.isArray(g.words) && g.words.length)) return;
   const t = $("transcript");
   t.textContent = "";
   state.words = [];
-  let si = 0, p = null;
-  words.forEach((w, i) => {
-    while (si < segs.length && w.start >= segs[si].end && si + 1 < segs.length) si++;
-    if (!p || p.dataset.seg !== String(si)) {
-      p = document.createElement("p");
-      p.className = "segment";
-      p.dataset.seg = String(si);
-      t.appendChild(p);
-    } else {
+  for (const g of segs) {
+    const words = Array.isArray(g.words) ? g.words : [];
+    if (!words.length) continue;
+    const p = document.createElement("p");
+    p.className = "segment";
+    const at = document.createElement("span");
+    at.className = "seg-time";
+    at.textContent = formatDuration(g.start);
+    at.dataset.start = String(g.start);
+    at.title = "Play from here";
+    p.appendChild(at);
+    words.forEach((w) => {
       p.appendChild(document.createTextNode(" "));
-    }
-    const s = document.createElement("span");
-    s.className = "w";
-    s.textContent = w.word;
-    s.tabIndex = i === 0 ? 0 : -1;
-    s.dataset.start = String(w.start);
-    s.dataset.end = String(w.end);
-    s.dataset.i = String(i);
-    s.title = `${formatDuration(w.start)} – ${formatDuration(w.end)}`;
-    p.appendChild(s);
-    state.words.push({ el: s, start: w.start, end: w.end });
-  });
+      const i = state.words.length;
+      const s = document.createElement("span");
+      s.className = "w";
+      s.textContent = w.word;
+      s.tabIndex = i === 0 ? 0 : -1;
+      s.dataset.start = String(w.start);
+      s.dataset.end = String(w.end);
+      s.dataset.i = String(i);
+      s.title = `${formatDuration(w.start)} – ${formatDuration(w.end)}`;
+      p.appendChild(s);
+      state.words.push({ el: s, start: w.start, end: w.end });
+    });
+    t.appendChild(p);
+  }
   $("hint").hidden = false;
-  document.body.dataset.words = String(words.length);
+  document.body.dataset.words = String(state.words.length);
   highlight();
 }
 
@@ -629,6 +706,12 @@ function focusWord(i) {
 }
 
 $("transcript").addEventListener("click", (ev) => {
+  const at = ev.target.closest && ev.target.closest(".seg-time");
+  if (at) {
+    $("player").currentTime = parseFloat(at.dataset.start);
+    highlight();
+    return;
+  }
   const s = ev.target.closest && ev.target.closest(".w");
   if (!s) return;
   const i = parseInt(s.dataset.i, 10);
@@ -667,39 +750,20 @@ function save(body, name, type) {
   setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
-/* The CLI's --format txt: the transcript on one line. */
-function txt() { return state.text.replace(/[\r\n]/g, " ") + "\n"; }
+const TYPES = { txt: "text/plain;charset=utf-8", srt: "text/plain;charset=utf-8",
+                vtt: "text/vtt;charset=utf-8", json: "application/json" };
 
-async function download(fmt) {
+/* Every download is the done event's: the CLI's bytes for this file and
+ * these options, from the one transcription. */
+function download(fmt) {
   const job = state.job;
-  if (!job) return;
-  const name = baseName(job.file.name) + "." + fmt;
-  const st = $("action-status");
-  if (fmt === "txt") return save(txt(), name, "text/plain;charset=utf-8");
-  if (fmt === "json") {
-    if (!state.verbose) { st.textContent = "The words' times are not loaded yet."; return; }
-    return save(state.verbose.body, name, "application/json");
+  const body = state.downloads[fmt];
+  if (!job || typeof body !== "string") {
+    $("action-status").textContent = `No ${fmt.toUpperCase()} for this transcript.`;
+    return;
   }
-  if (!state.formats[fmt]) {
-    st.textContent = `Preparing ${fmt.toUpperCase()}…`;
-    const run = state.run;
-    try {
-      const res = await call("v1/audio/transcriptions", {
-        method: "POST",
-        headers: headers(),
-        body: form(job, [["response_format", fmt]]),
-      });
-      const body = await res.text();
-      if (run !== state.run || job !== state.job) return;
-      state.formats[fmt] = body;
-    } catch (e) {
-      st.textContent = "";
-      fail(e);
-      return;
-    }
-  }
-  st.textContent = `${fmt.toUpperCase()} saved.`;
-  save(state.formats[fmt], name, fmt === "vtt" ? "text/vtt;charset=utf-8" : "text/plain;charset=utf-8");
+  save(body, baseName(job.file.name) + "." + fmt, TYPES[fmt]);
+  $("action-status").textContent = `${fmt.toUpperCase()} saved.`;
 }
 
 for (const b of document.querySelectorAll("[data-format]"))
@@ -714,5 +778,15 @@ $("copy").addEventListener("click", async () => {
     st.textContent = "The browser did not allow copying; select the text instead.";
   }
 });
+
+/* On a touch screen the keys of the hint mean nothing: "tap", no keys
+ * (also found by the first touch, where the media query cannot tell). */
+function touchHint() {
+  document.body.dataset.touch = "1";
+  $("hint-action").textContent = "Tap";
+}
+if (window.matchMedia("(pointer: coarse)").matches) touchHint();
+window.addEventListener("pointerdown", (ev) => { if (ev.pointerType === "touch") touchHint(); },
+                        { passive: true });
 
 loadModel();

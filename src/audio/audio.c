@@ -385,8 +385,8 @@ static hv_status check_header(const SF_INFO *info, const char *path, double max_
                               size_t *max_frames, hv_error *e) {
     if (info->channels < 1)
         return hv_err(e, HV_ERR_FORMAT, "%s: %d channels", path, info->channels);
-    if (info->channels > HV_AUDIO_MAX_CHANNELS)
-        return hv_err(e, HV_ERR_LIMIT, "%s: %d channels (at most %d supported)", path,
+    if (info->channels > HV_AUDIO_MAX_CHANNELS) /* a valid file hviske does not read */
+        return hv_err(e, HV_ERR_UNSUPPORTED, "%s: %d channels (at most %d supported)", path,
                       info->channels, HV_AUDIO_MAX_CHANNELS);
     if (info->samplerate < HV_AUDIO_MIN_RATE || info->samplerate > HV_AUDIO_MAX_RATE)
         return hv_err(e, HV_ERR_FORMAT,

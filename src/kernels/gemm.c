@@ -177,20 +177,26 @@ static void gemm_task(void *arg, int task, int n_tasks) {
             const float *xblock = j->xp + (long)k0 * j->n_pad;
             for (int i0 = 0; i0 < j->n; i0 += MC) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
-                for (int r = r0; r < r1; r += NR) {
+                for (int r = r0; r < r1;) {
                     const float *wpanel = wp + (long)(r - r0) * kc;
+                    /* two whole panels at once where the table can */
+                    int two = j->k->gemm_tiles2 && r + 2 * NR <= r1;
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */
                     int full = r + NR <= r1 ? i1 / MR - i0 / MR : 0;
                     if (full > 0) {
-                        j->k->gemm_tiles(full, kc, xblock + (long)i * kc, wpanel,
-                                         c + (long)i * ldc + (r - r0), ldc, k0 > 0);
+                        (two ? j->k->gemm_tiles2
+                             : j->k->gemm_tiles)(full, kc, xblock + (long)i * kc, wpanel,
+                                                 c + (long)i * ldc + (r - r0), ldc, k0 > 0);
                         i += full * MR;
                     }
-                    for (; i < i1; i += MR)
-                        edge_tile(j, c + (long)i * ldc + (r - r0), ldc, kc, xblock + (long)i * kc,
-                                  wpanel, i, r1 - r, k0 > 0);
+                    for (int p = 0; p < 1 + two; p++)
+                        for (int e = i; e < i1; e += MR)
+                            edge_tile(j, c + (long)e * ldc + (r - r0) + p * NR, ldc, kc,
+                                      xblock + (long)e * kc, wpanel + (long)p * NR * kc, e,
+                                      r1 - r - p * NR, k0 > 0);
+                    r += (1 + two) * NR;
                 }
             }
         }

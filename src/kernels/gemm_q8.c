@@ -212,25 +212,37 @@ static void gemm_task(void *arg, int task, int n_tasks) {
             const float *dblock = j->xd + (long)k0 / BLK * j->n_pad;
             for (int i0 = 0; i0 < j->n; i0 += MC) {
                 int i1 = i0 + MC < j->n ? i0 + MC : j->n;
-                for (int r = r0; r < r1; r += NR) {
+                for (int r = r0; r < r1;) {
                     const uint8_t *wpanel = wp + (size_t)(r - r0) / NR * panel_bytes;
                     float *y = j->o.out[m].y, pad[NR];
+                    /* two whole panels at once where the table can */
+                    int two = j->k->gemm_tiles_q8_2 && r + 2 * NR <= r1;
                     const float *bias = last ? panel_bias(j->o.out[m].bias, r, r1, pad) : NULL;
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */
                     int full = r + NR <= r1 ? i1 / MR - i0 / MR : 0;
-                    if (full > 0) {
-                        const float *wd = (const float *)(wpanel + (size_t)kc * NR);
+                    const float *wd = (const float *)(wpanel + (size_t)kc * NR);
+                    const int32_t *wc = (const int32_t *)(wd + nbk * NR);
+                    if (full > 0 && two)
+                        j->k->gemm_tiles_q8_2(full, nbk, xblock + (long)i * kc,
+                                              dblock + (long)i * nbk, (const int8_t *)wpanel, wd,
+                                              wc, (long)panel_bytes, y + (long)i * W->rows + r,
+                                              W->rows, k0 > 0, bias);
+                    else if (full > 0)
                         j->k->gemm_tiles_q8(full, nbk, xblock + (long)i * kc,
-                                            dblock + (long)i * nbk, (const int8_t *)wpanel, wd,
-                                            (const int32_t *)(wd + nbk * NR),
+                                            dblock + (long)i * nbk, (const int8_t *)wpanel, wd, wc,
                                             y + (long)i * W->rows + r, W->rows, k0 > 0, bias);
-                        i += full * MR;
+                    if (full > 0) i += full * MR;
+                    for (int p = 0; p < 1 + two; p++) {
+                        int rp = r + p * NR;
+                        const float *pb = last ? panel_bias(j->o.out[m].bias, rp, r1, pad) : NULL;
+                        for (int e = i; e < i1; e += MR)
+                            edge_tile(j, W->rows, y, nbk, xblock + (long)e * kc,
+                                      dblock + (long)e * nbk, wpanel + (size_t)p * panel_bytes, e,
+                                      rp, r1, k0 > 0, pb);
                     }
-                    for (; i < i1; i += MR)
-                        edge_tile(j, W->rows, y, nbk, xblock + (long)i * kc, dblock + (long)i * nbk,
-                                  wpanel, i, r, r1, k0 > 0, bias);
+                    r += (1 + two) * NR;
                 }
                 if (last) hv_gemm_outs_finish(&j->o, m, i0, i1, r0, r1);
             }

@@ -1,6 +1,6 @@
 /* Matrix products: the f32 path through OpenBLAS, conversions to the
  * reduced-precision weight types, and the driver that runs their kernels
- * (matmul_scalar.c, matmul_avx2.c) over the thread pool.
+ * (matmul_scalar.c, x86/matmul_*.c) over the thread pool.
  *
  * Threads come from our own pool and OpenBLAS itself runs single-threaded,
  * so that its threads never compete with ours and concurrent contexts stay
@@ -15,14 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu.h"
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/onednn.h"
 #include "kernels/ops.h"
-
-#ifdef HV_MM_HAVE_AVX2
-#include <cpuid.h>
-#endif
 
 /* Provided by OpenBLAS; declared here since cblas.h variants differ. */
 void openblas_set_num_threads(int num_threads);
@@ -372,20 +369,31 @@ void hv_mat_row_f32(const hv_mat *m, int row, float *dst) {
 
 /* ------------------------------------------------------ kernel choice */
 
+/* The tables, best first, with the features each needs (cpu.h). */
+static int tables_for(unsigned cpu, const hv_mm_kernels **out, int max) {
+    int n = 0;
+#ifdef HV_MM_HAVE_AVX2
+    if ((cpu & HV_CPU_AVX512_VNNI) && n < max) out[n++] = hv_mm_avx512(1);
+    if ((cpu & HV_CPU_AVX512) && n < max) out[n++] = hv_mm_avx512(0);
+    if ((cpu & HV_CPU_AVX_VNNI) && n < max) out[n++] = hv_mm_avx_vnni();
+    if ((cpu & HV_CPU_AVX2) && n < max) out[n++] = &hv_mm_avx2;
+#endif
+    (void)cpu;
+    if (n < max) out[n++] = &hv_mm_scalar;
+    return n;
+}
+
+int hv_mm_tables(const hv_mm_kernels **out, int max) {
+    return tables_for(hv_cpu_features(), out, max);
+}
+
 static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
 static const hv_mm_kernels *simd_kernels;
 
-/* AVX2 and FMA through the compiler's builtin (which also checks that the
- * OS saves the AVX registers); F16C from CPUID leaf 1, ECX bit 29, since
- * older clang does not know "f16c" as a feature name. */
 static void detect_simd(void) {
-#ifdef HV_MM_HAVE_AVX2
-    unsigned a, b, c, d;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1))
-        simd_kernels = &hv_mm_avx2;
-#endif
+    const hv_mm_kernels *best[1];
+    hv_mm_tables(best, 1);
+    simd_kernels = best[0] == &hv_mm_scalar ? NULL : best[0];
 }
 
 const hv_mm_kernels *hv_mm_simd(void) {

@@ -36,6 +36,8 @@
  *   fma(q[k+j], r[k+j], a[j]); then the same sum of lanes, then s = fma(q[k],
  *   r[k], s) for the tail; the score is scale * s. hv_attn_context: out[j] =
  *   fma(p[i], v[i][j], out[j]) for the rows i in order, from 0 or from out.
+ * Small products (sgemm_nn, the encoder's attention): c[i][j] = the fma
+ *   chain over t in order of a[i][t] * b[t][j], from 0.
  * Products are fused explicitly (fmaf, _mm256_fmadd_ps) on both sides, so
  * the compiler's contraction setting cannot make them differ. */
 #ifndef HV_MATMUL_IMPL_H
@@ -164,6 +166,13 @@ typedef struct hv_mm_kernels {
      * call per tile was 1% of the encoder's samples.) */
     void (*gemm_tiles)(int count, int kc, const float *a, const float *b, float *c, long ldc,
                        int accumulate);
+    /* The same over two adjacent weight panels, b and b + kc * HV_GEMM_NR
+     * (2 x HV_GEMM_NR weight rows; outputs c[i * ldc + j], j < 2 *
+     * HV_GEMM_NR): the bits of gemm_tiles on each panel. NULL in tables
+     * whose registers hold one panel's tile (the driver then calls
+     * gemm_tiles per panel). */
+    void (*gemm_tiles2)(int count, int kc, const float *a, const float *b, float *c, long ldc,
+                        int accumulate);
     /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc,
      * over 32-bit words moved bit for bit: HV_GEMM_NR rows into one packed
      * panel, of widened f32 weights (the packed GEMM) or of 4 weight bytes
@@ -190,6 +199,14 @@ typedef struct hv_mm_kernels {
     void (*gemm_tiles_q8)(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
                           const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
                           const float *bias);
+    /* The same over two adjacent weight panels, the second `panel` bytes
+     * after the first (its b, bd and bc each that far from the first's),
+     * outputs j < 2 * HV_GEMM_NR, bias (if not NULL) 2 * HV_GEMM_NR
+     * values: the bits of gemm_tiles_q8 on each panel. NULL where a table
+     * has none. */
+    void (*gemm_tiles_q8_2)(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                            const float *bd, const int32_t *bc, long panel, float *c, long ldc,
+                            int accumulate, const float *bias);
     /* The int8 GEMM's per-block terms of one x8 group of 8 weight rows,
      * its values already in a panel: scale[j] = the f16 scale d[j]
      * widened, and offset[j] = 64 x the sum of row j's 32 values, which lie
@@ -222,6 +239,18 @@ typedef struct hv_mm_kernels {
     void (*attn_context_f16)(float *out, const float *p, const uint16_t *v, long ld, int n, int len,
                              int accumulate);
     void (*narrow_f16)(uint16_t *dst, const float *src, long count);
+    /* A small single-threaded row-major product, the encoder attention's
+     * (one head's scores and context): c[i * ldc + j] = the fma chain
+     * over t < k, in order from 0, of a[i * lda + t] * b[t * ldb + j],
+     * for i < m, j < n (c overwritten; nothing else written). */
+    void (*sgemm_nn)(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
+                     float *c, long ldc);
+    /* The arithmetic rate the table's GEMM micro-kernels can reach, for
+     * hviske-bench --peak: steps rounds of their instructions on
+     * registers alone (f32 FMAs at the table's vector width, int8 = 0; or
+     * the int8 GEMM's, int8 = 1), with enough independent chains to fill
+     * the units; returns the multiply-accumulates done. */
+    double (*peak_macs)(long steps, int int8);
 } hv_mm_kernels;
 
 /* Fills a (allocated by the caller for n x cols; s too unless NULL) from
@@ -244,7 +273,7 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
         .attn_scores = attn_scores, .attn_context = attn_context,                                  \
         .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
-        .narrow_f16 = narrow_f16                                                                   \
+        .narrow_f16 = narrow_f16, .sgemm_nn = sgemm_nn, .peak_macs = peak_macs                     \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2
@@ -266,12 +295,24 @@ extern const hv_mm_kernels hv_mm_scalar;
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define HV_MM_HAVE_AVX2 1
-/* Compiled with target("avx2,fma,f16c"): call only when the CPU has them. */
+/* The x86 tables (src/kernels/x86/), each the one below it with some
+ * kernels replaced, compiled with target attributes: call them only on a
+ * CPU with their features (hv_mm_tables picks them by hv_cpu_features).
+ * AVX2 + FMA + F16C: */
 extern const hv_mm_kernels hv_mm_avx2;
+/* AVX2 with AVX-VNNI's vpdpbusd in the int8 GEMM: */
+const hv_mm_kernels *hv_mm_avx_vnni(void);
+/* AVX-512 F/BW/DQ/VL (vnni = 0), and with AVX512-VNNI (vnni = 1): */
+const hv_mm_kernels *hv_mm_avx512(int vnni);
 #endif
 
-/* AVX2 + FMA + F16C, or NULL when not compiled in (not x86) or the CPU
- * lacks one of them. Detected once. */
+/* Every kernel table this CPU runs (hv_cpu_features: HVISKE_MAX_ISA caps
+ * it), best first, the portable one last: up to max into out; returns how
+ * many there are. The tests run each against the portable one. */
+int hv_mm_tables(const hv_mm_kernels **out, int max);
+
+/* The best table this CPU runs other than the portable one, or NULL (not
+ * x86, or no AVX2 + FMA + F16C, or capped to portable). Chosen once. */
 const hv_mm_kernels *hv_mm_simd(void);
 
 /* The kernels hv_linear uses: hv_mm_simd() when not NULL, else scalar. */

@@ -378,4 +378,29 @@ static void narrow_f16(uint16_t *dst, const float *src, long count) {
     for (long i = 0; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
+static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
+                     float *c, long ldc) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float s = 0.0f;
+            for (int t = 0; t < k; t++) s = fmaf(a[i * lda + t], b[t * ldb + j], s);
+            c[i * ldc + j] = s;
+        }
+}
+
+/* The probe (see the table): 8 independent fmaf chains (int8 alike: the
+ * portable int8 tiles are integer loops the compiler vectorises as it
+ * can, no instruction of their own to measure). */
+static double peak_macs(long steps, int int8) {
+    (void)int8;
+    volatile float seed = 1e-3f;
+    float w = seed, c[8] = {0};
+    for (long n = 0; n < steps; n++)
+        for (int i = 0; i < 8; i++) c[i] = fmaf(w, w, c[i]);
+    float s = 0;
+    for (int i = 0; i < 8; i++) s += c[i];
+    seed = s;
+    return steps * 8.0;
+}
+
 const hv_mm_kernels hv_mm_scalar = HV_MM_KERNEL_TABLE("scalar");

@@ -126,7 +126,29 @@ struct hv_onednn {
 
 int hv_onednn_compiled(void) { return 1; }
 
+/* HVISKE_MAX_ISA caps oneDNN too (before its first primitive), unless
+ * ONEDNN_MAX_CPU_ISA is set: one cap holds every kernel of the process to
+ * the level a test or a comparison asks for. */
+static pthread_once_t cap_once = PTHREAD_ONCE_INIT;
+static void cap_isa(void) {
+    static const struct {
+        const char *level;
+        dnnl_cpu_isa_t isa;
+    } map[] = {{"portable", dnnl_cpu_isa_sse41},
+               {"avx2", dnnl_cpu_isa_avx2},
+               {"avx_vnni", dnnl_cpu_isa_avx2_vnni},
+               {"avx512", dnnl_cpu_isa_avx512_core},
+               {"avx512_vnni", dnnl_cpu_isa_avx512_core_vnni},
+               {"avx512_bf16", dnnl_cpu_isa_avx512_core_bf16},
+               {"amx", dnnl_cpu_isa_all}};
+    const char *cap = getenv("HVISKE_MAX_ISA"), *own = getenv("ONEDNN_MAX_CPU_ISA");
+    if (!cap || !*cap || (own && *own)) return;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(cap, map[i].level)) dnnl_set_max_cpu_isa(map[i].isa);
+}
+
 int hv_onednn_native_bf16(void) {
+    pthread_once(&cap_once, cap_isa);
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
@@ -142,6 +164,7 @@ static void ctx_free(dnn_ctx *c) {
 }
 
 hv_onednn *hv_onednn_new(int bf16) {
+    pthread_once(&cap_once, cap_isa);
     hv_onednn *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->bf16 = bf16 != 0;

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "kernels/half.h"
-#include "kernels/matmul_impl.h" /* hv_mm_simd: the CPU check */
+#include "kernels/cpu.h"
+#include "kernels/matmul_impl.h"
 
 #ifdef HV_MM_HAVE_AVX2
 #include <immintrin.h>
@@ -361,20 +362,11 @@ TARGET512 static long bf16_bits_avx512(uint16_t *y, const float *x, long n) {
 
 /* ------------------------------------------------------------ levels */
 
-static pthread_once_t level_once = PTHREAD_ONCE_INIT;
-static int best_level;
-
-/* AVX-512F on top of the matrix kernels' AVX2, FMA and F16C; the builtin
- * also checks that the OS saves the 512-bit registers. */
-static void detect_level(void) {
-#ifdef HV_MM_HAVE_AVX2
-    if (hv_mm_simd()) best_level = __builtin_cpu_supports("avx512f") ? HV_OPS_AVX512 : HV_OPS_AVX2;
-#endif
-}
-
+/* The CPU's features (cpu.h; HVISKE_MAX_ISA caps them): AVX-512 on top
+ * of the matrix kernels' AVX2, FMA and F16C. */
 int hv_ops_level(void) {
-    pthread_once(&level_once, detect_level);
-    return best_level;
+    unsigned f = hv_cpu_features();
+    return f & HV_CPU_AVX512 ? HV_OPS_AVX512 : f & HV_CPU_AVX2 ? HV_OPS_AVX2 : HV_OPS_PORTABLE;
 }
 
 const char *hv_ops_level_name(int level) {

@@ -331,7 +331,7 @@ def fleet(tmp, nginx_bin, sanitized_hint):
         base_b = counts(scrape_settled(b.port))
         body, ctype = multipart([], audios[0])
         held = socket.create_connection(("127.0.0.1", b.port), timeout=120)
-        held.sendall((f"POST {T} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        held.sendall((f"POST {T} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
                       f"X-Request-Id: held\r\nContent-Length: {len(body)}\r\n\r\n")
                      .encode() + body[:1000])
         report("an upload of our own begun on replica B",
@@ -458,9 +458,14 @@ def fleet(tmp, nginx_bin, sanitized_hint):
             ngx.stop()
 
 
-def main():
-    nginx_bin = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access(
+def nginx_binary():
+    """Debian's nginx (in /usr/sbin, which may not be on PATH), or None."""
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.access(
         "/usr/sbin/nginx", os.X_OK) else None)
+
+
+def main():
+    nginx_bin = nginx_binary()
     if not nginx_bin:
         skip_or_fail("the fleet behind nginx", "nginx is not installed")
         return finish()

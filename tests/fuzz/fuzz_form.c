@@ -1,19 +1,19 @@
-/* libFuzzer target: the server's multipart field layer (server/server_form.c).
+/* libFuzzer target: the server's multipart form (server/server_form.c,
+ * server/server_multipart.c).
  *
  * The first byte chooses what to fuzz:
- *   even: srv_form_add as libmicrohttpd's post processor calls it, then
- *         srv_form_params. The rest is a list of calls, each 3 bytes and
- *         data: a field name (byte % the names below, known or not), flags
- *         (bit 0: a delimiter came first, so form.seq moves; bit 1: the
- *         call continues the part at its offset, else offset 0), a length,
- *         and that many data bytes.
- *   odd:  srv_delim: a Content-Type up to the first NUL, then a body fed
- *         to srv_delim_scan in pieces of the sizes the next bytes give;
- *         the delimiters found must be those a plain search finds (abort
- *         otherwise).
+ *   even: the form's fields as the multipart parser hands them over,
+ *         then srv_form_params. The rest is a list of calls, each 3
+ *         bytes and data: a field name (byte % the names below, known or
+ *         not), bit 0 of a flag byte (set: srv_form_begin of that name
+ *         first), a length, and that many bytes for srv_form_data.
+ *   odd:  a whole body: a Content-Type up to the first NUL, a byte
+ *         choosing the size of the pieces, then the body, parsed once in
+ *         pieces of that size and once whole. The two forms must be the
+ *         same (the error, each field, the file): a parse that depends on
+ *         where the reads split aborts. Then srv_form_params.
  * srv_form_params needs a model for its languages: $HV_FUZZ_MODEL (the
  * Makefile's `fuzz` target passes a fixture model). */
-#define _GNU_SOURCE /* memmem */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,7 @@
 
 #include "hviske.h"
 #include "server_form.h"
+#include "server_multipart.h"
 
 static hv_model *model;
 static hv_transcribe_params base;
@@ -58,90 +59,104 @@ static const char *const NAMES[] = {"file",
                                     "timestamp_granularities[]",
                                     "timestamp_granularities",
                                     "chunking_strategy",
+                                    "progress",
+                                    "downloads",
+                                    "beam_size",
+                                    "offset_t",
+                                    "duration",
+                                    "translate",
+                                    "best_of",
+                                    "temperature_inc",
+                                    "include[]",
                                     "colour",
                                     "",
                                     "file\x01"};
 enum { N_NAMES = sizeof NAMES / sizeof *NAMES };
 
+/* srv_form_params on a form without error: a refusal is a 4xx (or 500:
+ * out of memory). */
+static void params(const srv_form *f) {
+    if (f->err.status) return;
+    srv_params p;
+    srv_error e = {0};
+    if (srv_form_params(f, model, &base, &p, &e) != 0 && (e.status < 400 || e.status > 500))
+        abort();
+}
+
 static void fuzz_fields(const uint8_t *d, size_t n) {
     srv_form f;
     srv_form_init(&f, 4096);
-    uint64_t off = 0;
-    int last = -1;
+    f.whisper = n > 0 && (d[0] & 0x80); /* POST /inference's fields too */
     while (n >= 3 && !f.err.status) {
-        int k = d[0] % N_NAMES, flags = d[1];
+        int k = d[0] % N_NAMES, begin = d[1] & 1;
         size_t len = d[2];
         d += 3;
         n -= 3;
         if (len > n) len = n;
-        if (flags & 1) f.seq++;
-        if (!(flags & 2) || k != last) off = 0;
-        const char *fn = k == 0 ? "a.wav" : NULL;
-        if (srv_form_add(&f, NAMES[k], fn, (const char *)d, off, len) != 0) break;
-        off += len;
-        last = k;
+        if (begin && srv_form_begin(&f, NAMES[k], k == 0 ? "a.wav" : NULL) != 0) break;
+        if (srv_form_data(&f, (const char *)d, len) != 0) break;
         d += len;
         n -= len;
     }
-    if (!f.err.status) {
-        srv_params p;
-        srv_error e = {0};
-        if (srv_form_params(&f, model, &base, &p, &e) != 0 && (e.status < 400 || e.status > 500))
-            abort(); /* a refusal is a 4xx (or 500: out of memory) */
-    }
+    params(&f);
     srv_form_free(&f);
 }
 
-static void fuzz_delim(const uint8_t *d, size_t n) {
+/* Parses body into f in pieces of `piece` bytes (0: whole). */
+static void parse(srv_form *f, const char *ct, const uint8_t *body, size_t n, size_t piece) {
+    srv_error e = {0};
+    srv_form_init(f, 4096);
+    srv_multipart *m = srv_multipart_new(ct, f, &e);
+    if (!m) {
+        f->err = e;
+        return;
+    }
+    for (size_t at = 0; at < n;) {
+        size_t take = piece && n - at > piece ? piece : n - at;
+        if (srv_multipart_feed(m, (const char *)body + at, take) != 0) break;
+        at += take;
+    }
+    srv_multipart_finish(m);
+    srv_multipart_free(m);
+}
+
+static int same(const srv_form *a, const srv_form *b) {
+    if (a->err.status != b->err.status || strcmp(a->err.message, b->err.message) != 0) return 0;
+    if (a->err.status) return 1; /* the fields before an error may differ in length */
+    if (a->have_file != b->have_file || a->file_len != b->file_len ||
+        (a->file_len && memcmp(a->file, b->file, a->file_len) != 0) || a->n_parts != b->n_parts)
+        return 0;
+    for (int i = 0; i < SRV_N_FIELDS; i++)
+        if (!a->value[i] != !b->value[i] ||
+            (a->value[i] &&
+             (a->len[i] != b->len[i] || memcmp(a->value[i], b->value[i], a->len[i]) != 0)))
+            return 0;
+    return 1;
+}
+
+static void fuzz_body(const uint8_t *d, size_t n) {
     const uint8_t *nul = memchr(d, 0, n);
-    if (!nul) return;
+    if (!nul || (size_t)(nul - d) + 2 > n) return;
     char ct[256];
     size_t cl = (size_t)(nul - d) < sizeof ct - 1 ? (size_t)(nul - d) : sizeof ct - 1;
     memcpy(ct, d, cl);
     ct[cl] = '\0';
-    n -= (size_t)(nul - d) + 1;
-    d = nul + 1;
-    if (n < 1) return;
-    size_t piece = d[0] % 16 + 1; /* the body arrives in pieces of this size */
-    d++;
-    n--;
-    srv_delim dl;
-    int have = srv_delim_init(&dl, ct) == 0;
-    /* the delimiters ends a plain search finds in "\r\n" + body */
-    char *hay = malloc(n + 2);
-    if (!hay) return;
-    memcpy(hay, "\r\n", 2);
-    memcpy(hay + 2, d, n);
-    size_t want = 0, got = 0;
-    if (have) {
-        size_t pos = 0;
-        for (;;) {
-            const char *m = memmem(hay + pos, n + 2 - pos, dl.pat, dl.n);
-            if (!m) break;
-            want++;
-            pos = (size_t)(m - hay) + 1;
-        }
-    }
-    size_t at = 0;
-    while (at < n) {
-        size_t take = n - at < piece ? n - at : piece;
-        while (take > 0) {
-            int found;
-            size_t k = srv_delim_scan(&dl, (const char *)d + at, take, &found);
-            if (k == 0 || k > take) abort();
-            got += (size_t)found;
-            at += k;
-            take -= k;
-        }
-    }
-    free(hay);
-    if (got != want) abort();
+    size_t piece = nul[1] % 16 + 1;
+    const uint8_t *body = nul + 2;
+    size_t bn = n - (size_t)(nul - d) - 2;
+    srv_form whole, pieces;
+    parse(&whole, ct, body, bn, 0);
+    parse(&pieces, ct, body, bn, piece);
+    if (!same(&whole, &pieces)) abort();
+    params(&whole);
+    srv_form_free(&whole);
+    srv_form_free(&pieces);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     if (data[0] & 1)
-        fuzz_delim(data + 1, size - 1);
+        fuzz_body(data + 1, size - 1);
     else
         fuzz_fields(data + 1, size - 1);
     return 0;

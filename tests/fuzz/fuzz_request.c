@@ -7,7 +7,7 @@
  * listening socket: each input is the bytes a client sends on one
  * connection (MHD_add_connection of one end of a socket pair). The client
  * sends them all, half-closes and reads until the server closes, so
- * everything runs: header checks and refusals, the post processor and the
+ * everything runs: header checks and refusals, the multipart parser and the
  * form fields, the queue, the worker's decoding and transcription of the
  * uploaded audio, the response formats. Small limits (1 MiB uploads, 5 s
  * of audio) keep each run short. */

@@ -4,8 +4,8 @@ tests/fuzz/corpus/<target>/ (small files; run from anywhere, rewrites them
 the same way every time):
 
   json     JSON form fields and file names (fuzz_json.c)
-  form     calls of srv_form_add (fuzz_form.c's encoding) and srv_delim
-           inputs
+  form     calls of srv_form_begin and srv_form_data (fuzz_form.c's
+           encoding), and whole multipart bodies with their Content-Type
   request  HTTP requests to hviske-server: health, models, transcriptions
            with a 0.2 s WAV in every response format, a chunked upload,
            refusals, pipelined requests
@@ -25,7 +25,7 @@ OUT = os.path.join(HERE, "corpus")
 NAMES = ["file", "model", "language", "prompt", "response_format",
          "temperature", "punctuation", "num_beams", "length_penalty", "top_k",
          "top_p", "seed", "max_tokens", "stream", "timestamp_granularities[]",
-         "timestamp_granularities", "chunking_strategy", "colour", "",
+         "timestamp_granularities", "chunking_strategy", "include[]", "colour", "",
          "file\x01"]
 
 
@@ -42,11 +42,10 @@ def wav(seconds, rate=16000, channels=1):
 
 
 def form_calls(calls):
-    """fuzz_form's even mode: (name, data, new_delimiter, continues)."""
+    """fuzz_form's even mode: (name, data, begins a part)."""
     out = bytearray([0])
-    for name, data, delim, cont in calls:
-        out += bytes([NAMES.index(name), (1 if delim else 0) | (2 if cont else 0),
-                      len(data)]) + data
+    for name, data, begin in calls:
+        out += bytes([NAMES.index(name), 1 if begin else 0, len(data)]) + data
     return bytes(out)
 
 
@@ -62,7 +61,7 @@ def multipart(fields, audio, boundary="hvseed"):
 
 def post(fields, audio, key=True, extra=""):
     body = multipart(fields, audio)
-    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"{'Authorization: Bearer k' + chr(13) + chr(10) if key else ''}"
             f"Content-Type: multipart/form-data; boundary=hvseed\r\n"
             f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
@@ -78,36 +77,40 @@ def write(target, name, data):
 def main():
     short = wav(0.2)
     write("form", "fields", form_calls([
-        ("model", b"", True, False), ("model", b"hviske", False, False),
-        ("language", b"da", True, False),
-        ("response_format", b"verbose_json", True, False),
-        ("timestamp_granularities[]", b"word", True, False),
-        ("timestamp_granularities[]", b"segment", True, False),
-        ("temperature", b"0.5", True, False), ("seed", b"42", True, False),
-        ("file", short[:200], True, False), ("file", short[200:400], False, True)]))
+        ("model", b"", True), ("model", b"hviske", False),
+        ("language", b"da", True),
+        ("response_format", b"verbose_json", True),
+        ("timestamp_granularities[]", b"word", True),
+        ("timestamp_granularities[]", b"segment", True),
+        ("temperature", b"0.5", True), ("seed", b"42", True),
+        ("file", short[:200], True), ("file", short[200:400], False)]))
     write("form", "beams", form_calls([
-        ("num_beams", b"4", True, False), ("length_penalty", b"1.5", True, False),
-        ("punctuation", b"false", True, False), ("max_tokens", b"20", True, False),
-        ("stream", b"false", True, False), ("file", b"RIFF", True, False)]))
+        ("num_beams", b"4", True), ("length_penalty", b"1.5", True),
+        ("punctuation", b"false", True), ("max_tokens", b"20", True),
+        ("stream", b"false", True), ("file", b"RIFF", True)]))
     write("form", "chunking", form_calls([
         ("chunking_strategy",
          b'{"type":"server_vad","threshold":0.4,"silence_duration_ms":300}',
-         True, False), ("top_k", b"5", True, False), ("top_p", b"0.9", True, False),
-        ("file", b"x", True, False)]))
+         True), ("top_k", b"5", True), ("top_p", b"0.9", True),
+        ("file", b"x", True)]))
     write("form", "empty_repeat", form_calls([
-        ("temperature", b"", True, False), ("temperature", b"0", True, False),
-        ("file", b"x", True, False)]))
-    write("form", "delim", b"\x01multipart/form-data; boundary=hvseed\x00\x05"
+        ("temperature", b"", True), ("temperature", b"0", True),
+        ("file", b"x", True)]))
+    write("form", "body", b"\x01multipart/form-data; boundary=hvseed\x00\x05"
           + multipart([("model", "m"), ("language", "")], b"RIFF...."))
-    write("form", "delim_quoted", b"\x01multipart/form-data; boundary=\"a b\"\x00\x01"
-          + multipart([("x", "--a b")], None, boundary="a b"))
+    write("form", "body_quoted", b"\x01multipart/form-data; charset=utf-8; "
+          b"Boundary=\"a b\"\x00\x01" + multipart([("x", "--a b")], None, boundary="a b"))
+    write("form", "body_framing", b"\x01multipart/form-data; boundary=q\x00\x02"
+          b"preamble\r\n--q \t\r\ncontent-disposition: form-data; name=prompt\r\n\r\n"
+          b"--q\r\nContent-Disposition: form-data; name=\"file\"\r\n"
+          b"Content-Transfer-Encoding: binary\r\n\r\nRIFF\r\n--q-\r\n--q--\r\nepilogue")
 
-    write("request", "health", b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    write("request", "health", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     write("request", "models",
-          b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
+          b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n\r\n")
     write("request", "pipelined",
-          b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
-          b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n")
+          b"HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+          b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n\r\n")
     for fmt in ("json", "text", "srt", "vtt"):
         write("request", f"post_{fmt}",
               post([("model", "hviske"), ("response_format", fmt)], short))
@@ -121,12 +124,12 @@ def main():
     chunked = b"".join(b"%x\r\n" % len(body[i:i + 500]) + body[i:i + 500] + b"\r\n"
                        for i in range(0, len(body), 500)) + b"0\r\n\r\n"
     write("request", "post_chunked", (
-        b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+        b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Authorization: Bearer k\r\n"
         b"Content-Type: multipart/form-data; boundary=hvseed\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n") + chunked)
     write("request", "post_wrong_type",
-          b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+          b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
           b"Authorization: Bearer k\r\nContent-Type: text/plain\r\n"
           b"Content-Length: 3\r\n\r\nabc")
 

@@ -61,6 +61,17 @@ def elementwise_expected():
     return "avx512" if "avx512f" in flags else "avx2"
 
 
+def table_expected():
+    """The matrix kernels' table this CPU should run (src/kernels/cpu.c's
+    rules, from the flags the kernel lists)."""
+    flags = cpu_flags()
+    if not {"avx2", "fma", "f16c"} <= flags:
+        return "scalar"
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        return "avx512_vnni" if "avx512_vnni" in flags else "avx512"
+    return "avx_vnni" if "avx_vnni" in flags else "avx2"
+
+
 def main():
     p = bench("--runs", "3", "--warmup", "0", "--max-tokens", "4", "--peak", "--bandwidth",
               "--json", EXAMPLE)
@@ -91,6 +102,14 @@ def main():
            f.get("gemm_peak_gflops", 0) > 0 and f.get("encoder_gemm_share", 0) > 0
            and bool(gruns) and ordered(gruns) and gruns["median"] == f["encoder_gemm_share"],
            str({k: f.get(k) for k in ("gemm_peak_gflops", "encoder_gemm_share")}))
+    iruns = f.get("encoder_isa_share_runs", {})
+    want_probe = table_expected() + " f32 fma"
+    report("--peak: the kernel table's own f32 peak and the encoder's share of it",
+           f.get("isa_probe") == want_probe and f.get("isa_peak_gflops", 0) > 0
+           and f.get("encoder_isa_share", 0) > 0 and bool(iruns) and ordered(iruns)
+           and iruns["median"] == f["encoder_isa_share"],
+           f"want {want_probe}: " + str({k: f.get(k) for k in ("isa_probe", "isa_peak_gflops",
+                                                               "encoder_isa_share")}))
     truns = f.get("encoder_tile_share_runs", {})
     if cpu_has_amx_bf16():
         report("--peak on a CPU with AMX-BF16: the tile unit's rate and the encoder's share",
@@ -103,9 +122,8 @@ def main():
                "AMX" in f.get("tile_probe", "") and "tile_peak_gflops" not in f
                and not truns, str({k: f.get(k) for k in ("tile_probe", "tile_peak_gflops")}))
     # the test environment sets HVISKE_COMPUTE=f32, which auto takes
-    report("--json: the compute mode and the kernels that ran",
-           out.get("compute") == "f32" and (out.get("gemm", "").startswith("ours ")
-                                             or out.get("gemm", "").startswith("onednn ")),
+    report("--json: the compute mode and the kernels that ran (the table /proc/cpuinfo implies)",
+           out.get("compute") == "f32" and out.get("gemm", "") == "ours " + table_expected(),
            str({k: out.get(k) for k in ("compute", "gemm")}))
     report("--json: the element-wise passes' instruction set, as /proc/cpuinfo has it",
            out.get("elementwise") == elementwise_expected(),

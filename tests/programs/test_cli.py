@@ -259,7 +259,13 @@ def test_usage(model, wav):
     check("--version", r, r.rc == 0 and version and version in r.out,
           f"expected exit 0 and {version!r} on stdout")
 
-    expect_usage_error("no arguments", [])
+    r = Run([])
+    check("no arguments: the usage on stderr, exit 2", r,
+          r.rc == 2 and r.out == "" and r.err.startswith("Usage: hviske -m MODEL_DIR") and
+          "--format" in r.err, "expected exit 2 and the usage on stderr")
+    r = Run(["--fromat", "srt", "-m", model, wav])
+    check("a typo: the nearest option suggested", r,
+          r.rc == 2 and r.out == "" and "did you mean --format?" in r.err, "")
     expect_usage_error("missing -m", [wav])
     expect_usage_error("-m without files", ["-m", model])
     expect_usage_error("-m without argument", ["-m"])

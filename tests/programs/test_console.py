@@ -17,83 +17,27 @@ missing from the rebuilt screen.
   * --progress with stderr a file: one line per chunk in the documented
     form, the last at 100%; without it nothing is written there;
   * several inputs, one missing: every txt line starts with its input's
-    name, the failure is on stderr and the run exits 1.
+    name, the failure is on stderr and the run exits 1;
+  * whisper-cli's -nt: the plain transcript on a terminal; with several
+    inputs the progress line says "file 1 of 2"; every output file
+    written is named ("hviske: wrote FILE"), but with -q or -np; Ctrl-C
+    while the progress line is shown erases it.
 """
 import os
-import pty
 import re
-import select
+import signal
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import (CLI, DEMO_MODEL, EXAMPLE, TIMEOUT, Run, finish, report,  # noqa: E402
-                    sentences_wav)
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, TIMEOUT, Run, finish, in_pty, render,  # noqa: E402
+                    report, sentences_wav)
 
 LINE = re.compile(r"^\[(\d\d):(\d\d)\.(\d{3}) --> (\d\d):(\d\d)\.(\d{3})\] (.+)$")
 PROGRESS = re.compile(r"^hviske: (.+): progress (\d+\.\d)% done_s=(\d+\.\d\d) "
                       r"total_s=(\d+\.\d\d) speed=(\d+\.\d\d) eta_s=(\d+)$")
 
-
-
-def in_pty(args, stdout_pty=True):
-    """Runs hviske with stderr (and stdout unless stdout_pty is false: then
-    a pipe) on a pty; returns (rc, the pty's bytes, stdout's bytes)."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen([CLI] + args, stdin=subprocess.DEVNULL,
-                         stdout=slave if stdout_pty else subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    data = b""
-    out = b""
-    streams = [master] + ([] if stdout_pty else [p.stdout.fileno()])
-    while streams:
-        ready, _, _ = select.select(streams, [], [], TIMEOUT)
-        if not ready:
-            p.kill()
-            break
-        for fd in ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # EIO: the pty's other end is closed
-                chunk = b""
-            if not chunk:
-                streams.remove(fd)
-            elif fd == master:
-                data += chunk
-            else:
-                out += chunk
-    rc = p.wait(TIMEOUT)
-    os.close(master)
-    return rc, data, out
-
-
-def render(data):
-    """The screen a terminal shows for data: \\r goes to the row's start,
-    ESC [ K erases to its end, \\n goes down a row; other bytes print."""
-    rows = [""]
-    col = 0
-    text = data.decode("utf-8", "replace")
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if text.startswith("\x1b[K", i):
-            rows[-1] = rows[-1][:col]
-            i += 3
-            continue
-        if c == "\r":
-            col = 0
-        elif c == "\n":
-            rows.append("")
-            col = 0
-        else:
-            row = rows[-1]
-            rows[-1] = row[:col] + c + row[col + 1:]
-            col += 1
-        i += 1
-    while rows and rows[-1] == "":
-        rows.pop()
-    return rows
 
 
 def main():
@@ -159,6 +103,45 @@ def main():
     report("several inputs with timestamps: FILE: [times] text",
            r.rc == 0 and all(x.startswith((long_wav + ": [", EXAMPLE + ": [")) for x in r.lines()),
            str(r))
+
+    # whisper-cli's -nt: no times on a terminal either
+    rc, data, _ = in_pty(base + ["-nt", long_wav])
+    report("-nt on a terminal: the plain transcript, progress gone",
+           rc == 0 and render(data) == one.lines(), f"rc={rc} screen={render(data)!r}")
+    # several inputs: the progress line says which
+    rc, data, _ = in_pty(base + ["-q", "--progress", long_wav, long_wav], stdout_pty=False)
+    report("several inputs: the progress line says 'file 1 of 2', then 'file 2 of 2'",
+           rc == 0 and b"long.wav (file 1 of 2):" in data and b"long.wav (file 2 of 2):" in data,
+           repr(data[-600:]))
+    # output files written are named on a terminal, not with -q or -np
+    d = os.path.join(tmp, "wrote")
+    os.makedirs(d)
+    rc, data, _ = in_pty(base + ["-osrt", "-otxt", long_wav], cwd=d)
+    screen = render(data)
+    report("on a terminal each file written is named",
+           rc == 0 and f"hviske: wrote {long_wav}.srt" in screen and
+           f"hviske: wrote {long_wav}.txt" in screen, f"{screen!r}")
+    rc, data, _ = in_pty(base + ["-o", os.path.join(d, "all.srt"), long_wav])
+    report("-o FILE on a terminal: named when written",
+           rc == 0 and render(data) == [f"hviske: wrote {os.path.join(d, 'all.srt')}"],
+           f"{render(data)!r}")
+    for quiet in ("-q", "-np"):
+        rc, data, _ = in_pty(base + [quiet, "-o", os.path.join(d, "q.srt"), long_wav])
+        report(f"{quiet}: no notice", rc == 0 and render(data) == [], f"{render(data)!r}")
+
+    # Ctrl-C while the progress line is shown: the line is erased
+    sent = []
+
+    def interrupt(p, data):
+        rows = render(data)
+        if not sent and rows and "ETA" in rows[-1]:
+            p.send_signal(signal.SIGINT)
+            sent.append(rows[-1])
+    rc, data, _ = in_pty(base + [long_wav], on_data=interrupt)
+    rows = render(data)
+    report("Ctrl-C while progress is shown: the run ends by SIGINT, the line erased",
+           sent and rc == -signal.SIGINT and not any("ETA" in r for r in rows),
+           f"rc={rc} sent={sent} screen={rows!r}")
     sys.exit(finish())
 
 

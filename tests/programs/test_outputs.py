@@ -10,10 +10,12 @@ the inputs, and whisper-cli's output flags, on the demo model
     the expected files, each equal to that format's file alone;
   * one document format with several inputs and no -o: each file beside
     its input;
-  * whisper-cli's -otxt -osrt -ovtt -oj -ojf -ocsv and their long forms:
-    the same files as --format (-ojf: json with words), no file named
-    after the flag; -olrc, -owts, -of refused (exit 2) naming what to use;
-    "-o srt" refused, "-o ./srt" a file;
+  * whisper-cli's -otxt -osrt -ovtt -ocsv and their long forms: the same
+    bytes as --format, in files named as whisper-cli names them
+    (x.wav.srt), no file named after the flag; -oj and -ojf: whisper-cli's
+    JSON layout (--format whisper-json; -ojf with tokens); -olrc, -owts
+    refused (exit 2) naming what to use; "-o srt" refused, "-o ./srt" a
+    file;
   * several formats with -o FILE or --stream: usage errors;
   * CSV: a header and one quoted row per segment, times in milliseconds.
 """
@@ -116,32 +118,48 @@ def main():
            r.rc == 0 and all(os.path.isfile(p[:-3] + f) for p in (a, b) for f in ("txt", "srt")),
            str(r))
 
-    # whisper-cli's flags
-    aliases = [("-otxt", "txt"), ("-osrt", "srt"), ("-ovtt", "vtt"), ("-oj", "json"),
-               ("-ocsv", "csv"), ("--output-srt", "srt"), ("--output-json", "json")]
+    # whisper-cli's flags: files named as whisper-cli names them, INPUT.EXT
+    aliases = [("-otxt", "txt"), ("-osrt", "srt"), ("-ovtt", "vtt"), ("-ocsv", "csv"),
+               ("--output-srt", "srt")]
     for flag, fmt in aliases:
         d = os.path.join(tmp, "alias" + flag)
         os.makedirs(d)
         x = os.path.join(d, "x.wav")
         shutil.copy(EXAMPLE, x)
         r = Run(BASE + [flag, x], cwd=d)
-        report(f"{flag}: x.{fmt} beside the input, as --format {fmt}",
-               r.rc == 0 and files_in(d) == sorted(["x.wav", "x." + fmt]) and
-               norm(fmt, read(os.path.join(d, "x." + fmt))) == norm(fmt, ref[fmt]),
+        report(f"{flag}: x.wav.{fmt} beside the input (whisper-cli's name), as --format {fmt}",
+               r.rc == 0 and files_in(d) == sorted(["x.wav", "x.wav." + fmt]) and
+               norm(fmt, read(os.path.join(d, "x.wav." + fmt))) == norm(fmt, ref[fmt]),
                f"{r} {files_in(d)}")
+    for flag in ("-oj", "--output-json"):
+        d = os.path.join(tmp, "alias" + flag)
+        os.makedirs(d)
+        x = os.path.join(d, "x.wav")
+        shutil.copy(EXAMPLE, x)
+        r = Run(BASE + [flag, x], cwd=d)
+        w = Run(BASE + ["--format", "whisper-json", x])
+        try:
+            j = json.loads(read(os.path.join(d, "x.wav.json")))
+        except (OSError, ValueError):
+            j = {}
+        report(f"{flag}: x.wav.json in whisper-cli's layout, as --format whisper-json",
+               r.rc == 0 and files_in(d) == ["x.wav", "x.wav.json"] and
+               read(os.path.join(d, "x.wav.json")) == w.raw and
+               j.get("transcription") and "tokens" not in j["transcription"][0],
+               f"{r} {files_in(d)} {j}")
     d = os.path.join(tmp, "alias-multi")
     os.makedirs(d)
     x = os.path.join(d, "x.wav")
     shutil.copy(EXAMPLE, x)
     r = Run(BASE + ["-otxt", "-osrt", "-ojf", x], cwd=d)
     try:
-        words = json.loads(read(os.path.join(d, "x.json")))["words"]
-    except (OSError, ValueError, KeyError):
-        words = None
-    report("-otxt -osrt -ojf: three files, the json with words",
-           r.rc == 0 and files_in(d) == ["x.json", "x.srt", "x.txt", "x.wav"] and words,
-           f"{r} {files_in(d)}")
-    for flag, hint in (("-olrc", "--format"), ("-owts", "--format"), ("-of", "-o FILE")):
+        tokens = json.loads(read(os.path.join(d, "x.wav.json")))["transcription"][0]["tokens"]
+    except (OSError, ValueError, KeyError, IndexError):
+        tokens = None
+    report("-otxt -osrt -ojf: three files, the json with tokens",
+           r.rc == 0 and files_in(d) == ["x.wav", "x.wav.json", "x.wav.srt", "x.wav.txt"] and
+           tokens, f"{r} {files_in(d)}")
+    for flag, hint in (("-olrc", "--format"), ("-owts", "--format")):
         r = Run(BASE + [flag, a], cwd=tmp)
         report(f"{flag}: refused, naming what to use", r.rc == 2 and flag in r.err and
                hint in r.err and not os.path.exists(os.path.join(tmp, flag[2:])), str(r))

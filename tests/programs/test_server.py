@@ -564,13 +564,13 @@ def test_hostile(port, wav, want, tmp, too_long):
     big = os.urandom(3 << 20)
     body, ctype = multipart([], big)
     resp, err = raw_exchange(port, (
-        f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
         f"Content-Length: {len(body)}\r\n\r\n").encode())
     report("oversized upload (Content-Length): 413 before the body, naming --max-upload-mb",
            raw_status(resp) == 413 and b'"error"' in resp and b"--max-upload-mb" in resp,
            f"{resp[:300]!r} {err}")
     resp, err = raw_exchange(port, (
-        f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
         f"Expect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n").encode())
     report("oversized upload with Expect: 100-continue: 413, no 100",
            raw_status(resp) == 413, f"{resp[:300]!r} {err}")
@@ -588,7 +588,7 @@ def test_hostile(port, wav, want, tmp, too_long):
                 chunked=True)
     report("oversized chunked upload: 413", is_error(r, 413), str(r))
     resp, err = raw_exchange(port, (
-        f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+        f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
         f"Content-Length: 99999999999999999999999\r\n\r\n").encode())
     report("absurd Content-Length: 4xx", (raw_status(resp) or 0) in
            (400, 413), f"{resp[:300]!r} {err}")
@@ -601,13 +601,13 @@ def test_hostile(port, wav, want, tmp, too_long):
 
     # headers and URL beyond MHD's per-connection memory
     resp, err = raw_exchange(port, (
-        f"GET /health HTTP/1.1\r\nHost: x\r\nX-Junk: {'a' * 100000}\r\n\r\n"
+        f"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Junk: {'a' * 100000}\r\n\r\n"
     ).encode())
     report("huge header: 4xx, connection closed",
            400 <= (raw_status(resp) or 0) < 500 or (not resp and err is None),
            f"{resp[:200]!r} {err}")
     resp, err = raw_exchange(port, (
-        f"GET /{'a' * 100000} HTTP/1.1\r\nHost: x\r\n\r\n").encode())
+        f"GET /{'a' * 100000} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").encode())
     report("huge URL: 4xx",
            400 <= (raw_status(resp) or 0) < 500 or (not resp and err is None),
            f"{resp[:200]!r} {err}")
@@ -627,7 +627,7 @@ def test_hostile(port, wav, want, tmp, too_long):
     report("PUT with a body: 405", is_error(r, 405), str(r))
     r = request(port, "GET", "/v1/nothing")
     report("unknown path: 404", is_error(r, 404), str(r))
-    r = request(port, "POST", "/v1/audio/translations", body,
+    r = request(port, "POST", "/v1/audio/speech", body,
                 {"Content-Type": ctype})
     report("POST to an unknown path with a body: 404", is_error(r, 404),
            str(r))
@@ -727,10 +727,10 @@ def test_slow_clients(port, wav, want, timeout):
                seen["closed"] and limit - 1 <= dt <= limit + 20,
                f"{seen['data'][:200]!r}")
 
-    stalled(f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Ty".encode(),
+    stalled(f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty".encode(),
             "client stalled in its headers", timeout)
     body, ctype = multipart([], audio)
-    stalled((f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+    stalled((f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
              f"Content-Length: {len(body)}\r\n\r\n").encode() + body[:100],
             "client stalled in its body", timeout)
 
@@ -744,7 +744,7 @@ def test_slow_clients(port, wav, want, timeout):
         s = socket.create_connection(("127.0.0.1", port), timeout=60)
         t0 = time.time()
         try:
-            s.sendall((f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            s.sendall((f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                        f"{ctype}\r\nContent-Length: {len(body)}\r\n\r\n")
                       .encode())
             for b in body[:120]:
@@ -897,7 +897,7 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
     # comes
     want_longer = cli_texts(model, [long_path], ["--beams", "64"])[long_path]
     srv = Server(model, "--workers", "1", "-t", "1", "--max-upload-mb", "16",
-                 tmp=tmp)
+                 "--max-beams", "64", tmp=tmp)
     if not srv.started("SIGTERM server starts"):
         return
     replies = {}
@@ -963,7 +963,7 @@ def test_sigterm(model, long_path, wav, want_short, tmp):
             with socket.create_connection(("127.0.0.1", srv.port),
                                           timeout=60) as t:
                 t.sendall((f"POST /v1/audio/transcriptions HTTP/1.1\r\n"
-                           f"Host: x\r\nContent-Type: {ct_long}\r\n"
+                           f"Host: 127.0.0.1\r\nContent-Type: {ct_long}\r\n"
                            f"Content-Length: {len(body_long)}\r\n\r\n")
                           .encode())
                 for b in body_long:

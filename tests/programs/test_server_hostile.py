@@ -28,7 +28,33 @@ Covers:
   * an upload at 1 Hz (issue #43) is a 400 naming the rate, not 3000 s of
     audio upsampled;
   * a stream the client abandons (issue #43) is logged with status 499
-    and error client_closed, and counted as unanswered in /metrics.
+    and error client_closed, and counted as unanswered in /metrics;
+  * request framing (issue #51): two Content-Lengths, Content-Length
+    with Transfer-Encoding, codings other than one chunked last, white
+    space before a colon, Host missing or twice: one 400 (501) and the
+    connection closed, the request hidden in the body never answered
+    (hvserver.FRAMING_CASES; tests/deploy/test_framing.py sends them
+    through nginx too);
+  * the multipart boundary (issue #51): the Content-Type's parameter as
+    RFC 2045/7578 define it (any case, a value up to ';' or quoted), a
+    malformed one a 400 naming it; preambles, padding, epilogues, parts
+    without data; malformed bodies a 400;
+  * each limit its own code (issue #51): 65 channels a 400
+    too_many_channels, audio over the library's memory budget a 413
+    naming the budget (not --max-audio-seconds), over
+    --max-audio-seconds a 413 naming the option;
+  * over --max-connections-per-ip (issue #51) a 503 with Retry-After,
+    not a connection closed unanswered;
+  * clients gone (issue #51): queued requests (streams and not) whose
+    client reset are skipped before decoding (the worker runs 3 jobs of
+    7), half-closed ones are answered, and a reset while a request runs
+    stops it;
+  * the browser's reach (issue #51): every answer of the API (errors
+    echoing the path too) with X-Content-Type-Options: nosniff;
+    num_beams over --max-beams (default 16) a 400 naming it; a Host that
+    is not localhost, an IP address or an --allow-host a 403 naming the
+    option; a page of another origin refused with 403 naming
+    --allow-origin, or answered with CORS headers when listed.
 Waits are for states (a 503 seen, a connection closed), never fixed
 sleeps; the tricklers' pauses are their attack's pace, and the limits
 checked are the server's own (a few seconds) with wide margins.
@@ -43,7 +69,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, WAIT, finish, fixtures_manifest, report, wait_until  # noqa: E402
+from hvtest import (DEMO_MODEL, EXAMPLE, WAIT, finish, fixtures_manifest, report,  # noqa: E402
+                    wait_until)
 import test_server as ts  # noqa: E402
 import hvserver  # noqa: E402
 
@@ -54,7 +81,7 @@ RESERVE = 4  # server/server_http.c: connections beyond --max-connections
 def post_bytes(audio, fields=(), extra_headers="", boundary=None):
     """A whole POST of a multipart form, as bytes."""
     body, ctype = ts.multipart(list(fields), audio, boundary=boundary)
-    head = (f"POST {URL} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+    head = (f"POST {URL} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
             f"Content-Length: {len(body)}\r\n{extra_headers}\r\n").encode()
     return head + body
 
@@ -122,7 +149,7 @@ def test_half_close(port, wav, want):
                f"every one answered 200 with the CLI's text",
                not bad, f"{len(bad)} lost or wrong: {bad[:3]}")
     for label, req, status in (
-            ("unknown path", b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+            ("unknown path", b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 404),
             ("bad multipart", post_bytes(b"x", [("temperature", "hot")]), 400)):
         resp, err = half_closed(port, req)
         report(f"half-closing client, {label}: {status}",
@@ -150,7 +177,7 @@ def test_refused_at_once(model, tmp):
         t0 = time.monotonic()
         try:
             # the headers promise 1 MB that never comes
-            s.sendall(f"{line} HTTP/1.1\r\nHost: x\r\n{headers}"
+            s.sendall(f"{line} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
                       f"Content-Length: 1000000\r\n\r\n".encode())
             resp, err = read_all(s)
         finally:
@@ -198,7 +225,7 @@ def test_slow_uploads(model, wav, want, tmp):
     if not srv.port:
         return
     body, ctype = ts.multipart([], ts.read(wav))
-    head = (f"POST {URL} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+    head = (f"POST {URL} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode()
     result = {}
 
@@ -215,7 +242,7 @@ def test_slow_uploads(model, wav, want, tmp):
     report(f"body trickled at 4 bytes/s: cut off after {dt:.1f} s "
            f"(--timeout 2 --min-upload-rate 1000; --request-timeout 600)",
            closed and 1.5 <= dt <= 25, f"closed={closed} dt={dt:.1f}")
-    dt, closed = trickle(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: ",
+    dt, closed = trickle(srv.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ",
                          0.25, 40)
     report(f"headers trickled a byte at a time: closed after {dt:.1f} s "
            f"(--timeout 2)", closed and 1.5 <= dt <= 25,
@@ -236,7 +263,7 @@ def test_connection_slots(model, tmp):
 
     def stall():
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
-        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
         stalled.append(s)
 
     try:
@@ -268,7 +295,7 @@ def test_connection_slots(model, tmp):
             resp, err = b"", None
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
             try:
-                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 while True:
                     b = s.recv(65536)
                     if not b:
@@ -291,15 +318,55 @@ def test_connection_slots(model, tmp):
     finally:
         for s in stalled:
             s.close()
-    r = {}
-
-    def healthy():
-        r["r"] = ts.request(srv.port, "GET", "/health", timeout=WAIT)
-        return r["r"].status == 200
-    report("stalled clients gone: /health answers again",
-           wait_until(healthy, interval=0.05), str(r.get("r")))
+    served_again(srv.port, "stalled clients gone: /health answers again")
     srv.stop()
     report("slots server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def served_again(port, label):
+    """Reports label: /health answers 200 (once the server has seen the
+    stalled connections close)."""
+    last = {}
+
+    def healthy():
+        last["r"] = ts.request(port, "GET", "/health", timeout=WAIT)
+        return last["r"].status == 200
+    report(label, wait_until(healthy, interval=0.05), str(last.get("r")))
+
+
+def test_per_ip(model, tmp):
+    """Issue #51, finding 8: over --max-connections-per-ip a connection
+    got no answer at all (libmicrohttpd closed it as it came); now it
+    gets 503 too_many_connections_per_ip with Retry-After, as every other
+    limit answers, and a slot freed serves again."""
+    srv = ts.Server(model, "-t", "1", "--max-connections-per-ip", "2", "--timeout", "120",
+                    tmp=tmp)
+    if not srv.started("per-address server starts"):
+        return
+    stalled = []
+    last = {}
+    try:
+        for _ in range(2):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
+            stalled.append(s)
+
+        def refused():
+            got, closed = hvserver.exchange(srv.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                            b"\r\n", timeout=WAIT)
+            last["raw"] = (got[:400], closed)
+            return (ts.raw_status(got) == 503 and b'"too_many_connections_per_ip"' in got
+                    and b"Retry-After: 1" in got and b"--max-connections-per-ip" in got
+                    and closed)
+        report("a third connection from 127.0.0.1 over --max-connections-per-ip 2: 503 "
+               "too_many_connections_per_ip, Retry-After, closed",
+               wait_until(refused, interval=0.05), str(last.get("raw")))
+    finally:
+        for s in stalled:
+            s.close()
+    served_again(srv.port, "the stalled connections gone: served again")
+    srv.stop()
+    report("per-address server: SIGTERM, exit 0, clean", *srv.clean_exit())
 
 
 def test_parts(port, wav, want):
@@ -355,6 +422,92 @@ def test_parts(port, wav, want):
            and b"more than once" not in resp, f"{resp[:300]!r}")
 
 
+def form_body(boundary, parts, preamble=b"", pad=b"", epilogue=b""):
+    """A multipart body of parts, each (header lines, data) as bytes, with
+    a preamble, transport padding after every delimiter and an epilogue."""
+    b = boundary.encode()
+    out = [preamble + (b"\r\n" if preamble else b"")]
+    for head, data in parts:
+        out.append(b"--" + b + pad + b"\r\n" + head + b"\r\n" + data + b"\r\n")
+    return b"".join(out) + b"--" + b + b"--" + pad + epilogue
+
+
+def post_form(port, ctype, body):
+    return ts.request(port, "POST", URL, body, {"Content-Type": ctype})
+
+
+def test_boundary(port, wav, want):
+    """Issue #51, finding 6: the boundary is the Content-Type's parameter
+    as RFC 2045 and RFC 7578 define it (a name matched without case, a
+    value up to ';' or quoted), not everything after "boundary="; a
+    malformed one is a 400 that names it. The body's syntax (RFC 2046):
+    a preamble, padding after delimiters, an epilogue, header names
+    without case, a part without data."""
+    audio = ts.read(wav)
+    disp = b'Content-Disposition: form-data; name="file"; filename="a.wav"\r\n'
+    for ctype, boundary in (
+            ("multipart/form-data; boundary=XyZb; charset=utf-8", "XyZb"),
+            ("multipart/form-data; Boundary=XyZb", "XyZb"),
+            ("multipart/form-data;BOUNDARY=XyZb ;charset=utf-8", "XyZb"),
+            ('multipart/form-data; charset="utf-8;"; boundary="Xy Zb:1"', "Xy Zb:1"),
+            ('Multipart/Form-Data; boundary="a\\b"', "ab"),
+            ("multipart/form-data; boundary=a=b?c", "a=b?c")):
+        r = post_form(port, ctype, form_body(boundary, [(disp, audio)]))
+        report(f"Content-Type {ctype!r}: the boundary {boundary!r}, 200 with the CLI's text",
+               r.status == 200 and r.json() == {"text": want}, str(r))
+    for ctype, named in (
+            ("multipart/form-data", "no boundary parameter"),
+            ("multipart/form-data; charset=utf-8", "no boundary parameter"),
+            ("multipart/form-data; boundary=", "a parameter without a value"),
+            ('multipart/form-data; boundary="abc', "an unterminated quoted value"),
+            ("multipart/form-data; boundary=a@b", "'a@b'"),
+            ("multipart/form-data; boundary=" + "b" * 71, "'" + "b" * 40 + "...'"),
+            ('multipart/form-data; boundary="ab "', "'ab '"),
+            ("multipart/form-data; boundary=a; boundary=b", "twice"),
+            ('multipart/form-data; boundary=a"b', "'\"' in an unquoted value"),
+            ('multipart/form-data; boundary="a;b"', "'a;b'"),
+            ('multipart/form-data; boundary="a"b', "text after a quoted value")):
+        r = post_form(port, ctype, form_body("a", [(disp, audio)]))
+        o = r.json()
+        msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+        report(f"Content-Type {ctype[:60]!r}: 400 invalid_multipart naming {named!r}",
+               ts.is_error(r, 400, code="invalid_multipart") and named in msg, str(r))
+    ct = "multipart/form-data; boundary=XyZb"
+    for label, body in (
+            ("a preamble, padding after each delimiter, an epilogue",
+             form_body("XyZb", [(disp, audio)], b"This is a preamble.", b" \t ",
+                       b"\r\nepilogue --XyZb\r\n")),
+            ("header names in lower case, Content-Transfer-Encoding binary",
+             form_body("XyZb", [(b'content-disposition: form-data; name=file\r\n'
+                                 b"content-transfer-encoding: binary\r\n", audio)])),
+            ("a part with no data at all (its blank line is the delimiter's CRLF)",
+             b'--XyZb\r\nContent-Disposition: form-data; name="prompt"\r\n\r\n'
+             + form_body("XyZb", [(disp, audio)]))):
+        r = post_form(port, ct, body)
+        report(f"a body with {label}: 200 with the CLI's text",
+               r.status == 200 and r.json() == {"text": want}, str(r))
+    for label, body in (
+            ("no closing delimiter", form_body("XyZb", [(disp, audio)])[:-8]),
+            ("a delimiter followed by other text",
+             form_body("XyZb", [(disp, audio)]).replace(b"--XyZb\r\n", b"--XyZbX\r\n", 1)),
+            ("a part without Content-Disposition",
+             form_body("XyZb", [(b"Content-Type: audio/wav\r\n", audio)])),
+            ("a part without a name",
+             form_body("XyZb", [(b'Content-Disposition: form-data; filename="a"\r\n', audio)])),
+            ("a part named twice",
+             form_body("XyZb", [(b'Content-Disposition: form-data; name=file; name=x\r\n',
+                                 audio)])),
+            ("Content-Transfer-Encoding base64",
+             form_body("XyZb", [(disp + b"Content-Transfer-Encoding: base64\r\n", audio)])),
+            ("a folded header line",
+             form_body("XyZb", [(b"Content-Disposition: form-data;\r\n name=file\r\n", audio)])),
+            ("9000 bytes of part headers",
+             form_body("XyZb", [(disp + b"X-Pad: " + b"p" * 9000 + b"\r\n", audio)]))):
+        r = post_form(port, ct, body)
+        report(f"a body with {label}: 400 invalid_multipart",
+               ts.is_error(r, 400, code="invalid_multipart"), str(r))
+
+
 def test_json_fields(port, wav):
     """Issue #43, finding 5: every field that carries JSON is parsed
     strictly: nothing after the value, no key twice (at any depth)."""
@@ -394,6 +547,61 @@ def test_rate_floor(port, tmp):
            ts.is_error(r, 400, "file") and "1 Hz" in msg and "1000" in msg, str(r))
 
 
+def flac_claiming(path, total):
+    """The FLAC at path with its STREAMINFO's total samples (bytes 18..25,
+    low 36 bits) set to total: a header claiming that length."""
+    b = bytearray(ts.read(path))
+    assert b[:4] == b"fLaC" and b[7] == 34
+    v = int.from_bytes(b[18:26], "big")
+    v = (v & ~((1 << 36) - 1)) | total
+    b[18:26] = v.to_bytes(8, "big")
+    return bytes(b)
+
+
+def test_limit_codes(model, port, tmp, flac):
+    """Issue #51, finding 7: each limit its own code and message, a hint
+    at an option only where that option would help. 65 channels was 413
+    audio_too_long with a hint at --max-audio-seconds."""
+    import wave
+    path = os.path.join(tmp, "ch65.wav")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(65)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\1" * 65 * 1600)
+    r = ts.transcribe(port, ts.read(path))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("65 channels: 400 too_many_channels naming the count, no --max-audio-seconds",
+           ts.is_error(r, 400, "file", code="too_many_channels") and "65 channels" in msg
+           and "--max-audio-seconds" not in msg, str(r))
+    # --max-audio-seconds above the library's memory budget of a call
+    # (2 GiB of samples at 16 kHz: 33554.4 s): the budget is the limit
+    srv = ts.Server(model, "-t", "1", "--max-audio-seconds", "100000", tmp=tmp)
+    if not srv.started("budget server starts"):
+        return
+    r = ts.request(srv.port, "GET", "/v1/models")
+    m = ((r.json() or {}).get("data") or [{}])[0]
+    report("--max-audio-seconds 100000: /v1/models says the budget's 33554.4 s",
+           abs(m.get("max_audio_seconds", 0) - 33554.4) < 0.1, str(r))
+    r = ts.transcribe(srv.port, flac_claiming(flac, 1 << 35))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("a FLAC claiming 2^35 samples, over the budget: 413 audio_too_long naming the "
+           "budget, not --max-audio-seconds",
+           ts.is_error(r, 413, "file", code="audio_too_long") and "memory budget" in msg
+           and "33554.4" in msg and "--max-audio-seconds" not in msg, str(r))
+    srv.stop()
+    report("budget server: SIGTERM, exit 0, clean", *srv.clean_exit())
+    r = ts.transcribe(port, flac_claiming(flac, 16000 * 7200))
+    o = r.json()
+    msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+    report("a FLAC claiming 7200 s, over --max-audio-seconds 3600: 413 audio_too_long "
+           "naming the option",
+           ts.is_error(r, 413, "file", code="audio_too_long") and "--max-audio-seconds" in msg,
+           str(r))
+
+
 def test_abandoned_stream(model, tmp):
     """Issue #43, finding 6: a stream the client abandons is logged as
     client_closed with status 499 and counted as unanswered, not as a
@@ -426,10 +634,296 @@ def test_abandoned_stream(model, tmp):
     report("stream server: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
 
 
+def test_framing(model, tmp):
+    """Issue #51, finding 5: a request whose body has no one framing (two
+    Content-Lengths, Content-Length with Transfer-Encoding, a coding
+    other than chunked last, white space before a header's colon) is
+    answered 400 (501 for a coding before chunked) with Connection:
+    close, and the connection is closed: the request hidden in its body
+    is never answered. A Content-Length that is not a number is refused
+    by libmicrohttpd itself, before the server sees the request (its
+    header block comes twice: libmicrohttpd 0.9.75), and closed too.
+    --timeout 3: a connection left open ends in seconds, not minutes."""
+    srv = ts.Server(model, "-t", "1", "--timeout", "3", tmp=tmp)
+    if not srv.started("framing server starts"):
+        return
+    for name, data, status, own in hvserver.FRAMING_CASES:
+        got, closed = hvserver.exchange(srv.port, data, timeout=WAIT)
+        lines = hvserver.status_lines(got)
+        _, headers, body = split_response(got)
+        if own:
+            try:
+                code = json.loads(body)["error"]["code"]
+            except (ValueError, KeyError, TypeError):
+                code = None
+            ok = lines == [status] and code is not None
+        else:
+            ok = lines and set(lines) == {status}
+        report(f"framing {name}: {status}{'' if own else ' (libmicrohttpd)'}, Connection: "
+               f"close, closed, the hidden request not answered",
+               ok and closed and headers.get("connection", "").lower() == "close",
+               f"closed={closed} {got[:400]!r}")
+    r = ts.request(srv.port, "GET", "/health")
+    report("framing server: a plain request afterwards", r.status == 200, str(r))
+    srv.stop()
+    hidden = [a for a in srv.access_lines() if a.get("request_id", "").startswith("smuggled-")]
+    report("framing: no hidden request in the access log", hidden == [], str(hidden[:3]))
+    report("framing server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def health(port):
+    o = ts.request(port, "GET", "/health", timeout=WAIT).json()
+    return o if isinstance(o, dict) else {}
+
+
+def test_gone_clients(tmp):
+    """Issue #51, finding 9: a queued request whose client has gone was
+    still decoded, scanned for speech and transcribed. The worker now
+    asks the socket before each stage (when it takes the job, after
+    decoding, before each chunk and decoder step) and skips the job of a
+    client that reset its connection; a client that half-closes (a FIN)
+    is answered. One worker is held by a long request (600 s of speech,
+    16 beams) while the others queue; that it still runs when they have
+    gone is checked, not assumed."""
+    from hvtest import sentences_wav
+    holder = ts.read(sentences_wav(os.path.join(tmp, "speech200.wav"), 200, 0.3))
+    short = ts.read(EXAMPLE)
+    srv = ts.Server(DEMO_MODEL, "-t", "1", "--workers", "1", "--queue", "8",
+                    "--max-upload-mb", "32", tmp=tmp)
+    if not srv.started("gone-clients server starts"):
+        return
+    port = srv.port
+    base = hvserver.scrape_settled(port) or {}
+    jobs0 = hvserver.metric(base, "hviske_worker_jobs_total")
+    held = {}
+    t = threading.Thread(target=lambda: held.setdefault("r", ts.transcribe(
+        port, holder, [("num_beams", "16")], headers={"X-Request-Id": "holder"})))
+    t.start()
+    wait_until(lambda: health(port).get("running") == 1, interval=0.02)
+    ids = [f"gone-stream-{i}" for i in range(3)] + ["gone-reset"]
+    gone = []
+    for i, rid in enumerate(ids):  # three streams and a plain request
+        c = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        c.sendall(post_bytes(short, [("stream", "true")] if i < 3 else [],
+                             f"X-Request-Id: {rid}\r\n"))
+        wait_until(lambda: health(port).get("queued") == i + 1, interval=0.02)
+        gone.append(c)
+    for c in gone:  # a reset, as a client that gives up abruptly
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        c.close()
+    halves = []
+    for i, fields in enumerate(([("stream", "true")], [])):  # half-closed: answered
+        c = socket.create_connection(("127.0.0.1", port), timeout=ts.TIMEOUT)
+        c.sendall(post_bytes(short, fields, f"X-Request-Id: half-closed-{i}\r\n"))
+        c.shutdown(socket.SHUT_WR)
+        wait_until(lambda: health(port).get("queued") == 5 + i, interval=0.02)
+        halves.append(c)
+    h = health(port)
+    report("the one worker still runs the long request with 6 queued, 4 of whose clients "
+           "have reset", h.get("running") == 1 and h.get("queued") == 6, str(h))
+    for c, what, mark in zip(halves, ("a stream", "not a stream"),
+                             (b"transcript.text.done", b'"text"')):
+        got, err = read_all(c)
+        c.close()
+        report(f"a half-closed client's request ({what}): answered 200",
+               ts.raw_status(got) == 200 and mark in got, f"{got[:200]!r} {err}")
+    t.join()
+    report("the long request: 200", held["r"].status == 200, str(held["r"])[:200])
+    wait_until(lambda: health(port).get("running") == 0 and health(port).get("queued") == 0,
+               interval=0.02)
+    log = srv.stderr()
+    for rid in ids:
+        report(f"{rid}: skipped before decoding ('went away while it waited')",
+               f"request {rid}: the client went away while it waited: skipped" in log,
+               log[-600:])
+    samples = hvserver.scrape_settled(port) or {}
+    jobs = hvserver.metric(samples, "hviske_worker_jobs_total") - jobs0
+    report(f"the worker ran 3 jobs (the long one, the half-closed ones), not 7: {jobs:g}",
+           jobs == 3, str(jobs))
+    lines = {a.get("request_id"): a for a in srv.access_lines()}
+    bad = [(rid, lines.get(rid)) for rid in ids
+           if not (lines.get(rid, {}).get("status") == 499
+                   and lines[rid].get("error") == "client_closed")]
+    report("the skipped requests are logged 499 client_closed", not bad, str(bad[:2]))
+
+    # a client that resets while its request is transcribed stops it
+    c = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+    c.sendall(post_bytes(holder, [("num_beams", "16")], "X-Request-Id: reset-running\r\n"))
+    wait_until(lambda: health(port).get("running") == 1, interval=0.02)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+    c.close()
+    wait_until(lambda: "reset-running" in lines_of(srv), interval=0.05)
+    log = srv.stderr()
+    # running: decoding or transcribing, whichever it was in at the reset
+    report("a client that resets while its request runs stops it",
+           any(f"request reset-running: the client went away {w}: skipped" in log
+               for w in ("while its audio was decoded", "during its transcription")),
+           log[-600:])
+    r = ts.transcribe(port, short)
+    report("... and the worker answers the next request", r.status == 200, str(r))
+    srv.stop()
+    report("gone-clients server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def lines_of(srv):
+    return {a.get("request_id") for a in srv.access_lines()}
+
+
+def test_nosniff(port, wav):
+    """Issue #51, finding 10: JSON errors echo the path (404, 405): every
+    answer of the API says X-Content-Type-Options: nosniff, so that a
+    browser never takes one for HTML."""
+    audio = ts.read(wav)
+    for label, r in (
+            ("404 echoing a path of HTML",
+             ts.request(port, "GET", "/<img%20src=x%20onerror=alert(1)>")),
+            ("405", ts.request(port, "PUT", "/health")),
+            ("400", ts.transcribe(port, audio, [("temperature", "hot")])),
+            ("200 /v1/models", ts.request(port, "GET", "/v1/models")),
+            ("200 /health", ts.request(port, "GET", "/health")),
+            ("200 /metrics", ts.request(port, "GET", "/metrics")),
+            ("200 a transcription", ts.transcribe(port, audio)),
+            ("200 a stream", ts.transcribe(port, audio, [("stream", "true")]))):
+        report(f"{label}: X-Content-Type-Options: nosniff",
+               r.headers.get("x-content-type-options") == "nosniff", str(r)[:300])
+
+
+def test_max_beams(model, port, wav, tmp):
+    """Issue #51, finding 10: a request could buy 6.7 times a normal
+    one's time with num_beams=64. --max-beams (default 16) caps it; more
+    is a 400 naming the limit, and /v1/models gives it."""
+    audio = ts.read(wav)
+    r = ts.transcribe(port, audio, [("num_beams", "16")])
+    report("num_beams 16 (the default --max-beams): 200", r.status == 200, str(r))
+    for n in ("17", "64"):
+        r = ts.transcribe(port, audio, [("num_beams", n)])
+        o = r.json()
+        msg = o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+        report(f"num_beams {n}: 400 naming --max-beams and its 16",
+               ts.is_error(r, 400, "num_beams") and "--max-beams" in msg and "to 16" in msg,
+               str(r))
+    m = ((ts.request(port, "GET", "/v1/models").json() or {}).get("data") or [{}])[0]
+    report("/v1/models: max_beams 16", m.get("max_beams") == 16, str(m))
+    srv = ts.Server(model, "-t", "1", "--max-beams", "64", tmp=tmp)
+    if not srv.started("--max-beams 64 server starts"):
+        return
+    r = ts.transcribe(srv.port, audio, [("num_beams", "64")])
+    report("--max-beams 64: num_beams 64 is taken", r.status == 200, str(r))
+    r = ts.transcribe(srv.port, audio, [("num_beams", "65")])
+    report("--max-beams 64: num_beams 65 is a 400", ts.is_error(r, 400, "num_beams"), str(r))
+    srv.stop()
+    report("--max-beams 64 server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def error_message(r):
+    o = r.json()
+    return o.get("error", {}).get("message", "") if isinstance(o, dict) else ""
+
+
+def test_host(model, port, wav, tmp):
+    """Issue #51, finding 10: with DNS rebinding, a web page points a name
+    of its own at 127.0.0.1 and reads a key-less local server's answers.
+    A server on loopback answers only a Host that is localhost, an IP
+    address, its --host or an --allow-host; others get 403 naming the
+    option."""
+    audio = ts.read(wav)
+    for host in ("evil.example", f"evil.example:{port}", "evil.example.", "rebind.127.0.0.1.nip.io"):
+        for label, r in (("GET /health", ts.request(port, "GET", "/health", headers={"Host": host})),
+                         ("a transcription", ts.transcribe(port, audio, headers={"Host": host}))):
+            report(f"Host {host!r}, {label}: 403 host_not_allowed naming --allow-host",
+                   ts.is_error(r, 403, code="host_not_allowed") and "--allow-host" in
+                   error_message(r) and r.headers.get("connection", "").lower() == "close",
+                   str(r))
+    for host in (f"127.0.0.1:{port}", "127.0.0.1", f"localhost:{port}", "LOCALHOST.",
+                 "app.localhost", f"[::1]:{port}", "10.1.2.3:80", ""):
+        r = ts.request(port, "GET", "/health", headers={"Host": host})
+        report(f"Host {host!r}: answered", r.status == 200, str(r))
+    for host in ("a b", "x:port", "x:123456", "[::1", "a/b"):
+        r = ts.request(port, "GET", "/health", headers={"Host": host})
+        report(f"Host {host!r}: 400 invalid_host", ts.is_error(r, 400, code="invalid_host"),
+               str(r))
+    srv = ts.Server(model, "-t", "1", "--allow-host", "hviske.example", "--allow-host",
+                    "Other.Example", tmp=tmp)
+    if srv.started("--allow-host server starts"):
+        for host, status in (("hviske.example:8443", 200), ("other.example", 200),
+                             ("evil.example", 403), ("127.0.0.1", 200)):
+            r = ts.request(srv.port, "GET", "/v1/models", headers={"Host": host})
+            report(f"--allow-host hviske.example --allow-host Other.Example: Host {host!r} "
+                   f"{status}", r.status == status, str(r))
+        srv.stop()
+        report("--allow-host server: SIGTERM, exit 0, clean", *srv.clean_exit())
+    srv = ts.Server(model, "-t", "1", "--allow-host", "*", tmp=tmp)
+    if srv.started("--allow-host '*' server starts"):
+        r = ts.request(srv.port, "GET", "/v1/models", headers={"Host": "anything.example"})
+        report("--allow-host '*': any Host", r.status == 200, str(r))
+        srv.stop()
+        report("--allow-host '*' server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
+def test_origin(model, port, wav, tmp):
+    """Issue #51, finding 10: any web page could make a key-less local
+    server transcribe. A request from another origin's page is refused
+    with 403 naming --allow-origin, unless that option lists it: then it
+    is answered with CORS headers, its preflight too. The page's own
+    origin, and requests without Origin (curl, SDKs), are answered."""
+    audio = ts.read(wav)
+    own = f"http://127.0.0.1:{port}"
+    for origin in ("http://evil.example", f"http://evil.example:{port}", "null",
+                   "http://127.0.0.1:1", f"http://localhost:{port}"):
+        r = ts.transcribe(port, audio, headers={"Origin": origin})
+        report(f"a transcription from a page of {origin!r}: 403 origin_not_allowed naming "
+               f"--allow-origin", ts.is_error(r, 403, code="origin_not_allowed") and
+               "--allow-origin" in error_message(r), str(r))
+    r = ts.request(port, "GET", "/v1/models", headers={"Origin": "http://evil.example"})
+    report("GET /v1/models from another origin: 403", r.status == 403, str(r))
+    for origin in (own, f"HTTP://127.0.0.1:{port}"):
+        r = ts.transcribe(port, audio, headers={"Origin": origin})
+        report(f"a transcription from the page's own origin {origin!r}: 200, no CORS header",
+               r.status == 200 and "access-control-allow-origin" not in r.headers, str(r))
+    r = ts.request(port, "GET", "/", headers={"Origin": "http://evil.example"})
+    report("the page's own files, asked with another Origin: 200", r.status == 200, str(r))
+    app = "http://app.example:3000"
+    srv = ts.Server(model, "-t", "1", "--allow-origin", app, "--api-key", "k3y", tmp=tmp)
+    if srv.started("--allow-origin server starts"):
+        key = {"Authorization": "Bearer k3y"}
+        r = ts.transcribe(srv.port, audio, headers=dict(key, Origin=app))
+        report(f"--allow-origin {app}: its page's transcription 200, with "
+               f"Access-Control-Allow-Origin and Vary: Origin",
+               r.status == 200 and r.headers.get("access-control-allow-origin") == app
+               and "Origin" in r.headers.get("vary", "")
+               and "X-Request-Id" in r.headers.get("access-control-expose-headers", ""), str(r))
+        r = ts.request(srv.port, "OPTIONS", URL, headers={
+            "Origin": app, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization"})
+        report("... its preflight, without the key: 204 allowing POST and Authorization",
+               r.status == 204 and r.headers.get("access-control-allow-origin") == app
+               and r.headers.get("access-control-allow-methods") == "POST"
+               and "Authorization" in r.headers.get("access-control-allow-headers", ""), str(r))
+        r = ts.request(srv.port, "OPTIONS", URL, headers={
+            "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+        report("... another origin's preflight: 403", r.status == 403, str(r))
+        r = ts.transcribe(srv.port, audio, headers=dict(key, Origin="http://app.example"))
+        report("... the same host without its port: 403", r.status == 403, str(r))
+        srv.stop()
+        report("--allow-origin server: SIGTERM, exit 0, clean", *srv.clean_exit())
+    srv = ts.Server(model, "-t", "1", "--allow-origin", "*", tmp=tmp)
+    if srv.started("--allow-origin '*' server starts"):
+        r = ts.request(srv.port, "GET", "/v1/models", headers={"Origin": "http://any.example"})
+        report("--allow-origin '*': any page, answered with its origin",
+               r.status == 200 and r.headers.get("access-control-allow-origin") ==
+               "http://any.example", str(r))
+        srv.stop()
+        report("--allow-origin '*' server: SIGTERM, exit 0, clean", *srv.clean_exit())
+
+
 def test_usage(model):
     import subprocess
     for args in (["--min-upload-rate", "x"], ["--min-upload-rate", "-1"],
-                 ["--min-upload-rate", "1073741825"]):
+                 ["--min-upload-rate", "1073741825"], ["--max-beams", "0"],
+                 ["--max-beams", "65"], ["--allow-host", "a b"], ["--allow-host", ""],
+                 ["--allow-host", "x/y"], ["--allow-origin", "evil.example"],
+                 ["--allow-origin", "http://x/path"], ["--allow-origin", "://x"],
+                 ["--allow-host", "h"] * 33):
         p = subprocess.run([ts.SERVER, "-m", model] + args,
                            capture_output=True, timeout=60)
         report(f"usage error {' '.join(args)}: exit 2",
@@ -456,15 +950,24 @@ def main():
         if srv.port:
             test_half_close(srv.port, wav, want)
             test_parts(srv.port, wav, want)
+            test_boundary(srv.port, wav, want)
             test_json_fields(srv.port, wav)
             test_rate_floor(srv.port, tmp)
+            test_limit_codes(model, srv.port, tmp, audio["da5_16k_flac"])
+            test_nosniff(srv.port, wav)
+            test_max_beams(model, srv.port, wav, tmp)
+            test_host(model, srv.port, wav, tmp)
+            test_origin(model, srv.port, wav, tmp)
         srv.stop()
         report("main server: SIGTERM, exit 0, no sanitizer report",
                *srv.clean_exit())
         test_refused_at_once(model, tmp)
+        test_framing(model, tmp)
         test_slow_uploads(model, wav, want, tmp)
         test_connection_slots(model, tmp)
+        test_per_ip(model, tmp)
         test_abandoned_stream(DEMO_MODEL, tmp)
+        test_gone_clients(tmp)
     print(f"# {time.time() - t_start:.1f} s")
     return finish()
 

@@ -164,7 +164,7 @@ def http(port, fields, file_bytes, path="/v1/audio/transcriptions"):
 
 def get(port, path):
     with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
         data = recv_all(s)
     head, _, body = data.partition(b"\r\n\r\n")
     if b"chunked" in head.lower():

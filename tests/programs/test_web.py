@@ -9,12 +9,22 @@ Covers:
     own origin only, their types, HEAD; --no-web: / and the files are 404
     and the API still answers;
   * an espeak-ng WAV chosen in the page: its name, duration and size
-    shown before sending; the streamed transcript equals the CLI's text;
-    every word carries a time; clicking a word sets the player's
+    shown before sending, the checkpoint's name at the top; the streamed
+    transcript equals the CLI's text; every word carries a time and every
+    segment shows its start time; clicking a word sets the player's
     currentTime to it and highlights it; the keyboard moves between words
-    and seeks; the TXT, SRT and VTT downloads are the CLI's bytes, the
-    JSON download has the CLI's text, language, duration and words;
+    and seeks; one upload is one transcription (the access log): the
+    TXT, SRT, VTT and JSON downloads are the CLI's bytes for the same file
+    and options (JSON but for its timings), with no request of their own;
     copy to the clipboard;
+  * a long file (several chunks): progress as the CLI shows it
+    ("33% (12s of 36s), ETA 3s") while it runs, and at the end the
+    transcript scrolled back to its start;
+  * a file over --max-upload-mb: the option that raises it named, a
+    16 kHz mono copy made in the browser offered, sent, transcribed, with
+    a notice that the result may differ from the original's; a copy still
+    over the limit said so;
+  * a touch screen: "Tap", and no keyboard hint;
   * recording through Chromium's fake microphone (the WAV played as the
     capture device): the recording is converted to 16 kHz mono WAV and
     transcribed;
@@ -26,10 +36,12 @@ Covers:
     loopback that serves the real page and answers with HTML as text): shown
     as text, no element made, no script run;
   * errors a person understands: a file over --max-upload-mb refused
-    before sending, audio over --max-audio-seconds (413), a file that is
+    before sending, audio over --max-audio-seconds (413), audio of 65
+    channels (too many channels, not too long), a file that is
     not audio (400), a busy server's 503 with its Retry-After (the server's
     connections held by stalled clients, as test_server_hostile.py does);
   * the page behind a proxy that serves it under /hviske/;
+  * a page of another origin calling the API: refused with 403;
   * the layout in a phone-sized window (no sideways scrolling), every
     control labelled, text contrast at least 4.5:1; screenshots of the
     page (wide and narrow) into the build folder.
@@ -52,7 +64,7 @@ import urllib.request
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, WAIT, Run, finish, report, wait_until  # noqa: E402
+from hvtest import DEMO_MODEL, WAIT, Run, finish, report, sentences_wav, wait_until  # noqa: E402
 from hvserver import Server, request  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -163,12 +175,19 @@ def wav_seconds(path):
         return w.getnframes() / w.getframerate()
 
 
-def write_wav(path, seconds, rate=16000):
+def clock(s):
+    """The CLI's progress durations: "1h02m03s", "2m03s", "45s"."""
+    t = round(s)
+    h, m, sec = t // 3600, t // 60 % 60, t % 60
+    return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s" if m else f"{sec}s"
+
+
+def write_wav(path, seconds, rate=16000, channels=1):
     with wave.open(path, "wb") as w:
-        w.setnchannels(1)
+        w.setnchannels(channels)
         w.setsampwidth(2)
         w.setframerate(rate)
-        w.writeframes(b"\0\0" * int(seconds * rate))
+        w.writeframes(b"\0\0" * channels * int(seconds * rate))
 
 
 # ------------------------------------------------------------------ cases
@@ -225,16 +244,25 @@ def test_models(port):
     report("/v1/models: languages, defaults and limits for the page",
            m.get("languages") == ["da"] and m.get("language") == "da" and
            m.get("punctuation") is True and m.get("num_beams") == 1 and
-           m.get("max_upload_mb") == 25 and m.get("max_audio_seconds") == 3600, str(r))
+           m.get("max_upload_mb") == 25 and m.get("max_audio_seconds") == 3600 and
+           m.get("max_beams") == 16, str(r))
 
 
-def test_upload(b, port, wav, tmp):
+def transcriptions(srv):
+    """The transcription requests of srv's access log."""
+    return [a for a in srv.access_lines() if a.get("path") == "/v1/audio/transcriptions"]
+
+
+def test_upload(b, srv, wav, tmp):
     """Choose a file, transcribe, follow along, take it away."""
+    port = srv.port
     b.open(port)
-    report("the page loads the model's languages and defaults",
+    report("the page loads the model's languages and defaults, and names the checkpoint",
            b.ready() and b.js("return document.getElementById('language').value") == "da"
+           and b.text("server-info").startswith("Model demo ·")
            and b.js("return document.getElementById('punctuation').checked") is True
-           and b.js("return document.getElementById('beams').value") == "1",
+           and b.js("return document.getElementById('beams').value") == "1"
+           and b.js("return document.getElementById('beams').max") == "16",
            b.text("server-info"))
     report("empty state: a hint to choose, drop or record",
            "No transcript yet" in b.text("transcript") and
@@ -257,21 +285,33 @@ def test_upload(b, port, wav, tmp):
          " for (const n of m.addedNodes) if (n.classList && n.classList.contains('segment')"
          " && !n.querySelector('.w')) window.__seen.push(n.textContent); })"
          ".observe(document.getElementById('transcript'), {childList: true});")
+    posts = len(transcriptions(srv))
     end = b.transcribe()
     streamed = b.js("return window.__seen")
     report("transcribed through the page", end == "words",
            f"{end} {b.js('return document.body.innerText')[:600]!r}")
     words = b.js("return [...document.querySelectorAll('#transcript .w')].map("
                  "w => [w.textContent, w.dataset.start, w.dataset.end])") or []
+    shown = b.js("const t = document.getElementById('transcript').cloneNode(true);"
+                 "t.querySelectorAll('.seg-time').forEach(e => e.remove());"
+                 "document.body.appendChild(t); const s = t.innerText; t.remove();"
+                 "return s.replace(/\\s+/g, ' ').trim()")
     report("the transcript equals the CLI's", " ".join(w[0] for w in words) == text and
-           b.js("return document.getElementById('transcript').innerText.replace(/\\s+/g, ' ')"
-                ".trim()") == text, f"page {words!r} CLI {text!r}")
+           shown == text, f"page {words!r} {shown!r} CLI {text!r}")
     report("the streamed segments were shown as they came",
            streamed and " ".join(streamed) == text, f"{streamed!r}")
     times = [(float(s), float(e)) for _, s, e in words]
     report(f"every word carries a time ({len(times)} words)",
            times and all(0 <= s <= e <= dur + 0.01 for s, e in times) and
            all(a[0] <= c[0] for a, c in zip(times, times[1:])), f"{words!r}")
+    wdir = os.path.dirname(wav)
+    ref_json = json.loads(Run(["-m", DEMO_MODEL, "-t", "1", "--format", "json",
+                               "--word-timestamps", os.path.basename(wav)], cwd=wdir).out)
+    starts = b.js("return [...document.querySelectorAll('#transcript .seg-time')].map("
+                  "e => [e.textContent, parseFloat(e.dataset.start)])") or []
+    report("each segment shows its start time (the CLI's segments)",
+           [x[1] for x in starts] == [g["start"] for g in ref_json["segments"]] and
+           all(re.fullmatch(r"\d+:\d\d\.\d", x[0]) for x in starts), f"{starts!r}")
     stats = b.text("stats")
     report("elapsed time and real-time speed shown", re.search(
         r"in \d+\.\d s: \d+\.\d× real time", stats or ""), stats)
@@ -303,14 +343,16 @@ def test_upload(b, port, wav, tmp):
         report(f"the downloaded {fmt.upper()} is the CLI's, byte for byte",
                got == ref and got, f"page {got!r} CLI {ref!r}")
     got = b.download("json", f"{base}.json")
-    ref = json.loads(cli(["--format", "json", "--word-timestamps", wav]).out)
-    try:
-        j = json.loads(got)
-    except (TypeError, ValueError):
-        j = {}
-    same = all(j.get(k) == ref.get(k) for k in ("text", "language", "duration", "words"))
-    report("the downloaded JSON: the CLI's text, language, duration and words",
-           same and j.get("segments"), f"page {got!r}")
+    ref = Run(["-m", DEMO_MODEL, "-t", "1", "--format", "json", "--word-timestamps",
+               os.path.basename(wav)], cwd=wdir).raw
+
+    def untimed(x):
+        return re.sub(rb'("(?:frontend|encoder|decoder|vad|align)_ms": )[0-9.e+-]+', rb"\1X",
+                      x or b"")
+    report("the downloaded JSON is the CLI's --format json --word-timestamps, but for timings",
+           got and untimed(got) == untimed(ref), f"page {got[:300]!r}\nCLI {ref[:300]!r}")
+    report("one upload, one transcription: the stream alone (the downloads asked nothing more)",
+           len(transcriptions(srv)) - posts == 1, f"{transcriptions(srv)[posts:]}")
 
     b.d.execute_cdp_cmd("Browser.grantPermissions", {
         "origin": f"http://127.0.0.1:{port}",
@@ -326,6 +368,100 @@ def test_upload(b, port, wav, tmp):
     report("no script error, failed load or Content-Security-Policy violation in the console",
            bad == [], f"{bad!r}")
     return text
+
+
+def test_long(b, port, tmp):
+    """Several chunks: progress with a percentage and the time left, and
+    the transcript scrolled back to its start at the end."""
+    long_wav = sentences_wav(os.path.join(tmp, "long.wav"), 14, 4.0)  # pauses end chunks
+    b.d.set_window_size(1280, 600)  # a transcript taller than its box
+    b.open(port)
+    b.ready()
+    b.choose(long_wav)
+    b.js("window.__progress = []; window.__scrolled = 0;"
+         "const t = document.getElementById('progress-text');"
+         "new MutationObserver(() => window.__progress.push(t.textContent))"
+         ".observe(t, {childList: true, characterData: true, subtree: true});"
+         "const box = document.getElementById('transcript');"
+         "box.addEventListener('scroll', () => { window.__scrolled = Math.max("
+         "window.__scrolled, box.scrollTop); });")
+    end = b.transcribe()
+    seen = b.js("return window.__progress") or []
+    pct = [m for m in (re.fullmatch(r"Transcribing… (\d+)% \((\d+s|\d+m\d\ds) of "
+                                    r"(\d+s|\d+m\d\ds)\), ETA (\d+s|\d+m\d\ds)", x)
+                       for x in seen) if m]
+    report("progress as the CLI shows it: 'N% (D of T), ETA E', rising",
+           end == "words" and pct and any(int(m.group(1)) < 100 for m in pct) and
+           [int(m.group(1)) for m in pct] == sorted(int(m.group(1)) for m in pct) and
+           pct[0].group(3) == clock(wav_seconds(long_wav)), f"{end} {seen[:8]!r}")
+    box = b.js("const t = document.getElementById('transcript');"
+               "return [t.scrollTop, t.scrollHeight, t.clientHeight]")
+    report("after a long transcription the transcript is back at its start",
+           box[1] > box[0] + box[2] and b.js("return window.__scrolled") > 0 and box[0] == 0,
+           f"scrollTop, scrollHeight, clientHeight {box}, scrolled to {b.js('return window.__scrolled')}")
+    b.d.set_window_size(1280, 900)
+
+
+def test_shrink(b, tmp, wav):
+    """A file over --max-upload-mb: a 16 kHz mono copy made in the page."""
+    srv = Server(DEMO_MODEL, "-t", "1", "--max-upload-mb", "1", tmp=tmp)
+    if not srv.started("1 MiB server starts"):
+        return
+    try:
+        big = os.path.join(tmp, "stereo48k.wav")
+        subprocess.run(["sox", wav, wav, wav, "-r", "48000", "-c", "2", "-b", "16", big],
+                       check=True, capture_output=True, timeout=120)
+        b.open(srv.port)
+        b.ready()
+        b.choose(big)
+        err = b.error()
+        report(f"a file over the limit ({os.path.getsize(big)} bytes): the option that raises "
+               "it named, a 16 kHz mono copy offered, Transcribe off",
+               err and "too large" in err[0] and "--max-upload-mb" in err[1] and
+               b.js("return !document.getElementById('shrink').hidden") and
+               b.js("return document.getElementById('transcribe').disabled"), f"{err}")
+        b.el("shrink-button").click()
+        name = b.wait("const n = document.getElementById('file-name').textContent;"
+                      "return n.includes('16 kHz mono') ? n : null")
+        size = b.text("file-size")
+        report(f"the copy replaces the file ({name}, {size}), with a notice",
+               name == "stereo48k (16 kHz mono).wav" and size.endswith("KiB") and
+               b.js("return !document.getElementById('copy-notice').hidden") and
+               "may differ slightly" in b.text("copy-notice") and
+               b.js("return document.getElementById('error').hidden"), f"{size}")
+        end = b.transcribe()
+        said = b.js("return [...document.querySelectorAll('#transcript .w')]"
+                    ".map(w => w.textContent).join(' ')") or ""
+        report(f"the copy is transcribed: {said[:80]!r}", end == "words" and said, f"{end}")
+        silent = os.path.join(tmp, "silent.wav")
+        write_wav(silent, 40)  # 16 kHz mono already: the copy is as large
+        b.choose(silent)
+        b.el("shrink-button").click()
+        st = b.wait("const s = document.getElementById('shrink-status').textContent;"
+                    "return s.startsWith('Even') ? s : null")
+        report("a copy still over the limit: said so", st and "over the limit" in st, f"{st}")
+    finally:
+        srv.stop()
+    report("1 MiB server: SIGTERM, exit 0", *srv.clean_exit())
+
+
+def test_touch(tmp, port, wav):
+    """A touch screen: the hint says tap, without keys."""
+    b = Browser(tmp, "touch", size=(390, 844))
+    try:
+        b.d.execute_cdp_cmd("Emulation.setTouchEmulationEnabled",
+                            {"enabled": True, "maxTouchPoints": 5})
+        b.open(port)
+        b.ready()
+        b.choose(wav)
+        end = b.transcribe()
+        report("touch screen: 'Tap a word', the keyboard hint hidden",
+               end == "words" and b.js("return !document.getElementById('hint').hidden") and
+               b.text("hint-action") == "Tap" and
+               b.js("return document.querySelector('#hint .keys').offsetParent === null"),
+               b.text("hint"))
+    finally:
+        b.quit()
 
 
 def test_layout(b, port, wav):
@@ -478,13 +614,21 @@ def test_limits(b, tmp, wav):
         b.choose(big)
         err = b.error()
         report("a file over --max-upload-mb: 'too large' before sending, Transcribe off",
-               err and "too large" in err[0] and "1 MiB" in err[1] and
+               err and "too large" in err[0] and "1 MiB" in err[1] and "--max-upload-mb" in err[1] and
                b.js("return document.getElementById('transcribe').disabled"), f"{err}")
         b.choose(wav)
         end = b.transcribe()
         err = b.error()
         report("audio over --max-audio-seconds: the 413 explained",
                end == "error" and err and "too long" in err[0] and "0:02.0" in err[1], f"{err}")
+        wide = os.path.join(tmp, "wide.wav")
+        write_wav(wide, 0.5, channels=65)
+        b.choose(wide)
+        end = b.transcribe()
+        err = b.error()
+        report("audio of 65 channels: too many channels, not too long (issue #51)",
+               end == "error" and err and "more channels" in err[0] and "65 channels" in err[1]
+               and "too long" not in " ".join(err), f"{err}")
         b.js("const t = new DataTransfer();"
              "t.items.add(new File(['not audio'], 'dropped.wav', {type: 'audio/wav'}));"
              "const z = document.getElementById('drop');"
@@ -522,7 +666,7 @@ def test_busy(b, tmp):
         b.choose(short)
         for _ in range(8):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Stall: ")
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
             stalled.append(s)
         crowded = wait_until(lambda: request(srv.port, "GET", "/v1/models").status == 503,
                              interval=0.05)
@@ -550,7 +694,8 @@ def test_busy(b, tmp):
 
 class Hostile(http.server.BaseHTTPRequestHandler):
     """A stand-in server: the real page and model listing from the real
-    server, and transcriptions that are HTML."""
+    server, and a streamed transcription whose text and downloads are
+    HTML."""
     real = None
 
     def log_message(self, *args):
@@ -568,28 +713,25 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
         words = ["<b>Hej</b>", "<img", "src=x", 'onerror="window.__pwned=1">']
         text = " ".join(words)
-        if b'name="stream"\r\n\r\ntrue' in body:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for ev in ({"type": "transcript.text.delta", "delta": text},
-                       {"type": "transcript.text.done", "text": text}):
-                self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
-            self.wfile.flush()
-            self.close_connection = True
-            return
-        out = json.dumps({"task": "transcribe", "language": "da", "duration": 1.0,
-                          "text": text, "segments": [{"id": 0, "start": 0, "end": 1, "text": text}],
-                          "words": [{"word": w, "start": i * 0.2, "end": i * 0.2 + 0.2,
-                                     "probability": 1} for i, w in enumerate(words)]}).encode()
+        timed = [{"word": w, "start": i * 0.2, "end": i * 0.2 + 0.2, "probability": 1}
+                 for i, w in enumerate(words)]
+        result = {"file": "x.wav", "text": text, "language": "da", "duration": 1.0,
+                  "words": timed, "segments": [{"start": 0, "end": 1, "text": text,
+                                                "words": timed}]}
+        downloads = {"txt": text + "\n", "json": json.dumps(result),
+                     "srt": f"1\n00:00:00,000 --> 00:00:01,000\n{text}\n\n",
+                     "vtt": f"WEBVTT\n\n00:00:00.000 --> 00:00:01.000\n{text}\n\n"}
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
+        self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        self.wfile.write(out)
+        for ev in ({"type": "transcript.text.delta", "delta": text},
+                   {"type": "transcript.text.done", "text": text, "downloads": downloads}):
+            self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+        self.wfile.flush()
+        self.close_connection = True
 
 
 class Prefixed(http.server.BaseHTTPRequestHandler):
@@ -638,6 +780,57 @@ def test_prefix(b, port, wav):
         b.choose(wav)
         end = b.transcribe()
         report("behind a proxy under /hviske/: the page works", end == "words", f"{end}")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class Elsewhere(http.server.BaseHTTPRequestHandler):
+    """A page of another origin whose script calls the real server's API
+    (issue #51, finding 10): a transcription posted as a form in no-cors
+    mode (the browser sends it, the page cannot read the answer) and a
+    read of /v1/models in cors mode."""
+    real = None
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        api = f"http://127.0.0.1:{self.real}"
+        page = f"""<!doctype html><title>elsewhere</title><script>
+window.__done = (async () => {{
+  const f = new FormData();
+  f.append("file", new Blob([new Uint8Array(44)], {{type: "audio/wav"}}), "a.wav");
+  await fetch("{api}/v1/audio/transcriptions", {{method: "POST", body: f, mode: "no-cors"}});
+  try {{ await fetch("{api}/v1/models"); return "read"; }}
+  catch (e) {{ return "refused"; }}
+}})().then(r => window.__result = r);
+</script>""".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+
+def test_elsewhere(b, srv):
+    """A page of another origin cannot make the server transcribe: its
+    requests are refused with 403 origin_not_allowed."""
+    Elsewhere.real = srv.port
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        n0 = len(srv.access_lines())
+        b.d.get(f"http://127.0.0.1:{httpd.server_address[1]}/")
+        result = b.wait("return window.__result")
+        lines = srv.access_lines()[n0:]
+        mine = [(a["route"], a["status"]) for a in lines
+                if a["route"] in ("/v1/audio/transcriptions", "/v1/models")]
+        report("a page of another origin: its transcription and its read of /v1/models "
+               "refused with 403, and the page reads nothing",
+               result == "refused" and ("/v1/audio/transcriptions", 403) in mine
+               and ("/v1/models", 403) in mine and
+               all(st == 403 for _, st in mine), f"{result} {mine}")
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -693,9 +886,12 @@ def main():
             test_files(srv.port)
             test_models(srv.port)
             b = Browser(tmp, "main")
-            text = test_upload(b, srv.port, wav, tmp)
+            text = test_upload(b, srv, wav, tmp)
             test_layout(b, srv.port, wav)
+            test_long(b, srv.port, tmp)
+            test_shrink(b, tmp, wav)
             test_prefix(b, srv.port, wav)
+            test_elsewhere(b, srv)
             test_hostile_text(b, srv.port, wav, tmp)
             test_key(b, tmp, wav)
             test_limits(b, tmp, wav)
@@ -703,6 +899,7 @@ def main():
             b.quit()
             b = None
             test_record(tmp, srv.port, wav, text)
+            test_touch(tmp, srv.port, wav)
         finally:
             if b:
                 b.quit()

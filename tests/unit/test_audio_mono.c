@@ -305,6 +305,25 @@ static void test_errors(void) {
            HV_ERR_FORMAT, err, "<memory>: empty input");
     free(bytes);
 
+    /* more channels than hviske reads: unsupported, not a length limit
+     * (issue #51: the server called it audio too long) */
+    const char *wide = hv_test_path(dir, "ch65.wav");
+    CHECK(write_signal(wide, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 65, 1600, 0.1) == 0);
+    expect(hv_audio_read_mono(wide, 16000, 3600, &x, &n, err, sizeof err), HV_ERR_UNSUPPORTED, err,
+           "ch65.wav: 65 channels (at most 64 supported)");
+    int wr = 0, wch = 0;
+    float *wpcm = NULL;
+    expect(hv_audio_read(wide, &wpcm, &n, &wr, &wch, err, sizeof err), HV_ERR_UNSUPPORTED, err,
+           "65 channels (at most 64 supported)");
+    bytes = hv_test_read_file(wide, &size);
+    expect(hv_audio_read_buffer_mono(bytes, size, "up", 16000, 0, &x, &n, err, sizeof err),
+           HV_ERR_UNSUPPORTED, err, "up: 65 channels (at most 64 supported)");
+    free(bytes);
+    const char *most = hv_test_path(dir, "ch64.wav");
+    CHECK(write_signal(most, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 64, 1600, 0.1) == 0);
+    CHECK(hv_audio_read_mono(most, 16000, 0, &x, &n, err, sizeof err) == HV_OK && n == 1600);
+    hv_audio_free(x);
+
     /* a header with no frames at all, at the target rate and not */
     const char *zero = hv_test_path(dir, "zero.wav");
     SF_INFO zi = {.samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};

@@ -93,37 +93,64 @@ static double tolerance(hv_weight_type t, int n, const float *xi, const float *w
 typedef void (*linear_with_fn)(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x,
                                int n, const hv_mat *W, const float *bias);
 
+/* The SIMD tables this CPU runs (main fills them), and the one that the
+ * direct kernel tests take (main runs them once per table). */
+static const hv_mm_kernels *tables[8];
+static int n_tables;
+static const hv_mm_kernels *simd;
+
+/* Whether a product of n x W also runs on the portable table and every
+ * other SIMD table (the best one runs all of them, on 1-3 threads). Under
+ * the sanitizers each load is checked and a product costs ~30x the release
+ * build's, so there only products of at most 2^20 multiply-adds compare
+ * the tables (every shape and size class still does, in smaller
+ * instances); the release build compares them on every product. */
+static int compare_tables(int n, const hv_mat *W) {
+#ifdef HV_TEST_SANITIZED
+    return (double)n * W->rows * W->cols <= 1 << 20;
+#else
+    (void)n, (void)W;
+    return 1;
+#endif
+}
+
 /* fn (hv_linear_with or hv_linear_silu_with) on each of the 3 pools with
- * the best kernel table, and where `tables` (the product reaches the
- * tables) with the scalar one and the SIMD one: *threads_ok and
- * *tables_ok are cleared where a result is not want's bits. */
-static void same_everywhere(linear_with_fn fn, hv_pool *const pools[3], int tables, const float *x,
+ * the best kernel table, and where `reach` (the product reaches the
+ * tables) and compare_tables with the scalar one and every SIMD one:
+ * *threads_ok and *tables_ok are cleared where a result is not want's
+ * bits. */
+static void same_everywhere(linear_with_fn fn, hv_pool *const pools[3], int reach, const float *x,
                             int n, const hv_mat *W, const float *b, float *y, const float *want,
                             size_t ny, int *threads_ok, int *tables_ok) {
-    const hv_mm_kernels *simd = hv_mm_simd();
     for (int p = 0; p < 3; p++) {
         fn(hv_mm_best(), pools[p], y, x, n, W, b);
         *threads_ok &= same_bits(y, want, ny);
     }
-    if (simd && tables) {
+    if (n_tables && reach && compare_tables(n, W)) {
         fn(&hv_mm_scalar, pools[1], y, x, n, W, b);
         *tables_ok &= same_bits(y, want, ny);
-        fn(simd, pools[2], y, x, n, W, b);
-        *tables_ok &= same_bits(y, want, ny);
+        for (int t = 0; t < n_tables; t++) {
+            fn(tables[t], pools[2], y, x, n, W, b);
+            *tables_ok &= same_bits(y, want, ny);
+        }
     }
 }
 
 /* hv_linear_ep_with(ep) where same_everywhere runs fn: y must be want_y's
  * bits and, with a residual (reset from res0 before each call), the
  * residual want_res's. */
-static void same_everywhere_ep(hv_pool *const pools[3], int tables, const float *x, int n,
+static void same_everywhere_ep(hv_pool *const pools[3], int reach, const float *x, int n,
                                const hv_mat *W, const float *b, hv_epilogue ep, const float *res0,
                                float *y, const float *want_y, const float *want_res, size_t ny,
                                int *ok) {
-    const hv_mm_kernels *simd = hv_mm_simd();
-    const hv_mm_kernels *ks[5] = {hv_mm_best(), hv_mm_best(), hv_mm_best(), &hv_mm_scalar, simd};
-    hv_pool *ps[5] = {pools[0], pools[1], pools[2], pools[1], pools[2]};
-    for (int r = 0; r < (simd && tables ? 5 : 3); r++) {
+    const hv_mm_kernels *ks[12] = {hv_mm_best(), hv_mm_best(), hv_mm_best(), &hv_mm_scalar};
+    hv_pool *ps[12] = {pools[0], pools[1], pools[2], pools[1]};
+    int runs = 3;
+    if (n_tables && reach && compare_tables(n, W)) {
+        runs = 4;
+        for (int t = 0; t < n_tables; t++) ks[runs] = tables[t], ps[runs++] = pools[2];
+    }
+    for (int r = 0; r < runs; r++) {
         if (ep.residual && res0) memcpy(ep.residual, res0, ny * sizeof(float));
         memset(y, 0, ny * sizeof(float));
         hv_linear_ep_with(ks[r], ps[r], y, x, n, W, b, &ep);
@@ -163,7 +190,6 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                              64, 200, 300};
     hv_pool *pools[3];
     for (int p = 0; p < 3; p++) pools[p] = hv_pool_new(p + 1);
-    const hv_mm_kernels *simd = hv_mm_simd();
     int worst_shape = -1;
     double worst = 0; /* |y - ref| / tolerance */
 
@@ -208,12 +234,12 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
             int add_ok = 1;
             /* f32 weights reach the kernel tables where SIMD kernels
              * exist (the packed GEMM, gemv_f32); elsewhere OpenBLAS */
-            int tables = t != HV_WEIGHTS_F32 || simd;
+            int reach = t != HV_WEIGHTS_F32 || n_tables;
             for (int with_bias = 0; with_bias < 2; with_bias++) {
                 const float *b = with_bias ? bias : NULL;
                 hv_linear(pools[0], y0, x, n, &W, b);
-                same_everywhere(hv_linear_with, pools, tables, x, n, &W, b, y, y0, ny,
-                                &same_threads, &same_simd);
+                same_everywhere(hv_linear_with, pools, reach, x, n, &W, b, y, y0, ny, &same_threads,
+                                &same_simd);
                 if (!with_bias) {
                     memcpy(yb, y0, ny * sizeof(float));
                     if (yrows)
@@ -230,21 +256,20 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
                 float *ys = falloc(ny);
                 memcpy(ys, y0, ny * sizeof(float));
                 hv_silu(ys, (long)ny);
-                same_everywhere(hv_linear_silu_with, pools, tables, x, n, &W, b, y, ys, ny,
-                                &silu_ok, &silu_ok);
+                same_everywhere(hv_linear_silu_with, pools, reach, x, n, &W, b, y, ys, ny, &silu_ok,
+                                &silu_ok);
                 /* ReLU likewise */
                 memcpy(ys, y0, ny * sizeof(float));
                 hv_relu(ys, (long)ny);
-                same_everywhere_ep(pools, tables, x, n, &W, b, (hv_epilogue){HV_ACT_RELU, NULL, 0},
+                same_everywhere_ep(pools, reach, x, n, &W, b, (hv_epilogue){HV_ACT_RELU, NULL, 0},
                                    NULL, y, ys, NULL, ny, &relu_ok);
                 /* the residual add: hv_linear then hv_add_scaled, y kept */
                 float *res0 = falloc(ny), *res = falloc(ny), *want = falloc(ny);
                 for (size_t i = 0; i < ny; i++) res0[i] = frand() * 4;
                 memcpy(want, res0, ny * sizeof(float));
                 hv_add_scaled(want, y0, (long)ny, 0.5f);
-                same_everywhere_ep(pools, tables, x, n, &W, b,
-                                   (hv_epilogue){HV_ACT_NONE, res, 0.5f}, res0, y, y0, want, ny,
-                                   &add_ok);
+                same_everywhere_ep(pools, reach, x, n, &W, b, (hv_epilogue){HV_ACT_NONE, res, 0.5f},
+                                   res0, y, y0, want, ny, &add_ok);
                 memcpy(res, res0, ny * sizeof(float));
                 hv_linear_add(pools[1], res, y, x, n, &W, b, 0.5f);
                 add_ok &= same_bits(res, want, ny) && same_bits(y, y0, ny);
@@ -270,8 +295,8 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
             if (shape_worst > worst) worst = shape_worst, worst_shape = s;
             CHECK_MSG(same_threads, "%s n=%d %dx%d: same bits on 1, 2, 3 threads",
                       hv_weight_type_name(t), n, rows, cols);
-            CHECK_MSG(same_simd, "%s n=%d %dx%d: scalar == %s", hv_weight_type_name(t), n, rows,
-                      cols, simd ? simd->name : "-");
+            CHECK_MSG(same_simd, "%s n=%d %dx%d: scalar == every SIMD table",
+                      hv_weight_type_name(t), n, rows, cols);
             CHECK_MSG(bias_ok, "%s n=%d %dx%d: bias added last", hv_weight_type_name(t), n, rows,
                       cols);
             CHECK_MSG(silu_ok, "%s%s n=%d %dx%d: hv_linear_silu == hv_linear + hv_silu",
@@ -298,7 +323,6 @@ static void test_linear(hv_weight_type t, int exact, int x8) {
 
 /* Direct kernel calls on odd row counts and strides: scalar == SIMD. */
 static void test_kernels_direct(void) {
-    const hv_mm_kernels *simd = hv_mm_simd();
     if (!simd) {
         printf("no AVX2+FMA+F16C here: SIMD comparisons skipped\n");
         return;
@@ -430,7 +454,6 @@ static void test_x8_layout(void) {
     }
     CHECK_MSG(sums_ok, "hv_q8_act_quantize: block sums");
 
-    const hv_mm_kernels *simd = hv_mm_simd();
     if (!simd) return;
     xq[7] = -127; /* extremes against the weights' below */
     xq[8] = 127;
@@ -516,7 +539,6 @@ static void test_r64_layout(void) {
     CHECK(hv_mat_interleave_r64(&f16, &none, NULL, &e) == HV_ERR_UNSUPPORTED);
 
     /* the kernels: rows r0 .. r0 + n_w of X against n activation rows */
-    const hv_mm_kernels *simd = hv_mm_simd();
     enum { LDY = 200 };
     const int ns[] = {1, 2, 5, 8}, ranges[][2] = {{0, 192}, {0, 64}, {64, 32}, {8, 56}, {72, 120}};
     float x[8 * 38], ya[8 * LDY], yb[8 * LDY];
@@ -666,7 +688,13 @@ static void test_linear_many(void) {
 }
 
 int main(void) {
-    test_kernels_direct();
+    n_tables = simd_tables(tables);
+    for (int t = 0; t < (n_tables ? n_tables : 1); t++) { /* the kernels called directly */
+        simd = n_tables ? tables[t] : NULL;
+        test_kernels_direct();
+        test_x8_layout();
+        test_r64_layout();
+    }
     for (int t = 0; t < N_TYPES; t++) {
         test_linear(all_types[t], 1, 0);
         test_linear(all_types[t], 0, 0);
@@ -676,8 +704,6 @@ int main(void) {
             if (all_types[t] == HV_WEIGHTS_Q8_0 || all_types[t] == HV_WEIGHTS_Q4_0 ||
                 all_types[t] == HV_WEIGHTS_BF16)
                 test_linear(all_types[t], exact, 1);
-    test_x8_layout();
-    test_r64_layout();
     test_special();
     test_linear_many();
     TEST_END();

@@ -280,7 +280,10 @@ static void test_options(void) {
         {{"-c"}, "option '-c' needs an argument"},
         {{"--bogus"}, "unknown option '--bogus'"},
         {{"-x"}, "unknown option '-x'"},
-        {{"--json=1"}, "unknown option '--json=1'"},
+        {{"--json=1"}, "option '--json' takes no value"},
+        {{"--seeed", "1"}, "unknown option '--seeed' (did you mean --seed?)"},
+        {{"--jsno"}, "unknown option '--jsno' (did you mean --json?)"},
+        {{"--bogus-seed"}, "unknown option '--bogus-seed'"},
         {{"--s", "1"}, "unknown option '--s'"}, /* --seed or --seconds */
     };
     for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++) {

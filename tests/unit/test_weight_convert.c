@@ -16,16 +16,19 @@
 
 /* ------------------------------------------------------------ names */
 
-/* The SIMD widening of every value of W gives the portable kernels' bits. */
+/* The widening of every value of W by each SIMD table gives the portable
+ * kernels' bits. */
 static void check_widen_simd(const hv_mat *W) {
-    const hv_mm_kernels *simd = hv_mm_simd();
-    if (!simd) return;
+    const hv_mm_kernels *tables[8];
+    int n = simd_tables(tables);
     long count = (long)W->rows * W->cols;
     float *a = falloc((size_t)count), *c = falloc((size_t)count);
     hv_mat_widen(&hv_mm_scalar, W, 0, 0, count, a);
-    hv_mat_widen(simd, W, 0, 0, count, c);
-    CHECK_MSG(same_bits(a, c, (size_t)count), "%s widen: scalar == %s",
-              hv_weight_type_name(W->type), simd->name);
+    for (int t = 0; t < n; t++) {
+        hv_mat_widen(tables[t], W, 0, 0, count, c);
+        CHECK_MSG(same_bits(a, c, (size_t)count), "%s widen: scalar == %s",
+                  hv_weight_type_name(W->type), tables[t]->name);
+    }
     free(a);
     free(c);
 }
@@ -82,8 +85,10 @@ static void test_f16_bf16_roundtrip(void) {
         float *back = dequant(&m);
         CHECK_MSG(same_bits(back, v, n), "%s widens exactly", bf ? "bf16" : "f16");
         /* the SIMD widening agrees bit for bit, NaNs included */
-        const hv_mm_kernels *simd = hv_mm_simd();
-        if (simd) {
+        const hv_mm_kernels *tables[8];
+        int n_tables = simd_tables(tables);
+        for (int t = 0; t < n_tables; t++) {
+            const hv_mm_kernels *simd = tables[t];
             uint16_t *allb = malloc(65536 * sizeof *allb);
             float *a = falloc(65536), *b = falloc(65536);
             for (uint32_t h = 0; h < 65536; h++) allb[h] = (uint16_t)h;
@@ -92,7 +97,7 @@ static void test_f16_bf16_roundtrip(void) {
             int ok = 1;
             for (int i = 0; i < 65536; i++)
                 ok &= isnan(a[i]) ? isnan(b[i]) != 0 : memcmp(&a[i], &b[i], 4) == 0;
-            CHECK_MSG(ok, "%s: SIMD widening == scalar", bf ? "bf16" : "f16");
+            CHECK_MSG(ok, "%s: %s widening == scalar", bf ? "bf16" : "f16", simd->name);
             free(allb);
             free(a);
             free(b);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hviske.h"
+#include "kernels/cpu.h"
 #include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
@@ -135,19 +136,29 @@ static void test_widen_mat(void) {
 
 static void test_decision(void) {
     const hv_compute modes[] = {HV_COMPUTE_AUTO, HV_COMPUTE_F32, HV_COMPUTE_BF16};
+    const unsigned cpus[] = {0, HV_CPU_AVX2,
+                             HV_CPU_AVX2 | HV_CPU_AVX512 | HV_CPU_AVX512_VNNI | HV_CPU_AVX512_BF16,
+                             HV_CPU_AVX2 | HV_CPU_AVX512 | HV_CPU_AVX512_BF16 | HV_CPU_AMX};
     int n = 0;
     for (size_t c = 0; c < 3; c++)
         for (int dnn = 0; dnn <= 1; dnn++)
-            for (int t = 0; t < HV_N_WEIGHT_TYPES; t++) {
-                int want = modes[c] == HV_COMPUTE_BF16 && dnn &&
-                           (t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0);
-                int got = hv_compute_widens(modes[c], dnn, (hv_weight_type)t);
-                CHECK_MSG(got == want, "widens(%s, oneDNN bf16 %d, %s) = %d",
-                          hv_compute_name(modes[c]), dnn, hv_weight_type_name((hv_weight_type)t),
-                          got);
-                n += got;
-            }
-    CHECK_MSG(n == 2, "two combinations widen (bf16 compute on oneDNN, q8_0 and q4_0)");
+            for (size_t u = 0; u < sizeof cpus / sizeof cpus[0]; u++)
+                for (int t = 0; t < HV_N_WEIGHT_TYPES; t++) {
+                    int want = modes[c] == HV_COMPUTE_BF16 && dnn && (cpus[u] & HV_CPU_AMX) &&
+                               (t == HV_WEIGHTS_Q8_0 || t == HV_WEIGHTS_Q4_0);
+                    int got = hv_compute_widens(modes[c], dnn, cpus[u], (hv_weight_type)t);
+                    CHECK_MSG(got == want, "widens(%s, oneDNN bf16 %d, cpu %s, %s) = %d",
+                              hv_compute_name(modes[c]), dnn, hv_cpu_level_name(cpus[u]),
+                              hv_weight_type_name((hv_weight_type)t), got);
+                    n += got;
+                }
+    CHECK_MSG(n == 2, "two combinations widen (bf16 compute on oneDNN with AMX, q8_0 and q4_0)");
+    /* auto: bf16 with AMX only; AVX512-BF16 without AMX computes in f32 */
+    for (size_t u = 0; u < sizeof cpus / sizeof cpus[0]; u++)
+        CHECK_MSG(hv_compute_auto(cpus[u]) ==
+                      (cpus[u] & HV_CPU_AMX ? HV_COMPUTE_BF16 : HV_COMPUTE_F32),
+                  "auto on %s: %s", hv_cpu_level_name(cpus[u]),
+                  hv_compute_name(hv_compute_auto(cpus[u])));
 }
 
 /* ------------------------------------------- the weights' bookkeeping */
@@ -263,8 +274,8 @@ static void test_model_load(const char *dir) {
             CHECK_MSG(0, "%s: %s", dir, err);
             continue;
         }
-        int widens =
-            hv_compute_widens(hv_model_compute(m), hv_onednn_native_bf16(), HV_WEIGHTS_Q8_0);
+        int widens = hv_compute_widens(hv_model_compute(m), hv_onednn_native_bf16(),
+                                       hv_cpu_features(), HV_WEIGHTS_Q8_0);
         size_t wide = hv_model_widened_weight_bytes(m);
         CHECK_MSG(widens ? wide > 0 && wide < hv_model_weight_bytes(m) : wide == 0,
                   "%s, %s compute: %zu bytes widened (widens here: %d)", dir, bf16 ? "bf16" : "f32",

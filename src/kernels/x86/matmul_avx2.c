@@ -798,6 +798,82 @@ TARGET static void narrow_f16(uint16_t *dst, const float *src, long count) {
     for (; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
+/* sgemm_nn (matmul_impl.h): R rows (6 or 1) of a against 16 columns of b
+ * in two vectors, each output its fma chain over t in order; the last
+ * columns (fewer than 16) 8 at a time, then one by one. */
+INLINE void nn_rows16(int R, int k, const float *a, long lda, const float *b, long ldb, float *c,
+                      long ldc) {
+    __m256 acc[6][2];
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int t = 0; t < k; t++) {
+        __m256 w0 = _mm256_loadu_ps(b + t * ldb), w1 = _mm256_loadu_ps(b + t * ldb + 8);
+        for (int i = 0; i < R; i++) {
+            __m256 x = _mm256_broadcast_ss(a + i * lda + t);
+            acc[i][0] = _mm256_fmadd_ps(x, w0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(x, w1, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < R; i++) {
+        _mm256_storeu_ps(c + i * ldc, acc[i][0]);
+        _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
+    }
+}
+
+TARGET static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
+                            float *c, long ldc) {
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        int i = 0;
+        for (; i + 6 <= m; i += 6)
+            nn_rows16(6, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+        for (; i < m; i++) nn_rows16(1, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+    }
+    for (; j + 8 <= n; j += 8)
+        for (int i = 0; i < m; i++) {
+            __m256 s = _mm256_setzero_ps();
+            for (int t = 0; t < k; t++)
+                s = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i * lda + t),
+                                    _mm256_loadu_ps(b + t * ldb + j), s);
+            _mm256_storeu_ps(c + i * ldc + j, s);
+        }
+    for (; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float s = 0.0f;
+            for (int t = 0; t < k; t++) s = fmaf(a[i * lda + t], b[t * ldb + j], s);
+            c[i * ldc + j] = s;
+        }
+}
+
+/* The probe (see the table): 12 independent chains of the tiles'
+ * instructions on registers, FMA on 8 lanes, or the int8 route's
+ * vpmaddubsw + vpmaddwd + vpaddd (32 multiply-accumulates a chain a
+ * round); the empty asm keeps the chains from being folded. */
+#define PROBE12(X)    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define PROBE_KEEP(i) __asm__ volatile("" : "+x"(c##i));
+TARGET static double peak_macs(long steps, int int8) {
+    __m256i w = _mm256_set1_epi8(3), x = _mm256_set1_epi8(5), ones = _mm256_set1_epi16(1);
+    __m256 wf = _mm256_set1_ps(0.5f), xf = _mm256_set1_ps(1e-3f);
+    if (int8) {
+#define PI_DECL(i) __m256i c##i = _mm256_setzero_si256();
+#define PI_STEP(i)                                                                                 \
+    c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), ones));
+        PROBE12(PI_DECL)
+        for (long n = 0; n < steps; n++) {
+            PROBE12(PI_STEP)
+            PROBE12(PROBE_KEEP)
+        }
+        return steps * 12.0 * 32;
+    }
+#define PF_DECL(i) __m256 c##i = _mm256_setzero_ps();
+#define PF_STEP(i) c##i = _mm256_fmadd_ps(wf, xf, c##i);
+    PROBE12(PF_DECL)
+    for (long n = 0; n < steps; n++) {
+        PROBE12(PF_STEP)
+        PROBE12(PROBE_KEEP)
+    }
+    return steps * 12.0 * 8;
+}
+
 const hv_mm_kernels hv_mm_avx2 = HV_MM_KERNEL_TABLE("avx2");
 
 #endif

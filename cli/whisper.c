@@ -1,0 +1,232 @@
+/* whisper-cli's flags on hviske's command line (whisper.h). */
+#include "whisper.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool_util.h"
+
+/* What a whisper-cli flag does here. */
+typedef enum w_action {
+    W_OPTION,   /* becomes hviske's option `to` (with the flag's value, or
+                   `value` for a flag without one) */
+    W_FORMAT,   /* adds the format `fmt` (files named as whisper-cli does) */
+    W_INPUT,    /* -f FILE: an input */
+    W_BASE,     /* -of BASE: the output base name of the next input */
+    W_OFFSET,   /* -ot N: start at N ms */
+    W_DURATION, /* -d N: N ms of audio */
+    W_MAX_LEN,  /* -ml N: cues of one line of at most N characters */
+    W_NO_PRINTS,
+    W_NO_TIMESTAMPS,
+    W_NOTHING, /* what hviske always does: accepted, changes nothing */
+    W_REFUSE   /* refused by its name, saying why */
+} w_action;
+
+typedef struct w_flag {
+    const char *flag, *long_flag; /* either may be NULL */
+    int takes_value;
+    w_action action;
+    const char *to; /* W_OPTION: hviske's option; W_REFUSE: why */
+    const char *value;
+    int fmt; /* W_FORMAT */
+    int words;
+} w_flag;
+
+#define OPT(f, l, v, to_)                                                                          \
+    { f, l, v, W_OPTION, to_, NULL, 0, 0 }
+#define SET(f, l, to_, value_)                                                                     \
+    { f, l, 0, W_OPTION, to_, value_, 0, 0 }
+#define FORMAT(f, l, fmt_, words_)                                                                 \
+    { f, l, 0, W_FORMAT, NULL, NULL, fmt_, words_ }
+#define DO(f, l, v, action_)                                                                       \
+    { f, l, v, action_, NULL, NULL, 0, 0 }
+#define NO(f, l, v, why)                                                                           \
+    { f, l, v, W_REFUSE, why, NULL, 0, 0 }
+
+/* Every flag of whisper-cli's --help but -h, -l, -t and -m (hviske's own,
+ * the same). docs/CLI.md "whisper-cli's flags" lists them. */
+static const w_flag FLAGS[] = {
+    DO("-f", "--file", 1, W_INPUT),
+    DO("-of", "--output-file", 1, W_BASE),
+    DO("-ot", "--offset-t", 1, W_OFFSET),
+    DO("-d", "--duration", 1, W_DURATION),
+    DO("-ml", "--max-len", 1, W_MAX_LEN),
+    DO("-np", "--no-prints", 0, W_NO_PRINTS),
+    DO("-nt", "--no-timestamps", 0, W_NO_TIMESTAMPS),
+    SET("-pp", "--print-progress", "--progress", NULL),
+    OPT("-bs", "--beam-size", 1, "--beams"),
+    OPT("-tp", "--temperature", 1, "--temperature"),
+    FORMAT("-otxt", "--output-txt", HVT_FMT_TXT, 0),
+    FORMAT("-osrt", "--output-srt", HVT_FMT_SRT, 0),
+    FORMAT("-ovtt", "--output-vtt", HVT_FMT_VTT, 0),
+    FORMAT("-ocsv", "--output-csv", HVT_FMT_CSV, 0),
+    FORMAT("-oj", "--output-json", HVT_FMT_WHISPER_JSON, 0),
+    FORMAT("-ojf", "--output-json-full", HVT_FMT_WHISPER_JSON, 1),
+    SET(NULL, "--vad", "--chunking", "vad"),
+    OPT("-vm", NULL, 1, "--vad-model"),
+    OPT("-vt", NULL, 1, "--vad-threshold"),
+    OPT("-vspd", "--vad-min-speech-duration-ms", 1, "--vad-min-speech-ms"),
+    OPT("-vsd", "--vad-min-silence-duration-ms", 1, "--vad-min-silence-ms"),
+    OPT("-vp", NULL, 1, "--vad-speech-pad-ms"),
+    DO("-sow", "--split-on-word", 0, W_NOTHING),
+    DO("-ng", "--no-gpu", 0, W_NOTHING),
+    DO("-fa", "--flash-attn", 0, W_NOTHING),
+    DO("-nfa", "--no-flash-attn", 0, W_NOTHING),
+    NO("-tpi", "--temperature-inc", 1,
+       "the temperature fallback takes its list: --temperature 0,0.2,0.4,0.6,0.8,1"),
+    NO("-nf", "--no-fallback", 0,
+       "without a --temperature list each chunk is decoded once already"),
+    NO("-tr", "--translate", 0, "the model transcribes; it does not translate"),
+    NO("-bo", "--best-of", 1,
+       "best-of sampling is not offered: --beams N searches N hypotheses, --sample samples one"),
+    NO("-olrc", "--output-lrc", 0, "LRC is not written; --format txt,srt,vtt,json,jsonl,csv"),
+    NO("-owts", "--output-words", 0, "karaoke scripts are not written; --format srt or vtt"),
+    NO("-fp", "--font-path", 1, "karaoke scripts (-owts) are not written"),
+    NO("-p", "--processors", 1, "one process transcribes: -t N gives it N threads"),
+    NO("-on", "--offset-n", 1, "segments are always numbered from 1"),
+    NO("-mc", "--max-context", 1, "each chunk is decoded without the text before it"),
+    NO("-ac", "--audio-ctx", 1, "the encoder always takes the whole chunk"),
+    NO("-wt", "--word-thold", 1, "word times come from cross-attention, without a threshold"),
+    NO("-et", "--entropy-thold", 1,
+       "the temperature fallback's thresholds are fixed here (compression ratio 2.4)"),
+    NO("-lpt", "--logprob-thold", 1,
+       "the temperature fallback's thresholds are fixed here (average log-prob -1)"),
+    NO("-nth", "--no-speech-thold", 1,
+       "the speech detector finds the speech: --vad-threshold P sets its threshold"),
+    NO("-debug", "--debug-mode", 0, "there is no debug mode"),
+    NO("-di", "--diarize", 0, "hviske does not tell speakers apart"),
+    NO("-tdrz", "--tinydiarize", 0, "hviske does not tell speakers apart"),
+    NO("-ps", "--print-special", 0, "--json lists every token, special ones too"),
+    NO("-pc", "--print-colors", 0, "--format json gives each word's probability"),
+    NO(NULL, "--print-confidence", 0, "--format json gives each word's probability"),
+    NO("-dl", "--detect-language", 0,
+       "there is no language detection: the model is told the language (-l)"),
+    NO(NULL, "--prompt", 1, "the model takes no text prompt"),
+    NO("-oved", "--ov-e-device", 1, "there is no OpenVINO encoder"),
+    NO("-dtw", "--dtw", 1, "word times always come from cross-attention: --word-timestamps"),
+    NO("-ls", "--log-score", 0, "--json gives each token's log-prob and the score"),
+    NO("-sns", "--suppress-nst", 0, "the model writes no non-speech tokens to suppress"),
+    NO(NULL, "--suppress-regex", 1, "tokens cannot be suppressed"),
+    NO(NULL, "--grammar", 1, "there is no grammar-guided decoding"),
+    NO(NULL, "--grammar-rule", 1, "there is no grammar-guided decoding"),
+    NO(NULL, "--grammar-penalty", 1, "there is no grammar-guided decoding"),
+    NO("-vmsd", "--vad-max-speech-duration-s", 1,
+       "speech longer than the model's clip is cut in its quietest moment"),
+    NO("-vo", "--vad-samples-overlap", 1, "chunks do not overlap"),
+};
+
+static const w_flag *find_flag(const char *arg) {
+    for (size_t k = 0; k < sizeof FLAGS / sizeof *FLAGS; k++)
+        if ((FLAGS[k].flag && strcmp(arg, FLAGS[k].flag) == 0) ||
+            (FLAGS[k].long_flag && strcmp(arg, FLAGS[k].long_flag) == 0))
+            return &FLAGS[k];
+    return NULL;
+}
+
+/* Milliseconds, an integer 0..INT_MAX, as seconds into *out. */
+static int take_ms(const char *flag, const char *v, double *out) {
+    int ms;
+    if (hvt_parse_int(v, 0, INT_MAX, &ms))
+        return hvt_usage_error(CLI_PROG, "invalid %s '%s' (expected milliseconds, an integer >= 0)",
+                               flag, v);
+    *out = ms / 1000.0;
+    return -1;
+}
+
+/* One flag with its value v (NULL when it takes none). -1 to go on, or
+ * the exit status. */
+static int take_flag(const w_flag *w, const char *arg, const char *v, cli_options *o, char **out,
+                     int *m) {
+    int n;
+    switch (w->action) {
+        case W_OPTION:
+            out[(*m)++] = (char *)w->to;
+            if (v || w->value) out[(*m)++] = (char *)(v ? v : w->value);
+            return -1;
+        case W_FORMAT:
+            cli_add_format(&o->formats, (hvt_format)w->fmt);
+            o->word_timestamps |= w->words;
+            o->aliases = 1;
+            return -1;
+        case W_INPUT: o->whisper_files[o->n_whisper_files++] = v; return -1;
+        case W_BASE: o->whisper_bases[o->n_whisper_bases++] = v; return -1;
+        case W_OFFSET: return take_ms(arg, v, &o->offset_s);
+        case W_DURATION: return take_ms(arg, v, &o->duration_s);
+        case W_MAX_LEN:
+            if (hvt_parse_int(v, 0, HV_CUE_LINE_CHARS_MAX, &n))
+                return hvt_usage_error(CLI_PROG, "invalid %s '%s' (expected 0..%d characters)", arg,
+                                       v, HV_CUE_LINE_CHARS_MAX);
+            if (n > 0 && n < HV_CUE_LINE_CHARS_MIN)
+                return hvt_usage_error(CLI_PROG,
+                                       "%s %d: hviske's lines hold at least %d characters "
+                                       "(--max-line-chars); for each word's time use -ojf or "
+                                       "--word-timestamps",
+                                       arg, n, HV_CUE_LINE_CHARS_MIN);
+            if (n > 0) { /* whisper-cli's segments of at most N characters */
+                o->cues.max_lines = 1;
+                o->cues.max_line_chars = n;
+                o->max_len = 1;
+            }
+            return -1;
+        case W_NO_PRINTS: o->no_prints = 1; return -1;
+        case W_NO_TIMESTAMPS: o->no_timestamps = 1; return -1;
+        case W_NOTHING: return -1;
+        case W_REFUSE:
+        default:
+            return hvt_usage_error(CLI_PROG, "%s (whisper-cli's) is not supported: %s", arg, w->to);
+    }
+}
+
+/* A single-dash word that getopt would read as a cluster of letters
+ * ("-ot" as -o t): refused when its first letter is -o, so that no file is
+ * ever named after a misread flag. */
+static int misread_output(const char *arg) {
+    return arg[0] == '-' && arg[1] == 'o' && arg[2] != '\0';
+}
+
+int cli_whisper_flags(int *argc, char **argv, cli_options *o) {
+    int n = *argc, m = 1;
+    /* the rewritten command line: at most two words for each, "--" and
+     * the -f inputs after it */
+    o->argv = calloc((size_t)(2 * n + 2), sizeof *o->argv);
+    o->whisper_files = calloc((size_t)n, sizeof *o->whisper_files);
+    o->whisper_bases = calloc((size_t)n, sizeof *o->whisper_bases);
+    if (!o->argv || !o->whisper_files || !o->whisper_bases) {
+        fputs("hviske: out of memory\n", stderr);
+        return 1;
+    }
+    char **out = o->argv;
+    out[0] = argv[0];
+    int i = 1, dashes = 0;
+    for (; i < n; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {
+            dashes = 1;
+            break;
+        }
+        const w_flag *w = find_flag(arg);
+        if (!w) {
+            if (misread_output(arg))
+                return hvt_usage_error(CLI_PROG,
+                                       "unknown option '%s' (for an output file write -o FILE, "
+                                       "with a space)",
+                                       arg);
+            out[m++] = argv[i];
+            continue;
+        }
+        const char *v = NULL;
+        if (w->takes_value) {
+            if (i + 1 >= n) return hvt_usage_error(CLI_PROG, "option '%s' needs an argument", arg);
+            v = argv[++i];
+        }
+        int rc = take_flag(w, arg, v, o, out, &m);
+        if (rc >= 0) return rc;
+    }
+    if (dashes || o->n_whisper_files) out[m++] = "--";
+    for (i += dashes; i < n; i++) out[m++] = argv[i];
+    for (int k = 0; k < o->n_whisper_files; k++) out[m++] = (char *)o->whisper_files[k];
+    out[m] = NULL;
+    *argc = m;
+    return -1;
+}

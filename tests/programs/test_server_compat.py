@@ -1,0 +1,218 @@
+"""hviske-server for OpenAI's and whisper-server's clients (issue #52,
+docs/SERVER.md "Endpoints"), on the demo model (models/demo):
+
+  * a prompt (ignored: the model takes none) is answered with a Warning
+    header, as ignored include[] values are, streamed or not;
+  * POST /v1/audio/translations: 400 in OpenAI's error shape saying the
+    model transcribes and does not translate (the form is read first, so
+    a client sending it gets the answer); GET: 405;
+  * POST /inference as whisper-server serves it: its curl example
+    (temperature, temperature_inc, response_format) answers as
+    /v1/audio/transcriptions does, every response_format the same bytes,
+    json by default; beam_size as num_beams; offset_t and duration (ms)
+    cut the audio with times on its timeline; translate=true refused;
+    whisper-server's settings hviske does not have are named in a
+    Warning; fields neither knows are refused, and whisper-server's
+    fields are refused on /v1/audio/transcriptions;
+  * GET /v1/models names the checkpoint;
+  * a stream with progress=true carries hviske.progress events (seconds
+    done and in total, the last at the total); downloads=txt,srt,vtt,json
+    puts the CLI's bytes for the same file and options in the done event;
+    both need stream=true;
+  * -m given a file: the server says which directory to give.
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import wave
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from hvtest import DEMO_MODEL, EXAMPLE, Run, finish, finish_in, report, sentences_wav  # noqa: E402
+from hvserver import SERVER, TIMEOUT, Server, multipart, request  # noqa: E402
+
+T = "/v1/audio/transcriptions"
+
+
+def post(port, path, fields, audio, filename="audio.wav"):
+    body, ctype = multipart(list(fields), audio, filename)
+    return request(port, "POST", path, body, {"Content-Type": ctype})
+
+
+def warnings(port, path, fields, audio):
+    """(status, every Warning header, body) of a POST."""
+    body, ctype = multipart(list(fields), audio)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        c.request("POST", path, body=body, headers={"Content-Type": ctype})
+        r = c.getresponse()
+        return r.status, [v for k, v in r.getheaders() if k.lower() == "warning"], r.read()
+    finally:
+        c.close()
+
+
+def events(body):
+    out = []
+    for block in body.decode("utf-8", "replace").split("\n\n"):
+        for line in block.split("\n"):
+            if line.startswith("data: "):
+                out.append(json.loads(line[6:]))
+    return out
+
+
+def without_timings(text):
+    return re.sub(r'("(?:frontend|encoder|decoder|vad|align)_ms": )[0-9.e+-]+', r"\1X", text)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="hv-server-compat-")
+    with open(EXAMPLE, "rb") as f:
+        audio = f.read()
+    two_path = sentences_wav(os.path.join(tmp, "two.wav"), 2, 1.0)
+    with open(two_path, "rb") as f:
+        two = f.read()
+    with wave.open(EXAMPLE, "rb") as w:
+        clip_ms = round(w.getnframes() * 1000 / w.getframerate())
+    srv = Server(DEMO_MODEL, "-t", "1", tmp=tmp)
+    if not srv.started("server starts"):
+        return finish()
+    port = srv.port
+    try:
+        plain = post(port, T, [("model", "hviske")], audio)
+        text = (plain.json() or {}).get("text")
+        st, warn, body = warnings(port, T, [("prompt", "Velkommen")], audio)
+        report("prompt: 200, the same text, a Warning that it is ignored",
+               st == 200 and json.loads(body).get("text") == text and text and
+               any(w.startswith("299 hviske ") and "prompt ignored" in w for w in warn),
+               f"{st} {warn} {body[:200]!r}")
+        st, warn, body = warnings(port, T, [("prompt", "x"), ("stream", "true")], audio)
+        report("prompt with stream=true: the Warning too",
+               st == 200 and any("prompt ignored" in w for w in warn), f"{st} {warn}")
+        st, warn, body = warnings(port, T, [("prompt", "x"), ("include[]", "nothing")], audio)
+        report("prompt and an unknown include[]: a Warning for each",
+               st == 200 and len(warn) == 2, f"{warn}")
+        st, warn, _ = warnings(port, T, [], audio)
+        report("no prompt: no Warning", st == 200 and warn == [], f"{warn}")
+
+        r = post(port, "/v1/audio/translations", [("model", "whisper-1")], audio)
+        e = (r.json() or {}).get("error", {})
+        report("POST /v1/audio/translations: 400 in OpenAI's shape, 'transcribes ... does not "
+               "translate'", r.status == 400 and set(e) == {"message", "type", "param", "code"}
+               and e["type"] == "invalid_request_error" and e["param"] is None and
+               e["code"] == "translation_not_supported" and "does not translate" in e["message"],
+               str(r))
+        r = request(port, "GET", "/v1/audio/translations")
+        report("GET /v1/audio/translations: 405", r.status == 405, str(r))
+
+        # whisper-server's /inference
+        ex = [("temperature", "0.0"), ("temperature_inc", "0.2"), ("response_format", "json")]
+        st, warn, body = warnings(port, "/inference", ex, audio)
+        report("whisper-server's curl example on /inference: {\"text\"} as /v1's, "
+               "temperature_inc named as ignored",
+               st == 200 and json.loads(body) == {"text": text} and
+               any("temperature_inc" in w for w in warn), f"{st} {warn} {body[:200]!r}")
+        r = post(port, "/inference", [], audio)
+        report("/inference without response_format: json", r.status == 200 and
+               r.json() == {"text": text}, str(r))
+        for fmt in ("text", "srt", "vtt", "verbose_json"):
+            a = post(port, "/inference", [("response_format", fmt)], audio)
+            b = post(port, T, [("response_format", fmt)], audio)
+            report(f"/inference response_format={fmt}: /v1's bytes",
+                   a.status == 200 and a.body == b.body and
+                   a.headers.get("content-type") == b.headers.get("content-type"), f"{a}\n{b}")
+        a = post(port, "/inference", [("beam_size", "2"), ("response_format", "verbose_json")], audio)
+        b = post(port, T, [("num_beams", "2"), ("response_format", "verbose_json")], audio)
+        report("/inference beam_size=2: as num_beams=2", a.status == 200 and a.body == b.body,
+               f"{a}\n{b}")
+        second = clip_ms + 1000
+        a = post(port, "/inference", [("offset_t", str(second)), ("duration", str(clip_ms + 50)),
+                                      ("response_format", "verbose_json")], two)
+        v = a.json() or {}
+        report("/inference offset_t, duration: the second copy, times on the file's timeline",
+               a.status == 200 and v.get("text") == text and v.get("segments") and
+               v["segments"][0]["start"] >= second / 1000, str(a))
+        r = post(port, "/inference", [("translate", "true")], audio)
+        e = (r.json() or {}).get("error", {})
+        report("/inference translate=true: 400, param translate",
+               r.status == 400 and e.get("param") == "translate" and
+               "does not translate" in e.get("message", ""), str(r))
+        r = post(port, "/inference", [("translate", "false"), ("best_of", "5"),
+                                      ("split_on_word", "true")], audio)
+        report("/inference translate=false, best_of, split_on_word: 200",
+               r.status == 200 and r.json() == {"text": text}, str(r))
+        st, warn, _ = warnings(port, "/inference", [("best_of", "5"), ("no_context", "true")],
+                               audio)
+        report("whisper-server's settings hviske lacks: named in a Warning",
+               st == 200 and any("best_of" in w and "no_context" in w for w in warn), f"{warn}")
+        r = post(port, "/inference", [("colour", "red")], audio)
+        report("/inference with a field neither server knows: 400 unknown_parameter",
+               r.status == 400 and (r.json() or {}).get("error", {}).get("param") == "colour",
+               str(r))
+        r = post(port, T, [("beam_size", "2")], audio)
+        report("whisper-server's beam_size on /v1/audio/transcriptions: 400",
+               r.status == 400 and (r.json() or {}).get("error", {}).get("param") == "beam_size",
+               str(r))
+        r = post(port, "/inference", [("response_format", "json")], None)
+        report("/inference without a file: 400 missing_file",
+               r.status == 400 and (r.json() or {}).get("error", {}).get("code") == "missing_file",
+               str(r))
+
+        m = (request(port, "GET", "/v1/models").json() or {}).get("data", [{}])[0]
+        report("/v1/models names the checkpoint", m.get("checkpoint") == "demo" and
+               m.get("id") == "hviske", str(m))
+
+        # the page's fields
+        r = post(port, T, [("stream", "true"), ("progress", "true")], two)
+        ev = events(r.body)
+        pr = [e for e in ev if e.get("type") == "hviske.progress"]
+        dur = len(two) and (wave.open(two_path, "rb").getnframes() / 16000)
+        report(f"progress=true: hviske.progress events ({len(pr)}), seconds done and in total",
+               r.status == 200 and pr and all(0 < p["done_s"] <= p["total_s"] for p in pr) and
+               abs(pr[-1]["done_s"] - pr[-1]["total_s"]) < 1e-6 and
+               abs(pr[-1]["total_s"] - dur) < 0.01 and ev[-1]["type"] == "transcript.text.done",
+               f"{pr} {ev[-1:]}")
+        r = post(port, T, [("stream", "true")], two)
+        report("without progress: no progress events",
+               r.status == 200 and not [e for e in events(r.body) if "progress" in e["type"]], "")
+        d = os.path.join(tmp, "cli")
+        os.makedirs(d)
+        shutil.copy(two_path, os.path.join(d, "talk.wav"))
+        r = post(port, T, [("stream", "true"), ("downloads", "txt,srt,vtt,json")], two,
+                 filename="talk.wav")
+        done = [e for e in events(r.body) if e.get("type") == "transcript.text.done"]
+        dl = done[0].get("downloads", {}) if done else {}
+        for fmt, args in (("txt", []), ("srt", ["--format", "srt"]), ("vtt", ["--format", "vtt"]),
+                          ("json", ["--format", "json", "--word-timestamps"])):
+            ref = Run(["-m", DEMO_MODEL, "-t", "1", "-q"] + args + ["talk.wav"], cwd=d)
+            got = dl.get(fmt, "")
+            same = without_timings(got) == without_timings(ref.out) if fmt == "json" \
+                else got == ref.out
+            report(f"downloads: {fmt} is the CLI's output for the same file and options",
+                   r.status == 200 and same and got, f"server {got[:300]!r}\nCLI {ref.out[:300]!r}")
+        report("downloads: the done event's text as without them",
+               done and done[0]["text"] == json.loads(dl.get("json", "{}")).get("text"), "")
+        for fields, param in (([("downloads", "txt")], "downloads"),
+                              ([("progress", "true")], "progress"),
+                              ([("stream", "true"), ("downloads", "txt,pdf")], "downloads"),
+                              ([("stream", "true"), ("downloads", "txt,txt")], "downloads"),
+                              ([("stream", "true"), ("progress", "yes")], "progress")):
+            r = post(port, T, fields, audio)
+            report(f"{fields}: 400 on {param}", r.status == 400 and
+                   (r.json() or {}).get("error", {}).get("param") == param, str(r))
+    finally:
+        srv.stop()
+    report("server: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
+    p = subprocess.run([SERVER, "-m", os.path.join(DEMO_MODEL, "model.safetensors"), "--port", "0"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    report("-m DIR/model.safetensors: exit 1, the directory to give",
+           p.returncode == 1 and f"give the checkpoint's directory, {DEMO_MODEL}" in p.stderr,
+           p.stderr)
+    return finish_in(tmp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
