@@ -120,9 +120,13 @@ static void usage(FILE *f) {
                "      --length-penalty X beam search compares hypotheses by\n"
                "                         score / length^X; X > 0 (default 1)\n"
                "      --sample           sample each token instead (one beam only)\n"
-               "      --temperature T    sampling temperature, T > 0 (default 1);\n"
-               "                         given alone it means --sample (as the\n"
-               "                         server's temperature > 0)\n"
+               "      --temperature T    sampling temperature, T >= 0 (default 1; 0 is\n"
+               "                         greedy); given alone it means --sample (as\n"
+               "                         the server's temperature > 0). A list\n"
+               "                         T1,T2,... (e.g. 0,0.2,0.4,0.6,0.8,1) decodes\n"
+               "                         each chunk again at the next temperature\n"
+               "                         while its text fails the fallback's\n"
+               "                         thresholds (0: greedy, or --beams N)\n"
                "      --top-k K          sample from the K most likely tokens;\n"
                "                         K >= 0, 0 = all (default)\n"
                "      --top-p P          sample from the smallest most-likely set\n"
@@ -258,8 +262,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_LENGTH_PENALTY] = HVT_OPT("length-penalty", 0, HVT_FLOAT_ABOVE, AT(length_penalty), 0,
                                  INFINITY, "a finite number > 0"),
     [O_SAMPLE] = HVT_OPT_FLAG("sample", 0),
-    [O_TEMPERATURE] = HVT_OPT("temperature", 0, HVT_FLOAT_ABOVE, AT(temperature), 0, INFINITY,
-                              "a finite number > 0"),
+    [O_TEMPERATURE] = HVT_OPT_CUSTOM("temperature", AT(temperature), hvt_parse_temperatures,
+                                     "a finite number >= 0, or several joined by commas"),
     [O_TOP_K] = HVT_OPT("top-k", 0, HVT_INT, AT(top_k), 0, INT_MAX, "an integer >= 0"),
     [O_TOP_P] = HVT_OPT("top-p", 0, HVT_FLOAT_ABOVE, AT(top_p), 0, 1, "a number > 0 and <= 1"),
     [O_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0, "an integer 0..18446744073709551615"),
@@ -480,6 +484,8 @@ static void warn_ignored(const cli_options *o, const int *given) {
     for (size_t k = 0; k < sizeof sampling / sizeof *sampling; k++)
         if (given[sampling[k]] && (last < 0 || given[sampling[k]] > given[last]))
             last = sampling[k];
+    if (o->temperature.n > 1) /* the list's temperatures above 0 sample */
+        last = -1;
     if (last >= 0 && !o->do_sample && o->num_beams > 1)
         fprintf(stderr, "hviske: warning: --%s has no effect with --beams %d (beam search)\n",
                 OPTIONS[last].name, o->num_beams);
@@ -527,7 +533,7 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
                        .formats = {.n = 0},
                        .num_beams = defaults.num_beams,
                        .length_penalty = defaults.length_penalty,
-                       .temperature = defaults.temperature,
+                       .temperature = {.t = {defaults.temperature}, .n = 1},
                        .top_k = defaults.top_k,
                        .top_p = defaults.top_p,
                        .seed = defaults.seed,
@@ -565,8 +571,13 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
                 o->output, HVT_FORMAT_NAMES[by_ext], HVT_FORMAT_NAMES[o->format]);
     o->punctuation = !given[O_NO_PUNCT];
     /* a temperature means sampling, as on the server, unless beam search
-     * is asked for */
-    o->do_sample = given[O_SAMPLE] != 0 || (given[O_TEMPERATURE] && o->num_beams <= 1);
+     * is asked for; a list is the fallback, which samples at each
+     * temperature above 0 */
+    int list = o->temperature.n > 1;
+    if (list && given[O_SAMPLE])
+        return hvt_usage_error(CLI_PROG, "--sample samples at one temperature; with a list of "
+                                         "--temperature values each one above 0 samples");
+    o->do_sample = !list && (given[O_SAMPLE] != 0 || (given[O_TEMPERATURE] && o->num_beams <= 1));
     o->quiet = given[O_QUIET] != 0;
     o->word_timestamps |= given[O_WORD_TIMESTAMPS] != 0;
     o->stream = given[O_STREAM] != 0;
@@ -616,7 +627,7 @@ hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *v
     tp.num_beams = o->num_beams;
     tp.length_penalty = o->length_penalty;
     tp.do_sample = o->do_sample;
-    tp.temperature = o->temperature;
+    hvt_set_temperatures(&tp, &o->temperature);
     tp.top_k = o->top_k;
     tp.top_p = o->top_p;
     tp.seed = o->seed;

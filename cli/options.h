@@ -12,6 +12,7 @@
 #include "batch.h"
 #include "formats.h"
 #include "hviske.h"
+#include "tool_util.h"
 
 /* --format F[,F...]: the formats in the order given, each once. */
 typedef struct cli_formats {
@@ -31,7 +32,7 @@ typedef struct cli_options {
     int num_beams;              /* 1: greedy or sampling */
     float length_penalty;       /* beam search */
     int do_sample;
-    float temperature; /* sampling */
+    hvt_temperatures temperature; /* sampling; several: the fallback's list */
     int top_k;
     float top_p;
     uint64_t seed;
@@ -97,7 +98,7 @@ int cli_parse_options(int argc, char **argv, cli_options *o);
 void cli_options_free(cli_options *o);
 
 /* The transcription the options ask for, with the speech detector vad
- * (NULL: none). */
+ * (NULL: none); a temperature list points into o. */
 hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *vad);
 
 /* How the options write a result; model for whisper-json's tokens. */

@@ -352,11 +352,40 @@ typedef struct hv_transcribe_params {
                              score / max(1, length)^length_penalty; > 0,
                              default 1.0 */
     int do_sample;        /* 1: sample each token (needs num_beams == 1) */
-    float temperature;    /* sampling: logits / temperature; > 0, default 1 */
+    float temperature;    /* sampling: logits / temperature; >= 0, default 1;
+                             0 is greedy */
     int top_k;            /* sampling: keep the k most likely; 0 = all */
     float top_p;          /* sampling: keep the smallest most-likely set whose
                              probability reaches top_p; (0, 1], default 1 */
     uint64_t seed;        /* sampling: same seed + same input = same output */
+    int best_of;          /* sampling: draws best_of sequences (seeds seed,
+                             seed + 1, ...) and keeps the best by beam
+                             search's normalised score; >= 1, default 1 */
+
+    /* Temperature fallback (docs/DECODING.md "Temperature fallback"), as
+     * OpenAI's whisper and faster-whisper decode against repetition loops:
+     * with n_temperatures > 0, each chunk is decoded at temperatures[0],
+     * and again at the next temperature while the result fails a
+     * threshold; each attempt is one of the modes above. NULL and 0
+     * (default): one decoding, as num_beams, do_sample and temperature
+     * say, and no threshold applies. */
+    const float *temperatures;         /* each finite and >= 0: 0 greedy (beam
+                                          search with num_beams > 1), > 0
+                                          sampling at it (top_k, top_p, seed,
+                                          best_of); not with do_sample; owned
+                                          by the caller, alive during the call */
+    int n_temperatures;                /* how many */
+    float compression_ratio_threshold; /* an attempt whose text has a higher
+                                          compression ratio fails; default
+                                          2.4; NAN: not checked */
+    float log_prob_threshold;          /* ... or one whose avg_logprob is
+                                          lower; default -1; NAN: not checked */
+    float no_speech_threshold;         /* a chunk whose no_speech_prob (which
+                                          needs vad) is higher is silence when
+                                          its avg_logprob is below
+                                          log_prob_threshold (or that is NAN):
+                                          not decoded again, no segment;
+                                          default 0.6; NAN: off */
 
     /* Long audio (docs/MODEL.md "Long audio"). */
     hv_chunking chunking; /* default HV_CHUNKING_AUTO */
@@ -496,8 +525,9 @@ HV_API int hv_result_n_words(const hv_result *res);
 HV_API const hv_word *hv_result_words(const hv_result *res);
 
 /* Each chunk with a non-empty transcript is a segment (the tokens of
- * chunks whose text is empty still count in hv_result_tokens). Pointers
- * stay valid until hv_result_free. */
+ * chunks whose text is empty still count in hv_result_tokens; a chunk the
+ * no_speech_threshold finds silent gives neither). Pointers stay valid
+ * until hv_result_free. */
 typedef struct hv_segment {
     double start, end;     /* seconds */
     int64_t start_sample;  /* at the model's sample rate */
@@ -511,6 +541,17 @@ typedef struct hv_segment {
     int n_words;          /* is 0 unless word_timestamps was set */
     int first_token;      /* where its tokens start in hv_result_tokens(),
                              the numbering of hv_word.first_token */
+    /* How the chunk was decoded (docs/DECODING.md "Temperature fallback"),
+     * as faster-whisper reports each window: */
+    float temperature;        /* of the decoding kept: 0 greedy or beam
+                                 search, else sampling at it */
+    double avg_logprob;       /* its summed log-probs, EOS included when it
+                                 ended the chunk, / (n_tokens + 1) */
+    double compression_ratio; /* its text's bytes over their size compressed
+                                 by zlib (compress(), default level) */
+    double no_speech_prob;    /* 1 - the speech detector's mean probability
+                                 over the chunk's audio (docs/VAD.md); NAN
+                                 without params.vad */
 } hv_segment;
 
 HV_API int hv_result_n_segments(const hv_result *res);

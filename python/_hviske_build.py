@@ -4,21 +4,29 @@ library alone so that `pip install ./python` needs nothing from an index:
 pip's isolated build environment starts empty, and it works offline, in a
 fresh virtual environment, and with `--no-build-isolation` alike.
 
-The package is pure Python over ctypes, so a wheel is a zip of hviske/
-with the metadata of pyproject.toml's [project] table (docs:
-python/README.md "Installing"). Besides the sources, the wheel holds
-hviske/_installed.py, which records the libhviske.so.0 found when the
-wheel is built, so that the installed package finds the library that
-`make install` put beside it without $LD_LIBRARY_PATH:
+The package is Python over ctypes, so a wheel is a zip of hviske/ with
+the metadata of pyproject.toml's [project] table (docs: python/README.md
+"Installing"), and the library it loads: the installed one, recorded in
+hviske/_installed.py so that the package finds it without
+$LD_LIBRARY_PATH, or else one built for the wheel. The library is, in
+order:
 
+  * the file $HVISKE_LIBRARY names, when it is set at install time;
   * the library of the hviske source tree's build folder (../build), at
     the prefix its CMakeCache.txt installs into, when it is installed
-    there;
-  * else `pkg-config --variable=libdir hviske` (which honours
-    $PKG_CONFIG_PATH), when libhviske.so.0 is there.
+    there (`make install PREFIX=...` from the same tree);
+  * `pkg-config --variable=libdir hviske` (which honours
+    $PKG_CONFIG_PATH), when libhviske.so.0 is there;
+  * else libhviske built with CMake from the C sources around this folder
+    (or those an sdist carries) by _hviske_clib.py, carried in the wheel
+    as hviske/libhviske.so.0 with the speech detector in
+    hviske/silero-vad/ (a platform wheel then). Without sources, or with a
+    build tool or library missing, the install fails, naming what to
+    install.
 
-Hooks: build_wheel, build_sdist, build_editable (a .pth file naming this
-folder), the get_requires_for_* hooks (nothing) and
+Hooks: build_wheel, build_sdist (the C sources in hviske-src/),
+build_editable (a .pth file naming this folder; a library built for it is
+put in hviske/ here), the get_requires_for_* hooks (nothing) and
 prepare_metadata_for_build_*."""
 import base64
 import calendar
@@ -26,15 +34,20 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import subprocess
+import sys
+import sysconfig
 import tarfile
 import time
 import zipfile
 
+import _hviske_clib as clib
+
 ROOT = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = "hviske"
 SONAME = "libhviske.so.0"
-TAG = "py3-none-any"
+PURE_TAG = "py3-none-any"
 
 
 # ------------------------------------------------------------ pyproject
@@ -160,7 +173,13 @@ def _cmake_cache(build):
 
 
 def installed_library():
-    """The libhviske.so.0 to record (an absolute path), or None."""
+    """The libhviske.so.0 to record (an absolute path), or None: build the
+    library then. A $HVISKE_LIBRARY that names no file is a BuildError."""
+    env = os.environ.get("HVISKE_LIBRARY")
+    if env:
+        if not os.path.isfile(env):
+            raise clib.BuildError(f"hviske: $HVISKE_LIBRARY names {env}, which is no file")
+        return os.path.abspath(env)
     cache = _cmake_cache(os.path.join(os.path.dirname(ROOT), "build"))
     prefix, libdir = cache.get("CMAKE_INSTALL_PREFIX"), cache.get("CMAKE_INSTALL_LIBDIR", "lib")
     if prefix:
@@ -177,12 +196,29 @@ def installed_library():
     return path if path and os.path.isfile(path) else None
 
 
-def installed_module():
-    lib = installed_library()
+def installed_module(lib):
     return ('"""Written by python/_hviske_build.py when the wheel was built: the\n'
-            'libhviske that was installed then (None: none was found)."""\n'
+            'libhviske that was installed then (None: the wheel carries its own,\n'
+            'hviske/libhviske.so.0)."""\n'
             "from typing import Optional\n\n"
             f"LIBRARY: Optional[str] = {lib!r}\n")
+
+
+def library():
+    """(the installed library to record, None) or (None, the library built
+    for the wheel, a clib.Built to close)."""
+    lib = installed_library()
+    if lib:
+        return lib, None
+    src = clib.sources()
+    if src is None:
+        raise clib.BuildError(
+            "hviske: no libhviske is installed (none named by $HVISKE_LIBRARY, installed from "
+            "the source tree's build folder or found by pkg-config), and there are no hviske "
+            f"C sources around {ROOT} to build it from: install the library first (make "
+            "install in the hviske source tree), or install the python/ folder of a hviske "
+            "source tree")
+    return None, clib.Built(src)
 
 
 # --------------------------------------------------------- archives
@@ -209,9 +245,9 @@ class _Wheel:
         self.zip = zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED)
         self.record = []
 
-    def add(self, name, data):
+    def add(self, name, data, executable=False):
         info = zipfile.ZipInfo(name, _date_time())
-        info.external_attr = 0o644 << 16
+        info.external_attr = (0o755 if executable else 0o644) << 16
         info.compress_type = zipfile.ZIP_DEFLATED
         self.zip.writestr(info, data)
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
@@ -226,32 +262,56 @@ class _Wheel:
         self.zip.close()
 
 
-def _dist_info_files(meta):
+def _platform_tag():
+    """This interpreter's platform, as a wheel's tag (linux_x86_64): a wheel
+    with the library built for this machine."""
+    return "py3-none-" + re.sub(r"[-.]", "_", sysconfig.get_platform())
+
+
+def _dist_info_files(meta, tag=PURE_TAG):
     wheel = ("Wheel-Version: 1.0\nGenerator: hviske _hviske_build.py\n"
-             f"Root-Is-Purelib: true\nTag: {TAG}\n")
+             f"Root-Is-Purelib: {'true' if tag == PURE_TAG else 'false'}\nTag: {tag}\n")
     return {"METADATA": meta, "WHEEL": wheel, "top_level.txt": PACKAGE + "\n"}
+
+
+def _in_place(built):
+    """An editable install's library: built's files in hviske/ here."""
+    for arc, path, _ in built.files(PACKAGE):
+        dst = os.path.join(ROOT, *arc.split("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(path, dst + ".tmp")
+        os.replace(dst + ".tmp", dst)
 
 
 def _build(wheel_directory, editable):
     meta, name, version = metadata()
-    dist_info = f"{name}-{version}.dist-info"
-    filename = f"{name}-{version}-{TAG}.whl"
-    w = _Wheel(os.path.join(wheel_directory, filename))
+    lib, built = library()
     try:
-        if editable:
-            w.add(f"{name}.pth", (ROOT + "\n").encode("utf-8"))
-        else:
-            for arc, path in _package_files():
-                with open(path, "rb") as f:
-                    w.add(arc, f.read())
-            w.add(f"{PACKAGE}/_installed.py", installed_module().encode("utf-8"))
-        for n, text in _dist_info_files(meta).items():
-            w.add(f"{dist_info}/{n}", text.encode("utf-8"))
-        w.close(dist_info)
-    except BaseException:
-        w.zip.close()
-        os.unlink(os.path.join(wheel_directory, filename))
-        raise
+        tag = _platform_tag() if built and not editable else PURE_TAG
+        dist_info = f"{name}-{version}.dist-info"
+        filename = f"{name}-{version}-{tag}.whl"
+        w = _Wheel(os.path.join(wheel_directory, filename))
+        try:
+            if editable:
+                if built:
+                    _in_place(built)
+                w.add(f"{name}.pth", (ROOT + "\n").encode("utf-8"))
+            else:
+                files = [(arc, path, False) for arc, path in _package_files()]
+                for arc, path, executable in files + (built.files(PACKAGE) if built else []):
+                    with open(path, "rb") as f:
+                        w.add(arc, f.read(), executable)
+                w.add(f"{PACKAGE}/_installed.py", installed_module(lib).encode("utf-8"))
+            for n, text in _dist_info_files(meta, tag).items():
+                w.add(f"{dist_info}/{n}", text.encode("utf-8"))
+            w.close(dist_info)
+        except BaseException:
+            w.zip.close()
+            os.unlink(os.path.join(wheel_directory, filename))
+            raise
+    finally:
+        if built:
+            built.close()
     return filename
 
 
@@ -287,12 +347,22 @@ def prepare_metadata_for_build_editable(metadata_directory, config_settings=None
     return _prepare_metadata(metadata_directory)
 
 
+def _without_traceback(build):
+    """build(), a BuildError's message alone on standard error (pip shows
+    it) and exit status 1: what to install, not where in this file."""
+    try:
+        return build()
+    except clib.BuildError as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    return _build(wheel_directory, editable=False)
+    return _without_traceback(lambda: _build(wheel_directory, editable=False))
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    return _build(wheel_directory, editable=True)
+    return _without_traceback(lambda: _build(wheel_directory, editable=True))
 
 
 def build_sdist(sdist_directory, config_settings=None):
@@ -301,7 +371,12 @@ def build_sdist(sdist_directory, config_settings=None):
     filename = f"{base}.tar.gz"
     files = [("pyproject.toml", os.path.join(ROOT, "pyproject.toml")),
              ("_hviske_build.py", os.path.join(ROOT, "_hviske_build.py")),
+             ("_hviske_clib.py", os.path.join(ROOT, "_hviske_clib.py")),
              ("README.md", os.path.join(ROOT, "README.md"))] + _package_files()
+    src = clib.sources()
+    if src:  # so that a wheel built from the sdist can build the library
+        files += [(f"{clib.SDIST_SOURCES}/{rel.replace(os.sep, '/')}", path)
+                  for rel, path in clib.source_files(src)]
     mtime = calendar.timegm(_date_time())
 
     def add(tar, arc, data):

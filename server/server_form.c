@@ -500,17 +500,16 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         BAD("response_format", "response_format must be json, text, "
                                "verbose_json, srt or vtt");
     if ((v = val(f, SRV_F_TEMPERATURE))) {
-        float t;
-        if (hvt_parse_float(v, HVT_FROM, 0.0, INFINITY, &t) ||
-            hvt_parse_double(v, HVT_FROM, 0.0, INFINITY, &p->temperature))
-            BAD("temperature", "temperature must be a finite number >= 0 "
-                               "(0: greedy; > 0: sampling at that temperature)");
-        if (t > 0.0f) {
-            p->tp.do_sample = 1;
-            p->tp.temperature = t;
-        } else {
-            p->temperature = 0.0;
-        }
+        if (hvt_parse_temperatures(v, &p->temperatures))
+            BAD("temperature",
+                "temperature must be a finite number >= 0 (0: greedy; > 0: "
+                "sampling at that temperature), or at most %d of them joined by "
+                "commas (the temperature fallback)",
+                HVT_MAX_TEMPERATURES);
+        /* one temperature above 0 samples, as OpenAI's; a list is the
+         * fallback (OpenAI's API takes one number) */
+        hvt_set_temperatures(&p->tp, &p->temperatures);
+        p->tp.do_sample = p->temperatures.n == 1 && p->temperatures.t[0] > 0.0f;
     }
     if ((v = val(f, SRV_F_PUNCTUATION))) {
         if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)

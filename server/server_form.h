@@ -18,6 +18,7 @@
 #include "hviske.h"
 #include "formats.h"
 #include "server_format.h"
+#include "tool_util.h"
 
 /* An error answer: HTTP status and OpenAI's error fields. */
 typedef struct srv_error {
@@ -113,7 +114,8 @@ typedef struct srv_params {
     hv_transcribe_params tp; /* tp.language points to language[] */
     char language[32];
     srv_format format;
-    double temperature;                  /* as given (0 = greedy), for verbose_json */
+    hvt_temperatures temperatures;       /* as given; a list: tp.temperatures
+                                            points here */
     int granularities;                   /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
                            segments only) */
     char model[128];                     /* the model field as given ("" if none) */

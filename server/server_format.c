@@ -102,9 +102,10 @@ static cJSON *json_plain(const hv_result *res, const srv_format_opts *fo) {
 }
 
 /* One verbose_json segment made of a cue, OpenAI's keys: id, seek (start
- * in 10 ms frames), start, end, text, tokens (its words'), temperature,
+ * in 10 ms frames), start, end, text, tokens (its words'), temperature
+ * (that of its chunk's decoding: 0 greedy or beam search),
  * avg_logprob (their mean log-prob). */
-static cJSON *json_cue(const hv_result *res, const hv_cue *c, int id, double temperature) {
+static cJSON *json_cue(const hv_result *res, const hv_cue *c, int id, float temperature) {
     const int32_t *tokens = hv_result_tokens(res);
     const float *lps = hv_result_token_logprobs(res);
     int a = c->first_token, b = c->first_token + c->n_tokens;
@@ -122,7 +123,7 @@ static cJSON *json_cue(const hv_result *res, const hv_cue *c, int id, double tem
              (toks = cJSON_AddArrayToObject(o, "tokens"));
     for (int k = a; ok && k < b; k++)
         ok = cJSON_AddItemToArray(toks, cJSON_CreateNumber(tokens[k]));
-    ok = ok && cJSON_AddNumberToObject(o, "temperature", temperature) &&
+    ok = ok && cJSON_AddNumberToObject(o, "temperature", hvt_float_for_json(temperature)) &&
          cJSON_AddNumberToObject(o, "avg_logprob", b > a ? hvt_float_for_json(sum / (b - a)) : 0.0);
     if (!ok) {
         cJSON_Delete(o);
@@ -141,7 +142,7 @@ static int add_segments(cJSON *segs, const hv_result *res, const srv_format_opts
         int nc = 0;
         ok = hv_segment_cues(&g, fo->cues, &cues, &nc) == HV_OK;
         for (int k = 0; ok && k < nc; k++) {
-            cJSON *s = json_cue(res, &cues[k], id++, fo->temperature);
+            cJSON *s = json_cue(res, &cues[k], id++, g.temperature);
             ok = s && cJSON_AddItemToArray(segs, s);
             if (!ok) cJSON_Delete(s);
         }

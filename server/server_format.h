@@ -30,8 +30,6 @@ enum { SRV_SEGMENTS = 1, SRV_WORDS = 2 };
 /* How a transcription is written, beyond its format. */
 typedef struct srv_format_opts {
     int rate;                  /* the model's sample rate */
-    double temperature;        /* reported in verbose_json's segments (0
-                                   for greedy and beam search) */
     int granularities;         /* verbose_json: SRV_SEGMENTS, SRV_WORDS */
     const hv_cue_params *cues; /* srt, vtt and verbose_json segments from
                                    word times; NULL: the defaults */

@@ -222,6 +222,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     job_end je = {0, MHD_HTTP_OK, req->audio_s};
     srv_params p = req->params;
     if (req->params.tp.language == req->params.language) p.tp.language = p.language;
+    if (p.tp.n_temperatures) p.tp.temperatures = p.temperatures.t;
     char id[sizeof req->id], file[sizeof req->form.file_name];
     memcpy(id, req->id, sizeof id);
     memcpy(file, req->form.file_name, sizeof file);
@@ -366,8 +367,7 @@ static job_end run_job(worker *w, request *req) {
         goto done;
     }
     size_t len = 0;
-    srv_format_opts fo = {s->rate,     p->temperature, p->granularities,
-                          &s->o->cues, s->model,       p->logprobs};
+    srv_format_opts fo = {s->rate, p->granularities, &s->o->cues, s->model, p->logprobs};
     char *body = srv_format_result(p->format, res, &fo, &len);
     hv_result_free(res);
     req->resp = srv_buffer_response(body, len, srv_format_content_type(p->format));

@@ -70,6 +70,8 @@ typedef struct hv_result_seg {
     int token_offset, n_tokens;
     double score;
     int word_offset, n_words; /* into hv_result.words */
+    float temperature;        /* hv_segment's, of the decoding kept */
+    double avg_logprob, compression_ratio, no_speech_prob;
 } hv_result_seg;
 
 struct hv_result {

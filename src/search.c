@@ -52,13 +52,17 @@ static hv_status search_single(hv_decoder *dec, hv_pool *pool, const hv_search_p
         const float *lp = dec->logits;
         int32_t tok = p->do_sample ? hv_sample(lp, V, &sp, &rng, cand, NULL) : hv_argmax(lp, V);
         out->score += lp[tok];
-        if (tok == p->eos) break;
+        if (tok == p->eos) {
+            out->eos = 1;
+            break;
+        }
         out->tokens[out->n] = tok;
         out->logprobs[out->n++] = lp[tok];
         if (step + 1 == p->max_new) break; /* no pass for an unused step */
         if ((st = timed_pass(dec, pool, &seq, 1, &tok, out, e))) break;
     }
     free(cand);
+    out->sum = out->score;
     return st;
 }
 
@@ -68,6 +72,7 @@ typedef struct hyp {
     int32_t *tokens; /* [max_new] */
     float *lps;      /* [max_new] */
     int len;         /* tokens, EOS excluded */
+    int eos;         /* finished by EOS */
     double sum;      /* summed log-probs (EOS included when finished by it) */
     double norm;     /* sum / max(1, length)^length_penalty */
     long order;      /* when it was added, for ties */
@@ -146,6 +151,7 @@ static void add_finished(beam_state *b, const hyp *src, int32_t tok, float lp, i
     }
     hyp *d = &b->fin[slot];
     hyp_extend(d, src, tok, lp);
+    d->eos = length > d->len;
     d->norm = norm;
     d->order = b->added++;
 }
@@ -276,6 +282,8 @@ static hv_status search_beams(hv_decoder *dec, hv_pool *pool, const hv_search_pa
         memcpy(out->logprobs, best->lps, (size_t)best->len * sizeof(float));
         out->n = best->len;
         out->score = best_norm;
+        out->sum = best->sum;
+        out->eos = b.n_fin ? best->eos : 0;
     }
 done:
     free(ids);
@@ -288,14 +296,16 @@ hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n
                     hv_error *e) {
     int seq = 0;
     out->n = 0;
-    out->score = 0;
+    out->score = out->sum = 0;
+    out->eos = 0;
     out->prefill_ms = out->steps_ms = 0;
     out->n_steps = 0;
     if (p->num_beams > HV_MAX_BEAMS)
         return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: at most %d", p->num_beams,
                       HV_MAX_BEAMS);
     double t0 = now_ms();
-    hv_status st = hv_decoder_forward(dec, pool, &seq, 1, prompt, n_prompt, e);
+    hv_status st = hv_decoder_reorder(dec, NULL, 0, e);
+    if (!st) st = hv_decoder_forward(dec, pool, &seq, 1, prompt, n_prompt, e);
     out->prefill_ms = now_ms() - t0;
     if (st) return st;
     /* Broken weights (NaN, a negative variance, overflow) give non-finite

@@ -25,15 +25,22 @@ typedef struct hv_search_out {
     int32_t *tokens;
     float *logprobs;
     int n;
-    double score;
+    double score;      /* docs/DECODING.md: the sum (greedy, sampling), or its
+                          normalised form (beam search) */
+    double sum;        /* the summed log-probs of the tokens, and of EOS when it
+                          ended the sequence */
+    int eos;           /* 1 when EOS ended the sequence (its step counts in the
+                          length), 0 when max_new did */
     double prefill_ms; /* the prompt pass */
     double steps_ms;   /* every later pass */
     int n_steps;
 } hv_search_out;
 
-/* Decodes after the prompt; HV_ERR_CANCELLED when p->abort says so. first_logprobs, when not NULL, receives the
- * log-probs of the first step ([vocab]). The decoder must have been begun
- * with at least num_beams sequences. */
+/* Decodes after the prompt, from empty sequences (those of an earlier
+ * search on the same utterance are emptied first); HV_ERR_CANCELLED when
+ * p->abort says so. first_logprobs, when not NULL, receives the log-probs
+ * of the first step ([vocab]). The decoder must have been begun with at
+ * least num_beams sequences. */
 hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
                     const hv_search_params *p, hv_search_out *out, float *first_logprobs,
                     hv_error *e);

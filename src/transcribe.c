@@ -13,6 +13,7 @@
 #include "audio/speech_chunks.h"
 #include "audio/vad.h"
 #include "encoder.h"
+#include "fallback.h"
 #include "kernels/onednn.h"
 #include "pipeline.h"
 #include "search.h"
@@ -180,6 +181,12 @@ hv_transcribe_params hv_transcribe_default_params(void) {
     p.top_k = 0;
     p.top_p = 1.0f;
     p.seed = 0;
+    p.best_of = 1;
+    p.temperatures = NULL;
+    p.n_temperatures = 0;
+    p.compression_ratio_threshold = 2.4f;
+    p.log_prob_threshold = -1.0f;
+    p.no_speech_threshold = 0.6f;
     p.vad = NULL;
     p.vad_params = hv_vad_default_params();
     p.vad_max_gap_s = 3.0f;
@@ -198,9 +205,23 @@ static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
     if (p->do_sample && p->num_beams != 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "sampling works with one beam only (num_beams is %d)",
                       p->num_beams);
-    if (!isfinite(p->temperature) || p->temperature <= 0)
-        return hv_err(e, HV_ERR_INVALID_ARG, "temperature %g: must be finite and > 0",
+    if (!isfinite(p->temperature) || p->temperature < 0)
+        return hv_err(e, HV_ERR_INVALID_ARG, "temperature %g: must be finite and >= 0 (0: greedy)",
                       p->temperature);
+    if (p->best_of < 1)
+        return hv_err(e, HV_ERR_INVALID_ARG, "best_of %d: must be >= 1", p->best_of);
+    if (p->n_temperatures < 0 || (p->n_temperatures > 0 && !p->temperatures))
+        return hv_err(e, HV_ERR_INVALID_ARG, "n_temperatures %d: must be >= 0, with temperatures",
+                      p->n_temperatures);
+    for (int i = 0; i < p->n_temperatures; i++)
+        if (!isfinite(p->temperatures[i]) || p->temperatures[i] < 0)
+            return hv_err(e, HV_ERR_INVALID_ARG,
+                          "temperatures[%d] %g: must be finite and >= 0 (0: greedy)", i,
+                          p->temperatures[i]);
+    if (p->n_temperatures > 0 && p->do_sample)
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "do_sample and a temperature list cannot be combined (each temperature > 0 "
+                      "of the list samples)");
     if (p->top_k < 0) return hv_err(e, HV_ERR_INVALID_ARG, "top_k %d: must be >= 0", p->top_k);
     if (!(p->top_p > 0 && p->top_p <= 1))
         return hv_err(e, HV_ERR_INVALID_ARG, "top_p %g: must be in (0, 1]", p->top_p);
@@ -256,7 +277,28 @@ typedef struct run {
     hv_pos_cache pos; /* the encoder's position projections, for calls of
                          several chunks (else unused: pos_hint 0) */
     int pos_hint;     /* encoder frames of the call's longest chunk */
+    float *speech;    /* with a speech detector: its probabilities over the
+                         part transcribed, one per window (else NULL) */
+    size_t n_speech;
+    int speech_window;    /* samples per window */
+    size_t speech_offset; /* the input's sample where window 0 starts */
 } run;
+
+/* A chunk's no_speech_prob: 1 - the mean speech probability of the
+ * detector's windows that overlap its pieces; NAN without a detector. */
+static double chunk_no_speech(const run *R, const hv_piece_plan *plan, int chunk) {
+    if (!R->speech) return NAN;
+    size_t w = (size_t)R->speech_window, next = 0, count = 0;
+    double sum = 0;
+    for (int k = plan->first[chunk]; k < plan->first[chunk + 1]; k++) {
+        const hv_span *s = &plan->pieces[k];
+        size_t a = (s->start - R->speech_offset) / w, b = (s->end - R->speech_offset + w - 1) / w;
+        for (size_t i = a > next ? a : next; i < b && i < R->n_speech; i++, count++)
+            sum += R->speech[i];
+        if (b > next) next = b;
+    }
+    return count ? 1.0 - sum / (double)count : NAN;
+}
 
 /* Appends w[n] (times from the start of chunk i of plan) to the result's
  * words, on the input's timeline, kept in time order. */
@@ -405,21 +447,34 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
-    hv_search_params sp = {.max_new = R->max_new,
-                           .eos = c->eos_token_id,
-                           .num_beams = p->num_beams,
-                           .length_penalty = p->length_penalty,
-                           .do_sample = p->do_sample,
-                           .temperature = p->temperature,
-                           .top_k = p->top_k,
-                           .top_p = p->top_p,
-                           .seed = p->seed,
-                           .abort = p->abort_callback,
-                           .abort_user = p->abort_user};
-    hv_search_out so = {.tokens = R->tok_buf, .logprobs = R->lp_buf};
+    /* without a temperature list, one attempt in the mode asked for, and
+     * no threshold */
+    float single = p->do_sample ? p->temperature : 0.0f;
+    int list = p->n_temperatures > 0;
+    hv_fallback_params fp = {.search = {.max_new = R->max_new,
+                                        .eos = c->eos_token_id,
+                                        .num_beams = p->num_beams,
+                                        .length_penalty = p->length_penalty,
+                                        .top_k = p->top_k,
+                                        .top_p = p->top_p,
+                                        .seed = p->seed,
+                                        .abort = p->abort_callback,
+                                        .abort_user = p->abort_user},
+                             .temperatures = list ? p->temperatures : &single,
+                             .n_temperatures = list ? p->n_temperatures : 1,
+                             .best_of = p->best_of,
+                             .compression_ratio_threshold =
+                                 list ? p->compression_ratio_threshold : NAN,
+                             .log_prob_threshold = list ? p->log_prob_threshold : NAN,
+                             .no_speech_threshold = list ? p->no_speech_threshold : NAN,
+                             .no_speech_prob = chunk_no_speech(R, plan, chunk)};
+    hv_decoded dd = {.out = {.tokens = R->tok_buf, .logprobs = R->lp_buf}};
     if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p->num_beams, e)) ||
-        (st = hv_search(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, &sp, &so, lp0, e)))
+        (st = hv_decode_chunk(&ctx->dec, ctx->pool, &m->tok, R->prompt, R->n_prompt, &fp, &dd, lp0,
+                              e)))
         goto done;
+    const hv_search_out so = dd.out;
+    char *text = dd.text;
     res->timings.frontend_ms += t1 - t0;
     res->timings.encoder_ms += t2 - t1;
     /* the products done: cached position projections count when made */
@@ -434,12 +489,15 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     res->timings.prefill_ms += so.prefill_ms;
     res->timings.steps_ms += so.steps_ms;
     res->timings.n_steps += so.n_steps;
+    if (dd.silent) { /* the no_speech_threshold's silence: nothing of it */
+        free(text);
+        goto tapped;
+    }
     res->score += so.score;
 
     /* every generated token is part of the result; a chunk whose text is
      * empty (silence, or only pieces that print nothing) is no segment */
-    char *text = hv_tokenizer_decode(&m->tok, so.tokens, so.n);
-    if (!text || result_append(res, so.tokens, so.logprobs, so.n)) {
+    if (result_append(res, so.tokens, so.logprobs, so.n)) {
         free(text);
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
@@ -461,9 +519,18 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         goto done;
     }
     res->segs = segs;
-    segs[res->n_segs++] = (hv_result_seg){
-        (int64_t)seg_start, (int64_t)seg_end,          text, res->n_tokens - so.n, so.n, so.score,
-        word_offset,        res->n_words - word_offset};
+    segs[res->n_segs++] = (hv_result_seg){.start_sample = (int64_t)seg_start,
+                                          .end_sample = (int64_t)seg_end,
+                                          .text = text,
+                                          .token_offset = res->n_tokens - so.n,
+                                          .n_tokens = so.n,
+                                          .score = so.score,
+                                          .word_offset = word_offset,
+                                          .n_words = res->n_words - word_offset,
+                                          .temperature = dd.temperature,
+                                          .avg_logprob = dd.avg_logprob,
+                                          .compression_ratio = dd.compression_ratio,
+                                          .no_speech_prob = fp.no_speech_prob};
     /* the segment is final: its words are timed and later chunks, which
      * lie after it on the timeline, change nothing in it */
     if (p->segment_callback) {
@@ -529,31 +596,44 @@ hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_par
 }
 
 /* The chunks of x[n] as pieces of it: the plan of p->chunking (AUTO
- * already resolved), with speech detection for HV_CHUNKING_VAD. */
-static hv_status plan_pieces(hv_context *ctx, const hv_transcribe_params *p, const float *x,
-                             size_t n, hv_piece_plan *plan, double *vad_ms) {
+ * already resolved), with speech detection for HV_CHUNKING_VAD; with a
+ * speech detector, its probabilities over x go to R (no_speech_prob),
+ * whatever the chunking. */
+static hv_status plan_pieces(run *R, const float *x, size_t n, hv_piece_plan *plan,
+                             double *vad_ms) {
+    hv_context *ctx = R->ctx;
+    const hv_transcribe_params *p = R->p;
     const hv_config *c = &ctx->model->cfg;
     hv_error *e = &ctx->err;
     hv_chunk_plan_params cp = hv_chunk_params(c, p);
+    const hv_vad *v = p->vad;
     hv_status st;
+    if (v && v->sample_rate != c->sample_rate)
+        return hv_err(e, HV_ERR_UNSUPPORTED,
+                      "the speech detector runs at %d Hz but the model at %d Hz", v->sample_rate,
+                      c->sample_rate);
+    double t0 = now_ms();
+    if (v) {
+        R->speech_window = v->window;
+        R->n_speech = hv_vad_n_windows(v, n);
+    }
     if (p->chunking != HV_CHUNKING_VAD) {
         size_t *bounds;
         int n_chunks;
+        if (v) {
+            if ((st = hv_vad_level_probs(v, ctx->pool, x, n, &R->speech, e))) return st;
+            *vad_ms = now_ms() - t0;
+        }
         if ((st = hv_chunk_plan(x, n, &cp, &bounds, &n_chunks, e))) return st;
         st = hv_piece_plan_from_bounds(bounds, n_chunks, plan, e);
         free(bounds);
         return st;
     }
-    const hv_vad *v = p->vad;
-    if (v->sample_rate != c->sample_rate)
-        return hv_err(e, HV_ERR_UNSUPPORTED,
-                      "the speech detector runs at %d Hz but the model at %d Hz", v->sample_rate,
-                      c->sample_rate);
-    double t0 = now_ms();
     size_t n_regions = 0;
     hv_speech_region *regions = NULL;
     hv_span *spans = NULL;
-    if ((st = hv_vad_detect(v, ctx->pool, x, n, &p->vad_params, &regions, &n_regions, e)))
+    if ((st = hv_vad_detect(v, ctx->pool, x, n, &p->vad_params, &regions, &n_regions, &R->speech,
+                            e)))
         return st;
     if (!(spans = malloc((n_regions ? n_regions : 1) * sizeof *spans))) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
@@ -696,7 +776,8 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         len = n - off;
         if (p.duration_s > 0 && d < (double)len) len = (size_t)llround(d);
     }
-    if ((st = plan_pieces(ctx, &p, x + off, len, &plan, &vad_ms))) goto done;
+    if ((st = plan_pieces(&R, x + off, len, &plan, &vad_ms))) goto done;
+    R.speech_offset = off;
     for (int i = 0; off && i < plan.n_pieces; i++) {
         plan.pieces[i].start += off, plan.pieces[i].end += off;
         plan.speech[i].start += off, plan.speech[i].end += off;
@@ -793,6 +874,7 @@ done:
     hv_piece_plan_free(&plan);
     free(R.tok_buf);
     free(R.lp_buf);
+    free(R.speech);
     hv_pos_cache_free(&R.pos);
     return st;
 }
@@ -833,6 +915,10 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
     g.words = r->words + s->word_offset;
     g.n_words = s->n_words;
     g.first_token = s->token_offset;
+    g.temperature = s->temperature;
+    g.avg_logprob = s->avg_logprob;
+    g.compression_ratio = s->compression_ratio;
+    g.no_speech_prob = s->no_speech_prob;
     return g;
 }
 

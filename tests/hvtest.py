@@ -167,6 +167,31 @@ def sentences_wav(path, copies, gap_s):
     return path
 
 
+def run_captured(args, timeout=600, **kw):
+    """subprocess.run(args) with text output captured; past timeout, a
+    CompletedProcess with returncode None and what came until then."""
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(args, None, str(e.stdout), str(e.stderr))
+
+
+def why(p):
+    """A run_captured result, for a failure's detail."""
+    return f"rc={p.returncode} out={p.stdout[-800:]!r} err={p.stderr[-1500:]!r}"
+
+
+def fresh_venv(tmp, name, python="/usr/bin/python3"):
+    """A new virtual environment tmp/name of python (Debian's, with its pip),
+    or None with the failure reported."""
+    path = os.path.join(tmp, name)
+    p = run_captured([python, "-m", "venv", path])
+    if p.returncode != 0:
+        report(f"{python} -m venv {name}", False, why(p))
+        return None
+    return path
+
+
 def sanitized():
     """1 when $HV_BINARY_DIR is a sanitizer build (HV_SANITIZE=ON)."""
     try:

@@ -333,3 +333,28 @@ int hvt_parse_vad_edges(const char *arg, void *value) {
 }
 
 int hvt_parse_compute(const char *arg, void *value) { return hv_compute_parse(arg, value); }
+
+int hvt_parse_temperatures(const char *arg, void *value) {
+    hvt_temperatures t = {.n = 0};
+    for (const char *q = arg;; q++) {
+        char one[64];
+        size_t k = strcspn(q, ",");
+        if (k == 0 || k >= sizeof one || t.n == HVT_MAX_TEMPERATURES) return -1;
+        memcpy(one, q, k);
+        one[k] = '\0';
+        if (hvt_parse_float(one, HVT_FROM, 0.0, INFINITY, &t.t[t.n++])) return -1;
+        q += k;
+        if (!*q) break;
+    }
+    *(hvt_temperatures *)value = t;
+    return 0;
+}
+
+void hvt_set_temperatures(hv_transcribe_params *tp, const hvt_temperatures *t) {
+    if (t->n == 1) {
+        tp->temperature = t->t[0];
+    } else {
+        tp->temperatures = t->t;
+        tp->n_temperatures = t->n;
+    }
+}

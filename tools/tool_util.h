@@ -212,6 +212,25 @@ int hvt_parse_vad_edges(const char *arg, void *value);
                                    "signal or silero"),                                            \
     [O_VAD_MAX_GAP] = HVT_OPT("vad-max-gap", 0, HVT_FLOAT, offsetof(type, vad_max_gap_s), 0,       \
                               86400, "seconds, 0..86400")
+/* A decoding temperature, or the temperature fallback's list
+ * (docs/DECODING.md), as hviske's --temperature and the server's
+ * temperature field take them: "T" or "T1,T2,...", each a float (as
+ * above) >= 0, at most HVT_MAX_TEMPERATURES of them. */
+enum { HVT_MAX_TEMPERATURES = 32 };
+typedef struct hvt_temperatures {
+    float t[HVT_MAX_TEMPERATURES];
+    int n; /* 1: one temperature; more: the fallback's list */
+} hvt_temperatures;
+
+/* arg into the hvt_temperatures at value, for HVT_OPT_CUSTOM; 0 if
+ * valid (else value is left alone). */
+int hvt_parse_temperatures(const char *arg, void *value);
+
+/* Sets tp's temperature fields from t: one value is tp->temperature (0:
+ * greedy), several the fallback's list, which points into t (t must
+ * outlive the transcription). */
+void hvt_set_temperatures(hv_transcribe_params *tp, const hvt_temperatures *t);
+
 /* --compute auto|f32|bf16 (hv_compute), the same in every program. */
 int hvt_parse_compute(const char *arg, void *value);
 #define HVT_OPT_COMPUTE(off) HVT_OPT_CUSTOM("compute", off, hvt_parse_compute, "auto, f32 or bf16")

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import array
 import ctypes
+import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, Tuple, Union
+from typing import (Any, Callable, Iterator, Mapping, Optional, Protocol, Sequence, Tuple,
+                    Union)
 
 from ._native import (ABORT, PROGRESS, SEGMENT, Cancelled, DetectorNotFound, Error, FileError,
                       FormatError, InvalidArgument, LibraryNotFound, LimitError, OutOfMemory,
@@ -35,7 +37,8 @@ from ._native import Cue as _CCue
 from ._native import Segment as _CSegment
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Result", "Segment", "Chunk", "Word", "TranscriptionInfo", "Audio",
+__all__ = ["Model", "Result", "Segment", "Chunk", "Word", "Decoding", "TranscriptionInfo",
+           "Audio", "WhisperModel", "BatchedInferencePipeline",
            "load_library", "Error", "LibraryNotFound",
            "FileError", "FormatError", "InvalidArgument", "OutOfMemory", "Unsupported",
            "LimitError", "Cancelled", "DetectorNotFound"]
@@ -72,6 +75,23 @@ class Word:
 
 
 @dataclass
+class Decoding:
+    """How a chunk was decoded (docs/DECODING.md "Temperature fallback"),
+    as faster-whisper reports each window: the temperature of the decoding
+    kept (0: greedy or beam search), its avg_logprob (the summed log-probs,
+    EOS's included, over the tokens + 1: faster-whisper's, not the mean of
+    the tokens' that Segment.avg_logprob is), the compression ratio of its
+    text (bytes over zlib-compressed bytes), and no_speech_prob, 1 - the
+    speech detector's mean probability over the chunk (None when the
+    detector did not run: chunking other than "auto" and "vad" without
+    speech_probabilities=True)."""
+    temperature: float = 0.0
+    avg_logprob: float = 0.0
+    compression_ratio: float = 0.0
+    no_speech_prob: Optional[float] = None
+
+
+@dataclass
 class _Span:
     """What a Segment and a Chunk have: start and end in seconds on the
     input's timeline, text, tokens (EOS excluded), their log-probs, a
@@ -83,6 +103,7 @@ class _Span:
     token_logprobs: list[float] = field(repr=False)
     score: float = 0.0
     words: list[Word] = field(default_factory=list)
+    decoding: Decoding = field(default_factory=Decoding, repr=False)
 
     @property
     def avg_logprob(self) -> float:
@@ -104,9 +125,11 @@ class Segment(_Span):
     score (the sum of those log-probs), its words, id (its number in the
     result, from 0, as verbose_json numbers them) and chunk (the index of
     its chunk in Result.chunks). A chunk without timed words (only pieces
-    that print nothing) is one segment of the whole chunk."""
+    that print nothing) is one segment of the whole chunk. lines: its
+    text's lines as the subtitles show them; decoding: its chunk's."""
     id: int = 0
     chunk: int = 0
+    lines: list[str] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -115,7 +138,8 @@ class Chunk(_Span):
     35 s; the library's hv_segment, the `chunks` of the hviske program's
     JSON): its start and end, its whole text and all its tokens (also
     those of no word), their log-probs, its score (the decoder's sequence
-    score: docs/DECODING.md), and its words."""
+    score: docs/DECODING.md), its words, and decoding (how it was
+    decoded: Decoding)."""
 
 
 @dataclass
@@ -225,6 +249,70 @@ def _beams_alias(beams: Optional[int], beam_size: Optional[int]) -> int:
         raise InvalidArgument(f"beams={beams} and beam_size={beam_size} are the same option "
                               "(beam_size is faster-whisper's name): give one")
     return beam_size
+
+
+# hv_vad_params' fields and vad_max_gap_s, as vad_options names them
+_VAD_OPTIONS = {"threshold": float, "neg_threshold": float, "min_speech_ms": int,
+                "min_silence_ms": int, "speech_pad_ms": int, "max_speech_s": float,
+                "edges": str, "max_gap_s": float}
+_VAD_MAX_MS = 86400000
+
+
+@dataclass
+class _Options:
+    """What transcribe hands the library beyond its long-standing
+    arguments: the temperature fallback and the speech detector's
+    settings, checked."""
+    temperatures: Optional[list[float]]  # None: one temperature
+    best_of: int
+    thresholds: Tuple[float, float, float]  # compression ratio, log-prob, no-speech; NaN: off
+    vad_options: dict[str, Any]
+    speech_probabilities: bool
+
+
+def _threshold(name: str, value: object) -> float:
+    return math.nan if value is None else _float(name, value)
+
+
+def _options(temperature: object, best_of: object, compression_ratio_threshold: object,
+             log_prob_threshold: object, no_speech_threshold: object,
+             vad_options: Optional[Mapping[str, Any]], speech_probabilities: object
+             ) -> Tuple[float, "_Options"]:
+    """(the one temperature, the rest) of transcribe's arguments."""
+    temps: Optional[list[float]] = None
+    if isinstance(temperature, (list, tuple)):
+        temps = [_float("temperature", t) for t in temperature]
+        if not temps:
+            raise InvalidArgument("temperature: an empty list (give one or more temperatures)")
+        one = 1.0
+    else:
+        one = _float("temperature", temperature)
+    vad: dict[str, Any] = {}
+    if vad_options is not None:
+        if not isinstance(vad_options, Mapping):
+            raise TypeError("vad_options must be a dict of the speech detector's settings")
+        for k, v in vad_options.items():
+            kind = _VAD_OPTIONS.get(k)
+            if kind is None:
+                raise TypeError(f"vad_options: no setting {k!r} (the settings: "
+                                f"{', '.join(_VAD_OPTIONS)})")
+            if kind is int:
+                vad[k] = _int(f"vad_options[{k!r}]", v, 0, _VAD_MAX_MS)
+            elif kind is str:
+                if v not in ("signal", "silero"):
+                    raise InvalidArgument(f"vad_options['edges'] must be \"signal\" or "
+                                          f"\"silero\", not {v!r}")
+                vad[k] = 0 if v == "signal" else 1
+            else:
+                vad[k] = _float(f"vad_options[{k!r}]", v)
+    if not isinstance(speech_probabilities, bool):
+        raise TypeError("speech_probabilities must be True or False")
+    return one, _Options(
+        temperatures=temps, best_of=_int("best_of", best_of, 1, INT_MAX),
+        thresholds=(_threshold("compression_ratio_threshold", compression_ratio_threshold),
+                    _threshold("log_prob_threshold", log_prob_threshold),
+                    _threshold("no_speech_threshold", no_speech_threshold)),
+        vad_options=vad, speech_probabilities=speech_probabilities)
 
 
 def _chunking_alias(chunking: Optional[str], vad_filter: Optional[bool]) -> str:
@@ -520,8 +608,12 @@ class Model:
                    sample_rate: Optional[int] = None, max_tokens: Optional[int] = None,
                    chunk_seconds: Optional[float] = None,
                    on_segment: Optional[Callable[[Segment], Optional[bool]]] = None,
-                   beam_size: Optional[int] = None, vad_filter: Optional[bool] = None
-                   ) -> Result:
+                   beam_size: Optional[int] = None, vad_filter: Optional[bool] = None,
+                   *, best_of: int = 1, compression_ratio_threshold: Optional[float] = 2.4,
+                   log_prob_threshold: Optional[float] = -1.0,
+                   no_speech_threshold: Optional[float] = 0.6,
+                   vad_options: Optional[Mapping[str, Any]] = None,
+                   speech_probabilities: bool = False) -> Result:
         """Transcribes `audio`: a path, the bytes of an audio file (any format
         libsndfile reads), a file object reading them (opened "rb";
         read to its end), or float samples (a list, array.array or numpy
@@ -530,10 +622,24 @@ class Model:
         language: a code of `languages` (None: "da" when supported, else
         the first); punctuation: False asks for text without it. Decoding:
         greedy by default; beams > 1 for beam search (with length_penalty);
-        sample=True to sample (temperature, top_k, top_p, seed; one beam
-        only). chunking: "auto" (the default; = "vad": only speech, found by
-        the speech detector), "energy", "fixed" (every chunk_seconds),
-        "none". faster-whisper's names are aliases: beam_size= is beams=,
+        sample=True to sample (temperature, top_k, top_p, seed, best_of
+        draws; one beam only); temperature=0 is greedy. A list of
+        temperatures (e.g. [0, 0.2, 0.4, 0.6, 0.8, 1]) is the temperature
+        fallback (docs/DECODING.md): each chunk decoded again at the next
+        temperature while its text's compression ratio is above
+        compression_ratio_threshold or its average log-prob below
+        log_prob_threshold, a chunk whose no_speech_prob is above
+        no_speech_threshold (with a low log-prob) dropped as silence (None
+        turns a threshold off; 0 is greedy, or beam search with beams, and a
+        temperature above 0 samples); not with sample=True. chunking:
+        "auto" (the default; = "vad": only speech, found by the speech
+        detector), "energy", "fixed" (every chunk_seconds),
+        "none"; vad_options: the speech detector's settings, hviske's names
+        (docs/VAD.md: threshold, neg_threshold, min_speech_ms,
+        min_silence_ms, speech_pad_ms, max_speech_s, edges "signal" or
+        "silero", max_gap_s); speech_probabilities=True runs the detector
+        whatever the chunking, for each segment's decoding.no_speech_prob.
+        faster-whisper's names are aliases: beam_size= is beams=,
         vad_filter=True is chunking="vad" and vad_filter=False
         chunking="energy" (or "fixed" or "none" when chunking says so).
         max_tokens: at most this many tokens per chunk (None: the model's).
@@ -561,12 +667,15 @@ class Model:
         ValueError, for a bad value; TypeError for a wrong type)."""
         beams = _beams_alias(beams, beam_size)
         chunking = _chunking_alias(chunking, vad_filter)
+        one, opts = _options(temperature, best_of, compression_ratio_threshold,
+                             log_prob_threshold, no_speech_threshold, vad_options,
+                             speech_probabilities)
         model = self._acquire()
         try:
             return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
-                                    sample, temperature, top_k, top_p, seed, chunking,
+                                    sample, one, top_k, top_p, seed, chunking,
                                     word_timestamps, progress, sample_rate, max_tokens,
-                                    chunk_seconds, on_segment)
+                                    chunk_seconds, on_segment, opts)
         finally:
             self._release()
 
@@ -577,7 +686,8 @@ class Model:
                     progress: Optional[Callable[[float, float], Optional[bool]]],
                     sample_rate: Optional[int], max_tokens: Optional[int],
                     chunk_seconds: Optional[float],
-                    on_segment: Optional[Callable[[Segment], Optional[bool]]]) -> Result:
+                    on_segment: Optional[Callable[[Segment], Optional[bool]]],
+                    opts: _Options) -> Result:
         """transcribe() once the model is held (model: its pointer); the
         arguments as given, checked here."""
         lib = self._lib
@@ -618,8 +728,21 @@ class Model:
             raise TypeError("progress must be callable as progress(done_s, total_s)")
         if on_segment is not None and not callable(on_segment):
             raise TypeError("on_segment must be callable as on_segment(segment)")
-        if mode in (0, 4):  # HV_CHUNKING_AUTO, HV_CHUNKING_VAD
+        if mode in (0, 4) or opts.speech_probabilities:  # HV_CHUNKING_AUTO, HV_CHUNKING_VAD
             tp.vad = self._detector().value
+        tp.best_of = opts.best_of
+        (tp.compression_ratio_threshold, tp.log_prob_threshold,
+         tp.no_speech_threshold) = opts.thresholds
+        temps = None
+        if opts.temperatures is not None:
+            temps = (ctypes.c_float * len(opts.temperatures))(*opts.temperatures)
+            tp.temperatures = ctypes.cast(temps, ctypes.POINTER(ctypes.c_float))
+            tp.n_temperatures = len(opts.temperatures)
+        for k, v in opts.vad_options.items():
+            if k == "max_gap_s":
+                tp.vad_max_gap_s = v
+            else:
+                setattr(tp.vad_params, k, v)
         raised: list[BaseException] = []
         stop: list[bool] = []
         if progress is not None:
@@ -765,6 +888,14 @@ class Model:
                                                            w.first_token + w.n_tokens)])
                 for w in (words[i] for i in range(first, first + n))]
 
+    @staticmethod
+    def _decoding(s: Any) -> Decoding:
+        """How the library's hv_segment s was decoded."""
+        nsp = s.no_speech_prob
+        return Decoding(temperature=s.temperature, avg_logprob=s.avg_logprob,
+                        compression_ratio=s.compression_ratio,
+                        no_speech_prob=None if math.isnan(nsp) else nsp)
+
     @classmethod
     def _chunk(cls, s: Any, words: bool) -> Chunk:
         """A Chunk of the library's hv_segment s (its words when `words`)."""
@@ -773,7 +904,7 @@ class Model:
                      token_logprobs=[s.token_logprobs[j] for j in range(s.n_tokens)],
                      score=s.score,
                      words=cls._words(s.words, 0, s.n_words, s.tokens, s.first_token)
-                     if words else [])
+                     if words else [], decoding=cls._decoding(s))
 
     def _cues(self, s: Any, chunk: int, first_id: int, words: bool) -> list[Segment]:
         """The segments of the library's hv_segment s (a chunk, the one
@@ -791,6 +922,7 @@ class Model:
             raise error(st, "out of memory making the segments of a chunk")
         try:
             out: list[Segment] = []
+            decoding = self._decoding(s)
             for k in range(n.value):
                 c = cues[k]
                 a, m = c.first_token - s.first_token, c.n_tokens
@@ -798,9 +930,10 @@ class Model:
                     a, m = 0, 0
                 m = max(0, min(m, s.n_tokens - a))
                 lps = [s.token_logprobs[j] for j in range(a, a + m)]
+                text = (c.text or b"").decode("utf-8", "replace")
                 out.append(Segment(
-                    start=c.start, end=c.end,
-                    text=(c.text or b"").decode("utf-8", "replace").replace("\n", " "),
+                    start=c.start, end=c.end, text=text.replace("\n", " "),
+                    lines=text.split("\n"), decoding=decoding,
                     tokens=[s.tokens[j] for j in range(a, a + m)], token_logprobs=lps,
                     score=sum(lps),
                     words=self._words(s.words, c.first_word, c.n_words, s.tokens,
@@ -833,3 +966,7 @@ class Model:
                       words=self._words(lib.hv_result_words(res), 0,
                                         lib.hv_result_n_words(res), toks, 0) if words else [],
                       stopped=bool(lib.hv_result_stopped(res)))
+
+
+# faster-whisper's WhisperModel (its own module: it builds on Model)
+from .whisper import BatchedInferencePipeline, WhisperModel  # noqa: E402

@@ -1,7 +1,8 @@
 """python -m hviske: a thin command line over the package, for scripts
 that have Python but not the hviske program. The real command line is
-`hviske` (docs/CLI.md); this mirrors its most used options and its txt and
-jsonl outputs.
+`hviske` (docs/CLI.md); this mirrors its most used options and its txt,
+jsonl, srt and vtt outputs (the subtitles byte for byte the program's,
+with its default cue limits).
 
     python -m hviske -m MODEL_DIR [options] FILE...
 
@@ -16,9 +17,9 @@ import math
 import os
 import struct
 import sys
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
-from . import Error, InvalidArgument, Model, Result, Word
+from . import Error, InvalidArgument, Model, Result, Segment, Word
 
 
 def _usage_error(e: BaseException) -> bool:
@@ -41,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--beams", type=int, default=1, help="beam search with N beams")
     p.add_argument("--length-penalty", type=float, default=1.0)
     p.add_argument("--sample", action="store_true", help="sample instead of greedy")
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--temperature", type=_temperatures, default=1.0,
+                   help="sampling temperature (0: greedy), or a list T1,T2,... (the "
+                        "temperature fallback)")
     p.add_argument("--top-k", type=int, default=0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
@@ -50,7 +53,79 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="one JSON object per file and line (file, text, language, duration, "
                         "segments; words)")
+    p.add_argument("--format", choices=("txt", "json", "srt", "vtt"),
+                   help="txt (default), json (--json), or SubRip / WebVTT subtitles: on "
+                        "standard output for one input, else NAME.srt or NAME.vtt beside "
+                        "each input or in --output-dir")
+    p.add_argument("--output-dir", help="srt, vtt: write each input's subtitles there")
     return p
+
+
+def _temperatures(text: str) -> Union[float, list[float]]:
+    """--temperature: one float, or several joined by commas."""
+    values = [float(t) for t in text.split(",")]
+    return values[0] if len(values) == 1 else values
+
+
+def _ms(t: float) -> int:
+    """Seconds as the program's whole milliseconds in subtitles: C's
+    llround(t * 1000), 0 for NaN or t <= 0, at most 1e12."""
+    if not t > 0:
+        return 0
+    if t >= 1e9:
+        return 10**12
+    v = t * 1000.0
+    whole = math.floor(v)
+    return int(whole) + (1 if v - whole >= 0.5 else 0)
+
+
+_BREAKS = str.maketrans({"\r": " ", "\v": " ", "\f": " ", "\x85": " ", "\u2028": " ",
+                         "\u2029": " "})
+_VTT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def subtitles(segments: Sequence[Segment], vtt: bool) -> str:
+    """SubRip or WebVTT of the segments (the cues), as the hviske program
+    writes them (tools/subtitles.c): each cue's lines, blank ones left out,
+    a cue with none left out (and not numbered); times in milliseconds."""
+    out = ["WEBVTT\n\n"] if vtt else []
+    sep, number = "." if vtt else ",", 0
+    for seg in segments:
+        lines = [line.translate(_BREAKS) for line in (seg.lines or [seg.text])]
+        lines = [line.translate(_VTT) if vtt else line for line in lines
+                 if line.strip(" \t\r\v\f")]
+        if not lines:
+            continue
+        a, b = (_ms(t) for t in (seg.start, seg.end))
+        times = " --> ".join("%02d:%02d:%02d%s%03d" % (ms // 3600000, ms // 60000 % 60,
+                                                       ms // 1000 % 60, sep, ms % 1000)
+                             for ms in (a, b))
+        number += 1
+        out.append(("" if vtt else f"{number}\n") + times + "\n" + "\n".join(lines) + "\n\n")
+    return "".join(out)
+
+
+def _output_path(path: str, ext: str, out_dir: Optional[str]) -> str:
+    """DIR/NAME.EXT for an input (DIR: out_dir, else the input's own
+    directory), its last extension replaced, as the program names them."""
+    base = os.path.basename(path)
+    stem, dot = os.path.splitext(base)
+    name = (stem if dot else base) + "." + ext
+    return os.path.join(out_dir if out_dir is not None else os.path.dirname(path), name)
+
+
+def _write(path: str, text: str) -> None:
+    """Writes text to path whole or not at all (a temporary file beside it,
+    renamed when complete)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def json_round(x: float, digits: int) -> float:
@@ -125,7 +200,19 @@ def _json(path: str, r: Result, words: bool) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    a = _parser().parse_args(argv)
+    parser = _parser()
+    a = parser.parse_args(argv)
+    fmt = a.format or ("json" if a.json else "txt")
+    if a.json and fmt != "json":
+        parser.error(f"--json and --format {fmt} are two formats: give one")
+    docs = fmt in ("srt", "vtt")
+    if a.output_dir is not None and not docs:
+        parser.error("--output-dir is for --format srt and vtt")
+    to_files = docs and (a.output_dir is not None or len(a.files) > 1)
+    outputs = [_output_path(f, fmt, a.output_dir) for f in a.files] if to_files else []
+    if len(set(outputs)) < len(outputs):
+        parser.error("two inputs would write the same subtitle file: give --output-dir or "
+                     "rename them")
     try:
         model = Model(a.model, threads=a.threads, weight_type=a.weight_type)
     except (Error, TypeError) as e:
@@ -133,7 +220,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2 if _usage_error(e) else 1
     rc = 0
     with model:
-        for path in a.files:
+        for i, path in enumerate(a.files):
             try:
                 r = model.transcribe(path, language=a.language,
                                      punctuation=not a.no_punctuation, beams=a.beams,
@@ -151,7 +238,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       file=sys.stderr)
                 rc = 1
                 continue
-            line = _json(path, r, a.word_timestamps) if a.json else \
+            if docs:
+                text = subtitles(r.segments, fmt == "vtt")
+                if not to_files:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                    continue
+                try:
+                    _write(outputs[i], text)
+                except OSError as e:
+                    print(f"hviske: {outputs[i]}: {e.strerror or e}", file=sys.stderr)
+                    rc = 1
+                continue
+            line = _json(path, r, a.word_timestamps) if fmt == "json" else \
                 r.text.replace("\n", " ").replace("\r", " ")
             print(line, flush=True)
     return rc

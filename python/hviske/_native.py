@@ -30,8 +30,9 @@ class LibraryNotFound(Error):
     """libhviske could not be found or loaded."""
 
 
-class FileError(Error):
-    """HV_ERR_IO: a file could not be opened or read."""
+class FileError(Error, OSError):
+    """HV_ERR_IO: a file could not be opened or read (an OSError too, as
+    Python's own file errors)."""
 
 
 class FormatError(Error):
@@ -102,6 +103,10 @@ class TranscribeParams(ctypes.Structure):
                 ("length_penalty", ctypes.c_float), ("do_sample", ctypes.c_int),
                 ("temperature", ctypes.c_float), ("top_k", ctypes.c_int),
                 ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64),
+                ("best_of", ctypes.c_int), ("temperatures", ctypes.POINTER(ctypes.c_float)),
+                ("n_temperatures", ctypes.c_int),
+                ("compression_ratio_threshold", ctypes.c_float),
+                ("log_prob_threshold", ctypes.c_float), ("no_speech_threshold", ctypes.c_float),
                 ("chunking", ctypes.c_int), ("chunk_seconds", ctypes.c_float),
                 ("vad", ctypes.c_void_p), ("vad_params", VadParams),
                 ("vad_max_gap_s", ctypes.c_float), ("word_timestamps", ctypes.c_int),
@@ -134,7 +139,15 @@ class Segment(ctypes.Structure):
                 ("token_logprobs", ctypes.POINTER(ctypes.c_float)),
                 ("n_tokens", ctypes.c_int), ("score", ctypes.c_double),
                 ("words", ctypes.POINTER(Word)), ("n_words", ctypes.c_int),
-                ("first_token", ctypes.c_int)]
+                ("first_token", ctypes.c_int), ("temperature", ctypes.c_float),
+                ("avg_logprob", ctypes.c_double), ("compression_ratio", ctypes.c_double),
+                ("no_speech_prob", ctypes.c_double)]
+
+
+class SpeechRegion(ctypes.Structure):
+    """hv_speech_region: seconds, and samples at the detector's rate."""
+    _fields_ = [("start", ctypes.c_double), ("end", ctypes.c_double),
+                ("start_sample", ctypes.c_int64), ("end_sample", ctypes.c_int64)]
 
 
 class Cue(ctypes.Structure):
@@ -165,6 +178,7 @@ _SIGNATURES = {
     "hv_model_sample_rate": (ctypes.c_int, [_P]),
     "hv_model_n_languages": (ctypes.c_int, [_P]),
     "hv_model_language": (ctypes.c_char_p, [_P, ctypes.c_int]),
+    "hv_model_default_language": (ctypes.c_char_p, [_P]),
     "hv_context_new": (_P, [_P, ctypes.c_int]),
     "hv_context_free": (None, [_P]),
     "hv_context_error": (ctypes.c_char_p, [_P]),
@@ -204,6 +218,20 @@ _SIGNATURES = {
                                             ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
                                             ctypes.c_size_t]),
     "hv_audio_free": (None, [_F]),
+    "hv_audio_max_seconds": (ctypes.c_double, [ctypes.c_size_t, ctypes.c_int]),
+    "hv_audio_read_mono": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_double,
+                                          ctypes.POINTER(_F), ctypes.POINTER(ctypes.c_size_t),
+                                          ctypes.c_char_p, ctypes.c_size_t]),
+    "hv_audio_read_buffer_mono": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t,
+                                                 ctypes.c_char_p, ctypes.c_int, ctypes.c_double,
+                                                 ctypes.POINTER(_F),
+                                                 ctypes.POINTER(ctypes.c_size_t),
+                                                 ctypes.c_char_p, ctypes.c_size_t]),
+    "hv_vad_regions": (ctypes.c_int, [_P, _P, _F, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                      ctypes.POINTER(VadParams),
+                                      ctypes.POINTER(ctypes.POINTER(SpeechRegion)),
+                                      ctypes.POINTER(ctypes.c_size_t)]),
+    "hv_vad_free_regions": (None, [ctypes.POINTER(SpeechRegion)]),
 }
 
 
@@ -250,6 +278,13 @@ def _open(name: str) -> Library:
     return Library(cdll, _real_path(cdll, name))
 
 
+def _bundled() -> List[str]:
+    """The libhviske.so.0 a wheel built for this machine carries beside the
+    package's modules (python/_hviske_clib.py), when it is there."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
+    return [path] if os.path.isfile(path) else []
+
+
 def _recorded() -> Optional[str]:
     """The library recorded when the package was built into a wheel
     (hviske/_installed.py, python/_hviske_build.py); None in the source
@@ -293,7 +328,7 @@ def library_candidates() -> List[Tuple[str, str]]:
     """(how it was found, file or name) of each place the installed
     library is looked for, in order, after the library argument and
     $HVISKE_LIBRARY."""
-    out = []
+    out = [("built with the package", p) for p in _bundled()]
     rec = _recorded()
     if rec:
         out.append(("recorded when the package was installed", rec))
@@ -310,8 +345,9 @@ def library_candidates() -> List[Tuple[str, str]]:
 def load_library(path: Union[str, "os.PathLike[str]", None] = None) -> Library:
     """Loads libhviske and returns it (once per process for each way of
     finding it). Looks, in order, at `path` when given, at $HVISKE_LIBRARY
-    when set, then at the installed library: the one recorded when the
-    package was installed (the library `make install` had put in place:
+    when set, then at the installed library: the one built with the
+    package (hviske/libhviske.so.0, when pip built it), the one recorded
+    when the package was installed (the library `make install` had put in place:
     python/README.md "Installing"), libhviske.so.0 in the prefix the
     package itself is installed in, ctypes.util.find_library (which asks
     ldconfig, the compiler and $LD_LIBRARY_PATH), the dynamic linker itself
@@ -350,12 +386,13 @@ def load_library(path: Union[str, "os.PathLike[str]", None] = None) -> Library:
 
 def detector_candidates(lib: Library) -> List[str]:
     """Where the speech detector is looked for, in order, after
-    $HVISKE_VAD_MODEL: PREFIX/share/hviske/silero-vad for the prefix the
-    library is installed in (lib/ or lib/<multiarch>/ under it), then the
-    source tree's models/silero-vad when the library is in a CMake build
-    folder of hviske."""
-    out = []
+    $HVISKE_VAD_MODEL: silero-vad beside the library (the one a wheel with
+    its own library carries), PREFIX/share/hviske/silero-vad for the prefix
+    the library is installed in (lib/ or lib/<multiarch>/ under it), then
+    the source tree's models/silero-vad when the library is in a CMake
+    build folder of hviske."""
     libdir = os.path.dirname(lib.path)
+    out = [os.path.join(libdir, "silero-vad")]
     for up in (1, 2):
         prefix = libdir
         for _ in range(up):

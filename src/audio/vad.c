@@ -670,21 +670,31 @@ static hv_status probs_of(const hv_vad *v, hv_pool *pool, const float *x, size_t
     return HV_OK;
 }
 
+hv_status hv_vad_level_probs(const hv_vad *v, hv_pool *pool, const float *x, size_t n,
+                             float **probs, hv_error *e) {
+    return probs_of(v, pool, x, n, hv_vad_level_gain(v, x, n), probs, e);
+}
+
 hv_status hv_vad_detect(const hv_vad *v, hv_pool *pool, const float *x, size_t n,
                         const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
-                        hv_error *e) {
+                        float **probs_out, hv_error *e) {
     float *probs = NULL;
-    hv_status st = probs_of(v, pool, x, n, hv_vad_level_gain(v, x, n), &probs, e);
+    if (probs_out) *probs_out = NULL;
+    hv_status st = hv_vad_level_probs(v, pool, x, n, &probs, e);
     if (st) return st;
     st = hv_vad_speech_regions(probs, hv_vad_n_windows(v, n), n, v->window, v->sample_rate, p,
                                regions, n_regions, e);
-    free(probs);
     if (!st && p->edges == HV_VAD_EDGES_SIGNAL &&
         (st = hv_vad_signal_edges(x, n, v->sample_rate, *regions, *n_regions, e))) {
         free(*regions);
         *regions = NULL;
         *n_regions = 0;
     }
+    if (!st && probs_out) {
+        *probs_out = probs;
+        probs = NULL;
+    }
+    free(probs);
     return st;
 }
 
@@ -727,7 +737,7 @@ hv_status hv_vad_regions(hv_context *ctx, const hv_vad *vad, const float *pcm, s
     if (st) return st;
     if ((st = hv_audio_to_mono(pcm, n_frames, channels, sample_rate, vad->sample_rate, &x, &n, e)))
         return st;
-    st = hv_vad_detect(vad, ctx->pool, x, n, &p, regions, n_regions, e);
+    st = hv_vad_detect(vad, ctx->pool, x, n, &p, regions, n_regions, NULL, e);
     free(x);
     return st;
 }

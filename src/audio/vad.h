@@ -81,13 +81,21 @@ hv_status hv_vad_forward(const hv_vad *vad, hv_pool *pool, const float *x, size_
 /* The gain for x[n] (1 for a recording at an ordinary level). */
 float hv_vad_level_gain(const hv_vad *vad, const float *x, size_t n);
 
+/* The probabilities the regions are found from: hv_vad_forward of x[n]
+ * (mono, at vad->sample_rate, finite) raised by hv_vad_level_gain, into
+ * *probs (malloc'ed, hv_vad_n_windows(n) of them, never NULL on success;
+ * the caller frees it). */
+hv_status hv_vad_level_probs(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
+                             float **probs, hv_error *e);
+
 /* The speech regions of x[n] (mono, at vad->sample_rate, finite):
- * hv_vad_forward of x raised by hv_vad_level_gain, then
- * hv_vad_speech_regions, then (p->edges HV_VAD_EDGES_SIGNAL)
- * hv_vad_signal_edges on x. *regions as there. */
+ * hv_vad_level_probs, then hv_vad_speech_regions, then (p->edges
+ * HV_VAD_EDGES_SIGNAL) hv_vad_signal_edges on x. *regions as there. When
+ * probs is not NULL it gets the probabilities, as hv_vad_level_probs
+ * gives them (NULL on failure). */
 hv_status hv_vad_detect(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
                         const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
-                        hv_error *e);
+                        float **probs, hv_error *e);
 
 /* The edges rule (HV_VAD_EDGES_SIGNAL, docs/VAD.md "Edges"): a 10 ms
  * frame is signal when its energy is HV_VAD_EDGE_MARGIN_DB above the floor

@@ -485,9 +485,12 @@ def test_decoding_usage(model, wav):
         ["--length-penalty", "nan"], ["--length-penalty", "inf"],
         ["--length-penalty", "1e99"], ["--length-penalty", "1x"],
         ["--length-penalty", ""],
-        ["--temperature", "0"], ["--temperature", "-0.5"],
+        ["--temperature", "-0.5"],
         ["--temperature", "nan"], ["--temperature", "inf"],
         ["--temperature", "abc"], ["--temperature", ""],
+        ["--temperature", "0,"], ["--temperature", ",0"], ["--temperature", "0,,1"],
+        ["--temperature", "0;1"], ["--temperature", "0, 1"], ["--temperature", "0,-1"],
+        ["--temperature", "0,nan"], ["--temperature", ",".join(["0"] * 33)],
         ["--top-k", "-1"], ["--top-k", "1.5"], ["--top-k", "abc"],
         ["--top-k", ""], ["--top-k", "99999999999999"],
         ["--top-p", "0"], ["--top-p", "-0.1"], ["--top-p", "1.5"],
@@ -501,7 +504,7 @@ def test_decoding_usage(model, wav):
     for opt in bad:
         # --sample too, so the value is the only thing wrong
         args = opt + (["--sample"] if opt[0] not in ("--beams",
-                                                      "--length-penalty")
+                                                      "--length-penalty", "--temperature")
                       else [])
         r = Run(args + ["-m", model, wav])
         check(f"bad decoding value {' '.join(opt)!r}", r,

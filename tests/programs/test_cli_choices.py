@@ -5,6 +5,13 @@ as written, on the demo model (models/demo) and examples/da-example.wav:
     same tokens as --sample --temperature T with the same seed, no "no
     effect" warning; with --beams 2 it is beam search (the --beams 2
     tokens) and the warning names --beams;
+  * --temperature 0 is greedy (with --sample too); a list is the
+    temperature fallback (docs/DECODING.md): 0,0.2,0.4 keeps the greedy
+    text where it passes the thresholds, 1.6,0 falls back from the
+    improbable text sampled at 1.6 to the greedy one, 1.6,1 keeps the
+    better of two failing samples (that at 1: the tokens of --temperature
+    1 alone); with --beams 2 a list's 0 is beam search; --sample with a
+    list is a usage error, as the docs say;
   * --format json is indented with spaces ("key": value), no tabs;
   * word probabilities are unrounded (the library's floats);
   * -l auto: exit 2, saying that there is no language detection and
@@ -29,6 +36,27 @@ def tokens(r):
         return None
 
 
+def test_temperatures(greedy, beams):
+    def toks(*args):
+        r = Run(BASE + ["--json", "-q", "--seed", "7"] + list(args) + [EXAMPLE])
+        return tokens(r) if r.rc == 0 and not r.err else f"{r}"
+    g = tokens(greedy)
+    report("--temperature 0, and --sample --temperature 0: greedy",
+           toks("--temperature", "0") == g and toks("--sample", "--temperature", "0") == g, g)
+    report("--temperature 0,0.2,0.4: the greedy text passes the thresholds, kept",
+           toks("--temperature", "0,0.2,0.4") == g, g)
+    t16, t1 = toks("--temperature", "1.6"), toks("--temperature", "1")
+    report("--temperature 1.6,0: sampling at 1.6 alone differs, the fallback ends greedy",
+           t16 != g and toks("--temperature", "1.6,0") == g, f"{t16} {g}")
+    report("--temperature 1.6,1: both fail, the better (at 1, as alone) is kept",
+           t1 not in (g, t16) and toks("--temperature", "1.6,1") == t1, f"{t1}")
+    report("--temperature 1.6,0 --beams 2: the list's 0 is beam search",
+           toks("--temperature", "1.6,0", "--beams", "2") == tokens(beams), tokens(beams))
+    r = Run(BASE + ["--sample", "--temperature", "0,1", EXAMPLE])
+    report("--sample with a list of temperatures: a usage error naming --sample",
+           r.rc == 2 and "--sample" in r.err and r.out == "", str(r))
+
+
 def main():
     a = Run(BASE + ["--json", "--temperature", "1.5", "--seed", "3", EXAMPLE])
     b = Run(BASE + ["--json", "--sample", "--temperature", "1.5", "--seed", "3", EXAMPLE])
@@ -42,6 +70,8 @@ def main():
            c.rc == 0 and tokens(c) == tokens(d) and "--beams 2" in c.err, f"{c}\n{d}")
     report("greedy and sampling at T 1.5 differ on this clip (the check above is not vacuous)",
            tokens(g) != tokens(a), f"{g}\n{a}")
+
+    test_temperatures(g, d)
 
     j = Run(BASE + ["-q", "--format", "json", "--word-timestamps", EXAMPLE])
     lines = j.out.splitlines()

@@ -8,13 +8,16 @@ python/README.md "Installing"), offline, with Debian's python3 and pip:
   * the backend reads pyproject.toml the same without tomllib (Python
     < 3.11) as with it;
   * the installed package finds its library without $HVISKE_LIBRARY or
-    $LD_LIBRARY_PATH: the one `pkg-config hviske` named when it was
-    installed (recorded in hviske/_installed.py), or, with nothing
-    recorded, the one in the prefix it is installed in (pip install
-    --prefix); a recorded library that is gone is named in the error;
+    $LD_LIBRARY_PATH: the one `pkg-config hviske` (or $HVISKE_LIBRARY)
+    named when it was installed (recorded in hviske/_installed.py), or,
+    with the recorded one gone, the one in the prefix it is installed in
+    (pip install --prefix); a recorded library that is gone is named in
+    the error; with none installed and no C sources to build one (a copy
+    of python/ alone), the install fails saying so (the build itself:
+    tests/deploy/test_pip_build.py);
   * its type hints: mypy --strict passes on a program using the API
-    (faster-whisper's `segments, info` included) against the installed
-    package, and on the package's sources (every function annotated: no
+    (faster-whisper's `segments, info` and hviske.WhisperModel included)
+    against the installed package, and on the package's sources (every function annotated: no
     --allow-untyped-* flag).
 
 The library installed by `make install` is tests/deploy/test_install.py's.
@@ -23,13 +26,13 @@ Environment: HV_SOURCE_DIR, HV_BINARY_DIR.
 import ctypes.util
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hvtest import DEMO_MODEL as DEMO, EXAMPLE as WAV, SOURCE_DIR, finish_in  # noqa
 from hvtest import reexec_with_sanitizers, report, sanitized  # noqa
+from hvtest import fresh_venv as venv, run_captured as run, why  # noqa
 
 SOURCE = os.path.abspath(SOURCE_DIR)
 LIB = os.path.join(os.path.abspath(os.environ["HV_BINARY_DIR"]), "libhviske.so.0")
@@ -70,20 +73,13 @@ def main(path: str, model_dir: str) -> List[str]:
     rate: int = model.sample_rate
     langs: List[str] = model.languages
     out.append(f"{rate} {langs} {r.info.duration_after_vad} {model.library_path}")
+    wm = hviske.WhisperModel(model_dir, device="cpu", compute_type="int8")
+    fw_segments, fw_info = wm.transcribe(path, beam_size=5, temperature=[0.0, 0.2])
+    out += [f"{s.id} {s.start:.2f} {s.text} {s.no_speech_prob}" for s in fw_segments]
+    p: float = fw_info.language_probability
+    out.append(f"{fw_info.language} {p} {fw_info.transcription_options.temperatures}")
     return out
 '''
-
-
-def run(args, **kw):
-    kw.setdefault("timeout", 600)
-    try:
-        return subprocess.run(args, capture_output=True, text=True, **kw)
-    except subprocess.TimeoutExpired as e:
-        return subprocess.CompletedProcess(args, None, str(e.stdout), str(e.stderr))
-
-
-def why(p):
-    return f"rc={p.returncode} out={p.stdout[-800:]!r} err={p.stderr[-1500:]!r}"
 
 
 def clean_env(tmp, **extra):
@@ -108,15 +104,6 @@ def copy_python(tmp, name="python"):
     shutil.copytree(os.path.join(SOURCE, "python"), dst,
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     return dst
-
-
-def venv(tmp, name):
-    path = os.path.join(tmp, name)
-    p = run([PYTHON, "-m", "venv", path])
-    if p.returncode != 0:
-        report(f"python3 -m venv {name}", False, why(p))
-        return None
-    return path
 
 
 def installed(v):
@@ -179,8 +166,16 @@ def test_fresh_venv(tmp):
                       os.path.realpath(LIB), v)
     rec = run([py, "-c", "from hviske._installed import LIBRARY; print(LIBRARY)"], env=env,
               cwd=tmp)
-    report("... nothing recorded where no library was installed (pkg-config finds none, "
-           "no build folder beside python/)", rec.stdout.strip() == "None", why(rec))
+    report("... records the library $HVISKE_LIBRARY named at install time (pkg-config finds "
+           "none, no build folder or C sources around python/)",
+           rec.stdout.strip() == LIB, why(rec))
+    p = run(pip + ["--no-index", "--force-reinstall", src],
+            env={k: v for k, v in env.items() if k != "HVISKE_LIBRARY"}, cwd=tmp)
+    out = p.stdout + p.stderr
+    report("with no library installed and no C sources to build one: the install fails "
+           "(exit 1) saying so, and how to install the library",
+           p.returncode == 1 and "no libhviske is installed" in out and "no hviske C sources" in
+           out and "make install" in out and "Traceback" not in out, why(p))
     for name, args in (("--no-build-isolation", ["--no-build-isolation"]),
                        ("-e (editable)", ["-e"])):
         p = run(pip + ["--no-index", "--force-reinstall"] + args + [src], env=env, cwd=tmp)
@@ -256,8 +251,13 @@ def test_beside_package(tmp):
     if not v:
         return
     env = clean_env(tmp)
+    # installed with a library that is then gone: the prefix's is loaded
+    gone = os.path.join(tmp, "gone", "libhviske.so.0")
+    os.makedirs(os.path.dirname(gone))
+    shutil.copy(lib, gone)
     p = run([os.path.join(v, "bin", "pip"), "install", "--no-index", "--prefix", prefix, src],
-            env=env, cwd=tmp)
+            env=dict(env, HVISKE_LIBRARY=gone), cwd=tmp)
+    os.unlink(gone)
     site = [os.path.join(d, "site-packages") for d in
             [os.path.join(prefix, "lib", n) for n in os.listdir(os.path.join(prefix, "lib"))
              if n.startswith("python")]]
@@ -267,8 +267,8 @@ def test_beside_package(tmp):
     if not site:
         return
     env["PYTHONPATH"] = site[0]
-    check_transcribes("... with nothing recorded, it loads PREFIX/lib/libhviske.so.0 (Debian's "
-                      "python3, no $LD_LIBRARY_PATH)", PYTHON, env, lib, site[0])
+    check_transcribes("... with the recorded library gone, it loads PREFIX/lib/libhviske.so.0 "
+                      "(Debian's python3, no $LD_LIBRARY_PATH)", PYTHON, env, lib, site[0])
 
 
 def test_mypy(tmp, v, env):

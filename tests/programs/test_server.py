@@ -14,7 +14,9 @@ Covers, on the fixture model multi-f32 and the fixture audio:
     srt, vtt) against the CLI's output for the same file and options
     (jsonl, txt, json, srt, vtt), and the decoding fields (temperature,
     seed, top_k, top_p, num_beams, length_penalty, punctuation, language,
-    max_tokens) against the CLI's options;
+    max_tokens) against the CLI's options; temperature lists (the
+    fallback) too, each verbose_json segment reporting the temperature
+    whose decoding alone gives its text;
   * concurrency: 8 client threads, 50 requests, --workers 2: every answer
     the CLI's text, none lost; memory flat over a second batch (VmRSS);
   * the queue limit: one worker, a queue of one, filled by two long
@@ -411,6 +413,34 @@ def test_decoding(port, model, wav):
                f"{r} want {want!r}")
 
 
+def test_fallback(port, model, wav):
+    """temperature as a list is the CLI's temperature fallback; each
+    verbose_json segment reports the temperature its chunk was decoded
+    at, whose decoding alone gives the same text (one chunk)."""
+    audio = read(wav)
+    for temps, extra in (("0,0.2,0.4", []), ("5,0", []), ("1.6,1", []), ("0.7", []),
+                         ("0.5,0", [("num_beams", "2")])):
+        opts = ["--temperature", temps, "--seed", "7"] + sum(
+            ([f"--{k.replace('num_beams', 'beams')}", v] for k, v in extra), [])
+        want = cli_texts(model, [wav], opts)[wav]
+        r = transcribe(port, audio, [("temperature", temps), ("seed", "7"),
+                                     ("response_format", "verbose_json")] + extra)
+        o = r.json() if r.status == 200 else {}
+        used = {g.get("temperature") for g in o.get("segments", [])}
+        t = used.pop() if len(used) == 1 else None
+        alone = cli_texts(model, [wav], ["--temperature", str(t), "--seed", "7"] +
+                          (["--beams", "2"] if extra and t == 0 else []))[wav] \
+            if t is not None else None
+        if want == "":  # the no_speech_threshold's silence (this model's is random)
+            report(f"temperature={temps}: silence, as the CLI's: no text, no segment",
+                   r.status == 200 and o.get("text") == "" and o.get("segments") == [], str(r))
+            continue
+        report(f"temperature={temps} {extra or ''}: the CLI's text; the segments' "
+               f"temperature ({t}) one of the list, whose decoding alone gives it",
+               o.get("text") == want and t in [float(x) for x in temps.split(",")] and
+               alone == want, f"{r} want {want!r}, alone {alone!r}")
+
+
 def run_batch(port, jobs, n_threads):
     """Sends jobs [(audio bytes, format, expected body check)] from
     n_threads threads; returns the list of failures."""
@@ -616,7 +646,8 @@ def test_hostile(port, wav, want, tmp, too_long):
 
     bad = [
         ("temperature", ["-1", "nan", "inf", "1e999", "0x1", "", " 0.5",
-                         "0.5 ", "1,5", "--1", "1e", "."]),
+                         "0.5 ", "1;5", "--1", "1e", ".", "0,", ",0", "0,,1", "0,-1",
+                         "0, 1", ",".join(["0"] * 33)]),
         ("num_beams", ["0", "65", "1.5", "-1", "+2", "", "99999999999999999999"]),
         ("length_penalty", ["0", "-1", "nan", "x"]),
         ("top_k", ["-1", "1.0", "2147483648", "k"]),
@@ -1131,6 +1162,7 @@ def main():
             texts.update(cli_texts(model, all_files))
             want = texts[wav]
             test_decoding(srv.port, model, audio["da2_16k"])
+            test_fallback(srv.port, model, audio["da2_16k"])
             test_concurrency(srv, all_files, texts)
             test_hostile(srv.port, wav, want, tmp, too_long)
             test_slow_clients(srv.port, wav, want, 2)

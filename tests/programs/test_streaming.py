@@ -13,7 +13,8 @@ on the demo model (models/demo) and examples/da-example.wav.
     text/event-stream with a transcript.text.delta event per segment (the
     CLI's segments, in order) and one transcript.text.done event whose
     text is the deltas joined and the plain answer's text, for
-    response_format json and text; stream with srt, and an upload that is
+    response_format json and text, and with a temperature list (the
+    fallback from sampling at 1.6 to greedy); stream with srt, and an upload that is
     no audio, get the ordinary JSON 400 before any event; README's curl -N
     line streams;
   * a client that closes the connection after the first event stops the
@@ -235,6 +236,16 @@ def test_server_sse(port, long7, want_text, want_segments):
         events = []
     check_events("stream=true, the client half-closing after its request: every event",
                  events, want_text, want_segments)
+    # a temperature list (the fallback) streams as it transcribes: 1.6 alone
+    # garbles the demo model's sentences, the list falls back to greedy
+    st, h, body = http(port, [("stream", "true"), ("temperature", "1.6,0"), ("seed", "7")],
+                       audio)
+    try:
+        events = sse_events(body)
+    except (ValueError, UnicodeDecodeError):
+        events = []
+    check_events("stream=true temperature=1.6,0: every chunk falls back to greedy, the "
+                 "greedy segments", events, want_text, want_segments)
     st, h, body = http(port, [("model", "hviske"), ("stream", "false")], audio)
     report("stream=false: the plain JSON answer",
            st == 200 and json.loads(body) == {"text": want_text}, f"{st} {body[:300]!r}")

@@ -223,10 +223,10 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
         const struct {
             int beams, sample, top_k;
             float lp, temp, top_p;
-        } bad[] = {{0, 0, 0, 1, 1, 1}, {65, 0, 0, 1, 1, 1},       {2, 1, 0, 1, 1, 1},
-                   {2, 0, 0, 0, 1, 1}, {2, 0, 0, -1, 1, 1},       {2, 0, 0, NAN, 1, 1},
-                   {1, 1, 0, 1, 0, 1}, {1, 1, 0, 1, INFINITY, 1}, {1, 1, -1, 1, 1, 1},
-                   {1, 1, 0, 1, 1, 0}, {1, 1, 0, 1, 1, 1.5f},     {1, 1, 0, 1, 1, NAN}};
+        } bad[] = {{0, 0, 0, 1, 1, 1},  {65, 0, 0, 1, 1, 1},       {2, 1, 0, 1, 1, 1},
+                   {2, 0, 0, 0, 1, 1},  {2, 0, 0, -1, 1, 1},       {2, 0, 0, NAN, 1, 1},
+                   {1, 1, 0, 1, -1, 1}, {1, 1, 0, 1, INFINITY, 1}, {1, 1, -1, 1, 1, 1},
+                   {1, 1, 0, 1, 1, 0},  {1, 1, 0, 1, 1, 1.5f},     {1, 1, 0, 1, 1, NAN}};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             q = g;
             q.num_beams = bad[i].beams;

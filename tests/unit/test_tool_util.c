@@ -303,6 +303,37 @@ static void test_options(void) {
     CHECK(rc == 0 && strcmp(g_out, "prog " HV_VERSION "\n") == 0 && g_err[0] == '\0');
 }
 
+/* --------------------------------------------------------- temperatures */
+
+static void test_temperatures(void) {
+    hvt_temperatures t = {.t = {9}, .n = 7};
+    CHECK(hvt_parse_temperatures("0", &t) == 0 && t.n == 1 && t.t[0] == 0);
+    CHECK(hvt_parse_temperatures("0,0.2,.4,1e0", &t) == 0 && t.n == 4 && t.t[0] == 0 &&
+          t.t[1] == 0.2f && t.t[2] == 0.4f && t.t[3] == 1);
+    char many[200] = "0";
+    for (int i = 1; i < HVT_MAX_TEMPERATURES; i++) strcat(many, ",1.5");
+    CHECK(hvt_parse_temperatures(many, &t) == 0 && t.n == HVT_MAX_TEMPERATURES &&
+          t.t[HVT_MAX_TEMPERATURES - 1] == 1.5f);
+    strcat(many, ",2"); /* one too many */
+    static const char *bad[] = {"",      ",",  "0,",   ",0",  "0,,1", "-1",    "0,-0.5", "nan",
+                                "0,inf", " 0", "0 ,1", "0;1", "0x1",  "1e999", "+1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        hvt_temperatures u = {.t = {5}, .n = 1};
+        CHECK_MSG(hvt_parse_temperatures(bad[i], &u) != 0 && u.n == 1 && u.t[0] == 5,
+                  "'%s' refused, the value left alone", bad[i]);
+    }
+    hvt_temperatures u = {.n = 1};
+    CHECK(hvt_parse_temperatures(many, &u) != 0 && u.n == 1);
+    /* one value: tp's temperature; several: the list, pointing into t */
+    hv_transcribe_params tp = hv_transcribe_default_params();
+    hvt_parse_temperatures("0.5", &t);
+    hvt_set_temperatures(&tp, &t);
+    CHECK(tp.temperature == 0.5f && tp.n_temperatures == 0 && !tp.temperatures);
+    hvt_parse_temperatures("0,0.5", &t);
+    hvt_set_temperatures(&tp, &t);
+    CHECK(tp.n_temperatures == 2 && tp.temperatures == t.t);
+}
+
 /* ----------------------------------------------------------------- misc */
 
 static void test_misc(void) {
@@ -338,6 +369,7 @@ int main(void) {
     test_integers();
     test_floats();
     test_options();
+    test_temperatures();
     test_misc();
     TEST_END();
 }

@@ -291,11 +291,11 @@ static void test_detector(const char *dir) {
     hv_speech_region *r1 = NULL, *r2 = NULL;
     size_t n1 = 0, n2 = 0;
     hv_vad_params vp = hv_vad_default_params();
-    CHECK(hv_vad_detect(&v, NULL, tone, m, &vp, &r1, &n1, &e) == HV_OK);
+    CHECK(hv_vad_detect(&v, NULL, tone, m, &vp, &r1, &n1, NULL, &e) == HV_OK);
     g = hv_vad_level_gain(&v, tone, m);
     for (size_t i = 0; i < m; i++) tone[i] *= g;
     CHECK(hv_vad_level_gain(&v, tone, m) == 1.0f);
-    CHECK(hv_vad_detect(&v, NULL, tone, m, &vp, &r2, &n2, &e) == HV_OK);
+    CHECK(hv_vad_detect(&v, NULL, tone, m, &vp, &r2, &n2, NULL, &e) == HV_OK);
     CHECK(n1 == n2 && (n1 == 0 || !memcmp(r1, r2, n1 * sizeof *r1)));
     free(r1);
     free(r2);

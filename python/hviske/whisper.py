@@ -1,0 +1,544 @@
+"""faster-whisper's WhisperModel over hviske: the constructor, transcribe()
+and its Segment, Word and TranscriptionInfo shapes, so that a program that
+used faster-whisper changes its import and its model name (a checkpoint
+directory) only (python/README.md "Coming from faster-whisper" maps every
+parameter and field):
+
+    from hviske import WhisperModel
+    model = WhisperModel("hviske-v5.3", device="cpu", compute_type="int8")
+    segments, info = model.transcribe("audio.mp3", beam_size=5)
+    for segment in segments:
+        print("[%.2fs -> %.2fs] %s" % (segment.start, segment.end, segment.text))
+
+What the model cannot do (translation, a text prompt, hotwords, language
+detection, a GPU) is a ValueError saying so, never ignored in silence."""
+from __future__ import annotations
+
+import array
+import ctypes
+import math
+import os
+import sys
+import threading
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, Tuple, Union
+
+from . import _ERRBUF, Model
+from . import Segment as _Cue
+from ._native import SpeechRegion, error
+
+_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+_PREPEND = "\"'“¿([{-"
+_APPEND = "\"'.。,，!！?？:：”)]}、"
+_RATE = 16000  # faster-whisper's arrays: 16 kHz mono
+_DEFAULT_MAX_AUDIO_BYTES = 2 << 30  # HV_DEFAULT_MAX_AUDIO_BYTES
+
+
+def _deprecated_asdict(obj: Any) -> dict[str, Any]:
+    warnings.warn(f"{type(obj).__name__}._asdict() method is deprecated, use "
+                  f"dataclasses.asdict({type(obj).__name__}) instead", DeprecationWarning, 3)
+    return asdict(obj)
+
+
+@dataclass
+class Word:
+    """faster-whisper's Word: start and end in seconds, the word with the
+    space before it (so that "".join of a segment's words is its text), and
+    the mean probability of its tokens."""
+    start: float
+    end: float
+    word: str
+    probability: float
+
+    def _asdict(self) -> dict[str, Any]:
+        return _deprecated_asdict(self)
+
+
+@dataclass
+class Segment:
+    """faster-whisper's Segment: id (from 1), seek (its start in 10 ms
+    frames), start, end, text (with a leading space), tokens, and its
+    chunk's avg_logprob, compression_ratio, no_speech_prob (from the speech
+    detector) and temperature (docs/DECODING.md "Temperature fallback");
+    words (None unless word_timestamps=True)."""
+    id: int
+    seek: int
+    start: float
+    end: float
+    text: str
+    tokens: List[int]
+    avg_logprob: float
+    compression_ratio: float
+    no_speech_prob: float
+    words: Optional[List[Word]]
+    temperature: Optional[float]
+
+    def _asdict(self) -> dict[str, Any]:
+        return _deprecated_asdict(self)
+
+
+@dataclass
+class VadOptions:
+    """faster-whisper's VAD options, with its defaults; mapped onto the
+    speech detector's settings (docs/VAD.md)."""
+    threshold: float = 0.5
+    neg_threshold: Optional[float] = None
+    min_speech_duration_ms: int = 0
+    max_speech_duration_s: float = float("inf")
+    min_silence_duration_ms: int = 2000
+    speech_pad_ms: int = 400
+
+
+@dataclass
+class TranscriptionOptions:
+    """The options of a transcription, as given (faster-whisper's fields)."""
+    beam_size: int
+    best_of: int
+    patience: float
+    length_penalty: float
+    repetition_penalty: float
+    no_repeat_ngram_size: int
+    log_prob_threshold: Optional[float]
+    no_speech_threshold: Optional[float]
+    compression_ratio_threshold: Optional[float]
+    condition_on_previous_text: bool
+    prompt_reset_on_temperature: float
+    temperatures: List[float]
+    initial_prompt: Optional[Union[str, Iterable[int]]]
+    prefix: Optional[str]
+    suppress_blank: bool
+    suppress_tokens: Optional[List[int]]
+    without_timestamps: bool
+    max_initial_timestamp: float
+    word_timestamps: bool
+    prepend_punctuations: str
+    append_punctuations: str
+    multilingual: bool
+    max_new_tokens: Optional[int]
+    clip_timestamps: Union[str, List[float]]
+    hallucination_silence_threshold: Optional[float]
+    hotwords: Optional[str]
+
+
+@dataclass
+class TranscriptionInfo:
+    """faster-whisper's TranscriptionInfo. language_probability is 1.0: the
+    language is the one given or the model's default, never detected (as
+    faster-whisper reports a given language); all_language_probs is None.
+    duration_after_vad: with vad_filter, the seconds of the speech regions
+    the detector finds (with the same settings, before the transcription),
+    else the duration."""
+    language: str
+    language_probability: float
+    duration: float
+    duration_after_vad: float
+    all_language_probs: Optional[List[Tuple[str, float]]]
+    transcription_options: TranscriptionOptions
+    vad_options: Optional[VadOptions]
+
+
+# compute_type: (weight_type, compute) of hviske.Model (docs/QUANTIZE.md,
+# docs/KERNELS.md)
+_COMPUTE_TYPES = {
+    "default": ("auto", "auto"), "auto": ("auto", "auto"),
+    "int8": ("q8_0", "auto"), "int8_float32": ("q8_0", "f32"),
+    "int8_float16": ("q8_0", "auto"), "int8_bfloat16": ("q8_0", "bf16"),
+    "float16": ("f16", "auto"), "bfloat16": ("bf16", "bf16"), "float32": ("f32", "f32"),
+}
+
+
+def _refuse(name: str, value: object, default: object, why: str) -> None:
+    """ValueError unless value is the default (what faster-whisper does
+    unless asked otherwise), saying what hviske cannot do."""
+    if value != default or type(value) is not type(default):
+        raise ValueError(f"{name}={value!r}: {why}")
+
+
+def _cpu_threads(cpu_threads: int) -> int:
+    """faster-whisper's cpu_threads: 0 is $OMP_NUM_THREADS when set, else 4."""
+    if isinstance(cpu_threads, bool) or not isinstance(cpu_threads, int) or cpu_threads < 0:
+        raise ValueError(f"cpu_threads must be an int >= 0, not {cpu_threads!r}")
+    if cpu_threads:
+        return cpu_threads
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    return int(omp) if omp.isdigit() and int(omp) > 0 else 4
+
+
+def _vad_options(p: Union[None, dict[str, Any], VadOptions]) -> VadOptions:
+    if p is None:
+        return VadOptions()
+    if isinstance(p, VadOptions):
+        return p
+    if isinstance(p, dict):
+        return VadOptions(**p)  # unknown keys: TypeError, as faster-whisper's
+    raise TypeError("vad_parameters must be a dict or a VadOptions")
+
+
+def _detector_settings(v: VadOptions) -> dict[str, Any]:
+    """VadOptions as hviske.Model's vad_options."""
+    return {"threshold": v.threshold,
+            "neg_threshold": -1.0 if v.neg_threshold is None else v.neg_threshold,
+            "min_speech_ms": v.min_speech_duration_ms,
+            "min_silence_ms": v.min_silence_duration_ms, "speech_pad_ms": v.speech_pad_ms,
+            "max_speech_s": 0.0 if math.isinf(v.max_speech_duration_s)
+            else v.max_speech_duration_s}
+
+
+class WhisperModel:
+    """faster-whisper's WhisperModel on a hviske checkpoint directory.
+    device: "cpu" or "auto" (hviske runs on the CPU; "cuda" is a
+    ValueError); compute_type: "int8" (q8_0 weights), "float16",
+    "bfloat16", "float32", or "default"/"auto" (the checkpoint's own);
+    cpu_threads: threads per transcription (0: $OMP_NUM_THREADS, else 4);
+    num_workers: how many transcriptions run at once when called from
+    several threads (the others wait). Nothing is downloaded: a model
+    name, download_root, files, revision and use_auth_token are refused.
+    `model` is the hviske.Model underneath."""
+
+    def __init__(self, model_size_or_path: str, device: str = "auto",
+                 device_index: Union[int, List[int]] = 0, compute_type: str = "default",
+                 cpu_threads: int = 0, num_workers: int = 1,
+                 download_root: Optional[str] = None, local_files_only: bool = False,
+                 files: Optional[dict[str, Any]] = None, revision: Optional[str] = None,
+                 use_auth_token: Optional[Union[str, bool]] = None,
+                 **model_kwargs: Any) -> None:
+        if device not in ("cpu", "auto"):
+            raise ValueError(f"device={device!r}: hviske runs on the CPU only; use device="
+                             "\"cpu\" or \"auto\"")
+        if device_index not in (0, [0]):
+            raise ValueError(f"device_index={device_index!r}: it picks a GPU, and hviske "
+                             "runs on the CPU only")
+        if compute_type not in _COMPUTE_TYPES:
+            raise ValueError(f"compute_type={compute_type!r}: hviske computes in "
+                             f"{', '.join(_COMPUTE_TYPES)} (int16 weights it has not)")
+        for name, value in (("download_root", download_root), ("files", files),
+                            ("revision", revision), ("use_auth_token", use_auth_token)):
+            if value is not None:
+                raise ValueError(f"{name}={value!r}: hviske downloads nothing and loads a "
+                                 "checkpoint directory")
+        if not isinstance(local_files_only, bool):
+            raise TypeError("local_files_only must be True or False")
+        if model_kwargs:
+            raise TypeError(f"unexpected keyword arguments {', '.join(sorted(model_kwargs))} "
+                            "(CTranslate2's; hviske has none of them)")
+        if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
+            raise ValueError(f"num_workers must be an int >= 1, not {num_workers!r}")
+        if not isinstance(model_size_or_path, (str, os.PathLike)) or \
+                not os.path.isdir(model_size_or_path):
+            raise ValueError(f"{model_size_or_path!r} is no checkpoint directory: hviske loads "
+                             "one (config.json, tokenizer.model, model.safetensors) and "
+                             "downloads no model by name")
+        weight_type, compute = _COMPUTE_TYPES[compute_type]
+        self.model = Model(model_size_or_path, threads=_cpu_threads(cpu_threads),
+                           weight_type=weight_type, compute=compute)
+        self._workers = threading.BoundedSemaphore(num_workers)
+
+    @property
+    def supported_languages(self) -> List[str]:
+        """The languages of the checkpoint (config.json)."""
+        return self.model.languages
+
+    def detect_language(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: the model has no language detection."""
+        raise ValueError("the model has no language detection: give the language (one of "
+                         f"{', '.join(self.model.languages)})")
+
+    def transcribe(
+        self,
+        audio: Union[str, BinaryIO, Any],
+        language: Optional[str] = None,
+        task: str = "transcribe",
+        log_progress: bool = False,
+        beam_size: int = 5,
+        best_of: int = 5,
+        patience: float = 1,
+        length_penalty: float = 1,
+        repetition_penalty: float = 1,
+        no_repeat_ngram_size: int = 0,
+        temperature: Union[float, List[float], Tuple[float, ...]] = list(_TEMPERATURES),
+        compression_ratio_threshold: Optional[float] = 2.4,
+        log_prob_threshold: Optional[float] = -1.0,
+        no_speech_threshold: Optional[float] = 0.6,
+        condition_on_previous_text: bool = True,
+        prompt_reset_on_temperature: float = 0.5,
+        initial_prompt: Optional[Union[str, Iterable[int]]] = None,
+        prefix: Optional[str] = None,
+        suppress_blank: bool = True,
+        suppress_tokens: Optional[List[int]] = [-1],
+        without_timestamps: bool = False,
+        max_initial_timestamp: float = 1.0,
+        word_timestamps: bool = False,
+        prepend_punctuations: str = _PREPEND,
+        append_punctuations: str = _APPEND,
+        multilingual: bool = False,
+        vad_filter: bool = False,
+        vad_parameters: Optional[Union[dict[str, Any], VadOptions]] = None,
+        max_new_tokens: Optional[int] = None,
+        chunk_length: Optional[int] = None,
+        clip_timestamps: Union[str, List[float]] = "0",
+        hallucination_silence_threshold: Optional[float] = None,
+        hotwords: Optional[str] = None,
+        language_detection_threshold: Optional[float] = 0.5,
+        language_detection_segments: int = 1,
+    ) -> Tuple[Iterator[Segment], TranscriptionInfo]:
+        """faster-whisper's transcribe: (a generator of Segment,
+        TranscriptionInfo). The audio is read at once; the transcription
+        runs as the segments are asked for, each coming when its chunk is
+        done. python/README.md "Coming from faster-whisper" says what each
+        argument does here; those hviske cannot honour are a ValueError
+        unless left at faster-whisper's default."""
+        if task == "translate":
+            raise ValueError("task=\"translate\": the model transcribes, it does not translate")
+        _refuse("task", task, "transcribe", "the model transcribes only")
+        for name, value in (("initial_prompt", initial_prompt), ("prefix", prefix),
+                            ("hotwords", hotwords)):
+            if value is not None:
+                raise ValueError(f"{name}={value!r}: the model takes no text prompt")
+        _refuse("multilingual", multilingual, False, "the model has no language detection")
+        _refuse("language_detection_threshold", language_detection_threshold, 0.5,
+                "the model has no language detection")
+        _refuse("language_detection_segments", language_detection_segments, 1,
+                "the model has no language detection")
+        _refuse("patience", float(patience) if isinstance(patience, int) else patience, 1.0,
+                "hviske's beam search stops when beam_size hypotheses are finished "
+                "(patience 1)")
+        _refuse("repetition_penalty", float(repetition_penalty)
+                if isinstance(repetition_penalty, int) else repetition_penalty, 1.0,
+                "hviske decodes without a repetition penalty (the temperature fallback "
+                "handles loops)")
+        _refuse("no_repeat_ngram_size", no_repeat_ngram_size, 0,
+                "hviske blocks no repeated n-grams")
+        _refuse("max_initial_timestamp", float(max_initial_timestamp)
+                if isinstance(max_initial_timestamp, int) else max_initial_timestamp, 1.0,
+                "the model has no timestamp tokens")
+        _refuse("prepend_punctuations", prepend_punctuations, _PREPEND,
+                "punctuation joins the word before it, as the tokenizer splits words")
+        _refuse("append_punctuations", append_punctuations, _APPEND,
+                "punctuation joins the word before it, as the tokenizer splits words")
+        _refuse("clip_timestamps", clip_timestamps if clip_timestamps != [] else "0", "0",
+                "hviske transcribes the whole audio (cut it first, or use vad_filter)")
+        if hallucination_silence_threshold is not None:
+            raise ValueError(f"hallucination_silence_threshold={hallucination_silence_threshold!r}"
+                             ": hviske has no such heuristic (speech detection leaves pauses "
+                             "out instead: vad_filter=True)")
+        if suppress_tokens not in ([-1], None, []):
+            raise ValueError(f"suppress_tokens={suppress_tokens!r}: hviske suppresses no tokens")
+        for name, flag in (("suppress_blank", suppress_blank),
+                           ("condition_on_previous_text", condition_on_previous_text),
+                           ("without_timestamps", without_timestamps),
+                           ("word_timestamps", word_timestamps), ("vad_filter", vad_filter),
+                           ("log_progress", log_progress)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False")
+        temps = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
+        chunking = "vad" if vad_filter else "energy"
+        chunk_seconds: Optional[float] = None
+        if chunk_length is not None:
+            if vad_filter:
+                raise ValueError("chunk_length with vad_filter: hviske's speech chunks are up "
+                                 "to the model's max_audio_clip_s, cut in pauses")
+            chunking, chunk_seconds = "fixed", chunk_length
+        vad = _vad_options(vad_parameters) if vad_filter else None
+        if language is not None and language not in self.model.languages:
+            raise ValueError(f"language={language!r}: the model transcribes "
+                             f"{', '.join(self.model.languages)}")
+        if language is None:
+            language = self.model.languages[0] if len(self.model.languages) == 1 else None
+            if language is None:
+                warnings.warn("the model has no language detection: transcribing in its "
+                              "default language; give language= to choose", UserWarning, 2)
+        samples, rate = self._samples(audio)
+        duration = len(samples) / rate
+        options = TranscriptionOptions(
+            beam_size=beam_size, best_of=best_of, patience=patience,
+            length_penalty=length_penalty, repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size, log_prob_threshold=log_prob_threshold,
+            no_speech_threshold=no_speech_threshold,
+            compression_ratio_threshold=compression_ratio_threshold,
+            condition_on_previous_text=condition_on_previous_text,
+            prompt_reset_on_temperature=prompt_reset_on_temperature, temperatures=temps,
+            initial_prompt=initial_prompt, prefix=prefix, suppress_blank=suppress_blank,
+            suppress_tokens=suppress_tokens, without_timestamps=without_timestamps,
+            max_initial_timestamp=max_initial_timestamp, word_timestamps=word_timestamps,
+            prepend_punctuations=prepend_punctuations, append_punctuations=append_punctuations,
+            multilingual=multilingual, max_new_tokens=max_new_tokens,
+            clip_timestamps=clip_timestamps,
+            hallucination_silence_threshold=hallucination_silence_threshold, hotwords=hotwords)
+        kwargs: dict[str, Any] = dict(
+            language=language, beams=beam_size, best_of=best_of, length_penalty=length_penalty,
+            temperature=temps, compression_ratio_threshold=compression_ratio_threshold,
+            log_prob_threshold=log_prob_threshold, no_speech_threshold=no_speech_threshold,
+            chunking=chunking, chunk_seconds=chunk_seconds, max_tokens=max_new_tokens,
+            word_timestamps=word_timestamps, sample_rate=rate, speech_probabilities=True,
+            vad_options=_detector_settings(vad) if vad else None)
+        if log_progress:
+            kwargs["progress"] = _show_progress
+        after = self._speech_seconds(samples, rate, vad) if vad else duration
+        info = TranscriptionInfo(
+            language=language or self._default_language(), language_probability=1.0,
+            duration=duration, duration_after_vad=after, all_language_probs=None,
+            transcription_options=options, vad_options=vad)
+        return self._segments(samples, kwargs, without_timestamps, word_timestamps), info
+
+    # ------------------------------------------------------------ helpers
+
+    def _samples(self, audio: Any) -> Tuple[Any, int]:
+        """(mono samples, their rate) of audio: a path or a file object read
+        by the library's mono readers at the model's rate (within the
+        library's default memory budget), or samples as faster-whisper
+        takes them (16 kHz mono floats)."""
+        lib = self.model._lib
+        if not isinstance(audio, (str, os.PathLike)) and not callable(getattr(audio, "read", None)):
+            if not (type(audio).__module__ == "numpy" or
+                    isinstance(audio, (array.array, list, tuple))):
+                raise TypeError("audio must be a path, a file object reading an audio file, or "
+                                "16 kHz mono float samples (a numpy array, array.array or list)"
+                                f", not {type(audio).__name__}")
+            return audio, _RATE
+        rate = self.model.sample_rate
+        max_s = lib.hv_audio_max_seconds(_DEFAULT_MAX_AUDIO_BYTES, rate)
+        pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
+        err = ctypes.create_string_buffer(_ERRBUF)
+        if isinstance(audio, (str, os.PathLike)):
+            path = os.fsencode(audio)
+            if b"\0" in path:
+                raise ValueError(f"{audio!r}: a file name holds no NUL byte")
+            st = lib.hv_audio_read_mono(path, rate, max_s, ctypes.byref(pcm), ctypes.byref(n),
+                                        err, _ERRBUF)
+        else:
+            data = audio.read()
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError("a file object must read bytes (open it with \"rb\")")
+            name = getattr(audio, "name", None)
+            label = (name if isinstance(name, str) else "<file object>").encode("utf-8",
+                                                                                "replace")
+            st = lib.hv_audio_read_buffer_mono(bytes(data), len(data), label, rate, max_s,
+                                               ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+        if st != 0:
+            raise error(st, err.value.decode("utf-8", "replace"))
+        try:
+            samples = array.array("f")
+            if n.value:
+                block = (ctypes.c_float * n.value).from_address(ctypes.addressof(pcm.contents))
+                samples.frombytes(memoryview(block).cast("B"))
+        finally:
+            lib.hv_audio_free(pcm)
+        return samples, rate
+
+    def _default_language(self) -> str:
+        lib = self.model._lib
+        code = self.model._call(lib.hv_model_default_language)
+        return str(code.decode("utf-8")) if code else ""
+
+    def _speech_seconds(self, samples: Any, rate: int, vad: VadOptions) -> float:
+        """The seconds of the speech regions the detector finds in samples
+        (at rate) with vad's settings (duration_after_vad)."""
+        lib, m = self.model._lib, self.model
+        keep = samples if isinstance(samples, array.array) else array.array("f", samples)
+        n = len(keep)
+        if n == 0:
+            return 0.0
+        ptr = ctypes.cast((ctypes.c_float * n).from_buffer(keep), ctypes.POINTER(ctypes.c_float))
+        params = lib.hv_vad_default_params()
+        for k, v in _detector_settings(vad).items():
+            setattr(params, k, v)
+        detector = m._detector()
+
+        def regions(model: ctypes.c_void_p) -> float:
+            ctx = lib.hv_context_new(model, 0)
+            if not ctx:
+                raise MemoryError("out of memory creating a context")
+            r, count = ctypes.POINTER(SpeechRegion)(), ctypes.c_size_t()
+            try:
+                st = lib.hv_vad_regions(ctx, detector, ptr, n, rate, 1, ctypes.byref(params),
+                                        ctypes.byref(r), ctypes.byref(count))
+                if st != 0:
+                    raise error(st, lib.hv_context_error(ctx).decode("utf-8", "replace"))
+                total = sum(r[i].end - r[i].start for i in range(count.value))
+                lib.hv_vad_free_regions(r)
+                return float(total)
+            finally:
+                lib.hv_context_free(ctx)
+        return float(m._call(regions))
+
+    def _segments(self, samples: Any, kwargs: dict[str, Any], whole_chunks: bool,
+                  words: bool) -> Iterator[Segment]:
+        """faster-whisper's segments of hviske's (Model.segments, lazy),
+        numbered from 1; whole_chunks (without_timestamps) merges those of
+        each chunk into one, as faster-whisper's window without timestamps."""
+        with self._workers:
+            group: List[_Cue] = []
+            n = 0
+            for cue in self.model.segments(samples, **kwargs):
+                if not whole_chunks:
+                    n += 1
+                    yield _segment(n, [cue], words)
+                    continue
+                if group and cue.chunk != group[0].chunk:
+                    n += 1
+                    yield _segment(n, group, words)
+                    group = []
+                group.append(cue)
+            if group:
+                yield _segment(n + 1, group, words)
+
+
+def _segment(id: int, cues: List[_Cue], words: bool) -> Segment:
+    """A faster-whisper Segment of hviske segments (one, or those of one
+    chunk): words and text with the space before each word."""
+    d = cues[0].decoding
+    return Segment(
+        id=id, seek=int(math.floor(cues[0].start * 100)), start=cues[0].start,
+        end=cues[-1].end, text="".join(" " + c.text for c in cues),
+        tokens=[t for c in cues for t in c.tokens], avg_logprob=d.avg_logprob,
+        compression_ratio=d.compression_ratio,
+        no_speech_prob=d.no_speech_prob if d.no_speech_prob is not None else math.nan,
+        words=[Word(start=w.start, end=w.end, word=" " + w.word, probability=w.probability)
+               for c in cues for w in c.words] if words else None,
+        temperature=d.temperature)
+
+
+def _show_progress(done: float, total: float) -> None:
+    """log_progress: a line per chunk on standard error (faster-whisper
+    draws a tqdm bar over the audio's seconds)."""
+    pct = 100.0 * done / total if total > 0 else 100.0
+    print(f"hviske: {done:.1f}/{total:.1f} s ({pct:.0f}%)", file=sys.stderr, flush=True)
+
+
+class BatchedInferencePipeline:
+    """faster-whisper's batched pipeline over a WhisperModel: transcribe()
+    with its defaults (speech detection on, one segment per chunk, only
+    the first temperature). hviske decodes its chunks one after another,
+    so batch_size changes the speed of nothing (it must be >= 1)."""
+
+    def __init__(self, model: WhisperModel) -> None:
+        if not isinstance(model, WhisperModel):
+            raise TypeError("BatchedInferencePipeline takes a hviske WhisperModel")
+        self.model = model
+
+    def transcribe(self, audio: Union[str, BinaryIO, Any], batch_size: int = 8,
+                   **options: Any) -> Tuple[Iterator[Segment], TranscriptionInfo]:
+        """WhisperModel.transcribe(audio, **options) with the batched
+        pipeline's defaults: vad_filter=True (with a minimum silence of
+        160 ms and at most 30 s of speech per chunk), without_timestamps=True,
+        condition_on_previous_text=False, and of a temperature list the
+        first value alone; task=None is "transcribe", clip_timestamps a list
+        of {"start", "end"} (refused but for None or [])."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, not {batch_size!r}")
+        clips = options.pop("clip_timestamps", None)
+        if clips:
+            raise ValueError(f"clip_timestamps={clips!r}: hviske transcribes the whole audio "
+                             "(cut it first, or use vad_filter)")
+        options = dict({"vad_filter": True, "without_timestamps": True}, **options)
+        options["condition_on_previous_text"] = False
+        if options["vad_filter"] and options.get("vad_parameters") is None:
+            options["vad_parameters"] = VadOptions(max_speech_duration_s=30,
+                                                   min_silence_duration_ms=160)
+        temperature = options.get("temperature", list(_TEMPERATURES))
+        if isinstance(temperature, (list, tuple)):
+            options["temperature"] = temperature[0]
+        if options.get("task") is None:
+            options["task"] = "transcribe"
+        return self.model.transcribe(audio, **options)
