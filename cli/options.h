@@ -79,10 +79,14 @@ typedef struct cli_options {
     int whisper_names;           /* files named as whisper-cli names them */
     double offset_s, duration_s; /* -ot, -d: the part of each input */
     int max_len;                 /* -ml N given (cues of one line) */
-    int no_prints;               /* -np: nothing on stderr but errors */
-    int no_timestamps;           /* -nt: txt without times */
-    int silent;                  /* -q or -np: no progress, warnings, notices */
-    int notices;                 /* "hviske: wrote FILE" (stderr a terminal) */
+    const char *whisper_tp;      /* -tp T: the fallback's first temperature (NULL: not given) */
+    const char *whisper_tpi;     /* -tpi I: its step (NULL: not given, 0.2) */
+    int whisper_nf;              /* -nf: T alone, no fallback */
+    char whisper_temps[HVT_MAX_TEMPERATURES * 12]; /* the --temperature list they make */
+    int no_prints;                                 /* -np: nothing on stderr but errors */
+    int no_timestamps;                             /* -nt: txt without times */
+    int silent;                                    /* -q or -np: no progress, warnings, notices */
+    int notices;                                   /* "hviske: wrote FILE" (stderr a terminal) */
 } cli_options;
 
 /* Adds format f to l, once. */

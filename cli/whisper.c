@@ -9,14 +9,15 @@
 
 /* What a whisper-cli flag does here. */
 typedef enum w_action {
-    W_OPTION,   /* becomes hviske's option `to` (with the flag's value, or
+    W_OPTION,      /* becomes hviske's option `to` (with the flag's value, or
                    `value` for a flag without one) */
-    W_FORMAT,   /* adds the format `fmt` (files named as whisper-cli does) */
-    W_INPUT,    /* -f FILE: an input */
-    W_BASE,     /* -of BASE: the output base name of the next input */
-    W_OFFSET,   /* -ot N: start at N ms */
-    W_DURATION, /* -d N: N ms of audio */
-    W_MAX_LEN,  /* -ml N: cues of one line of at most N characters */
+    W_FORMAT,      /* adds the format `fmt` (files named as whisper-cli does) */
+    W_INPUT,       /* -f FILE: an input */
+    W_BASE,        /* -of BASE: the output base name of the next input */
+    W_OFFSET,      /* -ot N: start at N ms */
+    W_DURATION,    /* -d N: N ms of audio */
+    W_MAX_LEN,     /* -ml N: cues of one line of at most N characters */
+    W_TEMPERATURE, /* -tp, -tpi, -nf: the temperature fallback's list */
     W_NO_PRINTS,
     W_NO_TIMESTAMPS,
     W_NOTHING, /* what hviske always does: accepted, changes nothing */
@@ -56,7 +57,10 @@ static const w_flag FLAGS[] = {
     DO("-nt", "--no-timestamps", 0, W_NO_TIMESTAMPS),
     SET("-pp", "--print-progress", "--progress", NULL),
     OPT("-bs", "--beam-size", 1, "--beams"),
-    OPT("-tp", "--temperature", 1, "--temperature"),
+    /* --temperature is hviske's own (a list), as whisper-cli's takes one */
+    DO("-tp", NULL, 1, W_TEMPERATURE),
+    DO("-tpi", "--temperature-inc", 1, W_TEMPERATURE),
+    DO("-nf", "--no-fallback", 0, W_TEMPERATURE),
     FORMAT("-otxt", "--output-txt", HVT_FMT_TXT, 0),
     FORMAT("-osrt", "--output-srt", HVT_FMT_SRT, 0),
     FORMAT("-ovtt", "--output-vtt", HVT_FMT_VTT, 0),
@@ -73,10 +77,6 @@ static const w_flag FLAGS[] = {
     DO("-ng", "--no-gpu", 0, W_NOTHING),
     DO("-fa", "--flash-attn", 0, W_NOTHING),
     DO("-nfa", "--no-flash-attn", 0, W_NOTHING),
-    NO("-tpi", "--temperature-inc", 1,
-       "the temperature fallback takes its list: --temperature 0,0.2,0.4,0.6,0.8,1"),
-    NO("-nf", "--no-fallback", 0,
-       "without a --temperature list each chunk is decoded once already"),
     NO("-tr", "--translate", 0, "the model transcribes; it does not translate"),
     NO("-bo", "--best-of", 1,
        "best-of sampling is not offered: --beams N searches N hypotheses, --sample samples one"),
@@ -169,6 +169,14 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
                 o->max_len = 1;
             }
             return -1;
+        case W_TEMPERATURE:
+            if (strcmp(w->flag, "-tp") == 0)
+                o->whisper_tp = v;
+            else if (strcmp(w->flag, "-tpi") == 0)
+                o->whisper_tpi = v;
+            else
+                o->whisper_nf = 1;
+            return -1;
         case W_NO_PRINTS: o->no_prints = 1; return -1;
         case W_NO_TIMESTAMPS: o->no_timestamps = 1; return -1;
         case W_NOTHING: return -1;
@@ -176,6 +184,30 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
         default:
             return hvt_usage_error(CLI_PROG, "%s (whisper-cli's) is not supported: %s", arg, w->to);
     }
+}
+
+/* -tp T, -tpi I and -nf as whisper-cli decodes (hvt_temperature_steps;
+ * T alone with -nf): hviske's --temperature list, written into
+ * o->whisper_temps. -1 to go on, or the exit status. */
+static int temperature_list(cli_options *o) {
+    double t = 0.0, inc = 0.2;
+    if (o->whisper_tp && hvt_parse_double(o->whisper_tp, HVT_FROM, 0.0, 100.0, &t))
+        return hvt_usage_error(CLI_PROG, "invalid -tp '%s' (expected a temperature, 0..100)",
+                               o->whisper_tp);
+    if (o->whisper_tpi && hvt_parse_double(o->whisper_tpi, HVT_FROM, 0.0, 1.0, &inc))
+        return hvt_usage_error(CLI_PROG, "invalid -tpi '%s' (expected a step, 0..1)",
+                               o->whisper_tpi);
+    hvt_temperatures l;
+    if (hvt_temperature_steps(t, o->whisper_nf ? 0.0 : inc, &l))
+        return hvt_usage_error(CLI_PROG,
+                               "-tp %g with -tpi %g makes more than %d temperatures (hviske's "
+                               "--temperature list takes at most %d)",
+                               t, inc, HVT_MAX_TEMPERATURES, HVT_MAX_TEMPERATURES);
+    size_t w = 0;
+    for (int i = 0; i < l.n; i++)
+        w += (size_t)snprintf(o->whisper_temps + w, sizeof o->whisper_temps - w, "%s%.9g",
+                              i ? "," : "", l.t[i]);
+    return -1;
 }
 
 /* A single-dash word that getopt would read as a cluster of letters
@@ -189,7 +221,7 @@ int cli_whisper_flags(int *argc, char **argv, cli_options *o) {
     int n = *argc, m = 1;
     /* the rewritten command line: at most two words for each, "--" and
      * the -f inputs after it */
-    o->argv = calloc((size_t)(2 * n + 2), sizeof *o->argv);
+    o->argv = calloc((size_t)(2 * n + 4), sizeof *o->argv);
     o->whisper_files = calloc((size_t)n, sizeof *o->whisper_files);
     o->whisper_bases = calloc((size_t)n, sizeof *o->whisper_bases);
     if (!o->argv || !o->whisper_files || !o->whisper_bases) {
@@ -222,6 +254,12 @@ int cli_whisper_flags(int *argc, char **argv, cli_options *o) {
         }
         int rc = take_flag(w, arg, v, o, out, &m);
         if (rc >= 0) return rc;
+    }
+    if (o->whisper_tp || o->whisper_tpi || o->whisper_nf) {
+        int rc = temperature_list(o);
+        if (rc >= 0) return rc;
+        out[m++] = "--temperature";
+        out[m++] = o->whisper_temps;
     }
     if (dashes || o->n_whisper_files) out[m++] = "--";
     for (i += dashes; i < n; i++) out[m++] = argv[i];

@@ -48,14 +48,14 @@ static const struct {
     [SRV_F_OFFSET_T] = {"offset_t", 64, 1},
     [SRV_F_DURATION] = {"duration", 64, 1},
     [SRV_F_TRANSLATE] = {"translate", 64, 1},
+    [SRV_F_TEMPERATURE_INC] = {"temperature_inc", 64, 1},
     [SRV_F_WHISPER_IGNORED] = {"", 1024, 1},
 };
 
 /* whisper-server's fields that hviske takes and ignores on POST
  * /inference (named in a Warning): settings of whisper.cpp's decoder that
  * hviske does not have. */
-static const char *const WHISPER_IGNORED[] = {"temperature_inc",
-                                              "offset_n",
+static const char *const WHISPER_IGNORED[] = {"offset_n",
                                               "max_context",
                                               "max_len",
                                               "best_of",
@@ -508,6 +508,23 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
                 HVT_MAX_TEMPERATURES);
         /* one temperature above 0 samples, as OpenAI's; a list is the
          * fallback (OpenAI's API takes one number) */
+        hvt_set_temperatures(&p->tp, &p->temperatures);
+        p->tp.do_sample = p->temperatures.n == 1 && p->temperatures.t[0] > 0.0f;
+    }
+    /* whisper-server's fallback: temperature, then up by temperature_inc
+     * to 1 (hvt_temperature_steps), where temperature_inc is given */
+    if ((v = val(f, SRV_F_TEMPERATURE_INC))) {
+        double inc;
+        if (hvt_parse_double(v, HVT_FROM, 0.0, 1.0, &inc))
+            BAD("temperature_inc", "temperature_inc must be a number from 0 to 1");
+        if (p->temperatures.n > 1)
+            BAD("temperature_inc", "temperature_inc takes one temperature, not a list");
+        double t = p->temperatures.n == 1 ? p->temperatures.t[0] : 0.0;
+        if (hvt_temperature_steps(t, inc, &p->temperatures))
+            BAD("temperature_inc",
+                "temperature %g with temperature_inc %g makes more than %d temperatures", t, inc,
+                HVT_MAX_TEMPERATURES);
+        p->tp.temperatures = NULL, p->tp.n_temperatures = 0;
         hvt_set_temperatures(&p->tp, &p->temperatures);
         p->tp.do_sample = p->temperatures.n == 1 && p->temperatures.t[0] > 0.0f;
     }

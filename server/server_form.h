@@ -65,6 +65,7 @@ typedef enum srv_field {
     SRV_F_OFFSET_T,
     SRV_F_DURATION,
     SRV_F_TRANSLATE,
+    SRV_F_TEMPERATURE_INC,
     SRV_F_WHISPER_IGNORED, /* the ones taken and ignored (values dropped) */
     SRV_N_FIELDS
 } srv_field;

@@ -350,6 +350,17 @@ int hvt_parse_temperatures(const char *arg, void *value) {
     return 0;
 }
 
+int hvt_temperature_steps(double t, double inc, hvt_temperatures *out) {
+    hvt_temperatures l = {.n = 0};
+    do {
+        if (l.n == HVT_MAX_TEMPERATURES) return -1;
+        l.t[l.n] = (float)(t + l.n * inc);
+        l.n++;
+    } while (inc > 0 && t + l.n * inc < 1.0 + 1e-6);
+    *out = l;
+    return 0;
+}
+
 void hvt_set_temperatures(hv_transcribe_params *tp, const hvt_temperatures *t) {
     if (t->n == 1) {
         tp->temperature = t->t[0];

@@ -226,6 +226,13 @@ typedef struct hvt_temperatures {
  * valid (else value is left alone). */
 int hvt_parse_temperatures(const char *arg, void *value);
 
+/* whisper.cpp's temperature fallback (whisper-cli's -tp/-tpi/-nf,
+ * whisper-server's temperature and temperature_inc) as such a list: t,
+ * then t + inc, t + 2 inc, ... while below 1 + 1e-6 (t alone with inc <=
+ * 0). 0, or -1 (out left alone) when that makes more than
+ * HVT_MAX_TEMPERATURES. */
+int hvt_temperature_steps(double t, double inc, hvt_temperatures *out);
+
 /* Sets tp's temperature fields from t: one value is tp->temperature (0:
  * greedy), several the fallback's list, which points into t (t must
  * outlive the transcription). */

@@ -112,9 +112,26 @@ def main():
         ex = [("temperature", "0.0"), ("temperature_inc", "0.2"), ("response_format", "json")]
         st, warn, body = warnings(port, "/inference", ex, audio)
         report("whisper-server's curl example on /inference: {\"text\"} as /v1's, "
-               "temperature_inc named as ignored",
+               "temperature_inc taken (not named as ignored)",
                st == 200 and json.loads(body) == {"text": text} and
-               any("temperature_inc" in w for w in warn), f"{st} {warn} {body[:200]!r}")
+               not any("temperature_inc" in w for w in warn), f"{st} {warn} {body[:200]!r}")
+        # temperature_inc: whisper-server's fallback, as the list it makes
+        for ours, theirs in (([("temperature", "0"), ("temperature_inc", "0.5")],
+                              [("temperature", "0,0.5,1")]),
+                             ([("temperature_inc", "0.25")], [("temperature", "0,0.25,0.5,0.75,1")]),
+                             ([("temperature", "0.3"), ("temperature_inc", "0")],
+                              [("temperature", "0.3")])):
+            a = post(port, "/inference", ours + [("response_format", "verbose_json"),
+                                                 ("seed", "3")], audio)
+            b = post(port, T, theirs + [("response_format", "verbose_json"), ("seed", "3")], audio)
+            report(f"/inference {ours}: as {theirs}", a.status == 200 and a.body == b.body,
+                   f"{a}\n{b}")
+        for bad in ([("temperature_inc", "2")], [("temperature_inc", "x")],
+                    [("temperature", "0,1"), ("temperature_inc", "0.2")],
+                    [("temperature_inc", "0.01")]):
+            r = post(port, "/inference", bad, audio)
+            report(f"/inference {bad}: 400 naming temperature_inc", r.status == 400 and
+                   ((r.json() or {}).get("error") or {}).get("param") == "temperature_inc", str(r))
         r = post(port, "/inference", [], audio)
         report("/inference without response_format: json", r.status == 200 and
                r.json() == {"text": text}, str(r))

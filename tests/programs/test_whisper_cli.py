@@ -9,7 +9,8 @@ model paths, on the demo model (models/demo) and examples/da-example.wav.
     "l");
   * the ones hviske has: -f, -ot/--offset-t and -d/--duration (the part,
     times on the input's timeline), -ml (cues of one line), -np (no
-    warnings), -nt, -pp, -bs (= --beams), -tp (= --temperature), -sow,
+    warnings), -nt, -pp, -bs (= --beams), -tp/-tpi/-nf (= a --temperature
+    list, whisper-cli's fallback), -sow,
     -ng, --vad;
   * whisper-cli's file names: -otxt -osrt beside the input as
     INPUT.wav.txt, -of BASE (one per input), -of - to standard output;
@@ -174,10 +175,20 @@ def test_mapped(tmp):
     report("-pp: progress lines, as --progress", p.rc == 0 and ": progress 100.0%" in p.err, str(p))
     for a, b in ((["-bs", "2"], ["--beams", "2"]),
                  (["-tp", "1.5", "--seed", "3"], ["--temperature", "1.5", "--seed", "3"]),
+                 (["-tp", "0", "-tpi", "0.25", "--seed", "3"],
+                  ["--temperature", "0,0.25,0.5,0.75,1", "--seed", "3"]),
+                 (["-tp", "0.6", "--seed", "5"], ["--temperature", "0.6,0.8,1", "--seed", "5"]),
+                 (["-tp", "0.4", "-nf", "--seed", "3"], ["--temperature", "0.4", "--seed", "3"]),
+                 (["-tpi", "0", "--seed", "3"], ["--temperature", "0", "--seed", "3"]),
                  (["--beam-size", "3"], ["--beams", "3"]), (["--vad"], ["--chunking", "vad"])):
         x = json_of(Run(BASE + ["-q", "--json"] + a + [EXAMPLE]))
         y = json_of(Run(BASE + ["-q", "--json"] + b + [EXAMPLE]))
         report(f"{' '.join(a)}: as {' '.join(b)}", x and y and x["tokens"] == y["tokens"], "")
+    r = Run(BASE + ["-tp", "0", "-tpi", "0.01", EXAMPLE])
+    report("-tpi 0.01 from 0: refused, more temperatures than --temperature takes",
+           r.rc == 2 and "-tpi" in r.err and "32" in r.err and r.out == "", str(r))
+    r = Run(BASE + ["-tpi", "2", EXAMPLE])
+    report("-tpi 2: refused, naming the flag", r.rc == 2 and "-tpi" in r.err, str(r))
     r = Run(BASE + ["-q", "-f", EXAMPLE, "-f", two])
     report("-f FILE -f FILE: two inputs", r.rc == 0 and len(r.lines()) == 2 and
            r.lines()[0].startswith(EXAMPLE + ": ") and r.lines()[1].startswith(two + ": "), str(r))
