@@ -1,7 +1,7 @@
 /* Element-wise and row-wise passes (ops.h): the portable code, which
  * defines every pass's operations and order, and the tables of the
- * instruction sets that do the same faster (ops_impl.h): AVX2 and
- * AVX-512. */
+ * instruction sets that do the same faster (ops_impl.h): AVX2 and AVX-512
+ * here, NEON in arm/ops_neon.c. */
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -384,8 +384,8 @@ static const hv_ops_kernels ops_avx512 = {.name = "avx512",
 static const hv_ops_kernels ops_portable = {.name = "portable"};
 
 /* The tables this CPU runs (cpu.h; HVISKE_MAX_ISA caps them), portable
- * first: AVX2 (on the matrix kernels' AVX2, FMA and F16C), then AVX-512F.
- * Into out[3]; returns how many. */
+ * first: AVX2 (on the matrix kernels' AVX2, FMA and F16C), then AVX-512F;
+ * or NEON. Into out[3]; returns how many. */
 static int ops_tables(const hv_ops_kernels *out[3]) {
     unsigned f = hv_cpu_features();
     int n = 0;
@@ -393,6 +393,9 @@ static int ops_tables(const hv_ops_kernels *out[3]) {
 #ifdef HV_MM_HAVE_AVX2
     if (f & HV_CPU_AVX2) out[n++] = &ops_avx2;
     if ((f & HV_CPU_AVX2) && (f & HV_CPU_AVX512)) out[n++] = &ops_avx512;
+#endif
+#ifdef HV_MM_HAVE_NEON
+    if (f & HV_CPU_NEON) out[n++] = &hv_ops_neon;
 #endif
     (void)f;
     return n;

@@ -51,4 +51,9 @@ typedef struct hv_ops_kernels {
     long (*bf16_bits)(uint16_t *y, const float *x, long n);
 } hv_ops_kernels;
 
+#if defined(__aarch64__) && defined(__GNUC__)
+/* Advanced SIMD (src/kernels/arm/ops_neon.c): every aarch64 CPU. */
+extern const hv_ops_kernels hv_ops_neon;
+#endif
+
 #endif
