@@ -13,6 +13,13 @@
 #               emulated AVX-512 CPU: tests/emulated/avx512.sh boots them in
 #               Bochs (slow: about 10 minutes; not part of make test;
 #               docs/TESTING.md, "Emulated AVX-512 CPU")
+#   make cross-arm64  build everything for 64-bit ARM Linux (aarch64) in
+#               ARM64_BUILD with Debian's cross compiler (installing it, qemu
+#               and the arm64 libraries: scripts/install-deps.sh arm64)
+#   make test-arm64  the ARM64 subset (ctest -L arm64: the kernel tests at
+#               every NEON level, the parity suite's greedy and beam cases,
+#               the demo transcript against make build's) under
+#               qemu-aarch64-static (docs/TESTING.md, "ARM64")
 #   make run    build and transcribe the bundled example
 #   make format reformat every C file as .clang-format says (the tests check it)
 #   make fuzz   build the libFuzzer targets of tests/fuzz (clang, ASan, UBSan)
@@ -21,12 +28,14 @@
 #   make install  build, then install the programs, libhviske (.so and .a),
 #               hviske.h, hviske.pc, the speech detector and the man pages
 #               under PREFIX (default /usr/local); DESTDIR is honoured
-# Variables: BUILD (build folder), JOBS, PREFIX (install prefix, compiled
-# into the programs' speech detector search path), CMAKE_FLAGS (more cmake
-# options, such as -DBUILD_TESTING=OFF), FUZZ_BUILD (the fuzzers' folder).
+# Variables: BUILD (build folder), ARM64_BUILD (the cross build's), JOBS,
+# PREFIX (install prefix, compiled into the programs' speech detector
+# search path), CMAKE_FLAGS (more cmake options, such as
+# -DBUILD_TESTING=OFF), FUZZ_BUILD (the fuzzers' folder).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+ARM64_BUILD ?= build-arm64
 CMAKE_FLAGS ?=
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
@@ -37,7 +46,7 @@ AVX512_TESTS ?= test_kernels "HV_F16C_TIES_AWAY=1 test_gemm" test_onednn_model t
 	test_attention
 PREFIX_FLAG = $(if $(PREFIX),-DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)))
 
-.PHONY: all deps test-deps build test test-release test-other-blas test-asan test-avx512-emulated run format install clean fuzz
+.PHONY: all deps test-deps build test test-release test-other-blas test-asan test-avx512-emulated cross-arm64 test-arm64 run format install clean fuzz
 
 all: build
 
@@ -69,6 +78,15 @@ test: test-release test-other-blas test-asan
 test-avx512-emulated: build
 	bash tests/emulated/avx512.sh --build $(BUILD) $(AVX512_TESTS)
 
+cross-arm64:
+	@bash scripts/install-deps.sh arm64
+	cmake -S . -B $(ARM64_BUILD) -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/aarch64-linux-gnu.cmake \
+	  -DCMAKE_BUILD_TYPE=Release -DHV_WERROR=ON -DHV_HOST_CLI=$(abspath $(BUILD))/hviske $(CMAKE_FLAGS)
+	cmake --build $(ARM64_BUILD) -j $(JOBS)
+
+test-arm64: test-deps build cross-arm64
+	cd $(ARM64_BUILD) && ctest -L arm64 --output-on-failure -j $(JOBS)
+
 run: build
 	@bash scripts/run-example.sh $(BUILD)
 
@@ -84,4 +102,4 @@ format:
 	clang-format -i --style=file $$(find src include cli server tools research tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(ARM64_BUILD) $(FUZZ_BUILD)

@@ -443,7 +443,6 @@ static void run_op(int op, int level, const ops_bufs *o) {
 static void bench_ops(void) {
     const char *names[] = {"SiLU 375x5120", "GLU 375x1280", "LayerNorm 375x1280",
                            "softmax 375x375", "y += a x 375x1280", "to bf16 375x5120"};
-    const char *levels[] = {"portable", "avx2", "avx512"};
     size_t big = 375 * 5120;
     ops_bufs o = {falloc(big), falloc(big), falloc(1280), falloc(1280), falloc(375 * 2560),
                   malloc(big * 2)};
@@ -454,7 +453,7 @@ static void bench_ops(void) {
     int best = hv_ops_level();
     printf("\nelement-wise passes, 1 thread: us per pass (best of 15), rate against portable\n");
     printf("%-20s", "pass");
-    for (int l = 0; l <= best; l++) printf(" %10s %7s", levels[l], "x");
+    for (int l = 0; l <= best; l++) printf(" %10s %7s", hv_ops_level_name(l), "x");
     printf("\n");
     for (int op = 0; op < 6; op++) {
         printf("%-20s", names[op]);

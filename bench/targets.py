@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Issue #17's (default), #39's (--issue 39) or #50's (--issue 50) speed
-targets, measured in one run with hviske-bench.
+targets, or issue #54's ARM figures (--issue 54), measured in one run with
+hviske-bench.
 
     bench/targets.py --model /tmp/full-bf16 [--q8-model /tmp/full-q8x8]
         --clip30 clip30.wav --clip10 clip10.wav [--bench build/hviske-bench]
-        [--threads 2] [--rounds 3] [--issue 17|39|50] [--pytorch]
+        [--threads 2] [--rounds 3] [--issue 17|39|50|54] [--pytorch]
 
 For a full-size model (bench/make_full_model.py) and clips of about 30 s
 and 10 s of speech, one chunk each (--chunking none):
@@ -45,7 +46,12 @@ figures against the same targets):
     level this CPU has, HVISKE_MAX_ISA, and not held), alternated for
     --rounds rounds (<= 1.03x);
   * a decoder step against the bound of the measured read bandwidth, for
-    both weight types (<= 1.3x)."""
+    both weight types (<= 1.3x).
+
+--issue 54 (for a 64-bit ARM host; docs/PERFORMANCE.md, "ARM64"): the
+encoders of both clips for the checkpoint and q8_0, by default and with
+the kernels held to each NEON level the CPU has, with the kernels that ran
+and their table's peak; and issue 50's decoder steps."""
 import argparse
 import json
 import os
@@ -127,14 +133,21 @@ def issue39(a, q8):
 
 def cpu_levels():
     """The HVISKE_MAX_ISA levels of the matrix kernels this CPU runs, from
-    the flags the kernel lists (src/kernels/cpu.c's rules)."""
-    flags = set()
+    the flags the kernel lists (src/kernels/cpu.c's rules): x86's "flags",
+    64-bit ARM's "Features" (asimd, asimddp, i8mm)."""
+    flags, arm = set(), False
     with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
         for ln in f:
-            if ln.startswith("flags"):
-                flags = set(ln.split())
+            if ln.startswith("flags") or ln.startswith("Features"):
+                flags, arm = set(ln.split()), ln.startswith("Features")
                 break
     levels = []
+    if arm:
+        for level, flag in (("neon", "asimd"), ("dotprod", "asimddp"), ("i8mm", "i8mm")):
+            if flag not in flags:
+                break
+            levels.append(level)
+        return levels
     if {"avx2", "fma", "f16c"} <= flags:
         levels.append("avx2")
         if "avx_vnni" in flags:
@@ -160,6 +173,15 @@ def pytorch_bf16(a, clip):
     return s["reference"], s["hviske"]
 
 
+def isa_note(f):
+    """The kernel table's own peak (--peak's isa_probe) and the encoder's
+    share of it, from a file's figures, or nothing."""
+    if "isa_peak_gflops" not in f:
+        return ""
+    return (f"; {f['isa_probe']} peak {f['isa_peak_gflops']:.0f} GFLOP/s, encoder at "
+            f"{f['encoder_isa_share']:.0%}")
+
+
 def issue50(a, q8):
     """Issue 50's targets (an AVX-512 CPU without AMX; the figures of any
     other CPU are printed against the same targets)."""
@@ -173,10 +195,8 @@ def issue50(a, q8):
                       clip)
             f = o["files"][0]
             e = f["encoder_ms"]
-            isa = (f"; {f['isa_probe']} peak {f['isa_peak_gflops']:.0f} GFLOP/s, encoder at "
-                   f"{f['encoder_isa_share']:.0%}" if "isa_peak_gflops" in f else "")
             line(f"encoder, {label}, {name}, default options: compute {o['compute']}, gemm "
-                 f"{o['gemm']} ({f['encoder_gflops']['median']:.0f} GFLOP/s{isa}; busy "
+                 f"{o['gemm']} ({f['encoder_gflops']['median']:.0f} GFLOP/s{isa_note(f)}; busy "
                  f"{f['busy_share']['median']:.0%})", f"{e['median'] / 1e3:.2f} s",
                  f"{e['min'] / 1e3:.2f}", f"{e['max'] / 1e3:.2f}", f"<= {target} s",
                  e["median"] / 1e3 <= target)
@@ -209,7 +229,14 @@ def issue50(a, q8):
         line(f"{label}: auto over the fastest explicit choice ({best}), {a.rounds} alternated "
              f"rounds", f"{med['auto'] / med[best]:.3f}x", "", "", "<= 1.03x",
              med["auto"] <= 1.03 * med[best])
-    for label, args, _, _ in models:
+    decoder_steps(a, [(label, args) for label, args, _, _ in models])
+    return 0
+
+
+def decoder_steps(a, models):
+    """A decoder step of each (label, model arguments) against the bound of
+    the read bandwidth measured around its runs (target: <= 1.3x)."""
+    for label, args in models:
         o = bench(a, *args, "--max-tokens", "48", "--runs", "3", "--warmup", "1", "--bandwidth",
                   a.clip10)
         f = o["files"][0]
@@ -218,6 +245,31 @@ def issue50(a, q8):
         line(f"decoder step, {label}: {t['median']:.2f} ms, x the bound of its run's moment "
              f"({bound:.2f} ms at {bw['median']:.1f} GB/s)", f"{r['median']:.2f}x",
              f"{r['min']:.2f}x", f"{r['max']:.2f}x", "<= 1.3x", r["median"] <= 1.3)
+
+
+def issue54(a, q8):
+    """Issue 54's figures, for a 64-bit ARM host (no targets of their own
+    yet): the encoder of both clips for the checkpoint and q8_0 with the
+    default options, then with the kernels held to each NEON level this CPU
+    has (HVISKE_MAX_ISA), with the kernels that ran and their table's own
+    peak (--peak's isa_probe); and a decoder step of each against the bound
+    of the measured read bandwidth."""
+    print(f"kernel levels of this CPU: {', '.join(cpu_levels()) or 'portable'}")
+    print("| figure | median | range |")
+    print("| --- | --- | --- |")
+    models = (("bf16 checkpoint", [a.model]), ("q8_0", q8))
+    for label, args in models:
+        for lv in [None] + cpu_levels():
+            for clip, name in ((a.clip30, "30 s"), (a.clip10, "10 s")):
+                o = bench(a, *args, "--max-tokens", "1", "--runs", "3", "--warmup", "1",
+                          "--peak", clip, isa=lv)
+                f = o["files"][0]
+                e = f["encoder_ms"]
+                print(f"| encoder, {label}, {name}, kernels {lv or 'by default'}: compute "
+                      f"{o['compute']}, gemm {o['gemm']}, element-wise {o.get('elementwise')} "
+                      f"({f['encoder_gflops']['median']:.0f} GFLOP/s{isa_note(f)}) | "
+                      f"{e['median'] / 1e3:.2f} s | {e['min'] / 1e3:.2f} - {e['max'] / 1e3:.2f} |")
+    decoder_steps(a, models)
     return 0
 
 
@@ -230,7 +282,7 @@ def main():
     ap.add_argument("--clip10", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--issue", type=int, choices=[17, 39, 50], default=17)
+    ap.add_argument("--issue", type=int, choices=[17, 39, 50, 54], default=17)
     ap.add_argument("--pytorch", action="store_true",
                     help="--issue 39, 50: also time the PyTorch reference in bf16")
     a = ap.parse_args()
@@ -239,6 +291,8 @@ def main():
         return issue39(a, q8)
     if a.issue == 50:
         return issue50(a, q8)
+    if a.issue == 54:
+        return issue54(a, q8)
 
     print("| figure | median | range | target | |")
     print("| --- | --- | --- | --- | --- |")

@@ -14,6 +14,11 @@
 #                          isolinux and xorriso: tests/emulated/avx512.sh
 #                          boots Debian's kernel (which it fetches with
 #                          apt-get download) on an emulated AVX-512 CPU
+#   install-deps.sh arm64  (make cross-arm64, make test-arm64) the cross
+#                          compiler for 64-bit ARM, qemu-user-static to run
+#                          its programs, and the build's libraries for arm64
+#                          beside the host's (dpkg --add-architecture arm64;
+#                          no oneDNN: docs/TESTING.md, "ARM64")
 # Idempotent: quick when all are present.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -45,11 +50,26 @@ case "$GROUP" in
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
   eval) PKGS+=(ktuberling-data) ;;
   emulated) PKGS+=(bochs bochs-term bochsbios vgabios busybox-static isolinux syslinux-common xorriso cpio python3) ;;
+  arm64)
+    PKGS+=(crossbuild-essential-arm64 qemu-user-static
+      libc6-dev:arm64 libcjson-dev:arm64 libopenblas-dev:arm64 libsndfile1-dev:arm64
+      libmpg123-dev:arm64 libsoxr-dev:arm64 libkissfft-dev:arm64 libmicrohttpd-dev:arm64)
+    ;;
   *)
-    echo "install-deps: unknown group '$GROUP' (build, test, fuzz, eval or emulated)" >&2
+    echo "install-deps: unknown group '$GROUP' (build, test, fuzz, eval, emulated or arm64)" >&2
     exit 2
     ;;
 esac
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+# the arm64 packages need dpkg to take that architecture (apt-get update
+# below then reads its package lists)
+if [ "$GROUP" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64 &&
+  [ "$(dpkg --print-architecture)" != arm64 ]; then
+  echo "install-deps: dpkg --add-architecture arm64" >&2
+  $SUDO dpkg --add-architecture arm64
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -57,8 +77,6 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}" >&2
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -9,17 +9,24 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <cpuid.h>
 #define HV_CPU_X86 1
+#elif defined(__aarch64__)
+#define HV_CPU_ARM64 1
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
 #endif
 
 /* The levels HVISKE_MAX_ISA names, best last: what a CPU needs to be
- * called that level, and what the level allows as a cap (each allows the
- * ones before it, except that "avx512" allows no VNNI). */
-#define V256 (HV_CPU_AVX2 | HV_CPU_AVX_VNNI)
-#define V512 (HV_CPU_AVX2 | HV_CPU_AVX512)
-static const struct {
+ * called that level, and what the level allows as a cap. */
+typedef struct cpu_level {
     const char *name;
     unsigned needs, allows;
-} levels[] = {
+} cpu_level;
+#ifdef HV_CPU_X86
+/* Each allows the ones before it, except that "avx512" allows no VNNI. */
+#define V256 (HV_CPU_AVX2 | HV_CPU_AVX_VNNI)
+#define V512 (HV_CPU_AVX2 | HV_CPU_AVX512)
+static const cpu_level levels[] = {
     {"portable", 0, 0},
     {"avx2", HV_CPU_AVX2, HV_CPU_AVX2},
     {"avx_vnni", V256, V256},
@@ -30,6 +37,17 @@ static const struct {
     {"amx", V512 | HV_CPU_AVX512_VNNI | HV_CPU_AVX512_BF16 | HV_CPU_AMX,
      V256 | V512 | HV_CPU_AVX512_VNNI | HV_CPU_AVX512_BF16 | HV_CPU_AMX},
 };
+#elif defined(HV_CPU_ARM64)
+#define DP (HV_CPU_NEON | HV_CPU_DOTPROD)
+static const cpu_level levels[] = {
+    {"portable", 0, 0},
+    {"neon", HV_CPU_NEON, HV_CPU_NEON},
+    {"dotprod", DP, DP},
+    {"i8mm", DP | HV_CPU_I8MM, DP | HV_CPU_I8MM},
+};
+#else
+static const cpu_level levels[] = {{"portable", 0, 0}};
+#endif
 #define N_LEVELS (int)(sizeof levels / sizeof levels[0])
 
 #ifdef HV_CPU_X86
@@ -67,6 +85,18 @@ static unsigned detect(void) {
     /* AMX-BF16 (22), AMX-TILE (24), AMX-INT8 (25) */
     unsigned amx = 1u << 22 | 1u << 24 | 1u << 25;
     if ((f & HV_CPU_AVX512) && tiles && (d7 & amx) == amx) f |= HV_CPU_AMX;
+#elif defined(HV_CPU_ARM64) && defined(__linux__)
+    /* Linux's HWCAP_FP (bit 0), HWCAP_ASIMD (1), HWCAP_ASIMDDP (20) and
+     * HWCAP2_I8MM (13), numbered here so that old kernel headers do */
+    unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    if ((hw & 3) == 3) f |= HV_CPU_NEON;
+    if ((f & HV_CPU_NEON) && (hw >> 20 & 1)) f |= HV_CPU_DOTPROD;
+    if ((f & HV_CPU_DOTPROD) && (hw2 >> 13 & 1)) f |= HV_CPU_I8MM;
+#elif defined(HV_CPU_ARM64)
+    /* elsewhere Advanced SIMD, which every 64-bit ARM application
+     * processor has (the ABI's baseline); the extensions need their OS's
+     * own query, not written yet (docs/TESTING.md, "ARM64") */
+    f |= HV_CPU_NEON;
 #endif
     return f;
 }
@@ -89,7 +119,7 @@ const char *hv_cpu_level_name(unsigned features) {
 /* Detected once; the cap read at the same moment. */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static unsigned detected, capped;
-static char cap_error[160];
+static char cap_error[256];
 
 static void init(void) {
     detected = capped = detect();
@@ -100,10 +130,13 @@ static void init(void) {
         capped &= mask;
         return;
     }
-    snprintf(cap_error, sizeof cap_error,
-             "HVISKE_MAX_ISA '%.40s': expected portable, avx2, avx_vnni, avx512, avx512_vnni, "
-             "avx512_bf16 or amx",
-             cap);
+    int at = snprintf(cap_error, sizeof cap_error, "HVISKE_MAX_ISA '%.40s': expected ", cap);
+    for (int i = 0; i < N_LEVELS && at > 0 && (size_t)at < sizeof cap_error; i++)
+        at += snprintf(cap_error + at, sizeof cap_error - (size_t)at, "%s%s",
+                       i == 0              ? ""
+                       : i == N_LEVELS - 1 ? " or "
+                                           : ", ",
+                       levels[i].name);
 }
 
 unsigned hv_cpu_features(void) {

@@ -1,6 +1,6 @@
 /* Matrix products: the f32 path through OpenBLAS, conversions to the
  * reduced-precision weight types, and the driver that runs their kernels
- * (matmul_scalar.c, x86/matmul_*.c) over the thread pool.
+ * (matmul_scalar.c, x86/matmul_*.c, arm/matmul_*.c) over the thread pool.
  *
  * Threads come from our own pool and OpenBLAS itself runs single-threaded,
  * so that its threads never compete with ours and concurrent contexts stay
@@ -377,6 +377,11 @@ static int tables_for(unsigned cpu, const hv_mm_kernels **out, int max) {
     if ((cpu & HV_CPU_AVX512) && n < max) out[n++] = hv_mm_avx512(0);
     if ((cpu & HV_CPU_AVX_VNNI) && n < max) out[n++] = hv_mm_avx_vnni();
     if ((cpu & HV_CPU_AVX2) && n < max) out[n++] = &hv_mm_avx2;
+#endif
+#ifdef HV_MM_HAVE_NEON
+    if ((cpu & HV_CPU_I8MM) && n < max) out[n++] = hv_mm_i8mm();
+    if ((cpu & HV_CPU_DOTPROD) && n < max) out[n++] = hv_mm_dotprod();
+    if ((cpu & HV_CPU_NEON) && n < max) out[n++] = &hv_mm_neon;
 #endif
     (void)cpu;
     if (n < max) out[n++] = &hv_mm_scalar;

@@ -126,9 +126,10 @@ void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
  *   bits per block of 32; on a CPU without the SIMD kernels, OpenBLAS
  *   sgemm instead (widened tiles for the reduced types).
  * Every output element is computed the same way whatever the number of
- * threads, so results do not depend on the pool size. AVX2+FMA+F16C
- * kernels are used when the CPU has them (detected at run time); the
- * portable fallback gives bit-identical results. */
+ * threads, so results do not depend on the pool size. The best kernel
+ * table the CPU has is used (detected at run time: AVX2+FMA+F16C up to
+ * AVX-512 VNNI on x86, NEON up to i8mm on 64-bit ARM); the portable
+ * fallback gives bit-identical results. */
 #define HV_LINEAR_GEMV_MAX_N 16
 void hv_linear(hv_pool *pool, float *y, const float *x, int n, const hv_mat *W, const float *bias);
 

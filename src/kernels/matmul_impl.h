@@ -306,13 +306,27 @@ const hv_mm_kernels *hv_mm_avx_vnni(void);
 const hv_mm_kernels *hv_mm_avx512(int vnni);
 #endif
 
+#if defined(__aarch64__) && defined(__GNUC__)
+#define HV_MM_HAVE_NEON 1
+/* The 64-bit ARM tables (src/kernels/arm/), each the one below it with
+ * some kernels replaced; the ones past NEON compiled with target
+ * attributes, to be called only on a CPU with their features (hv_mm_tables
+ * picks them by hv_cpu_features). Advanced SIMD (every aarch64 CPU): */
+extern const hv_mm_kernels hv_mm_neon;
+/* NEON with the DotProd extension's sdot in the integer dot products: */
+const hv_mm_kernels *hv_mm_dotprod(void);
+/* dotprod with the I8MM extension's smmla in the int8 GEMM: */
+const hv_mm_kernels *hv_mm_i8mm(void);
+#endif
+
 /* Every kernel table this CPU runs (hv_cpu_features: HVISKE_MAX_ISA caps
  * it), best first, the portable one last: up to max into out; returns how
  * many there are. The tests run each against the portable one. */
 int hv_mm_tables(const hv_mm_kernels **out, int max);
 
-/* The best table this CPU runs other than the portable one, or NULL (not
- * x86, or no AVX2 + FMA + F16C, or capped to portable). Chosen once. */
+/* The best table this CPU runs other than the portable one, or NULL (no
+ * AVX2 + FMA + F16C on x86, no Advanced SIMD on ARM, another architecture,
+ * or capped to portable). Chosen once. */
 const hv_mm_kernels *hv_mm_simd(void);
 
 /* The kernels hv_linear uses: hv_mm_simd() when not NULL, else scalar. */

@@ -1,3 +1,7 @@
+/* Element-wise and row-wise passes (ops.h): the portable code, which
+ * defines every pass's operations and order, and the tables of the
+ * instruction sets that do the same faster (ops_impl.h): AVX2 and AVX-512
+ * here, NEON in arm/ops_neon.c. */
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -8,25 +12,16 @@
 #include "kernels/half.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/ops_impl.h"
 
 #ifdef HV_MM_HAVE_AVX2
 #include <immintrin.h>
 #endif
 
-/* e^x for the activations, by Cephes' method: x clamped to [-87, 88],
- * n = floor(x log2(e) + 1/2), r = x - n ln 2 (ln 2 in two parts), e^r by
- * a degree-5 polynomial, times 2^n through the exponent bits. Within 2 ulp
- * of expf (tested); NaN stays NaN. The AVX2 version below does the same
- * operations in the same order with explicit fmas, so the two agree bit
- * for bit, and both are several times faster than libm's expf. */
-#define EXP_HI    88.0f
-#define EXP_LO    -87.0f
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_C1    0.693359375f
-#define EXP_C2    -2.12194440e-4f
-static const float exp_p[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-
+/* e^x for the activations (ops_impl.h has the method). Within 2 ulp of
+ * expf (tested); NaN stays NaN. The vector versions do the same
+ * operations in the same order with explicit fmas, so they agree bit for
+ * bit, and all are several times faster than libm's expf. */
 static float exp_act(float x) {
     if (x != x) return x;
     x = EXP_LO > x ? EXP_LO : x; /* the operand order of maxps/minps */
@@ -34,8 +29,8 @@ static float exp_act(float x) {
     float n = floorf(fmaf(x, EXP_LOG2E, 0.5f));
     float r = fmaf(n, -EXP_C1, x);
     r = fmaf(n, -EXP_C2, r);
-    float p = exp_p[0];
-    for (int i = 1; i < 6; i++) p = fmaf(p, r, exp_p[i]);
+    float p = hv_exp_p[0];
+    for (int i = 1; i < 6; i++) p = fmaf(p, r, hv_exp_p[i]);
     float y = fmaf(p, r * r, r) + 1.0f;
     uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float scale;
@@ -52,8 +47,8 @@ TARGET static inline __m256 exp_act8(__m256 x) {
     __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(EXP_LOG2E), _mm256_set1_ps(0.5f)));
     __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_C1), x);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_C2), r);
-    __m256 p = _mm256_set1_ps(exp_p[0]);
-    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[i]));
+    __m256 p = _mm256_set1_ps(hv_exp_p[0]);
+    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(hv_exp_p[i]));
     __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
     __m256i e =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
@@ -94,8 +89,8 @@ TARGET512 static inline __m512 exp_act16(__m512 x) {
                              _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_C1), x);
     r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_C2), r);
-    __m512 p = _mm512_set1_ps(exp_p[0]);
-    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[i]));
+    __m512 p = _mm512_set1_ps(hv_exp_p[0]);
+    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(hv_exp_p[i]));
     __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
     __m512i e =
         _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
@@ -358,50 +353,83 @@ TARGET512 static long bf16_bits_avx512(uint16_t *y, const float *x, long n) {
     }
     return i;
 }
+/* The max keeps the AVX2 version's order at every level (max is exact,
+ * but which of +0 and -0 it keeps depends on the order). */
+static const hv_ops_kernels ops_avx2 = {.name = "avx2",
+                                        .silu = silu_avx2,
+                                        .glu = glu_avx2,
+                                        .sum = sum_avx2,
+                                        .sq_dev = sq_dev_avx2,
+                                        .layernorm = layernorm_avx2,
+                                        .max = max_avx2,
+                                        .softmax_exp = softmax_exp_avx2,
+                                        .add_scaled = add_scaled_avx2,
+                                        .bf16_round = bf16_round_avx2,
+                                        .bf16_bits = bf16_bits_avx2};
+static const hv_ops_kernels ops_avx512 = {.name = "avx512",
+                                          .silu = silu_avx512,
+                                          .glu = glu_avx512,
+                                          .sum = sum_avx512,
+                                          .sq_dev = sq_dev_avx512,
+                                          .layernorm = layernorm_avx512,
+                                          .max = max_avx2,
+                                          .softmax_exp = softmax_exp_avx512,
+                                          .add_scaled = add_scaled_avx512,
+                                          .bf16_round = bf16_round_avx512,
+                                          .bf16_bits = bf16_bits_avx512};
 #endif
 
 /* ------------------------------------------------------------ levels */
 
-/* The CPU's features (cpu.h; HVISKE_MAX_ISA caps them): AVX-512 on top
- * of the matrix kernels' AVX2, FMA and F16C. */
-int hv_ops_level(void) {
+static const hv_ops_kernels ops_portable = {.name = "portable"};
+
+/* The tables this CPU runs (cpu.h; HVISKE_MAX_ISA caps them), portable
+ * first: AVX2 (on the matrix kernels' AVX2, FMA and F16C), then AVX-512F;
+ * or NEON. Into out[3]; returns how many. */
+static int ops_tables(const hv_ops_kernels *out[3]) {
     unsigned f = hv_cpu_features();
-    return f & HV_CPU_AVX512 ? HV_OPS_AVX512 : f & HV_CPU_AVX2 ? HV_OPS_AVX2 : HV_OPS_PORTABLE;
-}
-
-const char *hv_ops_level_name(int level) {
-    return level >= HV_OPS_AVX512 ? "avx512" : level == HV_OPS_AVX2 ? "avx2" : "portable";
-}
-
-/* level as asked, but never above what this CPU runs */
-static int run_level(int level) {
-    int best = hv_ops_level();
-    return level < best ? level : best;
-}
-
-static double sum_lanes(const float *x, int n8, int level) {
+    int n = 0;
+    out[n++] = &ops_portable;
 #ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512) return sum_avx512(x, n8);
-    if (level >= HV_OPS_AVX2) return sum_avx2(x, n8);
+    if (f & HV_CPU_AVX2) out[n++] = &ops_avx2;
+    if ((f & HV_CPU_AVX2) && (f & HV_CPU_AVX512)) out[n++] = &ops_avx512;
 #endif
-    (void)level;
+#ifdef HV_MM_HAVE_NEON
+    if (f & HV_CPU_NEON) out[n++] = &hv_ops_neon;
+#endif
+    (void)f;
+    return n;
+}
+
+int hv_ops_level(void) {
+    const hv_ops_kernels *t[3];
+    return ops_tables(t) - 1;
+}
+
+/* The table of a level, never above what this CPU runs. */
+static const hv_ops_kernels *table_at(int level) {
+    const hv_ops_kernels *t[3];
+    int n = ops_tables(t);
+    return t[level < 0 ? 0 : level < n ? level : n - 1];
+}
+
+const char *hv_ops_level_name(int level) { return table_at(level)->name; }
+
+static double sum_lanes(const float *x, int n8, const hv_ops_kernels *t) {
+    if (t->sum) return t->sum(x, n8);
     double s[8] = {0};
     for (int j = 0; j < n8; j += 8)
         for (int l = 0; l < 8; l++) s[l] += x[j + l];
     return lanes_total(s);
 }
 
-static double sq_dev_lanes(const float *x, int n8, double mean, int level) {
-#ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512) return sq_dev_avx512(x, n8, mean);
-    if (level >= HV_OPS_AVX2) return sq_dev_avx2(x, n8, mean);
-#endif
-    (void)level;
+static double sq_dev_lanes(const float *x, int n8, double mean, const hv_ops_kernels *t) {
+    if (t->sq_dev) return t->sq_dev(x, n8, mean);
     double s[8] = {0};
     for (int j = 0; j < n8; j += 8)
         for (int l = 0; l < 8; l++) {
-            double t = x[j + l] - mean;
-            s[l] += t * t;
+            double v = x[j + l] - mean;
+            s[l] += v * v;
         }
     return lanes_total(s);
 }
@@ -409,27 +437,21 @@ static double sq_dev_lanes(const float *x, int n8, double mean, int level) {
 void hv_layernorm_at(int level, float *y, const float *x, int n, int d, const float *w,
                      const float *b, float eps) {
     int d8 = d & ~7;
-    level = run_level(level);
+    const hv_ops_kernels *t = table_at(level);
     for (int i = 0; i < n; i++) {
         const float *xi = x + (long)i * d;
         float *yi = y + (long)i * d;
-        double mean = sum_lanes(xi, d8, level);
+        double mean = sum_lanes(xi, d8, t);
         for (int j = d8; j < d; j++) mean += xi[j];
         mean /= d;
-        double var = sq_dev_lanes(xi, d8, mean, level);
+        double var = sq_dev_lanes(xi, d8, mean, t);
         for (int j = d8; j < d; j++) {
-            double t = xi[j] - mean;
-            var += t * t;
+            double v = xi[j] - mean;
+            var += v * v;
         }
         var /= d;
         float inv = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
-        int j = 0;
-#ifdef HV_MM_HAVE_AVX2
-        if (level >= HV_OPS_AVX512)
-            j = layernorm_avx512(yi, xi, d, m, inv, w, b);
-        else if (level >= HV_OPS_AVX2)
-            j = layernorm_avx2(yi, xi, d, m, inv, w, b);
-#endif
+        int j = t->layernorm ? t->layernorm(yi, xi, d, m, inv, w, b) : 0;
         for (; j < d; j++) yi[j] = (xi[j] - m) * inv * w[j] + b[j];
     }
 }
@@ -441,26 +463,17 @@ void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const 
 
 /* Softmax's and log-softmax's common part: *max = the max of x[0..n)
  * (n >= 1) and the sum of e^(x - max) over x, in double lanes, the exps
- * stored into x when store; the same bits at every level. The max keeps
- * the AVX2 version's order at every level (max is exact, but which of
- * +0 and -0 it keeps depends on the order). */
-static double exp_sum(int level, float *x, int n, int store, float *max) {
+ * stored into x when store; the same bits at every level. */
+static double exp_sum(const hv_ops_kernels *t, float *x, int n, int store, float *max) {
     int n8 = n & ~7, j = 0;
     float mx = x[0];
-#ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX2 && n8) mx = max_avx2(x, n8), j = n8;
-#endif
+    if (t->max && n8) mx = t->max(x, n8), j = n8;
     for (; j < n; j++)
         if (x[j] > mx) mx = x[j];
     double sum;
-#ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512) {
-        sum = softmax_exp_avx512(x, n8, mx, store);
-    } else if (level >= HV_OPS_AVX2) {
-        sum = softmax_exp_avx2(x, n8, mx, store);
-    } else
-#endif
-    {
+    if (t->softmax_exp) {
+        sum = t->softmax_exp(x, n8, mx, store);
+    } else {
         double s[8] = {0};
         for (j = 0; j < n8; j += 8)
             for (int l = 0; l < 8; l++) {
@@ -481,7 +494,7 @@ static double exp_sum(int level, float *x, int n, int store, float *max) {
 
 void hv_softmax_at(int level, float *x, int n) {
     float mx;
-    float inv = (float)(1.0 / exp_sum(run_level(level), x, n, 1, &mx));
+    float inv = (float)(1.0 / exp_sum(table_at(level), x, n, 1, &mx));
     for (int j = 0; j < n; j++) x[j] *= inv;
 }
 
@@ -492,7 +505,7 @@ void hv_softmax(float *x, int n) { hv_softmax_at(HV_OPS_BEST, x, n); }
  * exact one; a vocabulary of 16384 took 0.17 ms with libm's double exp. */
 void hv_log_softmax_at(int level, float *x, int n) {
     float mx;
-    double sum = exp_sum(run_level(level), x, n, 0, &mx);
+    double sum = exp_sum(table_at(level), x, n, 0, &mx);
     float lse = mx + (float)log(sum);
     for (int i = 0; i < n; i++) x[i] -= lse;
 }
@@ -501,28 +514,16 @@ void hv_log_softmax(float *x, int n) { hv_log_softmax_at(HV_OPS_BEST, x, n); }
 
 /* x / (1 + e^-x), -x as 0 - x as the vector versions compute it */
 void hv_silu_at(int level, float *x, long n) {
-    long i = 0;
-    level = run_level(level);
-#ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512)
-        i = silu_avx512(x, n);
-    else if (level >= HV_OPS_AVX2)
-        i = silu_avx2(x, n);
-#endif
+    const hv_ops_kernels *t = table_at(level);
+    long i = t->silu ? t->silu(x, n) : 0;
     for (; i < n; i++) x[i] = x[i] / (1.0f + exp_act(0.0f - x[i]));
 }
 
 void hv_silu(float *x, long n) { hv_silu_at(HV_OPS_BEST, x, n); }
 
 void hv_glu_at(int level, float *y, const float *a, long d) {
-    long i = 0;
-    level = run_level(level);
-#ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512)
-        i = glu_avx512(y, a, a + d, d);
-    else if (level >= HV_OPS_AVX2)
-        i = glu_avx2(y, a, a + d, d);
-#endif
+    const hv_ops_kernels *t = table_at(level);
+    long i = t->glu ? t->glu(y, a, a + d, d) : 0;
     for (; i < d; i++) y[i] = a[i] / (1.0f + exp_act(0.0f - a[d + i]));
 }
 
@@ -535,14 +536,8 @@ void hv_relu(float *x, long n) {
 }
 
 void hv_add_scaled_at(int level, float *y, const float *x, long n, float alpha) {
-    long i = 0;
-    level = run_level(level);
-#ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512)
-        i = add_scaled_avx512(y, x, n, alpha);
-    else if (level >= HV_OPS_AVX2)
-        i = add_scaled_avx2(y, x, n, alpha);
-#endif
+    const hv_ops_kernels *t = table_at(level);
+    long i = t->add_scaled ? t->add_scaled(y, x, n, alpha) : 0;
     for (; i < n; i++) y[i] += alpha * x[i];
 }
 
@@ -551,29 +546,16 @@ void hv_add_scaled(float *y, const float *x, long n, float alpha) {
 }
 
 void hv_bf16_round_n_at(int level, float *y, const float *x, long n) {
-    long i = 0;
-    level = run_level(level);
-#ifdef HV_MM_HAVE_AVX2
-    if (level >= HV_OPS_AVX512)
-        i = bf16_round_avx512(y, x, n);
-    else if (level >= HV_OPS_AVX2)
-        i = bf16_round_avx2(y, x, n);
-#endif
+    const hv_ops_kernels *t = table_at(level);
+    long i = t->bf16_round ? t->bf16_round(y, x, n) : 0;
     for (; i < n; i++) y[i] = hv_bf16_round(x[i]);
 }
 
 void hv_bf16_round_n(float *y, const float *x, long n) { hv_bf16_round_n_at(HV_OPS_BEST, y, x, n); }
 
 void hv_bf16_bits_n_at(int level, uint16_t *y, const float *x, long n) {
-    long i = 0;
-    level = run_level(level);
-#ifdef HV_MM_HAVE_AVX2
-    /* both take 16 values a step: the AVX-512 one leaves the AVX2 one none */
-    if (level >= HV_OPS_AVX512)
-        i = bf16_bits_avx512(y, x, n);
-    else if (level >= HV_OPS_AVX2)
-        i = bf16_bits_avx2(y, x, n);
-#endif
+    const hv_ops_kernels *t = table_at(level);
+    long i = t->bf16_bits ? t->bf16_bits(y, x, n) : 0;
     for (; i < n; i++) y[i] = hv_bf16_bits(x[i]);
 }
 

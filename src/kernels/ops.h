@@ -31,12 +31,16 @@ void hv_bf16_bits_n(uint16_t *y, const float *x, long n);
 /* Index of the largest value (first on ties). */
 int hv_argmax(const float *x, int n);
 
-/* The instruction sets these kernels have versions for. Every level gives
- * the same bits (the tests compare each with the portable one); the
- * functions above run the best this CPU has, hv_ops_level(). */
-enum { HV_OPS_PORTABLE = 0, HV_OPS_AVX2 = 1, HV_OPS_AVX512 = 2, HV_OPS_BEST = 99 };
+/* The instruction sets these kernels have versions for, as levels: the
+ * versions this CPU runs, numbered from the portable one (0) up to the
+ * best, hv_ops_level() (x86-64: portable, avx2, avx512; 64-bit ARM:
+ * portable, neon; HVISKE_MAX_ISA caps them as it caps the matrix kernels).
+ * Every level gives the same bits (the tests compare each with the
+ * portable one); the functions above run the best. */
+enum { HV_OPS_PORTABLE = 0, HV_OPS_BEST = 99 };
 int hv_ops_level(void);
-/* "portable", "avx2" or "avx512" */
+/* The name of a level ("portable", "avx2", "avx512", "neon"; above the
+ * best: the best's). */
 const char *hv_ops_level_name(int level);
 
 /* The functions above at a given level (at most hv_ops_level(): a higher

@@ -37,6 +37,8 @@ struct hv_pool {
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#elif defined(__aarch64__) && defined(__GNUC__)
+    __asm__ volatile("yield");
 #endif
 }
 

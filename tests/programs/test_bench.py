@@ -40,12 +40,23 @@ def ordered(m):
 
 
 def cpu_flags():
-    """The CPU's flags as the kernel lists them."""
+    """The CPU's flags as the kernel lists them (x86's "flags", 64-bit
+    ARM's "Features")."""
     with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
         for line in f:
-            if line.startswith("flags"):
+            if line.startswith("flags") or line.startswith("Features"):
                 return set(line.split())
     return set()
+
+
+def arm_levels(flags):
+    """The NEON levels of ARM's features, best last (cpu.c's rules)."""
+    levels = []
+    for level, flag in (("neon", "asimd"), ("dotprod", "asimddp"), ("i8mm", "i8mm")):
+        if flag not in flags:
+            break
+        levels.append(level)
+    return levels
 
 
 def cpu_has_amx_bf16():
@@ -56,6 +67,8 @@ def cpu_has_amx_bf16():
 def elementwise_expected():
     """The element-wise passes' instruction set this CPU should run."""
     flags = cpu_flags()
+    if arm_levels(flags):
+        return "neon"
     if not {"avx2", "fma", "f16c"} <= flags:
         return "portable"
     return "avx512" if "avx512f" in flags else "avx2"
@@ -65,6 +78,8 @@ def table_expected():
     """The matrix kernels' table this CPU should run (src/kernels/cpu.c's
     rules, from the flags the kernel lists)."""
     flags = cpu_flags()
+    if arm_levels(flags):
+        return arm_levels(flags)[-1]
     if not {"avx2", "fma", "f16c"} <= flags:
         return "scalar"
     if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu.h"
 #include "kernels/half.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_impl.h"
 #include "kernels/ops.h"
 #include "kernels/threads.h"
 #include "testlib.h"
@@ -42,6 +44,43 @@ static void test_pool(void) {
         hv_pool_free(p);
     }
     hv_pool_free(NULL);
+}
+
+/* The CPU detector (cpu.c): every level's name reads back as itself, the
+ * cap (HVISKE_MAX_ISA, when set) holds the features within its level, and
+ * the best matrix table and element-wise level are the features' own. Where
+ * the test is run on an emulated CPU model (tests/CMakeLists.txt: QEMU_CPU
+ * for ARM), HV_TEST_CPU_LEVEL names the level the detector must find: a
+ * table the CPU lacks would be picked, or one it has missed. */
+static void test_cpu_levels(void) {
+    unsigned detected = hv_cpu_detected(), features = hv_cpu_features(), mask = 1;
+    CHECK((features & ~detected) == 0);
+    const char *level = hv_cpu_level_name(detected);
+    CHECK_MSG(hv_cpu_level_parse(level, &mask) == 0 && (detected & mask) == mask,
+              "detected level %s reads back", level);
+    CHECK(hv_cpu_level_parse("portable", &mask) == 0 && mask == 0);
+    CHECK(hv_cpu_level_parse("no-such-level", &mask) == -1 && hv_cpu_level_parse(NULL, &mask));
+    const char *want = getenv("HV_TEST_CPU_LEVEL");
+    if (want) CHECK_MSG(!strcmp(level, want), "the CPU detected as %s, want %s", level, want);
+    const char *cap = getenv("HVISKE_MAX_ISA");
+    if (cap && *cap) {
+        CHECK_MSG(hv_cpu_level_parse(cap, &mask) == 0 && (features & ~mask) == 0 &&
+                      hv_cpu_cap_error() == NULL,
+                  "HVISKE_MAX_ISA=%s holds the features within it", cap);
+        printf("HVISKE_MAX_ISA=%s: %s\n", cap, hv_cpu_level_name(features));
+    }
+    printf("CPU level %s; matrix kernels %s, element-wise %s\n", level, hv_mm_best()->name,
+           hv_ops_level_name(hv_ops_level()));
+#if defined(__aarch64__)
+    /* the ARM levels, each a table of its own name, and no x86 ones */
+    const char *best = hv_cpu_level_name(features);
+    CHECK_MSG(!strcmp(hv_mm_best()->name, strcmp(best, "portable") ? best : "scalar"),
+              "level %s runs table %s", best, hv_mm_best()->name);
+    CHECK(!strcmp(hv_ops_level_name(hv_ops_level()), features & HV_CPU_NEON ? "neon" : "portable"));
+    const char *arm[] = {"neon", "dotprod", "i8mm"};
+    for (int i = 0; i < 3; i++) CHECK(hv_cpu_level_parse(arm[i], &mask) == 0 && mask);
+    CHECK(hv_cpu_level_parse("avx2", &mask) == -1);
+#endif
 }
 
 static void test_linear(void) {
@@ -326,6 +365,7 @@ static void test_passes(int level) {
 }
 
 int main(void) {
+    test_cpu_levels();
     test_pool();
     test_exp_act();
     /* every level this CPU has, portable first */
