@@ -582,6 +582,51 @@ static void narrow_f16(uint16_t *dst, const float *src, long count) {
     for (; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
+/* sgemm_nn (matmul_impl.h): R rows (6 or 1) of a against 16 columns of b
+ * in four registers, each output its fma chain over t in order (fmla by
+ * the broadcast a value: fma(a, b, acc), the scalar kernel's rounding);
+ * the last columns 4 at a time, then one by one. */
+INLINE void nn_rows16(int R, int k, const float *a, long lda, const float *b, long ldb, float *c,
+                      long ldc) {
+    float32x4_t acc[6][4];
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < 4; v++) acc[i][v] = vdupq_n_f32(0.0f);
+    for (int t = 0; t < k; t++) {
+        float32x4_t w[4];
+        for (int v = 0; v < 4; v++) w[v] = vld1q_f32(b + t * ldb + 4 * v);
+        for (int i = 0; i < R; i++) {
+            float x = a[i * lda + t];
+            for (int v = 0; v < 4; v++) acc[i][v] = vfmaq_n_f32(acc[i][v], w[v], x);
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < 4; v++) vst1q_f32(c + i * ldc + 4 * v, acc[i][v]);
+}
+
+static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
+                     float *c, long ldc) {
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        int i = 0;
+        for (; i + 6 <= m; i += 6)
+            nn_rows16(6, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+        for (; i < m; i++) nn_rows16(1, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+    }
+    for (; j + 4 <= n; j += 4)
+        for (int i = 0; i < m; i++) {
+            float32x4_t s = vdupq_n_f32(0.0f);
+            for (int t = 0; t < k; t++)
+                s = vfmaq_n_f32(s, vld1q_f32(b + t * ldb + j), a[i * lda + t]);
+            vst1q_f32(c + i * ldc + j, s);
+        }
+    for (; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float s = 0.0f;
+            for (int t = 0; t < k; t++) s = fmaf(a[i * lda + t], b[t * ldb + j], s);
+            c[i * ldc + j] = s;
+        }
+}
+
 /* The probe (see the table): independent chains of the tiles'
  * instructions on registers, 24 of fmla on 4 lanes, or 12 of the int8
  * route's smull + smull2 + addp + sadalp (16 multiply-accumulates a chain
