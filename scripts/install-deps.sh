@@ -27,7 +27,7 @@ GROUP="${1:-build}"
 # building the library and the programs, and running them
 PKGS=(
   build-essential cmake pkg-config
-  libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev zlib1g-dev
+  libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libvorbis-dev libogg-dev libsoxr-dev libkissfft-dev zlib1g-dev
   libmicrohttpd-dev libdnnl-dev
 )
 case "$GROUP" in
