@@ -381,6 +381,10 @@ class Model:
         self._use = threading.Condition()
         self._users: dict[int, int] = {}
         self._closing = False
+        # how close() stops each segments() generator whose transcription
+        # runs (its worker would otherwise wait for the loop to ask for
+        # more, and close() for the worker)
+        self._halts: set[Callable[[], None]] = set()
         model = ctypes.c_void_p()
         err = ctypes.create_string_buffer(_ERRBUF)
         st = lib.hv_model_load(os.fsencode(path), ctypes.byref(params), ctypes.byref(model),
@@ -445,7 +449,9 @@ class Model:
         longer transcribe. Waits for the transcriptions running in other
         threads to finish first (new ones raise Error at once); from a
         callback of a transcription of this model on this thread, raises
-        Error instead (it would wait for itself)."""
+        Error instead (it would wait for itself). A segments() generator
+        still open is stopped: its transcription ends with the chunk it is
+        in, and the generator raises Error from then on."""
         use = getattr(self, "_use", None)
         if use is None:  # __init__ failed before the model was loaded
             return
@@ -455,6 +461,8 @@ class Model:
                             "cannot wait for the transcription that calls it; close the model "
                             "after transcribe returns")
             self._closing = True
+            for halt in list(self._halts):
+                halt()
             while self._users:
                 use.wait()
             lib = self._lib
@@ -830,20 +838,28 @@ class Model:
         segment ahead of the loop; leaving the loop (or closing the
         generator) stops it at the end of the chunk it is in. An error of
         the transcription comes out of the loop. Every transcribe option
-        but on_segment is taken."""
+        but on_segment is taken. close() of the model stops the
+        transcription the same way, and the generator then raises Error
+        ("the model was closed") instead of giving more."""
         if "on_segment" in options:
             raise TypeError("segments() gives the segments itself: no on_segment")
         ready: list[Tuple[Optional[Segment], Optional[BaseException]]] = []
         cond = threading.Condition()
-        state = {"wanted": 1, "stop": False}
+        state = {"wanted": 1, "stop": False, "closed": False}
 
         def give(seg: Segment) -> bool:
             with cond:
                 ready.append((seg, None))
                 cond.notify_all()
-                cond.wait_for(lambda: state["wanted"] > 0 or bool(state["stop"]))
+                cond.wait_for(lambda: state["wanted"] > 0 or bool(state["stop"]) or
+                              bool(state["closed"]))
                 state["wanted"] -= 1
-                return not state["stop"]
+                return not (state["stop"] or state["closed"])
+
+        def halt() -> None:  # close() of the model
+            with cond:
+                state["closed"] = True
+                cond.notify_all()
 
         def work() -> None:
             err: Optional[BaseException] = None
@@ -856,11 +872,18 @@ class Model:
                 cond.notify_all()
 
         worker = threading.Thread(target=work, name="hviske-segments", daemon=True)
+        with self._use:
+            if self._model is None or self._closing:
+                raise Error("the model is closed")
+            self._halts.add(halt)
         worker.start()
         try:
             while True:
                 with cond:
-                    cond.wait_for(lambda: bool(ready))
+                    cond.wait_for(lambda: bool(ready) or bool(state["closed"]))
+                    if state["closed"]:
+                        raise Error("the model was closed while this segments() generator was "
+                                    "open: it gives no more segments")
                     seg, err = ready.pop(0)
                 if seg is None:
                     if err is not None:
@@ -874,7 +897,11 @@ class Model:
             with cond:
                 state["stop"] = True
                 cond.notify_all()
-            worker.join()
+                closed = state["closed"]
+            if not closed:  # else close() waits for the worker itself
+                worker.join()
+            with self._use:
+                self._halts.discard(halt)
 
     @staticmethod
     def _words(words: Any, first: int, n: int, toks: Any, base: int) -> list[Word]:
