@@ -521,13 +521,15 @@ class Model:
 
     # ------------------------------------------------------ transcribe
 
-    def _audio(self, audio: Any, sample_rate: Optional[int]
-               ) -> Tuple[Any, int, int, int, Any, Any]:
-        """(pointer, n_frames, rate, channels, keep-alive, to-free)."""
-        pcm: Any
+    def _audio(self, audio: Any, sample_rate: Optional[int], model: ctypes.c_void_p,
+               max_audio_bytes: int) -> Tuple[Any, int, int, int, Any, Any]:
+        """(pointer, n_frames, rate, channels, keep-alive, to-free). A file
+        (a path, bytes, a file object's bytes) is read as the hviske
+        program reads it: decoded in blocks straight to mono at the model's
+        rate (hv_audio_read_mono), so that memory is the mono samples
+        whatever its channels and rate, within the library's budget of a
+        call (max_audio_bytes, judged from the header before decoding)."""
         n: Any
-        rate: Any
-        ch: Any
         keep: Any
         ptr: Any
         lib = self._lib
@@ -535,31 +537,26 @@ class Model:
         if not isinstance(audio, (str, bytes, bytearray, memoryview, os.PathLike)) and \
                 callable(getattr(audio, "read", None)):
             audio, name = _read_file_object(audio)
-        if isinstance(audio, (str, os.PathLike)):
+        if isinstance(audio, (str, os.PathLike, bytes, bytearray, memoryview)):
             if sample_rate is not None:
-                raise InvalidArgument("sample_rate is only for samples, not for a file")
-            pcm, n, rate, ch = (ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t(),
-                                ctypes.c_int(), ctypes.c_int())
+                raise InvalidArgument("sample_rate is only for samples, not for a file" + (
+                    "" if isinstance(audio, (str, os.PathLike)) else "'s bytes (bytes are an "
+                    "audio file; pass samples as floats)"))
+            rate = int(lib.hv_model_sample_rate(model))
+            max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
+            pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
             err = ctypes.create_string_buffer(_ERRBUF)
-            st = lib.hv_audio_read(os.fsencode(audio), ctypes.byref(pcm), ctypes.byref(n),
-                                   ctypes.byref(rate), ctypes.byref(ch), err, _ERRBUF)
+            if isinstance(audio, (str, os.PathLike)):
+                st = lib.hv_audio_read_mono(os.fsencode(audio), rate, max_s,
+                                            ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+            else:
+                data = bytes(audio)
+                st = lib.hv_audio_read_buffer_mono(data, len(data), name, rate, max_s,
+                                                   ctypes.byref(pcm), ctypes.byref(n), err,
+                                                   _ERRBUF)
             if st != 0:
                 raise error(st, err.value.decode("utf-8", "replace"))
-            return pcm, n.value, rate.value, ch.value, None, pcm
-        if isinstance(audio, (bytes, bytearray, memoryview)):
-            if sample_rate is not None:
-                raise InvalidArgument("sample_rate is only for samples, not for a file's bytes "
-                                      "(bytes are an audio file; pass samples as floats)")
-            data = bytes(audio)
-            pcm, n, rate, ch = (ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t(),
-                                ctypes.c_int(), ctypes.c_int())
-            err = ctypes.create_string_buffer(_ERRBUF)
-            st = lib.hv_audio_read_buffer(data, len(data), name, 0.0, ctypes.byref(pcm),
-                                          ctypes.byref(n), ctypes.byref(rate), ctypes.byref(ch),
-                                          err, _ERRBUF)
-            if st != 0:
-                raise error(st, err.value.decode("utf-8", "replace"))
-            return pcm, n.value, rate.value, ch.value, None, pcm
+            return pcm, n.value, rate, 1, None, pcm
         # samples
         is_numpy = type(audio).__module__ == "numpy" and hasattr(audio, "ndim")
         if not is_numpy and not isinstance(audio, (array.array, list, tuple)):
@@ -789,7 +786,8 @@ class Model:
             if progress is None:
                 tp.abort_callback = ABORT(lambda _user: int(bool(raised)))
 
-        ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate)
+        ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate, model,
+                                                            tp.max_audio_bytes)
         try:
             res = ctypes.c_void_p()
             own = self._ctx_lock.acquire(blocking=False)

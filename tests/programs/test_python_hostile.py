@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The Python package under misuse and hostile input (issue #51), on the
-build's libhviske and the demo model:
+"""The Python package under misuse and hostile input (issue #51, findings
+2 and 3), on the build's libhviske and the demo model:
 
   * close() while a started model.segments() generator is still
     referenced (the issue's `with` block, and close() from another thread
@@ -8,18 +8,29 @@ build's libhviske and the demo model:
     in its progress callback): close() returns, the generator raises Error
     ("closed") at once instead of waiting, and the model is freed. Each
     runs in a child process with a deadline: close() used to wait forever
-    for the worker, which waited for the loop.
+    for the worker, which waited for the loop;
+  * files are read as the CLI reads them: straight to mono at the model's
+    rate within the library's memory budget. A 300 s, 96 kHz, 8-channel
+    silent FLAC (a few hundred KB) as a path and as bytes raises the peak
+    RSS of a child process by at most its 16 kHz mono samples plus 64 MiB
+    (the whole interleaved file was decoded first: about 1.1 GB); a 10 h
+    FLAC at 1 kHz, past the budget (2 GiB of samples at 16 kHz), is a
+    LimitError naming the file, as the CLI's message, before it is
+    decoded; an 8-channel 48 kHz copy of the example gives the CLI's
+    --json result exactly.
 
-Prints one line per case and ends with "N passed, M failed".
+Memory is not compared in a sanitizer build (ASan's quarantine holds freed
+memory). Prints one line per case and ends with "N passed, M failed".
 """
+import json
 import os
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import (DEMO_MODEL, SOURCE_DIR, finish_in, reexec_with_sanitizers,  # noqa: E402
-                    report, sanitized, sentences_wav)
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish_in,  # noqa: E402
+                    reexec_with_sanitizers, report, sanitized, sentences_wav)
 
 BINARY = os.path.abspath(os.environ.get("HV_BINARY_DIR", os.path.join(SOURCE_DIR, "build")))
 os.environ["HVISKE_LIBRARY"] = os.path.join(BINARY, "libhviske.so")
@@ -124,11 +135,82 @@ def test_close_with_generator(tmp):
                [s.text for s in got] == [s.text for s in ref.segments], f"{len(got)}")
 
 
+MEMORY = """
+src = sys.argv[1]
+with hviske.Model(DEMO, threads=1) as m:
+    data = open(src, "rb").read() if sys.argv[2] == "bytes" else None
+    before = peak()
+    try:
+        r = m.transcribe(data if data is not None else src)
+        what = "text %r" % r.text
+    except hviske.Error as e:
+        what = "%s: %s" % (type(e).__name__, e)
+    print(before, peak(), what)
+"""
+
+
+def test_memory_and_budget(tmp):
+    """Finding 3."""
+    import hviske
+    asan = sanitized()
+    big = os.path.join(tmp, "big.flac")
+    subprocess.run(["sox", "-D", "-n", "-r", "96000", "-c", "8", "-b", "16", big, "trim", "0", "300"],
+                   check=True)
+    mono_kib = 300 * 16000 * 4 // 1024
+    for how in ("path", "bytes"):
+        rc, out, err = child(MEMORY, big, how)
+        f = out.strip().split(maxsplit=2)
+        if rc != 0 or len(f) != 3:
+            report(f"a 300 s 96 kHz 8-channel FLAC ({os.path.getsize(big)} bytes) as a {how}",
+                   False, f"rc={rc} {out!r} {err[-800:]!r}")
+            continue
+        grown = int(f[1]) - int(f[0])
+        ok = f[2] == "text ''"
+        if asan:
+            report(f"a 300 s 96 kHz 8-channel silent FLAC as a {how}: no text (peak RSS "
+                   f"+{grown} KiB, not compared under ASan)", ok, out)
+        else:
+            report(f"a 300 s 96 kHz 8-channel silent FLAC ({os.path.getsize(big)} bytes) as a "
+                   f"{how}: no text, peak RSS +{grown} KiB (at most its 16 kHz mono samples "
+                   f"{mono_kib} KiB + 64 MiB)", ok and grown <= mono_kib + 65536, out)
+    long = os.path.join(tmp, "long.flac")
+    subprocess.run(["sox", "-D", "-n", "-r", "1000", "-c", "1", "-b", "16", long, "trim", "0", "36000"],
+                   check=True)
+    cli = subprocess.run([CLI, "-m", DEMO_MODEL, "-q", long], capture_output=True, text=True,
+                         timeout=DEADLINE)
+    for how in ("path", "bytes"):
+        rc, out, err = child(MEMORY, long, how)
+        f = out.strip().split(maxsplit=2)
+        if rc != 0 or len(f) != 3:
+            report(f"10 h of audio as a {how}", False, f"rc={rc} {out!r} {err[-800:]!r}")
+            continue
+        grown = int(f[1]) - int(f[0])
+        msg = f[2].split(": ", 1)[1] if ": " in f[2] else ""
+        name = long if how == "path" else "<bytes>"
+        want = cli.stderr.strip().split(": ", 1)[1].replace(long, name) if ": " in cli.stderr \
+            else None
+        ok = f[2].startswith("LimitError:") and msg == want
+        report(f"10 h at 1 kHz as a {how}: LimitError as the CLI's message ({msg!r}), peak RSS "
+               f"+{grown} KiB" + (" (not compared under ASan)" if asan else " (under 64 MiB)"),
+               ok and (asan or grown < 65536), f"{out!r} CLI: {cli.stderr!r}")
+    multi = os.path.join(tmp, "multi.flac")
+    subprocess.run(["sox", EXAMPLE, "-r", "48000", "-c", "8", multi], check=True)
+    p = subprocess.run([CLI, "-m", DEMO_MODEL, "-t", "1", "--json", "-q", multi],
+                       capture_output=True, text=True, timeout=DEADLINE)
+    ref = json.loads(p.stdout) if p.returncode == 0 else {}
+    with hviske.Model(DEMO_MODEL, threads=1) as m:
+        r = m.transcribe(multi)
+    report("an 8-channel 48 kHz file: the CLI's text, tokens and score",
+           r.text == ref.get("text") and r.tokens == ref.get("tokens") and
+           round(r.score, 4) == round(ref.get("score", 1e9), 4), f"{r.text!r} {ref}")
+
+
 def main():
     if sanitized() and not os.environ.get("HV_PY_REEXEC"):
         return reexec_with_sanitizers()
     tmp = tempfile.mkdtemp(prefix="hv-python-hostile-")
     test_close_with_generator(tmp)
+    test_memory_and_budget(tmp)
     return finish_in(tmp)
 
 
