@@ -220,11 +220,29 @@ def _float(name: str, value: object) -> float:
     return float(value)
 
 
+def _c_string(name: str, value: str) -> bytes:
+    """value in UTF-8 for C, where a NUL would end the string early: a
+    string holding one raises ValueError (InvalidArgument), as open()
+    does."""
+    if "\0" in value:
+        raise InvalidArgument(f"{name}: embedded null byte")
+    return value.encode("utf-8")
+
+
+def _c_path(name: str, value: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+            ) -> bytes:
+    """A path for C (os.fsencode), checked as _c_string checks strings."""
+    raw = os.fsencode(value)
+    if b"\0" in raw:
+        raise InvalidArgument(f"{name}: embedded null byte")
+    return raw
+
+
 def _parse(lib_fn: Callable[..., int], name: str, value: object, choices: str) -> int:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     out = ctypes.c_int()
-    if lib_fn(value.encode("utf-8"), ctypes.byref(out)) != 0:
+    if lib_fn(_c_string(name, value), ctypes.byref(out)) != 0:
         raise InvalidArgument(f"{name} must be one of {choices}, not {value!r}")
     return out.value
 
@@ -237,8 +255,8 @@ def _read_file_object(f: SupportsRead) -> Tuple[bytes, bytes]:
         raise TypeError("a file object must read bytes (open it with \"rb\"), not "
                         f"{type(data).__name__}")
     name = getattr(f, "name", None)
-    return bytes(data), (name if isinstance(name, str) else "<file object>").encode(
-        "utf-8", "replace")
+    label = name.replace("\0", "\\0") if isinstance(name, str) else "<file object>"
+    return bytes(data), label.encode("utf-8", "replace")
 
 
 def _beams_alias(beams: Optional[int], beam_size: Optional[int]) -> int:
@@ -387,7 +405,7 @@ class Model:
         self._halts: set[Callable[[], None]] = set()
         model = ctypes.c_void_p()
         err = ctypes.create_string_buffer(_ERRBUF)
-        st = lib.hv_model_load(os.fsencode(path), ctypes.byref(params), ctypes.byref(model),
+        st = lib.hv_model_load(_c_path("path", path), ctypes.byref(params), ctypes.byref(model),
                                err, _ERRBUF)
         if st != 0:
             raise error(st, err.value.decode("utf-8", "replace"))
@@ -512,7 +530,7 @@ class Model:
                         "chunking=\"energy\"")
             vad = ctypes.c_void_p()
             err = ctypes.create_string_buffer(_ERRBUF)
-            st = lib.hv_vad_load(os.fsencode(path), ctypes.byref(vad), err, _ERRBUF)
+            st = lib.hv_vad_load(_c_path("vad_model", path), ctypes.byref(vad), err, _ERRBUF)
             if st != 0:
                 raise error(st, err.value.decode("utf-8", "replace"))
             self._vad = vad
@@ -547,7 +565,7 @@ class Model:
             pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
             err = ctypes.create_string_buffer(_ERRBUF)
             if isinstance(audio, (str, os.PathLike)):
-                st = lib.hv_audio_read_mono(os.fsencode(audio), rate, max_s,
+                st = lib.hv_audio_read_mono(_c_path("audio path", audio), rate, max_s,
                                             ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
             else:
                 data = bytes(audio)
@@ -700,7 +718,7 @@ class Model:
         if language is not None:
             if not isinstance(language, str):
                 raise TypeError(f"language must be a str, not {type(language).__name__}")
-            lang = language.encode("utf-8")
+            lang = _c_string("language", language)
             tp.language = lang
         if not isinstance(punctuation, bool):
             raise TypeError("punctuation must be True or False")

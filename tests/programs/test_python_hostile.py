@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The Python package under misuse and hostile input (issue #51, findings
-2 and 3), on the build's libhviske and the demo model:
+2-4), on the build's libhviske and the demo model:
 
   * close() while a started model.segments() generator is still
     referenced (the issue's `with` block, and close() from another thread
@@ -17,13 +17,18 @@
     FLAC at 1 kHz, past the budget (2 GiB of samples at 16 kHz), is a
     LimitError naming the file, as the CLI's message, before it is
     decoded; an 8-channel 48 kHz copy of the example gives the CLI's
-    --json result exactly.
+    --json result exactly;
+  * a string or path holding a NUL byte (the audio path, language,
+    Model's path, vad_model, weight_type, compute, chunking) raises
+    ValueError ("embedded null byte", naming the argument) as open()
+    does, where C would have read it cut at the NUL.
 
 Memory is not compared in a sanitizer build (ASan's quarantine holds freed
 memory). Prints one line per case and ends with "N passed, M failed".
 """
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -205,12 +210,43 @@ def test_memory_and_budget(tmp):
            round(r.score, 4) == round(ref.get("score", 1e9), 4), f"{r.text!r} {ref}")
 
 
+def test_nul(tmp):
+    """Finding 4."""
+    import hviske
+    with hviske.Model(DEMO_MODEL, threads=1) as m:
+        ref = m.transcribe(EXAMPLE).text
+        cases = [("the audio path", "audio path", lambda: m.transcribe(EXAMPLE + "\0.flac")),
+                 ("a pathlib.Path", "audio path",
+                  lambda: m.transcribe(pathlib.Path(EXAMPLE + "\0.flac"))),
+                 ("language", "language", lambda: m.transcribe(EXAMPLE, language="da\0xx")),
+                 ("chunking", "chunking", lambda: m.transcribe(EXAMPLE, chunking="vad\0x")),
+                 ("Model's path", "path", lambda: hviske.Model(DEMO_MODEL + "\0/x")),
+                 ("vad_model", "vad_model",
+                  lambda: hviske.Model(DEMO_MODEL, vad_model=os.path.join(
+                      SOURCE_DIR, "models", "silero-vad") + "\0x").transcribe(EXAMPLE)),
+                 ("weight_type", "weight_type",
+                  lambda: hviske.Model(DEMO_MODEL, weight_type="f32\0x")),
+                 ("compute", "compute", lambda: hviske.Model(DEMO_MODEL, compute="f32\0x"))]
+        for what, arg, fn in cases:
+            try:
+                fn()
+                got = "no error"
+            except ValueError as e:
+                got = f"{type(e).__name__}: {e}"
+            except Exception as e:  # noqa: BLE001
+                got = f"{type(e).__name__} (not a ValueError): {e}"
+            report(f"a NUL byte in {what}: {got}", got.startswith("InvalidArgument:") and
+                   "embedded null byte" in got and arg in got, got)
+        report("... and the model still transcribes", m.transcribe(EXAMPLE).text == ref)
+
+
 def main():
     if sanitized() and not os.environ.get("HV_PY_REEXEC"):
         return reexec_with_sanitizers()
     tmp = tempfile.mkdtemp(prefix="hv-python-hostile-")
     test_close_with_generator(tmp)
     test_memory_and_budget(tmp)
+    test_nul(tmp)
     return finish_in(tmp)
 
 
