@@ -539,14 +539,36 @@ class Model:
 
     # ------------------------------------------------------ transcribe
 
+    def _read_mono(self, audio: Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes,
+                                      bytearray, memoryview],
+                   name: bytes, rate: int, max_audio_bytes: int) -> Tuple[Any, int]:
+        """(samples, count) of an audio file (a path, or a file's bytes named
+        `name` in messages) read as the hviske program reads its inputs:
+        decoded in blocks straight to mono at `rate` (hv_audio_read_mono), so
+        that memory is the mono samples whatever the file's channels and
+        rate, within the library's budget of a call (max_audio_bytes,
+        judged from the header before decoding). The caller frees the
+        samples with hv_audio_free."""
+        lib = self._lib
+        max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
+        pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
+        err = ctypes.create_string_buffer(_ERRBUF)
+        if isinstance(audio, (str, os.PathLike)):
+            st = lib.hv_audio_read_mono(_c_path("audio path", audio), rate, max_s,
+                                        ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+        else:
+            data = bytes(audio)
+            st = lib.hv_audio_read_buffer_mono(data, len(data), name, rate, max_s,
+                                               ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+        if st != 0:
+            raise error(st, err.value.decode("utf-8", "replace"))
+        return pcm, int(n.value)
+
     def _audio(self, audio: Any, sample_rate: Optional[int], model: ctypes.c_void_p,
                max_audio_bytes: int) -> Tuple[Any, int, int, int, Any, Any]:
-        """(pointer, n_frames, rate, channels, keep-alive, to-free). A file
-        (a path, bytes, a file object's bytes) is read as the hviske
-        program reads it: decoded in blocks straight to mono at the model's
-        rate (hv_audio_read_mono), so that memory is the mono samples
-        whatever its channels and rate, within the library's budget of a
-        call (max_audio_bytes, judged from the header before decoding)."""
+        """(pointer, n_frames, rate, channels, keep-alive, to-free); a file
+        (a path, bytes, a file object's bytes) through _read_mono at the
+        model's rate."""
         n: Any
         keep: Any
         ptr: Any
@@ -561,20 +583,8 @@ class Model:
                     "" if isinstance(audio, (str, os.PathLike)) else "'s bytes (bytes are an "
                     "audio file; pass samples as floats)"))
             rate = int(lib.hv_model_sample_rate(model))
-            max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
-            pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
-            err = ctypes.create_string_buffer(_ERRBUF)
-            if isinstance(audio, (str, os.PathLike)):
-                st = lib.hv_audio_read_mono(_c_path("audio path", audio), rate, max_s,
-                                            ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
-            else:
-                data = bytes(audio)
-                st = lib.hv_audio_read_buffer_mono(data, len(data), name, rate, max_s,
-                                                   ctypes.byref(pcm), ctypes.byref(n), err,
-                                                   _ERRBUF)
-            if st != 0:
-                raise error(st, err.value.decode("utf-8", "replace"))
-            return pcm, n.value, rate, 1, None, pcm
+            pcm, count = self._read_mono(audio, name, rate, max_audio_bytes)
+            return pcm, count, rate, 1, None, pcm
         # samples
         is_numpy = type(audio).__module__ == "numpy" and hasattr(audio, "ndim")
         if not is_numpy and not isinstance(audio, (array.array, list, tuple)):
