@@ -53,7 +53,8 @@ case "$GROUP" in
   arm64)
     PKGS+=(crossbuild-essential-arm64 qemu-user-static
       libc6-dev:arm64 libcjson-dev:arm64 libopenblas-dev:arm64 libsndfile1-dev:arm64
-      libmpg123-dev:arm64 libsoxr-dev:arm64 libkissfft-dev:arm64 libmicrohttpd-dev:arm64
+      libmpg123-dev:arm64 libvorbis-dev:arm64 libogg-dev:arm64 libsoxr-dev:arm64
+      libkissfft-dev:arm64 libmicrohttpd-dev:arm64
       zlib1g-dev:arm64)
     ;;
   *)
