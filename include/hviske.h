@@ -250,15 +250,20 @@ HV_API void hv_vad_free(hv_vad *vad); /* NULL is allowed */
 HV_API int hv_vad_sample_rate(const hv_vad *vad);
 HV_API int hv_vad_window_samples(const hv_vad *vad);
 
-/* Where a speech region begins and ends (docs/VAD.md, "Edges"). */
+/* Where a speech region begins and ends (docs/VAD.md, "Onsets" and
+ * "Edges"). */
 typedef enum hv_vad_edges {
-    HV_VAD_EDGES_SIGNAL = 0, /* Silero's regions, each start moved back and
-                                each end forward to where the signal itself
-                                rises out of, or falls back into, the pause
-                                around it (at most 1.5 s, never into the
-                                neighbouring region): the default */
+    HV_VAD_EDGES_SIGNAL = 0, /* the default: Silero run over the audio
+                                forwards and backwards, its state reset
+                                after each window of digital silence, each
+                                window's greater probability taken; its
+                                regions then moved out, each start back
+                                and each end forward, to where the signal
+                                itself rises out of, or falls back into,
+                                the pause around it (at most 1.5 s, never
+                                into the neighbouring region) */
     HV_VAD_EDGES_SILERO = 1  /* Silero's regions as get_speech_timestamps
-                                gives them */
+                                gives them (one pass, forwards) */
 } hv_vad_edges;
 
 /* How probabilities become speech regions: Silero's get_speech_timestamps

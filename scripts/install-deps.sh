@@ -27,7 +27,7 @@ GROUP="${1:-build}"
 # building the library and the programs, and running them
 PKGS=(
   build-essential cmake pkg-config
-  libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev zlib1g-dev
+  libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libvorbis-dev libogg-dev libsoxr-dev libkissfft-dev zlib1g-dev
   libmicrohttpd-dev libdnnl-dev
 )
 case "$GROUP" in
@@ -53,7 +53,8 @@ case "$GROUP" in
   arm64)
     PKGS+=(crossbuild-essential-arm64 qemu-user-static
       libc6-dev:arm64 libcjson-dev:arm64 libopenblas-dev:arm64 libsndfile1-dev:arm64
-      libmpg123-dev:arm64 libsoxr-dev:arm64 libkissfft-dev:arm64 libmicrohttpd-dev:arm64
+      libmpg123-dev:arm64 libvorbis-dev:arm64 libogg-dev:arm64 libsoxr-dev:arm64
+      libkissfft-dev:arm64 libmicrohttpd-dev:arm64
       zlib1g-dev:arm64)
     ;;
   *)

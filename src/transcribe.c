@@ -621,7 +621,8 @@ static hv_status plan_pieces(run *R, const float *x, size_t n, hv_piece_plan *pl
         size_t *bounds;
         int n_chunks;
         if (v) {
-            if ((st = hv_vad_level_probs(v, ctx->pool, x, n, &R->speech, e))) return st;
+            if ((st = hv_vad_level_probs(v, ctx->pool, x, n, p->vad_params.edges, &R->speech, e)))
+                return st;
             *vad_ms = now_ms() - t0;
         }
         if ((st = hv_chunk_plan(x, n, &cp, &bounds, &n_chunks, e))) return st;

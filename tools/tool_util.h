@@ -253,7 +253,9 @@ int hvt_parse_compute(const char *arg, void *value);
     "      --vad-min-speech-ms N   shorter speech is dropped (default 250)\n"                      \
     "      --vad-min-silence-ms N  silence that ends speech (default 100)\n"                       \
     "      --vad-speech-pad-ms N   added on each side of speech (default 30)\n"                    \
-    "      --vad-edges E      signal (default): each speech region starts and\n"                   \
+    "      --vad-edges E      signal (default): the detector hears the audio\n"                    \
+    "                         forwards and backwards, afresh after digital\n"                      \
+    "                         silence; each speech region then starts and\n"                       \
     "                         ends where the signal leaves the pause's floor\n"                    \
     "                         (up to 1.5 s beyond the detector's edges);\n"                        \
     "                         silero: the detector's regions as they are\n"                        \

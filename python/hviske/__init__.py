@@ -220,11 +220,29 @@ def _float(name: str, value: object) -> float:
     return float(value)
 
 
+def _c_string(name: str, value: str) -> bytes:
+    """value in UTF-8 for C, where a NUL would end the string early: a
+    string holding one raises ValueError (InvalidArgument), as open()
+    does."""
+    if "\0" in value:
+        raise InvalidArgument(f"{name}: embedded null byte")
+    return value.encode("utf-8")
+
+
+def _c_path(name: str, value: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+            ) -> bytes:
+    """A path for C (os.fsencode), checked as _c_string checks strings."""
+    raw = os.fsencode(value)
+    if b"\0" in raw:
+        raise InvalidArgument(f"{name}: embedded null byte")
+    return raw
+
+
 def _parse(lib_fn: Callable[..., int], name: str, value: object, choices: str) -> int:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     out = ctypes.c_int()
-    if lib_fn(value.encode("utf-8"), ctypes.byref(out)) != 0:
+    if lib_fn(_c_string(name, value), ctypes.byref(out)) != 0:
         raise InvalidArgument(f"{name} must be one of {choices}, not {value!r}")
     return out.value
 
@@ -237,8 +255,8 @@ def _read_file_object(f: SupportsRead) -> Tuple[bytes, bytes]:
         raise TypeError("a file object must read bytes (open it with \"rb\"), not "
                         f"{type(data).__name__}")
     name = getattr(f, "name", None)
-    return bytes(data), (name if isinstance(name, str) else "<file object>").encode(
-        "utf-8", "replace")
+    label = name.replace("\0", "\\0") if isinstance(name, str) else "<file object>"
+    return bytes(data), label.encode("utf-8", "replace")
 
 
 def _beams_alias(beams: Optional[int], beam_size: Optional[int]) -> int:
@@ -381,9 +399,13 @@ class Model:
         self._use = threading.Condition()
         self._users: dict[int, int] = {}
         self._closing = False
+        # how close() stops each segments() generator whose transcription
+        # runs (its worker would otherwise wait for the loop to ask for
+        # more, and close() for the worker)
+        self._halts: set[Callable[[], None]] = set()
         model = ctypes.c_void_p()
         err = ctypes.create_string_buffer(_ERRBUF)
-        st = lib.hv_model_load(os.fsencode(path), ctypes.byref(params), ctypes.byref(model),
+        st = lib.hv_model_load(_c_path("path", path), ctypes.byref(params), ctypes.byref(model),
                                err, _ERRBUF)
         if st != 0:
             raise error(st, err.value.decode("utf-8", "replace"))
@@ -445,7 +467,9 @@ class Model:
         longer transcribe. Waits for the transcriptions running in other
         threads to finish first (new ones raise Error at once); from a
         callback of a transcription of this model on this thread, raises
-        Error instead (it would wait for itself)."""
+        Error instead (it would wait for itself). A segments() generator
+        still open is stopped: its transcription ends with the chunk it is
+        in, and the generator raises Error from then on."""
         use = getattr(self, "_use", None)
         if use is None:  # __init__ failed before the model was loaded
             return
@@ -455,6 +479,8 @@ class Model:
                             "cannot wait for the transcription that calls it; close the model "
                             "after transcribe returns")
             self._closing = True
+            for halt in list(self._halts):
+                halt()
             while self._users:
                 use.wait()
             lib = self._lib
@@ -504,7 +530,7 @@ class Model:
                         "chunking=\"energy\"")
             vad = ctypes.c_void_p()
             err = ctypes.create_string_buffer(_ERRBUF)
-            st = lib.hv_vad_load(os.fsencode(path), ctypes.byref(vad), err, _ERRBUF)
+            st = lib.hv_vad_load(_c_path("vad_model", path), ctypes.byref(vad), err, _ERRBUF)
             if st != 0:
                 raise error(st, err.value.decode("utf-8", "replace"))
             self._vad = vad
@@ -513,13 +539,37 @@ class Model:
 
     # ------------------------------------------------------ transcribe
 
-    def _audio(self, audio: Any, sample_rate: Optional[int]
-               ) -> Tuple[Any, int, int, int, Any, Any]:
-        """(pointer, n_frames, rate, channels, keep-alive, to-free)."""
-        pcm: Any
+    def _read_mono(self, audio: Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes,
+                                      bytearray, memoryview],
+                   name: bytes, rate: int, max_audio_bytes: int) -> Tuple[Any, int]:
+        """(samples, count) of an audio file (a path, or a file's bytes named
+        `name` in messages) read as the hviske program reads its inputs:
+        decoded in blocks straight to mono at `rate` (hv_audio_read_mono), so
+        that memory is the mono samples whatever the file's channels and
+        rate, within the library's budget of a call (max_audio_bytes,
+        judged from the header before decoding). The caller frees the
+        samples with hv_audio_free."""
+        lib = self._lib
+        max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
+        pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
+        err = ctypes.create_string_buffer(_ERRBUF)
+        if isinstance(audio, (str, os.PathLike)):
+            st = lib.hv_audio_read_mono(_c_path("audio path", audio), rate, max_s,
+                                        ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+        else:
+            data = bytes(audio)
+            st = lib.hv_audio_read_buffer_mono(data, len(data), name, rate, max_s,
+                                               ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+        if st != 0:
+            raise error(st, err.value.decode("utf-8", "replace"))
+        return pcm, int(n.value)
+
+    def _audio(self, audio: Any, sample_rate: Optional[int], model: ctypes.c_void_p,
+               max_audio_bytes: int) -> Tuple[Any, int, int, int, Any, Any]:
+        """(pointer, n_frames, rate, channels, keep-alive, to-free); a file
+        (a path, bytes, a file object's bytes) through _read_mono at the
+        model's rate."""
         n: Any
-        rate: Any
-        ch: Any
         keep: Any
         ptr: Any
         lib = self._lib
@@ -527,31 +577,14 @@ class Model:
         if not isinstance(audio, (str, bytes, bytearray, memoryview, os.PathLike)) and \
                 callable(getattr(audio, "read", None)):
             audio, name = _read_file_object(audio)
-        if isinstance(audio, (str, os.PathLike)):
+        if isinstance(audio, (str, os.PathLike, bytes, bytearray, memoryview)):
             if sample_rate is not None:
-                raise InvalidArgument("sample_rate is only for samples, not for a file")
-            pcm, n, rate, ch = (ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t(),
-                                ctypes.c_int(), ctypes.c_int())
-            err = ctypes.create_string_buffer(_ERRBUF)
-            st = lib.hv_audio_read(os.fsencode(audio), ctypes.byref(pcm), ctypes.byref(n),
-                                   ctypes.byref(rate), ctypes.byref(ch), err, _ERRBUF)
-            if st != 0:
-                raise error(st, err.value.decode("utf-8", "replace"))
-            return pcm, n.value, rate.value, ch.value, None, pcm
-        if isinstance(audio, (bytes, bytearray, memoryview)):
-            if sample_rate is not None:
-                raise InvalidArgument("sample_rate is only for samples, not for a file's bytes "
-                                      "(bytes are an audio file; pass samples as floats)")
-            data = bytes(audio)
-            pcm, n, rate, ch = (ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t(),
-                                ctypes.c_int(), ctypes.c_int())
-            err = ctypes.create_string_buffer(_ERRBUF)
-            st = lib.hv_audio_read_buffer(data, len(data), name, 0.0, ctypes.byref(pcm),
-                                          ctypes.byref(n), ctypes.byref(rate), ctypes.byref(ch),
-                                          err, _ERRBUF)
-            if st != 0:
-                raise error(st, err.value.decode("utf-8", "replace"))
-            return pcm, n.value, rate.value, ch.value, None, pcm
+                raise InvalidArgument("sample_rate is only for samples, not for a file" + (
+                    "" if isinstance(audio, (str, os.PathLike)) else "'s bytes (bytes are an "
+                    "audio file; pass samples as floats)"))
+            rate = int(lib.hv_model_sample_rate(model))
+            pcm, count = self._read_mono(audio, name, rate, max_audio_bytes)
+            return pcm, count, rate, 1, None, pcm
         # samples
         is_numpy = type(audio).__module__ == "numpy" and hasattr(audio, "ndim")
         if not is_numpy and not isinstance(audio, (array.array, list, tuple)):
@@ -695,7 +728,7 @@ class Model:
         if language is not None:
             if not isinstance(language, str):
                 raise TypeError(f"language must be a str, not {type(language).__name__}")
-            lang = language.encode("utf-8")
+            lang = _c_string("language", language)
             tp.language = lang
         if not isinstance(punctuation, bool):
             raise TypeError("punctuation must be True or False")
@@ -781,7 +814,8 @@ class Model:
             if progress is None:
                 tp.abort_callback = ABORT(lambda _user: int(bool(raised)))
 
-        ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate)
+        ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate, model,
+                                                            tp.max_audio_bytes)
         try:
             res = ctypes.c_void_p()
             own = self._ctx_lock.acquire(blocking=False)
@@ -830,20 +864,28 @@ class Model:
         segment ahead of the loop; leaving the loop (or closing the
         generator) stops it at the end of the chunk it is in. An error of
         the transcription comes out of the loop. Every transcribe option
-        but on_segment is taken."""
+        but on_segment is taken. close() of the model stops the
+        transcription the same way, and the generator then raises Error
+        ("the model was closed") instead of giving more."""
         if "on_segment" in options:
             raise TypeError("segments() gives the segments itself: no on_segment")
         ready: list[Tuple[Optional[Segment], Optional[BaseException]]] = []
         cond = threading.Condition()
-        state = {"wanted": 1, "stop": False}
+        state = {"wanted": 1, "stop": False, "closed": False}
 
         def give(seg: Segment) -> bool:
             with cond:
                 ready.append((seg, None))
                 cond.notify_all()
-                cond.wait_for(lambda: state["wanted"] > 0 or bool(state["stop"]))
+                cond.wait_for(lambda: state["wanted"] > 0 or bool(state["stop"]) or
+                              bool(state["closed"]))
                 state["wanted"] -= 1
-                return not state["stop"]
+                return not (state["stop"] or state["closed"])
+
+        def halt() -> None:  # close() of the model
+            with cond:
+                state["closed"] = True
+                cond.notify_all()
 
         def work() -> None:
             err: Optional[BaseException] = None
@@ -856,11 +898,18 @@ class Model:
                 cond.notify_all()
 
         worker = threading.Thread(target=work, name="hviske-segments", daemon=True)
+        with self._use:
+            if self._model is None or self._closing:
+                raise Error("the model is closed")
+            self._halts.add(halt)
         worker.start()
         try:
             while True:
                 with cond:
-                    cond.wait_for(lambda: bool(ready))
+                    cond.wait_for(lambda: bool(ready) or bool(state["closed"]))
+                    if state["closed"]:
+                        raise Error("the model was closed while this segments() generator was "
+                                    "open: it gives no more segments")
                     seg, err = ready.pop(0)
                 if seg is None:
                     if err is not None:
@@ -874,7 +923,11 @@ class Model:
             with cond:
                 state["stop"] = True
                 cond.notify_all()
-            worker.join()
+                closed = state["closed"]
+            if not closed:  # else close() waits for the worker itself
+                worker.join()
+            with self._use:
+                self._halts.discard(halt)
 
     @staticmethod
     def _words(words: Any, first: int, n: int, toks: Any, base: int) -> list[Word]:

@@ -24,7 +24,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, Tuple, Union
 
-from . import _ERRBUF, Model
+from . import Model, _read_file_object
 from . import Segment as _Cue
 from ._native import SpeechRegion, error
 
@@ -397,30 +397,14 @@ class WhisperModel:
                                 f", not {type(audio).__name__}")
             return audio, _RATE
         rate = self.model.sample_rate
-        max_s = lib.hv_audio_max_seconds(_DEFAULT_MAX_AUDIO_BYTES, rate)
-        pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
-        err = ctypes.create_string_buffer(_ERRBUF)
-        if isinstance(audio, (str, os.PathLike)):
-            path = os.fsencode(audio)
-            if b"\0" in path:
-                raise ValueError(f"{audio!r}: a file name holds no NUL byte")
-            st = lib.hv_audio_read_mono(path, rate, max_s, ctypes.byref(pcm), ctypes.byref(n),
-                                        err, _ERRBUF)
-        else:
-            data = audio.read()
-            if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise TypeError("a file object must read bytes (open it with \"rb\")")
-            name = getattr(audio, "name", None)
-            label = (name if isinstance(name, str) else "<file object>").encode("utf-8",
-                                                                                "replace")
-            st = lib.hv_audio_read_buffer_mono(bytes(data), len(data), label, rate, max_s,
-                                               ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
-        if st != 0:
-            raise error(st, err.value.decode("utf-8", "replace"))
+        name = b""
+        if not isinstance(audio, (str, os.PathLike)):
+            audio, name = _read_file_object(audio)
+        pcm, n = self.model._read_mono(audio, name, rate, _DEFAULT_MAX_AUDIO_BYTES)
         try:
             samples = array.array("f")
-            if n.value:
-                block = (ctypes.c_float * n.value).from_address(ctypes.addressof(pcm.contents))
+            if n:
+                block = (ctypes.c_float * n).from_address(ctypes.addressof(pcm.contents))
                 samples.frombytes(memoryview(block).cast("B"))
         finally:
             lib.hv_audio_free(pcm)

@@ -26,6 +26,11 @@ differs:
 Each recording's utterances are also cut out one file each: from 0.5 s
 before a sentence's first sample to 0.5 s after its last (at most half of
 the pause on either side), background included.
+
+Two variants (issue #51) keep the same sentences and voice: `gap` makes
+every pause after the first sentence that long, and `soft` fades each
+sentence in, its gain rising from -24 dB to 0 dB (linear in dB) over its
+first `soft` seconds, so that its first words are quiet.
 """
 
 import glob
@@ -58,15 +63,20 @@ def rec_seed(seed, i):
     return int.from_bytes(h[:8], "little")
 
 
-def plan(seed, i, n_utts=8):
+SOFT_FROM_DB = -24.0
+
+
+def plan(seed, i, n_utts=8, gap=None):
     """espeak-words' plan (wordtiming.synthesize) of recording i: the
     voice, a lead of 0.3-1.5 s, then n_utts sentences each after a pause
-    of 1-10 s, and a tail of 1-3 s."""
+    of 1-10 s (gap: of gap seconds), and a tail of 1-3 s."""
     rng = random.Random(rec_seed(seed, i))
     v = synth.voice_settings(rng, "test")
     pool = []
     for k in range(n_utts):
         pause = rng.uniform(0.3, 1.5) if k == 0 else rng.uniform(*PAUSE_S)
+        if k and gap is not None:
+            pause = gap
         pool.append((round(pause, 3), textgen.utterance_text(rng, "test", p_two=0.0)))
     return {"variant": v["variant"], "speed": v["speed"], "pitch": v["pitch"],
             "amplitude": v["amplitude"], "gap": v["gap"], "tail": round(rng.uniform(1.0, 3.0), 3),
@@ -159,16 +169,19 @@ def background(kind, n, sr, rng, nrs):
 LEVEL_DB = {"pink": (35, 50), "hum": (30, 45), "room": (30, 40)}
 
 
-def make(espeak_words, out_dir, seed, i, kinds=KINDS, n_utts=8, singles=True):
+def make(espeak_words, out_dir, seed, i, kinds=KINDS, n_utts=8, singles=True, gap=None, soft=0.0):
     """Writes recording i for each gap kind (out_dir/KIND/recNNN.wav) and,
     with singles, its utterances one file each (recNNN-uJJ.wav), and
-    out_dir/recNNN.json (the truth of espeak-words). Returns a manifest
-    entry: {"name", "truth", "kinds": {kind: {"wav", "singles": [wav...],
-    "level_db"}}}."""
+    out_dir/recNNN.json (the truth of espeak-words); gap and soft as the
+    module's docstring says (out_dir must differ for each). Returns a
+    manifest entry: {"name", "truth", "kinds": {kind: {"wav", "singles":
+    [wav...], "level_db"}}}."""
     os.makedirs(out_dir, exist_ok=True)
     name = "rec%03d" % i
-    p = plan(seed, i, n_utts)
-    done = os.path.join(out_dir, "%s-%s.done" % (name, "-".join(kinds) + ("-singles" if singles else "")))
+    p = plan(seed, i, n_utts, gap)
+    variant = "" if gap is None and not soft else "-gap%s-soft%g" % (gap, soft)
+    done = os.path.join(out_dir, "%s-%s%s.done" % (name, "-".join(kinds) + ("-singles" if singles else ""),
+                                                   variant))
     if os.path.isfile(done):  # made before with the same arguments
         with open(done, encoding="utf-8") as f:
             return json.load(f)
@@ -184,6 +197,9 @@ def make(espeak_words, out_dir, seed, i, kinds=KINDS, n_utts=8, singles=True):
     for j, st in enumerate(sents):
         a, b = st["start_sample"], sents[j + 1]["start_sample"] if j + 1 < len(sents) else len(x)
         x[a:b] *= 10 ** rng.uniform(np.log10(0.05), np.log10(0.9)) / (np.max(np.abs(x[a:b])) + 1e-9)
+        if soft > 0:
+            m = min(int(soft * sr), b - a)
+            x[a:a + m] *= 10 ** (np.linspace(SOFT_FROM_DB, 0.0, m) / 20)
     speech_rms = float(np.median([np.sqrt(np.mean(x[st["start_sample"]:st["end_sample"]] ** 2))
                                   for st in sents]))
     entry = {"name": name, "truth": truth_path, "duration": len(x) / sr, "kinds": {}}

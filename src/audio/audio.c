@@ -4,6 +4,7 @@
 #include "audio/audio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdint.h>
@@ -18,6 +19,8 @@
 #ifdef HV_HAVE_MPG123
 #include <mpg123.h>
 #endif
+
+#include "audio/vorbis.h"
 
 /* Reads a chunk of frames at a time; also the first allocation when the
  * header gives no usable length. */
@@ -37,9 +40,11 @@ static uint64_t max_samples(void) {
 
 static const char *sample_problem(float v) { return isnan(v) ? "NaN" : "infinite"; }
 
-/* An open audio stream: libsndfile's, or libmpg123's for MPEG audio. */
+/* An open audio stream: libsndfile's, libmpg123's for MPEG audio, or
+ * libvorbisfile's for Ogg Vorbis. */
 typedef struct source {
     SNDFILE *sf;
+    hv_vorbis *ov;
 #ifdef HV_HAVE_MPG123
     mpg123_handle *mh;
     int channels;
@@ -170,6 +175,7 @@ static int looks_mpeg(vfile *m) {
 #endif
 
 static sf_count_t src_readf(source *s, float *buf, sf_count_t frames) {
+    if (s->ov) return hv_vorbis_read(s->ov, buf, frames > LONG_MAX ? LONG_MAX : (long)frames);
 #ifdef HV_HAVE_MPG123
     if (s->mh) {
         size_t frame = (size_t)s->channels * sizeof(float);
@@ -191,6 +197,7 @@ static sf_count_t src_readf(source *s, float *buf, sf_count_t frames) {
 }
 
 static int src_error(source *s) {
+    if (s->ov) return hv_vorbis_failed(s->ov);
 #ifdef HV_HAVE_MPG123
     if (s->mh) return s->failed;
 #endif
@@ -198,13 +205,20 @@ static int src_error(source *s) {
 }
 
 static const char *src_strerror(source *s) {
+    if (s->ov) return hv_vorbis_error(s->ov);
 #ifdef HV_HAVE_MPG123
     if (s->mh) return mpg123_strerror(s->mh);
 #endif
     return sf_strerror(s->sf);
 }
 
+/* 1 when the stream went on in a form the samples so far cannot take (a
+ * chained Ogg stream that changes its rate or channels): the input fails. */
+static int src_fatal(source *s) { return s->ov && hv_vorbis_fatal(s->ov); }
+
 static void src_close(source *s) {
+    hv_vorbis_close(s->ov);
+    s->ov = NULL;
 #ifdef HV_HAVE_MPG123
     if (s->mh) mpg123_delete(s->mh);
     s->mh = NULL;
@@ -213,23 +227,68 @@ static void src_close(source *s) {
     s->sf = NULL;
 }
 
-/* Opens a vfile: MPEG with libmpg123 (above), the rest with libsndfile;
- * 0 on success, else -1 (sf_strerror(NULL) says why). libsndfile trusts a
+/* Ogg Vorbis by its first bytes (hv_vorbis_detect, which looks at no more
+ * than HV_VORBIS_DETECT_BYTES; read only when they begin as an ID3 tag or
+ * an Ogg page does); -1 when out of memory. */
+static int looks_vorbis(vfile *m) {
+    unsigned char h[4];
+    if (vf_pread(m, h, sizeof h, 0) != (sf_count_t)sizeof h ||
+        (memcmp(h, "OggS", 4) != 0 && memcmp(h, "ID3", 3) != 0))
+        return 0;
+    size_t n = m->size < HV_VORBIS_DETECT_BYTES ? (size_t)m->size : HV_VORBIS_DETECT_BYTES;
+    if (m->data) return hv_vorbis_detect(m->data, n);
+    unsigned char *b = malloc(n);
+    if (!b) return -1;
+    int r = hv_vorbis_detect(b, (size_t)vf_pread(m, b, (sf_count_t)n, 0));
+    free(b);
+    return r;
+}
+
+static size_t vorbis_read(void *buf, size_t n, void *u) {
+    sf_count_t got = vf_read(buf, (sf_count_t)n, u);
+    return got > 0 ? (size_t)got : 0;
+}
+
+static int vorbis_open(vfile *m, SF_INFO *info, source *src, const char **why, int *io) {
+    long rate = 0;
+    int ch = 0;
+    m->pos = 0;
+    src->ov = hv_vorbis_open(vorbis_read, m, &rate, &ch, why, io);
+    if (!src->ov) return -1;
+    memset(info, 0, sizeof *info);
+    info->samplerate = (int)rate; /* at most INT_MAX (hv_vorbis_open) */
+    info->channels = ch;
+    info->frames = SF_COUNT_MAX; /* unknown: decoded in one pass */
+    info->format = SF_FORMAT_OGG | SF_FORMAT_VORBIS;
+    return 0;
+}
+
+/* Opens a vfile: MPEG with libmpg123 (above), Ogg Vorbis with
+ * libvorbisfile (never libsndfile, which leaks when it fails to open one:
+ * src/audio/vorbis.h), the rest with libsndfile; 0 on success, else -1
+ * with *why saying what is wrong and *io 1 for a read error. libsndfile trusts a
  * FLAC's STREAMINFO total and stops there, so a header that understates
  * the length would truncate the audio without a word: a native FLAC is
  * shown to it with that total set to 0 ("unknown"), so that it decodes to
  * the real end of the stream, and info->frames is set back to the claim
  * for the checks made before decoding (the limits, the first
  * allocation). */
-static int vf_open(vfile *m, SF_INFO *info, source *src) {
+static int vf_open(vfile *m, SF_INFO *info, source *src, const char **why, int *io) {
     memset(src, 0, sizeof *src);
     m->pos = 0;
     m->patch_at = -1;
     m->claimed = -1;
+    *io = 0;
 #ifdef HV_HAVE_MPG123
     if (looks_mpeg(m) && mp_open(m, info, src) == 0) return 0;
     m->pos = 0;
 #endif
+    int vorbis = looks_vorbis(m);
+    if (vorbis) {
+        if (vorbis > 0) return vorbis_open(m, info, src, why, io);
+        *why = "out of memory";
+        return -1;
+    }
     unsigned char h[26];
     if (vf_pread(m, h, sizeof h, 0) == (sf_count_t)sizeof h && memcmp(h, "fLaC", 4) == 0 &&
         (h[4] & 0x7f) == 0 && h[5] == 0 && h[6] == 0 && h[7] == 34) {
@@ -249,7 +308,11 @@ static int vf_open(vfile *m, SF_INFO *info, source *src) {
                          .tell = vf_tell};
     memset(info, 0, sizeof *info);
     src->sf = sf_open_virtual(&vio, SFM_READ, info, m);
-    if (!src->sf) return -1;
+    if (!src->sf) {
+        *why = sf_strerror(NULL);
+        *io = sf_error(NULL) == SF_ERR_SYSTEM;
+        return -1;
+    }
     if (m->claimed > 0 && info->frames == SF_COUNT_MAX) info->frames = m->claimed;
     return 0;
 }
@@ -295,10 +358,11 @@ static hv_status open_path(const char *path, opened *o, hv_error *e) {
             rc = hv_err(e, HV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         } else {
             o->vf = (vfile){.fd = fd, .size = (sf_count_t)st.st_size};
-            if (vf_open(&o->vf, &o->info, &o->src) == 0) return HV_OK;
-            int code = sf_error(NULL);
-            rc = hv_err(e, code == SF_ERR_SYSTEM ? HV_ERR_IO : HV_ERR_FORMAT,
-                        "%s: not a readable audio file (%s)", path, sf_strerror(NULL));
+            const char *why = NULL;
+            int io = 0;
+            if (vf_open(&o->vf, &o->info, &o->src, &why, &io) == 0) return HV_OK;
+            rc = hv_err(e, io ? HV_ERR_IO : HV_ERR_FORMAT, "%s: not a readable audio file (%s)",
+                        path, why);
         }
     }
     close(fd);
@@ -312,9 +376,10 @@ static hv_status open_memory(const void *data, size_t size, const char *name, op
     if (!data || size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
     if ((uint64_t)size > (uint64_t)INT64_MAX) return hv_err(e, HV_ERR_LIMIT, "%s: too large", name);
     o->vf = (vfile){.data = data, .fd = -1, .size = (sf_count_t)size};
-    if (vf_open(&o->vf, &o->info, &o->src))
-        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
-                      sf_strerror(NULL));
+    const char *why = NULL;
+    int io = 0;
+    if (vf_open(&o->vf, &o->info, &o->src, &why, &io))
+        return hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name, why);
     return HV_OK;
 }
 
@@ -458,6 +523,11 @@ static hv_status decode(source *sf, const SF_INFO *inf, const char *path, double
         size_t want = cap - got;
         if (want > READ_CHUNK) want = READ_CHUNK;
         sf_count_t r = src_readf(sf, buf + got * ch, (sf_count_t)want);
+        if (src_fatal(sf)) {
+            rc = hv_err(e, HV_ERR_FORMAT, "%s: decoding failed after %zu frames: %s", path,
+                        got + (size_t)(r > 0 ? r : 0), src_strerror(sf));
+            goto done;
+        }
         if (r <= 0) break;
         if (err_at != SIZE_MAX) { /* frames after a decoder error: corrupt inside */
             rc = hv_err(e, HV_ERR_FORMAT, "%s: decoding failed after %zu frames: %s", path, err_at,
@@ -584,6 +654,11 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
     for (int eof = 0; !eof;) {
         sf_count_t r = src_readf(sf, blk, MONO_BLOCK);
         size_t nr = r > 0 ? (size_t)r : 0;
+        if (src_fatal(sf)) {
+            rc = hv_err(e, HV_ERR_FORMAT, "%s: decoding failed after %zu frames: %s", path,
+                        got + nr, src_strerror(sf));
+            goto done;
+        }
         if (nr == 0) eof = 1;
         if (err_at != SIZE_MAX && nr > 0) {
             /* frames after a decoder error: corrupt inside, not cut short */

@@ -264,12 +264,17 @@ static scratch_plan plan_scratch(const hv_vad *v) {
 
 /* The model's input for window w: the context samples before it (zeros
  * before the signal), the window (zeros past its end), then the reflection
- * of the last samples: buf[L + j] = buf[L - 2 - j]. */
-static void window_input(const hv_vad *v, const float *x, size_t n, size_t w, float *buf) {
+ * of the last samples: buf[L + j] = buf[L - 2 - j]. With `reverse` the
+ * signal is x backwards, the zeros that pad x's last window first, so
+ * that its window w is x's window n_win - 1 - w read from its end. */
+static void window_input(const hv_vad *v, const float *x, size_t n, size_t w, int reverse,
+                         float *buf) {
     int L = v->context + v->window;
     int64_t start = (int64_t)w * v->window - v->context;
+    int64_t last = (int64_t)hv_vad_n_windows(v, n) * v->window - 1;
     for (int i = 0; i < L; i++) {
         int64_t k = start + i;
+        if (reverse && k >= 0) k = last - k; /* a k past the signal's start stays negative */
         buf[i] = k >= 0 && (uint64_t)k < n ? x[k] : 0.0f;
     }
     for (int j = 0; j < v->reflect_pad; j++) buf[L + j] = buf[L - 2 - j];
@@ -309,13 +314,13 @@ static void conv_relu(const hv_vad *v, int l, int nb, const float *in, float *ou
 /* Encodes windows [w0, w0 + nb) and writes their LSTM input products
  * x . W_ih^T + b_ih + b_hh to gates[nb][4 hidden]. */
 static void encode_block(const hv_vad *v, const float *x, size_t n, size_t w0, int nb, float gain,
-                         float *scratch, float *gates) {
+                         int reverse, float *scratch, float *gates) {
     scratch_plan p = plan_scratch(v);
     float *input = scratch, *frames = input + p.input, *spec = frames + p.frames;
     float *a = spec + p.spec, *b = a + p.act, *col = b + p.act;
     int F = v->n_frames, nfft = v->n_fft, nf = v->n_freq, h4 = 4 * v->hidden;
     for (int i = 0; i < nb; i++) {
-        window_input(v, x, n, w0 + (size_t)i, input);
+        window_input(v, x, n, w0 + (size_t)i, reverse, input);
         for (int f = 0; f < F; f++)
             memcpy(frames + ((size_t)i * F + f) * nfft, input + (size_t)f * v->hop,
                    (size_t)nfft * sizeof *frames);
@@ -348,7 +353,8 @@ typedef struct encode_job {
     float *gates;     /* [n_win][4 hidden] */
     float *scratch;   /* one plan_scratch().total per task */
     size_t per_task;
-    float gain; /* applied to the input */
+    float gain;  /* applied to the input */
+    int reverse; /* the input backwards (window_input) */
 } encode_job;
 
 /* Task t encodes blocks t, t + n_tasks, ...: every block is computed the
@@ -359,8 +365,8 @@ static void encode_task(void *arg, int task, int n_tasks) {
     for (size_t blk = (size_t)task; blk < n_blocks; blk += (size_t)n_tasks) {
         size_t first = blk * BLOCK;
         int nb = (int)(J->n_win - first < BLOCK ? J->n_win - first : BLOCK);
-        encode_block(J->v, J->x, J->n, J->w0 + first, nb, J->gain, J->scratch + task * J->per_task,
-                     J->gates + first * 4 * (size_t)J->v->hidden);
+        encode_block(J->v, J->x, J->n, J->w0 + first, nb, J->gain, J->reverse,
+                     J->scratch + task * J->per_task, J->gates + first * 4 * (size_t)J->v->hidden);
     }
 }
 
@@ -387,9 +393,21 @@ static float lstm_step(const hv_vad *v, float *g, float *h, float *c) {
     return sigmoid(z);
 }
 
-/* hv_vad_forward of the input times gain. */
-static hv_status forward_gain(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float gain,
-                              float *probs, hv_error *e) {
+/* 1 when window w of the input (backwards with `reverse`) is digital
+ * silence: every sample exactly zero. */
+static int window_silent(const hv_vad *v, const float *x, size_t n, size_t w, int reverse) {
+    size_t a = w * (size_t)v->window, b = a + (size_t)v->window;
+    size_t last = hv_vad_n_windows(v, n) * (size_t)v->window - 1;
+    for (size_t k = a; k < b; k++) {
+        size_t i = reverse ? last - k : k;
+        if (i < n && x[i] != 0.0f) return 0;
+    }
+    return 1;
+}
+
+hv_status hv_vad_forward_pass(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float gain,
+                              unsigned how, float *probs, hv_error *e) {
+    int reverse = (how & HV_VAD_PASS_BACKWARDS) != 0, reset = (how & HV_VAD_PASS_RESET) != 0;
     size_t n_win = hv_vad_n_windows(v, n);
     if (n_win == 0) return HV_OK;
     int threads = pool ? hv_pool_size(pool) : 1;
@@ -417,10 +435,16 @@ static hv_status forward_gain(const hv_vad *v, hv_pool *pool, const float *x, si
                         .gates = gates,
                         .scratch = scratch,
                         .per_task = p.total,
-                        .gain = gain};
+                        .gain = gain,
+                        .reverse = reverse};
         size_t blocks = (J.n_win + BLOCK - 1) / BLOCK;
         hv_pool_run(pool, (size_t)n_tasks < blocks ? n_tasks : (int)blocks, encode_task, &J);
-        for (size_t i = 0; i < J.n_win; i++) probs[w0 + i] = lstm_step(v, gates + i * 4 * H, h, c);
+        for (size_t i = 0; i < J.n_win; i++) {
+            probs[w0 + i] = lstm_step(v, gates + i * 4 * H, h, c);
+            /* the next window starts as the first of a file does */
+            if (reset && window_silent(v, x, n, w0 + i, reverse))
+                memset(state, 0, 2 * H * sizeof *state);
+        }
     }
     free(gates);
     free(scratch);
@@ -430,7 +454,7 @@ static hv_status forward_gain(const hv_vad *v, hv_pool *pool, const float *x, si
 
 hv_status hv_vad_forward(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float *probs,
                          hv_error *e) {
-    return forward_gain(v, pool, x, n, 1.0f, probs, e);
+    return hv_vad_forward_pass(v, pool, x, n, 1.0f, 0, probs, e);
 }
 
 float hv_vad_level_gain(const hv_vad *v, const float *x, size_t n) {
@@ -657,11 +681,11 @@ hv_vad_params hv_vad_default_params(void) {
 /* Probabilities of x[n] (already at the detector's rate) into a new
  * array of hv_vad_n_windows(n) (never NULL on success). */
 static hv_status probs_of(const hv_vad *v, hv_pool *pool, const float *x, size_t n, float gain,
-                          float **probs, hv_error *e) {
+                          unsigned how, float **probs, hv_error *e) {
     size_t n_win = hv_vad_n_windows(v, n);
     float *pr = malloc((n_win ? n_win : 1) * sizeof *pr);
     if (!pr) return hv_err(e, HV_ERR_NOMEM, "out of memory");
-    hv_status st = forward_gain(v, pool, x, n, gain, pr, e);
+    hv_status st = hv_vad_forward_pass(v, pool, x, n, gain, how, pr, e);
     if (st) {
         free(pr);
         return st;
@@ -670,9 +694,26 @@ static hv_status probs_of(const hv_vad *v, hv_pool *pool, const float *x, size_t
     return HV_OK;
 }
 
-hv_status hv_vad_level_probs(const hv_vad *v, hv_pool *pool, const float *x, size_t n,
+hv_status hv_vad_level_probs(const hv_vad *v, hv_pool *pool, const float *x, size_t n, int edges,
                              float **probs, hv_error *e) {
-    return probs_of(v, pool, x, n, hv_vad_level_gain(v, x, n), probs, e);
+    float *back = NULL, gain = hv_vad_level_gain(v, x, n);
+    /* Onsets (docs/VAD.md): after digital silence the state starts afresh,
+     * and the audio is heard backwards too, where an onset is an offset;
+     * each window takes the greater of the two passes' probabilities. */
+    int both = edges == HV_VAD_EDGES_SIGNAL;
+    unsigned how = both ? HV_VAD_PASS_RESET : 0;
+    hv_status st = probs_of(v, pool, x, n, gain, how, probs, e);
+    if (st || !both) return st;
+    if ((st = probs_of(v, pool, x, n, gain, how | HV_VAD_PASS_BACKWARDS, &back, e))) {
+        free(*probs);
+        *probs = NULL;
+        return st;
+    }
+    size_t n_win = hv_vad_n_windows(v, n);
+    for (size_t w = 0; w < n_win; w++)
+        if (back[n_win - 1 - w] > (*probs)[w]) (*probs)[w] = back[n_win - 1 - w];
+    free(back);
+    return HV_OK;
 }
 
 hv_status hv_vad_detect(const hv_vad *v, hv_pool *pool, const float *x, size_t n,
@@ -680,7 +721,7 @@ hv_status hv_vad_detect(const hv_vad *v, hv_pool *pool, const float *x, size_t n
                         float **probs_out, hv_error *e) {
     float *probs = NULL;
     if (probs_out) *probs_out = NULL;
-    hv_status st = hv_vad_level_probs(v, pool, x, n, &probs, e);
+    hv_status st = hv_vad_level_probs(v, pool, x, n, p->edges, &probs, e);
     if (st) return st;
     st = hv_vad_speech_regions(probs, hv_vad_n_windows(v, n), n, v->window, v->sample_rate, p,
                                regions, n_regions, e);
@@ -712,7 +753,7 @@ hv_status hv_vad_probs(hv_context *ctx, const hv_vad *vad, const float *pcm, siz
     hv_status st =
         hv_audio_to_mono(pcm, n_frames, channels, sample_rate, vad->sample_rate, &x, &n, e);
     if (st) return st;
-    st = probs_of(vad, ctx->pool, x, n, 1.0f, probs, e);
+    st = probs_of(vad, ctx->pool, x, n, 1.0f, 0, probs, e);
     if (!st) *n_probs = hv_vad_n_windows(vad, n);
     free(x);
     return st;

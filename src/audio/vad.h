@@ -67,6 +67,19 @@ size_t hv_vad_n_windows(const hv_vad *vad, size_t n);
 hv_status hv_vad_forward(const hv_vad *vad, hv_pool *pool, const float *x, size_t n, float *probs,
                          hv_error *e);
 
+/* How hv_vad_forward_pass runs the detector (docs/VAD.md, "Onsets"):
+ * HV_VAD_PASS_BACKWARDS over the input backwards, the zeros that pad its
+ * last window first (probs[w] is then that of window n_win - 1 - w of the
+ * input); HV_VAD_PASS_RESET with the recurrent state set back to
+ * zero, as at the start of a file, after each window of digital silence
+ * (every sample exactly zero). 0: Silero as it is, hv_vad_forward. */
+#define HV_VAD_PASS_BACKWARDS 1u
+#define HV_VAD_PASS_RESET     2u
+
+/* hv_vad_forward of x times gain, run as `how` says. */
+hv_status hv_vad_forward_pass(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
+                              float gain, unsigned how, float *probs, hv_error *e);
+
 /* Quiet recordings (docs/VAD.md, "Level"): Silero's probabilities fall
  * with the input's level (at a peak of 1 % of full scale it misses words,
  * at 0.3 % all of them) while the model does not mind. So the detector
@@ -81,18 +94,21 @@ hv_status hv_vad_forward(const hv_vad *vad, hv_pool *pool, const float *x, size_
 /* The gain for x[n] (1 for a recording at an ordinary level). */
 float hv_vad_level_gain(const hv_vad *vad, const float *x, size_t n);
 
-/* The probabilities the regions are found from: hv_vad_forward of x[n]
- * (mono, at vad->sample_rate, finite) raised by hv_vad_level_gain, into
- * *probs (malloc'ed, hv_vad_n_windows(n) of them, never NULL on success;
- * the caller frees it). */
-hv_status hv_vad_level_probs(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
+/* The probabilities the regions are found from, into *probs (malloc'ed,
+ * hv_vad_n_windows(n) of them, never NULL on success; the caller frees
+ * it): those of x[n] (mono, at vad->sample_rate, finite) raised by
+ * hv_vad_level_gain; with edges HV_VAD_EDGES_SIGNAL each window's greater
+ * probability of two passes, forwards and backwards, each with
+ * HV_VAD_PASS_RESET (docs/VAD.md "Onsets"); with HV_VAD_EDGES_SILERO
+ * hv_vad_forward's. */
+hv_status hv_vad_level_probs(const hv_vad *vad, hv_pool *pool, const float *x, size_t n, int edges,
                              float **probs, hv_error *e);
 
-/* The speech regions of x[n] (mono, at vad->sample_rate, finite):
- * hv_vad_level_probs, then hv_vad_speech_regions, then (p->edges
- * HV_VAD_EDGES_SIGNAL) hv_vad_signal_edges on x. *regions as there. When
- * probs is not NULL it gets the probabilities, as hv_vad_level_probs
- * gives them (NULL on failure). */
+/* The speech regions of x[n]: hv_vad_level_probs with p->edges, then
+ * hv_vad_speech_regions, then (p->edges HV_VAD_EDGES_SIGNAL)
+ * hv_vad_signal_edges on x. *regions as there. When probs is not NULL it
+ * gets the probabilities, as hv_vad_level_probs gives them (NULL on
+ * failure). */
 hv_status hv_vad_detect(const hv_vad *vad, hv_pool *pool, const float *x, size_t n,
                         const hv_vad_params *p, hv_speech_region **regions, size_t *n_regions,
                         float **probs, hv_error *e);

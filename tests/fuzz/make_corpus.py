@@ -10,7 +10,8 @@ the same way every time):
            with a 0.2 s WAV in every response format, a chunked upload,
            refusals, pipelined requests
   config   config.json NUL generation_config.json
-  audio    a 0.1 s WAV at 16 kHz mono and 8 kHz stereo
+  audio    a 0.1 s WAV at 16 kHz mono and 8 kHz stereo; 0.3 s of Ogg
+           Vorbis (sox -R: the same bytes every time)
 
 The tokenizer and safetensors targets are seeded from the fixture models
 at `make fuzz` time (their files are hundreds of kB)."""
@@ -18,6 +19,7 @@ import json
 import math
 import os
 import struct
+import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus")
@@ -158,6 +160,9 @@ def main():
         write("json", f"name{i}", b"\1" + v)
     write("audio", "mono16k.wav", wav(0.1))
     write("audio", "stereo8k.wav", wav(0.1, 8000, 2))
+    ogg = subprocess.run(["sox", "-R", "-t", "wav", "-", "-t", "ogg", "-"], input=wav(0.3),
+                         stdout=subprocess.PIPE, check=True).stdout
+    write("audio", "mono16k.ogg", ogg)
 
 
 if __name__ == "__main__":

@@ -340,8 +340,8 @@ static void test_file_errors(void) {
     check_tone(pcm, n, "truncated");
     free(pcm);
     /* The same for a compressed format: a FLAC cut in half gives its
-     * complete frames, exact. (libsndfile refuses cut OGG/Opus files at
-     * open: those are format errors.) */
+     * complete frames, exact (test_audio_cut.c cuts FLAC, Ogg Vorbis and
+     * Opus files everywhere). */
     const char *flac = hv_test_path(dir, "full.flac");
     CHECK(write_tone(flac, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 32000, 440, 0.5) == 0);
     size_t flen = 0;

@@ -1,6 +1,8 @@
 /* Speech detection (src/audio/vad.c): the region algorithm on hand-made
  * probability sequences, the committed detector, the forward pass's
- * independence of the thread count, and the public API.
+ * independence of the thread count, the passes that find onsets
+ * (backwards, and with the state reset after digital silence), and the
+ * public API.
  *
  * With arguments it is the C side of tests/parity/test_vad.py instead:
  *   test_vad_core probs DIR IN.f32 OUT.f32 [THREADS]
@@ -309,6 +311,107 @@ static void test_detector(const char *dir) {
     hv_vad_release(&v);
 }
 
+/* Backwards: the forward pass of the input reversed after the zeros that
+ * pad its last window, window for window and bit for bit (1 and 3
+ * threads). */
+static void test_backwards(const hv_vad *v, hv_pool *pool) {
+    hv_error e = {0};
+    size_t n = 512 * 300 + 77, nw = hv_vad_n_windows(v, n), N = nw * 512;
+    float *x = signal(n), *y = calloc(N, sizeof *y);
+    for (size_t k = 0; k < N; k++) y[k] = N - 1 - k < n ? x[N - 1 - k] : 0.0f;
+    float *want = malloc(nw * sizeof *want), *got = malloc(nw * sizeof *got);
+    CHECK(hv_vad_forward(v, NULL, y, N, want, &e) == HV_OK);
+    for (int t = 0; t < 2; t++) {
+        CHECK(hv_vad_forward_pass(v, t ? pool : NULL, x, n, 1.0f, HV_VAD_PASS_BACKWARDS, got, &e) ==
+              HV_OK);
+        CHECK_MSG(!memcmp(got, want, nw * sizeof *got), "backwards, %d thread(s)", t ? 3 : 1);
+    }
+    free(want);
+    free(got);
+    free(y);
+    free(x);
+}
+
+/* Reset: after a window of digital silence the next window starts as the
+ * first of a file does. The clip (b[nb]), zeros to 128 windows, the clip
+ * again (from a block boundary, so that its products are the same): with
+ * the reset its windows get the probabilities of the clip alone (which has
+ * a window of zeros itself, between two words); without, the state
+ * carried over changes them. Then hv_vad_detect on it: with
+ * HV_VAD_EDGES_SILERO get_speech_timestamps on the forward pass; by
+ * default on each window's greater probability of the two reset passes,
+ * then the signal's edges. */
+static void test_reset(const hv_vad *v, hv_pool *pool, const float *b, size_t nb) {
+    hv_error e = {0};
+    size_t first = 128, m = first * 512 + nb, nw_b = hv_vad_n_windows(v, nb);
+    size_t nw_ab = hv_vad_n_windows(v, m);
+    float *ab = calloc(m, sizeof *ab);
+    memcpy(ab, b, nb * sizeof *ab);
+    memcpy(ab + first * 512, b, nb * sizeof *ab);
+    float *pb = malloc(nw_b * sizeof *pb), *pr = malloc(nw_ab * sizeof *pr);
+    float *pn = malloc(nw_ab * sizeof *pn), *back = malloc(nw_ab * sizeof *back);
+    CHECK(hv_vad_forward_pass(v, NULL, b, nb, 1.0f, HV_VAD_PASS_RESET, pb, &e) == HV_OK);
+    CHECK(hv_vad_forward_pass(v, pool, ab, m, 1.0f, HV_VAD_PASS_RESET, pr, &e) == HV_OK);
+    CHECK(hv_vad_forward(v, pool, ab, m, pn, &e) == HV_OK);
+    CHECK_MSG(!memcmp(pr + first, pb, nw_b * sizeof *pb),
+              "after digital silence, the reset pass gives the clip's own probabilities");
+    size_t zero = 0; /* the clip's first window of zeros */
+    while (zero < nb / 512) {
+        size_t k = 0;
+        while (k < 512 && b[zero * 512 + k] == 0.0f) k++;
+        if (k == 512) break;
+        zero++;
+    }
+    CHECK_MSG(zero > 0 && zero < nb / 512 && !memcmp(pr, pn, (zero + 1) * sizeof *pr) &&
+                  memcmp(pr, pn, (zero + 2) * sizeof *pr) != 0,
+              "the passes agree up to the clip's first window of zeros (%zu), not after it", zero);
+    CHECK_MSG(memcmp(pn + first, pr + first, nw_b * sizeof *pb) != 0,
+              "without the reset the state carried over changes them");
+
+    hv_vad_params ps = hv_vad_default_params(), pd = ps;
+    ps.edges = HV_VAD_EDGES_SILERO;
+    CHECK(hv_vad_forward_pass(v, pool, ab, m, 1.0f, HV_VAD_PASS_RESET | HV_VAD_PASS_BACKWARDS, back,
+                              &e) == HV_OK);
+    for (size_t w = 0; w < nw_ab; w++)
+        if (back[nw_ab - 1 - w] > pr[w]) pr[w] = back[nw_ab - 1 - w];
+    for (int k = 0; k < 2; k++) {
+        hv_speech_region *r = NULL, *q = NULL;
+        size_t nr = 0, nq = 0;
+        const hv_vad_params *p = k ? &pd : &ps;
+        CHECK(hv_vad_detect(v, pool, ab, m, p, &r, &nr, NULL, &e) == HV_OK);
+        CHECK(hv_vad_speech_regions(k ? pr : pn, nw_ab, m, 512, 16000, p, &q, &nq, &e) == HV_OK);
+        if (k) CHECK(hv_vad_signal_edges(ab, m, 16000, q, nq, &e) == HV_OK);
+        CHECK_MSG(nr > 0 && nr == nq && !memcmp(r, q, nr * sizeof *r), "hv_vad_detect, %s",
+                  k ? "default" : "silero");
+        free(r);
+        free(q);
+    }
+    free(back);
+    free(pb);
+    free(pr);
+    free(pn);
+    free(ab);
+}
+
+/* The passes of hv_vad_detect's default (docs/VAD.md, "Onsets"); `clip`:
+ * the example clip's path. */
+static void test_passes(const char *dir, const char *clip) {
+    hv_vad v;
+    hv_error e = {0};
+    CHECK_MSG(hv_vad_init(&v, dir, &e) == HV_OK, "%s", e.msg);
+    if (e.msg[0]) return;
+    hv_pool *pool = hv_pool_new(3);
+    test_backwards(&v, pool);
+    float *b = NULL;
+    size_t nb = 0;
+    CHECK_MSG(hv_audio_read_file_mono(clip, 16000, 0, &b, &nb, &e) == HV_OK, "%s", e.msg);
+    CHECK_MSG(b && nb >= 512 * 20 && nb <= 512 * 96, "%s: %zu samples", clip, nb);
+    if (b && nb >= 512 * 20 && nb <= 512 * 96) test_reset(&v, pool, b, nb);
+    free(b);
+    hv_pool_free(pool);
+    hv_vad_release(&v);
+}
+
 /* The public functions, with a context of a fixture model. */
 static void test_api(const char *dir, const char *fx) {
     char err[1024];
@@ -381,6 +484,7 @@ int main(int argc, char **argv) {
     const char *dir = hv_test_path(src, "models/silero-vad");
     test_regions();
     test_detector(dir);
+    test_passes(dir, hv_test_path(src, "examples/da-example.wav"));
     test_api(dir, fx);
     TEST_END();
 }
