@@ -208,6 +208,9 @@ enum {
     O_LENGTH_PENALTY,
     O_SAMPLE,
     O_TEMPERATURE,
+    O_COMPRESSION_RATIO_THRESHOLD,
+    O_LOG_PROB_THRESHOLD,
+    O_NO_SPEECH_THRESHOLD,
     O_TOP_K,
     O_TOP_P,
     O_SEED,
@@ -215,6 +218,28 @@ enum {
     O_VERSION,
     N_OPTS
 };
+
+/* A threshold of the temperature fallback in lo..hi, or "none" (NAN: not
+ * checked, as faster-whisper's None); for HVT_OPT_CUSTOM. */
+static int parse_threshold(const char *arg, float *out, hvt_lo lo_kind, double lo, double hi) {
+    if (strcmp(arg, "none") == 0) {
+        *out = NAN;
+        return 0;
+    }
+    return hvt_parse_float(arg, lo_kind, lo, hi, out);
+}
+
+static int parse_compression_ratio(const char *arg, void *value) {
+    return parse_threshold(arg, value, HVT_ABOVE, 0.0, INFINITY);
+}
+
+static int parse_log_prob(const char *arg, void *value) {
+    return parse_threshold(arg, value, HVT_FROM, -INFINITY, 0.0);
+}
+
+static int parse_no_speech(const char *arg, void *value) {
+    return parse_threshold(arg, value, HVT_FROM, 0.0, 1.0);
+}
 
 #define AT(field) offsetof(cli_options, field)
 static const hvt_option OPTIONS[N_OPTS] = {
@@ -264,6 +289,13 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_SAMPLE] = HVT_OPT_FLAG("sample", 0),
     [O_TEMPERATURE] = HVT_OPT_CUSTOM("temperature", AT(temperature), hvt_parse_temperatures,
                                      "a finite number >= 0, or several joined by commas"),
+    [O_COMPRESSION_RATIO_THRESHOLD] =
+        HVT_OPT_CUSTOM("compression-ratio-threshold", AT(compression_ratio_threshold),
+                       parse_compression_ratio, "a finite number > 0, or none"),
+    [O_LOG_PROB_THRESHOLD] = HVT_OPT_CUSTOM("log-prob-threshold", AT(log_prob_threshold),
+                                            parse_log_prob, "a finite number <= 0, or none"),
+    [O_NO_SPEECH_THRESHOLD] = HVT_OPT_CUSTOM("no-speech-threshold", AT(no_speech_threshold),
+                                             parse_no_speech, "a number 0..1, or none"),
     [O_TOP_K] = HVT_OPT("top-k", 0, HVT_INT, AT(top_k), 0, INT_MAX, "an integer >= 0"),
     [O_TOP_P] = HVT_OPT("top-p", 0, HVT_FLOAT_ABOVE, AT(top_p), 0, 1, "a number > 0 and <= 1"),
     [O_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0, "an integer 0..18446744073709551615"),
@@ -492,6 +524,14 @@ static void warn_ignored(const cli_options *o, const int *given) {
     else if (last >= 0 && !o->do_sample)
         fprintf(stderr, "hviske: warning: --%s has no effect without --sample (or --temperature)\n",
                 OPTIONS[last].name);
+    static const int thresholds[] = {O_COMPRESSION_RATIO_THRESHOLD, O_LOG_PROB_THRESHOLD,
+                                     O_NO_SPEECH_THRESHOLD};
+    for (size_t k = 0; k < sizeof thresholds / sizeof *thresholds; k++)
+        if (given[thresholds[k]] && o->temperature.n <= 1)
+            fprintf(stderr,
+                    "hviske: warning: --%s has no effect without a --temperature list "
+                    "(T1,T2,...: the fallback)\n",
+                    OPTIONS[thresholds[k]].name);
     if (given[O_LENGTH_PENALTY] && o->num_beams <= 1)
         fprintf(stderr, "hviske: warning: --length-penalty has no effect "
                         "without --beams N (N > 1)\n");
@@ -534,6 +574,9 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
                        .num_beams = defaults.num_beams,
                        .length_penalty = defaults.length_penalty,
                        .temperature = {.t = {defaults.temperature}, .n = 1},
+                       .compression_ratio_threshold = defaults.compression_ratio_threshold,
+                       .log_prob_threshold = defaults.log_prob_threshold,
+                       .no_speech_threshold = defaults.no_speech_threshold,
                        .top_k = defaults.top_k,
                        .top_p = defaults.top_p,
                        .seed = defaults.seed,
@@ -628,6 +671,9 @@ hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *v
     tp.length_penalty = o->length_penalty;
     tp.do_sample = o->do_sample;
     hvt_set_temperatures(&tp, &o->temperature);
+    tp.compression_ratio_threshold = o->compression_ratio_threshold;
+    tp.log_prob_threshold = o->log_prob_threshold;
+    tp.no_speech_threshold = o->no_speech_threshold;
     tp.top_k = o->top_k;
     tp.top_p = o->top_p;
     tp.seed = o->seed;

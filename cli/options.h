@@ -33,6 +33,8 @@ typedef struct cli_options {
     float length_penalty;       /* beam search */
     int do_sample;
     hvt_temperatures temperature; /* sampling; several: the fallback's list */
+    float compression_ratio_threshold, log_prob_threshold,
+        no_speech_threshold; /* the fallback's (NAN: not checked) */
     int top_k;
     float top_p;
     uint64_t seed;
@@ -82,6 +84,7 @@ typedef struct cli_options {
     const char *whisper_tp;      /* -tp T: the fallback's first temperature (NULL: not given) */
     const char *whisper_tpi;     /* -tpi I: its step (NULL: not given, 0.2) */
     int whisper_nf;              /* -nf: T alone, no fallback */
+    int whisper_thresholds;      /* -lpt or -nth: whisper-cli's fallback is on */
     char whisper_temps[HVT_MAX_TEMPERATURES * 12]; /* the --temperature list they make */
     int no_prints;                                 /* -np: nothing on stderr but errors */
     int no_timestamps;                             /* -nt: txt without times */

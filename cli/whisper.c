@@ -18,6 +18,7 @@ typedef enum w_action {
     W_DURATION,    /* -d N: N ms of audio */
     W_MAX_LEN,     /* -ml N: cues of one line of at most N characters */
     W_TEMPERATURE, /* -tp, -tpi, -nf: the temperature fallback's list */
+    W_THRESHOLD,   /* -lpt, -nth: hviske's option `to`, and the fallback on */
     W_NO_PRINTS,
     W_NO_TIMESTAMPS,
     W_NOTHING, /* what hviske always does: accepted, changes nothing */
@@ -88,12 +89,11 @@ static const w_flag FLAGS[] = {
     NO("-mc", "--max-context", 1, "each chunk is decoded without the text before it"),
     NO("-ac", "--audio-ctx", 1, "the encoder always takes the whole chunk"),
     NO("-wt", "--word-thold", 1, "word times come from cross-attention, without a threshold"),
+    {"-lpt", "--logprob-thold", 1, W_THRESHOLD, "--log-prob-threshold", NULL, 0, 0},
+    {"-nth", "--no-speech-thold", 1, W_THRESHOLD, "--no-speech-threshold", NULL, 0, 0},
     NO("-et", "--entropy-thold", 1,
-       "the temperature fallback's thresholds are fixed here (compression ratio 2.4)"),
-    NO("-lpt", "--logprob-thold", 1,
-       "the temperature fallback's thresholds are fixed here (average log-prob -1)"),
-    NO("-nth", "--no-speech-thold", 1,
-       "the speech detector finds the speech: --vad-threshold P sets its threshold"),
+       "the fallback measures repetition by the text's compression ratio, not the tokens' "
+       "entropy: --compression-ratio-threshold X (default 2.4)"),
     NO("-debug", "--debug-mode", 0, "there is no debug mode"),
     NO("-di", "--diarize", 0, "hviske does not tell speakers apart"),
     NO("-tdrz", "--tinydiarize", 0, "hviske does not tell speakers apart"),
@@ -177,6 +177,11 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
             else
                 o->whisper_nf = 1;
             return -1;
+        case W_THRESHOLD:
+            o->whisper_thresholds = 1;
+            out[(*m)++] = (char *)w->to;
+            out[(*m)++] = (char *)v;
+            return -1;
         case W_NO_PRINTS: o->no_prints = 1; return -1;
         case W_NO_TIMESTAMPS: o->no_timestamps = 1; return -1;
         case W_NOTHING: return -1;
@@ -255,11 +260,16 @@ int cli_whisper_flags(int *argc, char **argv, cli_options *o) {
         int rc = take_flag(w, arg, v, o, out, &m);
         if (rc >= 0) return rc;
     }
-    if (o->whisper_tp || o->whisper_tpi || o->whisper_nf) {
+    if (o->whisper_tp || o->whisper_tpi || o->whisper_nf || o->whisper_thresholds) {
         int rc = temperature_list(o);
         if (rc >= 0) return rc;
-        out[m++] = "--temperature";
-        out[m++] = o->whisper_temps;
+        /* turned on by a threshold alone, the list comes first, so that
+         * hviske's own --temperature, read after it, still decides */
+        int at = o->whisper_tp || o->whisper_tpi || o->whisper_nf ? m : 1;
+        memmove(out + at + 2, out + at, (size_t)(m - at) * sizeof *out);
+        out[at] = "--temperature";
+        out[at + 1] = o->whisper_temps;
+        m += 2;
     }
     if (dashes || o->n_whisper_files) out[m++] = "--";
     for (i += dashes; i < n; i++) out[m++] = argv[i];

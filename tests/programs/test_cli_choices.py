@@ -12,6 +12,11 @@ as written, on the demo model (models/demo) and examples/da-example.wav:
     better of two failing samples (that at 1: the tokens of --temperature
     1 alone); with --beams 2 a list's 0 is beam search; --sample with a
     list is a usage error, as the docs say;
+  * the fallback's thresholds reach it: with --compression-ratio-threshold
+    none --log-prob-threshold none, 1.6,0 keeps the sample at 1.6; with
+    --no-speech-threshold 0 --log-prob-threshold 0 the clip is silence
+    (no text, no segment); a threshold without a list warns that it has
+    no effect; out-of-range values are usage errors naming the option;
   * --format json is indented with spaces ("key": value), no tabs;
   * word probabilities are unrounded (the library's floats);
   * -l auto: exit 2, saying that there is no language detection and
@@ -57,6 +62,34 @@ def test_temperatures(greedy, beams):
            r.rc == 2 and "--sample" in r.err and r.out == "", str(r))
 
 
+def test_thresholds(greedy):
+    def run(*args):
+        return Run(BASE + ["--json", "-q", "--seed", "7"] + list(args) + [EXAMPLE])
+    t16 = tokens(run("--temperature", "1.6"))
+    kept = tokens(run("--temperature", "1.6,0", "--compression-ratio-threshold", "none",
+                      "--log-prob-threshold", "none"))
+    report("thresholds none: the sample at 1.6 passes and is kept (not greedy)",
+           kept == t16 and t16 != tokens(greedy), f"{kept} {t16}")
+    r = run("--temperature", "0,0.2", "--no-speech-threshold", "0", "--log-prob-threshold", "0")
+    try:
+        j = json.loads(r.out)
+    except ValueError:
+        j = None
+    report("--no-speech-threshold 0 --log-prob-threshold 0: the clip is silence",
+           r.rc == 0 and j is not None and j["text"] == "" and j["segments"] == [], str(r))
+    r = Run(BASE + ["--json", "--log-prob-threshold", "-0.5", EXAMPLE])
+    report("a threshold without a list: a warning that it has no effect, greedy",
+           r.rc == 0 and "--log-prob-threshold has no effect" in r.err and
+           tokens(r) == tokens(greedy), str(r))
+    for opt, bad in (("--compression-ratio-threshold", "0"),
+                     ("--compression-ratio-threshold", "inf"),
+                     ("--log-prob-threshold", "0.5"), ("--log-prob-threshold", "nan"),
+                     ("--no-speech-threshold", "1.5"), ("--no-speech-threshold", "None")):
+        r = Run(BASE + ["--temperature", "0,1", opt, bad, EXAMPLE])
+        report(f"{opt} {bad}: a usage error naming it", r.rc == 2 and opt in r.err and
+               r.out == "", str(r))
+
+
 def main():
     a = Run(BASE + ["--json", "--temperature", "1.5", "--seed", "3", EXAMPLE])
     b = Run(BASE + ["--json", "--sample", "--temperature", "1.5", "--seed", "3", EXAMPLE])
@@ -72,6 +105,7 @@ def main():
            tokens(g) != tokens(a), f"{g}\n{a}")
 
     test_temperatures(g, d)
+    test_thresholds(g)
 
     j = Run(BASE + ["-q", "--format", "json", "--word-timestamps", EXAMPLE])
     lines = j.out.splitlines()

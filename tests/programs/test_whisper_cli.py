@@ -180,10 +180,23 @@ def test_mapped(tmp):
                  (["-tp", "0.6", "--seed", "5"], ["--temperature", "0.6,0.8,1", "--seed", "5"]),
                  (["-tp", "0.4", "-nf", "--seed", "3"], ["--temperature", "0.4", "--seed", "3"]),
                  (["-tpi", "0", "--seed", "3"], ["--temperature", "0", "--seed", "3"]),
+                 (["-lpt", "none", "-tp", "0.6", "--seed", "5"],
+                  ["--temperature", "0.6,0.8,1", "--log-prob-threshold", "none", "--seed", "5"]),
+                 (["-lpt", "0", "--seed", "3"],
+                  ["--temperature", "0,0.2,0.4,0.6,0.8,1", "--log-prob-threshold", "0",
+                   "--seed", "3"]),
+                 (["-lpt", "none", "--temperature", "1.6", "--seed", "7"],
+                  ["--temperature", "1.6", "--seed", "7"]),
                  (["--beam-size", "3"], ["--beams", "3"]), (["--vad"], ["--chunking", "vad"])):
         x = json_of(Run(BASE + ["-q", "--json"] + a + [EXAMPLE]))
         y = json_of(Run(BASE + ["-q", "--json"] + b + [EXAMPLE]))
         report(f"{' '.join(a)}: as {' '.join(b)}", x and y and x["tokens"] == y["tokens"], "")
+    r = Run(BASE + ["-q", "--json", "-nth", "0", "-lpt", "0", EXAMPLE])
+    report("-nth 0 -lpt 0: the fallback on as whisper-cli has it, the clip silence",
+           json_of(r) is not None and json_of(r)["text"] == "", str(r))
+    r = Run(BASE + ["-q", "-et", "2", EXAMPLE])
+    report("-et: refused, naming --compression-ratio-threshold",
+           r.rc == 2 and "--compression-ratio-threshold" in r.err, str(r))
     r = Run(BASE + ["-tp", "0", "-tpi", "0.01", EXAMPLE])
     report("-tpi 0.01 from 0: refused, more temperatures than --temperature takes",
            r.rc == 2 and "-tpi" in r.err and "32" in r.err and r.out == "", str(r))
