@@ -3,10 +3,12 @@
  * for every weight type on decoder and encoder shapes, 1 and 2 threads,
  * and, on the encoder's shapes, our kernels in f32 and bf16 compute
  * against oneDNN's (docs/KERNELS.md), and the cost of a oneDNN call on the
- * attention's products, and the element-wise passes at each
+ * attention's products, the encoder attention's three products on each
+ * kernel table (sgemm_nn), and the element-wise passes at each
  * instruction-set level. Built as build/bench-kernels; not a test.
- * Arguments name the sections to run (linear, onednn, calls, ops); none
- * runs them all. */
+ * Arguments name the sections to run (linear, onednn, calls, attention,
+ * ops); none runs them all. */
+#include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -474,13 +476,69 @@ static void bench_ops(void) {
     free(o.x), free(o.y), free(o.w), free(o.b), free(o.a), free(o.bits);
 }
 
+/* One head's attention products of a 30 s chunk (encoder.c's attn_head:
+ * 375 frames, 128 per head, 8 heads of the d = 1024 rows): scores against
+ * the transposed keys, one 32-query band against the transposed positions,
+ * and the context against the values read in place (row stride d); beside
+ * them OpenBLAS's sgemm on the same operands, the yardstick of a tuned
+ * GEMM (its sums are ordered otherwise). */
+static void bench_attention(void) {
+    enum { LEN = 375, DH = 128, D = 1024, BAND = 32 };
+    const long pld = 2L * LEN - 1;
+    struct {
+        const char *name;
+        int m, n, k;
+        long lda, ldb;
+    } shapes[] = {{"scores 375x375x128", LEN, LEN, DH, DH, LEN},
+                  {"band 32x406x128", BAND, LEN + BAND - 1, DH, DH, pld},
+                  {"context 375x128x375", LEN, DH, LEN, LEN, D}};
+    float *a = falloc((size_t)LEN * LEN), *b = falloc((size_t)LEN * D + pld * DH);
+    float *c = falloc((size_t)LEN * pld);
+    for (size_t i = 0; i < (size_t)LEN * LEN; i++) a[i] = frand();
+    for (size_t i = 0; i < (size_t)LEN * D + pld * DH; i++) b[i] = frand();
+    const hv_mm_kernels *t[8];
+    int nt = hv_mm_tables(t, 8);
+    printf("\nencoder attention products (sgemm_nn), 1 thread: GFLOP/s (best of 20)\n");
+    printf("%-22s", "product");
+    for (int i = 0; i < nt; i++) printf(" %12s", t[i]->name);
+    printf(" %12s\n", "openblas");
+    openblas_set_num_threads(1);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        printf("%-22s", shapes[s].name);
+        for (int i = 0; i < nt; i++) {
+            double best = 1e30;
+            for (int r = 0; r < 21; r++) {
+                double t0 = now();
+                t[i]->sgemm_nn(shapes[s].m, shapes[s].n, shapes[s].k, a, shapes[s].lda, b,
+                               shapes[s].ldb, c, shapes[s].n);
+                t0 = now() - t0;
+                if (r && t0 < best) best = t0; /* the first run untimed */
+            }
+            printf(" %12.1f", 2.0 * shapes[s].m * shapes[s].n * shapes[s].k / best * 1e-9);
+        }
+        double best = 1e30;
+        for (int r = 0; r < 21; r++) {
+            double t0 = now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, shapes[s].m, shapes[s].n,
+                        shapes[s].k, 1.0f, a, (int)shapes[s].lda, b, (int)shapes[s].ldb, 0.0f, c,
+                        shapes[s].n);
+            t0 = now() - t0;
+            if (r && t0 < best) best = t0;
+        }
+        printf(" %12.1f\n", 2.0 * shapes[s].m * shapes[s].n * shapes[s].k / best * 1e-9);
+    }
+    free(a), free(b), free(c);
+}
+
 int main(int argc, char **argv) {
-    /* sections by name (linear, onednn, calls, ops); all without */
+    /* sections by name (linear, onednn, calls, attention, ops); all without */
     int all = argc < 2;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "linear") && strcmp(argv[i], "onednn") && strcmp(argv[i], "calls") &&
-            strcmp(argv[i], "ops")) {
-            fprintf(stderr, "bench-kernels: unknown section '%s' (linear, onednn, calls, ops)\n",
+            strcmp(argv[i], "attention") && strcmp(argv[i], "ops")) {
+            fprintf(stderr,
+                    "bench-kernels: unknown section '%s' (linear, onednn, calls, attention, "
+                    "ops)\n",
                     argv[i]);
             return 2;
         }
@@ -488,6 +546,7 @@ int main(int argc, char **argv) {
         if (all || !strcmp(argv[i], "linear")) bench_linear();
         if (all || !strcmp(argv[i], "onednn")) bench_onednn();
         if (all || !strcmp(argv[i], "calls")) bench_onednn_calls();
+        if (all || !strcmp(argv[i], "attention")) bench_attention();
         if (all || !strcmp(argv[i], "ops")) bench_ops();
     }
     return 0;
