@@ -441,12 +441,14 @@ static void test_tiles_wide(void) {
  * over t in order (checked against that loop, so the portable kernel too),
  * each SIMD table bit for bit the same, within the f64 reference's
  * rounding bound; row and column counts around the tiles' (12 x 32 and 6
- * x 16, their 4- and 1-row and 8- and 1-column edges), sums of 1 to 80,
- * strides wider than the rows, and nothing written outside c's m x n. */
+ * x 16, their 4- and 1-row and 8- and 1-column edges), sums of 1 to 257
+ * (past the AVX2 kernel's blocks of 256 rows of b, whose chains go on
+ * from c), strides wider than the rows, and nothing written outside c's
+ * m x n. */
 static void test_sgemm_nn(void) {
     static const int ms[] = {1, 3, 4, 5, 6, 7, 12, 13, 17, 25},
                      ns[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 80};
-    static const int ks[] = {1, 5, 80};
+    static const int ks[] = {1, 5, 80, 257};
     const float guard = -777.0f;
     for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++)
         for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++)

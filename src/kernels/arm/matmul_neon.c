@@ -582,49 +582,76 @@ static void narrow_f16(uint16_t *dst, const float *src, long count) {
     for (; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
-/* sgemm_nn (matmul_impl.h): R rows (6 or 1) of a against 16 columns of b
- * in four registers, each output its fma chain over t in order (fmla by
- * the broadcast a value: fma(a, b, acc), the scalar kernel's rounding);
- * the last columns 4 at a time, then one by one. */
-INLINE void nn_rows16(int R, int k, const float *a, long lda, const float *b, long ldb, float *c,
-                      long ldc) {
+/* sgemm_nn (matmul_impl.h) as the AVX2 table does it: strips of 16
+ * columns of b, blocks of NN_KC of its rows copied into a contiguous
+ * panel (zeros past the last column), so that the loads are sequential
+ * and a tail of rows or columns keeps the tile's independent chains. */
+#define NN_KC 256
+
+/* R rows (1 to 6) of a against the panel's 16 columns in four registers
+ * over kc of its rows, each output its fma chain over t in order (fmla by
+ * the broadcast a value: fma(a, b, acc), the scalar kernel's rounding),
+ * carried on from c after the first block; cols of them stored. */
+INLINE void nn_tile(int R, int kc, const float *a, long lda, const float *panel, float *c, long ldc,
+                    int cols, int first) {
     float32x4_t acc[6][4];
-    for (int i = 0; i < R; i++)
-        for (int v = 0; v < 4; v++) acc[i][v] = vdupq_n_f32(0.0f);
-    for (int t = 0; t < k; t++) {
+    float tmp[16];
+    for (int i = 0; i < R; i++) {
+        const float *ci = c + i * ldc;
+        if (!first && cols < 16) {
+            memset(tmp, 0, sizeof tmp);
+            memcpy(tmp, ci, (size_t)cols * sizeof *tmp);
+            ci = tmp;
+        }
+        for (int v = 0; v < 4; v++) acc[i][v] = first ? vdupq_n_f32(0.0f) : vld1q_f32(ci + 4 * v);
+    }
+    for (int t = 0; t < kc; t++) {
         float32x4_t w[4];
-        for (int v = 0; v < 4; v++) w[v] = vld1q_f32(b + t * ldb + 4 * v);
+        for (int v = 0; v < 4; v++) w[v] = vld1q_f32(panel + t * 16 + 4 * v);
         for (int i = 0; i < R; i++) {
             float x = a[i * lda + t];
             for (int v = 0; v < 4; v++) acc[i][v] = vfmaq_n_f32(acc[i][v], w[v], x);
         }
     }
-    for (int i = 0; i < R; i++)
-        for (int v = 0; v < 4; v++) vst1q_f32(c + i * ldc + 4 * v, acc[i][v]);
+    for (int i = 0; i < R; i++) {
+        float *ci = cols == 16 ? c + i * ldc : tmp;
+        for (int v = 0; v < 4; v++) vst1q_f32(ci + 4 * v, acc[i][v]);
+        if (cols < 16) memcpy(c + i * ldc, tmp, (size_t)cols * sizeof *tmp);
+    }
 }
 
 static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
                      float *c, long ldc) {
-    int j = 0;
-    for (; j + 16 <= n; j += 16) {
-        int i = 0;
-        for (; i + 6 <= m; i += 6)
-            nn_rows16(6, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
-        for (; i < m; i++) nn_rows16(1, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+    float panel[NN_KC * 16];
+    if (k == 0) { /* no chain: every output 0 */
+        for (int i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof *c);
+        return;
     }
-    for (; j + 4 <= n; j += 4)
-        for (int i = 0; i < m; i++) {
-            float32x4_t s = vdupq_n_f32(0.0f);
-            for (int t = 0; t < k; t++)
-                s = vfmaq_n_f32(s, vld1q_f32(b + t * ldb + j), a[i * lda + t]);
-            vst1q_f32(c + i * ldc + j, s);
+    for (int j = 0; j < n; j += 16) {
+        int cols = n - j < 16 ? n - j : 16;
+        for (int t0 = 0; t0 < k; t0 += NN_KC) {
+            int kc = k - t0 < NN_KC ? k - t0 : NN_KC, first = t0 == 0;
+            for (int t = 0; t < kc; t++) {
+                float *p = panel + t * 16;
+                memcpy(p, b + (long)(t0 + t) * ldb + j, (size_t)cols * sizeof *p);
+                if (cols < 16) memset(p + cols, 0, (size_t)(16 - cols) * sizeof *p);
+            }
+            const float *at = a + t0;
+            float *cj = c + j;
+            int i = 0;
+            for (; i + 6 <= m; i += 6)
+                nn_tile(6, kc, at + i * lda, lda, panel, cj + i * ldc, ldc, cols, first);
+            at += i * lda, cj += i * ldc;
+            switch (m - i) { /* the last rows as one tile, R a constant */
+                case 5: nn_tile(5, kc, at, lda, panel, cj, ldc, cols, first); break;
+                case 4: nn_tile(4, kc, at, lda, panel, cj, ldc, cols, first); break;
+                case 3: nn_tile(3, kc, at, lda, panel, cj, ldc, cols, first); break;
+                case 2: nn_tile(2, kc, at, lda, panel, cj, ldc, cols, first); break;
+                case 1: nn_tile(1, kc, at, lda, panel, cj, ldc, cols, first); break;
+                default: break;
+            }
         }
-    for (; j < n; j++)
-        for (int i = 0; i < m; i++) {
-            float s = 0.0f;
-            for (int t = 0; t < k; t++) s = fmaf(a[i * lda + t], b[t * ldb + j], s);
-            c[i * ldc + j] = s;
-        }
+    }
 }
 
 /* The probe (see the table): independent chains of the tiles'

@@ -798,50 +798,94 @@ TARGET static void narrow_f16(uint16_t *dst, const float *src, long count) {
     for (; i < count; i++) dst[i] = hv_f32_to_f16_sat(src[i]);
 }
 
-/* sgemm_nn (matmul_impl.h): R rows (6 or 1) of a against 16 columns of b
- * in two vectors, each output its fma chain over t in order; the last
- * columns (fewer than 16) 8 at a time, then one by one. */
-INLINE void nn_rows16(int R, int k, const float *a, long lda, const float *b, long ldb, float *c,
-                      long ldc) {
+/* sgemm_nn (matmul_impl.h) in strips of 16 columns of b and blocks of
+ * NN_KC of its rows, each block of a strip copied into a contiguous panel
+ * (zeros past the last column) so that its loads are sequential and
+ * aligned: the values' rows otherwise lie a whole model row apart (4 KB
+ * and more), all in one set of the L1 cache. */
+#define NN_KC 256
+
+/* R rows (1 to 6) of a against the panel's NP (1 or 2) vectors of 8
+ * columns over kc of its rows, the last vector's lanes stored as mask
+ * says; each output its fma chain over t in order, carried on from c
+ * after the first block (a float stored and loaded again is the same
+ * value). Tails of rows and columns keep the tile's independent chains. */
+INLINE void nn_tile(int R, int NP, int kc, const float *a, long lda, const float *panel, float *c,
+                    long ldc, __m256i mask, int first) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    __m256i m0 = NP > 1 ? all : mask;
     __m256 acc[6][2];
-    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    for (int t = 0; t < k; t++) {
-        __m256 w0 = _mm256_loadu_ps(b + t * ldb), w1 = _mm256_loadu_ps(b + t * ldb + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++) {
+        acc[i][0] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(c + i * ldc, m0);
+        acc[i][1] =
+            first || NP < 2 ? _mm256_setzero_ps() : _mm256_maskload_ps(c + i * ldc + 8, mask);
+    }
+    for (int t = 0; t < kc; t++) {
+        __m256 w0 = _mm256_load_ps(panel + t * 16);
+        __m256 w1 = NP > 1 ? _mm256_load_ps(panel + t * 16 + 8) : w0;
+#pragma GCC unroll 6
         for (int i = 0; i < R; i++) {
             __m256 x = _mm256_broadcast_ss(a + i * lda + t);
             acc[i][0] = _mm256_fmadd_ps(x, w0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(x, w1, acc[i][1]);
+            if (NP > 1) acc[i][1] = _mm256_fmadd_ps(x, w1, acc[i][1]);
         }
     }
+#pragma GCC unroll 6
     for (int i = 0; i < R; i++) {
-        _mm256_storeu_ps(c + i * ldc, acc[i][0]);
-        _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
+        _mm256_maskstore_ps(c + i * ldc, m0, acc[i][0]);
+        if (NP > 1) _mm256_maskstore_ps(c + i * ldc + 8, mask, acc[i][1]);
+    }
+}
+
+/* Rows in tiles of 6, the last 1 to 5 rows as one tile of their own. */
+INLINE void nn_rows(int NP, int m, int kc, const float *a, long lda, const float *panel, float *c,
+                    long ldc, __m256i mask, int first) {
+    int i = 0;
+    for (; i + 6 <= m; i += 6)
+        nn_tile(6, NP, kc, a + i * lda, lda, panel, c + i * ldc, ldc, mask, first);
+    a += i * lda, c += i * ldc;
+    switch (m - i) {
+        case 5: nn_tile(5, NP, kc, a, lda, panel, c, ldc, mask, first); break;
+        case 4: nn_tile(4, NP, kc, a, lda, panel, c, ldc, mask, first); break;
+        case 3: nn_tile(3, NP, kc, a, lda, panel, c, ldc, mask, first); break;
+        case 2: nn_tile(2, NP, kc, a, lda, panel, c, ldc, mask, first); break;
+        case 1: nn_tile(1, NP, kc, a, lda, panel, c, ldc, mask, first); break;
+        default: break;
     }
 }
 
 TARGET static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float *b, long ldb,
                             float *c, long ldc) {
-    int j = 0;
-    for (; j + 16 <= n; j += 16) {
-        int i = 0;
-        for (; i + 6 <= m; i += 6)
-            nn_rows16(6, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
-        for (; i < m; i++) nn_rows16(1, k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+    _Alignas(32) float panel[NN_KC * 16];
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    if (k == 0) { /* no chain: every output 0 */
+        for (int i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof *c);
+        return;
     }
-    for (; j + 8 <= n; j += 8)
-        for (int i = 0; i < m; i++) {
-            __m256 s = _mm256_setzero_ps();
-            for (int t = 0; t < k; t++)
-                s = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i * lda + t),
-                                    _mm256_loadu_ps(b + t * ldb + j), s);
-            _mm256_storeu_ps(c + i * ldc + j, s);
+    for (int j = 0; j < n; j += 16) {
+        int cols = n - j < 16 ? n - j : 16;
+        /* the last vector's lanes below the columns it holds */
+        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols > 8 ? cols - 8 : cols), lane);
+        for (int t0 = 0; t0 < k; t0 += NN_KC) {
+            int kc = k - t0 < NN_KC ? k - t0 : NN_KC;
+            for (int t = 0; t < kc; t++) {
+                const float *row = b + (long)(t0 + t) * ldb + j;
+                float *p = panel + t * 16;
+                if (cols == 16) {
+                    _mm256_store_ps(p, _mm256_loadu_ps(row));
+                    _mm256_store_ps(p + 8, _mm256_loadu_ps(row + 8));
+                } else {
+                    memcpy(p, row, (size_t)cols * sizeof *p);
+                    memset(p + cols, 0, (size_t)(16 - cols) * sizeof *p);
+                }
+            }
+            if (cols > 8)
+                nn_rows(2, m, kc, a + t0, lda, panel, c + j, ldc, mask, t0 == 0);
+            else
+                nn_rows(1, m, kc, a + t0, lda, panel, c + j, ldc, mask, t0 == 0);
         }
-    for (; j < n; j++)
-        for (int i = 0; i < m; i++) {
-            float s = 0.0f;
-            for (int t = 0; t < k; t++) s = fmaf(a[i * lda + t], b[t * ldb + j], s);
-            c[i * ldc + j] = s;
-        }
+    }
 }
 
 /* The probe (see the table): 12 independent chains of the tiles'
