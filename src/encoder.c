@@ -267,10 +267,18 @@ static long head_scratch(int n, int dh, int bf16) {
 
 /* dst[t * ld + r] = src[r * stride + t] for r < rows, t < dh: a head's
  * rows of keys or positions, transposed so that its products read them as
- * a row-major right-hand side (sgemm_nn). */
+ * a row-major right-hand side (sgemm_nn). In blocks of 16 x 16, so that
+ * each block writes 16 whole cache lines instead of one float of dh. */
 static void transpose_head(float *dst, long ld, const float *src, long stride, int rows, int dh) {
-    for (int r = 0; r < rows; r++)
-        for (int t = 0; t < dh; t++) dst[t * ld + r] = src[r * stride + t];
+    enum { TB = 16 };
+    for (int r0 = 0; r0 < rows; r0 += TB) {
+        int r1 = r0 + TB < rows ? r0 + TB : rows;
+        for (int t0 = 0; t0 < dh; t0 += TB) {
+            int t1 = t0 + TB < dh ? t0 + TB : dh;
+            for (int t = t0; t < t1; t++)
+                for (int r = r0; r < r1; r++) dst[t * ld + r] = src[r * stride + t];
+        }
+    }
 }
 
 /* Relative-position attention for one head. Its three products are the
