@@ -39,14 +39,34 @@ def ordered(m):
     return m["min"] <= m["median"] <= m["max"]
 
 
+# The levels HVISKE_MAX_ISA names (src/kernels/cpu.c), lowest first, each
+# with the flags it adds: a cap leaves out the flags of the levels above it.
+ISA_LEVELS = {
+    "x86": [("portable", set()), ("avx2", {"avx2", "fma", "f16c"}), ("avx_vnni", {"avx_vnni"}),
+            ("avx512", {"avx512f", "avx512bw", "avx512dq", "avx512vl"}),
+            ("avx512_vnni", {"avx512_vnni"}), ("avx512_bf16", {"avx512_bf16"}),
+            ("amx", {"amx_tile", "amx_bf16", "amx_int8"})],
+    "arm": [("portable", set()), ("neon", {"asimd"}), ("dotprod", {"asimddp"}),
+            ("i8mm", {"i8mm"})],
+}
+
+
 def cpu_flags():
     """The CPU's flags as the kernel lists them (x86's "flags", 64-bit
-    ARM's "Features")."""
+    ARM's "Features"), less those above HVISKE_MAX_ISA's level."""
+    flags = set()
     with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
         for line in f:
             if line.startswith("flags") or line.startswith("Features"):
-                return set(line.split())
-    return set()
+                flags = set(line.split())
+                break
+    cap = os.environ.get("HVISKE_MAX_ISA")
+    levels = ISA_LEVELS["arm" if "asimd" in flags else "x86"]
+    names = [name for name, _ in levels]
+    if cap in names:
+        for _, above in levels[names.index(cap) + 1:]:
+            flags -= above
+    return flags
 
 
 def arm_levels(flags):
