@@ -28,24 +28,25 @@ const char *hv_compute_name(hv_compute c) {
     return (unsigned)c <= HV_COMPUTE_BF16 ? compute_names[c] : "?";
 }
 
-/* What `auto` resolves to, per CPU class, best class first: the fastest
- * engine measured on each (docs/KERNELS.md, "What auto picks"). With AMX,
- * oneDNN's bf16 tiles run the encoder's products at ~6x our AVX-512 f32
- * rate; without it bf16 instructions are no faster than f32 FMAs (AVX512-
- * BF16 on a Xeon) or not enough to pay the rounding and lose token
- * exactness, so every other CPU computes in f32 on our kernels (AVX-512,
- * AVX2, VNNI for the block types). */
+/* What `auto` resolves to, per CPU class, first match wins: the fastest
+ * engine measured on each (docs/KERNELS.md, "What auto picks", has the
+ * hosts and figures). With AMX, oneDNN's bf16 tiles run the encoder's
+ * products at ~6x our AVX-512 f32 rate; every other CPU computes in f32 on
+ * our kernels. */
 static const struct {
-    unsigned needs; /* hv_cpu_features bits */
+    unsigned needs;       /* hv_cpu features */
+    hv_cpu_vendor vendor; /* HV_VENDOR_OTHER: any */
     hv_compute compute;
 } auto_rules[] = {
-    {HV_CPU_AMX, HV_COMPUTE_BF16},
-    {0, HV_COMPUTE_F32},
+    {HV_CPU_AMX, HV_VENDOR_OTHER, HV_COMPUTE_BF16},
+    {0, HV_VENDOR_OTHER, HV_COMPUTE_F32},
 };
 
-hv_compute hv_compute_auto(unsigned cpu) {
+hv_compute hv_compute_auto(hv_cpu cpu) {
     size_t i = 0;
-    while ((auto_rules[i].needs & cpu) != auto_rules[i].needs) i++;
+    while ((auto_rules[i].needs & cpu.features) != auto_rules[i].needs ||
+           (auto_rules[i].vendor != HV_VENDOR_OTHER && auto_rules[i].vendor != cpu.vendor))
+        i++;
     return auto_rules[i].compute;
 }
 
@@ -66,12 +67,13 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
     size_t wide = 0; /* bytes of f32 matrices */
     for (int i = 0; i < m->w.n_mats; i++)
         if (m->w.mats[i].m.type == HV_WEIGHTS_F32) wide += hv_mat_bytes(&m->w.mats[i].m);
-    unsigned cpu = hv_cpu_features();
+    hv_cpu host = hv_cpu_host();
+    unsigned cpu = host.features;
     int native = hv_onednn_native_bf16();
-    /* auto's bf16 (AMX) also needs half the matrix bytes in 16-bit types
+    /* auto's bf16 also needs half the matrix bytes in 16-bit types
      * or fewer: an f32 checkpoint keeps f32 */
     int bf16 = want == HV_COMPUTE_BF16 ||
-               (want == HV_COMPUTE_AUTO && native && hv_compute_auto(cpu) == HV_COMPUTE_BF16 &&
+               (want == HV_COMPUTE_AUTO && native && hv_compute_auto(host) == HV_COMPUTE_BF16 &&
                 2 * wide < m->w.mat_bytes);
     m->compute = bf16 ? HV_COMPUTE_BF16 : HV_COMPUTE_F32;
     /* without the engine (no native bf16, or out of memory) bf16 is our

@@ -7,6 +7,7 @@
 #include "audio/frontend.h"
 #include "decoder.h"
 #include "hviske.h"
+#include "kernels/cpu.h"
 #include "kernels/threads.h"
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -44,11 +45,11 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e);
  * q8_0 or q4_0 blocks (not widened for oneDNN). */
 int hv_model_encoder_int8(const hv_model *m);
 
-/* What HV_COMPUTE_AUTO resolves to on a CPU with the features cpu
- * (hv_cpu_features): bf16 with AMX, f32 elsewhere (compute.c has the
- * table and why). hv_model_compute_init also keeps f32 for models whose
- * matrices are mostly f32, and where oneDNN does not multiply bf16. */
-hv_compute hv_compute_auto(unsigned cpu);
+/* What HV_COMPUTE_AUTO resolves to on a CPU (hv_cpu_host, or a row of
+ * the CPU matrix): bf16 with AMX, f32 elsewhere (compute.c has the table and why). hv_model_compute_init
+ * also keeps f32 for models whose matrices are mostly f32, and where
+ * oneDNN does not multiply bf16. */
+hv_compute hv_compute_auto(hv_cpu cpu);
 
 /* Whether the encoder's weight matrices of type `type` are widened to bf16
  * at load (hv_weights_widen_encoder), for a model whose resolved compute

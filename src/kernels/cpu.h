@@ -8,7 +8,12 @@
  * architecture's bits are never set on the other. Detected once;
  * HVISKE_MAX_ISA caps the result, as ONEDNN_MAX_CPU_ISA caps oneDNN, so that
  * tests and comparisons can run a lesser instruction set on a better CPU
- * (docs/KERNELS.md, "Kernel tables"). */
+ * (docs/KERNELS.md, "Kernel tables").
+ *
+ * The decoding is a pure function of the registers (hv_cpu_decode), for
+ * either architecture on any host, so that the test suite runs the
+ * recorded registers of real CPUs through the same code the engine runs
+ * (tests/unit/test_cpu_matrix.c). */
 #ifndef HV_CPU_H
 #define HV_CPU_H
 
@@ -24,24 +29,69 @@ enum {
     HV_CPU_I8MM = 1u << 10,       /* smmla/usmmla (i8mm, Armv8.6-A Int8 matrix multiply) */
 };
 
-/* The features of this CPU as the kernels may use them: detected once,
- * then capped by HVISKE_MAX_ISA (unset or empty: no cap; a value that is
- * not a level's name: no cap either, and hv_cpu_cap_error says so). */
-unsigned hv_cpu_features(void);
+typedef enum hv_cpu_arch { HV_ARCH_OTHER, HV_ARCH_X86_64, HV_ARCH_ARM64 } hv_cpu_arch;
 
-/* What the CPU and the OS allow, before any cap. */
+/* Who made an x86 CPU (CPUID leaf 0's string): `auto` follows figures
+ * measured per class, and the same instructions run at different rates on
+ * different vendors' cores (AVX512-BF16: 2x f32 on AMD Zen 4 and 5, slower
+ * than f32 on Intel without AMX). */
+typedef enum hv_cpu_vendor { HV_VENDOR_OTHER, HV_VENDOR_INTEL, HV_VENDOR_AMD } hv_cpu_vendor;
+
+/* What the detector reads. x86-64: CPUID leaf 0 (EAX, and the vendor
+ * string in EBX, EDX, ECX), leaf 1 (EAX, ECX), leaf 7 subleaf 0 (EBX,
+ * ECX, EDX) and subleaf 1 (EAX), each 0 where the CPU reports no such
+ * leaf, and XCR0 (0 without OSXSAVE). 64-bit ARM: Linux's AT_HWCAP and
+ * AT_HWCAP2. */
+typedef struct hv_cpu_regs {
+    hv_cpu_arch arch;
+    unsigned max_leaf, vendor_ebx, vendor_edx, vendor_ecx;
+    unsigned leaf1_eax, leaf1_ecx;
+    unsigned leaf7_ebx, leaf7_ecx, leaf7_edx, leaf7_1_eax;
+    unsigned long long xcr0;
+    unsigned long long hwcap, hwcap2;
+} hv_cpu_regs;
+
+/* A CPU as the engine sees it: its architecture, its vendor, and the
+ * feature bits above. */
+typedef struct hv_cpu {
+    hv_cpu_arch arch;
+    hv_cpu_vendor vendor;
+    unsigned features;
+} hv_cpu;
+
+/* The CPU the registers describe (a pure function). */
+hv_cpu hv_cpu_decode(const hv_cpu_regs *r);
+
+/* This CPU: detected once, then capped by HVISKE_MAX_ISA (unset or empty:
+ * no cap; a value that is not a level's name: no cap either, and
+ * hv_cpu_cap_error says so). */
+hv_cpu hv_cpu_host(void);
+
+/* hv_cpu_host().features, and the same before any cap. */
+unsigned hv_cpu_features(void);
 unsigned hv_cpu_detected(void);
 
-/* The features a level's name allows: 0 and *mask set, or -1 for a name
- * that is not one of this architecture's levels. x86-64: "portable",
- * "avx2", "avx_vnni", "avx512", "avx512_vnni", "avx512_bf16", "amx" (each
- * includes the ones before it, except that "avx512" has no VNNI); 64-bit
- * ARM: "portable", "neon", "dotprod", "i8mm" (each includes the ones
- * before it); elsewhere "portable" alone. */
-int hv_cpu_level_parse(const char *name, unsigned *mask);
+/* The levels HVISKE_MAX_ISA names on an architecture, best last: the name
+ * of level i, or NULL past the last. x86-64: "portable", "avx2",
+ * "avx_vnni", "avx512", "avx512_vnni", "avx512_bf16", "amx"; 64-bit ARM:
+ * "portable", "neon", "dotprod", "i8mm"; elsewhere "portable" alone. */
+const char *hv_cpu_level_at(hv_cpu_arch arch, int i);
 
-/* The name of the best level whose features all lie within `features`
- * (down to "portable"), as hv_cpu_level_parse reads it. */
+/* The features a level's name lets through as a cap: 0 and *mask set, or
+ * -1 for a name that is not one of the architecture's levels. A level lets
+ * through the features of the levels before it, except that "avx512"
+ * lets no VNNI through; it removes what is above it and keeps what a CPU
+ * of that level may have beside it (a CPU at "avx512_bf16" keeps AVX-VNNI
+ * if it has it: Zen 5 has, Zen 4 has not). So capping a CPU at its own
+ * level (hv_cpu_level_name) leaves its features as they are. */
+int hv_cpu_level_parse_on(hv_cpu_arch arch, const char *name, unsigned *mask);
+
+/* The name of the best level of the architecture whose features all lie
+ * within `features` (down to "portable"). */
+const char *hv_cpu_level_name_on(hv_cpu_arch arch, unsigned features);
+
+/* The same for this build's architecture. */
+int hv_cpu_level_parse(const char *name, unsigned *mask);
 const char *hv_cpu_level_name(unsigned features);
 
 /* NULL when HVISKE_MAX_ISA is unset or names a level; else a message that

@@ -369,22 +369,55 @@ void hv_mat_row_f32(const hv_mat *m, int row, float *dst) {
 
 /* ------------------------------------------------------ kernel choice */
 
-/* The tables, best first, with the features each needs (cpu.h). */
-static int tables_for(unsigned cpu, const hv_mm_kernels **out, int max) {
-    int n = 0;
+/* The tables, best first, with every feature each needs (cpu.h): the one
+ * list that both the choice here and hv_mm_table_for read. */
+static const struct {
+    unsigned needs;
+    const char *name;
+} table_rows[] = {
+    {HV_CPU_AVX2 | HV_CPU_AVX512 | HV_CPU_AVX512_VNNI, "avx512_vnni"},
+    {HV_CPU_AVX2 | HV_CPU_AVX512, "avx512"},
+    {HV_CPU_AVX2 | HV_CPU_AVX_VNNI, "avx_vnni"},
+    {HV_CPU_AVX2, "avx2"},
+    {HV_CPU_NEON | HV_CPU_DOTPROD | HV_CPU_I8MM, "i8mm"},
+    {HV_CPU_NEON | HV_CPU_DOTPROD, "dotprod"},
+    {HV_CPU_NEON, "neon"},
+    {0, "scalar"},
+};
+#define N_TABLE_ROWS (int)(sizeof table_rows / sizeof table_rows[0])
+
+/* Row i's table in this build, or NULL where it is another
+ * architecture's. */
+static const hv_mm_kernels *table_of_row(int i) {
+    switch (i) {
 #ifdef HV_MM_HAVE_AVX2
-    if ((cpu & HV_CPU_AVX512_VNNI) && n < max) out[n++] = hv_mm_avx512(1);
-    if ((cpu & HV_CPU_AVX512) && n < max) out[n++] = hv_mm_avx512(0);
-    if ((cpu & HV_CPU_AVX_VNNI) && n < max) out[n++] = hv_mm_avx_vnni();
-    if ((cpu & HV_CPU_AVX2) && n < max) out[n++] = &hv_mm_avx2;
+        case 0: return hv_mm_avx512(1);
+        case 1: return hv_mm_avx512(0);
+        case 2: return hv_mm_avx_vnni();
+        case 3: return &hv_mm_avx2;
 #endif
 #ifdef HV_MM_HAVE_NEON
-    if ((cpu & HV_CPU_I8MM) && n < max) out[n++] = hv_mm_i8mm();
-    if ((cpu & HV_CPU_DOTPROD) && n < max) out[n++] = hv_mm_dotprod();
-    if ((cpu & HV_CPU_NEON) && n < max) out[n++] = &hv_mm_neon;
+        case 4: return hv_mm_i8mm();
+        case 5: return hv_mm_dotprod();
+        case 6: return &hv_mm_neon;
 #endif
-    (void)cpu;
-    if (n < max) out[n++] = &hv_mm_scalar;
+        case N_TABLE_ROWS - 1: return &hv_mm_scalar;
+        default: return NULL;
+    }
+}
+
+const char *hv_mm_table_for(unsigned features) {
+    int i = 0;
+    while ((table_rows[i].needs & features) != table_rows[i].needs) i++;
+    return table_rows[i].name;
+}
+
+static int tables_for(unsigned cpu, const hv_mm_kernels **out, int max) {
+    int n = 0;
+    for (int i = 0; i < N_TABLE_ROWS && n < max; i++) {
+        const hv_mm_kernels *t = table_of_row(i);
+        if (t && (table_rows[i].needs & cpu) == table_rows[i].needs) out[n++] = t;
+    }
     return n;
 }
 

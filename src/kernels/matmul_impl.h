@@ -324,6 +324,13 @@ const hv_mm_kernels *hv_mm_i8mm(void);
  * many there are. The tests run each against the portable one. */
 int hv_mm_tables(const hv_mm_kernels **out, int max);
 
+/* The name of the table a CPU with these features (cpu.h) runs: the first
+ * of "avx512_vnni", "avx512", "avx_vnni", "avx2", "i8mm", "dotprod", "neon"
+ * whose features it has all of, else "scalar"; for either architecture on
+ * any host (the CPU matrix test). hv_mm_best()->name is
+ * hv_mm_table_for(hv_cpu_features()). */
+const char *hv_mm_table_for(unsigned features);
+
 /* The best table this CPU runs other than the portable one, or NULL (no
  * AVX2 + FMA + F16C on x86, no Advanced SIMD on ARM, another architecture,
  * or capped to portable). Chosen once. */

@@ -383,21 +383,51 @@ static const hv_ops_kernels ops_avx512 = {.name = "avx512",
 
 static const hv_ops_kernels ops_portable = {.name = "portable"};
 
+/* The element-wise tables, portable first, with every feature each needs
+ * (cpu.h): AVX2 (on the matrix kernels' AVX2, FMA and F16C), then
+ * AVX-512F; or NEON. The one list that the choice here and
+ * hv_ops_table_for read. */
+static const struct {
+    unsigned needs;
+    const char *name;
+} ops_rows[] = {
+    {0, "portable"},
+    {HV_CPU_AVX2, "avx2"},
+    {HV_CPU_AVX2 | HV_CPU_AVX512, "avx512"},
+    {HV_CPU_NEON, "neon"},
+};
+#define N_OPS_ROWS (int)(sizeof ops_rows / sizeof ops_rows[0])
+
+static const hv_ops_kernels *ops_of_row(int i) {
+    switch (i) {
+        case 0: return &ops_portable;
+#ifdef HV_MM_HAVE_AVX2
+        case 1: return &ops_avx2;
+        case 2: return &ops_avx512;
+#endif
+#ifdef HV_MM_HAVE_NEON
+        case 3: return &hv_ops_neon;
+#endif
+        default: return NULL;
+    }
+}
+
+const char *hv_ops_table_for(unsigned features) {
+    const char *best = ops_rows[0].name;
+    for (int i = 1; i < N_OPS_ROWS; i++)
+        if ((ops_rows[i].needs & features) == ops_rows[i].needs) best = ops_rows[i].name;
+    return best;
+}
+
 /* The tables this CPU runs (cpu.h; HVISKE_MAX_ISA caps them), portable
- * first: AVX2 (on the matrix kernels' AVX2, FMA and F16C), then AVX-512F;
- * or NEON. Into out[3]; returns how many. */
+ * first, into out[3]; returns how many. */
 static int ops_tables(const hv_ops_kernels *out[3]) {
     unsigned f = hv_cpu_features();
     int n = 0;
-    out[n++] = &ops_portable;
-#ifdef HV_MM_HAVE_AVX2
-    if (f & HV_CPU_AVX2) out[n++] = &ops_avx2;
-    if ((f & HV_CPU_AVX2) && (f & HV_CPU_AVX512)) out[n++] = &ops_avx512;
-#endif
-#ifdef HV_MM_HAVE_NEON
-    if (f & HV_CPU_NEON) out[n++] = &hv_ops_neon;
-#endif
-    (void)f;
+    for (int i = 0; i < N_OPS_ROWS && n < 3; i++) {
+        const hv_ops_kernels *t = ops_of_row(i);
+        if (t && (ops_rows[i].needs & f) == ops_rows[i].needs) out[n++] = t;
+    }
     return n;
 }
 

@@ -42,6 +42,10 @@ int hv_ops_level(void);
 /* The name of a level ("portable", "avx2", "avx512", "neon"; above the
  * best: the best's). */
 const char *hv_ops_level_name(int level);
+/* The name of the best level a CPU with these features (cpu.h) runs, for
+ * either architecture on any host (the CPU matrix test):
+ * hv_ops_level_name(hv_ops_level()) is hv_ops_table_for(hv_cpu_features()). */
+const char *hv_ops_table_for(unsigned features);
 
 /* The functions above at a given level (at most hv_ops_level(): a higher
  * one runs the best there is), for the tests and the benchmark. */
