@@ -30,15 +30,18 @@ const char *hv_compute_name(hv_compute c) {
 
 /* What `auto` resolves to, per CPU class, first match wins: the fastest
  * engine measured on each (docs/KERNELS.md, "What auto picks", has the
- * hosts and figures). With AMX, oneDNN's bf16 tiles run the encoder's
- * products at ~6x our AVX-512 f32 rate; every other CPU computes in f32 on
- * our kernels. */
+ * hosts and figures). Native bf16 (oneDNN) where it was measured at least
+ * 1.3x faster than f32 on the encoder: AMX tiles (~6x our AVX-512 f32),
+ * and AMD's AVX512-BF16 (Zen 4: 1.77x, Zen 5: 2x, vdpbf16ps doing twice an
+ * FMA's multiply-adds). Intel's AVX512-BF16 without AMX was slower than
+ * f32, and no other CPU multiplies bf16 natively: f32 on our kernels. */
 static const struct {
     unsigned needs;       /* hv_cpu features */
     hv_cpu_vendor vendor; /* HV_VENDOR_OTHER: any */
     hv_compute compute;
 } auto_rules[] = {
     {HV_CPU_AMX, HV_VENDOR_OTHER, HV_COMPUTE_BF16},
+    {HV_CPU_AVX512_BF16, HV_VENDOR_AMD, HV_COMPUTE_BF16},
     {0, HV_VENDOR_OTHER, HV_COMPUTE_F32},
 };
 

@@ -355,8 +355,9 @@ class Model:
     threads). `threads`: worker threads per transcription (None: all
     cores); `weight_type`: "auto" (the checkpoint's own), "f32", "f16",
     "bf16", "q8_0" or "q4_0"; `compute`: "auto" (bf16 on a CPU with AMX
-    and weights of 16 bits or fewer, else f32), "f32" or
-    "bf16" (docs/KERNELS.md). `library`: the libhviske file to use (default:
+    or AMD's AVX512-BF16, Zen 4 and 5, and weights of 16 bits or fewer,
+    else f32), "f32" (token for token the f32 reference) or "bf16"
+    (docs/KERNELS.md). `library`: the libhviske file to use (default:
     $HVISKE_LIBRARY, else the installed one); `vad_model`: the speech
     detector's directory (default: $HVISKE_VAD_MODEL, else the one
     installed with the library, else the source tree's when the library is

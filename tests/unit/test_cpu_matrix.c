@@ -55,16 +55,16 @@ static const cpu_row rows[] = {
     /* Zen 4: AVX-512 F/CD/BW/DQ/VL, VNNI, BF16; no AVX-VNNI, no AMX */
     {"AMD EPYC 9004 (Zen 4, Genoa)", /* AuthenticAMD0A10F11_K19_Genoa_01_CPUID.txt */
      X86(0x10, AMD, 0x00a10f11, 0x7efa320b, 0xf1bf97a9, 0x00415fce, 0x10000010, 0x20, 0x2e7),
-     "avx512_bf16", "avx512_vnni", "avx512", F32, 0,
+     "avx512_bf16", "avx512_vnni", "avx512", BF16, 0,
      "portable avx2 avx2 avx512 avx512_vnni avx512_bf16 avx512_bf16"},
     {"AMD Ryzen 7000 (Zen 4, Raphael)", /* AuthenticAMD0A60F12_K19_Raphael_01_CPUID.txt */
      X86(0x10, AMD, 0x00a60f12, 0x7ef8320b, 0xf1bf97a9, 0x00405fce, 0x10000010, 0x20, 0x2e7),
-     "avx512_bf16", "avx512_vnni", "avx512", F32, 0,
+     "avx512_bf16", "avx512_vnni", "avx512", BF16, 0,
      "portable avx2 avx2 avx512 avx512_vnni avx512_bf16 avx512_bf16"},
     /* Zen 5: Zen 4's set and AVX-VNNI */
     {"AMD EPYC 9005 (Zen 5, Turin)", /* AuthenticAMD0B00F21_K20_Turin_01_CPUID.txt */
      X86(0x10, AMD, 0x00b00f21, 0x7efa320b, 0xf1bf97ab, 0x19415fce, 0x10000110, 0x30, 0x2e7),
-     "avx512_bf16", "avx512_vnni", "avx512", F32, 0,
+     "avx512_bf16", "avx512_vnni", "avx512", BF16, 0,
      "portable avx2 avx_vnni avx512 avx512_vnni avx512_bf16 avx512_bf16"},
     /* Intel Xeon: Skylake-SP AVX-512 without VNNI; Cascade Lake and Ice
      * Lake-SP with AVX512-VNNI, no BF16, no AVX-VNNI */

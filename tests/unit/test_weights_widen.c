@@ -153,13 +153,15 @@ static void test_decision(void) {
                     n += got;
                 }
     CHECK_MSG(n == 2, "two combinations widen (bf16 compute on oneDNN with AMX, q8_0 and q4_0)");
-    /* auto: bf16 with AMX only, on every vendor (the CPU matrix test has
-     * the real CPUs) */
+    /* auto: bf16 with AMX, and with AVX512-BF16 on AMD; Intel's
+     * AVX512-BF16 without AMX computes in f32 (the CPU matrix test has the
+     * real CPUs) */
     const hv_cpu_vendor vendors[] = {HV_VENDOR_INTEL, HV_VENDOR_AMD, HV_VENDOR_OTHER};
     for (size_t v = 0; v < 3; v++)
         for (size_t u = 0; u < sizeof cpus / sizeof cpus[0]; u++) {
             hv_cpu cpu = {HV_ARCH_X86_64, vendors[v], cpus[u]};
-            int bf16 = (cpus[u] & HV_CPU_AMX) != 0;
+            int bf16 = (cpus[u] & HV_CPU_AMX) ||
+                       (vendors[v] == HV_VENDOR_AMD && (cpus[u] & HV_CPU_AVX512_BF16));
             CHECK_MSG(hv_compute_auto(cpu) == (bf16 ? HV_COMPUTE_BF16 : HV_COMPUTE_F32),
                       "auto on %s, vendor %d: %s", hv_cpu_level_name(cpus[u]), (int)vendors[v],
                       hv_compute_name(hv_compute_auto(cpu)));
