@@ -269,6 +269,13 @@ typedef struct attn_job {
 
 /* One (row, head): scaled dot-product attention over the sequence's cached
  * positions (causal: up to the row's own) or over the valid encoder frames. */
+/* The pool for an attention job of rows x heads rows over n_keys keys,
+ * or NULL (the caller alone) where the job is too small to pay for waking
+ * a worker: below hv_linear's 2e5 flops, as for a small checkpoint. */
+static hv_pool *attn_pool(hv_pool *pool, int rows, int heads, int n_keys, int dh) {
+    return 4.0 * rows * heads * n_keys * dh < 2e5 ? NULL : pool;
+}
+
 static void attn_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     const attn_job *j = arg;
@@ -352,9 +359,12 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
     long cols = c->dec_max_seq > dec->n_enc ? c->dec_max_seq : dec->n_enc;
     if (ensure_rows(dec, rows) || grow(&dec->scores, &dec->scores_cap, rows * H * cols))
         return hv_err(e, HV_ERR_NOMEM, "out of memory in the decoder");
-    for (int i = 0; i < n_seq; i++)
+    int self_keys = 0; /* the longest self-attention row's keys */
+    for (int i = 0; i < n_seq; i++) {
         if (prepare_append(dec, seqs[i], n_tok))
             return hv_err(e, HV_ERR_NOMEM, "out of memory for the decoder cache");
+        if (dec->seq_len[seqs[i]] + n_tok > self_keys) self_keys = dec->seq_len[seqs[i]] + n_tok;
+    }
 
     /* token embedding + stored sinusoidal positions, then LayerNorm */
     for (int r = 0; r < rows; r++) {
@@ -384,14 +394,14 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
         hv_linear_many(pool, rows, dec->norm, 3, qkv, qkv_b, qkv_y);
         store_cache(dec, &j, rows, dec->kv, 0);
         store_cache(dec, &j, rows, dec->tmp, 1);
-        hv_pool_run(pool, rows * H, attn_task, &j);
+        hv_pool_run_short(attn_pool(pool, rows, H, self_keys, h / H), rows * H, attn_task, &j);
         hv_linear_add(pool, dec->x, dec->tmp, dec->ctx, rows, &y->so, y->so_b, 1.0f);
 
         /* cross-attention over the valid encoder frames */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln2_w, y->ln2_b, HV_LN_EPS);
         hv_linear(pool, dec->q, dec->norm, rows, &y->cq, y->cq_b);
         j.cross = 1;
-        hv_pool_run(pool, rows * H, attn_task, &j);
+        hv_pool_run_short(attn_pool(pool, rows, H, dec->enc_len, h / H), rows * H, attn_task, &j);
         hv_linear_add(pool, dec->x, dec->tmp, dec->ctx, rows, &y->co, y->co_b, 1.0f);
 
         /* ReLU feed-forward */

@@ -737,7 +737,10 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
     if ((W->type == HV_WEIGHTS_Q8_0 || W->type == HV_WEIGHTS_Q4_0) && !job.tiled &&
         (xq_buf = q8_act_new(k, &xq, x, n, W->cols)))
         job.xq = &xq;
-    hv_pool_run(pool, tasks, linear_task, &job);
+    if (job.tiled)
+        hv_pool_run(pool, tasks, linear_task, &job);
+    else
+        hv_pool_run_short(pool, tasks, linear_task, &job);
     free(xq_buf);
     if (ep) hv_epilogue_run(ep, y, ep->residual, (long)n * W->rows);
 }
@@ -822,7 +825,7 @@ static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *
     if (quantized && !(buf = q8_act_new(k, &xq, x, n, g.o.cols))) return -1;
     g.xq = quantized ? &xq : NULL;
     int tasks = hv_pool_size(pool) < g.o.n_chunks ? hv_pool_size(pool) : g.o.n_chunks;
-    hv_pool_run(pool, tasks, gemv_many_task, &g);
+    hv_pool_run_short(pool, tasks, gemv_many_task, &g);
     free(buf);
     return 0;
 }

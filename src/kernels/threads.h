@@ -21,6 +21,13 @@ int hv_pool_size(const hv_pool *pool);
  * returns when all are done. pool NULL runs everything on the caller. */
 void hv_pool_run(hv_pool *pool, int n_tasks, hv_task_fn fn, void *arg);
 
+/* The same for a short job (well under a millisecond: the decoder's
+ * products and attention of a step): after a worker held such a job up
+ * for longer than it was worth, as on a machine where other processes
+ * take the cores, the next short jobs run on the caller alone for a while
+ * (threads.c, "back-off"). The same results either way. */
+void hv_pool_run_short(hv_pool *pool, int n_tasks, hv_task_fn fn, void *arg);
+
 /* Scratch memory owned by the pool: one buffer per slot, slots 0 ..
  * hv_pool_size(pool) + 1 (task indices, one more for a job's shared data,
  * and HV_POOL_SLOT_INPUT(pool) for the input a caller prepares for a job),
