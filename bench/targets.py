@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Issue #17's (default), #39's (--issue 39) or #50's (--issue 50) speed
-targets, or issue #54's ARM figures (--issue 54), measured in one run with
-hviske-bench.
+"""Issue #17's (default), #39's (--issue 39), #50's (--issue 50) or #58's
+(--issue 58) speed targets, or issue #54's ARM figures (--issue 54),
+measured in one run with hviske-bench.
 
     bench/targets.py --model /tmp/full-bf16 [--q8-model /tmp/full-q8x8]
         --clip30 clip30.wav --clip10 clip10.wav [--bench build/hviske-bench]
-        [--threads 2] [--rounds 3] [--issue 17|39|50|54] [--pytorch]
+        [--threads 2] [--rounds 3] [--issue 17|39|50|54|58] [--pytorch]
 
 For a full-size model (bench/make_full_model.py) and clips of about 30 s
 and 10 s of speech, one chunk each (--chunking none):
@@ -47,6 +47,20 @@ figures against the same targets):
     --rounds rounds (<= 1.03x);
   * a decoder step against the bound of the measured read bandwidth, for
     both weight types (<= 1.3x).
+
+--issue 58 (every CPU class; the time targets are a Zen 4's, by the same
+ratio elsewhere):
+  * the encoder with the default options, 30 s and 10 s, of the checkpoint
+    (bf16: <= 3.9 s, <= 1.3 s) and the 30 s of q8_0 (<= 2.3 s), with the
+    compute mode and kernels that ran;
+  * the default 30 s encoder against the bound of the best matrix rate
+    hviske has on the encoder's shapes, measured in the same run (--peak
+    in --compute f32 and in --compute bf16: our f32 kernels, oneDNN's bf16
+    where the CPU multiplies bf16 natively): the encoder's FLOPs over that
+    rate (target: within 1.15x);
+  * with --pytorch, PyTorch bf16's 30 s encoder over hviske's default in
+    the same run (>= 1.25x);
+  * issue 50's decoder steps.
 
 --issue 54 (for a 64-bit ARM host; docs/PERFORMANCE.md, "ARM64"): the
 encoders of both clips for the checkpoint and q8_0, by default and with
@@ -247,6 +261,49 @@ def decoder_steps(a, models):
              f"{r['min']:.2f}x", f"{r['max']:.2f}x", "<= 1.3x", r["median"] <= 1.3)
 
 
+def issue58(a, q8):
+    """Issue 58's targets: the default everywhere near the best matrix rate
+    the CPU gives hviske."""
+    print(f"kernel levels of this CPU: {', '.join(cpu_levels()) or 'portable'}")
+    print("| figure | median | range | target | |")
+    print("| --- | --- | --- | --- | --- |")
+    default30 = None
+    for label, args, targets in (("bf16 checkpoint", [a.model], ((a.clip30, "30 s", 3.9),
+                                                                  (a.clip10, "10 s", 1.3))),
+                                 ("q8_0", q8, ((a.clip30, "30 s", 2.3),))):
+        for clip, name, target in targets:
+            o = bench(a, *args, "--max-tokens", "1", "--runs", "3", "--warmup", "1", clip)
+            f = o["files"][0]
+            e = f["encoder_ms"]
+            if label == "bf16 checkpoint" and name == "30 s":
+                default30 = f
+            line(f"encoder, {label}, {name}, default options: compute {o['compute']}, gemm "
+                 f"{o['gemm']} ({f['encoder_gflops']['median']:.0f} GFLOP/s; busy "
+                 f"{f['busy_share']['median']:.0%})", f"{e['median'] / 1e3:.2f} s",
+                 f"{e['min'] / 1e3:.2f}", f"{e['max'] / 1e3:.2f}", f"<= {target} s",
+                 e["median"] / 1e3 <= target)
+    rates = {}
+    for c in ("f32", "bf16"):
+        o = bench(a, a.model, "--compute", c, "--max-tokens", "1", "--runs", "1", "--warmup", "1",
+                  "--peak", a.clip30)
+        rates[f"{c} ({o['gemm']})"] = o["files"][0]["gemm_peak_gflops"]
+    best = max(rates, key=lambda k: rates[k])
+    gflop = default30["encoder_gflops"]["median"] * default30["encoder_ms"]["median"] / 1e3
+    bound = gflop / rates[best]
+    t = default30["encoder_ms"]["median"] / 1e3
+    line(f"default 30 s encoder ({t:.2f} s, {gflop:.0f} GFLOP) over the bound of the best rate on "
+         f"its shapes, {best} at {rates[best]:.0f} GFLOP/s ({bound:.2f} s; "
+         + ", ".join(f"{k} {v:.0f}" for k, v in rates.items()) + ")", f"{t / bound:.2f}x", "", "",
+         "<= 1.15x", t / bound <= 1.15)
+    if a.pytorch:
+        ref, ours = pytorch_bf16(a, a.clip30)
+        line(f"PyTorch bf16 encoder, 30 s ({ref / 1e3:.2f} s) over hviske's default "
+             f"({ours / 1e3:.2f} s) in the same run", f"{ref / ours:.2f}x", "", "", ">= 1.25x",
+             ref / ours >= 1.25)
+    decoder_steps(a, [("bf16 checkpoint", [a.model]), ("q8_0", q8)])
+    return 0
+
+
 def issue54(a, q8):
     """Issue 54's figures, for a 64-bit ARM host (no targets of their own
     yet): the encoder of both clips for the checkpoint and q8_0 with the
@@ -282,7 +339,7 @@ def main():
     ap.add_argument("--clip10", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--issue", type=int, choices=[17, 39, 50, 54], default=17)
+    ap.add_argument("--issue", type=int, choices=[17, 39, 50, 54, 58], default=17)
     ap.add_argument("--pytorch", action="store_true",
                     help="--issue 39, 50: also time the PyTorch reference in bf16")
     a = ap.parse_args()
@@ -293,6 +350,8 @@ def main():
         return issue50(a, q8)
     if a.issue == 54:
         return issue54(a, q8)
+    if a.issue == 58:
+        return issue58(a, q8)
 
     print("| figure | median | range | target | |")
     print("| --- | --- | --- | --- | --- |")
