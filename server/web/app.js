@@ -186,17 +186,7 @@ $("key-form").addEventListener("submit", (ev) => {
   setKey(k);
   $("key-panel").hidden = true;
   clearError();
-  /* On a touch screen the keys of the hint mean nothing: "tap", no keys
- * (also found by the first touch, where the media query cannot tell). */
-function touchHint() {
-  document.body.dataset.touch = "1";
-  $("hint-action").textContent = "Tap";
-}
-if (window.matchMedia("(pointer: coarse)").matches) touchHint();
-window.addEventListener("pointerdown", (ev) => { if (ev.pointerType === "touch") touchHint(); },
-                        { passive: true });
-
-loadModel();
+  loadModel();
 });
 
 $("key-change").addEventListener("click", () => askKey("Enter the API key for this server."));

@@ -566,6 +566,19 @@ def test_key(b, tmp, wav):
     try:
         r = request(srv.port, "GET", "/")
         report("--api-key: the page itself needs no key", r.status == 200, str(r))
+        # count the page's global pointer listeners and model requests
+        b.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+            window.hvCount = {pointerdown: 0, models: 0};
+            const add = window.addEventListener;
+            window.addEventListener = function (type, ...rest) {
+              if (type === "pointerdown") window.hvCount.pointerdown++;
+              return add.call(this, type, ...rest);
+            };
+            const f = window.fetch;
+            window.fetch = function (url, ...rest) {
+              if (String(url).includes("v1/models")) window.hvCount.models++;
+              return f.call(this, url, ...rest);
+            };"""})
         b.open(srv.port)
         asked = b.wait("return !document.getElementById('key-panel').hidden")
         b.screenshot(os.path.join(BINARY_DIR, "web-page-key.png"))
@@ -583,6 +596,9 @@ def test_key(b, tmp, wav):
         b.el("key-form").submit()
         report("the right key: the page is ready",
                b.ready() and b.js("return document.getElementById('key-panel').hidden"), "")
+        counts = b.js("return window.hvCount")
+        report("two key entries: one global pointer listener, one model request per load and "
+               "per key", counts == {"pointerdown": 1, "models": 3}, f"{counts}")
         report("the key is kept in sessionStorage only",
                b.js("return sessionStorage.getItem('hviske-api-key')") == "sesame-7" and
                b.js("return localStorage.length") == 0 and
