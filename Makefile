@@ -21,7 +21,8 @@
 #               the demo transcript against make build's) under
 #               qemu-aarch64-static (docs/TESTING.md, "ARM64")
 #   make run    build and transcribe the bundled example
-#   make format reformat every C file as .clang-format says (the tests check it)
+#   make format reformat every C file and the web page's JavaScript as
+#               .clang-format says (the tests check it)
 #   make fuzz   build the libFuzzer targets of tests/fuzz (clang, ASan, UBSan)
 #               and run each for FUZZ_SECONDS seconds (default 30; longer
 #               runs: make fuzz FUZZ_SECONDS=3600); FUZZ_TARGETS picks some
@@ -99,7 +100,7 @@ fuzz: test-deps build
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(BUILD) $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
-	clang-format -i --style=file $$(find src include cli server tools research tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print)
+	clang-format -i --style=file $$(find src include cli server tools research tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print) server/web/*.js
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(ARM64_BUILD) $(FUZZ_BUILD)

@@ -16,35 +16,43 @@ const KEY_STORE = "hviske-api-key";
 const $ = (id) => document.getElementById(id);
 
 const state = {
-  model: null,        // the /v1/models entry
-  file: null,         // {blob, name, size, duration}
-  url: null,          // object URL of the file, for the player
-  busy: false,        // a transcription is running
-  run: 0,             // counts transcriptions: stale answers are dropped
-  text: "",           // the transcript (done event)
-  downloads: {},      // txt, srt, vtt, json bodies of the done event
-  job: null,          // {file, options} of the transcript shown
-  words: [],          // [{el, start, end}] in time order
-  current: -1,        // index of the highlighted word
+  model: null,    // the /v1/models entry
+  file: null,     // {blob, name, size, duration}
+  url: null,      // object URL of the file, for the player
+  busy: false,    // a transcription is running
+  run: 0,         // counts transcriptions: stale answers are dropped
+  text: "",       // the transcript (done event)
+  downloads: {},  // txt, srt, vtt, json bodies of the done event
+  job: null,      // {file, options} of the transcript shown
+  words: [],      // [{el, start, end}] in time order
+  current: -1,    // index of the highlighted word
   recorder: null,
 };
 
 /* ------------------------------------------------------------ helpers */
 
 function apiKey() {
-  try { return sessionStorage.getItem(KEY_STORE) || ""; } catch (e) { return ""; }
+  try {
+    return sessionStorage.getItem(KEY_STORE) || "";
+  } catch (e) {
+    return "";
+  }
 }
 
 function setKey(k) {
   try {
-    if (k) sessionStorage.setItem(KEY_STORE, k); else sessionStorage.removeItem(KEY_STORE);
-  } catch (e) { /* storage refused: the key lives as long as the page */ }
+    if (k)
+      sessionStorage.setItem(KEY_STORE, k);
+    else
+      sessionStorage.removeItem(KEY_STORE);
+  } catch (e) { /* storage refused: the key lives as long as the page */
+  }
   state.keyFallback = k;
 }
 
 function headers() {
   const k = apiKey() || state.keyFallback || "";
-  return k ? { Authorization: "Bearer " + k } : {};
+  return k ? {Authorization: "Bearer " + k} : {};
 }
 
 function formatBytes(n) {
@@ -73,7 +81,7 @@ function clockDuration(s) {
 
 function languageName(code) {
   try {
-    const n = new Intl.DisplayNames([navigator.language || "en"], { type: "language" }).of(code);
+    const n = new Intl.DisplayNames([navigator.language || "en"], {type: "language"}).of(code);
     return n && n !== code ? `${n} (${code})` : code;
   } catch (e) {
     return code;
@@ -89,7 +97,10 @@ function baseName(name) {
  * can do about it. */
 async function answerError(res) {
   let body = null;
-  try { body = await res.json(); } catch (e) { /* not JSON */ }
+  try {
+    body = await res.json();
+  } catch (e) { /* not JSON */
+  }
   const err = (body && body.error) || {};
   const msg = typeof err.message === "string" ? err.message : "";
   const e = new Error(msg || `the server answered ${res.status}`);
@@ -105,30 +116,40 @@ function explain(e) {
   const limits = state.model || {};
   switch (e.status) {
     case 401:
-      return ["The server did not accept the API key.",
-              "Enter the key the server was started with (--api-key)."];
+      return [
+        "The server did not accept the API key.",
+        "Enter the key the server was started with (--api-key)."
+      ];
     case 413:
       if (e.code === "audio_too_long")
-        return ["The audio is too long for this server.",
-                `It takes at most ${formatDuration(limits.max_audio_seconds)} of audio ` +
-                `(the server's --max-audio-seconds option raises that). ${e.detail}`];
-      return ["The file is too large for this server.",
-              `It takes files of at most ${limits.max_upload_mb || "?"} MiB ` +
-              `(the server's --max-upload-mb option raises that). ${e.detail}`];
+        return [
+          "The audio is too long for this server.",
+          `It takes at most ${formatDuration(limits.max_audio_seconds)} of audio ` +
+              `(the server's --max-audio-seconds option raises that). ${e.detail}`
+        ];
+      return [
+        "The file is too large for this server.",
+        `It takes files of at most ${limits.max_upload_mb || "?"} MiB ` +
+            `(the server's --max-upload-mb option raises that). ${e.detail}`
+      ];
     case 400:
       if (e.code === "too_many_channels")
-        return ["The audio has more channels than this server takes.",
-                `Mix it down to fewer channels (to mono, for example). ${e.detail}`];
+        return [
+          "The audio has more channels than this server takes.",
+          `Mix it down to fewer channels (to mono, for example). ${e.detail}`
+        ];
       if (e.param === "file")
-        return ["The file could not be read as audio.",
-                `Choose a WAV, FLAC, OGG/Opus or MP3 file. ${e.detail}`];
+        return [
+          "The file could not be read as audio.",
+          `Choose a WAV, FLAC, OGG/Opus or MP3 file. ${e.detail}`
+        ];
       return ["The server refused the request.", e.detail];
     case 503: {
       const s = parseInt(e.retryAfter || "", 10);
       const wait = s > 0 ? s : 1;
       const at = new Date(Date.now() + wait * 1000).toLocaleTimeString();
-      const what = e.code === "shutting_down" ? "The server is shutting down."
-                                               : "The server is busy.";
+      const what =
+          e.code === "shutting_down" ? "The server is shutting down." : "The server is busy.";
       return [`${what} Try again in ${wait} second${wait === 1 ? "" : "s"} (at ${at}).`, e.detail];
     }
     case 0:
@@ -147,7 +168,9 @@ function showError(title, detail) {
   $("error").hidden = false;
 }
 
-function clearError() { $("error").hidden = true; }
+function clearError() {
+  $("error").hidden = true;
+}
 
 function fail(e) {
   if (e.status === 401) askKey(apiKey() ? "The key was not accepted. Enter it again." : null);
@@ -158,7 +181,7 @@ function fail(e) {
 async function call(path, init) {
   let res;
   try {
-    res = await fetch(path, Object.assign({ cache: "no-store" }, init));
+    res = await fetch(path, Object.assign({cache: "no-store"}, init));
   } catch (err) {
     const e = new Error(String(err && err.message ? err.message : err));
     e.status = 0;
@@ -195,10 +218,10 @@ $("key-change").addEventListener("click", () => askKey("Enter the API key for th
 
 async function loadModel() {
   try {
-    const res = await call("v1/models", { headers: headers() });
+    const res = await call("v1/models", {headers: headers()});
     const list = await res.json();
     const m = list && Array.isArray(list.data) && list.data[0];
-    if (!m) throw Object.assign(new Error("no model listed"), { status: 500, detail: "" });
+    if (!m) throw Object.assign(new Error("no model listed"), {status: 500, detail: ""});
     state.model = m;
     const langs = Array.isArray(m.languages) ? m.languages : [];
     const sel = $("language");
@@ -215,17 +238,19 @@ async function loadModel() {
     $("punctuation").checked = m.punctuation !== false;
     $("beams").value = String(m.num_beams || 1);
     $("beams").max = String(m.max_beams || 64); /* the server's --max-beams */
-    $("server-info").textContent =
-      `Model ${m.checkpoint || m.id} · ${langs.length} language${langs.length === 1 ? "" : "s"} · ` +
-      `files up to ${m.max_upload_mb} MiB`;
+    $("server-info").textContent = `Model ${m.checkpoint || m.id} · ${langs.length} language${
+                                       langs.length === 1 ? "" : "s"} · ` +
+        `files up to ${m.max_upload_mb} MiB`;
     $("key-change").hidden = !apiKey();
     document.body.dataset.ready = "1";
     updateButtons();
   } catch (e) {
-    $("server-info").textContent = e.status === 401 ? "This server requires an API key."
-                                                    : "The server did not answer.";
-    if (e.status === 401) askKey(apiKey() ? "The key was not accepted. Enter it again." : null);
-    else fail(e);
+    $("server-info").textContent =
+        e.status === 401 ? "This server requires an API key." : "The server did not answer.";
+    if (e.status === 401)
+      askKey(apiKey() ? "The key was not accepted. Enter it again." : null);
+    else
+      fail(e);
   }
 }
 
@@ -243,7 +268,7 @@ function setFile(blob, name, copy) {
   resetResult();
   showEmpty();
   if (state.url) URL.revokeObjectURL(state.url);
-  state.file = { blob, name, size: blob.size, duration: NaN, copy: !!copy };
+  state.file = {blob, name, size: blob.size, duration: NaN, copy: !!copy};
   state.url = URL.createObjectURL(blob);
   $("file-name").textContent = name;
   $("file-size").textContent = formatBytes(blob.size);
@@ -257,10 +282,11 @@ function setFile(blob, name, copy) {
   p.hidden = false;
   if (tooBig(blob.size)) {
     const max = state.model.max_upload_mb;
-    showError("The file is too large for this server.",
-              `It is ${formatBytes(blob.size)}; the server takes files of at most ${max} MiB ` +
-              "(the server's --max-upload-mb option raises that).");
-    $("shrink").hidden = !!copy; // a copy over the limit: nothing smaller to offer
+    showError(
+        "The file is too large for this server.",
+        `It is ${formatBytes(blob.size)}; the server takes files of at most ${max} MiB ` +
+            "(the server's --max-upload-mb option raises that).");
+    $("shrink").hidden = !!copy;  // a copy over the limit: nothing smaller to offer
   }
   updateButtons();
 }
@@ -317,7 +343,10 @@ $("file-input").addEventListener("change", () => {
 
 const drop = $("drop");
 for (const t of ["dragenter", "dragover"])
-  drop.addEventListener(t, (ev) => { ev.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener(t, (ev) => {
+    ev.preventDefault();
+    drop.classList.add("over");
+  });
 for (const t of ["dragleave", "drop"])
   drop.addEventListener(t, () => drop.classList.remove("over"));
 drop.addEventListener("drop", (ev) => {
@@ -339,34 +368,45 @@ async function toWav16k(buf) {
   const ctx = new OfflineAudioContext(1, n, rate);
   const src = ctx.createBufferSource();
   src.buffer = buf;
-  src.connect(ctx.destination); // channels are mixed down to mono
+  src.connect(ctx.destination);  // channels are mixed down to mono
   src.start();
   const out = await ctx.startRendering();
   const x = out.getChannelData(0);
   const data = new DataView(new ArrayBuffer(44 + 2 * x.length));
-  const str = (o, s) => { for (let i = 0; i < s.length; i++) data.setUint8(o + i, s.charCodeAt(i)); };
-  str(0, "RIFF"); data.setUint32(4, 36 + 2 * x.length, true); str(8, "WAVE");
-  str(12, "fmt "); data.setUint32(16, 16, true); data.setUint16(20, 1, true);
-  data.setUint16(22, 1, true); data.setUint32(24, rate, true); data.setUint32(28, 2 * rate, true);
-  data.setUint16(32, 2, true); data.setUint16(34, 16, true);
-  str(36, "data"); data.setUint32(40, 2 * x.length, true);
+  const str = (o, s) => {
+    for (let i = 0; i < s.length; i++) data.setUint8(o + i, s.charCodeAt(i));
+  };
+  str(0, "RIFF");
+  data.setUint32(4, 36 + 2 * x.length, true);
+  str(8, "WAVE");
+  str(12, "fmt ");
+  data.setUint32(16, 16, true);
+  data.setUint16(20, 1, true);
+  data.setUint16(22, 1, true);
+  data.setUint32(24, rate, true);
+  data.setUint32(28, 2 * rate, true);
+  data.setUint16(32, 2, true);
+  data.setUint16(34, 16, true);
+  str(36, "data");
+  data.setUint32(40, 2 * x.length, true);
   for (let i = 0; i < x.length; i++) {
     const v = Math.max(-1, Math.min(1, x[i]));
     data.setInt16(44 + 2 * i, v < 0 ? v * 0x8000 : v * 0x7fff, true);
   }
-  return new Blob([data.buffer], { type: "audio/wav" });
+  return new Blob([data.buffer], {type: "audio/wav"});
 }
 
 async function startRecording() {
   clearError();
   if (!navigator.mediaDevices || !window.MediaRecorder) {
-    showError("This browser cannot record here.",
-              "Recording needs a secure page (https, or http://127.0.0.1 / localhost).");
+    showError(
+        "This browser cannot record here.",
+        "Recording needs a secure page (https, or http://127.0.0.1 / localhost).");
     return;
   }
   let stream;
   try {
-    stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    stream = await navigator.mediaDevices.getUserMedia({audio: true});
   } catch (e) {
     showError("The microphone could not be opened.", String(e.message || e));
     return;
@@ -374,13 +414,15 @@ async function startRecording() {
   const rec = new MediaRecorder(stream);
   const chunks = [];
   const t0 = performance.now();
-  rec.addEventListener("dataavailable", (ev) => { if (ev.data.size) chunks.push(ev.data); });
+  rec.addEventListener("dataavailable", (ev) => {
+    if (ev.data.size) chunks.push(ev.data);
+  });
   rec.addEventListener("stop", async () => {
     clearInterval(state.recTimer);
     stream.getTracks().forEach((t) => t.stop());
     $("record-status").textContent = "Converting the recording…";
     try {
-      const raw = new Blob(chunks, { type: rec.mimeType });
+      const raw = new Blob(chunks, {type: rec.mimeType});
       const ac = new AudioContext();
       const decoded = await ac.decodeAudioData(await raw.arrayBuffer());
       ac.close();
@@ -412,8 +454,10 @@ async function startRecording() {
 }
 
 $("record").addEventListener("click", () => {
-  if (state.recorder) state.recorder.stop();
-  else startRecording();
+  if (state.recorder)
+    state.recorder.stop();
+  else
+    startRecording();
 });
 
 /* ------------------------------------------------------ transcription */
@@ -458,7 +502,7 @@ function setProgress(text, fraction) {
     bar.max = 1;
     bar.value = fraction;
   } else {
-    bar.removeAttribute("value"); // indeterminate
+    bar.removeAttribute("value");  // indeterminate
   }
 }
 
@@ -494,9 +538,9 @@ async function readEvents(res, on) {
   const dec = new TextDecoder();
   let buf = "";
   for (;;) {
-    const { value, done } = await reader.read();
+    const {value, done} = await reader.read();
     if (done) break;
-    buf += dec.decode(value, { stream: true });
+    buf += dec.decode(value, {stream: true});
     let i;
     while ((i = buf.indexOf("\n\n")) >= 0) {
       const block = buf.slice(0, i);
@@ -513,7 +557,7 @@ async function transcribe() {
   resetResult();
   state.busy = true;
   const run = ++state.run;
-  const job = { file: state.file, options: currentOptions() };
+  const job = {file: state.file, options: currentOptions()};
   state.job = job;
   updateButtons();
   const t0 = performance.now();
@@ -528,21 +572,27 @@ async function transcribe() {
     const f = Math.min(1, done.done_s / done.total_s);
     const speed = done.done_s / Math.max(1e-3, done.at - t0) * 1000;
     const eta = speed > 0 ? (done.total_s - done.done_s) / speed : 0;
-    setProgress(`Transcribing… ${Math.floor(f * 100)}% (${clockDuration(done.done_s)} of ` +
-                `${clockDuration(done.total_s)}), ETA ${clockDuration(eta)}`, f);
+    setProgress(
+        `Transcribing… ${Math.floor(f * 100)}% (${clockDuration(done.done_s)} of ` +
+            `${clockDuration(done.total_s)}), ETA ${clockDuration(eta)}`,
+        f);
   };
   status();
   const timer = setInterval(status, 200);
   document.body.dataset.state = "running";
   /* one column (a phone): the results are below the options */
   if (window.matchMedia("(max-width: 48rem)").matches)
-    $("result-panel").scrollIntoView({ block: "start", behavior: "smooth" });
+    $("result-panel").scrollIntoView({block: "start", behavior: "smooth"});
   try {
     const res = await call("v1/audio/transcriptions", {
       method: "POST",
       headers: headers(),
-      body: form(job, [["response_format", "json"], ["stream", "true"], ["progress", "true"],
-                       ["downloads", "txt,srt,vtt,json"]]),
+      body: form(
+          job,
+          [
+            ["response_format", "json"], ["stream", "true"], ["progress", "true"],
+            ["downloads", "txt,srt,vtt,json"]
+          ]),
     });
     let text = null;
     await readEvents(res, (ev) => {
@@ -552,10 +602,10 @@ async function transcribe() {
         p.className = "segment new";
         p.textContent = ev.delta.replace(/^ /, "");
         $("transcript").appendChild(p);
-        p.scrollIntoView({ block: "nearest" });
+        p.scrollIntoView({block: "nearest"});
         segments++;
       } else if (ev.type === "hviske.progress") {
-        done = { done_s: ev.done_s, total_s: ev.total_s, at: performance.now() };
+        done = {done_s: ev.done_s, total_s: ev.total_s, at: performance.now()};
         status();
       } else if (ev.type === "transcript.text.done") {
         text = ev.text;
@@ -567,19 +617,24 @@ async function transcribe() {
         throw e;
       }
     });
-    if (text === null) throw Object.assign(new Error("the answer ended early"),
-                                           { status: 500, detail: "The stream ended before the transcript was done." });
+    if (text === null)
+      throw Object.assign(
+          new Error("the answer ended early"),
+          {status: 500, detail: "The stream ended before the transcript was done."});
     const secs = (performance.now() - t0) / 1000;
     state.text = text;
     if (!text) showEmpty("No speech was found in this audio.");
     let result = null;
-    try { result = JSON.parse(state.downloads.json || "null"); } catch (e) { /* none */ }
+    try {
+      result = JSON.parse(state.downloads.json || "null");
+    } catch (e) { /* none */
+    }
     const dur = isFinite(job.file.duration) ? job.file.duration : result && result.duration;
     if (isFinite(dur) && !isFinite(job.file.duration)) job.file.duration = dur;
-    $("stats").textContent = isFinite(dur) && secs > 0
-      ? `Transcribed ${formatDuration(dur)} of audio in ${secs.toFixed(1)} s: ` +
-        `${(dur / secs).toFixed(1)}× real time.`
-      : `Transcribed in ${secs.toFixed(1)} s.`;
+    $("stats").textContent = isFinite(dur) && secs > 0 ?
+        `Transcribed ${formatDuration(dur)} of audio in ${secs.toFixed(1)} s: ` +
+            `${(dur / secs).toFixed(1)}× real time.` :
+        `Transcribed in ${secs.toFixed(1)} s.`;
     $("stats").hidden = false;
     $("actions").hidden = false;
     if (text && result) renderWords(result);
@@ -636,7 +691,7 @@ function renderWords(r) {
       s.dataset.i = String(i);
       s.title = `${formatDuration(w.start)} – ${formatDuration(w.end)}`;
       p.appendChild(s);
-      state.words.push({ el: s, start: w.start, end: w.end });
+      state.words.push({el: s, start: w.start, end: w.end});
     });
     t.appendChild(p);
   }
@@ -654,7 +709,11 @@ function wordAt(t) {
   let lo = 0, hi = w.length - 1, k = -1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    if (w[mid].start <= t) { k = mid; lo = mid + 1; } else hi = mid - 1;
+    if (w[mid].start <= t) {
+      k = mid;
+      lo = mid + 1;
+    } else
+      hi = mid - 1;
   }
   return k;
 }
@@ -668,7 +727,7 @@ function highlight() {
   if (k >= 0) {
     const el = state.words[k].el;
     el.classList.add("current");
-    if (!$("player").paused) el.scrollIntoView({ block: "nearest" });
+    if (!$("player").paused) el.scrollIntoView({block: "nearest"});
   }
 }
 
@@ -716,13 +775,31 @@ $("transcript").addEventListener("keydown", (ev) => {
   const p = $("player");
   let handled = true;
   switch (ev.key) {
-    case "ArrowRight": case "ArrowDown": focusWord(i + 1); break;
-    case "ArrowLeft": case "ArrowUp": focusWord(i - 1); break;
-    case "Home": focusWord(0); break;
-    case "End": focusWord(state.words.length - 1); break;
-    case "Enter": seekTo(i); break;
-    case " ": if (p.paused) p.play().catch(() => {}); else p.pause(); break;
-    default: handled = false;
+    case "ArrowRight":
+    case "ArrowDown":
+      focusWord(i + 1);
+      break;
+    case "ArrowLeft":
+    case "ArrowUp":
+      focusWord(i - 1);
+      break;
+    case "Home":
+      focusWord(0);
+      break;
+    case "End":
+      focusWord(state.words.length - 1);
+      break;
+    case "Enter":
+      seekTo(i);
+      break;
+    case " ":
+      if (p.paused)
+        p.play().catch(() => {});
+      else
+        p.pause();
+      break;
+    default:
+      handled = false;
   }
   if (handled) ev.preventDefault();
 });
@@ -731,7 +808,7 @@ $("transcript").addEventListener("keydown", (ev) => {
 
 function save(body, name, type) {
   const a = document.createElement("a");
-  const url = URL.createObjectURL(new Blob([body], { type }));
+  const url = URL.createObjectURL(new Blob([body], {type}));
   a.href = url;
   a.download = name;
   document.body.appendChild(a);
@@ -740,8 +817,12 @@ function save(body, name, type) {
   setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
-const TYPES = { txt: "text/plain;charset=utf-8", srt: "text/plain;charset=utf-8",
-                vtt: "text/vtt;charset=utf-8", json: "application/json" };
+const TYPES = {
+  txt: "text/plain;charset=utf-8",
+  srt: "text/plain;charset=utf-8",
+  vtt: "text/vtt;charset=utf-8",
+  json: "application/json"
+};
 
 /* Every download is the done event's: the CLI's bytes for this file and
  * these options, from the one transcription. */
@@ -776,7 +857,8 @@ function touchHint() {
   $("hint-action").textContent = "Tap";
 }
 if (window.matchMedia("(pointer: coarse)").matches) touchHint();
-window.addEventListener("pointerdown", (ev) => { if (ev.pointerType === "touch") touchHint(); },
-                        { passive: true });
+window.addEventListener("pointerdown", (ev) => {
+  if (ev.pointerType === "touch") touchHint();
+}, {passive: true});
 
 loadModel();

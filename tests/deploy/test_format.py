@@ -1,9 +1,10 @@
-"""Every C source and header follows the one style of .clang-format.
+"""Every C source and header, and the web page's JavaScript, follows the
+one style of .clang-format.
 
 Runs Debian's clang-format in check mode over the C files of src/, include/,
-cli/, server/, tools/, research/, tests/ and examples/ (docs/CONVENTIONS.md, "Formatting"). A failure lists the
-files and the first lines clang-format would change; `make format` fixes
-them."""
+cli/, server/, tools/, research/, tests/ and examples/, and the .js files of
+server/web/ (docs/CONVENTIONS.md, "Formatting"). A failure lists the files
+and the first lines clang-format would change; `make format` fixes them."""
 import os
 import shutil
 import subprocess
@@ -28,6 +29,12 @@ def c_files():
     return out
 
 
+def js_files():
+    """The web page's JavaScript."""
+    web = os.path.join(SOURCE, "server", "web")
+    return [os.path.join(web, f) for f in sorted(os.listdir(web)) if f.endswith(".js")]
+
+
 def main():
     exe = shutil.which("clang-format")
     if exe is None:
@@ -38,6 +45,9 @@ def main():
     report(".clang-format exists", os.path.isfile(os.path.join(SOURCE, ".clang-format")))
     files = c_files()
     report("C files found", len(files) > 20, f"only {len(files)}")
+    js = js_files()
+    report("the web page's JavaScript found", len(js) >= 1, f"{js}")
+    files += js
     bad = []
     for path in files:
         p = subprocess.run([exe, "--style=file", "--dry-run", "--Werror", path],
@@ -45,7 +55,7 @@ def main():
         if p.returncode != 0:
             bad.append((os.path.relpath(path, SOURCE), p.stderr.strip().splitlines()[:4]))
     detail = "; ".join(f"{f}: {' | '.join(lines)}" for f, lines in bad[:10])
-    report(f"{len(files)} C files formatted as .clang-format says", not bad,
+    report(f"{len(files)} C and JavaScript files formatted as .clang-format says", not bad,
            f"{len(bad)} files differ (run `make format`): {detail}")
     return finish()
 
