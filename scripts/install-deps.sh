@@ -6,7 +6,8 @@
 #                          python3-selenium), the PyTorch reference and the
 #                          node packages of the speech detector's ONNX Runtime
 #                          oracle and the Node client
-#   install-deps.sh fuzz   (make fuzz) the build's packages and clang
+#   install-deps.sh fuzz   (make fuzz) the build's packages, clang and its
+#                          OpenMP header (src/kernels/onednn.c includes omp.h)
 #   install-deps.sh eval   ktuberling-data: the real room tone of
 #                          research/train-demo/evaluate-pauses
 #   install-deps.sh emulated  (make test-avx512-emulated) Bochs with its
@@ -47,7 +48,7 @@ case "$GROUP" in
     command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
     command -v npm >/dev/null 2>&1 || PKGS+=(npm)
     ;;
-  fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
+  fuzz) PKGS+=(clang libclang-rt-14-dev libomp-14-dev) ;;
   eval) PKGS+=(ktuberling-data) ;;
   emulated) PKGS+=(bochs bochs-term bochsbios vgabios busybox-static isolinux syslinux-common xorriso cpio python3) ;;
   arm64)
