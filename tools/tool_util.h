@@ -143,11 +143,19 @@ int hvt_usage_error(const char *prog, const char *fmt, ...);
 /* --------------------------------------------------------------- misc */
 
 /* A model directory that cannot be one as given, said before loading:
- * a file (a checkpoint's model.safetensors given as -m: "give the
- * checkpoint's directory, DIR"), or a name that does not exist and looks
- * like a Hugging Face model id (OWNER/NAME: how to fetch it). 1 with the
- * message in msg[n], else 0 (the load reports what is wrong). */
+ * a whisper.cpp ggml or GGUF file (known by its magic: what to fetch
+ * instead), another file (a checkpoint's model.safetensors given as -m:
+ * "give the checkpoint's directory, DIR"), a directory without a
+ * config.json (what a checkpoint holds, and the checkpoints inside it), a
+ * missing name that looks like a Hugging Face model id (OWNER/NAME, no
+ * file extension, OWNER no local directory: how to fetch it), or any
+ * other missing path (the checkpoints beside it). 1 with the message in
+ * msg[n], else 0 (the load reports what is wrong). */
 int hvt_model_dir_hint(const char *dir, char *msg, size_t n);
+
+/* 1 when path is a regular file that begins as a ggml model does
+ * (whisper.cpp's ggml, ggmf, ggjt or GGUF magic). */
+int hvt_ggml_file(const char *path);
 
 /* 1 if the model lists lang among its supported languages. */
 int hvt_model_has_language(const hv_model *model, const char *lang);

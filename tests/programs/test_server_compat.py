@@ -32,7 +32,8 @@ import tempfile
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, EXAMPLE, Run, finish, finish_in, report, sentences_wav  # noqa: E402
+from hvtest import (DEMO_MODEL, EXAMPLE, SOURCE_DIR, Run, finish, finish_in, report,  # noqa: E402
+                    sentences_wav)
 from hvserver import SERVER, TIMEOUT, Server, multipart, request  # noqa: E402
 
 T = "/v1/audio/transcriptions"
@@ -228,6 +229,18 @@ def main():
     report("-m DIR/model.safetensors: exit 1, the directory to give",
            p.returncode == 1 and f"give the checkpoint's directory, {DEMO_MODEL}" in p.stderr,
            p.stderr)
+    p = subprocess.run([SERVER, "-m", "models/nope", "--port", "0"], cwd=SOURCE_DIR,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    report("-m models/nope: exit 1, no such directory, no download hint",
+           p.returncode == 1 and "models/nope: no such file or directory" in p.stderr and
+           "huggingface" not in p.stderr and "models/demo" in p.stderr, p.stderr)
+    ggml = os.path.join(tmp, "ggml-base.bin")
+    with open(ggml, "wb") as f:
+        f.write(b"lmgg" + bytes(60))
+    p = subprocess.run([SERVER, "-m", ggml, "--port", "0"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    report("-m ggml-base.bin: exit 1, a whisper.cpp model file",
+           p.returncode == 1 and "a whisper.cpp model file (ggml)" in p.stderr, p.stderr)
     return finish_in(tmp)
 
 

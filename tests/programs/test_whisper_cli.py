@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -337,8 +338,35 @@ def test_models(tmp):
            r.rc == 1 and "scripts/download-model.sh syvai/hviske-v5.3" in r.err and
            "-m hviske-v5.3" in r.err, str(r))
     r = Run(["-m", os.path.join(tmp, "nowhere"), EXAMPLE])
-    report("-m a missing directory: the library's message", r.rc == 1 and "nowhere" in r.err and
+    report("-m a missing directory: no such file, no download hint", r.rc == 1 and
+           f"{tmp}/nowhere: no such file or directory" in r.err and
            "download-model" not in r.err, str(r))
+    # whisper.cpp's habits (issue #61): a ggml file's path, missing or there
+    os.makedirs(os.path.join(tmp, "models", "demo"), exist_ok=True)
+    for f in ("config.json", "tokenizer.model"):
+        shutil.copy(os.path.join(DEMO_MODEL, f), os.path.join(tmp, "models", "demo", f))
+    r = Run(["-m", "models/ggml-base.en.bin", EXAMPLE], cwd=tmp)
+    report("-m models/ggml-base.en.bin (missing): no such file, whisper.cpp's files, "
+           "the checkpoints beside it, no download hint",
+           r.rc == 1 and "models/ggml-base.en.bin: no such file or directory" in r.err and
+           "ggml model files do not run" in r.err and "checkpoints in models: models/demo" in r.err
+           and "download-model" not in r.err and "huggingface" not in r.err, str(r))
+    r = Run(["-m", "models/nope", EXAMPLE], cwd=tmp)
+    report("-m models/nope (models/ exists): no hub hint", r.rc == 1 and
+           "models/nope: no such file or directory" in r.err and "huggingface" not in r.err, str(r))
+    r = Run(["-m", "nope", EXAMPLE], cwd=tmp)
+    report("-m nope: no such file or directory, not .../config.json", r.rc == 1 and
+           "nope: no such file or directory" in r.err and "config.json:" not in r.err, str(r))
+    r = Run(["-m", "models", EXAMPLE], cwd=tmp)
+    report("-m models (a directory, no config.json): not a checkpoint, what one holds, "
+           "the checkpoints inside", r.rc == 1 and "models: a directory, but not a checkpoint" in
+           r.err and "tokenizer.model" in r.err and "models/demo" in r.err, str(r))
+    ggml = os.path.join(tmp, "models", "ggml-tiny.bin")
+    with open(ggml, "wb") as f:
+        f.write(struct.pack("<I", 0x67676D6C) + bytes(60))
+    r = Run(["-m", ggml, EXAMPLE], cwd=tmp)
+    report("-m ggml-tiny.bin (whisper.cpp's magic): what to fetch instead", r.rc == 1 and
+           "a whisper.cpp model file (ggml)" in r.err and "download-model.sh" in r.err, str(r))
 
 
 def test_readme(tmp):
