@@ -196,8 +196,35 @@ def test_mapped(tmp):
     report("-nth 0 -lpt 0: the fallback on as whisper-cli has it, the clip silence",
            json_of(r) is not None and json_of(r)["text"] == "", str(r))
     r = Run(BASE + ["-q", "-et", "2", EXAMPLE])
-    report("-et: refused, naming --compression-ratio-threshold",
+    report("-et 2: refused, naming --compression-ratio-threshold",
            r.rc == 2 and "--compression-ratio-threshold" in r.err, str(r))
+    # values that ask for what hviske does anyway: a notice, the same transcript
+    # (issue #61); other values refused naming the flag and its value
+    plain = Run(BASE + ["-q", EXAMPLE])
+    for args in (["-mc", "0"], ["--max-context", "0"], ["-bo", "5"], ["-bo", "1"],
+                 ["-et", "2.40"], ["-p", "1"], ["-on", "0"], ["-ac", "0"], ["-wt", "0.01"],
+                 ["-sns"], ["--suppress-nst"],
+                 ["--vad", "-vm", "models/ggml-silero-v5.1.2.bin"]):
+        r = Run(BASE + ["-q"] + args + [EXAMPLE])
+        notes = [x for x in r.err.splitlines() if x.startswith("hviske: note: ")]
+        report(f"{' '.join(args)}: accepted with a one-line notice, the same transcript",
+               r.rc == 0 and r.out == plain.out and len(notes) == 1 and
+               notes[0].startswith("hviske: note: " + (args[0] if args[0] != "--vad" else "-vm")),
+               str(r))
+    r = Run(BASE + ["-q", "-np", "-mc", "0", EXAMPLE])
+    report("-np -mc 0: no notice", r.rc == 0 and r.err == "", str(r))
+    for args in (["-mc", "-1"], ["-bo", "3"], ["-et", "2.8"], ["-p", "2"], ["-on", "3"],
+                 ["-ac", "512"], ["-wt", "0.5"]):
+        r = Run(BASE + args + [EXAMPLE])
+        report(f"{' '.join(args)}: refused, naming the flag and value",
+               r.rc == 2 and f"{' '.join(args)} (whisper-cli's) is not supported" in r.err and
+               r.out == "", str(r))
+    ggml = os.path.join(tmp, "ggml-silero-v5.1.2.bin")
+    with open(ggml, "wb") as f:
+        f.write(b"lmgg" + bytes(60))
+    r = Run(BASE + ["-q", "--vad", "-vm", ggml, EXAMPLE])
+    report("--vad -vm GGML-FILE (by its magic): the bundled detector, a notice",
+           r.rc == 0 and r.out == plain.out and "whisper.cpp's Silero file" in r.err, str(r))
     r = Run(BASE + ["-tp", "0", "-tpi", "0.01", EXAMPLE])
     report("-tpi 0.01 from 0: refused, more temperatures than --temperature takes",
            r.rc == 2 and "-tpi" in r.err and "32" in r.err and r.out == "", str(r))
