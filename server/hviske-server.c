@@ -216,6 +216,21 @@ int main(int argc, char **argv) {
         goto done;
     }
     s.base = hv_transcribe_default_params();
+    if (o.language && !hvt_model_has_language(s.model, o.language)) {
+        char list[512];
+        size_t w = 0;
+        for (int i = 0; i < hv_model_n_languages(s.model) && w < sizeof list; i++)
+            w += (size_t)snprintf(list + w, sizeof list - w, "%s%s", i ? ", " : "",
+                                  hv_model_language(s.model, i));
+        fprintf(stderr, "hviske-server: -l %s: %s; give one of the model's languages: %s\n",
+                o.language,
+                strcmp(o.language, "auto") == 0
+                    ? "there is no language detection (the model is told the language)"
+                    : "not a language of this model",
+                list);
+        goto done;
+    }
+    s.base.language = o.language;
     s.base.chunking = o.chunking;
     s.base.vad = s.vad;
     s.base.vad_params = o.vad;

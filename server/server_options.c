@@ -22,6 +22,9 @@ static void usage(FILE *f) {
             "and a web page at / for people.\n"
             "\n"
             "  -m, --model DIR          checkpoint directory\n"
+            "  -l, --language LANG      the language of requests that name none\n"
+            "                           (default: da when the model has it, else\n"
+            "                           its first; as whisper-server's -l)\n"
             "      --host HOST          address to listen on (default 127.0.0.1)\n"
             "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
             "                           free port, printed at start)\n"
@@ -131,6 +134,7 @@ static int parse_allow_origin(const char *arg, void *value) {
 /* The options; OPTIONS[O_X] is --x. */
 enum {
     O_MODEL,
+    O_LANGUAGE,
     O_HOST,
     O_PORT,
     O_THREADS,
@@ -164,6 +168,7 @@ enum {
 #define AT(field) offsetof(srv_options, field)
 static const hvt_option OPTIONS[N_OPTS] = {
     [O_MODEL] = HVT_OPT_STRING("model", 'm', AT(model_dir)),
+    [O_LANGUAGE] = HVT_OPT_NONEMPTY("language", 'l', AT(language), "a language code"),
     [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
     [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),

@@ -241,6 +241,24 @@ def main():
                        timeout=TIMEOUT)
     report("-m ggml-base.bin: exit 1, a whisper.cpp model file",
            p.returncode == 1 and "a whisper.cpp model file (ggml)" in p.stderr, p.stderr)
+    # whisper-server's -l: the language of requests that name none (issue #61)
+    tiny = os.path.join(os.environ.get("HV_FIXTURES", ""), "models", "tiny-f32")
+    srv = Server(tiny, "-l", "de", "-t", "1", tmp=tmp)
+    if srv.started("-l de: the server starts"):
+        try:
+            fields = [("response_format", "verbose_json")]
+            r = post(srv.port, T, fields, audio)
+            e = post(srv.port, T, fields + [("language", "en")], audio)
+            report("-l de: a request without language is German, one with language en English",
+                   (r.json() or {}).get("language") == "de" and
+                   (e.json() or {}).get("language") == "en", f"{r} {e}")
+        finally:
+            srv.stop()
+    for lang, why in (("auto", "no language detection"), ("xx", "not a language of this model")):
+        p = subprocess.run([SERVER, "-m", tiny, "-l", lang, "--port", "0"], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        report(f"-l {lang}: exit 1, the model's languages", p.returncode == 1 and why in p.stderr
+               and "en, da, de" in p.stderr, p.stderr)
     return finish_in(tmp)
 
 
