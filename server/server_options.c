@@ -42,7 +42,8 @@ static void usage(FILE *f) {
             "      --max-beams N        the most beams a request may ask for\n"
             "                           (num_beams), 1..64 (default 16)\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
-            "                           (default 25)\n"
+            "                           (default 128: an hour of 16 kHz 16-bit\n"
+            "                           mono WAV is 110 MiB)\n"
             "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
             "                           /v1/ paths\n"
@@ -219,7 +220,7 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
                        .n_workers = 1,
                        .queue = 16,
                        .max_beams = 16,
-                       .max_upload_mb = 25,
+                       .max_upload_mb = 128,
                        .max_audio_s = 3600,
                        .model_name = "hviske",
                        .timeout_s = 30,

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -241,6 +242,26 @@ def main():
                        timeout=TIMEOUT)
     report("-m ggml-base.bin: exit 1, a whisper.cpp model file",
            p.returncode == 1 and "a whisper.cpp model file (ggml)" in p.stderr, p.stderr)
+    # the default upload cap takes an hour of 16 kHz 16-bit mono WAV (issue #61):
+    # the server answers Expect: 100-continue for its Content-Length with 100
+    srv = Server(DEMO_MODEL, "-t", "1", tmp=tmp)
+    if srv.started("defaults: the server starts"):
+        try:
+            hour = 44 + 3600 * 16000 * 2
+            body_len = hour + 300  # the form's part headers and boundaries
+            m = ((request(srv.port, "GET", "/v1/models", None, {}).json() or {}).get("data")
+                 or [{}])[0]
+            report("defaults: max_upload_mb holds an hour of 16 kHz WAV (110 MiB)",
+                   m.get("max_upload_mb", 0) * (1 << 20) >= body_len, f"{m}")
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT) as c:
+                c.sendall((f"POST {T} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                           f"multipart/form-data; boundary=x\r\nExpect: 100-continue\r\n"
+                           f"Content-Length: {body_len}\r\n\r\n").encode())
+                first = c.recv(64)
+            report("defaults: an upload of an hour of 16 kHz WAV is let in (100 Continue)",
+                   first.startswith(b"HTTP/1.1 100"), f"{first!r}")
+        finally:
+            srv.stop()
     # whisper-server's -l: the language of requests that name none (issue #61)
     tiny = os.path.join(os.environ.get("HV_FIXTURES", ""), "models", "tiny-f32")
     srv = Server(tiny, "-l", "de", "-t", "1", tmp=tmp)
