@@ -245,8 +245,19 @@ def test_names(tmp):
     r = Run(BASE + ["-q", "-otxt", "-osrt", "u4.wav"], cwd=d)
     got = read(os.path.join(d, "u4.wav.srt"))
     report("-otxt -osrt u4.wav: u4.wav.txt and u4.wav.srt, as whisper-cli names them",
-           r.rc == 0 and r.out == "" and
+           r.rc == 0 and
            files_in(d) == ["u4.wav", "u4.wav.srt", "u4.wav.txt", "u5.wav"] and got == srt, str(r))
+    # and the transcript on standard output, as whisper-cli prints it (issue #61)
+    timed = Run(BASE + ["-q", "--print-timestamps", "u4.wav"], cwd=d).out
+    report("-otxt -osrt: the transcript, timed, on standard output as well",
+           r.out == timed and "-->" in timed and txt.decode().strip() in timed,
+           f"{r.out!r} {timed!r}")
+    r2 = Run(BASE + ["-q", "-osrt", "-nt", "u4.wav"], cwd=d)
+    report("-osrt -nt: the transcript without times on standard output",
+           r2.rc == 0 and r2.raw == txt, str(r2))
+    r3 = Run(BASE + ["-q", "-osrt", "-of", "-", "u4.wav"], cwd=d)
+    report("-osrt -of -: the SubRip alone on standard output", r3.rc == 0 and r3.raw == srt,
+           str(r3))
     remove(d, "u4.wav.srt", "u4.wav.txt", "u4.txt", "u4.srt")
     r = Run(BASE + ["-q", "-osrt", "-of", "a", "-of", "sub-b", "u4.wav", "u5.wav"], cwd=d)
     report("-of a -of sub-b with two inputs: a.srt and sub-b.srt",
