@@ -67,6 +67,10 @@ static void usage(FILE *f) {
             "                           request) to FILE instead of stderr\n"
             "  -q, --quiet              no access log\n"
             "      --no-web             no web page at / (the API only)\n"
+            "      --allow-load         POST /load (form field model: a checkpoint\n"
+            "                           directory; the API key's) loads another\n"
+            "                           checkpoint in place of the running one, as\n"
+            "                           whisper-server's /load (default: refused, 403)\n"
             "      --allow-host NAME    answer requests whose Host is NAME (repeatable;\n"
             "                           '*': any); on a loopback --host, others than\n"
             "                           localhost and IP addresses get 403\n"
@@ -157,6 +161,7 @@ enum {
     O_ACCESS_LOG,
     O_CHUNKING,
     O_NO_WEB,
+    O_ALLOW_LOAD,
     O_ALLOW_HOST,
     O_ALLOW_ORIGIN,
     HVT_VAD_OPTION_IDS,
@@ -200,6 +205,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_ACCESS_LOG] = HVT_OPT_NONEMPTY("access-log", 0, AT(access_log), "a file name"),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
     [O_NO_WEB] = HVT_OPT_FLAG("no-web", 0),
+    [O_ALLOW_LOAD] = HVT_OPT_FLAG("allow-load", 0),
     [O_ALLOW_HOST] = HVT_OPT_CUSTOM("allow-host", AT(allow_hosts), parse_allow_host,
                                     "a host name or address without a port, or '*'; at most "
                                     "32"),
@@ -236,6 +242,7 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
     if (rc >= 0) return rc;
     o->quiet = given[O_QUIET] != 0;
     o->no_web = given[O_NO_WEB] != 0;
+    o->allow_load = given[O_ALLOW_LOAD] != 0;
     if (o->chunking == HV_CHUNKING_FIXED)
         return hvt_usage_error(PROG, "--chunking fixed is not offered by the "
                                      "server (auto, vad, energy or none)");

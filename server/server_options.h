@@ -30,6 +30,7 @@ typedef struct srv_options {
     const char *api_key;        /* NULL: no authentication */
     const char *model_name;     /* the id in /v1/models */
     const char *language;       /* -l: the language of requests that give none */
+    int allow_load;             /* --allow-load: POST /load may load another checkpoint */
     unsigned timeout_s;         /* idle connection timeout */
     unsigned request_timeout_s; /* headers-to-end-of-body deadline */
     unsigned min_upload_rate;   /* bytes/s a body keeps up with after

@@ -294,6 +294,49 @@ def main():
                    (e.json() or {}).get("language") == "en", f"{r} {e}")
         finally:
             srv.stop()
+    # whisper-server's POST /load (issue #61): off by default; with
+    # --allow-load, the API key's, another checkpoint in place of the first
+    srv = Server(DEMO_MODEL, "-t", "1", tmp=tmp)
+    if srv.started("/load: the server starts"):
+        try:
+            r = post(srv.port, "/load", [("model", tiny)], b"")
+            report("POST /load without --allow-load: 403 naming the option", r.status == 403 and
+                   b"--allow-load" in r.body, str(r))
+        finally:
+            srv.stop()
+    srv = Server(DEMO_MODEL, "-t", "1", "--workers", "2", "--allow-load", "--api-key", "k",
+                 tmp=tmp)
+    if srv.started("--allow-load: the server starts"):
+        key = {"Authorization": "Bearer k"}
+
+        def load(dir_, headers):
+            body, ctype = multipart([("model", dir_)], None)
+            return request(srv.port, "POST", "/load", body, {"Content-Type": ctype, **headers})
+
+        def langs():
+            m = request(srv.port, "GET", "/v1/models", None, key).json() or {}
+            return ((m.get("data") or [{}])[0]).get("languages")
+
+        try:
+            before = langs()
+            r = load(tiny, {})
+            report("POST /load without the API key: 401", r.status == 401 and langs() == before,
+                   str(r))
+            r = load(os.path.join(tmp, "nowhere"), key)
+            report("POST /load of a missing directory: 400 naming it, the model kept",
+                   r.status == 400 and b"nowhere" in r.body and langs() == before, str(r))
+            r = load(tiny, key)
+            after = langs()
+            body, ctype = multipart([("response_format", "verbose_json"), ("language", "de")],
+                                    audio)
+            t = request(srv.port, "POST", T, body, {"Content-Type": ctype, **key})
+            report("POST /load of the fixture checkpoint: 200, its languages, German served",
+                   r.status == 200 and (r.json() or {}).get("loaded") == tiny and
+                   before != after and "de" in (after or []) and t.status == 200 and
+                   (t.json() or {}).get("language") == "de", f"{r} {before} {after} {t}")
+        finally:
+            srv.stop()
+        report("--allow-load: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
     for lang, why in (("auto", "no language detection"), ("xx", "not a language of this model")):
         p = subprocess.run([SERVER, "-m", tiny, "-l", lang, "--port", "0"], capture_output=True,
                            text=True, timeout=TIMEOUT)
