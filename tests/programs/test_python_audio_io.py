@@ -18,7 +18,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish_in, report  # noqa: E402
+from hvtest import (DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish_in, reexec_with_sanitizers,  # noqa: E402
+                    report, sanitized)
 
 BINARY = os.path.abspath(os.environ["HV_BINARY_DIR"])
 os.environ["HVISKE_LIBRARY"] = os.path.join(BINARY, "libhviske.so")
@@ -35,6 +36,8 @@ def module(args, stdin=None, cwd=None):
 
 
 def main():
+    if sanitized() and not os.environ.get("HV_PY_REEXEC"):
+        return reexec_with_sanitizers()  # it loads the sanitized libhviske
     tmp = tempfile.mkdtemp(prefix="hv-pyio-")
     x = hviske.decode_audio(EXAMPLE)
     with open(EXAMPLE, "rb") as f:
