@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tool_util.h"
 
@@ -146,29 +145,10 @@ static int take_ms(const char *flag, const char *v, double *out) {
     return -1;
 }
 
-/* 1 when v is one of the numbers of the comma-separated list. */
-static int one_of(const char *v, const char *list) {
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end) return 0;
-    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-        if (strtod(p, NULL) == x) return 1;
-    return 0;
-}
-
 /* Adds a line to the notices printed after the flags (unless -np). */
-static void note(cli_options *o, const char *fmt, const char *a, const char *b, const char *c) {
+static void note(cli_options *o, const char *fmt, const char *a, const char *b) {
     size_t len = strlen(o->whisper_notes);
-    snprintf(o->whisper_notes + len, sizeof o->whisper_notes - len, fmt, a, b, c);
-}
-
-/* whisper.cpp's Silero file (a ggml file, or a missing ggml-silero-*
- * name from its README): the bundled detector stands for it. */
-static int ggml_silero(const char *path) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    struct stat st;
-    return hvt_ggml_file(path) || (stat(path, &st) != 0 && strncmp(base, "ggml-silero", 11) == 0);
+    snprintf(o->whisper_notes + len, sizeof o->whisper_notes - len, fmt, a, b);
 }
 
 /* One flag with its value v (NULL when it takes none). -1 to go on, or
@@ -223,20 +203,14 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
         case W_NO_TIMESTAMPS: o->no_timestamps = 1; return -1;
         case W_NOTHING: return -1;
         case W_SAME:
-            if (v && !one_of(v, w->value))
-                return hvt_usage_error(CLI_PROG,
-                                       "%s %s (whisper-cli's) is not supported: %s (accepted: %s)",
-                                       arg, v, w->to, w->value);
-            note(o, "hviske: note: %s%s%s (whisper-cli's) asks for what hviske does anyway: ", arg,
-                 v ? " " : "", v ? v : "");
-            note(o, "%s%s%s\n", w->to, "", "");
-            return -1;
+            return hvt_whisper_same(CLI_PROG, "whisper-cli", arg, v, w->value, w->to,
+                                    o->whisper_notes, sizeof o->whisper_notes);
         case W_VAD_MODEL:
-            if (ggml_silero(v)) {
+            if (hvt_ggml_silero(v)) {
                 note(o,
                      "hviske: note: %s %s: whisper.cpp's Silero file; hviske's own Silero detector "
-                     "(models/silero-vad, bundled) is used%s\n",
-                     arg, v, "");
+                     "(models/silero-vad, bundled) is used\n",
+                     arg, v);
                 return -1;
             }
             out[(*m)++] = "--vad-model";

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server_whisper.h"
 #include "subtitles.h"
 #include "tool_util.h"
 
@@ -238,8 +239,12 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
                        .vad_max_gap_s = defaults.vad_max_gap_s,
                        .cues = hv_cue_default_params()};
     int given[N_OPTS];
-    int rc = hvt_parse_options(&cli, argc, argv, o, given);
+    char notes[2048] = "";
+    int rc = srv_whisper_flags(&argc, argv, notes, sizeof notes);
     if (rc >= 0) return rc;
+    rc = hvt_parse_options(&cli, argc, argv, o, given);
+    if (rc >= 0) return rc;
+    fputs(notes, stderr);
     o->quiet = given[O_QUIET] != 0;
     o->no_web = given[O_NO_WEB] != 0;
     o->allow_load = given[O_ALLOW_LOAD] != 0;

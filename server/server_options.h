@@ -50,8 +50,10 @@ typedef struct srv_options {
                                 call the API ("*": any) */
 } srv_options;
 
-/* Fills o from argv: the defaults, then the options given; n_threads 0
- * becomes the cores divided among the workers. Returns -1 to go on,
+/* Fills o from argv: the defaults, then the options given (whisper-server's
+ * flags first taken out of argv, server_whisper.h, their notices printed
+ * on standard error); n_threads 0 becomes the cores divided among the
+ * workers. Returns -1 to go on,
  * otherwise the exit status (0 after --help or --version, 2 after a usage
  * error, reported on standard error). */
 int srv_parse_options(int argc, char **argv, srv_options *o);

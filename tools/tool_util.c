@@ -260,6 +260,42 @@ int hvt_ggml_file(const char *path) {
            !memcmp(h, "GGUF", 4);
 }
 
+int hvt_ggml_silero(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    struct stat st;
+    return hvt_ggml_file(path) || (stat(path, &st) != 0 && strncmp(base, "ggml-silero", 11) == 0);
+}
+
+/* 1 when v is one of the comma-separated list's words, or a number equal
+ * to one of its numbers ("2.40" is "2.4"). */
+static int one_of(const char *v, const char *list) {
+    char *end;
+    double x = strtod(v, &end);
+    int number = end != v && !*end;
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        size_t len = strcspn(p, ",");
+        if (strlen(v) == len && strncmp(v, p, len) == 0) return 1;
+        char *pe;
+        double y = strtod(p, &pe);
+        if (number && pe == p + len && y == x) return 1;
+    }
+    return 0;
+}
+
+int hvt_whisper_same(const char *prog, const char *origin, const char *arg, const char *v,
+                     const char *values, const char *why, char *notes, size_t n) {
+    if (v && !one_of(v, values))
+        return hvt_usage_error(prog, "%s %s (%s's) is not supported: %s (accepted: %s)", arg, v,
+                               origin, why, values);
+    size_t len = strlen(notes);
+    if (len < n)
+        snprintf(notes + len, n - len,
+                 "%s: note: %s%s%s (%s's) asks for what hviske does anyway: %s\n", prog, arg,
+                 v ? " " : "", v ? v : "", origin, why);
+    return -1;
+}
+
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }

@@ -294,6 +294,28 @@ def main():
                    (e.json() or {}).get("language") == "en", f"{r} {e}")
         finally:
             srv.stop()
+    # whisper-server's startup flags (issue #61): those asking for what hviske
+    # does anyway start it with a notice each; the others are refused
+    same = ["-p", "1", "-mc", "0", "-nc", "-bo", "2", "-et", "2.40", "-ac", "0", "-sow", "-sns",
+            "-ng", "--convert", "--inference-path", "/inference", "--vad", "-vm",
+            "models/ggml-silero-v5.1.2.bin"]
+    srv = Server(DEMO_MODEL, "-t", "1", *same, tmp=tmp)
+    if srv.started("whisper-server's harmless flags: the server starts"):
+        try:
+            r = post(srv.port, "/inference", [], audio)
+            notes = [x for x in srv.stderr().splitlines() if x.startswith("hviske-server: note: ")]
+            report("whisper-server's harmless flags: a notice each, /inference answers",
+                   r.status == 200 and len(notes) == 13 and
+                   any("-vm models/ggml-silero-v5.1.2.bin" in x for x in notes), f"{r} {notes}")
+        finally:
+            srv.stop()
+    for args, what in ((["-tr"], "translate"), (["-bs", "5"], "beam_size"),
+                       (["-mc", "5"], "-mc 5"), (["--public", "web"], "built in"),
+                       (["-bo", "3"], "-bo 3")):
+        p = subprocess.run([SERVER, "-m", DEMO_MODEL, "--port", "0"] + args, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        report(f"{' '.join(args)}: refused (exit 2), naming why", p.returncode == 2 and
+               "(whisper-server's) is not supported" in p.stderr and what in p.stderr, p.stderr)
     # whisper-server's POST /load (issue #61): off by default; with
     # --allow-load, the API key's, another checkpoint in place of the first
     srv = Server(DEMO_MODEL, "-t", "1", tmp=tmp)
