@@ -20,7 +20,8 @@
 #               every NEON level, the parity suite's greedy and beam cases,
 #               the demo transcript against make build's) under
 #               qemu-aarch64-static (docs/TESTING.md, "ARM64")
-#   make run    build and transcribe the bundled example
+#   make run    build the library and hviske (not the test programs: those
+#               are make test's) and transcribe the bundled example
 #   make format reformat every C file and the web page's JavaScript as
 #               .clang-format says (the tests check it)
 #   make fuzz   build the libFuzzer targets of tests/fuzz (clang, ASan, UBSan)
@@ -57,8 +58,11 @@ deps:
 test-deps:
 	@bash scripts/install-deps.sh test
 
+CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHV_WERROR=ON $(PREFIX_FLAG) \
+	$(CMAKE_FLAGS)
+
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DHV_WERROR=ON $(PREFIX_FLAG) $(CMAKE_FLAGS)
+	$(CONFIGURE)
 	cmake --build $(BUILD) -j $(JOBS)
 
 test-release: test-deps build
@@ -88,7 +92,9 @@ cross-arm64:
 test-arm64: test-deps build cross-arm64
 	cd $(ARM64_BUILD) && ctest -L arm64 --output-on-failure -j $(JOBS)
 
-run: build
+run: deps
+	$(CONFIGURE)
+	cmake --build $(BUILD) -j $(JOBS) --target hviske
 	@bash scripts/run-example.sh $(BUILD)
 
 install: build

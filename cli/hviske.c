@@ -366,10 +366,21 @@ int main(int argc, char **argv) {
         int ok = 0;
         if (o.to_files) {
             ok = 1;
-            for (int k = 0; k < nf; k++)
+            int piped = 0; /* -of -: a format on standard output already */
+            for (int k = 0; k < nf; k++) {
+                piped |= strcmp(o.out_paths[i * nf + k], "-") == 0;
                 if (cli_write_output_file(&spec, o.formats.f[k], path, o.out_paths[i * nf + k], res,
                                           o.notices) != 0)
                     rc = 1, ok = 0;
+            }
+            /* whisper-cli's -oFMT flags write files and still print the
+             * transcript, with times unless -nt */
+            if (o.aliases && !piped) {
+                hvt_format_spec shown = spec;
+                shown.timestamps = !o.no_timestamps;
+                if (hvt_write_result(out, HVT_FMT_TXT, &shown, path, res) != 0) rc = 1, ok = 0;
+                cli_flush_stdout();
+            }
         } else if ((o.stream && o.format != HVT_FMT_JSONL) || o.txt_live) {
             ok = 1; /* written segment by segment */
         } else if (hvt_write_result(out, o.format, &spec, path, res) != 0) {

@@ -16,11 +16,23 @@
 
 const char CLI_PROG[] = "hviske";
 
+/* What bare "hviske" prints: the form of a command and where help is. */
+static void short_usage(FILE *f) {
+    fputs("Usage: hviske -m MODEL_DIR [options] FILE...\n"
+          "Transcribes audio files to text: one line per file on stdout.\n"
+          "  hviske -m models/demo examples/da-example.wav   (the bundled demo)\n"
+          "  hviske -m MODEL_DIR --format srt -o talk.srt talk.m4a\n"
+          "Often used: -l LANG, --format txt|srt|vtt|json|jsonl|csv, -o FILE,\n"
+          "--output-dir DIR, -t N, --beams N, --word-timestamps.\n"
+          "Every option: hviske --help (also man hviske, docs/CLI.md).\n",
+          f);
+}
+
 static void usage(FILE *f) {
     fprintf(f, "Usage: hviske -m MODEL_DIR [options] FILE...\n"
                "       hviske -m MODEL_DIR [options] --files-from LIST\n"
-               "Transcribes audio files (WAV, FLAC, OGG/Opus, MP3, ...; '-' reads\n"
-               "one from standard input) to text. By default one line per file on\n"
+               "Transcribes audio files (WAV, FLAC, OGG/Opus, MP3, M4A, WebM, ...;\n"
+               "'-' reads one from standard input) to text. By default one line per file on\n"
                "stdout, in order (line breaks inside a transcript become spaces);\n"
                "errors go to stderr.\n"
                "\n"
@@ -588,8 +600,8 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
                        .cues = hv_cue_default_params(),
                        .format = HVT_FMT_TXT};
     int given[N_OPTS];
-    if (argc <= 1) { /* bare "hviske": what it takes */
-        usage(stderr);
+    if (argc <= 1) { /* bare "hviske": what it takes, and where help is */
+        short_usage(stderr);
         return HVT_EXIT_USAGE;
     }
     int rc = cli_whisper_flags(&argc, argv, o);

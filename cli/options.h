@@ -87,9 +87,10 @@ typedef struct cli_options {
     int whisper_thresholds;      /* -lpt or -nth: whisper-cli's fallback is on */
     char whisper_temps[HVT_MAX_TEMPERATURES * 12]; /* the --temperature list they make */
     int no_prints;                                 /* -np: nothing on stderr but errors */
-    int no_timestamps;                             /* -nt: txt without times */
-    int silent;                                    /* -q or -np: no progress, warnings, notices */
-    int notices;                                   /* "hviske: wrote FILE" (stderr a terminal) */
+    char whisper_notes[2048]; /* the notices of flags accepted as hviske's behaviour */
+    int no_timestamps;        /* -nt: txt without times */
+    int silent;               /* -q or -np: no progress, warnings, notices */
+    int notices;              /* "hviske: wrote FILE" (stderr a terminal) */
 } cli_options;
 
 /* Adds format f to l, once. */

@@ -2,6 +2,7 @@
 #include "whisper.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,14 @@ typedef enum w_action {
     W_THRESHOLD,   /* -lpt, -nth: hviske's option `to`, and the fallback on */
     W_NO_PRINTS,
     W_NO_TIMESTAMPS,
-    W_NOTHING, /* what hviske always does: accepted, changes nothing */
-    W_REFUSE   /* refused by its name, saying why */
+    W_NOTHING,   /* what hviske always does: accepted, changes nothing */
+    W_SAME,      /* accepted with a notice when the value is one of `value`
+                  (a comma-separated list of numbers; NULL for a flag
+                  without one): it asks for what hviske does anyway,
+                  `to` says what; refused with that reason otherwise */
+    W_VAD_MODEL, /* -vm: --vad-model DIR, or whisper.cpp's ggml Silero file:
+                    the bundled detector, with a notice */
+    W_REFUSE     /* refused by its name, saying why */
 } w_action;
 
 typedef struct w_flag {
@@ -45,6 +52,8 @@ typedef struct w_flag {
     { f, l, v, action_, NULL, NULL, 0, 0 }
 #define NO(f, l, v, why)                                                                           \
     { f, l, v, W_REFUSE, why, NULL, 0, 0 }
+#define SAME(f, l, v, values, why)                                                                 \
+    { f, l, v, W_SAME, why, values, 0, 0 }
 
 /* Every flag of whisper-cli's --help but -h, -l, -t and -m (hviske's own,
  * the same). docs/CLI.md "whisper-cli's flags" lists them. */
@@ -69,7 +78,7 @@ static const w_flag FLAGS[] = {
     FORMAT("-oj", "--output-json", HVT_FMT_WHISPER_JSON, 0),
     FORMAT("-ojf", "--output-json-full", HVT_FMT_WHISPER_JSON, 1),
     SET(NULL, "--vad", "--chunking", "vad"),
-    OPT("-vm", NULL, 1, "--vad-model"),
+    DO("-vm", "--vad-model", 1, W_VAD_MODEL),
     OPT("-vt", NULL, 1, "--vad-threshold"),
     OPT("-vspd", "--vad-min-speech-duration-ms", 1, "--vad-min-speech-ms"),
     OPT("-vsd", "--vad-min-silence-duration-ms", 1, "--vad-min-silence-ms"),
@@ -79,21 +88,23 @@ static const w_flag FLAGS[] = {
     DO("-fa", "--flash-attn", 0, W_NOTHING),
     DO("-nfa", "--no-flash-attn", 0, W_NOTHING),
     NO("-tr", "--translate", 0, "the model transcribes; it does not translate"),
-    NO("-bo", "--best-of", 1,
-       "best-of sampling is not offered: --beams N searches N hypotheses, --sample samples one"),
+    SAME("-bo", "--best-of", 1, "1,5",
+         "the temperature fallback samples one candidate per temperature (best-of sampling is "
+         "not offered: --beams N searches N hypotheses)"),
     NO("-olrc", "--output-lrc", 0, "LRC is not written; --format txt,srt,vtt,json,jsonl,csv"),
     NO("-owts", "--output-words", 0, "karaoke scripts are not written; --format srt or vtt"),
     NO("-fp", "--font-path", 1, "karaoke scripts (-owts) are not written"),
-    NO("-p", "--processors", 1, "one process transcribes: -t N gives it N threads"),
-    NO("-on", "--offset-n", 1, "segments are always numbered from 1"),
-    NO("-mc", "--max-context", 1, "each chunk is decoded without the text before it"),
-    NO("-ac", "--audio-ctx", 1, "the encoder always takes the whole chunk"),
-    NO("-wt", "--word-thold", 1, "word times come from cross-attention, without a threshold"),
+    SAME("-p", "--processors", 1, "1", "one process transcribes: -t N gives it N threads"),
+    SAME("-on", "--offset-n", 1, "0", "segments are always numbered from the first"),
+    SAME("-mc", "--max-context", 1, "0", "each chunk is decoded without the text before it"),
+    SAME("-ac", "--audio-ctx", 1, "0", "the encoder always takes the whole chunk"),
+    SAME("-wt", "--word-thold", 1, "0.01",
+         "word times come from cross-attention, without a threshold"),
     {"-lpt", "--logprob-thold", 1, W_THRESHOLD, "--log-prob-threshold", NULL, 0, 0},
     {"-nth", "--no-speech-thold", 1, W_THRESHOLD, "--no-speech-threshold", NULL, 0, 0},
-    NO("-et", "--entropy-thold", 1,
-       "the fallback measures repetition by the text's compression ratio, not the tokens' "
-       "entropy: --compression-ratio-threshold X (default 2.4)"),
+    SAME("-et", "--entropy-thold", 1, "2.4",
+         "the fallback measures repetition by the text's compression ratio, not the tokens' "
+         "entropy: --compression-ratio-threshold X (default 2.4)"),
     NO("-debug", "--debug-mode", 0, "there is no debug mode"),
     NO("-di", "--diarize", 0, "hviske does not tell speakers apart"),
     NO("-tdrz", "--tinydiarize", 0, "hviske does not tell speakers apart"),
@@ -106,7 +117,7 @@ static const w_flag FLAGS[] = {
     NO("-oved", "--ov-e-device", 1, "there is no OpenVINO encoder"),
     NO("-dtw", "--dtw", 1, "word times always come from cross-attention: --word-timestamps"),
     NO("-ls", "--log-score", 0, "--json gives each token's log-prob and the score"),
-    NO("-sns", "--suppress-nst", 0, "the model writes no non-speech tokens to suppress"),
+    SAME("-sns", "--suppress-nst", 0, NULL, "the model writes no non-speech tokens to suppress"),
     NO(NULL, "--suppress-regex", 1, "tokens cannot be suppressed"),
     NO(NULL, "--grammar", 1, "there is no grammar-guided decoding"),
     NO(NULL, "--grammar-rule", 1, "there is no grammar-guided decoding"),
@@ -132,6 +143,12 @@ static int take_ms(const char *flag, const char *v, double *out) {
                                flag, v);
     *out = ms / 1000.0;
     return -1;
+}
+
+/* Adds a line to the notices printed after the flags (unless -np). */
+static void note(cli_options *o, const char *fmt, const char *a, const char *b) {
+    size_t len = strlen(o->whisper_notes);
+    snprintf(o->whisper_notes + len, sizeof o->whisper_notes - len, fmt, a, b);
 }
 
 /* One flag with its value v (NULL when it takes none). -1 to go on, or
@@ -185,6 +202,20 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
         case W_NO_PRINTS: o->no_prints = 1; return -1;
         case W_NO_TIMESTAMPS: o->no_timestamps = 1; return -1;
         case W_NOTHING: return -1;
+        case W_SAME:
+            return hvt_whisper_same(CLI_PROG, "whisper-cli", arg, v, w->value, w->to,
+                                    o->whisper_notes, sizeof o->whisper_notes);
+        case W_VAD_MODEL:
+            if (hvt_ggml_silero(v)) {
+                note(o,
+                     "hviske: note: %s %s: whisper.cpp's Silero file; hviske's own Silero detector "
+                     "(models/silero-vad, bundled) is used\n",
+                     arg, v);
+                return -1;
+            }
+            out[(*m)++] = "--vad-model";
+            out[(*m)++] = (char *)v;
+            return -1;
         case W_REFUSE:
         default:
             return hvt_usage_error(CLI_PROG, "%s (whisper-cli's) is not supported: %s", arg, w->to);
@@ -271,6 +302,7 @@ int cli_whisper_flags(int *argc, char **argv, cli_options *o) {
         out[at + 1] = o->whisper_temps;
         m += 2;
     }
+    if (!o->no_prints) fputs(o->whisper_notes, stderr);
     if (dashes || o->n_whisper_files) out[m++] = "--";
     for (i += dashes; i < n; i++) out[m++] = argv[i];
     for (int k = 0; k < o->n_whisper_files; k++) out[m++] = (char *)o->whisper_files[k];

@@ -581,10 +581,22 @@ typedef struct hv_cue_params {
     double max_seconds; /* longest cue, HV_CUE_MAX_SECONDS_MIN..MAX (7) */
     int max_lines;      /* lines per cue, 1..10 (2) */
     int max_line_chars; /* Unicode code points per line, 10..1000 (42) */
+    /* Readability: a cue is shown on into the silence after its last word
+     * (never past max_seconds, never closer than min_gap to the next cue)
+     * until its characters go by at most max_cps a second and it lasts
+     * min_seconds; a gap under min_gap left between two cues is closed.
+     * 0 turns each off. */
+    double max_cps;     /* characters per second, 0..HV_CUE_MAX_CPS_MAX (17) */
+    double min_seconds; /* shortest showing, 0..HV_CUE_MIN_SECONDS_MAX (5/6) */
+    double min_gap;     /* seconds between cues, 0..HV_CUE_MIN_GAP_MAX (0.08:
+                           2 frames at 25 per second) */
 } hv_cue_params;
 
 #define HV_CUE_MAX_SECONDS_MIN 1.0
 #define HV_CUE_MAX_SECONDS_MAX 600.0
+#define HV_CUE_MAX_CPS_MAX     1000.0
+#define HV_CUE_MIN_SECONDS_MAX 10.0
+#define HV_CUE_MIN_GAP_MAX     1.0
 enum {
     HV_CUE_MAX_LINES_MIN = 1,
     HV_CUE_MAX_LINES_MAX = 10,
@@ -595,7 +607,7 @@ enum {
                                     before the next cue permitting */
 };
 
-/* 7 s, 2 lines, 42 characters. */
+/* 7 s, 2 lines, 42 characters; 17 characters a second, 5/6 s, 0.08 s. */
 HV_API hv_cue_params hv_cue_default_params(void);
 
 typedef struct hv_cue {

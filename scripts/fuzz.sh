@@ -60,7 +60,8 @@ build() { # target
   local src=("$ROOT/tests/fuzz/fuzz_$1.c")
   case "$1" in
     form | json) src+=("${TOOLS[@]}") ;;
-    request) src+=("${TOOLS[@]}" "$ROOT/server/server_options.c" "$ROOT/server/server_queue.c") ;;
+    request) src+=("${TOOLS[@]}" "$ROOT/server/server_options.c" "$ROOT/server/server_queue.c"
+                   "$ROOT/server/server_whisper.c") ;;
   esac
   "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer,address,undefined "${src[@]}" \
     "$OUTDIR/libhviske-fuzz.a" "${LIBS[@]}" -lpthread -o "$OUTDIR/fuzz_$1"

@@ -30,6 +30,7 @@ PKGS=(
   build-essential cmake pkg-config
   libcjson-dev libopenblas-dev libsndfile1-dev libmpg123-dev libvorbis-dev libogg-dev libsoxr-dev libkissfft-dev zlib1g-dev
   libmicrohttpd-dev libdnnl-dev
+  libavformat-dev libavcodec-dev libswresample-dev
 )
 case "$GROUP" in
   build) ;;
@@ -37,7 +38,7 @@ case "$GROUP" in
     PKGS+=(
       curl nginx
       python3 python3-numpy python3-torch python3-sentencepiece python3-venv python3-mypy
-      sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3
+      sentencepiece espeak-ng libespeak-ng-dev sox libsox-fmt-mp3 ffmpeg
       python3-onnx clang-format
       man-db python3-pip python3-setuptools
       slurm-wlm munge

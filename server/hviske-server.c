@@ -180,6 +180,7 @@ int main(int argc, char **argv) {
     s.id_seed = srv_request_id_seed();
     s.access_log = o.quiet ? NULL : stderr;
     pthread_mutex_init(&s.mu, NULL);
+    pthread_rwlock_init(&s.model_lock, NULL);
     pthread_cond_init(&s.work, NULL);
     pthread_cond_init(&s.answered, NULL);
     int listen_fd = -1, n_started = 0, port = 0, ipv6 = 0;
@@ -209,6 +210,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     s.metrics.model_load_s = hvt_now_s() - t_load;
+    s.model_dir = o.model_dir;
+    s.mp = mp;
     s.rate = hv_model_sample_rate(s.model);
     if (hvt_chunking_uses_vad(o.chunking) &&
         hvt_load_vad(o.vad_model, &s.vad, err, sizeof err) != HV_OK) {
@@ -216,6 +219,21 @@ int main(int argc, char **argv) {
         goto done;
     }
     s.base = hv_transcribe_default_params();
+    if (o.language && !hvt_model_has_language(s.model, o.language)) {
+        char list[512];
+        size_t w = 0;
+        for (int i = 0; i < hv_model_n_languages(s.model) && w < sizeof list; i++)
+            w += (size_t)snprintf(list + w, sizeof list - w, "%s%s", i ? ", " : "",
+                                  hv_model_language(s.model, i));
+        fprintf(stderr, "hviske-server: -l %s: %s; give one of the model's languages: %s\n",
+                o.language,
+                strcmp(o.language, "auto") == 0
+                    ? "there is no language detection (the model is told the language)"
+                    : "not a language of this model",
+                list);
+        goto done;
+    }
+    s.base.language = o.language;
     s.base.chunking = o.chunking;
     s.base.vad = s.vad;
     s.base.vad_params = o.vad;
@@ -288,6 +306,8 @@ done:
     pthread_cond_destroy(&s.work);
     pthread_cond_destroy(&s.answered);
     pthread_mutex_destroy(&s.mu);
+    pthread_rwlock_destroy(&s.model_lock);
+    free(s.model_dir_owned);
     if (rc == 0) fputs("hviske-server: stopped\n", stderr);
     return rc;
 }

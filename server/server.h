@@ -35,7 +35,8 @@ typedef enum route {
     ROUTE_TRANSLATE, /* POST /v1/audio/translations: 400, no translation */
     ROUTE_READY,
     ROUTE_METRICS,
-    ROUTE_WEB /* the page's files (server_web.c) */
+    ROUTE_LOAD, /* whisper-server's POST /load: another checkpoint (--allow-load) */
+    ROUTE_WEB   /* the page's files (server_web.c) */
 } route;
 
 typedef struct server server;
@@ -99,7 +100,14 @@ typedef struct worker {
 /* The server: what every thread shares. */
 struct server {
     const srv_options *o;
+    /* model, model_dir, rate, and the workers' contexts: read under
+     * model_lock's read lock (a job, a form's checks, /v1/models), changed
+     * under its write lock (POST /load) */
+    pthread_rwlock_t model_lock;
     hv_model *model;
+    const char *model_dir;     /* the checkpoint's directory: o->model_dir or model_dir_owned */
+    char *model_dir_owned;     /* what POST /load loaded */
+    hv_model_params mp;        /* how the model was loaded (threads, weight type, compute) */
     hv_vad *vad;               /* NULL: no speech detection */
     hv_transcribe_params base; /* chunking and speech detection of
                                       every request (server_form.h) */

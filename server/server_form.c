@@ -299,6 +299,8 @@ static void language_list(const hv_model *model, char *buf, size_t n) {
  * (a value with one is refused as malformed). */
 static const char *val(const srv_form *f, srv_field i) { return f->value[i]; }
 
+const char *srv_form_value(const srv_form *f, srv_field i) { return val(f, i); }
+
 static int has_nul(const srv_form *f, srv_field i) {
     return f->value[i] && strlen(f->value[i]) != f->len[i];
 }

@@ -90,6 +90,8 @@ typedef struct srv_form {
 } srv_form;
 
 void srv_form_init(srv_form *f, size_t max_file);
+/* A text field as given (NUL-terminated), or NULL when absent. */
+const char *srv_form_value(const srv_form *f, srv_field i);
 void srv_form_free(srv_form *f); /* frees the buffers; f can be reused */
 
 /*

@@ -160,7 +160,8 @@ static enum MHD_Result answer_metrics(request *req) {
 }
 
 static enum MHD_Result answer_models(request *req) {
-    const server *s = req->s;
+    server *s = req->s;
+    pthread_rwlock_rdlock(&s->model_lock);
     cJSON *o = cJSON_CreateObject(), *data = NULL, *m = NULL;
     int ok = o && cJSON_AddStringToObject(o, "object", "list") &&
              (data = cJSON_AddArrayToObject(o, "data")) && (m = cJSON_CreateObject()) &&
@@ -168,9 +169,10 @@ static enum MHD_Result answer_models(request *req) {
              cJSON_AddStringToObject(m, "object", "model") &&
              cJSON_AddNumberToObject(m, "created", (double)s->created) &&
              cJSON_AddStringToObject(m, "owned_by", "hviske") &&
-             srv_format_model_info(m, s->model, s->o->model_dir, &s->base, s->o->max_upload_mb,
+             srv_format_model_info(m, s->model, s->model_dir, &s->base, s->o->max_upload_mb,
                                    srv_max_audio_seconds(s, &s->base, NULL)) &&
              cJSON_AddNumberToObject(m, "max_beams", s->o->max_beams);
+    pthread_rwlock_unlock(&s->model_lock);
     if (!ok) {
         if (m && !(data && data->child == m)) cJSON_Delete(m);
         cJSON_Delete(o);
@@ -326,6 +328,8 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         req->route = ROUTE_READY;
     else if (strcmp(url, "/metrics") == 0)
         req->route = ROUTE_METRICS;
+    else if (strcmp(url, "/load") == 0)
+        req->route = ROUTE_LOAD;
     else if (!s->o->no_web && (req->asset = srv_web_find(url)))
         req->route = ROUTE_WEB; /* open without the key: the page asks for it */
     /* what a balancer or a monitor asks: answered while draining and in
@@ -362,7 +366,7 @@ static enum MHD_Result begin_request(server *s, struct MHD_Connection *conn, con
         return refuse(req);
     }
     int transcribe = req->route == ROUTE_TRANSCRIBE || req->route == ROUTE_INFERENCE ||
-                     req->route == ROUTE_TRANSLATE;
+                     req->route == ROUTE_TRANSLATE || req->route == ROUTE_LOAD;
     if (transcribe ? !post : !get) {
         req->allow = transcribe ? "POST" : "GET, HEAD";
         srv_error_set(e, 405, "method_not_allowed", NULL, "%s is not allowed on %s (allowed: %s)",
@@ -450,15 +454,87 @@ static enum MHD_Result body_data(request *req, const char *data, size_t size) {
     return MHD_YES;
 }
 
+/* POST /load: the checkpoint directory of the form's model field, loaded
+ * as the first was (threads, weight type, compute), then put in place of
+ * the running one once no job runs (model_lock's write lock): the
+ * workers' contexts are made anew for it. Refused without --allow-load
+ * (403); a path that is no checkpoint, or a model without the -l
+ * language, is a 400 and the running model stays. */
+static enum MHD_Result answer_load(request *req) {
+    server *s = req->s;
+    srv_error *e = &req->err;
+    const char *dir = srv_form_value(&req->form, SRV_F_MODEL);
+    char err[1024] = "";
+    hv_model *model = NULL;
+    hv_context **ctx = NULL;
+    if (!s->o->allow_load) {
+        srv_error_set(e, 403, "load_not_allowed", NULL,
+                      "loading another checkpoint is off (start hviske-server with --allow-load)");
+    } else if (!dir || !*dir) {
+        srv_error_set(e, 400, "missing_model", "model",
+                      "the form field model names the checkpoint directory to load");
+    } else if (hvt_model_dir_hint(dir, err, sizeof err) ||
+               hv_model_load(dir, &s->mp, &model, err, sizeof err) != HV_OK) {
+        srv_error_set(e, 400, "invalid_model", "model", "%s", err[0] ? err : "cannot load it");
+    } else if (s->o->language && !hvt_model_has_language(model, s->o->language)) {
+        srv_error_set(e, 400, "invalid_model", "model",
+                      "%s: the model has no language %s (the server's -l)", dir, s->o->language);
+    } else if (!(ctx = calloc((size_t)s->o->n_workers, sizeof *ctx))) {
+        srv_error_set(e, 500, "out_of_memory", NULL, "out of memory");
+    } else {
+        char *copy = strdup(dir);
+        int ok = copy != NULL;
+        for (int i = 0; ok && i < s->o->n_workers; i++)
+            ok = (ctx[i] = hv_context_new(model, s->o->n_threads)) != NULL;
+        if (ok) {
+            pthread_rwlock_wrlock(&s->model_lock);
+            hv_model *old = s->model;
+            for (int i = 0; i < s->o->n_workers; i++) {
+                hv_context_free(s->workers[i].ctx);
+                s->workers[i].ctx = ctx[i];
+                ctx[i] = NULL;
+            }
+            s->model = model;
+            s->rate = hv_model_sample_rate(model);
+            free(s->model_dir_owned);
+            s->model_dir = s->model_dir_owned = copy;
+            pthread_rwlock_unlock(&s->model_lock);
+            model = old; /* freed below */
+        } else {
+            free(copy);
+            srv_error_set(e, 500, "out_of_memory", NULL, "out of memory creating the contexts");
+        }
+    }
+    for (int i = 0; ctx && i < s->o->n_workers; i++) hv_context_free(ctx[i]);
+    free(ctx);
+    hv_model_free(model);
+    if (e->status) {
+        srv_form_free(&req->form);
+        return answer_error(req);
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (o && !cJSON_AddStringToObject(o, "loaded", dir)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    srv_form_free(&req->form);
+    return answer_json(req, o);
+}
+
 /* The whole body is in: validate and queue, or answer. */
 static enum MHD_Result end_request(request *req) {
     server *s = req->s;
     if (!req->err.status && req->mp && srv_multipart_finish(req->mp) != 0) req->err = req->form.err;
     srv_multipart_free(req->mp);
     req->mp = NULL;
-    if (!req->err.status &&
-        srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0 &&
-        srv_queue_request(s, req)) {
+    if (!req->err.status && req->route == ROUTE_LOAD) return answer_load(req);
+    int params = 0;
+    if (!req->err.status) {
+        pthread_rwlock_rdlock(&s->model_lock);
+        params = srv_form_params(&req->form, s->model, &s->base, &req->params, &req->err) == 0;
+        pthread_rwlock_unlock(&s->model_lock);
+    }
+    if (params && srv_queue_request(s, req)) {
         if (req->gone) return MHD_NO; /* no one to answer: close */
         struct MHD_Response *r = req->resp;
         req->resp = NULL;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server_whisper.h"
 #include "subtitles.h"
 #include "tool_util.h"
 
@@ -22,6 +23,9 @@ static void usage(FILE *f) {
             "and a web page at / for people.\n"
             "\n"
             "  -m, --model DIR          checkpoint directory\n"
+            "  -l, --language LANG      the language of requests that name none\n"
+            "                           (default: da when the model has it, else\n"
+            "                           its first; as whisper-server's -l)\n"
             "      --host HOST          address to listen on (default 127.0.0.1)\n"
             "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
             "                           free port, printed at start)\n"
@@ -41,7 +45,8 @@ static void usage(FILE *f) {
             "      --max-beams N        the most beams a request may ask for\n"
             "                           (num_beams), 1..64 (default 16)\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
-            "                           (default 25)\n"
+            "                           (default 128: an hour of 16 kHz 16-bit\n"
+            "                           mono WAV is 110 MiB)\n"
             "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
             "                           /v1/ paths\n"
@@ -65,6 +70,10 @@ static void usage(FILE *f) {
             "                           request) to FILE instead of stderr\n"
             "  -q, --quiet              no access log\n"
             "      --no-web             no web page at / (the API only)\n"
+            "      --allow-load         POST /load (form field model: a checkpoint\n"
+            "                           directory; the API key's) loads another\n"
+            "                           checkpoint in place of the running one, as\n"
+            "                           whisper-server's /load (default: refused, 403)\n"
             "      --allow-host NAME    answer requests whose Host is NAME (repeatable;\n"
             "                           '*': any); on a loopback --host, others than\n"
             "                           localhost and IP addresses get 403\n"
@@ -133,6 +142,7 @@ static int parse_allow_origin(const char *arg, void *value) {
 /* The options; OPTIONS[O_X] is --x. */
 enum {
     O_MODEL,
+    O_LANGUAGE,
     O_HOST,
     O_PORT,
     O_THREADS,
@@ -154,6 +164,7 @@ enum {
     O_ACCESS_LOG,
     O_CHUNKING,
     O_NO_WEB,
+    O_ALLOW_LOAD,
     O_ALLOW_HOST,
     O_ALLOW_ORIGIN,
     HVT_VAD_OPTION_IDS,
@@ -166,6 +177,7 @@ enum {
 #define AT(field) offsetof(srv_options, field)
 static const hvt_option OPTIONS[N_OPTS] = {
     [O_MODEL] = HVT_OPT_STRING("model", 'm', AT(model_dir)),
+    [O_LANGUAGE] = HVT_OPT_NONEMPTY("language", 'l', AT(language), "a language code"),
     [O_HOST] = HVT_OPT_NONEMPTY("host", 0, AT(host), "an address"),
     [O_PORT] = HVT_OPT("port", 0, HVT_INT, AT(port), 0, 65535, "0..65535"),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
@@ -196,6 +208,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_ACCESS_LOG] = HVT_OPT_NONEMPTY("access-log", 0, AT(access_log), "a file name"),
     [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
     [O_NO_WEB] = HVT_OPT_FLAG("no-web", 0),
+    [O_ALLOW_LOAD] = HVT_OPT_FLAG("allow-load", 0),
     [O_ALLOW_HOST] = HVT_OPT_CUSTOM("allow-host", AT(allow_hosts), parse_allow_host,
                                     "a host name or address without a port, or '*'; at most "
                                     "32"),
@@ -216,7 +229,7 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
                        .n_workers = 1,
                        .queue = 16,
                        .max_beams = 16,
-                       .max_upload_mb = 25,
+                       .max_upload_mb = 128,
                        .max_audio_s = 3600,
                        .model_name = "hviske",
                        .timeout_s = 30,
@@ -228,10 +241,15 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
                        .vad_max_gap_s = defaults.vad_max_gap_s,
                        .cues = hv_cue_default_params()};
     int given[N_OPTS];
-    int rc = hvt_parse_options(&cli, argc, argv, o, given);
+    char notes[2048] = "";
+    int rc = srv_whisper_flags(&argc, argv, notes, sizeof notes);
     if (rc >= 0) return rc;
+    rc = hvt_parse_options(&cli, argc, argv, o, given);
+    if (rc >= 0) return rc;
+    fputs(notes, stderr);
     o->quiet = given[O_QUIET] != 0;
     o->no_web = given[O_NO_WEB] != 0;
+    o->allow_load = given[O_ALLOW_LOAD] != 0;
     if (o->chunking == HV_CHUNKING_FIXED)
         return hvt_usage_error(PROG, "--chunking fixed is not offered by the "
                                      "server (auto, vad, energy or none)");

@@ -29,6 +29,8 @@ typedef struct srv_options {
     double max_audio_s;
     const char *api_key;        /* NULL: no authentication */
     const char *model_name;     /* the id in /v1/models */
+    const char *language;       /* -l: the language of requests that give none */
+    int allow_load;             /* --allow-load: POST /load may load another checkpoint */
     unsigned timeout_s;         /* idle connection timeout */
     unsigned request_timeout_s; /* headers-to-end-of-body deadline */
     unsigned min_upload_rate;   /* bytes/s a body keeps up with after
@@ -48,8 +50,10 @@ typedef struct srv_options {
                                 call the API ("*": any) */
 } srv_options;
 
-/* Fills o from argv: the defaults, then the options given; n_threads 0
- * becomes the cores divided among the workers. Returns -1 to go on,
+/* Fills o from argv: the defaults, then the options given (whisper-server's
+ * flags first taken out of argv, server_whisper.h, their notices printed
+ * on standard error); n_threads 0 becomes the cores divided among the
+ * workers. Returns -1 to go on,
  * otherwise the exit status (0 after --help or --version, 2 after a usage
  * error, reported on standard error). */
 int srv_parse_options(int argc, char **argv, srv_options *o);

@@ -280,7 +280,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     } else {
         /* the downloads of the page: the CLI's bytes for this result */
         hvt_format_spec spec = {
-            .cues = s->o->cues, .words = 1, .model_dir = s->o->model_dir, .model = s->model};
+            .cues = s->o->cues, .words = 1, .model_dir = s->model_dir, .model = s->model};
         cJSON *dl = p.n_downloads ? srv_format_downloads(res, p.downloads, p.n_downloads, &spec,
                                                          file[0] ? file : "-")
                                   : NULL;
@@ -404,9 +404,11 @@ void *srv_worker_main(void *arg) {
         double t = hvt_now_s();
         job_end je = {0, 0, 0};
         int begun = !client_gone(req); /* checked before each stage */
-        if (begun)
-            je = run_job(w, req); /* (a stream's req is not ours after it) */
-        else
+        if (begun) {
+            pthread_rwlock_rdlock(&s->model_lock); /* POST /load waits for the job */
+            je = run_job(w, req);                  /* (a stream's req is not ours after it) */
+            pthread_rwlock_unlock(&s->model_lock);
+        } else
             skip_gone(s, req, "while it waited");
         t = hvt_now_s() - t;
         if (begun) srv_metrics_job(&s->metrics, je.status == MHD_HTTP_OK ? je.audio_s : 0, t);

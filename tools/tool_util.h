@@ -143,11 +143,34 @@ int hvt_usage_error(const char *prog, const char *fmt, ...);
 /* --------------------------------------------------------------- misc */
 
 /* A model directory that cannot be one as given, said before loading:
- * a file (a checkpoint's model.safetensors given as -m: "give the
- * checkpoint's directory, DIR"), or a name that does not exist and looks
- * like a Hugging Face model id (OWNER/NAME: how to fetch it). 1 with the
- * message in msg[n], else 0 (the load reports what is wrong). */
+ * a whisper.cpp ggml or GGUF file (known by its magic: what to fetch
+ * instead), another file (a checkpoint's model.safetensors given as -m:
+ * "give the checkpoint's directory, DIR"), a directory without a
+ * config.json (what a checkpoint holds, and the checkpoints inside it), a
+ * missing name that looks like a Hugging Face model id (OWNER/NAME, no
+ * file extension, OWNER no local directory: how to fetch it), or any
+ * other missing path (the checkpoints beside it). 1 with the message in
+ * msg[n], else 0 (the load reports what is wrong). */
 int hvt_model_dir_hint(const char *dir, char *msg, size_t n);
+
+/* 1 when path is a regular file that begins as a ggml model does
+ * (whisper.cpp's ggml, ggmf, ggjt or GGUF magic). */
+int hvt_ggml_file(const char *path);
+
+/* whisper.cpp's Silero speech detector file given for the detector (a
+ * ggml file, or a missing ggml-silero-* name as in its README): 1 when
+ * path is one, and the bundled detector stands for it. */
+int hvt_ggml_silero(const char *path);
+
+/* A whisper.cpp program's flag `arg` (value v, NULL for a flag without
+ * one; `origin` "whisper-cli" or "whisper-server") that hviske accepts
+ * when it asks for what hviske does anyway: v one of the numbers of the
+ * comma-separated `values`. Accepted: a notice line ("PROG: note: -mc 0
+ * (whisper-cli's) asks for what hviske does anyway: WHY") is appended to
+ * notes[n], and -1 returned; else the usage error's exit status, the
+ * message naming the flag, its value, why and what is accepted. */
+int hvt_whisper_same(const char *prog, const char *origin, const char *arg, const char *v,
+                     const char *values, const char *why, char *notes, size_t n);
 
 /* 1 if the model lists lang among its supported languages. */
 int hvt_model_has_language(const hv_model *model, const char *lang);

@@ -39,7 +39,7 @@ from ._native import Segment as _CSegment
 __version__ = "0.1.0"
 __all__ = ["Model", "Result", "Segment", "Chunk", "Word", "Decoding", "TranscriptionInfo",
            "Audio", "WhisperModel", "BatchedInferencePipeline",
-           "load_library", "Error", "LibraryNotFound",
+           "load_library", "decode_audio", "Error", "LibraryNotFound",
            "FileError", "FormatError", "InvalidArgument", "OutOfMemory", "Unsupported",
            "LimitError", "Cancelled", "DetectorNotFound"]
 
@@ -350,6 +350,70 @@ def _chunking_alias(chunking: Optional[str], vad_filter: Optional[bool]) -> str:
     return "energy" if chunking is None else chunking
 
 
+def _read_mono(lib: Any, audio: Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes,
+                                     bytearray, memoryview],
+               name: bytes, rate: int, max_audio_bytes: int) -> Tuple[Any, int]:
+    """(samples, count) of an audio file (a path, or a file's bytes named
+    `name` in messages) read as the hviske program reads its inputs:
+    decoded in blocks straight to mono at `rate` (hv_audio_read_mono), so
+    that memory is the mono samples whatever the file's channels and
+    rate, within the library's budget of a call (max_audio_bytes,
+    judged from the header before decoding). The caller frees the
+    samples with hv_audio_free."""
+    max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
+    pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
+    err = ctypes.create_string_buffer(_ERRBUF)
+    if isinstance(audio, (str, os.PathLike)):
+        st = lib.hv_audio_read_mono(_c_path("audio path", audio), rate, max_s,
+                                    ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+    else:
+        data = bytes(audio)
+        st = lib.hv_audio_read_buffer_mono(data, len(data), name, rate, max_s,
+                                           ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+    if st != 0:
+        raise error(st, err.value.decode("utf-8", "replace"))
+    return pcm, int(n.value)
+
+
+def decode_audio(input_file: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview,
+                                   SupportsRead],
+                 sampling_rate: int = 16000, split_stereo: bool = False,
+                 library: Union[str, "os.PathLike[str]", None] = None) -> Any:
+    """faster-whisper's decode_audio: an audio file (a path, its bytes, or a
+    file object reading them) as mono float32 samples at sampling_rate Hz,
+    read as Model.transcribe reads a file (every format the library reads,
+    the channels averaged, libsoxr's resampling), within the library's
+    default budget of a call (max_audio_bytes). A numpy array when numpy
+    is installed, else an array.array("f"). split_stereo=True (the two
+    channels apart) is not offered: InvalidArgument. `library` as for
+    load_library. Errors as Model.transcribe's (FileError, FormatError,
+    LimitError, ...)."""
+    if split_stereo:
+        raise InvalidArgument("split_stereo is not offered: decode_audio gives the channels "
+                              "averaged (mono)")
+    lib = load_library(library)
+    rate = _int("sampling_rate", sampling_rate, MIN_SAMPLE_RATE, MAX_SAMPLE_RATE)
+    audio: Any = input_file
+    name = b"<bytes>"
+    if not isinstance(audio, (str, bytes, bytearray, memoryview, os.PathLike)) and \
+            callable(getattr(audio, "read", None)):
+        audio, name = _read_file_object(audio)
+    if not isinstance(audio, (str, bytes, bytearray, memoryview, os.PathLike)):
+        raise TypeError("input_file must be a path, the bytes of an audio file or a file object "
+                        f"reading them, not {type(audio).__name__}")
+    pcm, count = _read_mono(lib, audio, name, rate,
+                            lib.hv_transcribe_default_params().max_audio_bytes)
+    try:
+        raw = ctypes.string_at(pcm, count * 4) if count else b""
+    finally:
+        lib.hv_audio_free(pcm)
+    try:
+        import numpy as np
+    except ImportError:
+        return array.array("f", raw)
+    return np.frombuffer(raw, dtype=np.float32).copy()
+
+
 class Model:
     """A checkpoint directory loaded once (read-only; share it between
     threads). `threads`: worker threads per transcription (None: all
@@ -543,27 +607,8 @@ class Model:
     def _read_mono(self, audio: Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes,
                                       bytearray, memoryview],
                    name: bytes, rate: int, max_audio_bytes: int) -> Tuple[Any, int]:
-        """(samples, count) of an audio file (a path, or a file's bytes named
-        `name` in messages) read as the hviske program reads its inputs:
-        decoded in blocks straight to mono at `rate` (hv_audio_read_mono), so
-        that memory is the mono samples whatever the file's channels and
-        rate, within the library's budget of a call (max_audio_bytes,
-        judged from the header before decoding). The caller frees the
-        samples with hv_audio_free."""
-        lib = self._lib
-        max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
-        pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
-        err = ctypes.create_string_buffer(_ERRBUF)
-        if isinstance(audio, (str, os.PathLike)):
-            st = lib.hv_audio_read_mono(_c_path("audio path", audio), rate, max_s,
-                                        ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
-        else:
-            data = bytes(audio)
-            st = lib.hv_audio_read_buffer_mono(data, len(data), name, rate, max_s,
-                                               ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
-        if st != 0:
-            raise error(st, err.value.decode("utf-8", "replace"))
-        return pcm, int(n.value)
+        """_read_mono with this model's library."""
+        return _read_mono(self._lib, audio, name, rate, max_audio_bytes)
 
     def _audio(self, audio: Any, sample_rate: Optional[int], model: ctypes.c_void_p,
                max_audio_bytes: int) -> Tuple[Any, int, int, int, Any, Any]:

@@ -17,7 +17,8 @@ import math
 import os
 import struct
 import sys
-from typing import Any, Optional, Sequence, Union
+import time
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import Error, InvalidArgument, Model, Result, Segment, Word
 
@@ -31,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m hviske",
                                 description="Transcribes audio files with a Hviske / Cohere "
                                             "Transcribe checkpoint (one line per file).")
-    p.add_argument("files", nargs="+", metavar="FILE", help="audio files")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="audio files ('-': one from standard input)")
     p.add_argument("-m", "--model", required=True, help="checkpoint directory")
     p.add_argument("-l", "--language", help="language code (default: da if supported)")
     p.add_argument("--no-punctuation", action="store_true")
@@ -58,7 +60,26 @@ def _parser() -> argparse.ArgumentParser:
                         "standard output for one input, else NAME.srt or NAME.vtt beside "
                         "each input or in --output-dir")
     p.add_argument("--output-dir", help="srt, vtt: write each input's subtitles there")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write what goes to standard output to FILE instead, whole (when "
+                        "an input succeeded) or not at all")
+    p.add_argument("--progress", action="store_true",
+                   help="progress lines on standard error after each chunk, as hviske's")
     return p
+
+
+def _progress(path: str) -> Callable[[float, float], None]:
+    """A progress callback writing hviske's progress lines for path."""
+    t0 = time.monotonic()
+
+    def report(done: float, total: float) -> None:
+        dt = time.monotonic() - t0
+        speed = done / dt if dt > 0 else 0.0
+        eta = (total - done) / speed if speed > 0 else 0.0
+        pct = 100.0 * done / total if total > 0 else 100.0
+        print(f"hviske: {path}: progress {pct:.1f}% done_s={done:.2f} total_s={total:.2f} "
+              f"speed={speed:.2f} eta_s={eta:.0f}", file=sys.stderr, flush=True)
+    return report
 
 
 def _temperatures(text: str) -> Union[float, list[float]]:
@@ -208,7 +229,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     docs = fmt in ("srt", "vtt")
     if a.output_dir is not None and not docs:
         parser.error("--output-dir is for --format srt and vtt")
+    if a.files.count("-") > 1:
+        parser.error("'-' (standard input) given %d times" % a.files.count("-"))
     to_files = docs and (a.output_dir is not None or len(a.files) > 1)
+    if a.output is not None and to_files:
+        parser.error("-o FILE holds one output: several inputs' subtitles go to files beside "
+                     "them or into --output-dir DIR")
+    sink: List[str] = []  # -o FILE: what would go to standard output
+
+    def emit(text: str) -> None:
+        if a.output is not None:
+            sink.append(text)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
     outputs = [_output_path(f, fmt, a.output_dir) for f in a.files] if to_files else []
     if len(set(outputs)) < len(outputs):
         parser.error("two inputs would write the same subtitle file: give --output-dir or "
@@ -218,17 +252,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (Error, TypeError) as e:
         print(f"hviske: {e}", file=sys.stderr)
         return 2 if _usage_error(e) else 1
-    rc = 0
+    rc, n_ok = 0, 0
     with model:
         for i, path in enumerate(a.files):
             try:
-                r = model.transcribe(path, language=a.language,
+                audio: Any = sys.stdin.buffer.read() if path == "-" else path
+                r = model.transcribe(audio, language=a.language,
                                      punctuation=not a.no_punctuation, beams=a.beams,
                                      length_penalty=a.length_penalty, sample=a.sample,
                                      temperature=a.temperature, top_k=a.top_k, top_p=a.top_p,
                                      seed=a.seed, chunking=a.chunking,
                                      chunk_seconds=a.chunk_seconds,
-                                     word_timestamps=a.word_timestamps)
+                                     word_timestamps=a.word_timestamps,
+                                     progress=_progress(path) if a.progress else None)
             except (Error, TypeError) as e:
                 if _usage_error(e):
                     print(f"hviske: {e}", file=sys.stderr)
@@ -238,11 +274,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       file=sys.stderr)
                 rc = 1
                 continue
+            n_ok += 1
             if docs:
                 text = subtitles(r.segments, fmt == "vtt")
                 if not to_files:
-                    sys.stdout.write(text)
-                    sys.stdout.flush()
+                    emit(text)
                     continue
                 try:
                     _write(outputs[i], text)
@@ -252,7 +288,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 continue
             line = _json(path, r, a.word_timestamps) if fmt == "json" else \
                 r.text.replace("\n", " ").replace("\r", " ")
-            print(line, flush=True)
+            emit(line + "\n")
+    if a.output is not None and n_ok:
+        try:
+            _write(a.output, "".join(sink))
+        except OSError as e:
+            print(f"hviske: {a.output}: {e.strerror or e}", file=sys.stderr)
+            rc = 1
     return rc
 
 

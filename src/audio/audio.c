@@ -1,5 +1,7 @@
-/* Audio input: files through libsndfile, downmix and resampling through
- * libsoxr. Every file is treated as hostile: sizes are checked before
+/* Audio input: files through libsndfile (MPEG audio through libmpg123,
+ * Ogg Vorbis through libvorbisfile, and, where the build has them, the
+ * containers of src/audio/ffmpeg.h through FFmpeg's libraries), downmix
+ * and resampling through libsoxr. Every file is treated as hostile: sizes are checked before
  * anything is allocated and every sample is checked before it is used. */
 #include "audio/audio.h"
 
@@ -20,6 +22,7 @@
 #include <mpg123.h>
 #endif
 
+#include "audio/ffmpeg.h"
 #include "audio/vorbis.h"
 
 /* Reads a chunk of frames at a time; also the first allocation when the
@@ -40,11 +43,14 @@ static uint64_t max_samples(void) {
 
 static const char *sample_problem(float v) { return isnan(v) ? "NaN" : "infinite"; }
 
-/* An open audio stream: libsndfile's, libmpg123's for MPEG audio, or
- * libvorbisfile's for Ogg Vorbis. */
+/* An open audio stream: libsndfile's, libmpg123's for MPEG audio,
+ * libvorbisfile's for Ogg Vorbis, or FFmpeg's for the rest. */
 typedef struct source {
     SNDFILE *sf;
     hv_vorbis *ov;
+#ifdef HV_HAVE_FFMPEG
+    hv_ffmpeg *ff;
+#endif
 #ifdef HV_HAVE_MPG123
     mpg123_handle *mh;
     int channels;
@@ -66,7 +72,9 @@ typedef struct vfile {
     sf_count_t size, pos;
     sf_count_t patch_at; /* -1: none */
     unsigned char patch[8];
-    int64_t claimed; /* FLAC: the frames its STREAMINFO claims, else -1 */
+    int64_t claimed;              /* FLAC: the frames its STREAMINFO claims, else -1 */
+    char ffwhy[HV_FFMPEG_WHY];    /* FFmpeg's open error */
+    char why[HV_FFMPEG_WHY + 96]; /* an open error that is not a static phrase */
 } vfile;
 
 static sf_count_t vf_len(void *u) { return ((vfile *)u)->size; }
@@ -166,16 +174,21 @@ static int mp_open(vfile *m, SF_INFO *info, source *src) {
     return 0;
 }
 
-/* MPEG by its first bytes: an ID3v2 tag or an MPEG frame sync. */
+/* MPEG by its first bytes: an ID3v2 tag or an MPEG frame sync with a
+ * layer (layer bits 00 are reserved in MPEG audio, and mark AAC's ADTS
+ * header instead, which FFmpeg reads). */
 static int looks_mpeg(vfile *m) {
     unsigned char h[3];
     if (vf_pread(m, h, sizeof h, 0) != (sf_count_t)sizeof h) return 0;
-    return memcmp(h, "ID3", 3) == 0 || (h[0] == 0xFF && (h[1] & 0xE0) == 0xE0);
+    return memcmp(h, "ID3", 3) == 0 || (h[0] == 0xFF && (h[1] & 0xE0) == 0xE0 && (h[1] & 0x06));
 }
 #endif
 
 static sf_count_t src_readf(source *s, float *buf, sf_count_t frames) {
     if (s->ov) return hv_vorbis_read(s->ov, buf, frames > LONG_MAX ? LONG_MAX : (long)frames);
+#ifdef HV_HAVE_FFMPEG
+    if (s->ff) return hv_ffmpeg_read(s->ff, buf, frames > LONG_MAX ? LONG_MAX : (long)frames);
+#endif
 #ifdef HV_HAVE_MPG123
     if (s->mh) {
         size_t frame = (size_t)s->channels * sizeof(float);
@@ -198,6 +211,9 @@ static sf_count_t src_readf(source *s, float *buf, sf_count_t frames) {
 
 static int src_error(source *s) {
     if (s->ov) return hv_vorbis_failed(s->ov);
+#ifdef HV_HAVE_FFMPEG
+    if (s->ff) return hv_ffmpeg_failed(s->ff);
+#endif
 #ifdef HV_HAVE_MPG123
     if (s->mh) return s->failed;
 #endif
@@ -206,6 +222,9 @@ static int src_error(source *s) {
 
 static const char *src_strerror(source *s) {
     if (s->ov) return hv_vorbis_error(s->ov);
+#ifdef HV_HAVE_FFMPEG
+    if (s->ff) return hv_ffmpeg_error(s->ff);
+#endif
 #ifdef HV_HAVE_MPG123
     if (s->mh) return mpg123_strerror(s->mh);
 #endif
@@ -213,12 +232,22 @@ static const char *src_strerror(source *s) {
 }
 
 /* 1 when the stream went on in a form the samples so far cannot take (a
- * chained Ogg stream that changes its rate or channels): the input fails. */
-static int src_fatal(source *s) { return s->ov && hv_vorbis_fatal(s->ov); }
+ * chained Ogg stream, or an FFmpeg stream, that changes its rate or
+ * channels): the input fails. */
+static int src_fatal(source *s) {
+#ifdef HV_HAVE_FFMPEG
+    if (s->ff) return hv_ffmpeg_fatal(s->ff);
+#endif
+    return s->ov && hv_vorbis_fatal(s->ov);
+}
 
 static void src_close(source *s) {
     hv_vorbis_close(s->ov);
     s->ov = NULL;
+#ifdef HV_HAVE_FFMPEG
+    hv_ffmpeg_close(s->ff);
+    s->ff = NULL;
+#endif
 #ifdef HV_HAVE_MPG123
     if (s->mh) mpg123_delete(s->mh);
     s->mh = NULL;
@@ -262,6 +291,58 @@ static int vorbis_open(vfile *m, SF_INFO *info, source *src, const char **why, i
     info->format = SF_FORMAT_OGG | SF_FORMAT_VORBIS;
     return 0;
 }
+
+/* The container a file's first bytes name, among those FFmpeg's libraries
+ * read (src/audio/ffmpeg.h) and libsndfile does not: for messages; NULL
+ * when none. */
+static const char *container_name(vfile *m) {
+    unsigned char h[192];
+    sf_count_t n = vf_pread(m, h, sizeof h, 0);
+    if (n >= 8 && (memcmp(h + 4, "ftyp", 4) == 0 || memcmp(h + 4, "moov", 4) == 0 ||
+                   memcmp(h + 4, "mdat", 4) == 0 || memcmp(h + 4, "wide", 4) == 0))
+        return "an MP4/M4A/MOV file";
+    if (n >= 4 && memcmp(h, "\x1a\x45\xdf\xa3", 4) == 0) return "a WebM/Matroska file";
+    if (n >= 5 && memcmp(h, "#!AMR", 5) == 0) return "an AMR file";
+    if (n >= 8 && memcmp(h, "\x30\x26\xb2\x75\x8e\x66\xcf\x11", 8) == 0) return "a WMA/ASF file";
+    if (n >= 12 && memcmp(h, "RIFF", 4) == 0 && memcmp(h + 8, "AVI ", 4) == 0) return "an AVI file";
+    if (n >= 3 && memcmp(h, "FLV", 3) == 0) return "an FLV file";
+    if (n >= 2 && h[0] == 0xFF && (h[1] & 0xF6) == 0xF0) return "an AAC (ADTS) file";
+    if (n >= 189 && h[0] == 0x47 && h[188] == 0x47) return "an MPEG-TS file";
+    return NULL;
+}
+
+#ifdef HV_HAVE_FFMPEG
+static int64_t ff_read(void *buf, int64_t n, void *u) {
+    vfile *m = u;
+    sf_count_t got = vf_read(buf, (sf_count_t)n, u);
+    /* a descriptor that gives less than its size: a read error */
+    if (got < n && m->pos < m->size && !m->data) return got > 0 ? got : -1;
+    return got;
+}
+
+static int64_t ff_seek(int64_t off, int whence, void *u) {
+    return vf_seek((sf_count_t)off, whence, u);
+}
+
+/* Opens the vfile with FFmpeg (the containers libsndfile does not read);
+ * 0 on success, else -1 with *why (m->ffwhy) saying what is wrong. */
+static int ffmpeg_open(vfile *m, SF_INFO *info, source *src, const char **why, int *io) {
+    long rate = 0;
+    int ch = 0;
+    m->pos = 0;
+    m->patch_at = -1;
+    src->ff = hv_ffmpeg_open(ff_read, ff_seek, m->size, m, &rate, &ch, m->ffwhy, io);
+    if (!src->ff) {
+        *why = m->ffwhy;
+        return -1;
+    }
+    memset(info, 0, sizeof *info);
+    info->samplerate = rate > INT_MAX ? INT_MAX : (int)rate; /* check_header refuses it */
+    info->channels = ch;
+    info->frames = SF_COUNT_MAX; /* unknown: decoded in one pass */
+    return 0;
+}
+#endif
 
 /* Opens a vfile: MPEG with libmpg123 (above), Ogg Vorbis with
  * libvorbisfile (never libsndfile, which leaks when it fails to open one:
@@ -311,6 +392,25 @@ static int vf_open(vfile *m, SF_INFO *info, source *src, const char **why, int *
     if (!src->sf) {
         *why = sf_strerror(NULL);
         *io = sf_error(NULL) == SF_ERR_SYSTEM;
+        if (*io) return -1;
+        /* what libsndfile does not read: FFmpeg's containers, or a message
+         * that names the container this build lacks */
+        const char *kind = container_name(m);
+#ifdef HV_HAVE_FFMPEG
+        if (ffmpeg_open(m, info, src, why, io) == 0) return 0;
+        if (!kind) {
+            *why = sf_strerror(NULL);
+            *io = 0;
+            return -1;
+        }
+        snprintf(m->why, sizeof m->why, "%s; %s", kind, m->ffwhy);
+#else
+        if (!kind) return -1;
+        snprintf(m->why, sizeof m->why,
+                 "%s, which this hviske cannot read: it was built without FFmpeg's libraries",
+                 kind);
+#endif
+        *why = m->why;
         return -1;
     }
     if (m->claimed > 0 && info->frames == SF_COUNT_MAX) info->frames = m->claimed;

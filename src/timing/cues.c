@@ -13,7 +13,12 @@
 #include "hviske.h"
 
 hv_cue_params hv_cue_default_params(void) {
-    hv_cue_params p = {.max_seconds = 7.0, .max_lines = 2, .max_line_chars = 42};
+    hv_cue_params p = {.max_seconds = 7.0,
+                       .max_lines = 2,
+                       .max_line_chars = 42,
+                       .max_cps = 17.0,
+                       .min_seconds = 5.0 / 6.0,
+                       .min_gap = 0.08};
     return p;
 }
 
@@ -349,6 +354,41 @@ fail:
     return NULL;
 }
 
+/* Code points of a cue's text, its line breaks counted as the spaces
+ * they stand for. */
+static int text_chars(const char *t) {
+    int n = 0;
+    for (const unsigned char *q = (const unsigned char *)t; *q; q++) n += (*q & 0xC0) != 0x80;
+    return n;
+}
+
+/* Readable cues (docs/CLI.md "Subtitles"): a cue [st, en) (ms) whose
+ * characters go by faster than max_cps, or that is shorter than
+ * min_seconds, is shown on into the silence after its last word, as far
+ * as that takes but never past max_seconds from its start nor closer
+ * than min_gap to the next cue; a gap shorter than min_gap that is left
+ * between two cues is closed (where the cue then lasts at most
+ * max_seconds). */
+static void extend_for_reading(const hv_cue *cues, const int64_t *st, int64_t *en, int nc,
+                               const hv_cue_params *lim) {
+    const int64_t gap = llround(lim->min_gap * 1000.0), min_ms = llround(lim->min_seconds * 1000.0);
+    const int64_t max_ms = llround(lim->max_seconds * 1000.0);
+    for (int k = 0; k < nc; k++) {
+        int64_t next = k + 1 < nc ? st[k + 1] : INT64_MAX;
+        int64_t want = en[k];
+        if (lim->max_cps > 0) {
+            int64_t read = (int64_t)ceil(text_chars(cues[k].text) * 1000.0 / lim->max_cps);
+            if (st[k] + read > want) want = st[k] + read;
+        }
+        if (st[k] + min_ms > want) want = st[k] + min_ms;
+        if (want > st[k] + max_ms) want = st[k] + max_ms;
+        if (next != INT64_MAX && want > next - gap) want = next - gap;
+        if (want > en[k]) en[k] = want;
+        if (next != INT64_MAX && next - en[k] > 0 && next - en[k] < gap && next - st[k] <= max_ms)
+            en[k] = next;
+    }
+}
+
 void hv_cues_free(hv_cue *cues, int n) {
     if (!cues) return;
     for (int i = 0; i < n; i++) free(cues[i].text);
@@ -365,6 +405,9 @@ hv_status hv_cues_build(const hv_word *words, int n, const hv_cue_params *p, hv_
         clamp_d(lim.max_seconds, HV_CUE_MAX_SECONDS_MIN, HV_CUE_MAX_SECONDS_MAX, d.max_seconds);
     lim.max_lines = clamp_i(lim.max_lines, HV_CUE_MAX_LINES_MIN, HV_CUE_MAX_LINES_MAX);
     lim.max_line_chars = clamp_i(lim.max_line_chars, HV_CUE_LINE_CHARS_MIN, HV_CUE_LINE_CHARS_MAX);
+    lim.max_cps = clamp_d(lim.max_cps, 0, HV_CUE_MAX_CPS_MAX, d.max_cps);
+    lim.min_seconds = clamp_d(lim.min_seconds, 0, HV_CUE_MIN_SECONDS_MAX, d.min_seconds);
+    lim.min_gap = clamp_d(lim.min_gap, 0, HV_CUE_MIN_GAP_MAX, d.min_gap);
     const int64_t max_ms = (int64_t)llround(lim.max_seconds * 1000.0);
     const int width = lim.max_line_chars, max_lines = lim.max_lines;
     const double capacity = (double)width * max_lines;
@@ -460,6 +503,9 @@ hv_status hv_cues_build(const hv_word *words, int n, const hv_cue_params *p, hv_
         if (en[k] > next) en[k] = next;
         if (en[k] <= st[k])
             en[k] = next - st[k] < HV_CUE_MIN_SHOW_MS ? next : st[k] + HV_CUE_MIN_SHOW_MS;
+    }
+    extend_for_reading(cues, st, en, nc, &lim);
+    for (int k = 0; k < nc; k++) {
         cues[k].start = (double)st[k] / 1000.0;
         cues[k].end = (double)en[k] / 1000.0;
     }

@@ -60,6 +60,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     s->capacity = fo.n_workers + fo.queue;
     s->avg_job_s = 1.0;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_rwlock_init(&s->model_lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->answered, NULL);
     char err[1024];
@@ -69,6 +70,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         fprintf(stderr, "fuzz_request: %s\n", err);
         exit(1);
     }
+    s->model_dir = fo.model_dir;
+    s->mp = mp;
     s->rate = hv_model_sample_rate(s->model);
     s->base = hv_transcribe_default_params();
     s->base.chunking = fo.chunking;

@@ -11,7 +11,10 @@ the same way every time):
            refusals, pipelined requests
   config   config.json NUL generation_config.json
   audio    a 0.1 s WAV at 16 kHz mono and 8 kHz stereo; 0.3 s of Ogg
-           Vorbis (sox -R: the same bytes every time)
+           Vorbis (sox -R: the same bytes every time); 0.3 s in each
+           container FFmpeg's libraries read (M4A/AAC, WebM/Opus,
+           Matroska/Vorbis, WMA, ADTS AAC; ffmpeg -bitexact) and an AMR
+           file of two frames written here
 
 The tokenizer and safetensors targets are seeded from the fixture models
 at `make fuzz` time (their files are hundreds of kB)."""
@@ -20,6 +23,7 @@ import math
 import os
 import struct
 import subprocess
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus")
@@ -163,6 +167,19 @@ def main():
     ogg = subprocess.run(["sox", "-R", "-t", "wav", "-", "-t", "ogg", "-"], input=wav(0.3),
                          stdout=subprocess.PIPE, check=True).stdout
     write("audio", "mono16k.ogg", ogg)
+    for name, fmt, codec in (("aac.m4a", "ipod", "aac"), ("opus.webm", "webm", "libopus"),
+                             ("vorbis.mka", "matroska", "libvorbis"), ("wmav2.wma", "asf", "wmav2"),
+                             ("adts.aac", "adts", "aac")):
+        with tempfile.TemporaryDirectory() as tmp:  # MP4 is written seeking
+            out = os.path.join(tmp, name)
+            subprocess.run(
+                ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "wav", "-i", "-", "-c:a", codec,
+                 "-bitexact", "-fflags", "+bitexact", "-flags", "+bitexact", "-f", fmt, out],
+                input=wav(0.3), check=True)
+            with open(out, "rb") as f:
+                write("audio", name, f.read())
+    # AMR-NB: two 12.2 kbit/s frames (header 0x3C, 31 bytes of payload)
+    write("audio", "mr122.amr", b"#!AMR\n" + (b"\x3c" + bytes(range(31))) * 2)
 
 
 if __name__ == "__main__":

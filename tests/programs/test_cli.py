@@ -260,9 +260,10 @@ def test_usage(model, wav):
           f"expected exit 0 and {version!r} on stdout")
 
     r = Run([])
-    check("no arguments: the usage on stderr, exit 2", r,
+    check("no arguments: a short usage on stderr (at most 10 lines, naming --help), exit 2", r,
           r.rc == 2 and r.out == "" and r.err.startswith("Usage: hviske -m MODEL_DIR") and
-          "--format" in r.err, "expected exit 2 and the usage on stderr")
+          "--format" in r.err and "hviske --help" in r.err and len(r.err.splitlines()) <= 10,
+          "expected exit 2 and a short usage on stderr")
     r = Run(["--fromat", "srt", "-m", model, wav])
     check("a typo: the nearest option suggested", r,
           r.rc == 2 and r.out == "" and "did you mean --format?" in r.err, "")

@@ -26,13 +26,15 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, EXAMPLE, Run, finish, finish_in, report, sentences_wav  # noqa: E402
+from hvtest import (DEMO_MODEL, EXAMPLE, SOURCE_DIR, Run, finish, finish_in, report,  # noqa: E402
+                    sentences_wav, skip_or_fail)
 from hvserver import SERVER, TIMEOUT, Server, multipart, request  # noqa: E402
 
 T = "/v1/audio/transcriptions"
@@ -228,6 +230,140 @@ def main():
     report("-m DIR/model.safetensors: exit 1, the directory to give",
            p.returncode == 1 and f"give the checkpoint's directory, {DEMO_MODEL}" in p.stderr,
            p.stderr)
+    p = subprocess.run([SERVER, "-m", "models/nope", "--port", "0"], cwd=SOURCE_DIR,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    report("-m models/nope: exit 1, no such directory, no download hint",
+           p.returncode == 1 and "models/nope: no such file or directory" in p.stderr and
+           "huggingface" not in p.stderr and "models/demo" in p.stderr, p.stderr)
+    ggml = os.path.join(tmp, "ggml-base.bin")
+    with open(ggml, "wb") as f:
+        f.write(b"lmgg" + bytes(60))
+    p = subprocess.run([SERVER, "-m", ggml, "--port", "0"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    report("-m ggml-base.bin: exit 1, a whisper.cpp model file",
+           p.returncode == 1 and "a whisper.cpp model file (ggml)" in p.stderr, p.stderr)
+    # what phones and browsers record (issue #61): M4A/AAC and WebM/Opus,
+    # made by ffmpeg, give the WAV's text
+    if shutil.which("ffmpeg"):
+        srv = Server(DEMO_MODEL, "-t", "1", tmp=tmp)
+        if srv.started("M4A and WebM: the server starts"):
+            try:
+                want = (post(srv.port, T, [], audio).json() or {}).get("text")
+                for name, codec in (("phone.m4a", "aac"), ("browser.webm", "libopus")):
+                    path = os.path.join(tmp, name)
+                    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", EXAMPLE,
+                                    "-c:a", codec, path], check=True)
+                    with open(path, "rb") as f:
+                        r = post(srv.port, T, [], f.read(), filename=name)
+                    report(f"{name}: 200, the WAV's text", r.status == 200 and want and
+                           (r.json() or {}).get("text") == want, str(r))
+            finally:
+                srv.stop()
+    else:
+        skip_or_fail("M4A and WebM uploads", "the ffmpeg program is missing")
+    # the default upload cap takes an hour of 16 kHz 16-bit mono WAV (issue #61):
+    # the server answers Expect: 100-continue for its Content-Length with 100
+    srv = Server(DEMO_MODEL, "-t", "1", tmp=tmp)
+    if srv.started("defaults: the server starts"):
+        try:
+            hour = 44 + 3600 * 16000 * 2
+            body_len = hour + 300  # the form's part headers and boundaries
+            m = ((request(srv.port, "GET", "/v1/models", None, {}).json() or {}).get("data")
+                 or [{}])[0]
+            report("defaults: max_upload_mb holds an hour of 16 kHz WAV (110 MiB)",
+                   m.get("max_upload_mb", 0) * (1 << 20) >= body_len, f"{m}")
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT) as c:
+                c.sendall((f"POST {T} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                           f"multipart/form-data; boundary=x\r\nExpect: 100-continue\r\n"
+                           f"Content-Length: {body_len}\r\n\r\n").encode())
+                first = c.recv(64)
+            report("defaults: an upload of an hour of 16 kHz WAV is let in (100 Continue)",
+                   first.startswith(b"HTTP/1.1 100"), f"{first!r}")
+        finally:
+            srv.stop()
+    # whisper-server's -l: the language of requests that name none (issue #61)
+    tiny = os.path.join(os.environ.get("HV_FIXTURES", ""), "models", "tiny-f32")
+    srv = Server(tiny, "-l", "de", "-t", "1", tmp=tmp)
+    if srv.started("-l de: the server starts"):
+        try:
+            fields = [("response_format", "verbose_json")]
+            r = post(srv.port, T, fields, audio)
+            e = post(srv.port, T, fields + [("language", "en")], audio)
+            report("-l de: a request without language is German, one with language en English",
+                   (r.json() or {}).get("language") == "de" and
+                   (e.json() or {}).get("language") == "en", f"{r} {e}")
+        finally:
+            srv.stop()
+    # whisper-server's startup flags (issue #61): those asking for what hviske
+    # does anyway start it with a notice each; the others are refused
+    same = ["-p", "1", "-mc", "0", "-nc", "-bo", "2", "-et", "2.40", "-ac", "0", "-sow", "-sns",
+            "-ng", "--convert", "--inference-path", "/inference", "--vad", "-vm",
+            "models/ggml-silero-v5.1.2.bin"]
+    srv = Server(DEMO_MODEL, "-t", "1", *same, tmp=tmp)
+    if srv.started("whisper-server's harmless flags: the server starts"):
+        try:
+            r = post(srv.port, "/inference", [], audio)
+            notes = [x for x in srv.stderr().splitlines() if x.startswith("hviske-server: note: ")]
+            report("whisper-server's harmless flags: a notice each, /inference answers",
+                   r.status == 200 and len(notes) == 13 and
+                   any("-vm models/ggml-silero-v5.1.2.bin" in x for x in notes), f"{r} {notes}")
+        finally:
+            srv.stop()
+    for args, what in ((["-tr"], "translate"), (["-bs", "5"], "beam_size"),
+                       (["-mc", "5"], "-mc 5"), (["--public", "web"], "built in"),
+                       (["-bo", "3"], "-bo 3")):
+        p = subprocess.run([SERVER, "-m", DEMO_MODEL, "--port", "0"] + args, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        report(f"{' '.join(args)}: refused (exit 2), naming why", p.returncode == 2 and
+               "(whisper-server's) is not supported" in p.stderr and what in p.stderr, p.stderr)
+    # whisper-server's POST /load (issue #61): off by default; with
+    # --allow-load, the API key's, another checkpoint in place of the first
+    srv = Server(DEMO_MODEL, "-t", "1", tmp=tmp)
+    if srv.started("/load: the server starts"):
+        try:
+            r = post(srv.port, "/load", [("model", tiny)], b"")
+            report("POST /load without --allow-load: 403 naming the option", r.status == 403 and
+                   b"--allow-load" in r.body, str(r))
+        finally:
+            srv.stop()
+    srv = Server(DEMO_MODEL, "-t", "1", "--workers", "2", "--allow-load", "--api-key", "k",
+                 tmp=tmp)
+    if srv.started("--allow-load: the server starts"):
+        key = {"Authorization": "Bearer k"}
+
+        def load(dir_, headers):
+            body, ctype = multipart([("model", dir_)], None)
+            return request(srv.port, "POST", "/load", body, {"Content-Type": ctype, **headers})
+
+        def langs():
+            m = request(srv.port, "GET", "/v1/models", None, key).json() or {}
+            return ((m.get("data") or [{}])[0]).get("languages")
+
+        try:
+            before = langs()
+            r = load(tiny, {})
+            report("POST /load without the API key: 401", r.status == 401 and langs() == before,
+                   str(r))
+            r = load(os.path.join(tmp, "nowhere"), key)
+            report("POST /load of a missing directory: 400 naming it, the model kept",
+                   r.status == 400 and b"nowhere" in r.body and langs() == before, str(r))
+            r = load(tiny, key)
+            after = langs()
+            body, ctype = multipart([("response_format", "verbose_json"), ("language", "de")],
+                                    audio)
+            t = request(srv.port, "POST", T, body, {"Content-Type": ctype, **key})
+            report("POST /load of the fixture checkpoint: 200, its languages, German served",
+                   r.status == 200 and (r.json() or {}).get("loaded") == tiny and
+                   before != after and "de" in (after or []) and t.status == 200 and
+                   (t.json() or {}).get("language") == "de", f"{r} {before} {after} {t}")
+        finally:
+            srv.stop()
+        report("--allow-load: SIGTERM, exit 0, no sanitizer report", *srv.clean_exit())
+    for lang, why in (("auto", "no language detection"), ("xx", "not a language of this model")):
+        p = subprocess.run([SERVER, "-m", tiny, "-l", lang, "--port", "0"], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        report(f"-l {lang}: exit 1, the model's languages", p.returncode == 1 and why in p.stderr
+               and "en, da, de" in p.stderr, p.stderr)
     return finish_in(tmp)
 
 

@@ -244,7 +244,7 @@ def test_models(port):
     report("/v1/models: languages, defaults and limits for the page",
            m.get("languages") == ["da"] and m.get("language") == "da" and
            m.get("punctuation") is True and m.get("num_beams") == 1 and
-           m.get("max_upload_mb") == 25 and m.get("max_audio_seconds") == 3600 and
+           m.get("max_upload_mb") == 128 and m.get("max_audio_seconds") == 3600 and
            m.get("max_beams") == 16, str(r))
 
 

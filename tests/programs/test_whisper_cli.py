@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -195,8 +196,35 @@ def test_mapped(tmp):
     report("-nth 0 -lpt 0: the fallback on as whisper-cli has it, the clip silence",
            json_of(r) is not None and json_of(r)["text"] == "", str(r))
     r = Run(BASE + ["-q", "-et", "2", EXAMPLE])
-    report("-et: refused, naming --compression-ratio-threshold",
+    report("-et 2: refused, naming --compression-ratio-threshold",
            r.rc == 2 and "--compression-ratio-threshold" in r.err, str(r))
+    # values that ask for what hviske does anyway: a notice, the same transcript
+    # (issue #61); other values refused naming the flag and its value
+    plain = Run(BASE + ["-q", EXAMPLE])
+    for args in (["-mc", "0"], ["--max-context", "0"], ["-bo", "5"], ["-bo", "1"],
+                 ["-et", "2.40"], ["-p", "1"], ["-on", "0"], ["-ac", "0"], ["-wt", "0.01"],
+                 ["-sns"], ["--suppress-nst"],
+                 ["--vad", "-vm", "models/ggml-silero-v5.1.2.bin"]):
+        r = Run(BASE + ["-q"] + args + [EXAMPLE])
+        notes = [x for x in r.err.splitlines() if x.startswith("hviske: note: ")]
+        report(f"{' '.join(args)}: accepted with a one-line notice, the same transcript",
+               r.rc == 0 and r.out == plain.out and len(notes) == 1 and
+               notes[0].startswith("hviske: note: " + (args[0] if args[0] != "--vad" else "-vm")),
+               str(r))
+    r = Run(BASE + ["-q", "-np", "-mc", "0", EXAMPLE])
+    report("-np -mc 0: no notice", r.rc == 0 and r.err == "", str(r))
+    for args in (["-mc", "-1"], ["-bo", "3"], ["-et", "2.8"], ["-p", "2"], ["-on", "3"],
+                 ["-ac", "512"], ["-wt", "0.5"]):
+        r = Run(BASE + args + [EXAMPLE])
+        report(f"{' '.join(args)}: refused, naming the flag and value",
+               r.rc == 2 and f"{' '.join(args)} (whisper-cli's) is not supported" in r.err and
+               r.out == "", str(r))
+    ggml = os.path.join(tmp, "ggml-silero-v5.1.2.bin")
+    with open(ggml, "wb") as f:
+        f.write(b"lmgg" + bytes(60))
+    r = Run(BASE + ["-q", "--vad", "-vm", ggml, EXAMPLE])
+    report("--vad -vm GGML-FILE (by its magic): the bundled detector, a notice",
+           r.rc == 0 and r.out == plain.out and "whisper.cpp's Silero file" in r.err, str(r))
     r = Run(BASE + ["-tp", "0", "-tpi", "0.01", EXAMPLE])
     report("-tpi 0.01 from 0: refused, more temperatures than --temperature takes",
            r.rc == 2 and "-tpi" in r.err and "32" in r.err and r.out == "", str(r))
@@ -217,8 +245,19 @@ def test_names(tmp):
     r = Run(BASE + ["-q", "-otxt", "-osrt", "u4.wav"], cwd=d)
     got = read(os.path.join(d, "u4.wav.srt"))
     report("-otxt -osrt u4.wav: u4.wav.txt and u4.wav.srt, as whisper-cli names them",
-           r.rc == 0 and r.out == "" and
+           r.rc == 0 and
            files_in(d) == ["u4.wav", "u4.wav.srt", "u4.wav.txt", "u5.wav"] and got == srt, str(r))
+    # and the transcript on standard output, as whisper-cli prints it (issue #61)
+    timed = Run(BASE + ["-q", "--print-timestamps", "u4.wav"], cwd=d).out
+    report("-otxt -osrt: the transcript, timed, on standard output as well",
+           r.out == timed and "-->" in timed and txt.decode().strip() in timed,
+           f"{r.out!r} {timed!r}")
+    r2 = Run(BASE + ["-q", "-osrt", "-nt", "u4.wav"], cwd=d)
+    report("-osrt -nt: the transcript without times on standard output",
+           r2.rc == 0 and r2.raw == txt, str(r2))
+    r3 = Run(BASE + ["-q", "-osrt", "-of", "-", "u4.wav"], cwd=d)
+    report("-osrt -of -: the SubRip alone on standard output", r3.rc == 0 and r3.raw == srt,
+           str(r3))
     remove(d, "u4.wav.srt", "u4.wav.txt", "u4.txt", "u4.srt")
     r = Run(BASE + ["-q", "-osrt", "-of", "a", "-of", "sub-b", "u4.wav", "u5.wav"], cwd=d)
     report("-of a -of sub-b with two inputs: a.srt and sub-b.srt",
@@ -337,8 +376,35 @@ def test_models(tmp):
            r.rc == 1 and "scripts/download-model.sh syvai/hviske-v5.3" in r.err and
            "-m hviske-v5.3" in r.err, str(r))
     r = Run(["-m", os.path.join(tmp, "nowhere"), EXAMPLE])
-    report("-m a missing directory: the library's message", r.rc == 1 and "nowhere" in r.err and
+    report("-m a missing directory: no such file, no download hint", r.rc == 1 and
+           f"{tmp}/nowhere: no such file or directory" in r.err and
            "download-model" not in r.err, str(r))
+    # whisper.cpp's habits (issue #61): a ggml file's path, missing or there
+    os.makedirs(os.path.join(tmp, "models", "demo"), exist_ok=True)
+    for f in ("config.json", "tokenizer.model"):
+        shutil.copy(os.path.join(DEMO_MODEL, f), os.path.join(tmp, "models", "demo", f))
+    r = Run(["-m", "models/ggml-base.en.bin", EXAMPLE], cwd=tmp)
+    report("-m models/ggml-base.en.bin (missing): no such file, whisper.cpp's files, "
+           "the checkpoints beside it, no download hint",
+           r.rc == 1 and "models/ggml-base.en.bin: no such file or directory" in r.err and
+           "ggml model files do not run" in r.err and "checkpoints in models: models/demo" in r.err
+           and "download-model" not in r.err and "huggingface" not in r.err, str(r))
+    r = Run(["-m", "models/nope", EXAMPLE], cwd=tmp)
+    report("-m models/nope (models/ exists): no hub hint", r.rc == 1 and
+           "models/nope: no such file or directory" in r.err and "huggingface" not in r.err, str(r))
+    r = Run(["-m", "nope", EXAMPLE], cwd=tmp)
+    report("-m nope: no such file or directory, not .../config.json", r.rc == 1 and
+           "nope: no such file or directory" in r.err and "config.json:" not in r.err, str(r))
+    r = Run(["-m", "models", EXAMPLE], cwd=tmp)
+    report("-m models (a directory, no config.json): not a checkpoint, what one holds, "
+           "the checkpoints inside", r.rc == 1 and "models: a directory, but not a checkpoint" in
+           r.err and "tokenizer.model" in r.err and "models/demo" in r.err, str(r))
+    ggml = os.path.join(tmp, "models", "ggml-tiny.bin")
+    with open(ggml, "wb") as f:
+        f.write(struct.pack("<I", 0x67676D6C) + bytes(60))
+    r = Run(["-m", ggml, EXAMPLE], cwd=tmp)
+    report("-m ggml-tiny.bin (whisper.cpp's magic): what to fetch instead", r.rc == 1 and
+           "a whisper.cpp model file (ggml)" in r.err and "download-model.sh" in r.err, str(r))
 
 
 def test_readme(tmp):

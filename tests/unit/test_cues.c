@@ -108,7 +108,12 @@ static int has_text(const char *t) {
  *   text without '\r', empty lines, or spaces at line ends;
  * - times are whole milliseconds, start < end <= next start, and starts
  *   strictly increase; a cue starts no earlier than its first word and
- *   ends no later than max(its words' ends, start + the minimum show);
+ *   ends no later than max(its words' ends, start + the minimum show,
+ *   start + its reading time: its characters at max_cps, min_seconds);
+ * - readability: the gap to the next cue is 0 or at least min_gap; a cue
+ *   read faster than max_cps or shown less than min_seconds ends where
+ *   the next cue stops it (at its start, or min_gap before) or at
+ *   max_seconds;
  * - a cue lasts at most max_seconds unless it is one word;
  * - at most max_lines lines unless one word; each line at most
  *   max_line_chars code points unless it is one word; and as few lines as
@@ -180,8 +185,20 @@ static int check_cues(const hv_word *w, int n, const hv_cue_params *pp, const hv
         if (shown > 1 && e - s > max_ms)
             FAILED("cue %d: %lld ms > %lld ms", k, (long long)(e - s), (long long)max_ms);
         if (plain && s < ms(w[q->first_word].start)) FAILED("cue %d starts before its word", k);
-        if (plain && e > wmax_e && e > s + HV_CUE_MIN_SHOW_MS)
-            FAILED("cue %d ends after its words", k);
+        int chars_all = utf8_len(q->text, strlen(q->text)); /* '\n' counts as its space */
+        int64_t read_ms = p.max_cps > 0 ? (int64_t)ceil(chars_all * 1000.0 / p.max_cps) : 0;
+        int64_t min_ms = llround(p.min_seconds * 1000.0), gap_ms = llround(p.min_gap * 1000.0);
+        if (min_ms > read_ms) read_ms = min_ms;
+        int64_t next = k + 1 < nc ? ms(c[k + 1].start) : INT64_MAX;
+        if (k + 1 < nc && next - e > 0 && next - e < gap_ms && next - s <= max_ms)
+            FAILED("cue %d: a gap of %lld ms", k, (long long)(next - e));
+        if (plain && e > wmax_e && e > s + read_ms && e != next && e > s + HV_CUE_MIN_SHOW_MS)
+            FAILED("cue %d ends after its words and its reading time", k);
+        if (plain && e - s < read_ms && e - s < max_ms) {
+            if (e != next && e != next - gap_ms)
+                FAILED("cue %d: %d chars in %lld ms, not stopped by the next cue", k, chars_all,
+                       (long long)(e - s));
+        }
         /* lines */
         int lines = 0, total = 0;
         for (const char *l = q->text;;) {
@@ -222,7 +239,8 @@ static int check_cues(const hv_word *w, int n, const hv_cue_params *pp, const hv
                 FAILED("cue %d: start %lld, its word %lld", k, (long long)s,
                        (long long)ms(w[q->first_word].start));
             int64_t we = ms(w[last].end);
-            if (we > ms(w[q->first_word].start) && e != we)
+            int readable = p.max_cps > 0 || p.min_seconds > 0 || p.min_gap > 0;
+            if (we > ms(w[q->first_word].start) && (readable ? e < we : e != we))
                 FAILED("cue %d: end %lld, its word %lld", k, (long long)e, (long long)we);
         }
     }
@@ -232,9 +250,15 @@ static int check_cues(const hv_word *w, int n, const hv_cue_params *pp, const hv
 #undef FAILED
 }
 
-/* Builds cues and checks the invariants; returns the count (cues in *c). */
+/* The default limits with readability off: the cuts and the words' own
+ * times, which the tests of the grouping rules check. */
+static const hv_cue_params WORD_TIMES = {7, 2, 42, 0, 0, 0};
+
+/* Builds cues and checks the invariants; returns the count (cues in *c).
+ * p NULL: WORD_TIMES. */
 static int build_checked(const hv_word *w, int n, const hv_cue_params *p, hv_cue **c, int plain,
                          int sane, const char *what) {
+    if (!p) p = &WORD_TIMES;
     int nc = -1;
     char why[512] = "";
     int rc = hv_cues_build(w, n, p, c, &nc);
@@ -521,8 +545,11 @@ static void test_params(void) {
               "3 x 60: %s", joined(c, nc));
     hv_cues_free(c, nc);
     /* limits out of range are clamped, never a crash */
-    hv_cue_params bad[] = {
-        {0, 0, 0}, {NAN, -5, 1 << 30}, {INFINITY, 1 << 30, -1}, {-INFINITY, 3, 5}, {1e9, 2, 42}};
+    hv_cue_params bad[] = {{0, 0, 0, 0, 0, 0},
+                           {NAN, -5, 1 << 30, NAN, NAN, NAN},
+                           {INFINITY, 1 << 30, -1, INFINITY, INFINITY, INFINITY},
+                           {-INFINITY, 3, 5, -INFINITY, -1, -1},
+                           {1e9, 2, 42, 1e9, 1e9, 1e9}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         hv_cue_params q = bad[i];
         nc = -1;
@@ -533,20 +560,30 @@ static void test_params(void) {
     /* hvt_cue_params_check */
     char msg[128];
     p = hv_cue_default_params();
-    CHECK(p.max_seconds == 7.0 && p.max_lines == 2 && p.max_line_chars == 42);
+    CHECK(p.max_seconds == 7.0 && p.max_lines == 2 && p.max_line_chars == 42 && p.max_cps == 17.0 &&
+          fabs(p.min_seconds - 5.0 / 6.0) < 1e-12 && p.min_gap == 0.08);
     CHECK(hvt_cue_params_check(&p, msg, sizeof msg) == 0);
-    hv_cue_params ok[] = {{1, 1, 10}, {600, 10, 1000}, {2.5, 3, 37}};
+    hv_cue_params ok[] = {
+        {1, 1, 10, 0, 0, 0}, {600, 10, 1000, 1000, 10, 1}, {2.5, 3, 37, 17, 1, 0.1}};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
         CHECK_MSG(hvt_cue_params_check(&ok[i], msg, sizeof msg) == 0, "ok %zu", i);
     struct {
         hv_cue_params p;
         const char *opt;
     } no[] = {
-        {{0.999, 2, 42}, "--max-cue-seconds"}, {{600.001, 2, 42}, "--max-cue-seconds"},
-        {{NAN, 2, 42}, "--max-cue-seconds"},   {{INFINITY, 2, 42}, "--max-cue-seconds"},
-        {{7, 0, 42}, "--max-lines"},           {{7, 11, 42}, "--max-lines"},
-        {{7, 2, 9}, "--max-line-chars"},       {{7, 2, 1001}, "--max-line-chars"},
-        {{-1, -1, -1}, "--max-cue-seconds"},
+        {{0.999, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{600.001, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{NAN, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{INFINITY, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{7, 0, 42, 0, 0, 0}, "--max-lines"},
+        {{7, 11, 42, 0, 0, 0}, "--max-lines"},
+        {{7, 2, 9, 0, 0, 0}, "--max-line-chars"},
+        {{7, 2, 1001, 0, 0, 0}, "--max-line-chars"},
+        {{-1, -1, -1, 0, 0, 0}, "--max-cue-seconds"},
+        {{7, 2, 42, -1, 0, 0}, "--max-cue-cps"},
+        {{7, 2, 42, NAN, 0, 0}, "--max-cue-cps"},
+        {{7, 2, 42, 17, 10.5, 0}, "--min-cue-seconds"},
+        {{7, 2, 42, 17, 1, 1.5}, "--min-cue-gap"},
     };
     for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
         msg[0] = '\0';
@@ -605,7 +642,7 @@ static void test_times(void) {
         {.text = "Wonderful!", .start = 1.2, .end = 1.6},
         {.text = "Bye.", .start = 3.5, .end = 3.5},
     };
-    hv_cue_params p = {7, 1, 10};
+    hv_cue_params p = {7, 1, 10, 0, 0, 0};
     nc = build_checked(z2, 3, &p, &c, 1, 0, "zero length, no room");
     CHECK_MSG(nc == 3 && c[0].start == 1.0 && c[0].end == 1.2 && c[1].start == 1.2 &&
                   c[1].end == 1.6 && c[2].start == 3.5 && c[2].end == 4.0,
@@ -670,7 +707,7 @@ static void test_word_with_spaces(void) {
         {.text = "big wide world", .start = 0.5, .end = 1.5},
         {.text = "again.", .start = 1.6, .end = 2.0},
     };
-    hv_cue_params p = {7, 1, 10};
+    hv_cue_params p = {7, 1, 10, 0, 0, 0};
     hv_cue *c = NULL;
     int nc = build_checked(w, 3, &p, &c, 1, 1, "word with spaces");
     CHECK_MSG(nc == 3 && strcmp(joined(c, nc), "Hello|big wide/world|again.") == 0 &&
@@ -816,7 +853,9 @@ static hv_word *random_words(int n, int hostile, char **store) {
 
 static void test_stress(void) {
     hv_cue_params ps[] = {
-        {7, 2, 42}, {1, 1, 10}, {3.5, 1, 20}, {12, 3, 37}, {600, 10, 1000}, {7, 2, 10},
+        {7, 2, 42, 0, 0, 0},           {1, 1, 10, 0, 0, 0},           {3.5, 1, 20, 0, 0, 0},
+        {12, 3, 37, 0, 0, 0},          {600, 10, 1000, 0, 0, 0},      {7, 2, 10, 0, 0, 0},
+        {7, 2, 42, 17, 5.0 / 6, 0.08}, {1, 1, 10, 17, 5.0 / 6, 0.08}, {3.5, 1, 20, 12, 2, 0.5},
     };
     rng_state = 12345;
     for (int hostile = 0; hostile < 2; hostile++) {
@@ -904,7 +943,61 @@ static void test_segment_cues(void) {
     hv_cues_free(c, n);
 }
 
+/* Readable cues (issue #61): shown on into the silence after their words
+ * until they read at 17 characters a second and last 5/6 s, never closer
+ * than 2 frames to the next cue; gaps under 2 frames closed; the words'
+ * own times untouched; each rule off at 0. */
+static void test_readable(void) {
+    /* "I morgen bliver det gråt med minus tyve grader." (47 characters)
+     * spoken in 2 s: 23.5 a second; 47 / 17 = 2765 ms */
+    const hv_cue_params on = {7, 2, 42, 17, 5.0 / 6, 0.08};
+    wlist l;
+    make_words(&l,
+               "I morgen bliver det gråt med minus tyve grader. |1.4 Det bliver koldt i morgen. "
+               "|2 Ja.",
+               1.0, 0.2, 0.0375);
+    double before[32];
+    for (int i = 0; i < l.n; i++) before[i] = l.w[i].end;
+    hv_cue *c = NULL;
+    int nc = build_checked(l.w, l.n, &on, &c, 1, 1, "readable");
+    int64_t words_end = ms(l.w[8].end), next = ms(l.w[9].start);
+    CHECK_MSG(nc == 3 && ms(c[0].start) == 1000 && words_end < 1000 + 2765 &&
+                  next > 1000 + 2765 + 80 && ms(c[0].end) == 1000 + 2765,
+              "into the silence: %d cues, %s, end %lld (words %lld)", nc, joined(c, nc),
+              nc ? (long long)ms(c[0].end) : -1LL, (long long)words_end);
+    /* "Ja." (3 characters, 200 ms) after a long pause: shown 5/6 s */
+    CHECK_MSG(nc == 3 && ms(c[2].end) - ms(c[2].start) == 833, "min duration: %lld ms",
+              nc == 3 ? (long long)(ms(c[2].end) - ms(c[2].start)) : -1LL);
+    for (int i = 0; i < l.n; i++) CHECK(l.w[i].end == before[i]);
+    hv_cues_free(c, nc);
+    /* the next cue 300 ms after: stopped 2 frames before it */
+    make_words(&l,
+               "I morgen bliver det gråt med minus tyve grader. |0.3 Det bliver koldt i morgen.",
+               1.0, 0.2, 0.0375);
+    nc = build_checked(l.w, l.n, NULL, &c, 1, 1, "word times");
+    int64_t next0 = nc == 2 ? ms(c[1].start) : 0, end0 = nc == 2 ? ms(c[0].end) : 0;
+    hv_cues_free(c, nc);
+    nc = build_checked(l.w, l.n, &on, &c, 1, 1, "readable, stopped");
+    CHECK_MSG(nc == 2 && end0 == words_end && ms(c[1].start) == next0 && ms(c[0].end) == next0 - 80,
+              "stopped by the next cue: %lld (next %lld)", nc ? (long long)ms(c[0].end) : -1LL,
+              (long long)next0);
+    hv_cues_free(c, nc);
+    /* a gap of 40 ms: closed */
+    hv_word g[] = {
+        {.text = "Hello there, my good old friend from the north.", .start = 1.0, .end = 3.0},
+        {.text = "Fine, thank you, and how are you doing today?", .start = 3.04, .end = 5.5}};
+    nc = build_checked(g, 2, &on, &c, 1, 0, "gap");
+    CHECK_MSG(nc == 2 && ms(c[0].end) == 3040, "a 40 ms gap closed: %s", nc ? joined(c, nc) : "");
+    hv_cues_free(c, nc);
+    /* NULL: the defaults are these */
+    nc = -1;
+    CHECK(hv_cues_build(g, 2, NULL, &c, &nc) == HV_OK && nc == 2 && ms(c[0].end) == 3040 &&
+          ms(c[1].end) == 3040 + 2648);
+    hv_cues_free(c, nc);
+}
+
 int main(void) {
+    test_readable();
     test_none_and_one();
     test_segment_cues();
     test_sentences();
