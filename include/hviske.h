@@ -51,8 +51,13 @@ extern "C" {
 #define HV_API
 #endif
 
-/* The most beams hv_transcribe_params.num_beams may ask for. */
+/* The most beams hv_transcribe_params.num_beams may ask for, and the
+ * library's work budget (hv_work_check). */
 #define HV_MAX_BEAMS 64
+
+/* The longest temperature list (hv_transcribe_params.temperatures):
+ * whisper's six steps, 0, 0.2, ..., 1. */
+#define HV_MAX_TEMPERATURES 6
 
 /* The sample rates hviske takes, for files and for samples in memory: no
  * speech recording has fewer than 1000 samples a second (telephone speech
@@ -462,6 +467,21 @@ typedef struct hv_transcribe_params {
 } hv_transcribe_params;
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
+
+/* The work budget of one request (docs/DECODING.md, "Work budget"). The
+ * decoding work of params is the number of decodings a chunk may run: one
+ * per temperature tried (the list, or the one mode without it), counting
+ * num_beams for a temperature of 0 (greedy or beam search) and best_of for
+ * one above 0 (sampling draws). hv_work returns it (INT_MAX when params
+ * are out of range). hv_work_check returns HV_OK when num_beams and
+ * best_of are 1..max_work, the list has at most HV_MAX_TEMPERATURES
+ * entries and the work is at most max_work (1..HV_MAX_BEAMS; hv_transcribe
+ * checks against HV_MAX_BEAMS, hviske-server against its --max-beams);
+ * else HV_ERR_INVALID_ARG with a message naming the field and the limit in
+ * errbuf (which may be NULL). */
+HV_API int hv_work(const hv_transcribe_params *params);
+HV_API hv_status hv_work_check(const hv_transcribe_params *params, int max_work, char *errbuf,
+                               size_t errbuf_size);
 
 typedef struct hv_result hv_result;
 

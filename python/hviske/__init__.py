@@ -195,7 +195,8 @@ class Result:
 # within the C type of the field that carries them.
 INT_MAX = 2**31 - 1
 MAX_THREADS = 256                # hv_model_params.n_threads
-MAX_BEAMS = 64                   # HV_MAX_BEAMS
+MAX_BEAMS = 64                   # HV_MAX_BEAMS, also the work budget (hv_work_check)
+MAX_TEMPERATURES = 6             # HV_MAX_TEMPERATURES
 MIN_SAMPLE_RATE = 1000           # HV_MIN_SAMPLE_RATE
 MAX_SAMPLE_RATE = 768000         # HV_MAX_SAMPLE_RATE
 MAX_CHANNELS = 64                # what the library averages at most
@@ -302,6 +303,9 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
         temps = [_float("temperature", t) for t in temperature]
         if not temps:
             raise InvalidArgument("temperature: an empty list (give one or more temperatures)")
+        if len(temps) > MAX_TEMPERATURES:
+            raise InvalidArgument(f"temperature: a list of {len(temps)} temperatures (at most "
+                                  f"{MAX_TEMPERATURES}, whisper's steps 0, 0.2, ..., 1)")
         one = 1.0
     else:
         one = _float("temperature", temperature)
@@ -326,7 +330,7 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
     if not isinstance(speech_probabilities, bool):
         raise TypeError("speech_probabilities must be True or False")
     return one, _Options(
-        temperatures=temps, best_of=_int("best_of", best_of, 1, INT_MAX),
+        temperatures=temps, best_of=_int("best_of", best_of, 1, MAX_BEAMS),
         thresholds=(_threshold("compression_ratio_threshold", compression_ratio_threshold),
                     _threshold("log_prob_threshold", log_prob_threshold),
                     _threshold("no_speech_threshold", no_speech_threshold)),
@@ -814,6 +818,10 @@ class Model:
             if progress is None:
                 tp.abort_callback = ABORT(lambda _user: int(bool(raised)))
 
+        # the work budget, before the audio is read
+        err = ctypes.create_string_buffer(_ERRBUF)
+        if lib.hv_work_check(ctypes.byref(tp), MAX_BEAMS, err, _ERRBUF) != 0:
+            raise InvalidArgument(err.value.decode("utf-8", "replace"))
         ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate, model,
                                                             tp.max_audio_bytes)
         try:
