@@ -723,6 +723,20 @@ HV_API hv_status hv_audio_read_mono(const char *path, int target_rate, double ma
 HV_API hv_status hv_audio_read_buffer_mono(const void *data, size_t size, const char *name,
                                            int target_rate, double max_seconds, float **samples,
                                            size_t *n_samples, char *errbuf, size_t errbuf_size);
+/* The same for the audio at descriptor fd (standard input, a pipe, a
+ * socket; left open), named `name` in messages (NULL: "<stream>"). A
+ * regular file at offset 0 is read in place; anything else is copied to an
+ * unlinked temporary file in $TMPDIR (else /tmp) as it comes, so that
+ * formats which seek work, within bounds: input that is no audio file once
+ * its first 16 MiB (or all of it, when shorter) are in is HV_ERR_FORMAT,
+ * and once its header is known, more bytes than the longest audio
+ * max_seconds allows could take (the format's bytes per sample, 8 for
+ * compressed ones, plus 64 MiB for headers and tags) is HV_ERR_LIMIT with
+ * the message of too long audio. Memory: 64 KiB while copying, then as
+ * hv_audio_read_mono's. */
+HV_API hv_status hv_audio_read_fd_mono(int fd, const char *name, int target_rate,
+                                       double max_seconds, float **samples, size_t *n_samples,
+                                       char *errbuf, size_t errbuf_size);
 HV_API void hv_audio_free(float *pcm);
 
 #ifdef __cplusplus

@@ -383,18 +383,174 @@ static hv_status open_memory(const void *data, size_t size, const char *name, op
     return HV_OK;
 }
 
-/* What a reader reads: the file at path, or the size bytes at data;
- * `name` stands for it in messages (the path for a file). */
+static hv_status check_header(const SF_INFO *info, const char *path, double max_seconds,
+                              size_t *max_frames, hv_error *e);
+static hv_status too_long(const char *path, double max_seconds, hv_error *e);
+
+/* A stream (a pipe, standard input) is copied into a temporary file in
+ * blocks of SPOOL_BLOCK bytes, so that formats which seek work from it.
+ * Its format is looked for once PROBE_FIRST bytes are in, then at every 4
+ * times as many up to PROBE_MAX, and at its end: a stream that is no audio
+ * file by then is refused. Once its header is read, the copy may hold the
+ * bytes of the longest audio allowed (check_header's frames, at the
+ * format's bytes per sample) plus SPOOL_SLACK for headers, tags, cover art
+ * and container framing; more is HV_ERR_LIMIT, as audio too long. */
+#define SPOOL_BLOCK (1 << 16)
+#define PROBE_FIRST ((sf_count_t)1 << 16)
+#define PROBE_MAX   ((sf_count_t)1 << 24)
+#define SPOOL_SLACK ((sf_count_t)64 << 20)
+
+/* Bytes per sample of a libsndfile format at most: its PCM width, 8 for
+ * the compressed ones (none of which takes more at any bitrate). */
+static sf_count_t stored_bytes(int format) {
+    switch (format & SF_FORMAT_SUBMASK) {
+        case SF_FORMAT_PCM_S8:
+        case SF_FORMAT_PCM_U8:
+        case SF_FORMAT_ULAW:
+        case SF_FORMAT_ALAW: return 1;
+        case SF_FORMAT_PCM_16: return 2;
+        case SF_FORMAT_PCM_24: return 3;
+        case SF_FORMAT_PCM_32:
+        case SF_FORMAT_FLOAT: return 4;
+        default: return 8;
+    }
+}
+
+/* Whether the first size bytes of the file at fd open as audio; *info
+ * then holds its header, else *why says what is wrong. */
+static int probe(int fd, sf_count_t size, SF_INFO *info, const char **why) {
+    vfile v = {.fd = fd, .size = size};
+    source src;
+    int io = 0;
+    if (vf_open(&v, info, &src, why, &io)) return 0;
+    src_close(&src);
+    return 1;
+}
+
+/* *fd: an unlinked temporary file in $TMPDIR (else /tmp). */
+static hv_status spool_file(const char *name, int *fd, hv_error *e) {
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/hviske-stream-XXXXXX", dir) >= (int)sizeof path)
+        return hv_err(e, HV_ERR_IO, "%s: TMPDIR is too long", name);
+    if ((*fd = mkstemp(path)) < 0)
+        return hv_err(e, HV_ERR_IO, "%s: cannot make a temporary file in %s: %s", name, dir,
+                      strerror(errno));
+    unlink(path);
+    fcntl(*fd, F_SETFD, FD_CLOEXEC);
+    return HV_OK;
+}
+
+/* Copies the stream at `in` into a temporary file within the bounds above;
+ * on success o->vf reads it. */
+static hv_status open_spooled(int in, const char *name, double max_seconds, opened *o,
+                              hv_error *e) {
+    int fd = -1;
+    hv_status rc = spool_file(name, &fd, e);
+    if (rc) return rc;
+    unsigned char *buf = malloc(SPOOL_BLOCK);
+    sf_count_t size = 0, next_probe = PROBE_FIRST, ceiling = -1;
+    const char *why = "no data";
+    if (!buf) {
+        rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    for (int eof = 0; !eof;) {
+        ssize_t r = read(in, buf, SPOOL_BLOCK);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            rc = hv_err(e, HV_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+            goto done;
+        }
+        eof = r == 0;
+        for (ssize_t w = 0; w < r;) {
+            ssize_t k = write(fd, buf + w, (size_t)(r - w));
+            if (k < 0 && errno == EINTR) continue;
+            if (k < 0) {
+                rc = hv_err(e, HV_ERR_IO, "%s: cannot copy to a temporary file: %s", name,
+                            strerror(errno));
+                goto done;
+            }
+            w += k;
+        }
+        size += r;
+        if (ceiling < 0 && size > 0 && (eof || size >= next_probe)) {
+            SF_INFO info;
+            size_t max_frames = 0;
+            if (probe(fd, size, &info, &why)) {
+                if ((rc = check_header(&info, name, max_seconds, &max_frames, e))) goto done;
+                double most = (double)max_frames * info.channels * stored_bytes(info.format);
+                ceiling = most < (double)(INT64_MAX - SPOOL_SLACK) ? (sf_count_t)most + SPOOL_SLACK
+                                                                   : INT64_MAX;
+            } else if (eof || size >= PROBE_MAX) {
+                rc = hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name, why);
+                goto done;
+            } else {
+                next_probe *= 4;
+            }
+        }
+        if (ceiling >= 0 && size > ceiling) {
+            rc = too_long(name, max_seconds, e);
+            goto done;
+        }
+    }
+    if (size == 0) {
+        rc = hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+        goto done;
+    }
+    o->vf = (vfile){.fd = fd, .size = size};
+    int io = 0;
+    if (vf_open(&o->vf, &o->info, &o->src, &why, &io)) {
+        rc = hv_err(e, io ? HV_ERR_IO : HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                    why);
+        goto done;
+    }
+    fd = -1; /* o's now */
+done:
+    free(buf);
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+/* Opens the audio at descriptor `in`: a regular file at its start is read
+ * where it is (through a duplicate, so that `in` stays the caller's),
+ * anything else (a pipe, a socket, a file at another offset) is copied
+ * first (open_spooled). */
+static hv_status open_fd(int in, const char *name, double max_seconds, opened *o, hv_error *e) {
+    struct stat st;
+    if (in < 0 || fstat(in, &st) != 0)
+        return hv_err(e, HV_ERR_IO, "%s: cannot read: %s", name,
+                      in < 0 ? "no descriptor" : strerror(errno));
+    if (S_ISDIR(st.st_mode)) return hv_err(e, HV_ERR_IO, "%s: cannot read: is a directory", name);
+    if (!S_ISREG(st.st_mode) || lseek(in, 0, SEEK_CUR) != 0)
+        return open_spooled(in, name, max_seconds, o, e);
+    if (st.st_size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+    int fd = fcntl(in, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return hv_err(e, HV_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+    o->vf = (vfile){.fd = fd, .size = (sf_count_t)st.st_size};
+    const char *why = NULL;
+    int io = 0;
+    if (vf_open(&o->vf, &o->info, &o->src, &why, &io) == 0) return HV_OK;
+    close(fd);
+    return hv_err(e, io ? HV_ERR_IO : HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                  why);
+}
+
+/* What a reader reads: the file at path, the stream at fd, or the size
+ * bytes at data; `name` stands for it in messages (the path for a file). */
 typedef struct input {
-    int file;
+    enum { IN_MEMORY, IN_PATH, IN_FD } kind;
     const char *path;
+    int fd;
     const void *data;
     size_t size;
     const char *name;
 } input;
 
-static hv_status open_input(const input *in, opened *o, hv_error *e) {
-    if (!in->file) return open_memory(in->data, in->size, in->name, o, e);
+static hv_status open_input(const input *in, double max_seconds, opened *o, hv_error *e) {
+    if (in->kind == IN_MEMORY) return open_memory(in->data, in->size, in->name, o, e);
+    if (in->kind == IN_FD) return open_fd(in->fd, in->name, max_seconds, o, e);
     if (!in->path) return hv_err(e, HV_ERR_INVALID_ARG, "audio: NULL path");
     return open_path(in->path, o, e);
 }
@@ -410,7 +566,7 @@ static hv_status read_whole(const char *fn, const input *in, double max_seconds,
     *sample_rate = 0;
     *channels = 0;
     opened o;
-    hv_status rc = open_input(in, &o, e);
+    hv_status rc = open_input(in, max_seconds, &o, e);
     if (rc) return rc;
     rc = decode(&o.src, &o.info, in->name, max_seconds, pcm, n_frames, sample_rate, channels, e);
     close_opened(&o);
@@ -424,7 +580,7 @@ static hv_status read_mono(const char *fn, const input *in, int target_rate, dou
     *out = NULL;
     *n_out = 0;
     opened o;
-    hv_status rc = open_input(in, &o, e);
+    hv_status rc = open_input(in, max_seconds, &o, e);
     if (rc) return rc;
     rc = decode_mono(&o.src, &o.info, in->name, max_seconds, target_rate, out, n_out, e);
     close_opened(&o);
@@ -433,13 +589,13 @@ static hv_status read_mono(const char *fn, const input *in, int target_rate, dou
 
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                              int *channels, hv_error *e) {
-    const input in = {.file = 1, .path = path, .name = path};
+    const input in = {.kind = IN_PATH, .path = path, .name = path};
     return read_whole("hv_audio_read_file", &in, 0, pcm, n_frames, sample_rate, channels, e);
 }
 
 hv_status hv_audio_read_file_mono(const char *path, int target_rate, double max_seconds,
                                   float **out, size_t *n_out, hv_error *e) {
-    const input in = {.file = 1, .path = path, .name = path};
+    const input in = {.kind = IN_PATH, .path = path, .name = path};
     return read_mono("hv_audio_read_file_mono", &in, target_rate, max_seconds, out, n_out, e);
 }
 
@@ -752,10 +908,17 @@ done:
     return rc;
 }
 
+hv_status hv_audio_read_stream_mono(int fd, const char *name, int target_rate, double max_seconds,
+                                    float **out, size_t *n_out, hv_error *e) {
+    const input in = {.kind = IN_FD, .fd = fd, .name = name ? name : "<stream>"};
+    return read_mono("hv_audio_read_stream_mono", &in, target_rate, max_seconds, out, n_out, e);
+}
+
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
                                float **pcm, size_t *n_frames, int *sample_rate, int *channels,
                                hv_error *e) {
-    const input in = {.data = data, .size = size, .name = name ? name : "<memory>"};
+    const input in = {
+        .kind = IN_MEMORY, .data = data, .size = size, .name = name ? name : "<memory>"};
     return read_whole("hv_audio_read_memory", &in, max_seconds, pcm, n_frames, sample_rate,
                       channels, e);
 }
@@ -763,7 +926,8 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, 
 hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *name,
                                     int target_rate, double max_seconds, float **out, size_t *n_out,
                                     hv_error *e) {
-    const input in = {.data = data, .size = size, .name = name ? name : "<memory>"};
+    const input in = {
+        .kind = IN_MEMORY, .data = data, .size = size, .name = name ? name : "<memory>"};
     return read_mono("hv_audio_read_memory_mono", &in, target_rate, max_seconds, out, n_out, e);
 }
 
