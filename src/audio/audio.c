@@ -754,6 +754,56 @@ static int mono_reserve(float **out, size_t *cap, size_t len, size_t need, size_
     return 0;
 }
 
+/* res (cap samples) cut to its n samples: the slack given back (failing
+ * to shrink is harmless). */
+static float *shrunk(float *res, size_t n, size_t cap) {
+    if (n >= cap) return res;
+    float *nb = realloc(res, (n ? n : 1) * sizeof *res);
+    return nb ? nb : res;
+}
+
+/* *out: a streaming soxr resampler from rate to target_rate, one channel
+ * of floats at high quality (linear phase, delay compensated): the filter
+ * of every conversion here. */
+static hv_status make_resampler(int rate, int target_rate, const char *path, soxr_t *out,
+                                hv_error *e) {
+    soxr_error_t err = NULL;
+    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_runtime_spec_t rt = soxr_runtime_spec(1);
+    *out = soxr_create(rate, target_rate, 1, &err, &io, &q, &rt);
+    if (*out && !err) return HV_OK;
+    soxr_delete(*out);
+    *out = NULL;
+    return hv_err(e, HV_ERR_NOMEM, "%s: resampling %d -> %d Hz failed: %s", path, rate, target_rate,
+                  err ? err : "out of memory");
+}
+
+/* Feeds soxr the n mono samples at m (eof: flushes it instead) until it
+ * took all of them and, when flushing, until it gives nothing more; its
+ * output is appended to *res (*len of *cap used, grown within max_out). */
+static hv_status feed_resampler(soxr_t sx, const float *m, size_t n, int eof, double ratio,
+                                float **res, size_t *cap, size_t *len, size_t max_out,
+                                const char *path, hv_error *e) {
+    size_t fed = 0;
+    for (;;) {
+        size_t room = (size_t)((double)(n - fed) * ratio) + MONO_PAD;
+        if (mono_reserve(res, cap, *len, room, max_out))
+            return hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu samples", path, *len + room);
+        size_t idone = 0, odone = 0, avail = *cap - *len;
+        if (avail == 0)
+            return hv_err(e, HV_ERR_LIMIT, "%s: resampling gives more than %zu samples", path,
+                          *len);
+        soxr_error_t err = soxr_process(sx, eof ? NULL : m + fed, eof ? 0 : n - fed, &idone,
+                                        *res + *len, avail, &odone);
+        if (err) return hv_err(e, HV_ERR_FORMAT, "%s: resampling failed: %s", path, err);
+        fed += idone;
+        *len += odone;
+        /* done when the input is in and soxr did not fill the room */
+        if (eof ? odone == 0 : fed == n && odone < avail) return HV_OK;
+    }
+}
+
 /* Decodes an open file straight to mono at target_rate, block by block
  * (read MONO_BLOCK frames, check them, average the channels as
  * hv_audio_to_mono does, feed soxr's stream), so that only the mono output
@@ -784,18 +834,7 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
         goto done;
     }
     int resample = info.samplerate != target_rate;
-    if (resample) {
-        soxr_error_t err = NULL;
-        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-        soxr_runtime_spec_t rt = soxr_runtime_spec(1);
-        sx = soxr_create(info.samplerate, target_rate, 1, &err, &io, &q, &rt);
-        if (!sx || err) {
-            rc = hv_err(e, HV_ERR_FORMAT, "%s: resampling %d -> %d Hz failed: %s", path,
-                        info.samplerate, target_rate, err ? err : "soxr_create");
-            goto done;
-        }
-    }
+    if (resample && (rc = make_resampler(info.samplerate, target_rate, path, &sx, e))) goto done;
     /* First reservation from the header, trusted up to TRUST_FRAMES. */
     if (info.frames > 0 && info.frames != SF_COUNT_MAX) {
         size_t fr = (size_t)info.frames < TRUST_FRAMES ? (size_t)info.frames : TRUST_FRAMES;
@@ -855,28 +894,10 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
             len += nr;
             continue;
         }
-        /* Feed soxr the block (NULL at the end: flush) until it took all of
-         * it and, when flushing, until it gives nothing more. */
-        size_t fed = 0;
-        for (;;) {
-            size_t room = (size_t)((double)(nr - fed) * target_rate / info.samplerate) + MONO_PAD;
-            if (mono_reserve(&res, &cap, len, room, max_out)) {
-                rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu samples", path, len + room);
-                goto done;
-            }
-            size_t idone = 0, odone = 0, avail = cap - len;
-            soxr_error_t err = soxr_process(sx, eof ? NULL : m + fed, eof ? 0 : nr - fed, &idone,
-                                            res + len, avail, &odone);
-            if (err) {
-                rc = hv_err(e, HV_ERR_FORMAT, "%s: resampling %d -> %d Hz failed: %s", path,
-                            info.samplerate, target_rate, err);
-                goto done;
-            }
-            fed += idone;
-            len += odone;
-            /* done when the input is in and soxr did not fill the room */
-            if (eof ? odone == 0 : fed == nr && odone < avail) break;
-        }
+        /* the block (NULL at the end: flush) */
+        if ((rc = feed_resampler(sx, m, nr, eof, (double)target_rate / info.samplerate, &res, &cap,
+                                 &len, max_out, path, e)))
+            goto done;
     }
     /* A decoder error with no frame after it is where a cut file ends
      * (libFLAC "lost sync" in the last, partial frame): the frames before
@@ -892,11 +913,7 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
         rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
-    if (len < cap) { /* give back the slack; failure to shrink is harmless */
-        float *nb = realloc(res, (len ? len : 1) * sizeof *res);
-        if (nb) res = nb;
-    }
-    *out = res;
+    *out = shrunk(res, len, cap);
     res = NULL;
     *n_out = len;
 done:
@@ -950,55 +967,58 @@ hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int 
                       "more than hviske takes (%llu samples at most)",
                       n_frames, channels, (unsigned long long)max_samples());
 
-    /* Downmix in double (so that loud channels cannot overflow) and check
-     * every sample on the way. */
-    float *mono = malloc(n_frames * sizeof *mono);
-    if (!mono) return hv_err(e, HV_ERR_NOMEM, "audio: out of memory");
-    for (size_t i = 0; i < n_frames; i++) {
-        const float *f = pcm + i * (size_t)channels;
-        double s = 0;
-        for (int c = 0; c < channels; c++) {
-            if (!isfinite(f[c])) {
-                free(mono);
-                return hv_err(e, HV_ERR_FORMAT, "audio: sample %zu of channel %d is %s", i, c,
-                              sample_problem(f[c]));
+    /* Block by block: check every sample, downmix in double (so that loud
+     * channels cannot overflow), feed the streaming resampler, so that
+     * memory is the output plus one block whatever the input's length,
+     * channels and rate. Streamed, soxr emits what soxr_oneshot would:
+     * round(n * target / rate) samples, time-aligned with the input. */
+    hv_status rc = HV_OK;
+    int resample = sample_rate != target_rate;
+    double ratio = (double)target_rate / sample_rate;
+    /* n * rate fits in 64 bits: n <= 2^32 and rates <= 2^20 */
+    size_t want =
+        resample
+            ? (size_t)(((uint64_t)n_frames * (uint64_t)target_rate * 2 + (uint64_t)sample_rate) /
+                       (2 * (uint64_t)sample_rate))
+            : n_frames;
+    float *mono = NULL, *res = NULL;
+    size_t cap = 0, len = 0;
+    soxr_t sx = NULL;
+    if ((channels > 1 && resample && !(mono = malloc(MONO_BLOCK * sizeof *mono))) ||
+        mono_reserve(&res, &cap, 0, want + MONO_PAD, want + MONO_PAD)) {
+        rc = hv_err(e, HV_ERR_NOMEM, "audio: out of memory for %zu samples", want);
+        goto done;
+    }
+    if (resample && (rc = make_resampler(sample_rate, target_rate, "audio", &sx, e))) goto done;
+    for (size_t at = 0; at < n_frames; at += MONO_BLOCK) {
+        size_t nb = n_frames - at < MONO_BLOCK ? n_frames - at : MONO_BLOCK;
+        float *m = resample ? mono : res + at;
+        for (size_t i = 0; i < nb; i++) {
+            const float *f = pcm + (at + i) * (size_t)channels;
+            double s = 0;
+            for (int c = 0; c < channels; c++) {
+                if (!isfinite(f[c])) {
+                    rc = hv_err(e, HV_ERR_FORMAT, "audio: sample %zu of channel %d is %s", at + i,
+                                c, sample_problem(f[c]));
+                    goto done;
+                }
+                s += f[c];
             }
-            s += f[c];
+            if (m) m[i] = channels == 1 ? f[0] : (float)(s / channels);
         }
-        mono[i] = channels == 1 ? f[0] : (float)(s / channels);
+        if (resample && (rc = feed_resampler(sx, channels > 1 ? mono : pcm + at, nb, 0, ratio, &res,
+                                             &cap, &len, want + MONO_PAD, "audio", e)))
+            goto done;
     }
-    if (sample_rate == target_rate) {
-        *out = mono;
-        *n_out = n_frames;
-        return HV_OK;
-    }
-
-    /* soxr_oneshot with the full input flushes the filter and emits exactly
-     * round(n * target / rate) samples, time-aligned with the input (linear
-     * phase, delay compensated). n * rate fits in 64 bits: n <= 2^32 and
-     * rates <= 2^20. Room for two extra samples guards against a soxr that
-     * rounds differently; we return what it gives. */
-    uint64_t want = ((uint64_t)n_frames * (uint64_t)target_rate * 2 + (uint64_t)sample_rate) /
-                    (2 * (uint64_t)sample_rate);
-    size_t olen = (size_t)want + 2;
-    float *res = malloc(olen * sizeof *res);
-    if (!res) {
-        free(mono);
-        return hv_err(e, HV_ERR_NOMEM, "audio: out of memory");
-    }
-    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-    soxr_runtime_spec_t rt = soxr_runtime_spec(1);
-    size_t idone = 0, odone = 0;
-    soxr_error_t err = soxr_oneshot(sample_rate, target_rate, 1, mono, n_frames, &idone, res, olen,
-                                    &odone, &io, &q, &rt);
+    if (resample &&
+        (rc = feed_resampler(sx, NULL, 0, 1, ratio, &res, &cap, &len, want + MONO_PAD, "audio", e)))
+        goto done;
+    *n_out = resample ? len : n_frames;
+    *out = shrunk(res, *n_out, cap);
+    res = NULL;
+done:
+    soxr_delete(sx);
+    free(res);
     free(mono);
-    if (err) {
-        free(res);
-        return hv_err(e, HV_ERR_FORMAT, "audio: resampling %d -> %d Hz failed: %s", sample_rate,
-                      target_rate, err);
-    }
-    *out = res;
-    *n_out = odone;
-    return HV_OK;
+    return rc;
 }

@@ -68,7 +68,11 @@ hv_status hv_audio_read_stream_mono(int fd, const char *name, int target_rate, d
  * rates are equal (a plain copy), else what soxr gives for the whole
  * signal, which is round(n_frames * target_rate / sample_rate) (may be 0
  * for a tiny input; *out is still non-NULL). Non-finite samples are
- * HV_ERR_FORMAT, no samples or bad rates HV_ERR_INVALID_ARG. */
+ * HV_ERR_FORMAT, no samples or bad rates HV_ERR_INVALID_ARG, a failed
+ * allocation HV_ERR_NOMEM. Works in blocks of 4096 frames (check, downmix,
+ * feed soxr's stream), so that memory is the output plus a constant
+ * whatever the input's length, channels and rate; the samples are those
+ * one soxr_oneshot of the whole downmix gives. */
 hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int sample_rate,
                            int target_rate, float **out, size_t *n_out, hv_error *e);
 
