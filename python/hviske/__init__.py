@@ -568,6 +568,28 @@ class Model:
             raise error(st, err.value.decode("utf-8", "replace"))
         return pcm, int(n.value)
 
+    def _samples_budget(self, frames: int, channels: int, rate: int, copy: bool,
+                        model: ctypes.c_void_p, max_audio_bytes: int) -> None:
+        """LimitError, before anything is copied, when samples of `frames`
+        frames x `channels` at `rate` Hz are over the library's budget of a
+        call (max_audio_bytes): their length at the model's rate, as
+        hv_transcribe judges it, and, when the binding must copy them to
+        float32 (copy), that copy's bytes."""
+        if not max_audio_bytes:
+            return
+        model_rate = int(self._lib.hv_model_sample_rate(model))
+        at_rate = frames * model_rate / rate
+        mib = 1048576.0
+        if at_rate * 4 > max_audio_bytes:
+            raise LimitError(f"{frames / rate:.1f} s of audio at {rate} Hz is {at_rate:.0f} "
+                             f"samples at {model_rate} Hz ({at_rate * 4 / mib:.0f} MiB), more "
+                             f"than max_audio_bytes allows ({max_audio_bytes / mib:.0f} MiB)")
+        if copy and frames * channels * 4 > max_audio_bytes:
+            raise LimitError(f"{frames} frames x {channels} channels of samples would be copied "
+                             f"to float32 ({frames * channels * 4 / mib:.0f} MiB), more than "
+                             f"max_audio_bytes allows ({max_audio_bytes / mib:.0f} MiB): give "
+                             "C-contiguous float32 samples, which are used as they are")
+
     def _audio(self, audio: Any, sample_rate: Optional[int], model: ctypes.c_void_p,
                max_audio_bytes: int) -> Tuple[Any, int, int, int, Any, Any]:
         """(pointer, n_frames, rate, channels, keep-alive, to-free); a file
@@ -612,12 +634,17 @@ class Model:
                 channels = 0
             if not np.issubdtype(audio.dtype, np.floating):
                 raise TypeError(f"samples must be floating point, not {audio.dtype}")
+            if channels < 1:
+                raise InvalidArgument("a numpy array of samples needs at least one channel")
+            self._samples_budget(int(audio.shape[0]), channels, rate,
+                                 audio.dtype != np.float32 or not audio.flags.c_contiguous,
+                                 model, max_audio_bytes)
             keep = np.ascontiguousarray(audio, dtype=np.float32)
             ptr = keep.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
             n = keep.shape[0]
-            if channels < 1:
-                raise InvalidArgument("a numpy array of samples needs at least one channel")
             return ptr, n, rate, channels, keep, None
+        self._samples_budget(len(audio), 1, rate, not isinstance(audio, array.array) or
+                             audio.typecode != "f", model, max_audio_bytes)
         if isinstance(audio, array.array):
             if audio.typecode not in "fd":
                 raise TypeError(f"an array.array of samples must hold floats ('f' or 'd'), not "

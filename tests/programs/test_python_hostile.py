@@ -23,6 +23,14 @@
     ValueError ("embedded null byte", naming the argument) as open()
     does, where C would have read it cut at the NUL.
 
+Issue #62, finding 5: samples are judged against the budget before the
+binding copies them: a broadcast float32 view of 10^9 samples at 16 kHz
+(4 GB as a copy) and a broadcast float64 view of 6 * 10^8 frames at
+768 kHz (12.5 M samples at 16 kHz, inside the budget, but a 2.4 GB
+float32 copy) raise LimitError naming the limit with the peak RSS of the
+child grown by at most 64 MiB (the copy was made first: 4 GB, then
+LimitError); 60 s at 768 kHz as float64 (a 184 MB copy) is transcribed.
+
 Memory is not compared in a sanitizer build (ASan's quarantine holds freed
 memory). Prints one line per case and ends with "N passed, M failed".
 """
@@ -154,6 +162,46 @@ with hviske.Model(DEMO, threads=1) as m:
 """
 
 
+SAMPLES = """
+import numpy as np
+case = sys.argv[1]
+a, rate = {"broadcast": (lambda: np.broadcast_to(np.float32(0), (10**9,)), 16000),
+           "float64": (lambda: np.broadcast_to(np.float64(0), (6 * 10**8,)), 768000),
+           "fits": (lambda: np.zeros(60 * 768000), 768000)}[case]
+with hviske.Model(DEMO, threads=1) as m:
+    x = a()
+    before = peak()
+    try:
+        r = m.transcribe(x, sample_rate=rate, chunking="energy")
+        what = "text %r" % r.text
+    except hviske.Error as e:
+        what = "%s: %s" % (type(e).__name__, e)
+    print(before, peak(), what)
+"""
+
+
+def test_samples_budget():
+    """Issue #62, finding 5."""
+    asan = sanitized()
+    for case, want in (("broadcast", "LimitError: 62500.0 s of audio at 16000 Hz"),
+                       ("float64", "LimitError: 600000000 frames x 1 channels of samples would "
+                                   "be copied to float32 (2289 MiB), more than max_audio_bytes "
+                                   "allows (2048 MiB)"),
+                       ("fits", "text ''")):
+        rc, out, err = child(SAMPLES, case)
+        f = out.strip().split(maxsplit=2)
+        if rc != 0 or len(f) != 3:
+            report(f"samples {case}", False, f"rc={rc} {out!r} {err[-800:]!r}")
+            continue
+        grown = int(f[1]) - int(f[0])
+        ok = f[2].startswith(want)
+        if asan or case == "fits":
+            report(f"samples {case}: {want} (peak RSS +{grown} KiB, not compared)", ok, out)
+        else:
+            report(f"samples {case}: {want} before any copy, peak RSS +{grown} KiB (at most "
+                   "64 MiB)", ok and grown <= 65536, out)
+
+
 def test_memory_and_budget(tmp):
     """Finding 3."""
     import hviske
@@ -246,6 +294,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="hv-python-hostile-")
     test_close_with_generator(tmp)
     test_memory_and_budget(tmp)
+    test_samples_budget()
     test_nul(tmp)
     return finish_in(tmp)
 
