@@ -396,6 +396,8 @@ class Model:
         self.vad_model: Optional[str] = None  # the detector's directory, once loaded
         self._vad: Optional[ctypes.c_void_p] = None
         self._vad_lock = threading.Lock()
+        # segments()' worker thread: whether its generator was closed
+        self._tls = threading.local()
         self._ctx: Optional[int] = None
         self._ctx_lock = threading.Lock()
         # who uses the library memory: transcriptions running (per thread),
@@ -809,6 +811,8 @@ class Model:
                 setattr(tp.vad_params, k, v)
         raised: list[BaseException] = []
         stop: list[bool] = []
+        # segments(): its generator closed, seen at every decoder step
+        halted: Callable[[], bool] = getattr(self._tls, "halted", None) or (lambda: False)
         if progress is not None:
             report = progress
 
@@ -821,7 +825,7 @@ class Model:
                 except BaseException as e:  # raised after the call
                     raised.append(e)
             tp.progress = PROGRESS(on_progress)
-            tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop)))
+            tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop or halted())))
         if on_segment is not None:
             give = on_segment
             done = [0, 0]  # chunks, segments given so far
@@ -843,7 +847,7 @@ class Model:
                     return 1
             tp.segment_callback = SEGMENT(on_seg)
             if progress is None:
-                tp.abort_callback = ABORT(lambda _user: int(bool(raised)))
+                tp.abort_callback = ABORT(lambda _user: int(bool(raised or halted())))
 
         # the work budget, before the audio is read
         err = ctypes.create_string_buffer(_ERRBUF)
@@ -897,7 +901,7 @@ class Model:
         faster-whisper's segment generator does). Nothing runs before the
         first segment is asked for, and the transcription keeps at most one
         segment ahead of the loop; leaving the loop (or closing the
-        generator) stops it at the end of the chunk it is in. An error of
+        generator) stops it within one decoder step. An error of
         the transcription comes out of the loop. Every transcribe option
         but on_segment is taken. close() of the model stops the
         transcription the same way, and the generator then raises Error
@@ -924,10 +928,13 @@ class Model:
 
         def work() -> None:
             err: Optional[BaseException] = None
+            self._tls.halted = lambda: bool(state["stop"] or state["closed"])
             try:
                 self.transcribe(audio, on_segment=give, **options)
             except BaseException as e:  # comes out of the loop
                 err = e
+            finally:
+                self._tls.halted = None
             with cond:
                 ready.append((None, err))
                 cond.notify_all()

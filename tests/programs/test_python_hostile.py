@@ -23,8 +23,11 @@
     ValueError ("embedded null byte", naming the argument) as open()
     does, where C would have read it cut at the NUL.
 
-Issue #62, finding 5: samples are judged against the budget before the
-binding copies them: a broadcast float32 view of 10^9 samples at 16 kHz
+Issue #62: a segments() generator closed while its worker is about to
+decode the next chunk (a six-temperature fallback) stops it at the first
+decoder step (the abort callback sees the generator's stop flag; the
+whole chunk ran before: 28 steps here). Finding 5: samples are judged
+against the budget before the binding copies them: a broadcast float32 view of 10^9 samples at 16 kHz
 (4 GB as a copy) and a broadcast float64 view of 6 * 10^8 frames at
 768 kHz (12.5 M samples at 16 kHz, inside the budget, but a 2.4 GB
 float32 copy) raise LimitError naming the limit with the peak RSS of the
@@ -116,6 +119,49 @@ closer.join()
 print("closed", m._model is None)
 """
 
+# Issue #62: a generator closed while the next chunk is about to be decoded
+# (with the temperature fallback, which the demo model's text fails at
+# every temperature: 6 decodings). The progress callback after chunk 1
+# holds the worker until the main thread is inside close()'s join, so the
+# stop flag is set before chunk 2 starts; then every abort callback's
+# answer is counted: a 0 is a decoder step run after the close.
+CLOSE_MID_CHUNK = """
+main = threading.main_thread().ident
+def in_join():
+    f = sys._current_frames().get(main)
+    while f is not None:
+        if f.f_code.co_name in ("join", "_wait_for_tstate_lock"):
+            return True
+        f = f.f_back
+    return False
+count = {"released": False, "steps": 0, "stops": 0}
+plain = hviske.ABORT
+def counting(fn):
+    def wrapped(user):
+        r = fn(user)
+        if count["released"]:
+            count["steps" if r == 0 else "stops"] += 1
+        return r
+    return plain(wrapped)
+hviske.ABORT = counting
+held = threading.Event()
+def hold(done, total):
+    if not held.is_set():
+        held.set()
+        while not in_join():
+            threading.Event().wait(0.01)
+        count["released"] = True
+m = hviske.Model(DEMO, threads=1)
+g = m.segments(sys.argv[1], chunking="energy", progress=hold,
+               temperature=[0, 0.2, 0.4, 0.6, 0.8, 1])
+for _ in range(int(sys.argv[2])):
+    next(g)
+held.wait()
+g.close()
+print("steps after close", count["steps"], "stops", count["stops"])
+m.close()
+"""
+
 
 def test_close_with_generator(tmp):
     """Finding 2."""
@@ -142,6 +188,12 @@ def test_close_with_generator(tmp):
            f"rc={rc} {out!r} {err[-800:]!r}")
     report("... then close() returns and frees the model", lines[1:] == ["closed True"],
            f"{out!r}")
+    rc, out, err = child(CLOSE_MID_CHUNK, wav, first_chunk)
+    f = out.split()
+    report("a generator closed before chunk 2 of a six-temperature fallback stops at the "
+           "first decoder step: no step runs after the close",
+           rc == 0 and f[:4] == ["steps", "after", "close", "0"] and int(f[5]) >= 1,
+           f"rc={rc} {out!r} {err[-800:]!r}")
     with hviske.Model(DEMO_MODEL, threads=1) as m:
         got = list(m.segments(wav, chunking="energy"))
         report("a generator read to its end still gives every segment",
