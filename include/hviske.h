@@ -728,7 +728,9 @@ HV_API hv_status hv_audio_read_buffer_mono(const void *data, size_t size, const 
  * regular file at offset 0 is read in place; anything else is copied to an
  * unlinked temporary file in $TMPDIR (else /tmp) as it comes, so that
  * formats which seek work, within bounds: input that is no audio file once
- * its first 16 MiB (or all of it, when shorter) are in is HV_ERR_FORMAT,
+ * its first 64 KiB (or all of it, when shorter) are in is HV_ERR_FORMAT
+ * (up to 16 MiB for one that begins as a container whose tags or chunks
+ * may come first: ID3, FLAC, Ogg, RIFF, RIFX, RF64, AIFF, CAF),
  * and once its header is known, more bytes than the longest audio
  * max_seconds allows could take (the format's bytes per sample, 8 for
  * compressed ones, plus 64 MiB for headers and tags) is HV_ERR_LIMIT with

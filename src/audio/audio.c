@@ -389,9 +389,11 @@ static hv_status too_long(const char *path, double max_seconds, hv_error *e);
 
 /* A stream (a pipe, standard input) is copied into a temporary file in
  * blocks of SPOOL_BLOCK bytes, so that formats which seek work from it.
- * Its format is looked for once PROBE_FIRST bytes are in, then at every 4
- * times as many up to PROBE_MAX, and at its end: a stream that is no audio
- * file by then is refused. Once its header is read, the copy may hold the
+ * Its format is looked for once PROBE_FIRST bytes are in and at its end;
+ * a stream that is no audio file by then is refused, unless it begins as a
+ * container whose tags, pictures or chunks may come before the audio's
+ * format (tagged): then again at every 4 times as many bytes, up to
+ * PROBE_MAX. Once its header is read, the copy may hold the
  * bytes of the longest audio allowed (check_header's frames, at the
  * format's bytes per sample) plus SPOOL_SLACK for headers, tags, cover art
  * and container framing; more is HV_ERR_LIMIT, as audio too long. */
@@ -414,6 +416,19 @@ static sf_count_t stored_bytes(int format) {
         case SF_FORMAT_FLOAT: return 4;
         default: return 8;
     }
+}
+
+/* Whether the file at fd begins as a container that may carry more than
+ * PROBE_FIRST bytes before its audio's format: an ID3 tag (MP3), FLAC,
+ * Ogg, RIFF WAV (RIFX, RF64), AIFF and CAF. */
+static int tagged(int fd) {
+    static const char *const magic[] = {"ID3",  "fLaC", "OggS", "RIFF",
+                                        "RIFX", "RF64", "FORM", "caff"};
+    char h[4];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) return 0;
+    for (size_t i = 0; i < sizeof magic / sizeof *magic; i++)
+        if (memcmp(h, magic[i], strlen(magic[i])) == 0) return 1;
+    return 0;
 }
 
 /* Whether the first size bytes of the file at fd open as audio; *info
@@ -483,7 +498,7 @@ static hv_status open_spooled(int in, const char *name, double max_seconds, open
                 double most = (double)max_frames * info.channels * stored_bytes(info.format);
                 ceiling = most < (double)(INT64_MAX - SPOOL_SLACK) ? (sf_count_t)most + SPOOL_SLACK
                                                                    : INT64_MAX;
-            } else if (eof || size >= PROBE_MAX) {
+            } else if (eof || size >= PROBE_MAX || !tagged(fd)) {
                 rc = hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name, why);
                 goto done;
             } else {

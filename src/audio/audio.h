@@ -54,8 +54,9 @@ hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *n
 /* The same for the audio at descriptor fd (left open), from its start or
  * where it is: a regular file at offset 0 is read in place, anything else
  * (a pipe, standard input) is first copied to an unlinked temporary file in
- * $TMPDIR (else /tmp) in bounded steps: not audio once its first 16 MiB
- * (or all of it) are in is HV_ERR_FORMAT, more bytes than the longest
+ * $TMPDIR (else /tmp) in bounded steps: not audio once its first 64 KiB
+ * (16 MiB for a container with tags first; or all of it) are in is
+ * HV_ERR_FORMAT, more bytes than the longest
  * audio max_seconds allows could take (at the format's bytes per sample,
  * plus 64 MiB) HV_ERR_LIMIT with the message of audio too long. Memory is
  * a block of 64 KiB while copying, then as for a file. */

@@ -32,13 +32,15 @@ Round three (issue #43):
 Round five (issue #62):
   2  standard input within the budget: a pipe of zeros (a Python child
      writing until the pipe breaks, at most 512 MiB) is refused as no
-     audio file after its first 16 MiB, and a 1000 Hz 8-bit WAV header
+     audio file after its first 64 KiB (the writer stopped before 1 MiB),
+     "RIFF" then zeros after 16 MiB, and a 1000 Hz 8-bit WAV header
      followed by zeros with "more than the 33554.4 s of audio allowed" (the
      file's message) once its bytes pass what that audio could take (about
      100 MB): the writer sees the pipe break before 512 MiB, hviske's peak
      RSS stays within 64 MiB of a 5 s file's (the whole stream was read
      into memory first: 512 MiB and more), and the temporary copy is gone;
-     the example and a FLAC over 64 KiB piped in give the file's text.
+     the example, a FLAC over 64 KiB and a WAV whose 200 KB JUNK chunk
+     comes before its format piped in give the file's text.
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
@@ -142,14 +144,16 @@ def test_stdin_bounded(tmp):
     spool = os.path.join(tmp, "spool")
     os.makedirs(spool)
     base = peak_rss_run(["-q", "-t", 1, "-m", DEMO, EXAMPLE])[3]
-    for what, head, want in (("zeros", b"", "-: not a readable audio file"),
-                             ("a 1000 Hz WAV header, then zeros", wav_stream_header(1000, 8),
-                              "-: more than the 33554.4 s of audio allowed")):
+    for what, head, want, most in (
+            ("zeros", b"", "-: not a readable audio file", 1 << 20),
+            ("RIFF, then zeros", b"RIFF", "-: not a readable audio file", 32 << 20),
+            ("a 1000 Hz WAV header, then zeros", wav_stream_header(1000, 8),
+             "-: more than the 33554.4 s of audio allowed", STREAM_CAP)):
         rc, err, sent, broke, peak = piped_run(["-q", "-t", 1, "-m", DEMO, "-"], head, spool)
         print(f"      stdin {what}: {sent / 1e6:.1f} MB sent, peak RSS {peak / 1e6:.1f} MB "
               f"against {base / 1e6:.1f} MB for the 5 s example")
-        report(f"stdin {what}: exit 1 with '{want}', the pipe broken before {STREAM_CAP >> 20} MiB",
-               rc == 1 and want in err and broke and sent < STREAM_CAP,
+        report(f"stdin {what}: exit 1 with '{want}', the pipe broken before {most >> 20} MiB",
+               rc == 1 and want in err and broke and sent < most,
                f"rc {rc} sent {sent} broke {broke} {err[-400:]!r}")
         if not sanitized():
             report(f"stdin {what}: peak RSS within 64 MiB of the 5 s example's",
@@ -160,7 +164,14 @@ def test_stdin_bounded(tmp):
     if not sox(EXAMPLE, flac, "repeat", 8):
         skip_or_fail("stdin FLAC", "sox cannot write FLAC")
         return
-    for path in (EXAMPLE, flac):
+    junk = os.path.join(tmp, "junk-first.wav")
+    with open(EXAMPLE, "rb") as f:
+        wav = f.read()
+    fmt = wav.index(b"fmt ")
+    with open(junk, "wb") as f:  # RIFF, WAVE, a JUNK chunk of 200000 bytes, then the rest
+        body = wav[12:fmt] + b"JUNK" + struct.pack("<I", 200000) + bytes(200000) + wav[fmt:]
+        f.write(b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body)
+    for path in (EXAMPLE, flac, junk):
         with open(path, "rb") as f:
             data = f.read()
         piped = Run(["-q", "-t", 1, "-m", DEMO, "-"], input_bytes=data,
