@@ -71,9 +71,11 @@ static double audio_budget_s(int rate) {
 /* ------------------------------------------------------ standard input */
 
 /*
- * Reads an audio file (any format libsndfile reads) from standard input:
- * all of it into memory first, so that formats which need to seek work from
- * a pipe too, then decoded by the library with the same checks as a file.
+ * Reads an audio file (any format libsndfile reads) from standard input,
+ * with the same checks and budget as a file: the library copies a pipe to
+ * a temporary file as it comes (so that formats which seek work), refuses
+ * what is no audio after its first bytes and stops at the budget, so that
+ * memory stays bounded whatever the stream's length.
  */
 static hv_status read_stdin_audio(int rate, float **pcm, size_t *n_frames, char *err,
                                   size_t err_size) {
@@ -85,36 +87,8 @@ static hv_status read_stdin_audio(int rate, float **pcm, size_t *n_frames, char 
                  "audio file into it)");
         return HV_ERR_INVALID_ARG;
     }
-    unsigned char *data = NULL;
-    size_t size = 0, cap = 0;
-    for (;;) {
-        if (size == cap) {
-            size_t ncap = cap ? cap * 2 : (size_t)1 << 20;
-            unsigned char *nd = ncap > cap ? realloc(data, ncap) : NULL;
-            if (!nd) {
-                free(data);
-                snprintf(err, err_size,
-                         "-: out of memory reading standard "
-                         "input");
-                return HV_ERR_NOMEM;
-            }
-            data = nd;
-            cap = ncap;
-        }
-        ssize_t r = read(STDIN_FILENO, data + size, cap - size);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            snprintf(err, err_size, "-: cannot read standard input: %s", strerror(errno));
-            free(data);
-            return HV_ERR_IO;
-        }
-        if (r == 0) break;
-        size += (size_t)r;
-    }
-    hv_status st = hv_audio_read_buffer_mono(data, size, "-", rate, audio_budget_s(rate), pcm,
-                                             n_frames, err, err_size);
-    free(data);
-    return st;
+    return hv_audio_read_fd_mono(STDIN_FILENO, "-", rate, audio_budget_s(rate), pcm, n_frames, err,
+                                 err_size);
 }
 
 /* Reads one input (a path, or "-" for standard input) as mono at `rate`

@@ -296,13 +296,13 @@ static const hvt_option OPTIONS[N_OPTS] = {
                                            "the name of an environment variable"),
     [O_SKIP_EXISTING] = HVT_OPT_FLAG("skip-existing", 0),
     [O_SUMMARY] = HVT_OPT_NONEMPTY("summary", 0, AT(summary), "a file name"),
-    /* no HV_MAX_BEAMS here: the library names the limit when it refuses */
+    /* no HV_MAX_BEAMS here: hv_work_check names the limit when it refuses */
     [O_BEAMS] = HVT_OPT("beams", 0, HVT_INT, AT(num_beams), 1, INT_MAX, "an integer >= 1"),
     [O_LENGTH_PENALTY] = HVT_OPT("length-penalty", 0, HVT_FLOAT_ABOVE, AT(length_penalty), 0,
                                  INFINITY, "a finite number > 0"),
     [O_SAMPLE] = HVT_OPT_FLAG("sample", 0),
     [O_TEMPERATURE] = HVT_OPT_CUSTOM("temperature", AT(temperature), hvt_parse_temperatures,
-                                     "a finite number >= 0, or several joined by commas"),
+                                     "a finite number >= 0, or at most 6 joined by commas"),
     [O_COMPRESSION_RATIO_THRESHOLD] =
         HVT_OPT_CUSTOM("compression-ratio-threshold", AT(compression_ratio_threshold),
                        parse_compression_ratio, "a finite number > 0, or none"),
@@ -372,6 +372,12 @@ static int check_combinations(cli_options *o, const int *given) {
                                "--sample and --beams %d cannot be "
                                "combined (sampling uses one beam)",
                                o->num_beams);
+    /* the work budget (hv_work_check: beams, draws and temperatures
+     * tried), as hv_transcribe checks it, before any input is read */
+    hv_transcribe_params tp = cli_transcribe_params(o, NULL);
+    char msg[512];
+    if (hv_work_check(&tp, HV_MAX_BEAMS, msg, sizeof msg))
+        return hvt_usage_error(CLI_PROG, "%s", msg);
     if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
         return hvt_usage_error(CLI_PROG, "--chunking fixed needs "
                                          "--chunk-seconds S");

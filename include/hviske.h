@@ -51,8 +51,13 @@ extern "C" {
 #define HV_API
 #endif
 
-/* The most beams hv_transcribe_params.num_beams may ask for. */
+/* The most beams hv_transcribe_params.num_beams may ask for, and the
+ * library's work budget (hv_work_check). */
 #define HV_MAX_BEAMS 64
+
+/* The longest temperature list (hv_transcribe_params.temperatures):
+ * whisper's six steps, 0, 0.2, ..., 1. */
+#define HV_MAX_TEMPERATURES 6
 
 /* The sample rates hviske takes, for files and for samples in memory: no
  * speech recording has fewer than 1000 samples a second (telephone speech
@@ -463,6 +468,21 @@ typedef struct hv_transcribe_params {
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
 
+/* The work budget of one request (docs/DECODING.md, "Work budget"). The
+ * decoding work of params is the number of decodings a chunk may run: one
+ * per temperature tried (the list, or the one mode without it), counting
+ * num_beams for a temperature of 0 (greedy or beam search) and best_of for
+ * one above 0 (sampling draws). hv_work returns it (INT_MAX when params
+ * are out of range). hv_work_check returns HV_OK when num_beams and
+ * best_of are 1..max_work, the list has at most HV_MAX_TEMPERATURES
+ * entries and the work is at most max_work (1..HV_MAX_BEAMS; hv_transcribe
+ * checks against HV_MAX_BEAMS, hviske-server against its --max-beams);
+ * else HV_ERR_INVALID_ARG with a message naming the field and the limit in
+ * errbuf (which may be NULL). */
+HV_API int hv_work(const hv_transcribe_params *params);
+HV_API hv_status hv_work_check(const hv_transcribe_params *params, int max_work, char *errbuf,
+                               size_t errbuf_size);
+
 typedef struct hv_result hv_result;
 
 typedef struct hv_timings {
@@ -715,6 +735,22 @@ HV_API hv_status hv_audio_read_mono(const char *path, int target_rate, double ma
 HV_API hv_status hv_audio_read_buffer_mono(const void *data, size_t size, const char *name,
                                            int target_rate, double max_seconds, float **samples,
                                            size_t *n_samples, char *errbuf, size_t errbuf_size);
+/* The same for the audio at descriptor fd (standard input, a pipe, a
+ * socket; left open), named `name` in messages (NULL: "<stream>"). A
+ * regular file at offset 0 is read in place; anything else is copied to an
+ * unlinked temporary file in $TMPDIR (else /tmp) as it comes, so that
+ * formats which seek work, within bounds: input that is no audio file once
+ * its first 64 KiB (or all of it, when shorter) are in is HV_ERR_FORMAT
+ * (up to 16 MiB for one that begins as a container whose tags or chunks
+ * may come first: ID3, FLAC, Ogg, RIFF, RIFX, RF64, AIFF, CAF),
+ * and once its header is known, more bytes than the longest audio
+ * max_seconds allows could take (the format's bytes per sample, 8 for
+ * compressed ones, plus 64 MiB for headers and tags) is HV_ERR_LIMIT with
+ * the message of too long audio. Memory: 64 KiB while copying, then as
+ * hv_audio_read_mono's. */
+HV_API hv_status hv_audio_read_fd_mono(int fd, const char *name, int target_rate,
+                                       double max_seconds, float **samples, size_t *n_samples,
+                                       char *errbuf, size_t errbuf_size);
 HV_API void hv_audio_free(float *pcm);
 
 #ifdef __cplusplus

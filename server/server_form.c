@@ -449,6 +449,22 @@ static int parse_downloads(const char *v, srv_params *p) {
     return 0;
 }
 
+/* The work budget (hv_work_check) with the server's --max-beams, the same
+ * for both endpoints: a request cannot buy many times a normal one's time
+ * with beams, draws or a temperature list. The 400 names the field that
+ * buys the work: the beams when they alone are over, else the list. */
+static int check_work(const srv_form *f, const srv_params *p, srv_error *e) {
+    char msg[400];
+    if (!hv_work_check(&p->tp, f->max_beams, msg, sizeof msg)) return 0;
+    const char *param = val(f, SRV_F_BEAM_SIZE) ? "beam_size" : "num_beams";
+    if (p->tp.num_beams <= f->max_beams)
+        param = val(f, SRV_F_TEMPERATURE_INC) ? "temperature_inc" : "temperature";
+    srv_error_set(e, 400, "invalid_value", param,
+                  "%s; the server's --max-beams is %d (hviske takes up to %d)", msg, f->max_beams,
+                  HV_MAX_BEAMS);
+    return -1;
+}
+
 int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcribe_params *base,
                     srv_params *p, srv_error *e) {
     memset(p, 0, sizeof *p);
@@ -538,13 +554,10 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         else
             BAD("punctuation", "punctuation must be true or false");
     }
-    /* the server's cap: a request cannot buy many times a normal one's
-     * time with beams */
-    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, f->max_beams, &p->tp.num_beams))
-        BAD("num_beams",
-            "num_beams must be an integer from 1 to %d (the server's --max-beams; hviske "
-            "takes up to %d)",
-            f->max_beams, HV_MAX_BEAMS);
+    /* the server's --max-beams caps the work with check_work, below */
+    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
+        BAD("num_beams", "num_beams must be an integer from 1 to %d (the server's --max-beams)",
+            f->max_beams);
     if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
         hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.length_penalty))
         BAD("length_penalty", "length_penalty must be a finite number > 0");
@@ -635,6 +648,7 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
     if (p->tp.do_sample && p->tp.num_beams > 1)
         BAD("num_beams", "temperature > 0 (sampling) and num_beams > 1 "
                          "cannot be combined");
+    if (check_work(f, p, e)) return -1;
     if ((v = val(f, SRV_F_CHUNKING_STRATEGY)) && parse_chunking_strategy(v, &p->tp, e) != 0)
         return -1;
     /* readable segments and subtitles come from word times */

@@ -42,14 +42,16 @@ static void usage(FILE *f) {
             "                           or bf16\n"
             "      --queue Q            requests that may wait for a worker,\n"
             "                           0..4096 (default 16); beyond: 503\n"
-            "      --max-beams N        the most beams a request may ask for\n"
-            "                           (num_beams), 1..64 (default 16)\n"
+            "      --max-beams N        the work budget of a request: decodings a\n"
+            "                           chunk may run (beams at each temperature\n"
+            "                           0, one draw above 0), 1..64 (default 16)\n"
             "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
             "                           (default 128: an hour of 16 kHz 16-bit\n"
             "                           mono WAV is 110 MiB)\n"
             "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
-            "                           /v1/ paths\n"
+            "                           /v1/ paths (no control characters, no\n"
+            "                           space or tab at either end)\n"
             "      --model-name NAME    the model id in /v1/models (default\n"
             "                           hviske)\n"
             "      --timeout S          close a connection idle for S seconds,\n"
@@ -101,6 +103,20 @@ static void usage(FILE *f) {
 static int parse_model_name(const char *arg, void *value) {
     int ok = *arg && strlen(arg) < 128;
     for (const char *p = arg; *p; p++) ok = ok && *p > 0x20 && *p < 0x7F && *p != '"';
+    if (!ok) return -1;
+    *(const char **)value = arg;
+    return 0;
+}
+
+/* --api-key: a key a client can send as 'Authorization: Bearer KEY',
+ * which the server compares with white space at its ends trimmed: not
+ * empty, no control character (HTTP forbids them in a header), no space
+ * or tab at either end. */
+static int parse_api_key(const char *arg, void *value) {
+    size_t n = strlen(arg);
+    int ok = n > 0 && arg[0] != ' ' && arg[0] != '\t' && arg[n - 1] != ' ' && arg[n - 1] != '\t';
+    for (const char *p = arg; *p; p++)
+        ok = ok && ((unsigned char)*p >= 0x20 || *p == '\t') && *p != 0x7F;
     if (!ok) return -1;
     *(const char **)value = arg;
     return 0;
@@ -192,7 +208,9 @@ static const hvt_option OPTIONS[N_OPTS] = {
         HVT_OPT("max-upload-mb", 0, HVT_INT, AT(max_upload_mb), 1, 4096, "an integer 1..4096"),
     [O_MAX_AUDIO] = HVT_OPT("max-audio-seconds", 0, HVT_DOUBLE_ABOVE, AT(max_audio_s), 0, INFINITY,
                             "a number > 0"),
-    [O_API_KEY] = HVT_OPT_NONEMPTY("api-key", 0, AT(api_key), "a non-empty key"),
+    [O_API_KEY] = HVT_OPT_CUSTOM("api-key", AT(api_key), parse_api_key,
+                                 "a key a client can send: no control characters, no space "
+                                 "or tab at either end"),
     [O_MODEL_NAME] = HVT_OPT_CUSTOM("model-name", AT(model_name), parse_model_name,
                                     "1 to 127 visible ASCII characters"),
     [O_TIMEOUT] = HVT_OPT("timeout", 0, HVT_UNSIGNED, AT(timeout_s), 1, 86400, "seconds, 1..86400"),

@@ -225,6 +225,9 @@ static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
     if (p->top_k < 0) return hv_err(e, HV_ERR_INVALID_ARG, "top_k %d: must be >= 0", p->top_k);
     if (!(p->top_p > 0 && p->top_p <= 1))
         return hv_err(e, HV_ERR_INVALID_ARG, "top_p %g: must be in (0, 1]", p->top_p);
+    char msg[sizeof e->msg];
+    if (hv_work_check(p, HV_MAX_BEAMS, msg, sizeof msg))
+        return hv_err(e, HV_ERR_INVALID_ARG, "%s", msg);
     return HV_OK;
 }
 

@@ -239,7 +239,7 @@ int hvt_parse_vad_edges(const char *arg, void *value);
  * (docs/DECODING.md), as hviske's --temperature and the server's
  * temperature field take them: "T" or "T1,T2,...", each a float (as
  * above) >= 0, at most HVT_MAX_TEMPERATURES of them. */
-enum { HVT_MAX_TEMPERATURES = 32 };
+enum { HVT_MAX_TEMPERATURES = HV_MAX_TEMPERATURES };
 typedef struct hvt_temperatures {
     float t[HVT_MAX_TEMPERATURES];
     int n; /* 1: one temperature; more: the fallback's list */

@@ -195,7 +195,8 @@ class Result:
 # within the C type of the field that carries them.
 INT_MAX = 2**31 - 1
 MAX_THREADS = 256                # hv_model_params.n_threads
-MAX_BEAMS = 64                   # HV_MAX_BEAMS
+MAX_BEAMS = 64                   # HV_MAX_BEAMS, also the work budget (hv_work_check)
+MAX_TEMPERATURES = 6             # HV_MAX_TEMPERATURES
 MIN_SAMPLE_RATE = 1000           # HV_MIN_SAMPLE_RATE
 MAX_SAMPLE_RATE = 768000         # HV_MAX_SAMPLE_RATE
 MAX_CHANNELS = 64                # what the library averages at most
@@ -302,6 +303,9 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
         temps = [_float("temperature", t) for t in temperature]
         if not temps:
             raise InvalidArgument("temperature: an empty list (give one or more temperatures)")
+        if len(temps) > MAX_TEMPERATURES:
+            raise InvalidArgument(f"temperature: a list of {len(temps)} temperatures (at most "
+                                  f"{MAX_TEMPERATURES}, whisper's steps 0, 0.2, ..., 1)")
         one = 1.0
     else:
         one = _float("temperature", temperature)
@@ -326,7 +330,7 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
     if not isinstance(speech_probabilities, bool):
         raise TypeError("speech_probabilities must be True or False")
     return one, _Options(
-        temperatures=temps, best_of=_int("best_of", best_of, 1, INT_MAX),
+        temperatures=temps, best_of=_int("best_of", best_of, 1, MAX_BEAMS),
         thresholds=(_threshold("compression_ratio_threshold", compression_ratio_threshold),
                     _threshold("log_prob_threshold", log_prob_threshold),
                     _threshold("no_speech_threshold", no_speech_threshold)),
@@ -457,6 +461,8 @@ class Model:
         self.vad_model: Optional[str] = None  # the detector's directory, once loaded
         self._vad: Optional[ctypes.c_void_p] = None
         self._vad_lock = threading.Lock()
+        # segments()' worker thread: whether its generator was closed
+        self._tls = threading.local()
         self._ctx: Optional[int] = None
         self._ctx_lock = threading.Lock()
         # who uses the library memory: transcriptions running (per thread),
@@ -610,6 +616,28 @@ class Model:
         """_read_mono with this model's library."""
         return _read_mono(self._lib, audio, name, rate, max_audio_bytes)
 
+    def _samples_budget(self, frames: int, channels: int, rate: int, copy: bool,
+                        model: ctypes.c_void_p, max_audio_bytes: int) -> None:
+        """LimitError, before anything is copied, when samples of `frames`
+        frames x `channels` at `rate` Hz are over the library's budget of a
+        call (max_audio_bytes): their length at the model's rate, as
+        hv_transcribe judges it, and, when the binding must copy them to
+        float32 (copy), that copy's bytes."""
+        if not max_audio_bytes:
+            return
+        model_rate = int(self._lib.hv_model_sample_rate(model))
+        at_rate = frames * model_rate / rate
+        mib = 1048576.0
+        if at_rate * 4 > max_audio_bytes:
+            raise LimitError(f"{frames / rate:.1f} s of audio at {rate} Hz is {at_rate:.0f} "
+                             f"samples at {model_rate} Hz ({at_rate * 4 / mib:.0f} MiB), more "
+                             f"than max_audio_bytes allows ({max_audio_bytes / mib:.0f} MiB)")
+        if copy and frames * channels * 4 > max_audio_bytes:
+            raise LimitError(f"{frames} frames x {channels} channels of samples would be copied "
+                             f"to float32 ({frames * channels * 4 / mib:.0f} MiB), more than "
+                             f"max_audio_bytes allows ({max_audio_bytes / mib:.0f} MiB): give "
+                             "C-contiguous float32 samples, which are used as they are")
+
     def _audio(self, audio: Any, sample_rate: Optional[int], model: ctypes.c_void_p,
                max_audio_bytes: int) -> Tuple[Any, int, int, int, Any, Any]:
         """(pointer, n_frames, rate, channels, keep-alive, to-free); a file
@@ -654,12 +682,17 @@ class Model:
                 channels = 0
             if not np.issubdtype(audio.dtype, np.floating):
                 raise TypeError(f"samples must be floating point, not {audio.dtype}")
+            if channels < 1:
+                raise InvalidArgument("a numpy array of samples needs at least one channel")
+            self._samples_budget(int(audio.shape[0]), channels, rate,
+                                 audio.dtype != np.float32 or not audio.flags.c_contiguous,
+                                 model, max_audio_bytes)
             keep = np.ascontiguousarray(audio, dtype=np.float32)
             ptr = keep.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
             n = keep.shape[0]
-            if channels < 1:
-                raise InvalidArgument("a numpy array of samples needs at least one channel")
             return ptr, n, rate, channels, keep, None
+        self._samples_budget(len(audio), 1, rate, not isinstance(audio, array.array) or
+                             audio.typecode != "f", model, max_audio_bytes)
         if isinstance(audio, array.array):
             if audio.typecode not in "fd":
                 raise TypeError(f"an array.array of samples must hold floats ('f' or 'd'), not "
@@ -824,6 +857,8 @@ class Model:
                 setattr(tp.vad_params, k, v)
         raised: list[BaseException] = []
         stop: list[bool] = []
+        # segments(): its generator closed, seen at every decoder step
+        halted: Callable[[], bool] = getattr(self._tls, "halted", None) or (lambda: False)
         if progress is not None:
             report = progress
 
@@ -836,7 +871,7 @@ class Model:
                 except BaseException as e:  # raised after the call
                     raised.append(e)
             tp.progress = PROGRESS(on_progress)
-            tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop)))
+            tp.abort_callback = ABORT(lambda _user: int(bool(raised or stop or halted())))
         if on_segment is not None:
             give = on_segment
             done = [0, 0]  # chunks, segments given so far
@@ -858,8 +893,12 @@ class Model:
                     return 1
             tp.segment_callback = SEGMENT(on_seg)
             if progress is None:
-                tp.abort_callback = ABORT(lambda _user: int(bool(raised)))
+                tp.abort_callback = ABORT(lambda _user: int(bool(raised or halted())))
 
+        # the work budget, before the audio is read
+        err = ctypes.create_string_buffer(_ERRBUF)
+        if lib.hv_work_check(ctypes.byref(tp), MAX_BEAMS, err, _ERRBUF) != 0:
+            raise InvalidArgument(err.value.decode("utf-8", "replace"))
         ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate, model,
                                                             tp.max_audio_bytes)
         try:
@@ -908,7 +947,7 @@ class Model:
         faster-whisper's segment generator does). Nothing runs before the
         first segment is asked for, and the transcription keeps at most one
         segment ahead of the loop; leaving the loop (or closing the
-        generator) stops it at the end of the chunk it is in. An error of
+        generator) stops it within one decoder step. An error of
         the transcription comes out of the loop. Every transcribe option
         but on_segment is taken. close() of the model stops the
         transcription the same way, and the generator then raises Error
@@ -935,10 +974,13 @@ class Model:
 
         def work() -> None:
             err: Optional[BaseException] = None
+            self._tls.halted = lambda: bool(state["stop"] or state["closed"])
             try:
                 self.transcribe(audio, on_segment=give, **options)
             except BaseException as e:  # comes out of the loop
                 err = e
+            finally:
+                self._tls.halted = None
             with cond:
                 ready.append((None, err))
                 cond.notify_all()

@@ -135,6 +135,15 @@ def _output_path(path: str, ext: str, out_dir: Optional[str]) -> str:
     return os.path.join(out_dir if out_dir is not None else os.path.dirname(path), name)
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths a and b name one existing file (links, "./", another
+    spelling of the folder)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _write(path: str, text: str) -> None:
     """Writes text to path whole or not at all (a temporary file beside it,
     renamed when complete)."""
@@ -255,6 +264,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rc, n_ok = 0, 0
     with model:
         for i, path in enumerate(a.files):
+            # an output is never an input, this one or another (a file
+            # named talk.srt would be replaced by its own subtitles)
+            input_at = next((f for f in a.files if to_files and _same_file(f, outputs[i])), None)
+            if input_at is not None:
+                print(f"hviske: {outputs[i]}: not overwriting the input {input_at}",
+                      file=sys.stderr)
+                rc = 1
+                continue
             try:
                 audio: Any = sys.stdin.buffer.read() if path == "-" else path
                 r = model.transcribe(audio, language=a.language,

@@ -187,6 +187,8 @@ _SIGNATURES = {
     "hv_vad_free": (None, [_P]),
     "hv_vad_default_params": (VadParams, []),
     "hv_transcribe_default_params": (TranscribeParams, []),
+    "hv_work_check": (ctypes.c_int, [ctypes.POINTER(TranscribeParams), ctypes.c_int,
+                                     ctypes.c_char_p, ctypes.c_size_t]),
     "hv_transcribe": (ctypes.c_int, [_P, _F, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                                      ctypes.POINTER(TranscribeParams), ctypes.POINTER(_P)]),
     "hv_result_text": (ctypes.c_char_p, [_P]),

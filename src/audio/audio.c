@@ -483,18 +483,189 @@ static hv_status open_memory(const void *data, size_t size, const char *name, op
     return HV_OK;
 }
 
-/* What a reader reads: the file at path, or the size bytes at data;
- * `name` stands for it in messages (the path for a file). */
+static hv_status check_header(const SF_INFO *info, const char *path, double max_seconds,
+                              size_t *max_frames, hv_error *e);
+static hv_status too_long(const char *path, double max_seconds, hv_error *e);
+
+/* A stream (a pipe, standard input) is copied into a temporary file in
+ * blocks of SPOOL_BLOCK bytes, so that formats which seek work from it.
+ * Its format is looked for once PROBE_FIRST bytes are in and at its end;
+ * a stream that is no audio file by then is refused, unless it begins as a
+ * container whose tags, pictures or chunks may come before the audio's
+ * format (tagged): then again at every 4 times as many bytes, up to
+ * PROBE_MAX. Once its header is read, the copy may hold the
+ * bytes of the longest audio allowed (check_header's frames, at the
+ * format's bytes per sample) plus SPOOL_SLACK for headers, tags, cover art
+ * and container framing; more is HV_ERR_LIMIT, as audio too long. */
+#define SPOOL_BLOCK (1 << 16)
+#define PROBE_FIRST ((sf_count_t)1 << 16)
+#define PROBE_MAX   ((sf_count_t)1 << 24)
+#define SPOOL_SLACK ((sf_count_t)64 << 20)
+
+/* Bytes per sample of a libsndfile format at most: its PCM width, 8 for
+ * the compressed ones (none of which takes more at any bitrate). */
+static sf_count_t stored_bytes(int format) {
+    switch (format & SF_FORMAT_SUBMASK) {
+        case SF_FORMAT_PCM_S8:
+        case SF_FORMAT_PCM_U8:
+        case SF_FORMAT_ULAW:
+        case SF_FORMAT_ALAW: return 1;
+        case SF_FORMAT_PCM_16: return 2;
+        case SF_FORMAT_PCM_24: return 3;
+        case SF_FORMAT_PCM_32:
+        case SF_FORMAT_FLOAT: return 4;
+        default: return 8;
+    }
+}
+
+/* Whether the file at fd begins as a container that may carry more than
+ * PROBE_FIRST bytes before its audio's format: an ID3 tag (MP3), FLAC,
+ * Ogg, RIFF WAV (RIFX, RF64), AIFF and CAF. */
+static int tagged(int fd) {
+    static const char *const magic[] = {"ID3",  "fLaC", "OggS", "RIFF",
+                                        "RIFX", "RF64", "FORM", "caff"};
+    char h[4];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) return 0;
+    for (size_t i = 0; i < sizeof magic / sizeof *magic; i++)
+        if (memcmp(h, magic[i], strlen(magic[i])) == 0) return 1;
+    return 0;
+}
+
+/* Whether the first size bytes of the file at fd open as audio; *info
+ * then holds its header, else *why says what is wrong. */
+static int probe(int fd, sf_count_t size, SF_INFO *info, const char **why) {
+    vfile v = {.fd = fd, .size = size};
+    source src;
+    int io = 0;
+    if (vf_open(&v, info, &src, why, &io)) return 0;
+    src_close(&src);
+    return 1;
+}
+
+/* *fd: an unlinked temporary file in $TMPDIR (else /tmp). */
+static hv_status spool_file(const char *name, int *fd, hv_error *e) {
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/hviske-stream-XXXXXX", dir) >= (int)sizeof path)
+        return hv_err(e, HV_ERR_IO, "%s: TMPDIR is too long", name);
+    if ((*fd = mkstemp(path)) < 0)
+        return hv_err(e, HV_ERR_IO, "%s: cannot make a temporary file in %s: %s", name, dir,
+                      strerror(errno));
+    unlink(path);
+    fcntl(*fd, F_SETFD, FD_CLOEXEC);
+    return HV_OK;
+}
+
+/* Copies the stream at `in` into a temporary file within the bounds above;
+ * on success o->vf reads it. */
+static hv_status open_spooled(int in, const char *name, double max_seconds, opened *o,
+                              hv_error *e) {
+    int fd = -1;
+    hv_status rc = spool_file(name, &fd, e);
+    if (rc) return rc;
+    unsigned char *buf = malloc(SPOOL_BLOCK);
+    sf_count_t size = 0, next_probe = PROBE_FIRST, ceiling = -1;
+    const char *why = "no data";
+    if (!buf) {
+        rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    for (int eof = 0; !eof;) {
+        ssize_t r = read(in, buf, SPOOL_BLOCK);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            rc = hv_err(e, HV_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+            goto done;
+        }
+        eof = r == 0;
+        for (ssize_t w = 0; w < r;) {
+            ssize_t k = write(fd, buf + w, (size_t)(r - w));
+            if (k < 0 && errno == EINTR) continue;
+            if (k < 0) {
+                rc = hv_err(e, HV_ERR_IO, "%s: cannot copy to a temporary file: %s", name,
+                            strerror(errno));
+                goto done;
+            }
+            w += k;
+        }
+        size += r;
+        if (ceiling < 0 && size > 0 && (eof || size >= next_probe)) {
+            SF_INFO info;
+            size_t max_frames = 0;
+            if (probe(fd, size, &info, &why)) {
+                if ((rc = check_header(&info, name, max_seconds, &max_frames, e))) goto done;
+                double most = (double)max_frames * info.channels * stored_bytes(info.format);
+                ceiling = most < (double)(INT64_MAX - SPOOL_SLACK) ? (sf_count_t)most + SPOOL_SLACK
+                                                                   : INT64_MAX;
+            } else if (eof || size >= PROBE_MAX || !tagged(fd)) {
+                rc = hv_err(e, HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name, why);
+                goto done;
+            } else {
+                next_probe *= 4;
+            }
+        }
+        if (ceiling >= 0 && size > ceiling) {
+            rc = too_long(name, max_seconds, e);
+            goto done;
+        }
+    }
+    if (size == 0) {
+        rc = hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+        goto done;
+    }
+    o->vf = (vfile){.fd = fd, .size = size};
+    int io = 0;
+    if (vf_open(&o->vf, &o->info, &o->src, &why, &io)) {
+        rc = hv_err(e, io ? HV_ERR_IO : HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                    why);
+        goto done;
+    }
+    fd = -1; /* o's now */
+done:
+    free(buf);
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+/* Opens the audio at descriptor `in`: a regular file at its start is read
+ * where it is (through a duplicate, so that `in` stays the caller's),
+ * anything else (a pipe, a socket, a file at another offset) is copied
+ * first (open_spooled). */
+static hv_status open_fd(int in, const char *name, double max_seconds, opened *o, hv_error *e) {
+    struct stat st;
+    if (in < 0 || fstat(in, &st) != 0)
+        return hv_err(e, HV_ERR_IO, "%s: cannot read: %s", name,
+                      in < 0 ? "no descriptor" : strerror(errno));
+    if (S_ISDIR(st.st_mode)) return hv_err(e, HV_ERR_IO, "%s: cannot read: is a directory", name);
+    if (!S_ISREG(st.st_mode) || lseek(in, 0, SEEK_CUR) != 0)
+        return open_spooled(in, name, max_seconds, o, e);
+    if (st.st_size == 0) return hv_err(e, HV_ERR_FORMAT, "%s: empty input", name);
+    int fd = fcntl(in, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return hv_err(e, HV_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+    o->vf = (vfile){.fd = fd, .size = (sf_count_t)st.st_size};
+    const char *why = NULL;
+    int io = 0;
+    if (vf_open(&o->vf, &o->info, &o->src, &why, &io) == 0) return HV_OK;
+    close(fd);
+    return hv_err(e, io ? HV_ERR_IO : HV_ERR_FORMAT, "%s: not a readable audio file (%s)", name,
+                  why);
+}
+
+/* What a reader reads: the file at path, the stream at fd, or the size
+ * bytes at data; `name` stands for it in messages (the path for a file). */
 typedef struct input {
-    int file;
+    enum { IN_MEMORY, IN_PATH, IN_FD } kind;
     const char *path;
+    int fd;
     const void *data;
     size_t size;
     const char *name;
 } input;
 
-static hv_status open_input(const input *in, opened *o, hv_error *e) {
-    if (!in->file) return open_memory(in->data, in->size, in->name, o, e);
+static hv_status open_input(const input *in, double max_seconds, opened *o, hv_error *e) {
+    if (in->kind == IN_MEMORY) return open_memory(in->data, in->size, in->name, o, e);
+    if (in->kind == IN_FD) return open_fd(in->fd, in->name, max_seconds, o, e);
     if (!in->path) return hv_err(e, HV_ERR_INVALID_ARG, "audio: NULL path");
     return open_path(in->path, o, e);
 }
@@ -510,7 +681,7 @@ static hv_status read_whole(const char *fn, const input *in, double max_seconds,
     *sample_rate = 0;
     *channels = 0;
     opened o;
-    hv_status rc = open_input(in, &o, e);
+    hv_status rc = open_input(in, max_seconds, &o, e);
     if (rc) return rc;
     rc = decode(&o.src, &o.info, in->name, max_seconds, pcm, n_frames, sample_rate, channels, e);
     close_opened(&o);
@@ -524,7 +695,7 @@ static hv_status read_mono(const char *fn, const input *in, int target_rate, dou
     *out = NULL;
     *n_out = 0;
     opened o;
-    hv_status rc = open_input(in, &o, e);
+    hv_status rc = open_input(in, max_seconds, &o, e);
     if (rc) return rc;
     rc = decode_mono(&o.src, &o.info, in->name, max_seconds, target_rate, out, n_out, e);
     close_opened(&o);
@@ -533,13 +704,13 @@ static hv_status read_mono(const char *fn, const input *in, int target_rate, dou
 
 hv_status hv_audio_read_file(const char *path, float **pcm, size_t *n_frames, int *sample_rate,
                              int *channels, hv_error *e) {
-    const input in = {.file = 1, .path = path, .name = path};
+    const input in = {.kind = IN_PATH, .path = path, .name = path};
     return read_whole("hv_audio_read_file", &in, 0, pcm, n_frames, sample_rate, channels, e);
 }
 
 hv_status hv_audio_read_file_mono(const char *path, int target_rate, double max_seconds,
                                   float **out, size_t *n_out, hv_error *e) {
-    const input in = {.file = 1, .path = path, .name = path};
+    const input in = {.kind = IN_PATH, .path = path, .name = path};
     return read_mono("hv_audio_read_file_mono", &in, target_rate, max_seconds, out, n_out, e);
 }
 
@@ -698,6 +869,56 @@ static int mono_reserve(float **out, size_t *cap, size_t len, size_t need, size_
     return 0;
 }
 
+/* res (cap samples) cut to its n samples: the slack given back (failing
+ * to shrink is harmless). */
+static float *shrunk(float *res, size_t n, size_t cap) {
+    if (n >= cap) return res;
+    float *nb = realloc(res, (n ? n : 1) * sizeof *res);
+    return nb ? nb : res;
+}
+
+/* *out: a streaming soxr resampler from rate to target_rate, one channel
+ * of floats at high quality (linear phase, delay compensated): the filter
+ * of every conversion here. */
+static hv_status make_resampler(int rate, int target_rate, const char *path, soxr_t *out,
+                                hv_error *e) {
+    soxr_error_t err = NULL;
+    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_runtime_spec_t rt = soxr_runtime_spec(1);
+    *out = soxr_create(rate, target_rate, 1, &err, &io, &q, &rt);
+    if (*out && !err) return HV_OK;
+    soxr_delete(*out);
+    *out = NULL;
+    return hv_err(e, HV_ERR_NOMEM, "%s: resampling %d -> %d Hz failed: %s", path, rate, target_rate,
+                  err ? err : "out of memory");
+}
+
+/* Feeds soxr the n mono samples at m (eof: flushes it instead) until it
+ * took all of them and, when flushing, until it gives nothing more; its
+ * output is appended to *res (*len of *cap used, grown within max_out). */
+static hv_status feed_resampler(soxr_t sx, const float *m, size_t n, int eof, double ratio,
+                                float **res, size_t *cap, size_t *len, size_t max_out,
+                                const char *path, hv_error *e) {
+    size_t fed = 0;
+    for (;;) {
+        size_t room = (size_t)((double)(n - fed) * ratio) + MONO_PAD;
+        if (mono_reserve(res, cap, *len, room, max_out))
+            return hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu samples", path, *len + room);
+        size_t idone = 0, odone = 0, avail = *cap - *len;
+        if (avail == 0)
+            return hv_err(e, HV_ERR_LIMIT, "%s: resampling gives more than %zu samples", path,
+                          *len);
+        soxr_error_t err = soxr_process(sx, eof ? NULL : m + fed, eof ? 0 : n - fed, &idone,
+                                        *res + *len, avail, &odone);
+        if (err) return hv_err(e, HV_ERR_FORMAT, "%s: resampling failed: %s", path, err);
+        fed += idone;
+        *len += odone;
+        /* done when the input is in and soxr did not fill the room */
+        if (eof ? odone == 0 : fed == n && odone < avail) return HV_OK;
+    }
+}
+
 /* Decodes an open file straight to mono at target_rate, block by block
  * (read MONO_BLOCK frames, check them, average the channels as
  * hv_audio_to_mono does, feed soxr's stream), so that only the mono output
@@ -728,18 +949,7 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
         goto done;
     }
     int resample = info.samplerate != target_rate;
-    if (resample) {
-        soxr_error_t err = NULL;
-        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-        soxr_runtime_spec_t rt = soxr_runtime_spec(1);
-        sx = soxr_create(info.samplerate, target_rate, 1, &err, &io, &q, &rt);
-        if (!sx || err) {
-            rc = hv_err(e, HV_ERR_FORMAT, "%s: resampling %d -> %d Hz failed: %s", path,
-                        info.samplerate, target_rate, err ? err : "soxr_create");
-            goto done;
-        }
-    }
+    if (resample && (rc = make_resampler(info.samplerate, target_rate, path, &sx, e))) goto done;
     /* First reservation from the header, trusted up to TRUST_FRAMES. */
     if (info.frames > 0 && info.frames != SF_COUNT_MAX) {
         size_t fr = (size_t)info.frames < TRUST_FRAMES ? (size_t)info.frames : TRUST_FRAMES;
@@ -799,28 +1009,10 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
             len += nr;
             continue;
         }
-        /* Feed soxr the block (NULL at the end: flush) until it took all of
-         * it and, when flushing, until it gives nothing more. */
-        size_t fed = 0;
-        for (;;) {
-            size_t room = (size_t)((double)(nr - fed) * target_rate / info.samplerate) + MONO_PAD;
-            if (mono_reserve(&res, &cap, len, room, max_out)) {
-                rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory for %zu samples", path, len + room);
-                goto done;
-            }
-            size_t idone = 0, odone = 0, avail = cap - len;
-            soxr_error_t err = soxr_process(sx, eof ? NULL : m + fed, eof ? 0 : nr - fed, &idone,
-                                            res + len, avail, &odone);
-            if (err) {
-                rc = hv_err(e, HV_ERR_FORMAT, "%s: resampling %d -> %d Hz failed: %s", path,
-                            info.samplerate, target_rate, err);
-                goto done;
-            }
-            fed += idone;
-            len += odone;
-            /* done when the input is in and soxr did not fill the room */
-            if (eof ? odone == 0 : fed == nr && odone < avail) break;
-        }
+        /* the block (NULL at the end: flush) */
+        if ((rc = feed_resampler(sx, m, nr, eof, (double)target_rate / info.samplerate, &res, &cap,
+                                 &len, max_out, path, e)))
+            goto done;
     }
     /* A decoder error with no frame after it is where a cut file ends
      * (libFLAC "lost sync" in the last, partial frame): the frames before
@@ -836,11 +1028,7 @@ static hv_status decode_mono(source *sf, const SF_INFO *inf, const char *path, d
         rc = hv_err(e, HV_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
-    if (len < cap) { /* give back the slack; failure to shrink is harmless */
-        float *nb = realloc(res, (len ? len : 1) * sizeof *res);
-        if (nb) res = nb;
-    }
-    *out = res;
+    *out = shrunk(res, len, cap);
     res = NULL;
     *n_out = len;
 done:
@@ -852,10 +1040,17 @@ done:
     return rc;
 }
 
+hv_status hv_audio_read_stream_mono(int fd, const char *name, int target_rate, double max_seconds,
+                                    float **out, size_t *n_out, hv_error *e) {
+    const input in = {.kind = IN_FD, .fd = fd, .name = name ? name : "<stream>"};
+    return read_mono("hv_audio_read_stream_mono", &in, target_rate, max_seconds, out, n_out, e);
+}
+
 hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds,
                                float **pcm, size_t *n_frames, int *sample_rate, int *channels,
                                hv_error *e) {
-    const input in = {.data = data, .size = size, .name = name ? name : "<memory>"};
+    const input in = {
+        .kind = IN_MEMORY, .data = data, .size = size, .name = name ? name : "<memory>"};
     return read_whole("hv_audio_read_memory", &in, max_seconds, pcm, n_frames, sample_rate,
                       channels, e);
 }
@@ -863,7 +1058,8 @@ hv_status hv_audio_read_memory(const void *data, size_t size, const char *name, 
 hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *name,
                                     int target_rate, double max_seconds, float **out, size_t *n_out,
                                     hv_error *e) {
-    const input in = {.data = data, .size = size, .name = name ? name : "<memory>"};
+    const input in = {
+        .kind = IN_MEMORY, .data = data, .size = size, .name = name ? name : "<memory>"};
     return read_mono("hv_audio_read_memory_mono", &in, target_rate, max_seconds, out, n_out, e);
 }
 
@@ -886,55 +1082,58 @@ hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int 
                       "more than hviske takes (%llu samples at most)",
                       n_frames, channels, (unsigned long long)max_samples());
 
-    /* Downmix in double (so that loud channels cannot overflow) and check
-     * every sample on the way. */
-    float *mono = malloc(n_frames * sizeof *mono);
-    if (!mono) return hv_err(e, HV_ERR_NOMEM, "audio: out of memory");
-    for (size_t i = 0; i < n_frames; i++) {
-        const float *f = pcm + i * (size_t)channels;
-        double s = 0;
-        for (int c = 0; c < channels; c++) {
-            if (!isfinite(f[c])) {
-                free(mono);
-                return hv_err(e, HV_ERR_FORMAT, "audio: sample %zu of channel %d is %s", i, c,
-                              sample_problem(f[c]));
+    /* Block by block: check every sample, downmix in double (so that loud
+     * channels cannot overflow), feed the streaming resampler, so that
+     * memory is the output plus one block whatever the input's length,
+     * channels and rate. Streamed, soxr emits what soxr_oneshot would:
+     * round(n * target / rate) samples, time-aligned with the input. */
+    hv_status rc = HV_OK;
+    int resample = sample_rate != target_rate;
+    double ratio = (double)target_rate / sample_rate;
+    /* n * rate fits in 64 bits: n <= 2^32 and rates <= 2^20 */
+    size_t want =
+        resample
+            ? (size_t)(((uint64_t)n_frames * (uint64_t)target_rate * 2 + (uint64_t)sample_rate) /
+                       (2 * (uint64_t)sample_rate))
+            : n_frames;
+    float *mono = NULL, *res = NULL;
+    size_t cap = 0, len = 0;
+    soxr_t sx = NULL;
+    if ((channels > 1 && resample && !(mono = malloc(MONO_BLOCK * sizeof *mono))) ||
+        mono_reserve(&res, &cap, 0, want + MONO_PAD, want + MONO_PAD)) {
+        rc = hv_err(e, HV_ERR_NOMEM, "audio: out of memory for %zu samples", want);
+        goto done;
+    }
+    if (resample && (rc = make_resampler(sample_rate, target_rate, "audio", &sx, e))) goto done;
+    for (size_t at = 0; at < n_frames; at += MONO_BLOCK) {
+        size_t nb = n_frames - at < MONO_BLOCK ? n_frames - at : MONO_BLOCK;
+        float *m = resample ? mono : res + at;
+        for (size_t i = 0; i < nb; i++) {
+            const float *f = pcm + (at + i) * (size_t)channels;
+            double s = 0;
+            for (int c = 0; c < channels; c++) {
+                if (!isfinite(f[c])) {
+                    rc = hv_err(e, HV_ERR_FORMAT, "audio: sample %zu of channel %d is %s", at + i,
+                                c, sample_problem(f[c]));
+                    goto done;
+                }
+                s += f[c];
             }
-            s += f[c];
+            if (m) m[i] = channels == 1 ? f[0] : (float)(s / channels);
         }
-        mono[i] = channels == 1 ? f[0] : (float)(s / channels);
+        if (resample && (rc = feed_resampler(sx, channels > 1 ? mono : pcm + at, nb, 0, ratio, &res,
+                                             &cap, &len, want + MONO_PAD, "audio", e)))
+            goto done;
     }
-    if (sample_rate == target_rate) {
-        *out = mono;
-        *n_out = n_frames;
-        return HV_OK;
-    }
-
-    /* soxr_oneshot with the full input flushes the filter and emits exactly
-     * round(n * target / rate) samples, time-aligned with the input (linear
-     * phase, delay compensated). n * rate fits in 64 bits: n <= 2^32 and
-     * rates <= 2^20. Room for two extra samples guards against a soxr that
-     * rounds differently; we return what it gives. */
-    uint64_t want = ((uint64_t)n_frames * (uint64_t)target_rate * 2 + (uint64_t)sample_rate) /
-                    (2 * (uint64_t)sample_rate);
-    size_t olen = (size_t)want + 2;
-    float *res = malloc(olen * sizeof *res);
-    if (!res) {
-        free(mono);
-        return hv_err(e, HV_ERR_NOMEM, "audio: out of memory");
-    }
-    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-    soxr_runtime_spec_t rt = soxr_runtime_spec(1);
-    size_t idone = 0, odone = 0;
-    soxr_error_t err = soxr_oneshot(sample_rate, target_rate, 1, mono, n_frames, &idone, res, olen,
-                                    &odone, &io, &q, &rt);
+    if (resample &&
+        (rc = feed_resampler(sx, NULL, 0, 1, ratio, &res, &cap, &len, want + MONO_PAD, "audio", e)))
+        goto done;
+    *n_out = resample ? len : n_frames;
+    *out = shrunk(res, *n_out, cap);
+    res = NULL;
+done:
+    soxr_delete(sx);
+    free(res);
     free(mono);
-    if (err) {
-        free(res);
-        return hv_err(e, HV_ERR_FORMAT, "audio: resampling %d -> %d Hz failed: %s", sample_rate,
-                      target_rate, err);
-    }
-    *out = res;
-    *n_out = odone;
-    return HV_OK;
+    return rc;
 }

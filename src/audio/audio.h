@@ -51,6 +51,17 @@ hv_status hv_audio_read_file_mono(const char *path, int target_rate, double max_
 hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *name,
                                     int target_rate, double max_seconds, float **out, size_t *n_out,
                                     hv_error *e);
+/* The same for the audio at descriptor fd (left open), from its start or
+ * where it is: a regular file at offset 0 is read in place, anything else
+ * (a pipe, standard input) is first copied to an unlinked temporary file in
+ * $TMPDIR (else /tmp) in bounded steps: not audio once its first 64 KiB
+ * (16 MiB for a container with tags first; or all of it) are in is
+ * HV_ERR_FORMAT, more bytes than the longest
+ * audio max_seconds allows could take (at the format's bytes per sample,
+ * plus 64 MiB) HV_ERR_LIMIT with the message of audio too long. Memory is
+ * a block of 64 KiB while copying, then as for a file. */
+hv_status hv_audio_read_stream_mono(int fd, const char *name, int target_rate, double max_seconds,
+                                    float **out, size_t *n_out, hv_error *e);
 
 /* Averages channels and resamples to target_rate (soxr, SOXR_HQ, linear
  * phase, delay compensated: output sample j is at time j / target_rate).
@@ -58,7 +69,11 @@ hv_status hv_audio_read_memory_mono(const void *data, size_t size, const char *n
  * rates are equal (a plain copy), else what soxr gives for the whole
  * signal, which is round(n_frames * target_rate / sample_rate) (may be 0
  * for a tiny input; *out is still non-NULL). Non-finite samples are
- * HV_ERR_FORMAT, no samples or bad rates HV_ERR_INVALID_ARG. */
+ * HV_ERR_FORMAT, no samples or bad rates HV_ERR_INVALID_ARG, a failed
+ * allocation HV_ERR_NOMEM. Works in blocks of 4096 frames (check, downmix,
+ * feed soxr's stream), so that memory is the output plus a constant
+ * whatever the input's length, channels and rate; the samples are those
+ * one soxr_oneshot of the whole downmix gives. */
 hv_status hv_audio_to_mono(const float *pcm, size_t n_frames, int channels, int sample_rate,
                            int target_rate, float **out, size_t *n_out, hv_error *e);
 

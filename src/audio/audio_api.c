@@ -45,6 +45,17 @@ hv_status hv_audio_read_buffer_mono(const void *data, size_t size, const char *n
     return rc;
 }
 
+hv_status hv_audio_read_fd_mono(int fd, const char *name, int target_rate, double max_seconds,
+                                float **samples, size_t *n_samples, char *errbuf,
+                                size_t errbuf_size) {
+    hv_error e;
+    hv_err_clear(&e);
+    hv_status rc =
+        hv_audio_read_stream_mono(fd, name, target_rate, max_seconds, samples, n_samples, &e);
+    hv_err_copy(&e, errbuf, errbuf_size);
+    return rc;
+}
+
 void hv_audio_free(float *pcm) { free(pcm); }
 
 double hv_audio_max_seconds(size_t max_audio_bytes, int target_rate) {

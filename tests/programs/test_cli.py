@@ -531,12 +531,12 @@ def test_decoding_usage(model, wav):
         check(f"accepted: {' '.join(args)}", r,
               r.rc == 0 and len(r.lines()) == 1 and "warning" not in r.err,
               "expected exit 0, one line, no warning")
-    # beyond what the library supports: the library's error, exit 1
+    # beyond the library's work budget (hv_work_check): a usage error
+    # naming the limit, before any input is read
     r = Run(["--beams", "1000000", "-m", model, wav])
-    check("--beams 1000000: the library refuses it (exit 1)", r,
-          r.rc == 1 and r.out == "" and wav in r.err and "beams" in r.err,
-          "expected exit 1, nothing on stdout, a message naming the file "
-          "and num_beams")
+    check("--beams 1000000: over the work budget (exit 2)", r,
+          r.rc == 2 and r.out == "" and "num_beams 1000000" in r.err and "64" in r.err,
+          "expected exit 2, nothing on stdout, a message naming num_beams and 64")
 
 
 def test_decoding(model, wav, wav2, models, audio):

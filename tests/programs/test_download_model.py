@@ -19,7 +19,18 @@ split into two shards with an index, written by the test.
     size is not what its header says, are refused, naming the file,
     without a file of the final name;
   * a name the hub does not have: exit 1 naming it, no directory made;
-    bad usage: exit 2.
+    bad usage: exit 2;
+  * a hostile endpoint (issue #62), each run into the directory of a
+    complete download, which must stay byte for byte as it was, without
+    a .part left: config.json answered 200 with an HTML page ("Rate
+    limited"; it replaced the file, exit 0), a tokenizer.model body that
+    never ends (written without limit; now cut at the 64 MiB ceiling, the
+    server seeing the client leave), one claiming 200 MB (fetched and
+    moved into place), 1 MiB of zeros for tokenizer.model (not a
+    SentencePiece model), an empty generation_config.json ("stat: cannot
+    statx"; now named with its URL), an index naming "*.safetensors"
+    (globbed into a file the index does not name), shards whose weights
+    do not add up to the index's total_size: exit 1 naming the file.
 """
 import http.server
 import json
@@ -68,12 +79,44 @@ class Hub(http.server.BaseHTTPRequestHandler):
     """The hub's layout: /OWNER/NAME/resolve/REV/FILE; .safetensors files
     redirect (302, X-Linked-Size) to /lfs/OWNER/NAME/FILE as the hub's do.
     repos: {"owner/name": (dir, revision, token or None)}. cut: files whose
-    next GET stops halfway. lies: {file: size} the HEAD claims."""
+    next GET stops halfway. lies: {file: size} the HEAD claims. hostile:
+    {(repo, file): how} answered badly (html, endless, huge, empty); sent:
+    {file: bytes} of the endless bodies."""
     protocol_version = "HTTP/1.1"
     repos = {}
     log = []
     cut = set()
     lies = {}
+    hostile = {}
+    sent = {}
+
+    def hostile_answer(self, how, name):
+        if how == "html":
+            return self.send(200, [("Content-Type", "text/html")],
+                             b"<html><body><h1>Rate limited</h1></body></html>\n")
+        if how == "empty":
+            return self.send(200, [("Content-Type", "application/octet-stream")], b"")
+        if how == "huge":  # 200 MB of zeros, announced
+            n = 200 << 20
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+        else:  # endless: no length, zeros until the client leaves (at most 1 GiB)
+            n = 1 << 30
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+        if self.command == "HEAD":
+            return
+        block, done = b"\0" * (1 << 16), 0
+        try:
+            while done < n:
+                self.wfile.write(block)
+                done += len(block)
+        except OSError:
+            pass
+        Hub.sent[name] = done
 
     def log_message(self, *args):
         pass
@@ -110,6 +153,9 @@ class Hub(http.server.BaseHTTPRequestHandler):
         repo, d, rev, want_rev, token, name, lfs = found
         if token and self.headers.get("Authorization") != f"Bearer {token}":
             return self.send(401, [("Content-Type", "text/plain")], b"unauthorized")
+        how = Hub.hostile.get((repo, name))
+        if how:
+            return self.hostile_answer(how, name)
         path = os.path.join(d, name)
         if (rev is not None and rev != want_rev) or not os.path.isfile(path):
             return self.send(404, [("Content-Type", "text/plain")], b"Entry not found")
@@ -158,6 +204,70 @@ def same_files(a, b, names):
             if x.read() != y.read():
                 return False
     return True
+
+
+def test_hostile(tmp, work, env):
+    """Issue #62: a hostile endpoint never replaces a complete checkpoint."""
+    victim = os.path.join(work, "victim")
+    p = run(["test/demo", victim], work, env)
+    names = FILES + ["model.safetensors"]
+    report("a complete download to attack", p.returncode == 0 and
+           same_files(victim, DEMO_MODEL, names), p.stderr)
+    zeros = os.path.join(tmp, "hub-zeros")
+    os.makedirs(zeros)
+    for f in FILES[:2] + ["model.safetensors"]:
+        shutil.copy(os.path.join(DEMO_MODEL, f), zeros)
+    with open(os.path.join(zeros, "tokenizer.model"), "wb") as f:
+        f.write(b"\0" * (1 << 20))
+    globbed = os.path.join(tmp, "hub-glob")
+    os.makedirs(globbed)
+    for f in FILES:
+        shutil.copy(os.path.join(DEMO_MODEL, f), globbed)
+    with open(os.path.join(globbed, "model.safetensors.index.json"), "w") as f:
+        json.dump({"weight_map": {"a": "*.safetensors"}}, f)
+    with open(os.path.join(work, "x.safetensors"), "wb") as f:  # what the glob finds
+        f.write(b"not in the index")
+    total = os.path.join(tmp, "hub-total")
+    shutil.copytree(os.path.join(tmp, "hub-sharded"), total)
+    with open(os.path.join(total, "model.safetensors.index.json")) as f:
+        index = json.load(f)
+    index["metadata"]["total_size"] += 4
+    with open(os.path.join(total, "model.safetensors.index.json"), "w") as f:
+        json.dump(index, f)
+    Hub.repos.update({"test/html": (DEMO_MODEL, "main", None),
+                      "test/endless": (DEMO_MODEL, "main", None),
+                      "test/huge": (DEMO_MODEL, "main", None),
+                      "test/empty": (DEMO_MODEL, "main", None),
+                      "test/zeros": (zeros, "main", None),
+                      "test/glob": (globbed, "main", None),
+                      "test/total": (total, "main", None)})
+    Hub.hostile = {("test/html", "config.json"): "html",
+                   ("test/endless", "tokenizer.model"): "endless",
+                   ("test/huge", "tokenizer.model"): "huge",
+                   ("test/empty", "generation_config.json"): "empty"}
+    for repo, what, words in (
+            ("test/html", "config.json answered with an HTML page", ["config.json", "not JSON"]),
+            ("test/endless", "a tokenizer.model that never ends",
+             ["tokenizer.model", "more than 67108864 bytes"]),
+            ("test/huge", "a tokenizer.model of 200 MB", ["tokenizer.model", "209715200"]),
+            ("test/zeros", "1 MiB of zeros as tokenizer.model",
+             ["tokenizer.model", "not a SentencePiece model"]),
+            ("test/empty", "an empty generation_config.json",
+             ["generation_config.json", "sent nothing", "/test/empty/resolve/main/"]),
+            ("test/glob", "an index naming *.safetensors", ["'*.safetensors'"]),
+            ("test/total", "shards short of the index's total_size", ["the index says"])):
+        Hub.log.clear()
+        p = run([repo, victim], work, env)
+        left = [f for f in os.listdir(victim) if f not in names]
+        report(f"{what}: exit 1 naming it, the complete checkpoint as it was, nothing left",
+               p.returncode == 1 and all(w in p.stderr for w in words) and
+               same_files(victim, DEMO_MODEL, names) and not left and
+               "stat:" not in p.stderr, f"rc={p.returncode} {p.stderr[-500:]!r} left {left}")
+    report("the endless body: the server saw the client leave before 1 GiB",
+           0 < Hub.sent.get("tokenizer.model", 0) < 1 << 30, str(Hub.sent))
+    report("the globbed name: nothing the index does not name was asked for",
+           not [x for x in Hub.log if "x.safetensors" in x[1]], str(Hub.log[-4:]))
+    Hub.hostile = {}
 
 
 def main():
@@ -261,6 +371,8 @@ def main():
                p.returncode == 1 and "header" in p.stderr and
                not os.path.exists(os.path.join(work, "bad", "model.safetensors")) and
                not os.path.exists(os.path.join(work, "bad", "model.safetensors.part")), p.stderr)
+
+        test_hostile(tmp, work, env)
 
         p = run(["test/nothing"], work, env)
         report("a name the hub does not have: exit 1 naming it, no directory",

@@ -29,6 +29,18 @@ Round three (issue #43):
      rate, not upsampled to gigabytes; 1000 Hz is read;
   7  file names that are not UTF-8 stay apart in JSON (--json, jsonl,
      --stream, --summary): \\xHH for stray bytes, KEY_bytes in base64.
+Round five (issue #62):
+  2  standard input within the budget: a pipe of zeros (a Python child
+     writing until the pipe breaks, at most 512 MiB) is refused as no
+     audio file after its first 64 KiB (the writer stopped before 1 MiB),
+     "RIFF" then zeros after 16 MiB, and a 1000 Hz 8-bit WAV header
+     followed by zeros with "more than the 33554.4 s of audio allowed" (the
+     file's message) once its bytes pass what that audio could take (about
+     100 MB): the writer sees the pipe break before 512 MiB, hviske's peak
+     RSS stays within 64 MiB of a 5 s file's (the whole stream was read
+     into memory first: 512 MiB and more), and the temporary copy is gone;
+     the example, a FLAC over 64 KiB and a WAV whose 200 KB JUNK chunk
+     comes before its format piped in give the file's text.
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
@@ -85,6 +97,90 @@ def peak_rss_run(args):
                        capture_output=True, text=True, timeout=900)
     first, _, rest = p.stdout.partition("\n")
     return p.returncode, rest, p.stderr, int(first) * 1024
+
+
+# ------------------------------------------------------------- round five
+
+STREAM_CAP = 512 << 20  # bytes the writer sends at most
+
+
+def wav_stream_header(rate, bits):
+    """A mono PCM WAV header whose data chunk claims the most a WAV may
+    hold (a streaming writer's header: the length is not known)."""
+    size = 0xFFFFFFFF - 36
+    return (b"RIFF" + struct.pack("<I", 0xFFFFFFFF) + b"WAVEfmt " +
+            struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * bits // 8, bits // 8, bits) +
+            b"data" + struct.pack("<I", size))
+
+
+def piped_run(args, head, tmpdir):
+    """hviske with head and then zeros on standard input, written until
+    the pipe breaks or STREAM_CAP bytes are sent; (exit status, stderr,
+    bytes sent, pipe broke, peak RSS in bytes of that child alone)."""
+    env = dict(os.environ, TMPDIR=tmpdir)
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([CLI, *map(str, args)], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=err, env=env, bufsize=0)
+        sent, broke, block = 0, False, b"\0" * (1 << 16)
+        try:
+            p.stdin.write(head)
+            sent = len(head)
+            while sent < STREAM_CAP:
+                sent += p.stdin.write(block)
+        except BrokenPipeError:
+            broke = True
+        try:
+            p.stdin.close()
+        except BrokenPipeError:
+            broke = True
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return (p.returncode, err.read().decode("utf-8", "replace"), sent, broke,
+                usage.ru_maxrss * 1024)
+
+
+def test_stdin_bounded(tmp):
+    spool = os.path.join(tmp, "spool")
+    os.makedirs(spool)
+    base = peak_rss_run(["-q", "-t", 1, "-m", DEMO, EXAMPLE])[3]
+    for what, head, want, most in (
+            ("zeros", b"", "-: not a readable audio file", 1 << 20),
+            ("RIFF, then zeros", b"RIFF", "-: not a readable audio file", 32 << 20),
+            ("a 1000 Hz WAV header, then zeros", wav_stream_header(1000, 8),
+             "-: more than the 33554.4 s of audio allowed", STREAM_CAP)):
+        rc, err, sent, broke, peak = piped_run(["-q", "-t", 1, "-m", DEMO, "-"], head, spool)
+        print(f"      stdin {what}: {sent / 1e6:.1f} MB sent, peak RSS {peak / 1e6:.1f} MB "
+              f"against {base / 1e6:.1f} MB for the 5 s example")
+        report(f"stdin {what}: exit 1 with '{want}', the pipe broken before {most >> 20} MiB",
+               rc == 1 and want in err and broke and sent < most,
+               f"rc {rc} sent {sent} broke {broke} {err[-400:]!r}")
+        if not sanitized():
+            report(f"stdin {what}: peak RSS within 64 MiB of the 5 s example's",
+                   peak - base <= 64 << 20, f"{peak / 1e6:.1f} MB against {base / 1e6:.1f} MB")
+        report(f"stdin {what}: no temporary copy left", os.listdir(spool) == [],
+               str(os.listdir(spool)))
+    flac = os.path.join(tmp, "long.flac")
+    if not sox(EXAMPLE, flac, "repeat", 8):
+        skip_or_fail("stdin FLAC", "sox cannot write FLAC")
+        return
+    junk = os.path.join(tmp, "junk-first.wav")
+    with open(EXAMPLE, "rb") as f:
+        wav = f.read()
+    fmt = wav.index(b"fmt ")
+    with open(junk, "wb") as f:  # RIFF, WAVE, a JUNK chunk of 200000 bytes, then the rest
+        body = wav[12:fmt] + b"JUNK" + struct.pack("<I", 200000) + bytes(200000) + wav[fmt:]
+        f.write(b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body)
+    for path in (EXAMPLE, flac, junk):
+        with open(path, "rb") as f:
+            data = f.read()
+        piped = Run(["-q", "-t", 1, "-m", DEMO, "-"], input_bytes=data,
+                    env=dict(os.environ, TMPDIR=spool))
+        direct = Run(["-q", "-t", 1, "-m", DEMO, path])
+        check(f"stdin: {os.path.basename(path)} ({len(data)} bytes) piped gives the file's text",
+              piped, piped.rc == 0 and piped.out == direct.out and SENTENCE in piped.out)
+    report("stdin: no temporary copy left after reading", os.listdir(spool) == [],
+           str(os.listdir(spool)))
 
 
 # ------------------------------------------------------------------ 1
@@ -648,6 +744,7 @@ def main():
         return finish()
     tmp = tempfile.mkdtemp(prefix="hv-hostile-")
     try:
+        test_stdin_bounded(tmp)
         test_fifos(tmp)
         test_write_through(tmp)
         test_reader_gone(tmp)

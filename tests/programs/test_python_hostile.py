@@ -23,6 +23,17 @@
     ValueError ("embedded null byte", naming the argument) as open()
     does, where C would have read it cut at the NUL.
 
+Issue #62: a segments() generator closed while its worker is about to
+decode the next chunk (a six-temperature fallback) stops it at the first
+decoder step (the abort callback sees the generator's stop flag; the
+whole chunk ran before: 28 steps here). Finding 5: samples are judged
+against the budget before the binding copies them: a broadcast float32 view of 10^9 samples at 16 kHz
+(4 GB as a copy) and a broadcast float64 view of 6 * 10^8 frames at
+768 kHz (12.5 M samples at 16 kHz, inside the budget, but a 2.4 GB
+float32 copy) raise LimitError naming the limit with the peak RSS of the
+child grown by at most 64 MiB (the copy was made first: 4 GB, then
+LimitError); 60 s at 768 kHz as float64 (a 184 MB copy) is transcribed.
+
 Memory is not compared in a sanitizer build (ASan's quarantine holds freed
 memory). Prints one line per case and ends with "N passed, M failed".
 """
@@ -108,6 +119,49 @@ closer.join()
 print("closed", m._model is None)
 """
 
+# Issue #62: a generator closed while the next chunk is about to be decoded
+# (with the temperature fallback, which the demo model's text fails at
+# every temperature: 6 decodings). The progress callback after chunk 1
+# holds the worker until the main thread is inside close()'s join, so the
+# stop flag is set before chunk 2 starts; then every abort callback's
+# answer is counted: a 0 is a decoder step run after the close.
+CLOSE_MID_CHUNK = """
+main = threading.main_thread().ident
+def in_join():
+    f = sys._current_frames().get(main)
+    while f is not None:
+        if f.f_code.co_name in ("join", "_wait_for_tstate_lock"):
+            return True
+        f = f.f_back
+    return False
+count = {"released": False, "steps": 0, "stops": 0}
+plain = hviske.ABORT
+def counting(fn):
+    def wrapped(user):
+        r = fn(user)
+        if count["released"]:
+            count["steps" if r == 0 else "stops"] += 1
+        return r
+    return plain(wrapped)
+hviske.ABORT = counting
+held = threading.Event()
+def hold(done, total):
+    if not held.is_set():
+        held.set()
+        while not in_join():
+            threading.Event().wait(0.01)
+        count["released"] = True
+m = hviske.Model(DEMO, threads=1)
+g = m.segments(sys.argv[1], chunking="energy", progress=hold,
+               temperature=[0, 0.2, 0.4, 0.6, 0.8, 1])
+for _ in range(int(sys.argv[2])):
+    next(g)
+held.wait()
+g.close()
+print("steps after close", count["steps"], "stops", count["stops"])
+m.close()
+"""
+
 
 def test_close_with_generator(tmp):
     """Finding 2."""
@@ -134,6 +188,12 @@ def test_close_with_generator(tmp):
            f"rc={rc} {out!r} {err[-800:]!r}")
     report("... then close() returns and frees the model", lines[1:] == ["closed True"],
            f"{out!r}")
+    rc, out, err = child(CLOSE_MID_CHUNK, wav, first_chunk)
+    f = out.split()
+    report("a generator closed before chunk 2 of a six-temperature fallback stops at the "
+           "first decoder step: no step runs after the close",
+           rc == 0 and f[:4] == ["steps", "after", "close", "0"] and int(f[5]) >= 1,
+           f"rc={rc} {out!r} {err[-800:]!r}")
     with hviske.Model(DEMO_MODEL, threads=1) as m:
         got = list(m.segments(wav, chunking="energy"))
         report("a generator read to its end still gives every segment",
@@ -152,6 +212,46 @@ with hviske.Model(DEMO, threads=1) as m:
         what = "%s: %s" % (type(e).__name__, e)
     print(before, peak(), what)
 """
+
+
+SAMPLES = """
+import numpy as np
+case = sys.argv[1]
+a, rate = {"broadcast": (lambda: np.broadcast_to(np.float32(0), (10**9,)), 16000),
+           "float64": (lambda: np.broadcast_to(np.float64(0), (6 * 10**8,)), 768000),
+           "fits": (lambda: np.zeros(60 * 768000), 768000)}[case]
+with hviske.Model(DEMO, threads=1) as m:
+    x = a()
+    before = peak()
+    try:
+        r = m.transcribe(x, sample_rate=rate, chunking="energy")
+        what = "text %r" % r.text
+    except hviske.Error as e:
+        what = "%s: %s" % (type(e).__name__, e)
+    print(before, peak(), what)
+"""
+
+
+def test_samples_budget():
+    """Issue #62, finding 5."""
+    asan = sanitized()
+    for case, want in (("broadcast", "LimitError: 62500.0 s of audio at 16000 Hz"),
+                       ("float64", "LimitError: 600000000 frames x 1 channels of samples would "
+                                   "be copied to float32 (2289 MiB), more than max_audio_bytes "
+                                   "allows (2048 MiB)"),
+                       ("fits", "text ''")):
+        rc, out, err = child(SAMPLES, case)
+        f = out.strip().split(maxsplit=2)
+        if rc != 0 or len(f) != 3:
+            report(f"samples {case}", False, f"rc={rc} {out!r} {err[-800:]!r}")
+            continue
+        grown = int(f[1]) - int(f[0])
+        ok = f[2].startswith(want)
+        if asan or case == "fits":
+            report(f"samples {case}: {want} (peak RSS +{grown} KiB, not compared)", ok, out)
+        else:
+            report(f"samples {case}: {want} before any copy, peak RSS +{grown} KiB (at most "
+                   "64 MiB)", ok and grown <= 65536, out)
 
 
 def test_memory_and_budget(tmp):
@@ -246,6 +346,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="hv-python-hostile-")
     test_close_with_generator(tmp)
     test_memory_and_budget(tmp)
+    test_samples_budget()
     test_nul(tmp)
     return finish_in(tmp)
 

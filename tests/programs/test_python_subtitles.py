@@ -14,7 +14,10 @@
   * --format json is --json; --temperature takes the fallback's list, as
     the program's; usage errors (exit 2): --json with --format srt,
     --output-dir without srt or vtt, two inputs writing one file; an
-    output folder that does not exist: exit 1 naming the file.
+    output folder that does not exist: exit 1 naming the file;
+  * an output that is an input (talk.srt, an audio file, with --format
+    srt, beside it or through --output-dir .) is not written: exit 1
+    naming both, the input unchanged, the other input written (issue #62).
 
 Environment: HV_SOURCE_DIR, HV_BINARY_DIR, HV_CLI.
 """
@@ -98,6 +101,28 @@ def test_files(tmp):
            p.stderr[-400:])
 
 
+def test_inputs_kept(tmp):
+    d = os.path.join(tmp, "kept")
+    os.makedirs(d)
+    with open(WAV, "rb") as f:
+        audio = f.read()
+    for name in ("talk.srt", "b.wav"):
+        shutil.copy(WAV, os.path.join(d, name))
+    for args, victim, other in ((["talk.srt", "b.wav"], "talk.srt", "b.srt"),
+                                (["--output-dir", ".", "talk.srt", "b.wav"], "talk.srt",
+                                 "b.srt")):
+        if os.path.exists(os.path.join(d, other)):
+            os.unlink(os.path.join(d, other))
+        p = py(["--format", "srt"] + args, cwd=d)
+        with open(os.path.join(d, victim), "rb") as f:
+            kept = f.read() == audio
+        report(f"--format srt {' '.join(args)}: {victim} (an input) kept, exit 1 naming it",
+               p.returncode == 1 and kept and f"{victim}: not overwriting the input" in p.stderr,
+               f"rc {p.returncode} kept {kept} {p.stderr[-300:]!r}")
+        report(f"--format srt {' '.join(args)}: {other} written",
+               os.path.isfile(os.path.join(d, other)), str(os.listdir(d)))
+
+
 def test_writer():
     from hviske import Segment
     from hviske.__main__ import subtitles
@@ -146,6 +171,7 @@ def main():
     try:
         test_stdout(tmp)
         test_files(tmp)
+        test_inputs_kept(tmp)
         test_writer()
         test_options(tmp)
     finally:

@@ -49,6 +49,8 @@ Covers:
     client reset are skipped before decoding (the worker runs 3 jobs of
     7), half-closed ones are answered, and a reset while a request runs
     stops it;
+  * --api-key values no client can send (empty, blank, a space or tab at
+    either end, control characters) are usage errors (issue #62);
   * the browser's reach (issue #51): every answer of the API (errors
     echoing the path too) with X-Content-Type-Options: nosniff;
     num_beams over --max-beams (default 16) a 400 naming it; a Host that
@@ -930,6 +932,25 @@ def test_usage(model):
                p.returncode == 2, f"rc={p.returncode} {p.stderr[-300:]!r}")
 
 
+def test_api_key_values(model, tmp):
+    """Issue #62: an --api-key no client can send ('Bearer KEY' is
+    compared with its ends trimmed, and a header holds no control
+    character) is a usage error, not a server nobody can use."""
+    for key in ("", " ", "\t", "key ", " key", "\tkey", "a\x01b", "a\x1bb", "k\x7f", "a\nb"):
+        srv = ts.Server(model, "--api-key", key, tmp=tmp)
+        if srv.port:
+            srv.stop()
+        report(f"--api-key {key!r}: exit 2 naming --api-key, never listening",
+               not srv.port and srv.proc.returncode == 2 and "--api-key" in srv.stderr(),
+               f"port {srv.port} rc={srv.proc.returncode} {srv.stderr()[-300:]!r}")
+    srv = ts.Server(model, "--api-key", "a key\twith inner blanks", tmp=tmp)
+    if srv.started("--api-key with inner blanks starts"):
+        r = ts.request(srv.port, "GET", "/v1/models",
+                       headers={"Authorization": "Bearer a key\twith inner blanks"})
+        report("--api-key with inner blanks: the client's key is taken", r.status == 200, str(r))
+        srv.stop()
+
+
 def main():
     manifest = fixtures_manifest()
     if manifest is None:
@@ -944,6 +965,7 @@ def main():
     import tempfile
     with tempfile.TemporaryDirectory(prefix="hv-test-hostile-") as tmp:
         test_usage(model)
+        test_api_key_values(model, tmp)
         srv = ts.Server(model, "--workers", "2", "-t", "1", "--queue", "64",
                         tmp=tmp)
         report("server starts", srv.port is not None, srv.stderr())

@@ -4,7 +4,10 @@
  * paths that are FIFOs refused without blocking, and the peak memory of
  * reading a "decompression bomb" (900 s of 8-channel 48 kHz silence in a
  * FLAC of a few hundred KB) bounded by the 16 kHz mono samples plus a
- * constant. */
+ * constant. hv_audio_to_mono (issue #62): block by block, bit for bit
+ * what one soxr_oneshot of the whole downmix gives, and its peak memory
+ * the output plus a constant for 60 s of 768 kHz samples (it made a mono
+ * copy at the input's rate, 184 MB, before resampling in one piece). */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include <sndfile.h>
+#include <soxr.h>
 
 #include "audio/audio.h"
 #include "hviske.h"
@@ -468,6 +472,97 @@ static void test_bomb(void) {
               mono_bytes + MONO_READ_CONSTANT);
 }
 
+/* hv_audio_to_mono against the downmix resampled by one soxr_oneshot (the
+ * same quality spec), for lengths around the block of 4096 frames. */
+static void test_to_mono_streamed(void) {
+    static const struct {
+        int rate, channels;
+        size_t frames;
+    } cases[] = {{44100, 2, 44100},  {48000, 1, 4096},  {8000, 3, 4097},     {96000, 8, 12289},
+                 {768000, 1, 70001}, {22050, 2, 1},     {11025, 1, 3},       {16000, 2, 5000},
+                 {1000, 1, 9000},    {44100, 64, 4095}, {192000, 2, 192000}, {32000, 1, 8192}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        int rate = cases[k].rate, ch = cases[k].channels;
+        size_t n = cases[k].frames;
+        float *pcm = malloc(n * ch * sizeof *pcm), *mono = malloc(n * sizeof *mono);
+        uint32_t s = 12345u + (uint32_t)k;
+        for (size_t i = 0; i < n; i++) {
+            double sum = 0;
+            for (int c = 0; c < ch; c++) {
+                s = s * 1664525u + 1013904223u;
+                float v = (float)((double)(s >> 8) / (1 << 24) - 0.5) * 0.9f;
+                v += 0.3f * (float)sin(0.01 * (double)i * (c + 1));
+                pcm[i * ch + c] = v;
+                sum += v;
+            }
+            mono[i] = ch == 1 ? pcm[i] : (float)(sum / ch);
+        }
+        size_t want = rate == 16000
+                          ? n
+                          : (size_t)(((uint64_t)n * 32000 + (uint64_t)rate) / (2 * (uint64_t)rate));
+        float *ref = malloc((want + 2) * sizeof *ref);
+        size_t idone = 0, odone = n;
+        if (rate != 16000) {
+            soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+            soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+            soxr_runtime_spec_t rt = soxr_runtime_spec(1);
+            CHECK(soxr_oneshot(rate, 16000, 1, mono, n, &idone, ref, want + 2, &odone, &io, &q,
+                               &rt) == NULL);
+        } else {
+            memcpy(ref, mono, n * sizeof *ref);
+        }
+        float *out = NULL;
+        size_t n_out = 0;
+        hv_error e;
+        hv_err_clear(&e);
+        CHECK_MSG(hv_audio_to_mono(pcm, n, ch, rate, 16000, &out, &n_out, &e) == HV_OK, "%s",
+                  e.msg);
+        CHECK_MSG(out && n_out == odone && memcmp(out, ref, n_out * sizeof *out) == 0,
+                  "%d Hz x %d ch, %zu frames: %zu samples against soxr_oneshot's %zu, %s", rate, ch,
+                  n, n_out, odone, out && n_out == odone ? "samples differ" : "lengths differ");
+        free(out);
+        free(ref);
+        free(mono);
+        free(pcm);
+    }
+}
+
+/* 60 s of 768 kHz mono samples to 16 kHz: the peak RSS grows by the
+ * 3.84 MB of output plus the constant, not by a copy of the input. */
+static void test_to_mono_memory(void) {
+    const size_t n = (size_t)60 * 768000;
+    float *pcm = malloc(n * sizeof *pcm);
+    CHECK(pcm != NULL);
+    if (!pcm) return;
+    for (size_t i = 0; i < n; i++) pcm[i] = (float)sin(0.001 * (double)i) * 0.5f;
+    int measured = reset_peak() == 0;
+    long base = status_kb("VmRSS");
+    float *out = NULL;
+    size_t n_out = 0;
+    hv_error e;
+    hv_err_clear(&e);
+    hv_status rc = hv_audio_to_mono(pcm, n, 1, 768000, 16000, &out, &n_out, &e);
+    long peak = status_kb("VmHWM");
+    CHECK_MSG(rc == HV_OK && n_out == (size_t)60 * 16000, "%s (%zu samples)", e.msg, n_out);
+    free(out);
+    free(pcm);
+    size_t out_bytes = (size_t)60 * 16000 * sizeof(float);
+    if (!measured || base < 0 || peak < 0) {
+        printf("skip to_mono memory: cannot reset or read the peak RSS\n");
+        return;
+    }
+    size_t used = (size_t)(peak - base) * 1024;
+    printf("to_mono: 60 s at 768 kHz (%.0f MB of samples) to 16 kHz: peak RSS grew by %.1f MB; "
+           "the output is %.1f MB, bound %.1f MB\n",
+           n * 4 / 1e6, used / 1e6, out_bytes / 1e6, (out_bytes + MONO_READ_CONSTANT) / 1e6);
+    if (UNDER_ASAN) {
+        printf("skip to_mono memory bound: AddressSanitizer build\n");
+        return;
+    }
+    CHECK_MSG(used <= out_bytes + MONO_READ_CONSTANT, "peak grew by %zu bytes, bound %zu", used,
+              out_bytes + MONO_READ_CONSTANT);
+}
+
 int main(void) {
     dir = hv_test_tmpdir();
     test_identical();
@@ -476,5 +571,7 @@ int main(void) {
     test_errors();
     test_fifo();
     test_bomb();
+    test_to_mono_streamed();
+    test_to_mono_memory();
     TEST_END();
 }

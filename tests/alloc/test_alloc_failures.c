@@ -1,0 +1,184 @@
+/* Allocation failures, one at a time (issue #62; as SQLite's malloc-failure
+ * tests): this program links a build of the library whose every
+ * allocation goes through tests/alloc/alloc_hook.h. Each phase (loading
+ * the model and the speech detector, reading and resampling audio,
+ * transcribing with and without them, word times and cues) is run once
+ * to count its allocations, then once per allocation with that one
+ * failing: every run must end in HV_OK (an allocation the library can do
+ * without) or HV_ERR_NOMEM with a message, never crash; under the
+ * sanitizers (make test's ASan build) LeakSanitizer checks that nothing
+ * leaks on any of those paths. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sndfile.h>
+
+#include "alloc_counter.h"
+#include "hviske.h"
+#include "testlib.h"
+
+static const char *src_dir, *tmp_dir;
+static char wav44[4096];
+static hv_model *model;
+static hv_vad *vad;
+static float *clip;     /* the example's first second, 16 kHz mono */
+static float *stereo44; /* the same at 44.1 kHz, two channels */
+static size_t n_clip, n_stereo44;
+static char err[1024];
+
+static hv_status load_model(void) {
+    hv_model_params mp = hv_model_default_params();
+    mp.n_threads = 1;
+    hv_model *m = NULL;
+    hv_status st = hv_model_load(hv_test_path(src_dir, "models/demo"), &mp, &m, err, sizeof err);
+    CHECK_MSG(st != HV_OK || m, "HV_OK without a model");
+    hv_model_free(m);
+    return st;
+}
+
+static hv_status load_vad(void) {
+    hv_vad *v = NULL;
+    hv_status st = hv_vad_load(hv_test_path(src_dir, "models/silero-vad"), &v, err, sizeof err);
+    hv_vad_free(v);
+    return st;
+}
+
+static hv_status read_mono(void) {
+    float *x = NULL;
+    size_t n = 0;
+    hv_status st = hv_audio_read_mono(wav44, 16000, 0, &x, &n, err, sizeof err);
+    hv_audio_free(x);
+    return st;
+}
+
+static hv_status read_whole(void) {
+    float *x = NULL;
+    size_t n = 0;
+    int rate = 0, ch = 0;
+    hv_status st = hv_audio_read(wav44, &x, &n, &rate, &ch, err, sizeof err);
+    hv_audio_free(x);
+    return st;
+}
+
+/* A transcription of pcm (a context of its own), its words' cues and a
+ * cleaned text: whatever fails first. */
+static hv_status transcribe(const float *pcm, size_t n, int rate, int ch, int detector, int words) {
+    hv_context *ctx = hv_context_new(model, 1);
+    if (!ctx) {
+        snprintf(err, sizeof err, "hv_context_new: NULL");
+        return HV_ERR_NOMEM;
+    }
+    hv_transcribe_params tp = hv_transcribe_default_params();
+    tp.vad = detector ? vad : NULL;
+    tp.chunking = detector ? HV_CHUNKING_VAD : HV_CHUNKING_NONE;
+    tp.word_timestamps = words;
+    hv_result *res = NULL;
+    hv_status st = hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res);
+    if (st != HV_OK) snprintf(err, sizeof err, "%s", hv_context_error(ctx));
+    CHECK_MSG(st != HV_OK || res, "HV_OK without a result");
+    if (st == HV_OK && res && words) {
+        hv_cue_params cp = hv_cue_default_params();
+        hv_cue *cues = NULL;
+        int n_cues = 0;
+        st = hv_cues_build(hv_result_words(res), hv_result_n_words(res), &cp, &cues, &n_cues);
+        hv_cues_free(cues, n_cues);
+        for (int i = 0; st == HV_OK && i < hv_result_n_segments(res); i++) {
+            hv_segment g = hv_result_segment(res, i);
+            st = hv_segment_cues(&g, &cp, &cues, &n_cues);
+            hv_cues_free(cues, n_cues);
+        }
+        char *text = st == HV_OK ? hv_utf8_clean(hv_result_text(res)) : NULL;
+        if (st == HV_OK && !text) st = HV_ERR_NOMEM;
+        free(text);
+        if (st != HV_OK) snprintf(err, sizeof err, "cues or text: out of memory");
+    }
+    hv_result_free(res);
+    hv_context_free(ctx);
+    return st;
+}
+
+static hv_status plain(void) { return transcribe(clip, n_clip, 16000, 1, 0, 0); }
+static hv_status resampled(void) { return transcribe(stereo44, n_stereo44, 44100, 2, 0, 1); }
+static hv_status detected(void) { return transcribe(clip, n_clip, 16000, 1, 1, 1); }
+
+/* Runs phase once per allocation it makes, that one failing. */
+static void sweep(const char *name, hv_status (*phase)(void)) {
+    alloc_hook_arm(0);
+    hv_status st = phase();
+    long total = alloc_hook_count();
+    CHECK_MSG(st == HV_OK, "%s: %s", name, err);
+    long nomem = 0, ok = 0, wrong = 0;
+    for (long i = 1; i <= total; i++) {
+        err[0] = '\0';
+        alloc_hook_arm(i);
+        st = phase();
+        alloc_hook_arm(0);
+        if (st == HV_ERR_NOMEM && err[0])
+            nomem++;
+        else if (st == HV_OK)
+            ok++;
+        else if (wrong++ < 5)
+            CHECK_MSG(0, "%s: allocation %ld of %ld failing: status %d (%s), not out of memory",
+                      name, i, total, (int)st, err);
+    }
+    CHECK_MSG(wrong == 0, "%s: %ld of %ld failed allocations gave another status", name, wrong,
+              total);
+    printf("%s: %ld allocations, each failing in turn: %ld out of memory, %ld done without it\n",
+           name, total, nomem, ok);
+}
+
+/* The clip at 44.1 kHz in two channels (linear interpolation: any
+ * signal does), in stereo44 and as a WAV file. */
+static int write_wav44(void) {
+    stereo44 = malloc(n_clip * 3 * 2 * sizeof *stereo44);
+    if (!stereo44) return -1;
+    n_stereo44 = (size_t)((double)n_clip * 44100 / 16000);
+    for (size_t i = 0; i < n_stereo44; i++) {
+        double t = (double)i * 16000 / 44100;
+        size_t k = (size_t)t;
+        float a = clip[k < n_clip ? k : n_clip - 1], b = clip[k + 1 < n_clip ? k + 1 : n_clip - 1];
+        float v = a + (float)(t - (double)k) * (b - a);
+        stereo44[2 * i] = v;
+        stereo44[2 * i + 1] = 0.5f * v;
+    }
+    SF_INFO info = {.samplerate = 44100, .channels = 2, .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
+    SNDFILE *f = sf_open(wav44, SFM_WRITE, &info);
+    if (!f) return -1;
+    sf_count_t w = sf_writef_float(f, stereo44, (sf_count_t)n_stereo44);
+    sf_close(f);
+    return w == (sf_count_t)n_stereo44 ? 0 : -1;
+}
+
+int main(void) {
+    src_dir = hv_test_env("HV_SOURCE_DIR", ".");
+    tmp_dir = hv_test_tmpdir();
+    snprintf(wav44, sizeof wav44, "%s", hv_test_path(tmp_dir, "clip44k.wav"));
+    hv_model_params mp = hv_model_default_params();
+    mp.n_threads = 1;
+    float *whole = NULL;
+    size_t n_whole = 0;
+    int rate = 0, ch = 0;
+    if (hv_model_load(hv_test_path(src_dir, "models/demo"), &mp, &model, err, sizeof err) ||
+        hv_vad_load(hv_test_path(src_dir, "models/silero-vad"), &vad, err, sizeof err) ||
+        hv_audio_read(hv_test_path(src_dir, "examples/da-example.wav"), &whole, &n_whole, &rate,
+                      &ch, err, sizeof err)) {
+        CHECK_MSG(0, "setup: %s", err);
+        TEST_END();
+    }
+    clip = whole;
+    n_clip = n_whole < 16000 ? n_whole : 16000;
+    CHECK(write_wav44() == 0);
+    sweep("load the model", load_model);
+    sweep("load the speech detector", load_vad);
+    sweep("read 44.1 kHz stereo to 16 kHz mono", read_mono);
+    sweep("read 44.1 kHz stereo whole", read_whole);
+    sweep("transcribe 1 s", plain);
+    sweep("transcribe 1 s at 44.1 kHz stereo, words and cues", resampled);
+    sweep("transcribe 1 s with the speech detector, words and cues", detected);
+    free(stereo44);
+    hv_audio_free(whole);
+    hv_vad_free(vad);
+    hv_model_free(model);
+    TEST_END();
+}
