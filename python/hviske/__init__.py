@@ -248,6 +248,16 @@ def _parse(lib_fn: Callable[..., int], name: str, value: object, choices: str) -
     return out.value
 
 
+class StandardInput:
+    """Audio that a program reads from its standard input (python -m
+    hviske's "-"): the library reads the descriptor itself
+    (hv_audio_read_fd_mono), within the budget of a call, instead of
+    Python reading the whole stream into memory first."""
+
+    def __init__(self, fd: int = 0, name: str = "-") -> None:
+        self.fd, self.name = fd, name
+
+
 def _read_file_object(f: SupportsRead) -> Tuple[bytes, bytes]:
     """The bytes a file object reads to its end, and its name for messages
     (its `name` when that is a str, else "<file object>")."""
@@ -367,7 +377,10 @@ def _read_mono(lib: Any, audio: Union[str, "os.PathLike[str]", "os.PathLike[byte
     max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
     pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
     err = ctypes.create_string_buffer(_ERRBUF)
-    if isinstance(audio, (str, os.PathLike)):
+    if isinstance(audio, StandardInput):
+        st = lib.hv_audio_read_fd_mono(audio.fd, _c_string("name", audio.name), rate, max_s,
+                                       ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
+    elif isinstance(audio, (str, os.PathLike)):
         st = lib.hv_audio_read_mono(_c_path("audio path", audio), rate, max_s,
                                     ctypes.byref(pcm), ctypes.byref(n), err, _ERRBUF)
     else:
@@ -651,7 +664,7 @@ class Model:
         if not isinstance(audio, (str, bytes, bytearray, memoryview, os.PathLike)) and \
                 callable(getattr(audio, "read", None)):
             audio, name = _read_file_object(audio)
-        if isinstance(audio, (str, os.PathLike, bytes, bytearray, memoryview)):
+        if isinstance(audio, (str, os.PathLike, bytes, bytearray, memoryview, StandardInput)):
             if sample_rate is not None:
                 raise InvalidArgument("sample_rate is only for samples, not for a file" + (
                     "" if isinstance(audio, (str, os.PathLike)) else "'s bytes (bytes are an "

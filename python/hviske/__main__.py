@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any, Callable, List, Optional, Sequence, Union
 
-from . import Error, InvalidArgument, Model, Result, Segment, Word
+from . import Error, InvalidArgument, Model, Result, Segment, StandardInput, Word
 
 
 def _usage_error(e: BaseException) -> bool:
@@ -273,7 +273,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 rc = 1
                 continue
             try:
-                audio: Any = sys.stdin.buffer.read() if path == "-" else path
+                audio: Any = StandardInput() if path == "-" else path
                 r = model.transcribe(audio, language=a.language,
                                      punctuation=not a.no_punctuation, beams=a.beams,
                                      length_penalty=a.length_penalty, sample=a.sample,

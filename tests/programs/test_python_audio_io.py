@@ -9,7 +9,11 @@
   * python -m hviske -o FILE writes the transcript to FILE and nothing to
     standard output; --progress prints hviske's progress lines on standard
     error; '-' reads the audio from standard input (the same text), and
-    '-' twice is a usage error (exit 2).
+    '-' twice is a usage error (exit 2);
+  * '-' is read by the library within the budget, never whole into
+    Python's memory first: an endless stream of zero bytes is refused as
+    no audio file after its first bytes, with the process's peak memory
+    far below what it was sent (64 MiB are offered).
 Prints one line per case and ends with "N passed, M failed".
 """
 import os
@@ -33,6 +37,35 @@ def module(args, stdin=None, cwd=None):
     env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "python"))
     return subprocess.run([sys.executable, "-m", "hviske", "-m", DEMO_MODEL, "-t", "2"] + args,
                           input=stdin, capture_output=True, env=env, cwd=cwd, timeout=600)
+
+
+def endless_zeros(limit):
+    """(exit status, stderr, peak resident bytes over a fresh interpreter's)
+    of python -m hviske - fed zero bytes until it stops reading or `limit`
+    bytes went in."""
+    import resource
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "python"))
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,"
+             " stderr=subprocess.PIPE)\n"
+             "chunk, sent = bytes(1 << 20), 0\n"
+             "try:\n"
+             "    while sent < %d:\n"
+             "        p.stdin.write(chunk); sent += len(chunk)\n"
+             "    p.stdin.close()\n"
+             "except BrokenPipeError:\n"
+             "    pass\n"
+             "err = p.stderr.read(); rc = p.wait()\n"
+             "sys.stderr.buffer.write(err)\n"
+             "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n" % limit)
+    base = subprocess.run([sys.executable, "-c", probe, sys.executable, "-c", "import hviske"],
+                          capture_output=True, env=env, timeout=600)
+    r = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "hviske", "-m",
+                        DEMO_MODEL, "-t", "1", "-"], capture_output=True, env=env, timeout=600)
+    rc, peak = (int(v) for v in r.stdout.split())
+    base_peak = int(base.stdout.split()[1])
+    del resource
+    return rc, r.stderr, (peak - base_peak) * 1024
 
 
 def main():
@@ -77,6 +110,10 @@ def main():
     p = module(["-", "-"], stdin=data)
     report("python -m hviske - -: a usage error", p.returncode == 2 and b"'-'" in p.stderr,
            str(p))
+    zeros = endless_zeros(64 << 20)
+    report("python -m hviske - with endless zeros: refused as no audio, memory bounded",
+           zeros[0] == 1 and b"-" in zeros[1] and zeros[2] < 48 << 20,
+           f"exit {zeros[0]}, peak {zeros[2] >> 20} MiB more than at start, {zeros[1][-300:]!r}")
     return finish_in(tmp)
 
 
