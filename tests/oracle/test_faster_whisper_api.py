@@ -35,6 +35,8 @@ SOURCE = os.path.abspath(os.environ["HV_SOURCE_DIR"])
 BINARY = os.path.abspath(os.environ["HV_BINARY_DIR"])
 os.environ["HVISKE_LIBRARY"] = os.path.join(BINARY, "libhviske.so")
 sys.path.insert(0, os.path.join(SOURCE, "python"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from hvtest import oracle_import  # noqa: E402
 
 PASSED = FAILED = 0
 
@@ -189,13 +191,8 @@ def documented(where, names, readme):
 
 
 def main():
-    try:
-        import faster_whisper
-        from faster_whisper import transcribe as fw_t, vad as fw_vad
-    except ImportError as e:
-        report("import faster_whisper", ["%s: run under the oracle's virtual environment "
-                                         "(scripts/oracle-venv.sh)" % e])
-        return
+    faster_whisper = oracle_import("faster_whisper")
+    from faster_whisper import transcribe as fw_t, vad as fw_vad
     import hviske
     import hviske.whisper as hw
     print("# faster-whisper %s" % faster_whisper.__version__)

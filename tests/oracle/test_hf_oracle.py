@@ -62,15 +62,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "parity"))
 sys.path.insert(0, HERE)
 
 import paritylib as PL  # noqa: E402
+sys.path.insert(0, os.path.dirname(HERE))
+from hvtest import oracle_import  # noqa: E402
 
-try:
-    import torch  # noqa: E402
-    import hflib as H  # noqa: E402
-except ImportError as e:
-    print("FAIL: the oracle's packages do not import (%s): run this test under the virtual "
-          "environment scripts/oracle-venv.sh installs (ctest runs oracle_venv first)" % e)
-    print("0 passed, 1 failed")
-    sys.exit(1)
+torch = oracle_import("torch")
+oracle_import("transformers")
+import hflib as H  # noqa: E402
 
 FEAT_TOL = 1e-3
 # Digital silence with dither: every mel band holds only the noise (~1e-5),

@@ -36,16 +36,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, EXAMPLE, finish_in, report, sentences_wav, wait_until  # noqa: E402
+from hvtest import (DEMO_MODEL, EXAMPLE, finish_in, oracle_import, report,  # noqa: E402
+                    sentences_wav, wait_until)
 import hvserver as HS  # noqa: E402
 
-try:
-    import openai  # noqa: E402
-except ImportError as e:
-    print("FAIL  import openai: %s: run under the oracle's virtual environment "
-          "(scripts/oracle-venv.sh)" % e)
-    print("0 passed, 1 failed")
-    sys.exit(1)
+openai = oracle_import("openai")
 
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 

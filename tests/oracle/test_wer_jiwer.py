@@ -27,15 +27,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import CLI, DEMO_MODEL, SOURCE_DIR, finish_in, report  # noqa: E402
+from hvtest import CLI, DEMO_MODEL, SOURCE_DIR, finish_in, oracle_import, report  # noqa: E402
 
-try:
-    import jiwer  # noqa: E402
-except ImportError as e:
-    print("FAIL  import jiwer: %s: run under the oracle's virtual environment "
-          "(scripts/oracle-venv.sh)" % e)
-    print("0 passed, 1 failed")
-    sys.exit(1)
+jiwer = oracle_import("jiwer")
 
 EVALUATE = os.path.join(SOURCE_DIR, "research", "train-demo", "evaluate")
 CONDITIONS = ("clean", "lowsnr", "fast")
