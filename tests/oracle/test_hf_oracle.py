@@ -40,7 +40,8 @@ Cases, per model:
              feature extractor cuts chunks at the quietest window of
              max_audio_clip_s, batches them, generate, processor.decode with
              audio_chunk_index) against `--chunking energy`: the chunk
-             bounds, each chunk's tokens and the joined text identical.
+             bounds, the first chunk's features (within FEAT_TOL), each
+             chunk's tokens and the joined text identical.
 The prompt is CohereAsrProcessor.get_decoder_prompt_ids' with the language
 token looked up in the tokenizer's vocabulary (hflib.prompt_ids): the
 processor's own list of 14 languages leaves Danish out, and this is how the
@@ -281,8 +282,8 @@ def run_long(P, o, path):
     if not P.wanted(name):
         return
     fails = []
-    c, err = P.run_dump(o.ours, path, ["-l", "da", "--chunking", "energy"], ("samples",),
-                        DUMP_TIMEOUT)
+    c, err = P.run_dump(o.ours, path, ["-l", "da", "--chunking", "energy"],
+                        ("samples", "features"), DUMP_TIMEOUT)
     if err:
         P.report(name, [err])
         return
@@ -297,6 +298,15 @@ def run_long(P, o, path):
     if res.get("bounds") != bounds:
         fails.append("bounds %s != transformers' %s" % (res.get("bounds"), bounds))
     x, mask = r["input_features"], r["attention_mask"]
+    # the first chunk's features (the dump's), from transformers' padded batch
+    T0 = int(mask[0].sum())
+    d = None
+    if c["result"].get("n_valid_frames") != T0:
+        fails.append("first chunk's valid frames %r != transformers' %d" % (
+            c["result"].get("n_valid_frames"), T0))
+    else:
+        d = PL.check_close(fails, "first chunk's features", c["features"][:T0],
+                           x[0, :T0].numpy(), FEAT_TOL, ("frame", "mel"))
     with torch.no_grad():
         out = o.model.generate(input_features=x, attention_mask=mask,
                                decoder_input_ids=torch.tensor([o.prompt] * x.shape[0]),
@@ -320,7 +330,8 @@ def run_long(P, o, path):
         joined = proc._reassemble_chunk_texts(texts, r["audio_chunk_index"], " ")[0].strip()
         if res.get("text") != joined:
             fails.append("text %r != transformers' %r" % (res.get("text"), joined))
-    P.report(name, fails, "chunks=%d" % len(hf_tokens))
+    P.report(name, fails, "chunks=%d%s" % (len(hf_tokens), "" if d is None else
+                                            " feat(chunk 0)=%.1e" % d))
 
 
 def run(P):
