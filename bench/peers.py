@@ -32,7 +32,8 @@ requirements.lock: torch, transformers, onnx, onnxruntime), e.g.
         --audio clip30.wav -t 2 --runs 3 --max-tokens 32
 
 The audio must be a 16 kHz mono 16-bit WAV (the peers get the same
-samples). --skip takes a comma-separated list of hviske, hf, onnx, torch113.
+samples). --skip takes a comma-separated list of hviske, hf, onnx, torch113;
+--json prints the figures as JSON, --table FILE the table of such a file.
 """
 import argparse
 import json
@@ -103,60 +104,51 @@ class EncoderWithProj(torch.nn.Module):
         return self.model.model.decoder.proj(h)
 
 
-def hf_rows(a, samples, tmp):
-    rows, enc_out = [], None
-    hfdir = H.hf_dir(a.model, os.path.join(tmp, "hf"))
-    fe = H.feature_extractor(a.model, 0.0)
-    feats, T = H.features(fe, samples)
-    x = torch.from_numpy(np.ascontiguousarray(feats))[None]
-    mask = (torch.arange(x.shape[1]) < T)[None]
-    for dtype, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
-        t0 = time.perf_counter()
-        model, tok = H.hf_model(a.model, hfdir)
-        model = model.to(dtype)
-        load_ms = (time.perf_counter() - t0) * 1e3
-        prompt = H.prompt_ids(tok, "da" if "<|da|>" in tok.get_vocab() else "en")
-        enc = EncoderWithProj(model).eval()
-        xd = x.to(dtype)
-        with torch.no_grad():
-            enc_ms = median_ms(lambda: enc(xd, mask), a.runs)
-            if dtype == torch.float32:
-                enc_out = (enc(xd, mask)[0, :].numpy(), EncoderWithProj(model))
+def hf_row(a, hfdir, x, mask, dtype, name):
+    """(row, model) of transformers in dtype."""
+    t0 = time.perf_counter()
+    model, tok = H.hf_model(a.model, hfdir, dtype)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    prompt = H.prompt_ids(tok, "da" if "<|da|>" in tok.get_vocab() else "en")
+    enc = EncoderWithProj(model).eval()
+    xd = x.to(dtype)
+    with torch.no_grad():
+        enc_ms = median_ms(lambda: enc(xd, mask), a.runs)
 
-            def gen(n):
-                return lambda: model.generate(
-                    input_features=xd, attention_mask=mask,
-                    decoder_input_ids=torch.tensor([prompt]), max_new_tokens=n,
-                    min_new_tokens=n, num_beams=1, do_sample=False)
-            t_n = median_ms(gen(a.max_tokens), a.runs)
-            t_1 = median_ms(gen(1), a.runs)
-        rows.append({"engine": "transformers %s, torch %s, %s" % (
-            H.transformers.__version__, torch.__version__.split("+")[0], name),
-            "encoder_ms": enc_ms, "per_token_ms": (t_n - t_1) / (a.max_tokens - 1),
-            "load_ms": load_ms})
-        if dtype == torch.float32:
-            onnx_src = (model, x, mask)
-        else:
-            del model
-    return rows, enc_out, onnx_src
+        def gen(n):
+            return lambda: model.generate(
+                input_features=xd, attention_mask=mask, decoder_input_ids=torch.tensor([prompt]),
+                max_new_tokens=n, min_new_tokens=n, num_beams=1, do_sample=False)
+        t_n = median_ms(gen(a.max_tokens), a.runs)
+        t_1 = median_ms(gen(1), a.runs)
+    return {"engine": "transformers %s, torch %s, %s" % (
+        H.transformers.__version__, torch.__version__.split("+")[0], name),
+        "encoder_ms": enc_ms, "per_token_ms": (t_n - t_1) / (a.max_tokens - 1),
+        "load_ms": load_ms}, model
 
 
-def onnx_rows(a, tmp, src, ref):
-    import onnxruntime as ort
+def export_encoder(model, x, mask, tmp):
+    """The float32 encoder (with the projection) as ONNX, and its int8
+    twin (dynamic quantization): (paths, transformers' output)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    model, x, mask = src
+    enc = EncoderWithProj(model).eval()
     path = os.path.join(tmp, "encoder.onnx")
     with torch.no_grad():
-        torch.onnx.export(EncoderWithProj(model).eval(), (x, mask.long()), path,
-                          input_names=["x", "mask"], output_names=["h"],
+        ref = enc(x, mask)[0].numpy()
+        torch.onnx.export(enc, (x, mask.long()), path, input_names=["x", "mask"],
+                          output_names=["h"],
                           dynamic_axes={"x": {1: "T"}, "mask": {1: "T"}, "h": {1: "L"}},
                           dynamo=False, opset_version=17)
-    del model
     q8 = os.path.join(tmp, "encoder-int8.onnx")
-    quantize_dynamic(path, q8, weight_type=QuantType.QInt8)
+    quantize_dynamic(path, q8, weight_type=QuantType.QInt8, use_external_data_format=True)
+    return [(path, "float32"), (q8, "int8 (dynamic quantization)")], ref
+
+
+def onnx_rows(a, paths, x, mask, ref):
+    import onnxruntime as ort
     rows = []
     feed = {"x": x.numpy(), "mask": mask.long().numpy()}
-    for p, name in ((path, "float32"), (q8, "int8 (dynamic quantization)")):
+    for p, name in paths:
         so = ort.SessionOptions()
         so.intra_op_num_threads = a.threads
         so.inter_op_num_threads = 1
@@ -169,6 +161,29 @@ def onnx_rows(a, tmp, src, ref):
                      "encoder_ms": median_ms(lambda: s.run(None, feed), a.runs),
                      "per_token_ms": None, "note": "rel. dev. from transformers %.1e" % dev})
         del s
+    return rows
+
+
+def peer_rows(a, samples, tmp, skip):
+    """transformers float32, the ONNX export of its encoder, transformers
+    bfloat16, ONNX Runtime: one model in memory at a time."""
+    hfdir = H.hf_dir(a.model, os.path.join(tmp, "hf"))
+    feats, T = H.features(H.feature_extractor(a.model, 0.0), samples)
+    x = torch.from_numpy(np.ascontiguousarray(feats))[None]
+    mask = (torch.arange(x.shape[1]) < T)[None]
+    rows, paths = [], None
+    row, model = hf_row(a, hfdir, x, mask, torch.float32, "float32")
+    if "hf" not in skip:
+        rows.append(row)
+    if "onnx" not in skip:
+        paths, ref = export_encoder(model, x, mask, tmp)
+    del model
+    if "hf" not in skip:
+        row, model = hf_row(a, hfdir, x, mask, torch.bfloat16, "bfloat16")
+        rows.append(row)
+        del model
+    if paths:
+        rows += onnx_rows(a, paths, x, mask, ref)
     return rows
 
 
@@ -213,15 +228,23 @@ def host():
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--audio", required=True)
+    ap.add_argument("--model")
+    ap.add_argument("--audio")
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "hviske-bench"))
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--skip", default="")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--table", metavar="JSON",
+                    help="print the table of an earlier --json run's output file, and stop")
     a = ap.parse_args()
+    if a.table:
+        with open(a.table, encoding="utf-8") as f:
+            print_table(json.load(f))
+        return
+    if not a.model or not a.audio:
+        ap.error("--model and --audio are needed")
     if a.max_tokens < 2:
         raise SystemExit("peers: --max-tokens must be at least 2")
     skip = set(filter(None, a.skip.split(",")))
@@ -232,12 +255,7 @@ def main():
         if "hviske" not in skip:
             rows += hviske_rows(a)
         if "hf" not in skip or "onnx" not in skip:
-            hf, enc_out, src = hf_rows(a, samples, tmp)
-            if "hf" not in skip:
-                rows += hf
-            if "onnx" not in skip:
-                rows += onnx_rows(a, tmp, src, enc_out[0])
-            del src
+            rows += peer_rows(a, samples, tmp, skip)
         if "torch113" not in skip:
             rows += torch113_rows(a)
     base = next((r for r in rows if r.get("key") == "auto"), None)
@@ -252,15 +270,20 @@ def main():
     if a.json:
         print(json.dumps(out, indent=1))
         return
+    print_table(out)
+
+
+def print_table(out):
     print("host: %s\nmodel %s, %s (%.1f s), %d threads, median of %d runs, %d tokens" % (
-        out["host"], a.model, a.audio, out["audio_s"], a.threads, a.runs, a.max_tokens))
+        out["host"], out["model"], out["audio"], out["audio_s"], out["threads"], out["runs"],
+        out["max_tokens"]))
     print("| engine | encoder | per token | encoder / hviske | per token / hviske |")
     print("| --- | --- | --- | --- | --- |")
 
     def f(v, unit):
         return "" if v is None else ("%.2f s" % (v / 1e3) if unit == "s" else "%.1f ms" % v)
 
-    for r in rows:
+    for r in out["rows"]:
         er, tr = r.get("encoder_ratio"), r.get("per_token_ratio")
         print("| %s | %s | %s | %s | %s |" % (
             r["engine"], f(r["encoder_ms"], "s"), f(r["per_token_ms"], "ms"),

@@ -110,11 +110,12 @@ def hf_dir(model_dir, out):
     return out
 
 
-def hf_model(model_dir, hfdir):
-    """(model, tokenizer) loaded by transformers from hfdir (hf_dir's), float32,
-    eager attention; the gaps of the module docstring filled."""
+def hf_model(model_dir, hfdir, dtype=torch.float32):
+    """(model, tokenizer) loaded by transformers from hfdir (hf_dir's), in
+    dtype (float32 unless said), eager attention; the gaps of the module
+    docstring filled."""
     model, info = CohereAsrForConditionalGeneration.from_pretrained(
-        hfdir, dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
+        hfdir, dtype=dtype, attn_implementation="eager", output_loading_info=True)
     model.eval()
     shapes = tensor_shapes(model_dir)
     state = model.state_dict()
@@ -130,7 +131,7 @@ def hf_model(model_dir, hfdir):
                 if k.endswith("weight"):
                     if state[k].shape[0] != state[k].shape[1]:
                         raise ValueError("%s: no encoder_decoder_proj, yet d_model != hidden" % model_dir)
-                    state[k].copy_(torch.eye(state[k].shape[0]))
+                    state[k].copy_(torch.eye(state[k].shape[0], dtype=state[k].dtype))
                 else:
                     state[k].zero_()
                 filled.add(k)
