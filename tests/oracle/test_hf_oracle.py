@@ -52,7 +52,6 @@ whose label contains one of them run. One line per case, then "N passed, M
 failed"; exit 1 when any case failed.
 """
 
-import json
 import os
 import sys
 

@@ -28,7 +28,6 @@ Environment: HV_SERVER, HV_SOURCE_DIR. One line per case, then "N passed,
 M failed".
 """
 
-import json
 import os
 import socket
 import struct
