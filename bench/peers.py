@@ -23,7 +23,8 @@ with the same threads, in one run, as one table (docs/PERFORMANCE.md,
     /usr/bin/python3 (skipped, saying so, where Debian's python3-torch is
     not installed).
 Ratios are the peer's time over hviske's (auto compute, the checkpoint's
-weights): above 1, hviske is faster.
+weights; where auto is not run, the first hviske row): above 1, hviske is
+faster.
 
 Runs under the oracle tier's virtual environment (tests/oracle/
 requirements.lock: torch, transformers, onnx, onnxruntime), e.g.
@@ -32,7 +33,8 @@ requirements.lock: torch, transformers, onnx, onnxruntime), e.g.
         --audio clip30.wav -t 2 --runs 3 --max-tokens 32
 
 The audio must be a 16 kHz mono 16-bit WAV (the peers get the same
-samples). --skip takes a comma-separated list of hviske, hf, onnx, torch113;
+samples). --skip takes a comma-separated list of hviske, hf-f32, hf-bf16,
+onnx, torch113; --hviske-modes the hviske rows (f32, bf16, auto, q8_0);
 --json prints the figures as JSON, --table FILE the table of such a file.
 """
 import argparse
@@ -73,12 +75,19 @@ def read_wav(path):
     return x.astype(np.float32) / 32768.0
 
 
+HVISKE_MODES = {"f32": ("hviske, f32 compute", ["--compute", "f32"]),
+                "bf16": ("hviske, bf16 compute", ["--compute", "bf16"]),
+                "auto": ("hviske, auto compute", ["--compute", "auto"]),
+                "q8_0": ("hviske, q8_0 weights, auto compute", ["--weight-type", "q8_0"])}
+
+
 def hviske_rows(a):
     rows = []
-    for label, extra in (("hviske, f32 compute", ["--compute", "f32"]),
-                         ("hviske, bf16 compute", ["--compute", "bf16"]),
-                         ("hviske, auto compute", ["--compute", "auto"]),
-                         ("hviske, q8_0 weights, auto compute", ["--weight-type", "q8_0"])):
+    for mode in a.hviske_modes.split(","):
+        if mode not in HVISKE_MODES:
+            raise SystemExit("peers: --hviske-modes: %r is not one of %s" % (
+                mode, ", ".join(HVISKE_MODES)))
+        label, extra = HVISKE_MODES[mode]
         cmd = [a.bench, "-m", a.model, "-t", str(a.threads), "--runs", str(a.runs),
                "--max-tokens", str(a.max_tokens), "--chunking", "energy", "--json"] + extra + \
               [a.audio]
@@ -109,7 +118,12 @@ def hf_row(a, hfdir, x, mask, dtype, name):
     t0 = time.perf_counter()
     model, tok = H.hf_model(a.model, hfdir, dtype)
     load_ms = (time.perf_counter() - t0) * 1e3
-    prompt = H.prompt_ids(tok, "da" if "<|da|>" in tok.get_vocab() else "en")
+    # the processor's prompt, its first piece being the decoder start token
+    # (make_full_model.py's word-level vocabulary has no "\u2581" piece)
+    lang = "da" if "<|da|>" in tok.get_vocab() else "en"
+    prompt = [model.config.decoder_start_token_id] + tok.convert_tokens_to_ids([
+        "<|startofcontext|>", "<|startoftranscript|>", "<|emo:undefined|>", "<|%s|>" % lang,
+        "<|%s|>" % lang, "<|pnc|>", "<|noitn|>", "<|notimestamp|>", "<|nodiarize|>"])
     enc = EncoderWithProj(model).eval()
     xd = x.to(dtype)
     with torch.no_grad():
@@ -172,13 +186,14 @@ def peer_rows(a, samples, tmp, skip):
     x = torch.from_numpy(np.ascontiguousarray(feats))[None]
     mask = (torch.arange(x.shape[1]) < T)[None]
     rows, paths = [], None
-    row, model = hf_row(a, hfdir, x, mask, torch.float32, "float32")
-    if "hf" not in skip:
-        rows.append(row)
-    if "onnx" not in skip:
-        paths, ref = export_encoder(model, x, mask, tmp)
-    del model
-    if "hf" not in skip:
+    if not {"hf-f32", "onnx"} <= skip:
+        row, model = hf_row(a, hfdir, x, mask, torch.float32, "float32")
+        if "hf-f32" not in skip:
+            rows.append(row)
+        if "onnx" not in skip:
+            paths, ref = export_encoder(model, x, mask, tmp)
+        del model
+    if "hf-bf16" not in skip:
         row, model = hf_row(a, hfdir, x, mask, torch.bfloat16, "bfloat16")
         rows.append(row)
         del model
@@ -235,6 +250,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--hviske-modes", default="f32,bf16,auto,q8_0")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--table", metavar="JSON",
                     help="print the table of an earlier --json run's output file, and stop")
@@ -254,11 +270,12 @@ def main():
     with tempfile.TemporaryDirectory(prefix="hv-peers-") as tmp:
         if "hviske" not in skip:
             rows += hviske_rows(a)
-        if "hf" not in skip or "onnx" not in skip:
+        if not {"hf-f32", "hf-bf16", "onnx"} <= skip:
             rows += peer_rows(a, samples, tmp, skip)
         if "torch113" not in skip:
             rows += torch113_rows(a)
-    base = next((r for r in rows if r.get("key") == "auto"), None)
+    base = next((r for r in rows if r.get("key") == "auto"),
+                next((r for r in rows if r["engine"].startswith("hviske")), None))
     for r in rows:
         for k in ("encoder_ms", "per_token_ms"):
             v = r.get(k)
