@@ -38,6 +38,7 @@ onnx, torch113; --hviske-modes the hviske rows (f32, bf16, auto, q8_0);
 --json prints the figures as JSON, --table FILE the table of such a file.
 """
 import argparse
+import gc
 import json
 import os
 import platform
@@ -142,9 +143,8 @@ def hf_row(a, hfdir, x, mask, dtype, name):
 
 
 def export_encoder(model, x, mask, tmp):
-    """The float32 encoder (with the projection) as ONNX, and its int8
-    twin (dynamic quantization): (paths, transformers' output)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    """The float32 encoder (with the projection) as ONNX: (path,
+    transformers' output)."""
     enc = EncoderWithProj(model).eval()
     path = os.path.join(tmp, "encoder.onnx")
     with torch.no_grad():
@@ -153,9 +153,17 @@ def export_encoder(model, x, mask, tmp):
                           output_names=["h"],
                           dynamic_axes={"x": {1: "T"}, "mask": {1: "T"}, "h": {1: "L"}},
                           dynamo=False, opset_version=17)
+    return path, ref
+
+
+def quantize_encoder(path, tmp):
+    """The int8 twin of the exported encoder (dynamic quantization), made
+    once transformers' model is freed (the full-size model's float32
+    encoder is 6.4 GB, and quantize_dynamic holds it and its copy)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
     q8 = os.path.join(tmp, "encoder-int8.onnx")
     quantize_dynamic(path, q8, weight_type=QuantType.QInt8, use_external_data_format=True)
-    return [(path, "float32"), (q8, "int8 (dynamic quantization)")], ref
+    return q8
 
 
 def onnx_rows(a, paths, x, mask, ref):
@@ -191,12 +199,17 @@ def peer_rows(a, samples, tmp, skip):
         if "hf-f32" not in skip:
             rows.append(row)
         if "onnx" not in skip:
-            paths, ref = export_encoder(model, x, mask, tmp)
-        del model
+            path, ref = export_encoder(model, x, mask, tmp)
+        del model, row
+        gc.collect()
+        if "onnx" not in skip:
+            q8 = quantize_encoder(path, tmp)
+            paths = [(path, "float32"), (q8, "int8 (dynamic quantization)")]
     if "hf-bf16" not in skip:
         row, model = hf_row(a, hfdir, x, mask, torch.bfloat16, "bfloat16")
         rows.append(row)
         del model
+        gc.collect()
     if paths:
         rows += onnx_rows(a, paths, x, mask, ref)
     return rows
