@@ -123,14 +123,16 @@ def hf_model(model_dir, hfdir, dtype=torch.float32):
     filled = set()
     with torch.no_grad():
         for k in sorted(missing):
-            if any(k.endswith(s) for s in HF_ZERO_WHEN_ABSENT) and k.startswith("model.encoder.layers."):
+            if k.startswith("model.encoder.layers.") and any(
+                    k.endswith(s) for s in HF_ZERO_WHEN_ABSENT):
                 state[k].zero_()
                 filled.add(k)
             elif k in ("model.decoder.proj.weight", "model.decoder.proj.bias") and \
                     "encoder_decoder_proj.weight" not in shapes:
                 if k.endswith("weight"):
                     if state[k].shape[0] != state[k].shape[1]:
-                        raise ValueError("%s: no encoder_decoder_proj, yet d_model != hidden" % model_dir)
+                        raise ValueError("%s: no encoder_decoder_proj, yet d_model != hidden"
+                                         % model_dir)
                     state[k].copy_(torch.eye(state[k].shape[0], dtype=state[k].dtype))
                 else:
                     state[k].zero_()
@@ -140,7 +142,8 @@ def hf_model(model_dir, hfdir, dtype=torch.float32):
             elif k.endswith(".conv.norm.num_batches_tracked"):
                 filled.add(k)  # BatchNorm's training counter, unused in eval
     left = missing - filled
-    unexpected = [k for k in info["unexpected_keys"] if not k.startswith("preprocessor.featurizer.")]
+    unexpected = [k for k in info["unexpected_keys"]
+                  if not k.startswith("preprocessor.featurizer.")]
     if left or unexpected or info.get("mismatched_keys"):
         raise ValueError("%s: transformers' load left missing %s, unexpected %s, mismatched %s"
                          % (model_dir, sorted(left), unexpected, info.get("mismatched_keys")))

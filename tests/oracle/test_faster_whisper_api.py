@@ -118,7 +118,8 @@ def signature_rows(fn):
 def same_default(a, b):
     if a is inspect.Parameter.empty or b is inspect.Parameter.empty:
         return a is b
-    if type(a) is not type(b) and not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+    seqs = (list, tuple)
+    if type(a) is not type(b) and not (isinstance(a, seqs) and isinstance(b, seqs)):
         return False
     return a == b
 
@@ -162,7 +163,8 @@ def compare_fields(where, fw_cls, hv_cls):
     fails = []
     fw, hv = dataclasses.fields(fw_cls), dataclasses.fields(hv_cls)
     if [f.name for f in fw] != [f.name for f in hv]:
-        fails.append("fields %s, faster-whisper's %s" % ([f.name for f in hv], [f.name for f in fw]))
+        fails.append("fields %s, faster-whisper's %s" % ([f.name for f in hv],
+                                                         [f.name for f in fw]))
     fw_h, hv_h = typing.get_type_hints(fw_cls), typing.get_type_hints(hv_cls)
     hv_by = {f.name: f for f in hv}
     for f in fw:
