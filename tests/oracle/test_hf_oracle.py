@@ -33,7 +33,7 @@ Cases, per model:
              "Hugging Face's cohere_asr"): there the text must be the
              tokenizer's with each such run decoded by the sentencepiece
              library from the checkpoint's tokenizer.model;
-  beam       two fixture files, --beams 2, 4 and 5 with --length-penalty 0.5,
+  beam       four fixture files, --beams 2, 4 and 5 with --length-penalty 0.5,
              1 and 2 against generate(num_beams, length_penalty): tokens
              identical;
   long       a 70 s recording through transformers' own long-form path (its
@@ -76,7 +76,7 @@ FEAT_TOL = 1e-3
 # measured 0.03 on these models. Tokens stay exact.
 SILENCE_FEAT_TOL = 0.1
 DUMP_TIMEOUT = 600
-BEAM_AUDIO = ("da2_16k", "da5_16k")
+BEAM_AUDIO = ("da1_16k", "da2_16k", "da4_16k", "da5_16k")
 BEAMS = (2, 4, 5)
 PENALTIES = (0.5, 1.0, 2.0)
 LONG_SECONDS = 70
