@@ -3,7 +3,9 @@
 #   make test   install the test tools as well, build, run every test
 #               (release build with -Werror; the numerics-sensitive ones
 #               again with OpenBLAS forced to a second kernel family, see
-#               test-other-blas; then all again under ASan+UBSan)
+#               test-other-blas; then all again under ASan+UBSan); the
+#               Hugging Face oracle tier installs its pinned Python packages
+#               into BUILD/oracle-venv on the way (scripts/oracle-venv.sh)
 #   make test-other-blas  the tests labelled "numerics" (docs/TESTING.md)
 #               with OPENBLAS_CORETYPE from scripts/other-blas-core.sh
 #               (Sandybridge on an AVX2 host, Haswell on an AVX-512 one), so
@@ -69,7 +71,8 @@ test-release: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: test-deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHV_WERROR=ON -DHV_SANITIZE=ON
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHV_WERROR=ON -DHV_SANITIZE=ON \
+	  -DHV_ORACLE_VENV=$(abspath $(BUILD))/oracle-venv
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 

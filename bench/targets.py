@@ -31,16 +31,18 @@ worked rather than waited). Without
   * the real-time factor of the 30 s clip with 48 tokens (<= 0.08);
   * the q8_0 encoder's time over the bf16 one's, alternated for --rounds
     rounds (<= 1.0x);
-  * with --pytorch, the PyTorch reference with the model in bf16
-    (bench/compare.py --ref-dtype bf16) on both clips, beside them.
+  * with --pytorch, transformers' model in bf16 on the newest PyTorch
+    (bench/peers.py under the oracle tier's Python, --oracle-python) on
+    both clips, beside them.
 
 --issue 50 (for a CPU with AVX-512 and no AMX; on any other the same
 figures against the same targets):
   * the encoder with the default options, 30 s and 10 s, of the checkpoint
     (bf16: <= 7.0 s, <= 2.0 s) and of q8_0 (<= 3.5 s, <= 1.2 s), with the
     kernels that ran and their table's own peak (--peak's isa_probe);
-  * with --pytorch, PyTorch bf16's 30 s encoder over hviske's default in
-    the same run (>= 1.6x);
+  * with --pytorch, PyTorch bf16's 30 s encoder (transformers on the
+    newest torch, bench/peers.py) over hviske's default in the same run
+    (>= 1.6x);
   * for each weight type, auto's 30 s encoder over the fastest explicit
     choice (--compute f32 or bf16, each with the kernels held to every
     level this CPU has, HVISKE_MAX_ISA, and not held), alternated for
@@ -131,17 +133,10 @@ def issue39(a, q8):
                  f"{r['min']:.3f}", f"{r['max']:.3f}", "<= 0.08", r["median"] <= 0.08)
     q8_over(a, q8, "bf16", [a.model, "--compute", "bf16"], 1.0)
     if a.pytorch:
-        here = os.path.dirname(os.path.abspath(__file__))
         for clip, name in ((a.clip30, "30 s"), (a.clip10, "10 s")):
-            cmd = [sys.executable, os.path.join(here, "compare.py"), "--model", a.model,
-                   "--audio", clip, "--bench", a.bench, "-t", str(a.threads), "--runs", "1",
-                   "--max-tokens", "1", "--compute", "bf16", "--ref-dtype", "bf16", "--json"]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode != 0:
-                sys.exit(f"targets: {' '.join(cmd)} failed: {p.stderr.strip()[-500:]}")
-            s = json.loads(p.stdout)["stages"]["encoder_ms"]
-            print(f"| PyTorch bf16 encoder, {name} (hviske {s['hviske'] / 1e3:.2f} s in the same "
-                  f"run) | {s['reference'] / 1e3:.2f} s | | | |")
+            ref, ours, label = pytorch_bf16(a, clip, "bf16")
+            print(f"| {label} encoder, {name} (hviske {ours / 1e3:.2f} s in the same "
+                  f"run) | {ref / 1e3:.2f} s | | | |")
     return 0
 
 
@@ -173,18 +168,22 @@ def cpu_levels():
     return levels
 
 
-def pytorch_bf16(a, clip):
-    """(PyTorch bf16 encoder ms, hviske's default encoder ms) in one run of
-    bench/compare.py."""
+def pytorch_bf16(a, clip, compute="auto"):
+    """(the newest PyTorch's bf16 encoder ms, hviske's encoder ms in the
+    compute mode, the PyTorch row's name) in one run of bench/peers.py:
+    transformers' own model on the torch of the oracle tier's environment
+    (--oracle-python), as a user runs it."""
     here = os.path.dirname(os.path.abspath(__file__))
-    cmd = [sys.executable, os.path.join(here, "compare.py"), "--model", a.model, "--audio", clip,
-           "--bench", a.bench, "-t", str(a.threads), "--runs", "1", "--max-tokens", "1",
-           "--weight-type", "auto", "--ref-dtype", "bf16", "--json"]
+    cmd = [a.oracle_python, os.path.join(here, "peers.py"), "--model", a.model, "--audio", clip,
+           "--bench", a.bench, "-t", str(a.threads), "--runs", "1", "--max-tokens", "2",
+           "--skip", "hf-f32,onnx,torch113", "--hviske-modes", compute, "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"targets: {' '.join(cmd)} failed: {p.stderr.strip()[-500:]}")
-    s = json.loads(p.stdout)["stages"]["encoder_ms"]
-    return s["reference"], s["hviske"]
+    rows = json.loads(p.stdout)["rows"]
+    hf = next(r for r in rows if r["engine"].startswith("transformers"))
+    ours = next(r for r in rows if r["engine"].startswith("hviske"))
+    return hf["encoder_ms"], ours["encoder_ms"], hf["engine"]
 
 
 def isa_note(f):
@@ -215,7 +214,7 @@ def issue50(a, q8):
                  f"{e['min'] / 1e3:.2f}", f"{e['max'] / 1e3:.2f}", f"<= {target} s",
                  e["median"] / 1e3 <= target)
     if a.pytorch:
-        ref, ours = pytorch_bf16(a, a.clip30)
+        ref, ours, _ = pytorch_bf16(a, a.clip30)
         line(f"PyTorch bf16 encoder, 30 s ({ref / 1e3:.2f} s) over hviske's default "
              f"({ours / 1e3:.2f} s) in the same run", f"{ref / ours:.2f}x", "", "", ">= 1.6x",
              ref / ours >= 1.6)
@@ -341,7 +340,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--issue", type=int, choices=[17, 39, 50, 54, 58], default=17)
     ap.add_argument("--pytorch", action="store_true",
-                    help="--issue 39, 50: also time the PyTorch reference in bf16")
+                    help="--issue 39, 50: also time transformers' model in bf16 on the newest "
+                         "PyTorch (bench/peers.py under --oracle-python)")
+    ap.add_argument("--oracle-python", default="build/oracle-venv/bin/python",
+                    help="the oracle tier's Python, with transformers and torch 2.x "
+                         "(docs/TESTING.md, \"The Hugging Face oracle\")")
     a = ap.parse_args()
     q8 = [a.q8_model] if a.q8_model else [a.model, "--weight-type", "q8_0"]
     if a.issue == 39:

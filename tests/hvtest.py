@@ -45,6 +45,19 @@ def skip_or_fail(name, why, how="run scripts/install-deps.sh"):
         sys.stdout.flush()
 
 
+def oracle_import(name):
+    """The module `name` of the oracle tier's virtual environment
+    (tests/oracle/requirements.lock); when it does not import, a failed
+    case saying where it comes from, the closing line, and exit 1."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        report(f"import {name}", False, f"{e}: run under the oracle's virtual environment "
+               "(scripts/oracle-venv.sh; ctest runs oracle_venv first)")
+        sys.exit(finish())
+
+
 def finish():
     """Prints the closing line; returns the exit status."""
     print(f"{_counts['passed']} passed, {_counts['failed']} failed")

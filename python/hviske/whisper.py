@@ -501,28 +501,78 @@ class BatchedInferencePipeline:
             raise TypeError("BatchedInferencePipeline takes a hviske WhisperModel")
         self.model = model
 
-    def transcribe(self, audio: Union[str, BinaryIO, Any], batch_size: int = 8,
-                   **options: Any) -> Tuple[Iterator[Segment], TranscriptionInfo]:
-        """WhisperModel.transcribe(audio, **options) with the batched
-        pipeline's defaults: vad_filter=True (with a minimum silence of
-        160 ms and at most 30 s of speech per chunk), without_timestamps=True,
-        condition_on_previous_text=False, and of a temperature list the
-        first value alone; task=None is "transcribe", clip_timestamps a list
-        of {"start", "end"} (refused but for None or [])."""
+    def transcribe(
+        self,
+        audio: Union[str, BinaryIO, Any],
+        language: Optional[str] = None,
+        task: str = "transcribe",
+        log_progress: bool = False,
+        beam_size: int = 5,
+        best_of: int = 5,
+        patience: float = 1,
+        length_penalty: float = 1,
+        repetition_penalty: float = 1,
+        no_repeat_ngram_size: int = 0,
+        temperature: Union[float, List[float], Tuple[float, ...]] = list(_TEMPERATURES),
+        compression_ratio_threshold: Optional[float] = 2.4,
+        log_prob_threshold: Optional[float] = -1.0,
+        no_speech_threshold: Optional[float] = 0.6,
+        condition_on_previous_text: bool = True,
+        prompt_reset_on_temperature: float = 0.5,
+        initial_prompt: Optional[Union[str, Iterable[int]]] = None,
+        prefix: Optional[str] = None,
+        suppress_blank: bool = True,
+        suppress_tokens: Optional[List[int]] = [-1],
+        without_timestamps: bool = True,
+        max_initial_timestamp: float = 1.0,
+        word_timestamps: bool = False,
+        prepend_punctuations: str = _PREPEND,
+        append_punctuations: str = _APPEND,
+        multilingual: bool = False,
+        vad_filter: bool = True,
+        vad_parameters: Optional[Union[dict[str, Any], VadOptions]] = None,
+        max_new_tokens: Optional[int] = None,
+        chunk_length: Optional[int] = None,
+        clip_timestamps: Optional[List[dict[str, float]]] = None,
+        hallucination_silence_threshold: Optional[float] = None,
+        batch_size: int = 8,
+        hotwords: Optional[str] = None,
+        language_detection_threshold: Optional[float] = 0.5,
+        language_detection_segments: int = 1,
+    ) -> Tuple[Iterator[Segment], TranscriptionInfo]:
+        """faster-whisper's BatchedInferencePipeline.transcribe, its
+        parameters in its order with its defaults: WhisperModel.transcribe
+        with vad_filter=True (with a minimum silence of 160 ms and at most
+        30 s of speech per chunk unless vad_parameters say otherwise),
+        without_timestamps=True, condition_on_previous_text taken as False
+        (the batched pipeline conditions on no earlier text), and of a
+        temperature list the first value alone; task=None is "transcribe",
+        clip_timestamps a list of {"start", "end"} (refused but for None or
+        [])."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, not {batch_size!r}")
-        clips = options.pop("clip_timestamps", None)
-        if clips:
-            raise ValueError(f"clip_timestamps={clips!r}: hviske transcribes the whole audio "
-                             "(cut it first, or use vad_filter)")
-        options = dict({"vad_filter": True, "without_timestamps": True}, **options)
-        options["condition_on_previous_text"] = False
-        if options["vad_filter"] and options.get("vad_parameters") is None:
-            options["vad_parameters"] = VadOptions(max_speech_duration_s=30,
-                                                   min_silence_duration_ms=160)
-        temperature = options.get("temperature", list(_TEMPERATURES))
+        if clip_timestamps:
+            raise ValueError(f"clip_timestamps={clip_timestamps!r}: hviske transcribes the whole "
+                             "audio (cut it first, or use vad_filter)")
+        if vad_filter and vad_parameters is None:
+            vad_parameters = VadOptions(max_speech_duration_s=30, min_silence_duration_ms=160)
         if isinstance(temperature, (list, tuple)):
-            options["temperature"] = temperature[0]
-        if options.get("task") is None:
-            options["task"] = "transcribe"
-        return self.model.transcribe(audio, **options)
+            temperature = temperature[0]
+        return self.model.transcribe(
+            audio, language=language, task="transcribe" if task is None else task,
+            log_progress=log_progress, beam_size=beam_size, best_of=best_of, patience=patience,
+            length_penalty=length_penalty, repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size, temperature=temperature,
+            compression_ratio_threshold=compression_ratio_threshold,
+            log_prob_threshold=log_prob_threshold, no_speech_threshold=no_speech_threshold,
+            condition_on_previous_text=False,
+            prompt_reset_on_temperature=prompt_reset_on_temperature,
+            initial_prompt=initial_prompt, prefix=prefix, suppress_blank=suppress_blank,
+            suppress_tokens=suppress_tokens, without_timestamps=without_timestamps,
+            max_initial_timestamp=max_initial_timestamp, word_timestamps=word_timestamps,
+            prepend_punctuations=prepend_punctuations, append_punctuations=append_punctuations,
+            multilingual=multilingual, vad_filter=vad_filter, vad_parameters=vad_parameters,
+            max_new_tokens=max_new_tokens, chunk_length=chunk_length,
+            hallucination_silence_threshold=hallucination_silence_threshold, hotwords=hotwords,
+            language_detection_threshold=language_detection_threshold,
+            language_detection_segments=language_detection_segments)
