@@ -60,8 +60,9 @@ ratio elsewhere):
     in --compute f32 and in --compute bf16: our f32 kernels, oneDNN's bf16
     where the CPU multiplies bf16 natively): the encoder's FLOPs over that
     rate (target: within 1.15x);
-  * with --pytorch, PyTorch bf16's 30 s encoder over hviske's default in
-    the same run (>= 1.25x);
+  * with --pytorch, PyTorch bf16's 30 s encoder (transformers on the
+    oracle tier's torch 2.x, as --issue 50's) over hviske's default in the
+    same run (>= 1.25x);
   * issue 50's decoder steps.
 
 --issue 54 (for a 64-bit ARM host; docs/PERFORMANCE.md, "ARM64"): the
@@ -295,8 +296,8 @@ def issue58(a, q8):
          + ", ".join(f"{k} {v:.0f}" for k, v in rates.items()) + ")", f"{t / bound:.2f}x", "", "",
          "<= 1.15x", t / bound <= 1.15)
     if a.pytorch:
-        ref, ours = pytorch_bf16(a, a.clip30)
-        line(f"PyTorch bf16 encoder, 30 s ({ref / 1e3:.2f} s) over hviske's default "
+        ref, ours, who = pytorch_bf16(a, a.clip30)
+        line(f"{who} encoder, 30 s ({ref / 1e3:.2f} s) over hviske's default "
              f"({ours / 1e3:.2f} s) in the same run", f"{ref / ours:.2f}x", "", "", ">= 1.25x",
              ref / ours >= 1.25)
     decoder_steps(a, [("bf16 checkpoint", [a.model]), ("q8_0", q8)])
