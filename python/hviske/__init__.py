@@ -365,7 +365,7 @@ def _chunking_alias(chunking: Optional[str], vad_filter: Optional[bool]) -> str:
 
 
 def _read_mono(lib: Any, audio: Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes,
-                                     bytearray, memoryview],
+                                     bytearray, memoryview, "StandardInput"],
                name: bytes, rate: int, max_audio_bytes: int) -> Tuple[Any, int]:
     """(samples, count) of an audio file (a path, or a file's bytes named
     `name` in messages) read as the hviske program reads its inputs:
@@ -624,7 +624,7 @@ class Model:
     # ------------------------------------------------------ transcribe
 
     def _read_mono(self, audio: Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes,
-                                      bytearray, memoryview],
+                                      bytearray, memoryview, StandardInput],
                    name: bytes, rate: int, max_audio_bytes: int) -> Tuple[Any, int]:
         """_read_mono with this model's library."""
         return _read_mono(self._lib, audio, name, rate, max_audio_bytes)
