@@ -27,6 +27,8 @@ typedef enum w_action {
                   (a comma-separated list of numbers; NULL for a flag
                   without one): it asks for what hviske does anyway,
                   `to` says what; refused with that reason otherwise */
+    W_UNUSED,    /* accepted with a notice whatever its value, which hviske
+                    has no use for (`to` says why): the prompt */
     W_VAD_MODEL, /* -vm: --vad-model DIR, or whisper.cpp's ggml Silero file:
                     the bundled detector, with a notice */
     W_REFUSE     /* refused by its name, saying why */
@@ -54,6 +56,8 @@ typedef struct w_flag {
     { f, l, v, W_REFUSE, why, NULL, 0, 0 }
 #define SAME(f, l, v, values, why)                                                                 \
     { f, l, v, W_SAME, why, values, 0, 0 }
+#define UNUSED(f, l, v, why)                                                                       \
+    { f, l, v, W_UNUSED, why, NULL, 0, 0 }
 
 /* Every flag of whisper-cli's --help but -h, -l, -t and -m (hviske's own,
  * the same). docs/CLI.md "whisper-cli's flags" lists them. */
@@ -113,7 +117,7 @@ static const w_flag FLAGS[] = {
     NO(NULL, "--print-confidence", 0, "--format json gives each word's probability"),
     NO("-dl", "--detect-language", 0,
        "there is no language detection: the model is told the language (-l)"),
-    NO(NULL, "--prompt", 1, "the model takes no text prompt"),
+    UNUSED(NULL, "--prompt", 1, "the model family takes no text prompt: not used"),
     NO("-oved", "--ov-e-device", 1, "there is no OpenVINO encoder"),
     NO("-dtw", "--dtw", 1, "word times always come from cross-attention: --word-timestamps"),
     NO("-ls", "--log-score", 0, "--json gives each token's log-prob and the score"),
@@ -205,6 +209,7 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
         case W_SAME:
             return hvt_whisper_same(CLI_PROG, "whisper-cli", arg, v, w->value, w->to,
                                     o->whisper_notes, sizeof o->whisper_notes);
+        case W_UNUSED: note(o, "hviske: note: %s: %s\n", arg, w->to); return -1;
         case W_VAD_MODEL:
             if (hvt_ggml_silero(v)) {
                 note(o,

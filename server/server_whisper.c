@@ -12,6 +12,8 @@ typedef enum s_action {
     S_OPTION,    /* hviske-server's option `to`, with the flag's value */
     S_SAME,      /* accepted with a notice when the value is one of `values`
                  (NULL: a flag without one); `why` says what hviske does */
+    S_UNUSED,    /* accepted with a notice whatever its value, which hviske has
+                    no use for (`why`): the prompt */
     S_VAD_MODEL, /* -vm: --vad-model DIR, or whisper.cpp's Silero file */
     S_REFUSE     /* refused, saying why */
 } s_action;
@@ -29,6 +31,8 @@ typedef struct s_flag {
     { f, l, v, S_SAME, NULL, values_, why_ }
 #define NO(f, l, v, why_)                                                                          \
     { f, l, v, S_REFUSE, NULL, NULL, why_ }
+#define UNUSED(f, l, v, why_)                                                                      \
+    { f, l, v, S_UNUSED, NULL, NULL, why_ }
 
 #define NO_CONTEXT "each chunk is decoded without the text before it"
 #define PER_REQUEST_FALLBACK                                                                       \
@@ -72,7 +76,7 @@ static const s_flag FLAGS[] = {
     NO("-di", "--diarize", 0, "hviske does not tell speakers apart"),
     NO("-tdrz", "--tinydiarize", 0, "hviske does not tell speakers apart"),
     NO("-dl", "--detect-language", 0, "there is no language detection: -l names the language"),
-    NO(NULL, "--prompt", 1, "the model takes no text prompt"),
+    UNUSED(NULL, "--prompt", 1, "the model family takes no text prompt: not used"),
     NO("-oved", "--ov-e-device", 1, "there is no OpenVINO encoder"),
     NO("-dtw", "--dtw", 1, "word times always come from cross-attention"),
     NO("-debug", "--debug-mode", 0, "there is no debug mode"),
@@ -123,6 +127,9 @@ int srv_whisper_flags(int *argc, char **argv, char *notes, size_t n) {
                 break;
             case S_SAME:
                 rc = hvt_whisper_same(PROG, "whisper-server", arg, v, w->values, w->why, notes, n);
+                break;
+            case S_UNUSED:
+                if (len < n) snprintf(notes + len, n - len, PROG ": note: %s: %s\n", arg, w->why);
                 break;
             case S_VAD_MODEL:
                 if (hvt_ggml_silero(v)) {

@@ -291,8 +291,13 @@ class WhisperModel:
         if task == "translate":
             raise ValueError("task=\"translate\": the model transcribes, it does not translate")
         _refuse("task", task, "transcribe", "the model transcribes only")
-        for name, value in (("initial_prompt", initial_prompt), ("prefix", prefix),
-                            ("hotwords", hotwords)):
+        # a prompt is context the model family has no input for: accepted
+        # with a notice, as hviske's --prompt and the server's prompt are;
+        # prefix and hotwords would change the text asked for: refused
+        if initial_prompt is not None:
+            warnings.warn("initial_prompt: the model family takes no text prompt: not used",
+                          stacklevel=2)
+        for name, value in (("prefix", prefix), ("hotwords", hotwords)):
             if value is not None:
                 raise ValueError(f"{name}={value!r}: the model takes no text prompt")
         _refuse("multilingual", multilingual, False, "the model has no language detection")

@@ -298,15 +298,16 @@ def main():
     # does anyway start it with a notice each; the others are refused
     same = ["-p", "1", "-mc", "0", "-nc", "-bo", "2", "-et", "2.40", "-ac", "0", "-sow", "-sns",
             "-ng", "--convert", "--inference-path", "/inference", "--vad", "-vm",
-            "models/ggml-silero-v5.1.2.bin"]
+            "models/ggml-silero-v5.1.2.bin", "--prompt", "Hviske, Aarhus"]
     srv = Server(DEMO_MODEL, "-t", "1", *same, tmp=tmp)
     if srv.started("whisper-server's harmless flags: the server starts"):
         try:
             r = post(srv.port, "/inference", [], audio)
             notes = [x for x in srv.stderr().splitlines() if x.startswith("hviske-server: note: ")]
             report("whisper-server's harmless flags: a notice each, /inference answers",
-                   r.status == 200 and len(notes) == 13 and
-                   any("-vm models/ggml-silero-v5.1.2.bin" in x for x in notes), f"{r} {notes}")
+                   r.status == 200 and len(notes) == 14 and
+                   any("-vm models/ggml-silero-v5.1.2.bin" in x for x in notes) and
+                   any("--prompt" in x and "no text prompt" in x for x in notes), f"{r} {notes}")
         finally:
             srv.stop()
     for args, what in ((["-tr"], "translate"), (["-bs", "5"], "beam_size"),

@@ -203,7 +203,7 @@ def test_mapped(tmp):
     plain = Run(BASE + ["-q", EXAMPLE])
     for args in (["-mc", "0"], ["--max-context", "0"], ["-bo", "5"], ["-bo", "1"],
                  ["-et", "2.40"], ["-p", "1"], ["-on", "0"], ["-ac", "0"], ["-wt", "0.01"],
-                 ["-sns"], ["--suppress-nst"],
+                 ["-sns"], ["--suppress-nst"], ["--prompt", "Hviske, Aarhus"],
                  ["--vad", "-vm", "models/ggml-silero-v5.1.2.bin"]):
         r = Run(BASE + ["-q"] + args + [EXAMPLE])
         notes = [x for x in r.err.splitlines() if x.startswith("hviske: note: ")]
