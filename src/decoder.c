@@ -271,9 +271,9 @@ typedef struct attn_job {
  * positions (causal: up to the row's own) or over the valid encoder frames. */
 /* The pool for an attention job of rows x heads rows over n_keys keys,
  * or NULL (the caller alone) where the job is too small to pay for waking
- * a worker: below hv_linear's 2e5 flops, as for a small checkpoint. */
+ * a worker (HV_POOL_MIN_FLOPS, as hv_linear), as for a small checkpoint. */
 static hv_pool *attn_pool(hv_pool *pool, int rows, int heads, int n_keys, int dh) {
-    return 4.0 * rows * heads * n_keys * dh < 2e5 ? NULL : pool;
+    return 4.0 * rows * heads * n_keys * dh < HV_POOL_MIN_FLOPS ? NULL : pool;
 }
 
 static void attn_task(void *arg, int task, int n_tasks) {

@@ -719,7 +719,7 @@ static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float 
     linear_job job = {.y = y, .x = x, .n = n, .W = W, .bias = bias, .k = k};
     double flops = 2.0 * n * W->rows * W->cols;
     int tasks = hv_pool_size(pool);
-    if (flops < 2e5 || W->rows < 32) tasks = 1;
+    if (flops < HV_POOL_MIN_FLOPS || W->rows < 32) tasks = 1;
     job.tiled = n > HV_LINEAR_GEMV_MAX_N;
     /* the encoder's regime: the packed GEMM, for every weight type */
     if (job.tiled && packed_gemm(W) && hv_gemm_weights(k, pool, n, x, 1, &W, &bias, &y, ep) == 0)

@@ -10,6 +10,10 @@ typedef struct hv_pool hv_pool;
 /* Work item: called once per task index in [0, n_tasks). */
 typedef void (*hv_task_fn)(void *arg, int task, int n_tasks);
 
+/* Flops below which a job runs on the caller alone: waking a worker and
+ * waiting for it costs more than the half it would take over. */
+#define HV_POOL_MIN_FLOPS 2e5
+
 /* n_threads <= 0 means the number of online cores. NULL when out of memory
  * or threads cannot be created. */
 hv_pool *hv_pool_new(int n_threads);
