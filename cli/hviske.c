@@ -38,8 +38,9 @@
  *
  * This file is main: it reads and transcribes each input and writes its
  * result. The command line is options.c (whisper-cli's flags whisper.c),
- * the output files outputs.c, the formats tools/formats.c (shared with
- * hviske-server), the progress display progress.c, the messages
+ * the output files outputs.c, the formats the library's writers
+ * (hviske_output.h, as in hviske-server), the progress display progress.c,
+ * the messages
  * report.c, archive batches batch.c. Built on the public API (hviske.h).
  */
 #include <errno.h>
@@ -115,12 +116,11 @@ static int read_input(const char *path, int rate, float **pcm, size_t *n_frames)
  * with timestamps (o->txt_live). */
 typedef struct stream_out {
     const cli_options *o;
-    const hvt_format_spec *spec;
-    const char *path; /* the input as given (txt's "FILE: ", jsonl's "file") */
-    cli_progress *pr; /* its progress line, cleared before output */
-    int n;            /* segments written */
-    int cue;          /* srt: the last cue's number */
-    int failed;       /* out of memory formatting one */
+    const hv_output_spec *spec;
+    const char *path;   /* the input as given (txt's "FILE: ", jsonl's "file") */
+    cli_progress *pr;   /* its progress line, cleared before output */
+    hv_output_state st; /* the segments and cues written */
+    int failed;         /* out of memory formatting one */
 } stream_out;
 
 /* The library's segment callback for output as it comes: writes the
@@ -129,7 +129,7 @@ typedef struct stream_out {
 static int on_stream_segment(void *user, const hv_segment *g) {
     stream_out *so = user;
     cli_progress_clear(so->pr);
-    if (hvt_write_stream_segment(stdout, so->o->format, so->spec, so->path, g, &so->n, &so->cue))
+    if (hvt_write_stream_segment(stdout, so->o->format, so->spec, so->path, g, &so->st))
         so->failed = 1;
     return cli_flush_stdout() != 0 || so->failed;
 }
@@ -139,7 +139,7 @@ static int on_stream_segment(void *user, const hv_segment *g) {
 /* Reads and transcribes one input; the result, or NULL with the failure
  * reported. */
 static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const cli_options *o,
-                                   const hvt_format_spec *spec, int i, int rate) {
+                                   const hv_output_spec *spec, int i, int rate) {
     const char *path = o->files[i];
     float *pcm = NULL;
     size_t n_frames = 0;
@@ -169,7 +169,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const cli
     free(pcm); /* hv_audio_free, or ours from standard input */
     cli_progress_clear(&pr);
     /* --stream: a vtt without cues still has its header */
-    if (o->stream && o->format == HVT_FMT_VTT && st == HV_OK && so.n == 0)
+    if (o->stream && o->format == HV_OUTPUT_VTT && st == HV_OK && so.st.segments == 0)
         fputs("WEBVTT\n\n", stdout);
     if (o->stream) cli_flush_stdout();
     if (st == HV_OK && (so.failed || hv_result_stopped(res))) {
@@ -319,7 +319,7 @@ int main(int argc, char **argv) {
     }
 
     int rate = hv_model_sample_rate(model);
-    hvt_format_spec spec = cli_format_spec(&o, model);
+    hv_output_spec spec = cli_format_spec(&o, model);
     rc = 0;
     ran = 1;
     for (int i = 0; i < o.n_files; i++) {
@@ -350,12 +350,12 @@ int main(int argc, char **argv) {
             /* whisper-cli's -oFMT flags write files and still print the
              * transcript, with times unless -nt */
             if (o.aliases && !piped) {
-                hvt_format_spec shown = spec;
+                hv_output_spec shown = spec;
                 shown.timestamps = !o.no_timestamps;
-                if (hvt_write_result(out, HVT_FMT_TXT, &shown, path, res) != 0) rc = 1, ok = 0;
+                if (hvt_write_result(out, HV_OUTPUT_TXT, &shown, path, res) != 0) rc = 1, ok = 0;
                 cli_flush_stdout();
             }
-        } else if ((o.stream && o.format != HVT_FMT_JSONL) || o.txt_live) {
+        } else if ((o.stream && o.format != HV_OUTPUT_JSONL) || o.txt_live) {
             ok = 1; /* written segment by segment */
         } else if (hvt_write_result(out, o.format, &spec, path, res) != 0) {
             cli_file_error(path, HV_ERR_NOMEM,

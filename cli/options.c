@@ -161,7 +161,7 @@ static void usage(FILE *f) {
                "2 bad usage.\n");
 }
 
-void cli_add_format(cli_formats *l, hvt_format f) {
+void cli_add_format(cli_formats *l, hv_output_format f) {
     for (int k = 0; k < l->n; k++)
         if (l->f[k] == f) return;
     l->f[l->n++] = f;
@@ -172,7 +172,7 @@ static int parse_format(const char *arg, void *value) {
     cli_formats l = {.n = 0};
     for (const char *p = arg;;) {
         size_t len = strcspn(p, ",");
-        hvt_format f;
+        hv_output_format f;
         if (hvt_format_parse_n(p, len, &f) != 0) return -1;
         cli_add_format(&l, f);
         if (!p[len]) break;
@@ -183,7 +183,7 @@ static int parse_format(const char *arg, void *value) {
 }
 
 /* 1 if f is one of the output formats. */
-static int has_format(const cli_options *o, hvt_format f) {
+static int has_format(const cli_options *o, hv_output_format f) {
     for (int k = 0; k < o->formats.n; k++)
         if (o->formats.f[k] == f) return 1;
     return 0;
@@ -322,14 +322,14 @@ static const hvt_option OPTIONS[N_OPTS] = {
  * -1 when none, otherwise the exit status. */
 static int check_combinations(cli_options *o, const int *given) {
     if (given[O_JSON]) {
-        if ((given[O_FORMAT] || o->aliases) && (o->formats.n != 1 || o->format != HVT_FMT_JSONL))
+        if ((given[O_FORMAT] || o->aliases) && (o->formats.n != 1 || o->format != HV_OUTPUT_JSONL))
             return hvt_usage_error(CLI_PROG,
                                    "--json (= --format jsonl) and --format %s cannot be "
                                    "combined",
-                                   HVT_FORMAT_NAMES[o->format]);
+                                   hv_output_format_name(o->format));
         o->formats.n = 0;
-        cli_add_format(&o->formats, HVT_FMT_JSONL);
-        o->format = HVT_FMT_JSONL;
+        cli_add_format(&o->formats, HV_OUTPUT_JSONL);
+        o->format = HV_OUTPUT_JSONL;
     }
     if (o->output && o->output_dir)
         return hvt_usage_error(CLI_PROG, "--output and --output-dir cannot be "
@@ -381,12 +381,12 @@ static int check_combinations(cli_options *o, const int *given) {
     if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
         return hvt_usage_error(CLI_PROG, "--chunking fixed needs "
                                          "--chunk-seconds S");
-    if (o->stream && (o->format == HVT_FMT_JSON || o->format == HVT_FMT_CSV ||
-                      o->format == HVT_FMT_WHISPER_JSON))
+    if (o->stream && (o->format == HV_OUTPUT_JSON || o->format == HV_OUTPUT_CSV ||
+                      o->format == HV_OUTPUT_WHISPER_JSON))
         return hvt_usage_error(CLI_PROG,
                                "--stream works with --format txt, jsonl, srt or vtt "
                                "(%s is one document per input)",
-                               HVT_FORMAT_NAMES[o->format]);
+                               hv_output_format_name(o->format));
     if (o->stream && (o->formats.n > 1 || o->aliases || o->n_whisper_bases))
         return hvt_usage_error(CLI_PROG, "--stream writes one format to standard output; output "
                                          "files are written whole (drop --stream, or the formats)");
@@ -478,13 +478,13 @@ static int take_inputs(cli_options *o, int argc, char **argv, const int *given) 
         return hvt_usage_error(CLI_PROG, "-of given %d times for %d input%s", o->n_whisper_bases,
                                o->n_files, o->n_files == 1 ? "" : "s");
     o->to_files = o->output_dir || o->formats.n > 1 || o->aliases || o->n_whisper_bases ||
-                  (o->n_files > 1 && !hvt_format_is_stream(o->format) && !o->output);
-    if (o->n_files > 1 && !o->to_files && !hvt_format_is_stream(o->format))
+                  (o->n_files > 1 && !hv_output_format_is_stream(o->format) && !o->output);
+    if (o->n_files > 1 && !o->to_files && !hv_output_format_is_stream(o->format))
         return hvt_usage_error(CLI_PROG,
                                "--format %s writes one document per "
                                "input: with %d inputs use --output-dir DIR (or no -o: "
                                "each beside its input)",
-                               HVT_FORMAT_NAMES[o->format], o->n_files);
+                               hv_output_format_name(o->format), o->n_files);
     if (o->to_files && !to_stdout)
         return hvt_usage_error(CLI_PROG,
                                "-o %s holds one output: the formats given write a file "
@@ -501,7 +501,7 @@ static int take_inputs(cli_options *o, int argc, char **argv, const int *given) 
         return 1;
     }
     for (int i = 0; i < n_paths; i++) {
-        const char *input = o->files[i / nf], *ext = hvt_format_ext(o->formats.f[i % nf]);
+        const char *input = o->files[i / nf], *ext = hv_output_format_ext(o->formats.f[i % nf]);
         if (o->whisper_names) /* whisper-cli's: rec.wav -> rec.wav.srt, -of BASE -> BASE.srt */
             o->out_paths[i] = cli_whisper_output_path(
                 i / nf < o->n_whisper_bases ? o->whisper_bases[i / nf] : input, ext);
@@ -559,18 +559,19 @@ static void warn_ignored(const cli_options *o, const int *given) {
         fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
                         "without --chunking fixed\n");
     for (int k = O_MAX_CUE_SECONDS; k <= O_MAX_LINE_CHARS; k++)
-        if (given[k] && !has_format(o, HVT_FMT_SRT) && !has_format(o, HVT_FMT_VTT)) {
+        if (given[k] && !has_format(o, HV_OUTPUT_SRT) && !has_format(o, HV_OUTPUT_VTT)) {
             fprintf(stderr, "hviske: warning: --%s has no effect with --format %s\n",
-                    OPTIONS[k].name, HVT_FORMAT_NAMES[o->format]);
+                    OPTIONS[k].name, hv_output_format_name(o->format));
             break;
         }
-    if (given[O_PRINT_TIMESTAMPS] && !has_format(o, HVT_FMT_TXT))
+    if (given[O_PRINT_TIMESTAMPS] && !has_format(o, HV_OUTPUT_TXT))
         fprintf(stderr, "hviske: warning: --print-timestamps has no effect with --format %s\n",
-                HVT_FORMAT_NAMES[o->format]);
-    if (given[O_WORD_TIMESTAMPS] && !has_format(o, HVT_FMT_JSON) && !has_format(o, HVT_FMT_JSONL))
+                hv_output_format_name(o->format));
+    if (given[O_WORD_TIMESTAMPS] && !has_format(o, HV_OUTPUT_JSON) &&
+        !has_format(o, HV_OUTPUT_JSONL))
         fprintf(stderr, "hviske: warning: --word-timestamps has no effect with --format %s%s\n",
-                HVT_FORMAT_NAMES[o->format],
-                o->format == HVT_FMT_TXT ? "" : " (subtitles are timed by word anyway)");
+                hv_output_format_name(o->format),
+                o->format == HV_OUTPUT_TXT ? "" : " (subtitles are timed by word anyway)");
     for (int k = O_VAD_MODEL; k <= O_VAD_MAX_GAP; k++)
         if (given[k] && !hvt_chunking_uses_vad(o->chunking)) {
             fprintf(stderr,
@@ -604,7 +605,7 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
                        .vad = defaults.vad_params,
                        .vad_max_gap_s = defaults.vad_max_gap_s,
                        .cues = hv_cue_default_params(),
-                       .format = HVT_FMT_TXT};
+                       .format = HV_OUTPUT_TXT};
     int given[N_OPTS];
     if (argc <= 1) { /* bare "hviske": what it takes, and where help is */
         short_usage(stderr);
@@ -621,17 +622,18 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
     else
         o->formats = aliased;
     /* -o FILE without a format: the one its extension names */
-    hvt_format by_ext;
-    int ext =
-        o->output && strcmp(o->output, "-") != 0 && hvt_format_of_path(o->output, &by_ext) == 0;
+    hv_output_format by_ext;
+    int ext = o->output && strcmp(o->output, "-") != 0 &&
+              hv_output_format_of_path(o->output, &by_ext) == 0;
     if (o->formats.n == 0 && !given[O_JSON] && ext) cli_add_format(&o->formats, by_ext);
-    if (o->formats.n == 0) cli_add_format(&o->formats, given[O_JSON] ? HVT_FMT_JSONL : HVT_FMT_TXT);
+    if (o->formats.n == 0)
+        cli_add_format(&o->formats, given[O_JSON] ? HV_OUTPUT_JSONL : HV_OUTPUT_TXT);
     o->format = o->formats.f[0];
     o->silent = given[O_QUIET] || o->no_prints;
     if (ext && o->formats.n == 1 && by_ext != o->format &&
-        !(by_ext == HVT_FMT_JSON && o->format == HVT_FMT_WHISPER_JSON) && !o->silent)
+        !(by_ext == HV_OUTPUT_JSON && o->format == HV_OUTPUT_WHISPER_JSON) && !o->silent)
         fprintf(stderr, "hviske: warning: -o %s: its extension says %s, the format is %s\n",
-                o->output, HVT_FORMAT_NAMES[by_ext], HVT_FORMAT_NAMES[o->format]);
+                o->output, hv_output_format_name(by_ext), hv_output_format_name(o->format));
     o->punctuation = !given[O_NO_PUNCT];
     /* a temperature means sampling, as on the server, unless beam search
      * is asked for; a list is the fallback, which samples at each
@@ -652,15 +654,15 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
      * lines only with --progress */
     int to_stdout = !o->to_files && (!o->output || strcmp(o->output, "-") == 0);
     o->timestamps =
-        o->format == HVT_FMT_TXT && !o->no_timestamps &&
+        o->format == HV_OUTPUT_TXT && !o->no_timestamps &&
         (given[O_PRINT_TIMESTAMPS] || (!o->quiet && to_stdout && isatty(STDOUT_FILENO)));
-    o->txt_live = o->format == HVT_FMT_TXT && to_stdout && (o->stream || o->timestamps);
+    o->txt_live = o->format == HV_OUTPUT_TXT && to_stdout && (o->stream || o->timestamps);
     if (isatty(STDERR_FILENO))
         o->progress = !o->silent || given[O_PROGRESS] ? 1 : 0;
     else
         o->progress = given[O_PROGRESS] ? 2 : 0;
     o->notices = !o->silent && isatty(STDERR_FILENO);
-    o->name_lines = o->format == HVT_FMT_TXT && o->n_inputs > 1 && !o->to_files;
+    o->name_lines = o->format == HV_OUTPUT_TXT && o->n_inputs > 1 && !o->to_files;
     if (!o->silent) warn_ignored(o, given);
     return -1;
 }
@@ -707,16 +709,18 @@ hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *v
     /* the segments are cues of the timed words (docs/TIMESTAMPS.md
      * "Segments"): every output that shows segments times the words */
     tp.word_timestamps =
-        o->word_timestamps || o->timestamps || !(o->formats.n == 1 && o->format == HVT_FMT_TXT);
+        o->word_timestamps || o->timestamps || !(o->formats.n == 1 && o->format == HV_OUTPUT_TXT);
     return tp;
 }
 
-hvt_format_spec cli_format_spec(const cli_options *o, const hv_model *model) {
-    hvt_format_spec s = {.cues = o->cues,
-                         .words = o->word_timestamps,
-                         .timestamps = o->timestamps,
-                         .name_lines = o->name_lines,
-                         .model_dir = o->model_dir,
-                         .model = model};
+hv_output_spec cli_format_spec(const cli_options *o, const hv_model *model) {
+    hv_output_spec s = {.size = sizeof s,
+                        .format = o->format,
+                        .cues = o->cues,
+                        .words = o->word_timestamps,
+                        .timestamps = o->timestamps,
+                        .name_lines = o->name_lines,
+                        .model_dir = o->model_dir,
+                        .model = model};
     return s;
 }

@@ -16,7 +16,7 @@
 
 /* --format F[,F...]: the formats in the order given, each once. */
 typedef struct cli_formats {
-    hvt_format f[HVT_N_FORMATS];
+    hv_output_format f[HVT_N_FORMATS];
     int n;
 } cli_formats;
 
@@ -39,18 +39,18 @@ typedef struct cli_options {
     float top_p;
     uint64_t seed;
     hv_chunking chunking;
-    float chunk_seconds;   /* 0: not given */
-    const char *vad_model; /* --vad-model; NULL: hvt_load_vad's search */
-    hv_vad_params vad;     /* speech regions from probabilities */
-    float vad_max_gap_s;   /* a pause this long always ends a chunk */
-    hvt_format format;     /* the first of formats */
-    cli_formats formats;   /* --format, whisper-cli's -otxt ... */
-    int to_files;          /* one output file per input and format: --output-dir
+    float chunk_seconds;     /* 0: not given */
+    const char *vad_model;   /* --vad-model; NULL: hvt_load_vad's search */
+    hv_vad_params vad;       /* speech regions from probabilities */
+    float vad_max_gap_s;     /* a pause this long always ends a chunk */
+    hv_output_format format; /* the first of formats */
+    cli_formats formats;     /* --format, whisper-cli's -otxt ... */
+    int to_files;            /* one output file per input and format: --output-dir
                               DIR, or beside each input */
-    int aliases;           /* whisper-cli's -oFMT flags given */
-    int word_timestamps;   /* --word-timestamps (srt and vtt compute them anyway) */
-    hv_cue_params cues;    /* srt, vtt: --max-cue-seconds, --max-lines, ... */
-    const char *output;    /* -o FILE; NULL or "-": standard output */
+    int aliases;             /* whisper-cli's -oFMT flags given */
+    int word_timestamps;     /* --word-timestamps (srt and vtt compute them anyway) */
+    hv_cue_params cues;      /* srt, vtt: --max-cue-seconds, --max-lines, ... */
+    const char *output;      /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int stream; /* --stream: each segment on stdout as it is final */
     int quiet;
@@ -94,7 +94,7 @@ typedef struct cli_options {
 } cli_options;
 
 /* Adds format f to l, once. */
-void cli_add_format(cli_formats *l, hvt_format f);
+void cli_add_format(cli_formats *l, hv_output_format f);
 
 /* The program's name, at the start of every message. */
 extern const char CLI_PROG[];
@@ -110,6 +110,6 @@ void cli_options_free(cli_options *o);
 hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *vad);
 
 /* How the options write a result; model for whisper-json's tokens. */
-hvt_format_spec cli_format_spec(const cli_options *o, const hv_model *model);
+hv_output_spec cli_format_spec(const cli_options *o, const hv_model *model);
 
 #endif /* HV_CLI_OPTIONS_H */

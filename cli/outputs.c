@@ -128,7 +128,7 @@ int cli_outputs_exist(const cli_options *o, int i) {
     return 1;
 }
 
-int cli_write_output_file(const hvt_format_spec *spec, hvt_format fmt, const char *input,
+int cli_write_output_file(const hv_output_spec *spec, hv_output_format fmt, const char *input,
                           const char *out_path, const hv_result *res, int notice) {
     if (strcmp(input, "-") != 0 && cli_same_file(input, out_path)) {
         cli_error("%s: not overwriting the input %s", out_path, input);

@@ -54,7 +54,7 @@ int cli_outputs_exist(const cli_options *o, int i);
 
 /* Writes one result in format fmt to its own file out_path; 0, else -1
  * with the failure reported. notice: "hviske: wrote FILE" on stderr. */
-int cli_write_output_file(const hvt_format_spec *spec, hvt_format fmt, const char *input,
+int cli_write_output_file(const hv_output_spec *spec, hv_output_format fmt, const char *input,
                           const char *out_path, const hv_result *res, int notice);
 
 #endif /* HV_CLI_OUTPUTS_H */

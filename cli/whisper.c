@@ -75,12 +75,12 @@ static const w_flag FLAGS[] = {
     DO("-tp", NULL, 1, W_TEMPERATURE),
     DO("-tpi", "--temperature-inc", 1, W_TEMPERATURE),
     DO("-nf", "--no-fallback", 0, W_TEMPERATURE),
-    FORMAT("-otxt", "--output-txt", HVT_FMT_TXT, 0),
-    FORMAT("-osrt", "--output-srt", HVT_FMT_SRT, 0),
-    FORMAT("-ovtt", "--output-vtt", HVT_FMT_VTT, 0),
-    FORMAT("-ocsv", "--output-csv", HVT_FMT_CSV, 0),
-    FORMAT("-oj", "--output-json", HVT_FMT_WHISPER_JSON, 0),
-    FORMAT("-ojf", "--output-json-full", HVT_FMT_WHISPER_JSON, 1),
+    FORMAT("-otxt", "--output-txt", HV_OUTPUT_TXT, 0),
+    FORMAT("-osrt", "--output-srt", HV_OUTPUT_SRT, 0),
+    FORMAT("-ovtt", "--output-vtt", HV_OUTPUT_VTT, 0),
+    FORMAT("-ocsv", "--output-csv", HV_OUTPUT_CSV, 0),
+    FORMAT("-oj", "--output-json", HV_OUTPUT_WHISPER_JSON, 0),
+    FORMAT("-ojf", "--output-json-full", HV_OUTPUT_WHISPER_JSON, 1),
     SET(NULL, "--vad", "--chunking", "vad"),
     DO("-vm", "--vad-model", 1, W_VAD_MODEL),
     OPT("-vt", NULL, 1, "--vad-threshold"),
@@ -166,7 +166,7 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
             if (v || w->value) out[(*m)++] = (char *)(v ? v : w->value);
             return -1;
         case W_FORMAT:
-            cli_add_format(&o->formats, (hvt_format)w->fmt);
+            cli_add_format(&o->formats, (hv_output_format)w->fmt);
             o->word_timestamps |= w->words;
             o->aliases = 1;
             return -1;

@@ -438,7 +438,7 @@ static int parse_downloads(const char *v, srv_params *p) {
     p->n_downloads = 0;
     for (const char *q = v;;) {
         size_t k = strcspn(q, ",");
-        hvt_format fmt;
+        hv_output_format fmt;
         if (hvt_format_parse_n(q, k, &fmt) != 0) return -1;
         for (int i = 0; i < p->n_downloads; i++)
             if (p->downloads[i] == fmt) return -1;

@@ -14,7 +14,6 @@
 
 #include "formats.h"
 #include "hviske.h"
-#include "subtitles.h"
 
 typedef enum srv_format {
     SRV_FMT_JSON,         /* {"text": ...} */
@@ -25,7 +24,7 @@ typedef enum srv_format {
 } srv_format;
 
 /* timestamp_granularities[] values. */
-enum { SRV_SEGMENTS = 1, SRV_WORDS = 2 };
+enum { SRV_SEGMENTS = HV_OUTPUT_SEGMENTS, SRV_WORDS = HV_OUTPUT_WORDS };
 
 /* How a transcription is written, beyond its format. */
 typedef struct srv_format_opts {
@@ -53,11 +52,11 @@ char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opt
 
 /* The web page's downloads of one result: {"txt": BODY, ...}, for each
  * of fmts[n] the bytes hviske writes with --format F and spec (the CLI's
- * formats.h: one implementation for both programs) for the input named
+ * library's writers: one implementation for both programs) for the input named
  * file, as a string (invalid UTF-8, which a model's byte pieces can
  * make, as U+FFFD). NULL when out of memory. */
-struct cJSON *srv_format_downloads(const hv_result *res, const hvt_format *fmts, int n,
-                                   const hvt_format_spec *spec, const char *file);
+struct cJSON *srv_format_downloads(const hv_result *res, const hv_output_format *fmts, int n,
+                                   const hv_output_spec *spec, const char *file);
 
 /* Adds hviske's fields to the model object of GET /v1/models, for
  * clients such as the web page: "checkpoint" (the model directory's

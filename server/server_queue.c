@@ -279,8 +279,11 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
                     id, sj.n, sj.n == 1 ? "" : "s");
     } else {
         /* the downloads of the page: the CLI's bytes for this result */
-        hvt_format_spec spec = {
-            .cues = s->o->cues, .words = 1, .model_dir = s->model_dir, .model = s->model};
+        hv_output_spec spec = hv_output_default_spec(HV_OUTPUT_TXT);
+        spec.cues = s->o->cues;
+        spec.words = 1;
+        spec.model_dir = s->model_dir;
+        spec.model = s->model;
         cJSON *dl = p.n_downloads ? srv_format_downloads(res, p.downloads, p.n_downloads, &spec,
                                                          file[0] ? file : "-")
                                   : NULL;

@@ -412,17 +412,6 @@ int hvt_model_has_language(const hv_model *model, const char *lang) {
     return 0;
 }
 
-double hvt_float_for_json(double v) {
-    char buf[32];
-    if (!isfinite(v) || fabs(v) > FLT_MAX)
-        return v; /* as it is; NaN and infinities: cJSON writes null */
-    for (int prec = 6; prec <= 9; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtof(buf, NULL) == (float)v) break;
-    }
-    return strtod(buf, NULL);
-}
-
 double hvt_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -175,13 +175,6 @@ int hvt_whisper_same(const char *prog, const char *origin, const char *arg, cons
 /* 1 if the model lists lang among its supported languages. */
 int hvt_model_has_language(const hv_model *model, const char *lang);
 
-/* A float's value as the double of its shortest decimal form that reads
- * back as the same float, so JSON shows -0.30528 rather than
- * -0.30527999997138977. NaN and infinities come back as they are: cJSON
- * writes them as null, the one JSON value a consumer can test for (NaN is
- * not JSON). */
-double hvt_float_for_json(double v);
-
 /* Seconds on the monotonic clock, for measuring intervals. */
 double hvt_now_s(void);
 

@@ -738,7 +738,8 @@ class Model:
                    log_prob_threshold: Optional[float] = -1.0,
                    no_speech_threshold: Optional[float] = 0.6,
                    vad_options: Optional[Mapping[str, Any]] = None,
-                   speech_probabilities: bool = False) -> Result:
+                   speech_probabilities: bool = False,
+                   _output: Optional[Callable[[Any], None]] = None) -> Result:
         """Transcribes `audio`: a path, the bytes of an audio file (any format
         libsndfile reads), a file object reading them (opened "rb";
         read to its end), or float samples (a list, array.array or numpy
@@ -800,7 +801,7 @@ class Model:
             return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
                                     sample, one, top_k, top_p, seed, chunking,
                                     word_timestamps, progress, sample_rate, max_tokens,
-                                    chunk_seconds, on_segment, opts)
+                                    chunk_seconds, on_segment, opts, _output)
         finally:
             self._release()
 
@@ -812,7 +813,8 @@ class Model:
                     sample_rate: Optional[int], max_tokens: Optional[int],
                     chunk_seconds: Optional[float],
                     on_segment: Optional[Callable[[Segment], Optional[bool]]],
-                    opts: _Options) -> Result:
+                    opts: _Options,
+                    output: Optional[Callable[[Any], None]] = None) -> Result:
         """transcribe() once the model is held (model: its pointer); the
         arguments as given, checked here."""
         lib = self._lib
@@ -948,6 +950,8 @@ class Model:
             del keep
         try:
             result = self._result(res, word_timestamps)
+            if output is not None:  # python -m hviske: the library's writers
+                output(res)
         finally:
             lib.hv_result_free(res)
         if raised:

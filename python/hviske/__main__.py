@@ -1,8 +1,8 @@
 """python -m hviske: a thin command line over the package, for scripts
 that have Python but not the hviske program. The real command line is
-`hviske` (docs/CLI.md); this mirrors its most used options and its txt,
-jsonl, srt and vtt outputs (the subtitles byte for byte the program's,
-with its default cue limits).
+`hviske` (docs/CLI.md); this mirrors its most used options; txt, srt and
+vtt are written by the library's writers (include/hviske_output.h), byte
+for byte the program's with its default cue limits.
 
     python -m hviske -m MODEL_DIR [options] FILE...
 
@@ -20,7 +20,8 @@ import sys
 import time
 from typing import Any, Callable, List, Optional, Sequence, Union
 
-from . import Error, InvalidArgument, Model, Result, Segment, StandardInput, Word
+from . import Error, InvalidArgument, Model, Result, StandardInput, Word
+from ._output import write_result
 
 
 def _usage_error(e: BaseException) -> bool:
@@ -88,44 +89,6 @@ def _temperatures(text: str) -> Union[float, list[float]]:
     return values[0] if len(values) == 1 else values
 
 
-def _ms(t: float) -> int:
-    """Seconds as the program's whole milliseconds in subtitles: C's
-    llround(t * 1000), 0 for NaN or t <= 0, at most 1e12."""
-    if not t > 0:
-        return 0
-    if t >= 1e9:
-        return 10**12
-    v = t * 1000.0
-    whole = math.floor(v)
-    return int(whole) + (1 if v - whole >= 0.5 else 0)
-
-
-_BREAKS = str.maketrans({"\r": " ", "\v": " ", "\f": " ", "\x85": " ", "\u2028": " ",
-                         "\u2029": " "})
-_VTT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
-
-
-def subtitles(segments: Sequence[Segment], vtt: bool) -> str:
-    """SubRip or WebVTT of the segments (the cues), as the hviske program
-    writes them (tools/subtitles.c): each cue's lines, blank ones left out,
-    a cue with none left out (and not numbered); times in milliseconds."""
-    out = ["WEBVTT\n\n"] if vtt else []
-    sep, number = "." if vtt else ",", 0
-    for seg in segments:
-        lines = [line.translate(_BREAKS) for line in (seg.lines or [seg.text])]
-        lines = [line.translate(_VTT) if vtt else line for line in lines
-                 if line.strip(" \t\r\v\f")]
-        if not lines:
-            continue
-        a, b = (_ms(t) for t in (seg.start, seg.end))
-        times = " --> ".join("%02d:%02d:%02d%s%03d" % (ms // 3600000, ms // 60000 % 60,
-                                                       ms // 1000 % 60, sep, ms % 1000)
-                             for ms in (a, b))
-        number += 1
-        out.append(("" if vtt else f"{number}\n") + times + "\n" + "\n".join(lines) + "\n\n")
-    return "".join(out)
-
-
 def _output_path(path: str, ext: str, out_dir: Optional[str]) -> str:
     """DIR/NAME.EXT for an input (DIR: out_dir, else the input's own
     directory), its last extension replaced, as the program names them."""
@@ -181,7 +144,7 @@ def json_float(x: float) -> float:
     """x, a value the library computed as a float (a word's probability),
     as the hviske program writes it in JSON: the shortest decimal of 6 to 9
     significant digits that reads back as the same float (its
-    hvt_float_for_json: 0.91978943, not 0.9197894334793091), so the number
+    hv_output_float, src/output/json.c: 0.91978943, not 0.9197894334793091), so the number
     is the library's, unrounded, and the same in every interface; 0 for a
     value that is not finite (JSON has no NaN)."""
     if not math.isfinite(x):
@@ -272,6 +235,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       file=sys.stderr)
                 rc = 1
                 continue
+            written: List[bytes] = []
             try:
                 audio: Any = StandardInput() if path == "-" else path
                 r = model.transcribe(audio, language=a.language,
@@ -281,7 +245,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      seed=a.seed, chunking=a.chunking,
                                      chunk_seconds=a.chunk_seconds,
                                      word_timestamps=a.word_timestamps,
-                                     progress=_progress(path) if a.progress else None)
+                                     progress=_progress(path) if a.progress else None,
+                                     _output=None if fmt == "json" else
+                                     lambda res: written.append(write_result(
+                                         model._lib, res, fmt, path)))
             except (Error, TypeError) as e:
                 if _usage_error(e):
                     print(f"hviske: {e}", file=sys.stderr)
@@ -293,7 +260,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 continue
             n_ok += 1
             if docs:
-                text = subtitles(r.segments, fmt == "vtt")
+                text = written[0].decode("utf-8", "replace")
                 if not to_files:
                     emit(text)
                     continue
@@ -303,9 +270,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     print(f"hviske: {outputs[i]}: {e.strerror or e}", file=sys.stderr)
                     rc = 1
                 continue
-            line = _json(path, r, a.word_timestamps) if fmt == "json" else \
-                r.text.replace("\n", " ").replace("\r", " ")
-            emit(line + "\n")
+            emit(_json(path, r, a.word_timestamps) + "\n" if fmt == "json" else
+                 written[0].decode("utf-8", "replace"))
     if a.output is not None and n_ok:
         try:
             _write(a.output, "".join(sink))

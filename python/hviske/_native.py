@@ -158,6 +158,27 @@ class Cue(ctypes.Structure):
                 ("text", ctypes.c_char_p)]
 
 
+class CueParams(ctypes.Structure):
+    """hv_cue_params: the limits of a cue."""
+    _fields_ = [("max_seconds", ctypes.c_double), ("max_lines", ctypes.c_int),
+                ("max_line_chars", ctypes.c_int), ("max_cps", ctypes.c_double),
+                ("min_seconds", ctypes.c_double), ("min_gap", ctypes.c_double)]
+
+
+# hv_output_write_fn: int (*)(void *arg, const char *data, size_t n)
+OUTPUT_WRITE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char),
+                                ctypes.c_size_t)
+
+
+class OutputSpec(ctypes.Structure):
+    """hv_output_spec (hviske_output.h): how a result is written."""
+    _fields_ = [("size", ctypes.c_size_t), ("format", ctypes.c_int), ("write", OUTPUT_WRITE),
+                ("write_arg", ctypes.c_void_p), ("cues", CueParams), ("words", ctypes.c_int),
+                ("timestamps", ctypes.c_int), ("name_lines", ctypes.c_int),
+                ("model_dir", ctypes.c_char_p), ("model", ctypes.c_void_p),
+                ("granularities", ctypes.c_int), ("logprobs", ctypes.c_int)]
+
+
 class _DlInfo(ctypes.Structure):
     _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
                 ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
@@ -209,6 +230,10 @@ _SIGNATURES = {
                                        ctypes.POINTER(ctypes.POINTER(Cue)),
                                        ctypes.POINTER(ctypes.c_int)]),
     "hv_cues_free": (None, [ctypes.POINTER(Cue), ctypes.c_int]),
+    "hv_output_default_spec": (OutputSpec, [ctypes.c_int]),
+    "hv_output_format_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t,
+                                              ctypes.POINTER(ctypes.c_int)]),
+    "hv_output_write_result": (ctypes.c_int, [ctypes.POINTER(OutputSpec), ctypes.c_char_p, _P]),
     "hv_audio_free": (None, [_F]),
     "hv_audio_max_seconds": (ctypes.c_double, [ctypes.c_size_t, ctypes.c_int]),
     "hv_audio_read_mono": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_double,

@@ -25,6 +25,13 @@ int hv_utf8_seq_len(const unsigned char *p, const unsigned char *end) {
     return ok ? len : 0;
 }
 
+int hv_utf8_valid(const char *s) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+    int len = 1;
+    while (p < end && (len = hv_utf8_seq_len(p, end)) > 0) p += len;
+    return p == end;
+}
+
 char *hv_utf8_fix(const char *s, hv_utf8_bad bad) {
     size_t n = strlen(s);
     char *out = malloc((bad == HV_UTF8_ESCAPE ? 4 : 3) * n + 1), *w = out; /* \xHH or U+FFFD */

@@ -1,7 +1,7 @@
 /* The UTF-8 sequence rule and the repair of strings by it, shared by the
  * library's hv_utf8_clean (which writes U+FFFD for each byte outside a
- * valid sequence) and the programs' JSON file names (tools/subtitles.c,
- * which writes such a byte as \xHH).
+ * valid sequence) and JSON file names (hv_output_file_name, which
+ * writes such a byte as \xHH).
  *
  * Self-contained (no other part of the library), so the programs, which
  * otherwise see only the public API, may use it too. */
@@ -14,6 +14,9 @@
  * above U+10FFFF (F4 90.., F5..FF), or a sequence cut short by end or by a
  * byte that is not a continuation. p < end. */
 int hv_utf8_seq_len(const unsigned char *p, const unsigned char *end);
+
+/* 1 when s is valid UTF-8 throughout. */
+int hv_utf8_valid(const char *s);
 
 /* What hv_utf8_fix writes for a byte outside a valid sequence. */
 typedef enum {

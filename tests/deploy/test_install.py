@@ -135,6 +135,7 @@ def expected_files(version):
         "bin/hviske", "bin/hviske-server", "bin/hviske-bench", "bin/hviske-quantize",
         f"lib/{full}", f"lib/libhviske.so.{major}@", "lib/libhviske.so@", "lib/libhviske.a",
         "lib/pkgconfig/hviske.pc", "include/hviske.h",
+        "include/hviske_output.h",
         "share/hviske/silero-vad/config.json", "share/hviske/silero-vad/model.safetensors",
         "share/hviske/silero-vad/LICENSE", "share/hviske/silero-vad/README.md",
         "share/man/man1/hviske.1", "share/man/man1/hviske-server.1",

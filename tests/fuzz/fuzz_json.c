@@ -8,7 +8,7 @@
  *         value followed by white space only (checked by parsing again
  *         without the strict flag and looking at what follows).
  *   odd:  the rest, up to a NUL, is a file name given to
- *         hvt_json_add_name (tools/subtitles.c). The object printed and
+ *         hvt_json_add_name (tools/subtitles.c, over hv_output_file_name). The object printed and
  *         parsed again must hold "file" as valid UTF-8; "file_bytes"
  *         exactly when the name is not valid UTF-8, decoding to the name's
  *         bytes; and a valid name as it is. Any violation aborts. */
@@ -20,6 +20,7 @@
 
 #include "server_form.h"
 #include "subtitles.h"
+#include "util/utf8.h"
 
 /* 1 when no object in the tree holds a key twice, by cJSON's lookup: the
  * first item of each key must be the item itself. */
@@ -83,9 +84,9 @@ static void fuzz_name(const char *name) {
     cJSON *back = text ? cJSON_Parse(text) : NULL;
     const char *shown = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(back, "file"));
     const char *raw = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(back, "file_bytes"));
-    if (!shown || !hvt_utf8_valid(shown)) abort();
+    if (!shown || !hv_utf8_valid(shown)) abort();
     size_t n = strlen(name);
-    if (hvt_utf8_valid(name)) {
+    if (hv_utf8_valid(name)) {
         if (raw || strcmp(shown, name) != 0) abort();
     } else {
         unsigned char *bytes = malloc(n + 1);

@@ -1,5 +1,6 @@
 """`python -m hviske` writes SubRip and WebVTT as the hviske program does
-(issue #53; python/README.md, the end):
+(with the library's writers, include/hviske_output.h; issue #53;
+python/README.md, the end):
 
   * --format srt and --format vtt of one input on standard output, byte for
     byte the program's, for the example and for 7 sentences with pauses
@@ -8,9 +9,6 @@
   * several inputs: NAME.srt / NAME.vtt beside each input, or in
     --output-dir, each the program's file; an input that fails is named
     (exit 1) and the others are written;
-  * the writer's rules on made-up cues: WebVTT escapes & < >, line
-    separators become spaces, blank lines are left out, and a cue with
-    none left is neither shown nor numbered;
   * --format json is --json; --temperature takes the fallback's list, as
     the program's; usage errors (exit 2): --json with --format srt,
     --output-dir without srt or vtt, two inputs writing one file; an
@@ -123,24 +121,6 @@ def test_inputs_kept(tmp):
                os.path.isfile(os.path.join(d, other)), str(os.listdir(d)))
 
 
-def test_writer():
-    from hviske import Segment
-    from hviske.__main__ import subtitles
-    segs = [Segment(start=0.0005, end=1.25, text="x", tokens=[], token_logprobs=[],
-                    lines=["a & b <c>", "d\u2028e\rf"]),
-            Segment(start=2, end=3, text=" ", tokens=[], token_logprobs=[], lines=["  ", "\t"]),
-            Segment(start=3661.0015, end=3662, text="g", tokens=[], token_logprobs=[],
-                    lines=["g", " "])]
-    vtt = subtitles(segs, True)
-    srt = subtitles(segs, False)
-    report("the writer's rules: & < > escaped in WebVTT, line separators as spaces, blank "
-           "lines and a cue of them left out (not numbered), times as C's llround",
-           vtt == "WEBVTT\n\n00:00:00.001 --> 00:00:01.250\na &amp; b &lt;c&gt;\nd e f\n\n"
-                  "01:01:01.002 --> 01:01:02.000\ng\n\n" and
-           srt == "1\n00:00:00,001 --> 00:00:01,250\na & b <c>\nd e f\n\n"
-                  "2\n01:01:01,002 --> 01:01:02,000\ng\n\n", f"{vtt!r} {srt!r}")
-
-
 def test_options(tmp):
     j, f = py(["--json", WAV]), py(["--format", "json", WAV])
     report("--format json is --json", j.returncode == 0 and j.stdout == f.stdout and
@@ -172,7 +152,6 @@ def main():
         test_stdout(tmp)
         test_files(tmp)
         test_inputs_kept(tmp)
-        test_writer()
         test_options(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,5 +1,5 @@
 /* Subtitle cues from word times (the library's hv_cues_build and
- * hv_segment_cues, tools/subtitles.h's cue writers): where cues are cut (sentence ends, clause punctuation,
+ * hv_segment_cues, the library's cue writers, src/output/subtitles.c): where cues are cut (sentence ends, clause punctuation,
  * pauses, long pauses, the time and line limits, no orphans), how lines
  * are broken, the cue times (order, no overlap, end > start), hostile
  * input (no words, empty texts, NaN, overlapping times, huge n), the
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/writer.h"
 #include "subtitles.h"
 #include "testlib.h"
 
@@ -729,7 +730,7 @@ static char *write_mem(int vtt, const hv_cue *c, int n) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return NULL;
-    int rc = vtt ? hvt_write_vtt_cues(f, c, n) : hvt_write_srt_cues(f, c, n);
+    int rc = vtt ? hv_output_cues(f, c, n, 1) : hv_output_cues(f, c, n, 0);
     fclose(f);
     if (rc != 0) {
         free(buf);

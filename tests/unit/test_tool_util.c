@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "output/writer.h"
 #include "testlib.h"
 #include "tool_util.h"
 
@@ -337,14 +338,14 @@ static void test_temperatures(void) {
 /* ----------------------------------------------------------------- misc */
 
 static void test_misc(void) {
-    CHECK(hvt_float_for_json((double)-0.30528f) == -0.30528);
-    CHECK(hvt_float_for_json((double)0.1f) == 0.1);
-    CHECK(hvt_float_for_json(0.0) == 0.0);
-    CHECK((float)hvt_float_for_json((double)FLT_MAX) == FLT_MAX);
-    CHECK(isnan(hvt_float_for_json(NAN)));
-    CHECK(hvt_float_for_json(INFINITY) == INFINITY);
-    CHECK(hvt_float_for_json(-INFINITY) == -INFINITY);
-    CHECK(hvt_float_for_json(1e300) == 1e300); /* no float: as it is */
+    CHECK(hv_output_float((double)-0.30528f) == -0.30528);
+    CHECK(hv_output_float((double)0.1f) == 0.1);
+    CHECK(hv_output_float(0.0) == 0.0);
+    CHECK((float)hv_output_float((double)FLT_MAX) == FLT_MAX);
+    CHECK(isnan(hv_output_float(NAN)));
+    CHECK(hv_output_float(INFINITY) == INFINITY);
+    CHECK(hv_output_float(-INFINITY) == -INFINITY);
+    CHECK(hv_output_float(1e300) == 1e300); /* no float: as it is */
 
     double t0 = hvt_now_s(), t1 = hvt_now_s();
     CHECK(t0 > 0 && t1 >= t0);

@@ -1,7 +1,7 @@
 /* The UTF-8 sequence rule (src/util/utf8.h) and its two users: the
  * library's hv_utf8_clean (U+FFFD for each byte outside a valid sequence)
- * and the programs' JSON file names (tools/subtitles.c: hvt_utf8_valid,
- * and hvt_name_escape's \xHH). The rule is checked against a decoder
+ * and JSON file names (hv_output_file_name: hv_utf8_valid, and
+ * hv_utf8_fix's \xHH). The rule is checked against a decoder
  * written from RFC 3629 on every sequence of up to three bytes and on
  * every four-byte lead with every second byte. */
 #include <stdlib.h>
@@ -84,8 +84,8 @@ static void check_rule(void) {
         /* the two users agree on what is valid */
         char *clean = hv_utf8_clean(t[i].s);
         int same = clean && strcmp(clean, t[i].s) == 0;
-        CHECK_MSG(same == hvt_utf8_valid(t[i].s), "case %zu: clean %d, valid %d", i, same,
-                  hvt_utf8_valid(t[i].s));
+        CHECK_MSG(same == hv_utf8_valid(t[i].s), "case %zu: clean %d, valid %d", i, same,
+                  hv_utf8_valid(t[i].s));
         free(clean);
     }
 }
@@ -126,9 +126,9 @@ static void check_escape(void) {
         {"\xF0\x9F\x98\x80\xF4\x90\x80\x80", "\xF0\x9F\x98\x80\\xf4\\x90\\x80\\x80", 0},
     };
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-        char *c = hvt_name_escape(t[i].in);
+        char *c = hv_utf8_fix(t[i].in, HV_UTF8_ESCAPE);
         CHECK_MSG(c && strcmp(c, t[i].out) == 0, "hvt_name_escape case %zu: %s", i, c ? c : "NULL");
-        CHECK_MSG(hvt_utf8_valid(t[i].in) == t[i].valid, "hvt_utf8_valid case %zu", i);
+        CHECK_MSG(hv_utf8_valid(t[i].in) == t[i].valid, "hv_utf8_valid case %zu", i);
         free(c);
     }
 }

@@ -1,0 +1,147 @@
+/*
+ * hviske_output.h: a transcription written in an output format, the
+ * library's one writer of each (after SQLite's qrf.h). The hviske program,
+ * hviske-server and the Python package all write with it; a C program
+ * gets the same bytes. Beside hviske.h, not in it: a layer over results
+ * that a program may leave out, with a spec that grows on its own.
+ *
+ *   txt           the transcript on one line; with timestamps one
+ *                 "[start --> end] text" line per segment
+ *   jsonl, json   hviske's JSON: one line, or indented by two spaces with
+ *                 language and duration too
+ *   srt, vtt      SubRip and WebVTT subtitles: the segments' cues
+ *   csv           start,end,text per segment, times in milliseconds
+ *   whisper-json  whisper-cli's -oj layout: transcription[] of
+ *                 {timestamps, offsets, text}, with tokens[] (-ojf)
+ *   openai-json   OpenAI's {"text"} (with "logprobs" when asked)
+ *   openai-verbose-json  OpenAI's verbose_json: task, language, duration,
+ *                 text, segments and words as `granularities` ask
+ *
+ * The segments are the cues of each chunk's words (hv_segment_cues with
+ * the spec's limits); every format that shows segments makes them so.
+ * Text from the model is cleaned to valid UTF-8 where the format is JSON
+ * or subtitles; txt and csv write it as it is (docs/CLI.md).
+ *
+ *     hv_output_spec s = hv_output_default_spec(HV_OUTPUT_SRT);
+ *     s.write = hv_output_write_file;
+ *     s.write_arg = stdout;
+ *     hv_output_write_result(&s, "talk.wav", res);
+ */
+#ifndef HVISKE_OUTPUT_H
+#define HVISKE_OUTPUT_H
+
+#include <stddef.h>
+
+#include "hviske.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hv_output_format {
+    HV_OUTPUT_TXT,
+    HV_OUTPUT_JSONL,
+    HV_OUTPUT_JSON,
+    HV_OUTPUT_SRT,
+    HV_OUTPUT_VTT,
+    HV_OUTPUT_CSV,
+    HV_OUTPUT_WHISPER_JSON,
+    HV_OUTPUT_OPENAI_JSON,
+    HV_OUTPUT_OPENAI_VERBOSE_JSON,
+    HV_OUTPUT_N_FORMATS
+} hv_output_format;
+
+/* Where the bytes go: writes data[n]; 0, or non-zero when it failed (the
+ * writer then stops with HV_ERR_IO). A call may come with part of a
+ * result; the calls together are the output. */
+typedef int (*hv_output_write_fn)(void *arg, const char *data, size_t n);
+
+/* openai-verbose-json's granularities (OpenAI's timestamp_granularities[]). */
+enum { HV_OUTPUT_SEGMENTS = 1, HV_OUTPUT_WORDS = 2 };
+
+/* How a result is written. Start from hv_output_default_spec, which sets
+ * size; a later library that grows the struct reads only the fields a
+ * caller's size holds. */
+typedef struct hv_output_spec {
+    size_t size; /* sizeof(hv_output_spec) as the caller knows it */
+    hv_output_format format;
+    hv_output_write_fn write; /* required */
+    void *write_arg;
+    hv_cue_params cues;    /* the segments: cues of each chunk's words */
+    int words;             /* json, jsonl: "words" in the result and each
+                              segment and chunk; whisper-json: tokens[] */
+    int timestamps;        /* txt: a timed line per segment */
+    int name_lines;        /* txt: "FILE: " before each line */
+    const char *model_dir; /* whisper-json: params.model (NULL: "") */
+    const hv_model *model; /* whisper-json: the tokens' text (NULL: "");
+                              openai-json: logprobs' tokens */
+    int granularities;     /* openai-verbose-json: HV_OUTPUT_SEGMENTS,
+                              HV_OUTPUT_WORDS (default: segments) */
+    int logprobs;          /* openai-json: "logprobs", OpenAI's [{"token",
+                              "logprob", "bytes"}] per token (needs model) */
+} hv_output_spec;
+
+/* The defaults for format f: the default cue limits, segments for
+ * openai-verbose-json, nothing else; write is NULL (the caller's). */
+HV_API hv_output_spec hv_output_default_spec(hv_output_format f);
+
+/* "txt", "jsonl", "json", "srt", "vtt", "csv", "whisper-json",
+ * "openai-json", "openai-verbose-json"; NULL for a value that is none. */
+HV_API const char *hv_output_format_name(hv_output_format f);
+
+/* The file extension of a format, without the dot ("json" for the JSON
+ * ones but jsonl). NULL for a value that is none. */
+HV_API const char *hv_output_format_ext(hv_output_format f);
+
+/* The format named by the len bytes at name (any case: "SRT"), into
+ * *out; HV_OK, or HV_ERR_INVALID_ARG when they name none. */
+HV_API hv_status hv_output_format_parse(const char *name, size_t len, hv_output_format *out);
+
+/* The format a file name's extension names (".srt", ".JSON": any case;
+ * .json is json) among txt, jsonl, json, srt, vtt and csv, into *out;
+ * HV_OK, or HV_ERR_INVALID_ARG when it names none. */
+HV_API hv_status hv_output_format_of_path(const char *path, hv_output_format *out);
+
+/* 1 when a format holds one result per line, so that several inputs can
+ * share one stream (txt, jsonl); the others are one document per input. */
+HV_API int hv_output_format_is_stream(hv_output_format f);
+
+/* Writes one result of the input `file` (as given: "-" for standard
+ * input; jsonl's and json's "file", txt's name lines) as s says. HV_OK;
+ * HV_ERR_INVALID_ARG for a spec without write or with a format that is
+ * none; HV_ERR_NOMEM; HV_ERR_IO when write failed. */
+HV_API hv_status hv_output_write_result(const hv_output_spec *s, const char *file,
+                                        const hv_result *res);
+
+/* Where a result written segment by segment stands; zero it before the
+ * first segment. */
+typedef struct hv_output_state {
+    int segments; /* the segments written */
+    int cues;     /* srt: the last cue's number */
+} hv_output_state;
+
+/* Writes one segment as it comes (hv_transcribe_params.segment_callback):
+ * txt its line(s), srt and vtt its cues (the WebVTT header with the
+ * first), jsonl one {"file", "segment"} line per cue; the segments'
+ * outputs together are what hv_output_write_result writes for txt, srt
+ * and vtt. HV_ERR_UNSUPPORTED for the other formats (one document each);
+ * else as hv_output_write_result. */
+HV_API hv_status hv_output_write_segment(const hv_output_spec *s, const char *file,
+                                         const hv_segment *g, hv_output_state *st);
+
+/* A write callback for a C stream: arg is the FILE *. */
+HV_API int hv_output_write_file(void *arg, const char *data, size_t n);
+
+/* A file name as the JSON formats write it, losslessly (docs/CLI.md,
+ * "File names in JSON"): *shown the name when it is valid UTF-8, else
+ * with each byte outside a valid sequence as the four characters \xHH;
+ * *bytes NULL when it is valid, else the name's bytes in base64 (RFC
+ * 4648, padded) for KEY_bytes. Release both with free(). HV_OK or
+ * HV_ERR_NOMEM (both NULL). */
+HV_API hv_status hv_output_file_name(const char *name, char **shown, char **bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVISKE_OUTPUT_H */

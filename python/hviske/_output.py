@@ -1,0 +1,30 @@
+"""A result written in one of the library's output formats
+(include/hviske_output.h): the bytes hviske and hviske-server write."""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Any
+
+from ._native import OUTPUT_WRITE, Library
+
+
+def write_result(lib: Library, res: Any, fmt: str, file: str) -> bytes:
+    """The bytes of the library's result `res` (an hv_result *) in format
+    fmt ("txt", "srt", "vtt", ...: hv_output_format_parse), for the input
+    named `file`, with the default spec."""
+    code = ctypes.c_int()
+    name = fmt.encode()
+    if lib.hv_output_format_parse(name, len(name), ctypes.byref(code)) != 0:
+        raise ValueError(f"no output format {fmt!r}")
+    spec = lib.hv_output_default_spec(code.value)
+    out = bytearray()
+
+    def write(_arg: Any, data: Any, n: int) -> int:
+        out.extend(ctypes.string_at(data, n))
+        return 0
+    spec.write = OUTPUT_WRITE(write)
+    st = lib.hv_output_write_result(ctypes.byref(spec), os.fsencode(file), res)
+    if st != 0:
+        raise MemoryError(f"writing {fmt}: {lib.hv_status_name(st).decode()}")
+    return bytes(out)

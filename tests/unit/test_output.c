@@ -1,0 +1,153 @@
+/*
+ * The output writers' API (include/hviske_output.h), beside the bytes of
+ * each format (tests/programs/test_golden_outputs.py):
+ *   - every format's name parses back to it, in any case; the extension
+ *     of a file name names only hviske's own document formats;
+ *   - a spec without a write callback, with a format that is none or a
+ *     size too small is refused; a smaller spec (an older caller) gets the
+ *     defaults for the fields it lacks;
+ *   - a callback that fails is HV_ERR_IO; segments of a document format
+ *     are HV_ERR_UNSUPPORTED; the segments of txt, srt and vtt written one
+ *     by one are the whole result's bytes;
+ *   - file names in JSON: as they are when UTF-8, else \xHH and base64.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hviske_output.h"
+#include "testlib.h"
+
+typedef struct sink {
+    char buf[1 << 16];
+    size_t n;
+    int calls, fail;
+} sink;
+
+static int to_sink(void *arg, const char *data, size_t n) {
+    sink *s = arg;
+    s->calls++;
+    if (s->fail || s->n + n > sizeof s->buf) return -1;
+    memcpy(s->buf + s->n, data, n);
+    s->n += n;
+    return 0;
+}
+
+static hv_status write_to(sink *k, hv_output_spec *s, const hv_result *res) {
+    memset(k, 0, sizeof *k);
+    s->write = to_sink;
+    s->write_arg = k;
+    return hv_output_write_result(s, "a.wav", res);
+}
+
+static void names(void) {
+    for (int f = 0; f < HV_OUTPUT_N_FORMATS; f++) {
+        const char *name = hv_output_format_name((hv_output_format)f);
+        char upper[64];
+        hv_output_format got = HV_OUTPUT_N_FORMATS;
+        CHECK_MSG(name && hv_output_format_ext((hv_output_format)f), "format %d", f);
+        if (!name) continue;
+        snprintf(upper, sizeof upper, "%s", name);
+        for (char *p = upper; *p; p++)
+            if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+        CHECK_MSG(hv_output_format_parse(upper, strlen(upper), &got) == HV_OK && (int)got == f,
+                  "%s parses back", upper);
+    }
+    hv_output_format got;
+    CHECK(hv_output_format_name(HV_OUTPUT_N_FORMATS) == NULL);
+    CHECK(hv_output_format_parse("srtx", 4, &got) == HV_ERR_INVALID_ARG);
+    CHECK(hv_output_format_parse("srt,vtt", 3, &got) == HV_OK && got == HV_OUTPUT_SRT);
+    CHECK(hv_output_format_parse("", 0, &got) == HV_ERR_INVALID_ARG);
+    CHECK(hv_output_format_of_path("dir.d/talk.SRT", &got) == HV_OK && got == HV_OUTPUT_SRT);
+    CHECK(hv_output_format_of_path("talk.json", &got) == HV_OK && got == HV_OUTPUT_JSON);
+    CHECK(hv_output_format_of_path(".srt", &got) == HV_ERR_INVALID_ARG);
+    CHECK(hv_output_format_of_path("srt.d/talk", &got) == HV_ERR_INVALID_ARG);
+    CHECK(hv_output_format_is_stream(HV_OUTPUT_JSONL) &&
+          !hv_output_format_is_stream(HV_OUTPUT_JSON));
+}
+
+static void file_names(void) {
+    char *shown, *bytes;
+    CHECK(hv_output_file_name("tale \xc3\xa5.wav", &shown, &bytes) == HV_OK && shown && !bytes &&
+          !strcmp(shown, "tale \xc3\xa5.wav"));
+    free(shown);
+    CHECK(hv_output_file_name("caf\xe9.wav", &shown, &bytes) == HV_OK && shown && bytes &&
+          !strcmp(shown, "caf\\xe9.wav") && !strcmp(bytes, "Y2Fm6S53YXY="));
+    free(shown);
+    free(bytes);
+}
+
+static void specs(const hv_result *res) {
+    sink k;
+    hv_output_spec s = hv_output_default_spec(HV_OUTPUT_TXT);
+    CHECK(s.size == sizeof s && s.write == NULL);
+    CHECK(hv_output_write_result(&s, "a.wav", res) == HV_ERR_INVALID_ARG);
+    s.format = HV_OUTPUT_N_FORMATS;
+    CHECK(write_to(&k, &s, res) == HV_ERR_INVALID_ARG && k.calls == 0);
+    s = hv_output_default_spec(HV_OUTPUT_TXT);
+    s.size = offsetof(hv_output_spec, write);
+    CHECK(write_to(&k, &s, res) == HV_ERR_INVALID_ARG && k.calls == 0);
+
+    /* an older caller's spec: what it lacks is the default (segments) */
+    hv_output_spec full = hv_output_default_spec(HV_OUTPUT_OPENAI_VERBOSE_JSON), old = full;
+    sink a, b;
+    CHECK(write_to(&a, &full, res) == HV_OK && a.n > 0);
+    old.size = offsetof(hv_output_spec, granularities);
+    old.granularities = 0; /* beyond its size: not read */
+    CHECK(write_to(&b, &old, res) == HV_OK && a.n == b.n && !memcmp(a.buf, b.buf, a.n));
+    CHECK(strstr(a.buf, "\"segments\":[") != NULL);
+
+    s = hv_output_default_spec(HV_OUTPUT_SRT);
+    memset(&k, 0, sizeof k);
+    k.fail = 1;
+    s.write = to_sink;
+    s.write_arg = &k;
+    CHECK(hv_output_write_result(&s, "a.wav", res) == HV_ERR_IO && k.calls == 1);
+}
+
+static void segments(const hv_result *res) {
+    for (int f = 0; f < HV_OUTPUT_N_FORMATS; f++) {
+        hv_output_spec s = hv_output_default_spec((hv_output_format)f);
+        sink whole, parts;
+        CHECK(write_to(&whole, &s, res) == HV_OK);
+        memset(&parts, 0, sizeof parts);
+        s.write_arg = &parts;
+        hv_output_state st = {0, 0};
+        hv_status rc = HV_OK;
+        for (int i = 0; rc == HV_OK && i < hv_result_n_segments(res); i++) {
+            hv_segment g = hv_result_segment(res, i);
+            rc = hv_output_write_segment(&s, "a.wav", &g, &st);
+        }
+        int streamed =
+            f == HV_OUTPUT_TXT || f == HV_OUTPUT_JSONL || f == HV_OUTPUT_SRT || f == HV_OUTPUT_VTT;
+        CHECK_MSG(rc == (streamed ? HV_OK : HV_ERR_UNSUPPORTED), "%s: segments %s",
+                  hv_output_format_name((hv_output_format)f), hv_status_name(rc));
+        if (f == HV_OUTPUT_SRT || f == HV_OUTPUT_VTT)
+            CHECK_MSG(whole.n == parts.n && !memcmp(whole.buf, parts.buf, whole.n),
+                      "%s: the segments are the whole", hv_output_format_name((hv_output_format)f));
+    }
+}
+
+int main(void) {
+    names();
+    file_names();
+    hv_test_demo d;
+    hv_test_demo_open(&d);
+    if (d.ctx && d.clip) {
+        hv_transcribe_params tp = hv_transcribe_default_params();
+        tp.word_timestamps = 1;
+        tp.chunking = HV_CHUNKING_FIXED; /* several segments */
+        tp.chunk_seconds = 1.0f;
+        hv_result *res = NULL;
+        CHECK(hv_transcribe(d.ctx, d.clip, d.n_clip, 16000, 1, &tp, &res) == HV_OK && res);
+        CHECK(hv_result_n_segments(res) >= 2);
+        if (res) {
+            specs(res);
+            segments(res);
+        }
+        hv_result_free(res);
+    }
+    hv_test_demo_free(&d);
+    TEST_END();
+}
