@@ -60,6 +60,7 @@
 #include "progress.h"
 #include "report.h"
 #include "tool_util.h"
+#include "whisper.h"
 #include "util/out_file.h"
 
 /* The seconds of audio the library's memory budget allows at rate
@@ -213,7 +214,7 @@ static void summarize(int *fd, const cli_options *o, const char *input, const ch
 int main(int argc, char **argv) {
     cli_options o;
     int summary_fd = -1;
-    int rc = cli_parse_options(argc, argv, &o);
+    int rc = cli_parse_options(argc, argv, &o, cli_whisper_flags);
     if (rc >= 0) goto free_options;
     cli_catch_signals();
 
@@ -257,7 +258,8 @@ int main(int argc, char **argv) {
     /* --skip-existing: when every output is there already (a finished task
      * resubmitted), or the shard is empty, no model is loaded */
     int n_todo = o.n_files;
-    for (int i = 0; o.skip_existing && i < o.n_files; i++) n_todo -= cli_outputs_exist(&o, i);
+    for (int i = 0; o.skip_existing && i < o.n_files; i++)
+        n_todo -= cli_outputs_exist(o.out_paths + i * o.formats.n, o.formats.n);
 
     char err[1024] = "";
     hv_model_params mp = hv_model_default_params();
@@ -327,7 +329,7 @@ int main(int argc, char **argv) {
         int nf = o.formats.n;
         const char *out_path = o.to_files ? o.out_paths[i * nf] : NULL;
         double t0 = hvt_now_s();
-        if (o.skip_existing && cli_outputs_exist(&o, i)) {
+        if (o.skip_existing && cli_outputs_exist(o.out_paths + i * o.formats.n, o.formats.n)) {
             summarize(&summary_fd, &o, path, out_path, "skipped", NULL, -1, t0, &rc);
             continue;
         }

@@ -12,7 +12,6 @@
 #include "outputs.h"
 #include "subtitles.h"
 #include "tool_util.h"
-#include "whisper.h"
 
 const char CLI_PROG[] = "hviske";
 
@@ -587,7 +586,7 @@ static void warn_ignored(const cli_options *o, const int *given) {
 
 /* Fills o from argv. Returns -1 to go on, otherwise the exit status
  * (0 after --help or --version). */
-int cli_parse_options(int argc, char **argv, cli_options *o) {
+int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_flags) {
     static const hvt_cli cli = {CLI_PROG, usage, OPTIONS, N_OPTS};
     hv_transcribe_params defaults = hv_transcribe_default_params();
     *o = (cli_options){.dither = -1.0f,
@@ -611,7 +610,7 @@ int cli_parse_options(int argc, char **argv, cli_options *o) {
         short_usage(stderr);
         return HVT_EXIT_USAGE;
     }
-    int rc = cli_whisper_flags(&argc, argv, o);
+    int rc = other_flags(&argc, argv, o);
     if (rc >= 0) return rc;
     argv = o->argv;
     cli_formats aliased = o->formats;

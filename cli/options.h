@@ -99,10 +99,18 @@ void cli_add_format(cli_formats *l, hv_output_format f);
 /* The program's name, at the start of every message. */
 extern const char CLI_PROG[];
 
-/* Fills o from argv. Returns -1 to go on, otherwise the exit status (0
- * after --help or --version, 2 after a usage error, reported on stderr).
- * cli_options_free frees what it made, also after an error. */
-int cli_parse_options(int argc, char **argv, cli_options *o);
+/* Takes another program's flags out of argv[0..*argc) into o, leaving
+ * o->argv (*argc of them) for hviske's own options (whisper.c's
+ * cli_whisper_flags: whisper-cli's flags, which write into o, so options.c
+ * is handed them rather than calling them). -1 to go on, else the exit
+ * status. */
+typedef int (*cli_flags_fn)(int *argc, char **argv, cli_options *o);
+
+/* Fills o from argv, other_flags' first. Returns -1 to go on, otherwise
+ * the exit status (0 after --help or --version, 2 after a usage error,
+ * reported on stderr). cli_options_free frees what it made, also after
+ * an error. */
+int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_flags);
 void cli_options_free(cli_options *o);
 
 /* The transcription the options ask for, with the speech detector vad

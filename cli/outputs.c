@@ -122,9 +122,9 @@ static int output_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int cli_outputs_exist(const cli_options *o, int i) {
-    for (int k = 0; k < o->formats.n; k++)
-        if (!output_exists(o->out_paths[i * o->formats.n + k])) return 0;
+int cli_outputs_exist(char *const *paths, int n) {
+    for (int k = 0; k < n; k++)
+        if (!output_exists(paths[k])) return 0;
     return 1;
 }
 

@@ -11,7 +11,6 @@
 
 #include "formats.h"
 #include "hviske.h"
-#include "options.h"
 #include "util/out_file.h"
 
 /* SIGINT, SIGTERM and SIGHUP remove the temporary file of the output
@@ -47,10 +46,10 @@ char *cli_output_path(const char *dir, const char *input, const char *ext);
  * or -of's. malloc'ed; NULL when out of memory. */
 char *cli_whisper_output_path(const char *base, const char *ext);
 
-/* Whether every output file of input i is there (--skip-existing: output
- * files appear only by the rename of a complete temporary file, so one
- * that exists is complete). */
-int cli_outputs_exist(const cli_options *o, int i);
+/* Whether every one of the output files paths[n] (an input's) is there
+ * (--skip-existing: output files appear only by the rename of a complete
+ * temporary file, so one that exists is complete). */
+int cli_outputs_exist(char *const *paths, int n);
 
 /* Writes one result in format fmt to its own file out_path; 0, else -1
  * with the failure reported. notice: "hviske: wrote FILE" on stderr. */

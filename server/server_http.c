@@ -19,6 +19,7 @@
 #include "server_format.h"
 #include "server_guard.h"
 #include "server_queue.h"
+#include "server_response.h"
 #include "tool_util.h"
 
 enum {
@@ -31,40 +32,7 @@ enum {
                                 leaving new clients hanging) */
 };
 
-/* ------------------------------------------------------------ responses */
-
-struct MHD_Response *srv_buffer_response(char *body, size_t len, const char *type) {
-    if (!body) return NULL;
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
-        return NULL;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    /* a browser must not take a body that echoes the request (a 404's
-     * path) for HTML */
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    return r;
-}
-
-struct MHD_Response *srv_error_response(const request *req, const srv_error *e) {
-    size_t len = 0;
-    char *body =
-        srv_format_error(e->message, e->type, e->param[0] ? e->param : NULL, e->code, &len);
-    struct MHD_Response *r = srv_buffer_response(body, len, "application/json");
-    if (!r) return NULL;
-    if (e->status == MHD_HTTP_SERVICE_UNAVAILABLE) {
-        char buf[16];
-        snprintf(buf, sizeof buf, "%d", req->retry_after > 0 ? req->retry_after : 1);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, buf);
-    }
-    if (e->status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (e->status == MHD_HTTP_METHOD_NOT_ALLOWED && req->allow)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, req->allow);
-    if (req->close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    return r;
-}
+/* ------------------------------------------------------------ answers */
 
 static enum MHD_Result queue(request *req, unsigned status, struct MHD_Response *r) {
     if (!r) return MHD_NO; /* out of memory: drop the connection */

@@ -15,15 +15,6 @@
 
 #include "server.h"
 
-/* A response of body (malloc'ed; taken, also on failure) with its
- * Content-Type; NULL when body is NULL or out of memory. */
-struct MHD_Response *srv_buffer_response(char *body, size_t len, const char *type);
-
-/* The error response of e for req, with the headers its status calls for
- * (Retry-After, WWW-Authenticate, Allow, Connection: close); NULL when out
- * of memory. */
-struct MHD_Response *srv_error_response(const request *req, const srv_error *e);
-
 /* Starts libmicrohttpd on listen_fd (a listening socket, IPv6 when ipv6)
  * with s's options, and the reaper thread: s->mhd. 0, or -1 with a
  * message on standard error (srv_http_stop then undoes what began). */

@@ -14,7 +14,7 @@
 #include <microhttpd.h>
 
 #include "server_format.h"
-#include "server_http.h"
+#include "server_response.h"
 #include "server_stream.h"
 #include "tool_util.h"
 
