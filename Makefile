@@ -109,7 +109,7 @@ fuzz: test-deps build
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(BUILD) $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
-	clang-format -i --style=file $$(find src include cli server tools research tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print) server/web/*.js
+	clang-format -i --style=file $$(find src include cli server proglib tools bench research tests examples -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print) server/web/*.js
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(ARM64_BUILD) $(FUZZ_BUILD)

@@ -337,7 +337,7 @@ static double us_per_call(hv_pool *pool, calls_job *j) {
     int threads = hv_pool_size(pool);
     j->calls = 1;
     hv_pool_run(pool, threads, calls_task, j); /* the primitive made */
-    for (;;) { /* calls per batch */
+    for (;;) {                                 /* calls per batch */
         double t0 = now();
         hv_pool_run(pool, threads, calls_task, j);
         if (now() - t0 >= 0.02) break;
@@ -363,8 +363,8 @@ static void bench_onednn_calls(void) {
         int m, n, k, b_trans;
         const char *what;
     } cases[] = {
-        {16, 16, 16, 1, "call alone"},        {48, 48, 160, 1, "scores, 3.8 s"},
-        {32, 416, 160, 1, "band, 30 s"},      {384, 384, 160, 1, "scores, 30 s"},
+        {16, 16, 16, 1, "call alone"},       {48, 48, 160, 1, "scores, 3.8 s"},
+        {32, 416, 160, 1, "band, 30 s"},     {384, 384, 160, 1, "scores, 30 s"},
         {384, 160, 384, 0, "context, 30 s"},
     };
     hv_onednn *d = hv_onednn_new(0);
@@ -374,12 +374,13 @@ static void bench_onednn_calls(void) {
     }
     printf("\noneDNN calls, f32 engine: us per hv_onednn_matmul and per hv_gemm (best of 7),\n"
            "1 thread and 2 threads making products at once\n");
-    printf("%-16s %-14s %9s %9s %9s %9s\n", "m x n x k", "product", "dnn 1t", "gemm 1t",
-           "dnn 2t", "gemm 2t");
+    printf("%-16s %-14s %9s %9s %9s %9s\n", "m x n x k", "product", "dnn 1t", "gemm 1t", "dnn 2t",
+           "gemm 2t");
     hv_pool *pools[2] = {hv_pool_new(1), hv_pool_new(2)};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         int m = cases[s].m, n = cases[s].n, k = cases[s].k;
-        float *a = falloc((size_t)m * k), *b = falloc((size_t)n * k), *c = falloc(2 * (size_t)m * n);
+        float *a = falloc((size_t)m * k), *b = falloc((size_t)n * k),
+              *c = falloc(2 * (size_t)m * n);
         for (size_t i = 0; i < (size_t)m * k; i++) a[i] = frand();
         for (size_t i = 0; i < (size_t)n * k; i++) b[i] = frand();
         double us[4];
@@ -418,36 +419,30 @@ typedef struct {
 static void run_op(int op, int level, const ops_bufs *o) {
     enum { ROWS = 375, D = 1280, FF = 5120 };
     switch (op) {
-    case 0:
-        memcpy(o->y, o->x, sizeof(float) * ROWS * FF);
-        hv_silu_at(level, o->y, (long)ROWS * FF);
-        break;
-    case 1:
-        for (int r = 0; r < ROWS; r++)
-            hv_glu_at(level, o->y + (long)r * D, o->a + (long)r * 2 * D, D);
-        break;
-    case 2:
-        hv_layernorm_at(level, o->y, o->x, ROWS, D, o->w, o->b, 1e-5f);
-        break;
-    case 3:
-        memcpy(o->y, o->x, sizeof(float) * ROWS * ROWS);
-        for (int r = 0; r < ROWS; r++) hv_softmax_at(level, o->y + (long)r * ROWS, ROWS);
-        break;
-    case 4:
-        hv_add_scaled_at(level, o->y, o->x, (long)ROWS * D, 0.5f);
-        break;
-    default:
-        hv_bf16_bits_n_at(level, o->bits, o->x, (long)ROWS * FF);
-        break;
+        case 0:
+            memcpy(o->y, o->x, sizeof(float) * ROWS * FF);
+            hv_silu_at(level, o->y, (long)ROWS * FF);
+            break;
+        case 1:
+            for (int r = 0; r < ROWS; r++)
+                hv_glu_at(level, o->y + (long)r * D, o->a + (long)r * 2 * D, D);
+            break;
+        case 2: hv_layernorm_at(level, o->y, o->x, ROWS, D, o->w, o->b, 1e-5f); break;
+        case 3:
+            memcpy(o->y, o->x, sizeof(float) * ROWS * ROWS);
+            for (int r = 0; r < ROWS; r++) hv_softmax_at(level, o->y + (long)r * ROWS, ROWS);
+            break;
+        case 4: hv_add_scaled_at(level, o->y, o->x, (long)ROWS * D, 0.5f); break;
+        default: hv_bf16_bits_n_at(level, o->bits, o->x, (long)ROWS * FF); break;
     }
 }
 
 static void bench_ops(void) {
-    const char *names[] = {"SiLU 375x5120", "GLU 375x1280", "LayerNorm 375x1280",
+    const char *names[] = {"SiLU 375x5120",   "GLU 375x1280",      "LayerNorm 375x1280",
                            "softmax 375x375", "y += a x 375x1280", "to bf16 375x5120"};
     size_t big = 375 * 5120;
-    ops_bufs o = {falloc(big), falloc(big), falloc(1280), falloc(1280), falloc(375 * 2560),
-                  malloc(big * 2)};
+    ops_bufs o = {falloc(big),  falloc(big),        falloc(1280),
+                  falloc(1280), falloc(375 * 2560), malloc(big * 2)};
     if (!o.bits) abort();
     for (size_t i = 0; i < big; i++) o.x[i] = frand() * 8;
     for (size_t i = 0; i < 375 * 2560; i++) o.a[i] = frand() * 8;

@@ -12,9 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "subtitles.h"
-#include "tool_util.h"
-#include "util/out_file.h"
+#include "cue_options.h"
+#include "cmdline.h"
+#include "writers.h"
+#include "hviske_output.h"
 
 /* ---------------------------------------------------------------- list */
 
@@ -269,7 +270,7 @@ int hvt_first_duplicate(char *const *s, int n, int *a, int *b) {
 /* ------------------------------------------------------------- summary */
 
 int hvt_summary_open(const char *path, char *err, size_t err_size) {
-    /* written in place, whatever it is (util/out_file.h): a FIFO waits
+    /* written in place, whatever it is (hv_out_file, hviske_output.h): a FIFO waits
      * for its reader, a socket is connected */
     int fd = hv_out_open_fd(path, O_WRONLY | O_CREAT | O_APPEND);
     if (fd < 0) {

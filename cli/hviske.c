@@ -23,7 +23,7 @@
  * complete, so an
  * interrupted or failed run never leaves a partial output file; a symlink
  * is followed and a device, FIFO or socket written in place
- * (util/out_file.h).
+ * (hv_out_file, hviske_output.h).
  * --stream writes each segment to standard output as soon as it is final
  * (the library's segment callback) instead of the whole result at the end.
  *
@@ -53,15 +53,16 @@
 #include <unistd.h>
 
 #include "batch.h"
-#include "formats.h"
+#include "writers.h"
 #include "hviske.h"
 #include "options.h"
 #include "outputs.h"
 #include "progress.h"
 #include "report.h"
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 #include "whisper.h"
-#include "util/out_file.h"
+#include "hviske_output.h"
 
 /* The seconds of audio the library's memory budget allows at rate
  * (hv_transcribe_params.max_audio_bytes): inputs are read within it, so no

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "outputs.h"
-#include "subtitles.h"
-#include "tool_util.h"
+#include "cue_options.h"
+#include "cmdline.h"
 
 const char CLI_PROG[] = "hviske";
 

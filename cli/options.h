@@ -10,13 +10,14 @@
 #include <stdint.h>
 
 #include "batch.h"
-#include "formats.h"
+#include "writers.h"
 #include "hviske.h"
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 /* --format F[,F...]: the formats in the order given, each once. */
 typedef struct cli_formats {
-    hv_output_format f[HVT_N_FORMATS];
+    hv_output_format f[HV_OUTPUT_N_FORMATS];
     int n;
 } cli_formats;
 

@@ -1,6 +1,6 @@
 /*
  * hviske's output files (docs/CLI.md "Where the output goes"): each
- * written by util/out_file.h's rule, a regular file whole or not at all
+ * written by hv_out_file, hviske_output.h's rule, a regular file whole or not at all
  * (a temporary file renamed onto it when complete, removed when the run
  * fails or a signal ends it), symlinks followed, anything else written in
  * place; the names of the files of each input; the results written to
@@ -9,9 +9,9 @@
 #ifndef HV_CLI_OUTPUTS_H
 #define HV_CLI_OUTPUTS_H
 
-#include "formats.h"
+#include "writers.h"
 #include "hviske.h"
-#include "util/out_file.h"
+#include "hviske_output.h"
 
 /* SIGINT, SIGTERM and SIGHUP remove the temporary file of the output
  * being written, then end the program by the same signal ("ignored" stays

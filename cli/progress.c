@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "tool_util.h"
+#include "cmdline.h"
 
 /* Whether a redrawn line is on the terminal now, for the signal handler. */
 static volatile sig_atomic_t line_shown;

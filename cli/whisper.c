@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 /* What a whisper-cli flag does here. */
 typedef enum w_action {

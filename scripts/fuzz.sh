@@ -33,7 +33,7 @@ read -r -a DEFS <<<"$(sed -n 's/^C_DEFINES = //p' "$FLAGS_MAKE")"
 read -r -a INCS <<<"$(sed -n 's/^C_INCLUDES = //p' "$FLAGS_MAKE")"
 read -r -a LIBS <<<"$(sed -n 's/.* libhviske\.a //p' "$LINK_TXT")"
 CFLAGS=(-std=c11 -g -O1 -fno-sanitize-recover=undefined -Dkiss_fft_scalar=float
-        -DKISS_FFT_SHARED "${DEFS[@]}" "${INCS[@]}" -I"$ROOT/tools" -I"$ROOT/server")
+        -DKISS_FFT_SHARED "${DEFS[@]}" "${INCS[@]}" -I"$ROOT/proglib" -I"$ROOT/server")
 
 # the library, instrumented for coverage and the sanitizers, once: every
 # target links what it needs from it
@@ -53,8 +53,8 @@ rm -f "$OUTDIR/libhviske-fuzz.a"
 ar qc "$OUTDIR/libhviske-fuzz.a" "$OBJ"/*.o
 TOOLS=("$ROOT/server/server_form.c" "$ROOT/server/server_format.c" "$ROOT/server/server_metrics.c"
        "$ROOT/server/server_stream.c" "$ROOT/server/server_web.c" "$ROOT/server/server_guard.c"
-       "$ROOT/server/server_multipart.c" "$ROOT/tools/formats.c" "$ROOT/tools/subtitles.c"
-       "$ROOT/tools/tool_util.c" "$BUILD/server_web_assets.c")
+       "$ROOT/server/server_multipart.c" "$ROOT"/proglib/*.c
+       "$BUILD/server_web_assets.c")
 
 build() { # target
   local src=("$ROOT/tests/fuzz/fuzz_$1.c")

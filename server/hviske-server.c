@@ -26,7 +26,8 @@
 #include "server.h"
 #include "server_http.h"
 #include "server_queue.h"
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 #define MIB ((size_t)1 << 20)
 

@@ -2,7 +2,7 @@
  * hviske-server: the fields of a transcription request (see
  * server_form.h). Every byte comes from the network: sizes are checked
  * before anything is copied, and values are parsed whole and strictly,
- * numbers by the same rules as on the command line (tool_util.h).
+ * numbers by the same rules as on the command line (proglib/cmdline.h).
  */
 #include "server_form.h"
 
@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 enum {
     MAX_PARTS = 32,      /* parts in one body */

@@ -16,9 +16,9 @@
 #include <stdint.h>
 
 #include "hviske.h"
-#include "formats.h"
+#include "writers.h"
 #include "server_format.h"
-#include "tool_util.h"
+#include "cmdline.h"
 
 /* An error answer: HTTP status and OpenAI's error fields. */
 typedef struct srv_error {
@@ -117,18 +117,18 @@ typedef struct srv_params {
     hv_transcribe_params tp; /* tp.language points to language[] */
     char language[32];
     srv_format format;
-    hvt_temperatures temperatures;             /* as given; a list: tp.temperatures
+    hvt_temperatures temperatures; /* as given; a list: tp.temperatures
                                             points here */
-    int granularities;                         /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
+    int granularities;             /* verbose_json: SRV_WORDS | SRV_SEGMENTS (default
                            segments only) */
-    char model[128];                           /* the model field as given ("" if none) */
-    int stream;                                /* stream=true: Server-Sent Events (json, text) */
-    int logprobs;                              /* include[]=logprobs: json gets "logprobs" */
-    char ignored[192];                         /* include[] values not supported, for a warning
+    char model[128];               /* the model field as given ("" if none) */
+    int stream;                    /* stream=true: Server-Sent Events (json, text) */
+    int logprobs;                  /* include[]=logprobs: json gets "logprobs" */
+    char ignored[192];             /* include[] values not supported, for a warning
                            ("" when none) */
-    int prompt;                                /* a prompt was given (and ignored), for a warning */
-    int progress;                              /* progress=true: hviske.progress events (stream) */
-    hv_output_format downloads[HVT_N_FORMATS]; /* downloads=txt,srt,...: the done
+    int prompt;                    /* a prompt was given (and ignored), for a warning */
+    int progress;                  /* progress=true: hviske.progress events (stream) */
+    hv_output_format downloads[HV_OUTPUT_N_FORMATS]; /* downloads=txt,srt,...: the done
                                             event carries these (stream) */
     int n_downloads;
 } srv_params;

@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 static const char *const FORMAT_NAMES[] = {"json", "text", "verbose_json", "srt", "vtt"};
 

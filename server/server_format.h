@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "formats.h"
+#include "writers.h"
 #include "hviske.h"
 
 typedef enum srv_format {

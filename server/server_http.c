@@ -20,7 +20,8 @@
 #include "server_guard.h"
 #include "server_queue.h"
 #include "server_response.h"
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 enum {
     CONN_MEMORY = 32 * 1024, /* MHD's per-connection pool: headers and

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "server_whisper.h"
-#include "subtitles.h"
-#include "tool_util.h"
+#include "cue_options.h"
+#include "cmdline.h"
 
 static const char PROG[] = "hviske-server";
 

@@ -16,7 +16,7 @@
 #include "server_format.h"
 #include "server_response.h"
 #include "server_stream.h"
-#include "tool_util.h"
+#include "cmdline.h"
 
 /* ------------------------------------------------------------ the queue */
 

@@ -13,7 +13,7 @@
 #include <microhttpd.h>
 
 #include "server_format.h"
-#include "subtitles.h"
+#include "cue_options.h"
 
 struct srv_stream {
     pthread_mutex_t mu;

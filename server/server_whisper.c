@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 #define PROG "hviske-server"
 

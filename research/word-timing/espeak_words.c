@@ -73,7 +73,7 @@
  * synthesizer's own phoneme timing; a voice variant with an echo
  * (Alicia, robosoft6) sounds on for a few tens of ms after a word's end.
  *
- * Output files are written by util/out_file.h's rule: a regular file to a
+ * Output files are written by hv_out_file, hviske_output.h's rule: a regular file to a
  * temporary file next to it, renamed when complete, so both are there
  * whole or not at all; a symlink followed; a device or FIFO written in
  * place. The WAV is 16-bit PCM with a 44-byte header, written without
@@ -94,7 +94,7 @@
 
 #include <espeak-ng/speak_lib.h>
 
-#include "util/out_file.h"
+#include "hviske_output.h"
 
 enum { EXIT_USAGE = 2 };
 enum { MAX_SENTENCES = 1000, MAX_LINE = 1000, MAX_SECONDS = 600, MAX_PAUSE = 60 };
@@ -924,7 +924,7 @@ int main(int argc, char **argv) {
         free(x);
     }
 
-    /* both files or neither (util/out_file.h: regular files replaced
+    /* both files or neither (hv_out_file, hviske_output.h: regular files replaced
      * whole, symlinks followed, a device or FIFO written in place) */
     static hv_out_file wav, truth;
     int rc = 1, err;

@@ -21,7 +21,7 @@
 #include "model/weights.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/out_file.h"
+#include "hviske_output.h"
 
 /* One output tensor. */
 typedef struct out_tensor {
@@ -105,7 +105,7 @@ static char *make_header(out_tensor *ts, int n, size_t *len) {
     return h;
 }
 
-/* Writes the n parts to path by util/out_file.h's rule: a regular file
+/* Writes the n parts to path by hv_out_file's rule (hviske_output.h): a regular file
  * atomically (a temporary file beside it, synced, renamed over it), a
  * symlink followed, a device, FIFO or socket written in place. */
 static hv_status write_parts(const char *path, const void *const *parts, const size_t *lens, int n,

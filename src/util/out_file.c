@@ -1,6 +1,6 @@
-/* Output files written through, never over (out_file.h). */
+/* Output files written through, never over (hv_out_file, hviske_output.h). */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include "util/out_file.h"
+#include "hviske_output.h"
 
 #include <errno.h>
 #include <fcntl.h>

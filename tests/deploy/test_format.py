@@ -2,7 +2,7 @@
 one style of .clang-format.
 
 Runs Debian's clang-format in check mode over the C files of src/, include/,
-cli/, server/, tools/, research/, tests/ and examples/, and the .js files of
+cli/, server/, proglib/, tools/, bench/, research/, tests/ and examples/, and the .js files of
 server/web/ (docs/CONVENTIONS.md, "Formatting"). A failure lists the files
 and the first lines clang-format would change; `make format` fixes them."""
 import os
@@ -15,7 +15,8 @@ from hvtest import finish, report  # noqa: E402
 
 SOURCE = os.environ.get("HV_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-FOLDERS = ("src", "include", "cli", "server", "tools", "research", "tests", "examples")
+FOLDERS = ("src", "include", "cli", "server", "proglib", "tools", "bench", "research", "tests",
+           "examples")
 
 
 def c_files():

@@ -21,7 +21,7 @@ SOURCE = os.environ.get("HV_SOURCE_DIR",
 ROOT = {".ci", ".clang-format", ".gitignore", "CMakeLists.txt", "CONTRIBUTING.md", "LICENSE",
         "Makefile", "README.md", "bench", "cli", "cmake", "deploy", "docs", "examples",
         "hviske.pc.in", "include", "models", "pyproject.toml", "python", "research", "scripts",
-        "server", "src", "tests", "tools"}
+        "proglib", "server", "src", "tests", "tools"}
 
 
 def git(*args):

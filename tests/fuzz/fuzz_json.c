@@ -8,7 +8,7 @@
  *         value followed by white space only (checked by parsing again
  *         without the strict flag and looking at what follows).
  *   odd:  the rest, up to a NUL, is a file name given to
- *         hvt_json_add_name (tools/subtitles.c, over hv_output_file_name). The object printed and
+ *         hvt_json_add_name (proglib/writers.c, over hv_output_file_name). The object printed and
  *         parsed again must hold "file" as valid UTF-8; "file_bytes"
  *         exactly when the name is not valid UTF-8, decoding to the name's
  *         bytes; and a valid name as it is. Any violation aborts. */
@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "server_form.h"
-#include "subtitles.h"
+#include "cue_options.h"
 #include "util/utf8.h"
 
 /* 1 when no object in the tree holds a key twice, by cJSON's lookup: the

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "output/writer.h"
-#include "subtitles.h"
+#include "cue_options.h"
 #include "testlib.h"
 
 /* ------------------------------------------------------------- helpers */

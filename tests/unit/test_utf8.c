@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "subtitles.h"
+#include "cue_options.h"
 #include "testlib.h"
 #include "util/utf8.h"
 

@@ -1,26 +1,8 @@
-/*
- * The cue options' check and JSON file names (see subtitles.h).
- */
-#include "subtitles.h"
+/* The cue options' check (cue_options.h). */
+#include "cue_options.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-
-#include "hviske_output.h"
-
-int hvt_json_add_name(cJSON *o, const char *key, const char *name) {
-    char *shown, *raw;
-    if (hv_output_file_name(name, &shown, &raw) != HV_OK) return 0;
-    char bkey[64];
-    snprintf(bkey, sizeof bkey, "%s_bytes", key);
-    int ok =
-        cJSON_AddStringToObject(o, key, shown) && (!raw || cJSON_AddStringToObject(o, bkey, raw));
-    free(shown);
-    free(raw);
-    return ok;
-}
 
 int hvt_cue_params_check(const hv_cue_params *p, char *msg, size_t n) {
     const char *bad = NULL;

@@ -1,8 +1,9 @@
 /*
- * What the programs in tools/ (hviske, hviske-server, hviske-bench) share:
- * number parsing with one strictness everywhere, a table-driven command
- * line parser with one set of messages, and small helpers each of them
- * needed.
+ * The command line of the programs (hviske, hviske-server, hviske-bench,
+ * hviske-quantize): number parsing with one strictness everywhere, a
+ * table-driven option parser with one set of messages, whisper.cpp's
+ * flags that ask for what hviske does anyway, and the options of speech
+ * detection, temperatures and compute shared by the CLI and the server.
  *
  * Numbers, on the command line and in the server's form fields alike, are
  * parsed whole and strictly, so that a value means one thing or is refused:
@@ -21,8 +22,8 @@
  *   and lie in the caller's range: lo included (HVT_FROM) or excluded
  *   (HVT_ABOVE), hi included.
  */
-#ifndef HV_TOOLS_TOOL_UTIL_H
-#define HV_TOOLS_TOOL_UTIL_H
+#ifndef HV_PROGLIB_CMDLINE_H
+#define HV_PROGLIB_CMDLINE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -142,26 +143,6 @@ int hvt_usage_error(const char *prog, const char *fmt, ...);
 
 /* --------------------------------------------------------------- misc */
 
-/* A model directory that cannot be one as given, said before loading:
- * a whisper.cpp ggml or GGUF file (known by its magic: what to fetch
- * instead), another file (a checkpoint's model.safetensors given as -m:
- * "give the checkpoint's directory, DIR"), a directory without a
- * config.json (what a checkpoint holds, and the checkpoints inside it), a
- * missing name that looks like a Hugging Face model id (OWNER/NAME, no
- * file extension, OWNER no local directory: how to fetch it), or any
- * other missing path (the checkpoints beside it). 1 with the message in
- * msg[n], else 0 (the load reports what is wrong). */
-int hvt_model_dir_hint(const char *dir, char *msg, size_t n);
-
-/* 1 when path is a regular file that begins as a ggml model does
- * (whisper.cpp's ggml, ggmf, ggjt or GGUF magic). */
-int hvt_ggml_file(const char *path);
-
-/* whisper.cpp's Silero speech detector file given for the detector (a
- * ggml file, or a missing ggml-silero-* name as in its README): 1 when
- * path is one, and the bundled detector stands for it. */
-int hvt_ggml_silero(const char *path);
-
 /* A whisper.cpp program's flag `arg` (value v, NULL for a flag without
  * one; `origin` "whisper-cli" or "whisper-server") that hviske accepts
  * when it asks for what hviske does anyway: v one of the numbers of the
@@ -172,27 +153,14 @@ int hvt_ggml_silero(const char *path);
 int hvt_whisper_same(const char *prog, const char *origin, const char *arg, const char *v,
                      const char *values, const char *why, char *notes, size_t n);
 
-/* 1 if the model lists lang among its supported languages. */
-int hvt_model_has_language(const hv_model *model, const char *lang);
-
 /* Seconds on the monotonic clock, for measuring intervals. */
 double hvt_now_s(void);
 
 /* ---------------------------------------------------- speech detector */
 
-/* The environment variable that names the speech detector's directory. */
-#define HVT_VAD_ENV    "HVISKE_VAD_MODEL"
 /* The longest duration a speech detection option takes (a day, as the
  * library's check), in ms. */
 #define HVT_VAD_MAX_MS 86400000
-
-/* Loads the speech detector (docs/VAD.md) from `dir` when it is not NULL;
- * else from $HVISKE_VAD_MODEL when set; else from the first directory of
- * the build's search path (the installed copy, then the source tree's
- * models/silero-vad) that holds a config.json. On failure *out is NULL and
- * err says what was tried and how to choose (--vad-model, or a chunking
- * mode without speech detection). */
-hv_status hvt_load_vad(const char *dir, hv_vad **out, char *err, size_t err_size);
 
 /* Whether a chunking mode uses the speech detector (auto and vad). */
 int hvt_chunking_uses_vad(hv_chunking mode);
@@ -279,4 +247,4 @@ int hvt_parse_compute(const char *arg, void *value);
     "                         chunk, so no segment spans it (default 3;\n"                         \
     "                         0: only the clip length ends chunks)\n"
 
-#endif /* HV_TOOLS_TOOL_UTIL_H */
+#endif /* HV_PROGLIB_CMDLINE_H */

@@ -1,30 +1,21 @@
 /*
- * The cue limits as options of the CLI and the server (their rows, their
- * --help lines, their check), and file names in the programs' own JSON
- * (the CLI's batch summary, the bench's report). The subtitles themselves
- * are the library's (hviske_output.h).
+ * The cue limits as options of the CLI and the server: their rows, their
+ * --help lines, their check. The subtitles themselves are the library's
+ * (hviske_output.h).
  */
-#ifndef HV_TOOLS_SUBTITLES_H
-#define HV_TOOLS_SUBTITLES_H
+#ifndef HV_PROGLIB_CUE_OPTIONS_H
+#define HV_PROGLIB_CUE_OPTIONS_H
 
 #include <stddef.h>
 
 #include "hviske.h"
-#include "tool_util.h"
-
-struct cJSON;
-/* Adds key, a file name, to o losslessly (hv_output_file_name: KEY_bytes
- * as well when it is not UTF-8; docs/CLI.md, "File names in JSON"); 0
- * when out of memory. */
-int hvt_json_add_name(struct cJSON *o, const char *key, const char *name);
-
-/* --------------------------------------------- cues from word times */
+#include "cmdline.h"
 
 /* The limits of a cue are hv_cue_params (hviske.h); cues are built by
  * hv_cues_build and hv_segment_cues in the library. */
 
 /* The cue options, the same in the CLI and the server (as
- * HVT_VAD_OPTION_IDS in tool_util.h): their indices, their rows for an
+ * HVT_VAD_OPTION_IDS in cmdline.h): their indices, their rows for an
  * options struct with a field `cues` (hv_cue_params), their --help lines. */
 #define HVT_CUE_OPTION_IDS                                                                         \
     O_MAX_CUE_SECONDS, O_MAX_LINES, O_MAX_LINE_CHARS, O_MAX_CUE_CPS, O_MIN_CUE_SECONDS,            \
@@ -64,4 +55,4 @@ int hvt_json_add_name(struct cJSON *o, const char *key, const char *name);
  * option ("--max-cue-seconds must be a number from 1 to 600") in msg[n]. */
 int hvt_cue_params_check(const hv_cue_params *p, char *msg, size_t n);
 
-#endif /* HV_TOOLS_SUBTITLES_H */
+#endif /* HV_PROGLIB_CUE_OPTIONS_H */

@@ -1,4 +1,4 @@
-/* The helpers the programs in tools/ share (tools/tool_util.h): the
+/* The programs' command line helpers (proglib/cmdline.h): the
  * number parsers' one strictness (integers: digits only, range-checked;
  * floats: decimal, finite, whole string), the table-driven option parser
  * and its messages, the JSON float form, the language check and the
@@ -15,7 +15,8 @@
 
 #include "output/writer.h"
 #include "testlib.h"
-#include "tool_util.h"
+#include "checkpoint.h"
+#include "cmdline.h"
 
 /* ------------------------------------------------------------- integers */
 

@@ -4,18 +4,19 @@
  * web page's downloads take (hviske's and whisper-cli's; OpenAI's answers
  * are the server's response_format).
  */
-#ifndef HV_TOOLS_FORMATS_H
-#define HV_TOOLS_FORMATS_H
+#ifndef HV_PROGLIB_WRITERS_H
+#define HV_PROGLIB_WRITERS_H
 
 #include <stdio.h>
 
 #include "hviske_output.h"
 
-/* The formats of --format and downloads: those before OpenAI's. */
-enum { HVT_N_FORMATS = HV_OUTPUT_OPENAI_JSON };
+/* 1 for OpenAI's answers (openai-json, openai-verbose-json): the server's
+ * response_format, not a format of --format or the downloads. */
+int hvt_format_is_openai(hv_output_format f);
 
 /* A --format name of len bytes at name, in any case; 0, or -1 when it
- * names none of HVT_N_FORMATS. */
+ * names none of the programs' formats (every format but OpenAI's). */
 int hvt_format_parse_n(const char *name, size_t len, hv_output_format *out);
 
 /* Writes one result of the input `path` in format fmt to f as s says (its
@@ -29,4 +30,11 @@ int hvt_write_result(FILE *f, hv_output_format fmt, const hv_output_spec *s, con
 int hvt_write_stream_segment(FILE *f, hv_output_format fmt, const hv_output_spec *s,
                              const char *path, const hv_segment *g, hv_output_state *st);
 
-#endif /* HV_TOOLS_FORMATS_H */
+struct cJSON;
+/* Adds key, a file name, to o losslessly (hv_output_file_name: KEY_bytes
+ * as well when it is not UTF-8; docs/CLI.md, "File names in JSON"), for
+ * the programs' own JSON (the CLI's batch summary, the bench's report); 0
+ * when out of memory. */
+int hvt_json_add_name(struct cJSON *o, const char *key, const char *name);
+
+#endif /* HV_PROGLIB_WRITERS_H */
