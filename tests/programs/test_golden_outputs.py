@@ -1,7 +1,7 @@
 """Every output format, byte for byte: what hviske writes (each --format
-and whisper-cli output flag, to standard output, to files, streamed),
-what hviske-server answers (each response_format, with and without
-words, logprobs and stream=true with the web page's downloads) and what
+and whisper-cli output flag, to standard output, to -o FILE, to files,
+streamed), what hviske-server answers (each response_format, with and
+without words, logprobs and stream=true with the web page's downloads) and what
 `python -m hviske` writes, on the demo model (models/demo) and on the
 tiny-f32 fixture model (random weights: stray bytes, control characters
 and markup in the text), compared with the files in
@@ -49,11 +49,14 @@ def normal(data):
     return _TIMING.sub(rb"\g<1>0", data)
 
 
-def check(name, data):
-    """Compares (or with --record writes) one case's bytes."""
+def check(name, data, how=""):
+    """Compares (or with --record writes) one case's bytes; `how`: another
+    way to the same bytes, compared with the golden file of name."""
     path = os.path.join(GOLDEN, name + ".out")
     data = normal(data)
-    if RECORD:
+    if how:
+        name = f"{name} ({how})"
+    elif RECORD:
         with open(path, "wb") as f:
             f.write(data)
         report(f"{name}: recorded ({len(data)} bytes)", len(data) > 0)
@@ -111,6 +114,12 @@ def cli_cases(tag, model, audio, tmp):
         else:
             data = p.stdout if p.returncode == 0 else b""
         check(f"cli-{tag}-{name}", data)
+    # -o FILE: each format's bytes, those of its standard output
+    for fmt in FORMATS:
+        out = os.path.join(tmp, f"{tag}-o.{fmt}")
+        p = run(base + ["--format", fmt, "-o", out, audio], tmp)
+        data = open(out, "rb").read() if p.returncode == 0 and os.path.exists(out) else b""
+        check(f"cli-{tag}-{fmt}", data, f"-o FILE.{fmt}")
     # every format into files at once
     d = os.path.join(tmp, f"{tag}-files")
     p = run(base + ["--format", ",".join(f for f in FORMATS if f != "whisper-json"),
