@@ -652,7 +652,8 @@ def test_module_cli():
     report("python -m hviske --json --word-timestamps --beams 2: the CLI's text, words and "
            "segments", ok, f"{o} {p.stderr[-300:]!r}")
     # word probabilities: the same numbers in the CLI's JSON, the Python
-    # API and python -m hviske --json (none rounded)
+    # API and python -m hviske --json (none rounded); a sampled transcript's
+    # length depends on the kernels the CPU picks, so it needs fewer words
     tmp = tempfile.mkdtemp(prefix="test-python-probs-", dir=BINARY)
     try:
         import struct
@@ -676,7 +677,7 @@ def test_module_cli():
             report(f"word probabilities, {name}: the CLI's JSON, the Python API and python -m "
                    f"hviske --json equal ({len(api)} words; the API's float, the JSON's "
                    "shortest decimal of it)",
-                   len(api) >= 30 and modp == cli and [f32(x) for x in cli] == api and
+                   len(api) >= (30 if name == "greedy" else 10) and modp == cli and [f32(x) for x in cli] == api and
                    all(f32(x) == x for x in api) and
                    any(abs(x * 1e4 - round(x * 1e4)) > 1e-6 for x in cli),
                    f"{cli} {modp} {api}")
