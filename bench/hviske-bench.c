@@ -280,6 +280,29 @@ static void usage(FILE *f) {
                "(512 MiB) is kept while the runs go on and counts in the peak memory.\n");
 }
 
+/* The run whose value is the median of v[n] (of an even n, the lower of
+ * the middle two). */
+static int median_run(const double *v, int n) {
+    for (int r = 0; r < n; r++) {
+        int below = 0, same = 0;
+        for (int q = 0; q < n; q++) below += v[q] < v[r], same += v[q] == v[r] && q < r;
+        if (below + same == (n - 1) / 2) return r;
+    }
+    return 0;
+}
+
+/* parent.encoder_profile: one run's encoder stages (profile.h) as
+ * "<stage>_ms", and that run's encoder_ms, which they never exceed. */
+static void json_profile(cJSON *parent, const hv_profile *p, double encoder_ms) {
+    cJSON *m = cJSON_AddObjectToObject(parent, "encoder_profile");
+    cJSON_AddNumberToObject(m, "encoder_ms", encoder_ms);
+    for (int k = 0; k < HV_N_STAGES; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s_ms", hv_stage_names[k]);
+        cJSON_AddNumberToObject(m, key, p->ms[k]);
+    }
+}
+
 /* A run's peak, the larger of the readings before and after it, and the
  * encoder's rate as a share of it. */
 static void run_peak(double before, double after, double rate, double *peak, double *share) {
@@ -329,6 +352,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
      * it sets (the weight bytes over that bandwidth) */
     double *bws = calloc((size_t)o->runs, sizeof(double));
     double *bound_ratios = calloc((size_t)o->runs, sizeof(double));
+    /* with --json, each run's encoder stages (profile.h) */
+    hv_profile *profs = calloc((size_t)o->runs, sizeof *profs);
     int d = 0, ff = 0, peak_m = 0, peak_threads = 1;
     int busy_threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (o->peak && encoder_dims(o->model, &d, &ff, &clip_s)) {
@@ -348,7 +373,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     snprintf(isa_what, sizeof isa_what, "%s %s", hv_mm_best()->name, int8 ? "int8" : "f32 fma");
     int isa = peak_m && hvt_isa_peak_gflops(peak_threads, int8, isa_why, sizeof isa_why) > 0;
     int ok = ctx && peaks && shares && gpeaks && gshares && tpeaks && tshares && ipeaks &&
-             ishares && bws && bound_ratios;
+             ishares && bws && bound_ratios && profs;
     for (int r = -o->warmup; ok && r < o->runs; r++) {
         hv_result *res;
         double before = r >= 0 && peak_m ? sgemm_peak_gflops(peak_threads, peak_m, d, ff) : 0;
@@ -358,6 +383,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         double ibefore =
             r >= 0 && isa ? hvt_isa_peak_gflops(peak_threads, int8, isa_why, sizeof isa_why) : 0;
         double bw_before = r >= 0 && bw ? read_bandwidth_gbs(bw) : 0;
+        if (o->json && r >= 0) hv_context_set_profile(ctx, &profs[r]);
         double t0 = hvt_now_s(), cpu0 = cpu_seconds();
         if (hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res)) {
             fprintf(stderr, "hviske-bench: %s: %s\n", path, hv_context_error(ctx));
@@ -365,6 +391,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
             break;
         }
         double total = (hvt_now_s() - t0) * 1e3, cpu = cpu_seconds() - cpu0;
+        hv_context_set_profile(ctx, NULL);
         hv_timings t = hv_result_timings(res);
         tokens = t.n_tokens;
         hv_result_free(res);
@@ -407,6 +434,10 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         rc = 1;
     }
     if (!rc) {
+        /* the encoder stages of the run with the median encoder_ms (before
+         * summarise sorts them) */
+        int prof_run = median_run(v[S_ENCODER], o->runs);
+        double v_encoder_ms = v[S_ENCODER][prof_run];
         stat3 s[N_STATS];
         for (int k = 0; k < N_STATS; k++) s[k] = summarise(v[k], o->runs);
         stat3 peak = summarise(peaks, o->runs), share = summarise(shares, o->runs);
@@ -446,6 +477,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
                 json_stat(j, "token_bound_ratio_runs", bound);
             }
             for (int k = 0; k < N_STATS; k++) json_stat(j, stat_names[k], s[k]);
+            json_profile(j, &profs[prof_run], v_encoder_ms);
             cJSON_AddItemToArray(jfiles, j);
         } else {
             printf("%s: %.2f s audio, %d tokens, %d runs (median [min-max])\n", path, duration,
@@ -492,6 +524,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     free(ishares);
     free(bws);
     free(bound_ratios);
+    free(profs);
     hv_context_free(ctx);
     hv_audio_free(pcm);
     return rc;

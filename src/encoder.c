@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "kernels/onednn.h"
 #include "kernels/ops.h"
+#include "kernels/profile.h"
 
 /* ------------------------------------------------------- subsampling */
 
@@ -69,7 +70,9 @@ static void mask_rows(float *x, int T, long row, int len) {
 
 /* dw_striding subsampling: returns [T_enc x d_model] and the valid length. */
 static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
-                        const float *feat, int T, int n_valid, int *T_out, int *len_out) {
+                        hv_profile *prof, const float *feat, int T, int n_valid, int *T_out,
+                        int *len_out) {
+    double t = hv_prof_now(prof);
     int C = c->sub_channels, F = c->feat_in, len = n_valid;
     float *in = malloc((size_t)T * F * sizeof *in);
     if (!in) return NULL;
@@ -98,6 +101,7 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
                    .depthwise = 0,
                    .relu = 1};
     hv_pool_run(pool, hv_pool_size(pool), conv_task, &j0);
+    hv_prof_add(prof, HV_STAGE_SUB_CONV, &t);
     free(in);
     T = T2;
     F = F2;
@@ -134,7 +138,9 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
         F = F2;
         len = hv_sub_conv_len(len);
         mask_rows(dw, T, (long)F * C, len);
+        hv_prof_add(prof, HV_STAGE_SUB_CONV, &t);
         hv_linear_relu(pool, pw, dw, T * F, &w->pw[s], w->pw_b[s]);
+        hv_prof_add(prof, HV_STAGE_SUB_LINEAR, &t);
         free(dw);
         img = pw;
     }
@@ -155,7 +161,9 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, hv_pool
             for (int ch = 0; ch < C; ch++)
                 flat[((long)t * C + ch) * F + f] = img[((long)t * F + f) * C + ch];
     free(img);
+    hv_prof_add(prof, HV_STAGE_ELEMENTWISE, &t);
     hv_linear(pool, x, flat, T, &w->pre_out, w->pre_out_b);
+    hv_prof_add(prof, HV_STAGE_SUB_LINEAR, &t);
     free(flat);
     *T_out = T;
     *len_out = len;
@@ -173,6 +181,8 @@ typedef struct enc_scratch {
     float *p;                     /* [(2N-1) x d]: a layer's linear_pos(pos) */
     float *att;                   /* hv_attention_scratch(n, d, H, bf16) */
     float *dw_taps;               /* [K x d]: a layer's depthwise weights, tap-major */
+    hv_profile *prof;             /* NULL unless the caller asked for the stages' times */
+    double t;                     /* with prof: the clock at the end of the last stage timed */
 } enc_scratch;
 
 /* Row-wise work spread over the pool: LayerNorm and GLU are cheap
@@ -222,8 +232,10 @@ static void feed_forward_half(const hv_config *c, hv_pool *pool, float *x, int n
                               const hv_mat *down, const float *down_b) {
     int d = c->d_model;
     layernorm(pool, s->norm, x, n, d, nw, nb);
+    hv_prof_add(s->prof, HV_STAGE_LAYERNORM, &s->t);
     hv_linear_silu(pool, s->big, s->norm, n, up, up_b);
     hv_linear_add(pool, x, s->tmp, s->big, n, down, down_b, 0.5f);
+    hv_prof_add(s->prof, HV_STAGE_FF_LINEAR, &s->t);
 }
 
 typedef struct attn_job {
@@ -235,7 +247,19 @@ typedef struct attn_job {
     int n, len, d, H, dh;
     int bf16;       /* bf16 compute (attn_head_bf16) */
     hv_onednn *dnn; /* with bf16: the pool's engine, or NULL for the emulation */
+    hv_profile *prof;
+    double *busy; /* with prof: [H][3] each head's own time in products, softmax, staging */
 } attn_job;
+
+enum { BUSY_PRODUCTS, BUSY_SOFTMAX, BUSY_STAGING };
+
+/* With a profile: the time since *t into head h's part `what`, *t now. */
+static void head_busy(const attn_job *j, int h, int what, double *t) {
+    if (!j->prof) return;
+    double now = hv_prof_now(j->prof);
+    j->busy[h * 3 + what] += now - *t;
+    *t = now;
+}
 
 /* Queries per band of the position scores: a band of T queries needs
  * len + T - 1 of the 2n - 1 relative positions. */
@@ -297,6 +321,7 @@ static void attn_head(void *arg, int h, int n_tasks) {
     float *pT = kT + (long)dh * n;                        /* [dh][2 len - 1] */
     float scale = 1.0f / sqrtf((float)dh);
     const float *u = j->u + h * dh, *vb = j->vb + h * dh;
+    double t = hv_prof_now(j->prof);
 
     for (int i = 0; i < len; i++) {
         const float *q = j->q + (long)i * d + h * dh;
@@ -307,6 +332,7 @@ static void attn_head(void *arg, int h, int n_tasks) {
     }
     /* ac = (q + u) k^T over valid keys */
     transpose_head(kT, n, j->k + h * dh, d, len, dh);
+    head_busy(j, h, BUSY_STAGING, &t);
     kt->sgemm_nn(len, len, dh, qu, dh, kT, n, ac, n);
     /* the position scores (q + v) p^T band by band, each band of queries
      * [i0, i1) over the relative positions its keys need: key j of query
@@ -314,23 +340,28 @@ static void attn_head(void *arg, int h, int n_tasks) {
      * n-2-i0+len (the rel-shift, without the other half of the 2n-1);
      * all bands together read rows n-len .. n+len-2, pT's columns */
     long pld = 2L * len - 1;
+    head_busy(j, h, BUSY_PRODUCTS, &t);
     transpose_head(pT, pld, j->p + (long)(n - len) * d + h * dh, d, (int)pld, dh);
+    head_busy(j, h, BUSY_STAGING, &t);
     for (int i0 = 0; i0 < len; i0 += POS_BAND) {
         int i1 = i0 + POS_BAND < len ? i0 + POS_BAND : len, row0 = n - i1;
         int width = len + (i1 - i0) - 1;
         kt->sgemm_nn(i1 - i0, width, dh, qv + (long)i0 * dh, dh, pT + (len - i1), pld, bd, width);
+        head_busy(j, h, BUSY_PRODUCTS, &t);
         for (int i = i0; i < i1; i++) {
             float *sc = ac + (long)i * n;
             const float *b = bd + (long)(i - i0) * width + (n - 1 - i - row0);
             for (int jj = 0; jj < len; jj++) sc[jj] = (sc[jj] + b[jj]) * scale;
             hv_softmax(sc, len); /* padded keys would get exactly 0 */
         }
+        head_busy(j, h, BUSY_SOFTMAX, &t);
     }
     /* context of every valid query in one product; padded queries'
      * probabilities are masked to 0 */
     kt->sgemm_nn(len, dh, len, ac, n, j->v + h * dh, d, j->ctx + h * dh, d);
     for (int i = len; i < n; i++)
         memset(j->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
+    head_busy(j, h, BUSY_PRODUCTS, &t);
 }
 
 /* x[0, n) (plus add[t] when add is not NULL) rounded to bf16 (as
@@ -405,6 +436,7 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     float *bd = pr + c * c, *ctx = bd + POS_BAND * att_class(n + POS_BAND - 1);
     float scale = 1.0f / sqrtf((float)dh);
     const float *u = j->u + h * dh, *vb = j->vb + h * dh;
+    double t = hv_prof_now(j->prof);
 
     stage_bf16(qu, bits, j->q + h * dh, d, u, len, cl, dh);
     stage_bf16(qv, bits, j->q + h * dh, d, vb, len, cl, dh);
@@ -414,6 +446,7 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
      * with ATT_CLASS zero rows after them for the padded bands */
     stage_bf16(pp, bits, j->p + (long)(n - len) * d + h * dh, d, NULL, 2 * len - 1,
                pad ? 2 * cl + ATT_CLASS : 2 * len - 1, dh);
+    head_busy(j, h, BUSY_STAGING, &t);
     head_product(dnn, cl, cl, dh, qu, dh, kk, dh, 1, ac, (int)ld);
     for (int i0 = 0; i0 < len; i0 += POS_BAND) {
         int i1 = i0 + POS_BAND < len ? i0 + POS_BAND : len, row0 = n - i1;
@@ -421,6 +454,7 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
         if (pad) width = (int)att_class(width), rows = (int)att_class(rows);
         head_product(dnn, rows, width, dh, qv + (long)i0 * dh * esz, dh,
                      pp + (long)(len - i1) * dh * esz, dh, 1, bd, width);
+        head_busy(j, h, BUSY_PRODUCTS, &t);
         for (int i = i0; i < i1; i++) {
             float *sc = ac + (long)i * ld;
             const float *b = bd + (long)(i - i0) * width + (n - 1 - i - row0);
@@ -432,6 +466,7 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
             round_bf16(row, bits, sc, NULL, len);
             if (pad) memset(row + (size_t)len * esz, 0, (size_t)(cl - len) * esz);
         }
+        head_busy(j, h, BUSY_SOFTMAX, &t);
     }
     if (pad) {
         for (int i = len; i < cl; i++) memset((char *)pr + i * ld * esz, 0, (size_t)cl * esz);
@@ -444,11 +479,12 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     }
     for (int i = len; i < n; i++)
         memset(j->ctx + (long)i * d + h * dh, 0, (size_t)dh * sizeof(float));
+    head_busy(j, h, BUSY_PRODUCTS, &t);
 }
 
 void hv_attention_heads(hv_pool *pool, int n, int len, int d, int H, const float *q, const float *k,
                         const float *v, const float *p, const float *u, const float *vb, float *att,
-                        float *ctx) {
+                        float *ctx, hv_profile *prof) {
     hv_onednn *dnn = hv_pool_onednn(pool);
     attn_job j = {.q = q,
                   .k = k,
@@ -465,7 +501,20 @@ void hv_attention_heads(hv_pool *pool, int n, int len, int d, int H, const float
                   .dh = d / H,
                   .bf16 = hv_pool_bf16(pool),
                   .dnn = dnn};
+    /* with a profile, the job's time split as the heads spent theirs */
+    if (prof && !(j.busy = calloc((size_t)H * 3, sizeof *j.busy))) prof = NULL;
+    j.prof = prof;
+    double t0 = hv_prof_now(prof);
     hv_pool_run(pool, H, j.bf16 ? attn_head_bf16 : attn_head, &j);
+    if (!prof) return;
+    double wall = hv_prof_now(prof) - t0, part[3] = {0, 0, 0};
+    for (int h = 0; h < H; h++)
+        for (int w = 0; w < 3; w++) part[w] += j.busy[h * 3 + w];
+    double all = part[0] + part[1] + part[2];
+    static const hv_stage stage[3] = {HV_STAGE_ATTN_PRODUCTS, HV_STAGE_ATTN_SOFTMAX,
+                                      HV_STAGE_ATTN_STAGING};
+    for (int w = 0; w < 3 && all > 0; w++) prof->ms[stage[w]] += wall * part[w] / all;
+    free(j.busy);
 }
 
 long hv_attention_scratch(int n, int d, int H, int bf16) {
@@ -476,13 +525,17 @@ static void self_attention(const hv_config *c, hv_pool *pool, float *x, int n, i
                            enc_scratch *s, const hv_enc_layer *y, const float *p) {
     int d = c->d_model, H = c->enc_heads;
     layernorm(pool, s->norm, x, n, d, y->att_norm_w, y->att_norm_b);
+    hv_prof_add(s->prof, HV_STAGE_LAYERNORM, &s->t);
     const hv_mat *qkv[3] = {&y->wq, &y->wk, &y->wv};
     const float *qkv_b[3] = {y->bq, y->bk, y->bv};
     float *qkv_y[3] = {s->q, s->k, s->v};
     hv_linear_many(pool, n, s->norm, 3, qkv, qkv_b, qkv_y);
+    hv_prof_add(s->prof, HV_STAGE_ATTN_LINEAR, &s->t);
     hv_attention_heads(pool, n, len, d, H, s->q, s->k, s->v, p, y->pos_bias_u, y->pos_bias_v,
-                       s->att, s->ctx);
+                       s->att, s->ctx, s->prof);
+    s->t = hv_prof_now(s->prof);
     hv_linear_add(pool, x, s->tmp, s->ctx, n, &y->wo, y->bo, 1.0f);
+    hv_prof_add(s->prof, HV_STAGE_ATTN_LINEAR, &s->t);
 }
 
 typedef struct dwconv_job {
@@ -514,16 +567,21 @@ static void conv_module(const hv_config *c, hv_pool *pool, float *x, int n, int 
                         const hv_enc_layer *y) {
     int d = c->d_model;
     layernorm(pool, s->norm, x, n, d, y->conv_norm_w, y->conv_norm_b);
+    hv_prof_add(s->prof, HV_STAGE_LAYERNORM, &s->t);
     hv_linear(pool, s->big, s->norm, n, &y->pw1, y->pw1_b); /* [n x 2d] */
+    hv_prof_add(s->prof, HV_STAGE_CONV_POINTWISE, &s->t);
     /* GLU over channels; the padded time steps are zeroed so they do not
      * leak into the convolution */
     rows_run(pool, (rows_job){ROWS_GLU, s->q, s->big, n, d, len, NULL, NULL});
+    hv_prof_add(s->prof, HV_STAGE_ELEMENTWISE, &s->t);
     int K = c->conv_kernel;
     for (int ch = 0; ch < d; ch++)
         for (int k = 0; k < K; k++) s->dw_taps[(long)k * d + ch] = y->dw_w[(long)ch * K + k];
     dwconv_job j = {.in = s->q, .out = s->k, .w = s->dw_taps, .b = y->dw_b, .n = n, .d = d, .K = K};
     hv_pool_run(pool, hv_pool_size(pool), dwconv_task, &j);
+    hv_prof_add(s->prof, HV_STAGE_CONV_DEPTHWISE, &s->t);
     hv_linear_add(pool, x, s->tmp, s->k, n, &y->pw2, y->pw2_b, 1.0f);
+    hv_prof_add(s->prof, HV_STAGE_CONV_POINTWISE, &s->t);
 }
 
 /* Transformer-XL sinusoids for positions n-1 down to -(n-1), computed in
@@ -615,7 +673,8 @@ double hv_encoder_flops(const hv_config *c, const hv_encoder_weights *w, int n_f
 
 hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
                              const float *feat, int n_frames, int n_valid, hv_pos_cache *cache,
-                             int n_hint, float **out, int *n_enc, int *enc_len, hv_error *e) {
+                             int n_hint, hv_profile *prof, float **out, int *n_enc, int *enc_len,
+                             hv_error *e) {
     *out = NULL;
     int n, len;
     if (n_valid > n_frames) n_valid = n_frames;
@@ -625,7 +684,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
         return hv_err(e, HV_ERR_LIMIT,
                       "audio too long: %d encoder frames exceed pos_emb_max_len %d",
                       hv_subsampled_len(c, n_frames), c->pos_emb_max_len);
-    float *x = subsample(c, w, pool, feat, n_frames, n_valid, &n, &len);
+    float *x = subsample(c, w, pool, prof, feat, n_frames, n_valid, &n, &len);
     if (!x) return hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
 
     int d = c->d_model, H = c->enc_heads;
@@ -633,7 +692,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
      * projections are computed for N frames (into the cache, or per layer) */
     int cached = cache && cache->n >= n;
     int N = cached ? cache->n : pos_frames(c, n, cache ? n_hint : 0), P = 2 * N - 1;
-    enc_scratch s = {0};
+    enc_scratch s = {.prof = prof};
     s.norm = malloc((size_t)n * d * sizeof(float));
     s.big = malloc((size_t)n * d * (c->ff_expansion > 2 ? c->ff_expansion : 2) * sizeof(float));
     s.q = malloc((size_t)n * d * sizeof(float));
@@ -651,10 +710,13 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
         st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
         goto done;
     }
+    s.t = hv_prof_now(prof);
     if (!cached) {
         rel_positions(s.pos, N, d);
+        hv_prof_add(prof, HV_STAGE_ELEMENTWISE, &s.t);
         /* without memory for a cache, per layer as without one */
         if (cache) cached = pos_cache_fill(c, w, pool, cache, s.pos, N) == 0;
+        hv_prof_add(prof, HV_STAGE_POS_LINEAR, &s.t);
     }
     /* a layer's projections, when they are not in the cache */
     if (!cached && !(s.p = malloc((size_t)P * d * sizeof(float)))) {
@@ -671,6 +733,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
         } else {
             hv_linear(pool, s.p, s.pos, P, &y->wpos, NULL);
             p = s.p + (size_t)(N - n) * d;
+            hv_prof_add(prof, HV_STAGE_POS_LINEAR, &s.t);
         }
         /* half-step feed-forward */
         feed_forward_half(c, pool, x, n, &s, y->ff1_norm_w, y->ff1_norm_b, &y->ff1_up, y->ff1_up_b,
@@ -684,6 +747,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
                           &y->ff2_down, y->ff2_down_b);
         /* layer output norm */
         layernorm(pool, x, x, n, d, y->out_norm_w, y->out_norm_b);
+        hv_prof_add(prof, HV_STAGE_LAYERNORM, &s.t);
     }
 
     if (w->proj.data) {
@@ -693,6 +757,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv
             goto done;
         }
         hv_linear(pool, res, x, n, &w->proj, w->proj_b);
+        hv_prof_add(prof, HV_STAGE_PROJ_LINEAR, &s.t);
     } else {
         res = x;
         x = NULL;

@@ -8,6 +8,7 @@
 #include "decoder.h"
 #include "hviske.h"
 #include "kernels/cpu.h"
+#include "kernels/profile.h"
 #include "kernels/threads.h"
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -32,7 +33,13 @@ struct hv_context {
     hv_pool *pool;
     hv_decoder dec;
     hv_error err;
+    hv_profile *prof; /* NULL unless hv_context_set_profile gave one */
 };
+
+/* From now on the encoder adds its stages' times to prof (profile.h;
+ * NULL: stops): hviske-bench's profile, not part of the public API. prof
+ * stays the caller's and must outlive its use. */
+void hv_context_set_profile(hv_context *ctx, hv_profile *prof);
 
 /* Resolves the compute mode want (hv_compute) for m, whose weights are
  * loaded: sets m->compute, m->dnn (the bf16 engine where the CPU has

@@ -163,6 +163,8 @@ void hv_context_free(hv_context *ctx) {
     free(ctx);
 }
 
+void hv_context_set_profile(hv_context *ctx, hv_profile *prof) { ctx->prof = prof; }
+
 const char *hv_context_error(const hv_context *ctx) { return ctx ? ctx->err.msg : "no context"; }
 
 /* ----------------------------------------------------------- transcribe */
@@ -432,8 +434,8 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     t1 = now_ms();
     int pos_builds = R->pos.builds;
     if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid,
-                                 R->pos_hint ? &R->pos : NULL, R->pos_hint, &enc, &n_enc, &enc_len,
-                                 e)))
+                                 R->pos_hint ? &R->pos : NULL, R->pos_hint, ctx->prof, &enc, &n_enc,
+                                 &enc_len, e)))
         goto done;
     /* broken weights give non-finite states and then an empty text: refuse */
     for (size_t i = 0; i < (size_t)enc_len * (size_t)c->dec_hidden; i++)

@@ -8,7 +8,8 @@ the sgemm peak of --peak
 measured around each run with the encoder's share of it, and the same for
 the kernels of the compute mode (gemm_peak_gflops) and of the AMX tile unit
 where the CPU has one (tile_peak_gflops; elsewhere the reason), the "compute",
-"gemm" and "elementwise" keys and --compute, --bandwidth's
+"gemm" and "elementwise" keys and --compute, the encoder's per-stage profile
+(every stage, none negative, within its run's encoder time), --bandwidth's
 figures (at the start, and around each run with a step's time over the
 bound of its moment), and a clear error for a file that is not there.
 
@@ -28,6 +29,12 @@ from hvtest import DEMO_MODEL, EXAMPLE, SOURCE_DIR, finish, report  # noqa: E402
 BINARY = os.environ.get("HV_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
 BENCH = os.path.join(BINARY, "hviske-bench")
 STAGES = ("total_ms", "encoder_ms", "decoder_ms", "encoder_gflops", "rtf", "busy_share")
+# encoder_profile's stages, as docs/PERFORMANCE.md lists them
+PROFILE = ("subsampling_conv", "subsampling_linear", "ff_linear", "attn_linear", "pos_linear",
+           "attn_products", "attn_softmax", "attn_staging", "conv_pointwise", "conv_depthwise",
+           "layernorm", "elementwise", "bf16_convert", "proj_linear")
+# stages every encoder runs, whatever the model and the mode
+PROFILE_BUSY = ("ff_linear", "attn_linear", "attn_products", "attn_softmax", "layernorm")
 
 
 def bench(*args):
@@ -107,6 +114,24 @@ def table_expected():
     return "avx_vnni" if "avx_vnni" in flags else "avx2"
 
 
+def check_profile(f, what):
+    """encoder_profile: every stage, none negative, the work's stages
+    measured, and together within the encoder_ms of its run (one of the
+    runs: within their range)."""
+    prof = f.get("encoder_profile", {})
+    stages = {k: prof.get(k + "_ms") for k in PROFILE}
+    enc = prof.get("encoder_ms", -1)
+    report(f"{what}: encoder_profile has every stage, none negative",
+           all(isinstance(v, (int, float)) and v >= 0 for v in stages.values()), str(prof))
+    report(f"{what}: encoder_profile's work stages measured",
+           all((stages[k] or 0) > 0 for k in PROFILE_BUSY), str(stages))
+    total = sum(v for v in stages.values() if isinstance(v, (int, float)))
+    report(f"{what}: encoder_profile's stages within its run's encoder_ms, one of the runs'",
+           0 < total <= enc * (1 + 1e-9)
+           and f["encoder_ms"]["min"] <= enc <= f["encoder_ms"]["max"],
+           f"stages {total} encoder_ms {enc} runs {f['encoder_ms']}")
+
+
 def main():
     p = bench("--runs", "3", "--warmup", "0", "--max-tokens", "4", "--peak", "--bandwidth",
               "--json", EXAMPLE)
@@ -119,6 +144,7 @@ def main():
     report("bench --json parses", p.returncode == 0, p.stderr[-300:])
     report("every stage has median, min, max in order",
            all(ordered(f[k]) for k in STAGES), str({k: f.get(k) for k in STAGES}))
+    check_profile(f, "--json")
     report("the encoder did work at a positive rate",
            f["encoder_ms"]["min"] > 0 and f["encoder_gflops"]["min"] > 0, str(f["encoder_gflops"]))
     busy = f.get("busy_share", {})
@@ -172,6 +198,8 @@ def main():
     report("--compute bf16: reported as the mode that ran", p2.returncode == 0
            and out2.get("compute") == "bf16" and out2.get("gemm", "") != "",
            p2.stdout[-300:] + p2.stderr[-300:])
+    if out2.get("files"):
+        check_profile(out2["files"][0], "--compute bf16")
     p2 = bench("--runs", "1", "--compute", "f16", EXAMPLE)
     report("--compute f16: refused, naming the option", p2.returncode == 2
            and "f16" in p2.stderr, p2.stderr[-300:])

@@ -129,7 +129,7 @@ static float *run(const attn_in *a, int threads, int bf16, hv_onednn *dnn) {
     hv_pool_set_compute(pool, bf16, dnn);
     for (long i = 0; i < (long)a->n * a->d; i++) ctx[i] = NAN; /* every row written */
     hv_attention_heads(pool, a->n, a->len, a->d, a->H, a->q, a->k, a->v, a->p, a->u, a->vb, att,
-                       ctx);
+                       ctx, NULL);
     hv_pool_free(pool);
     free(att);
     return ctx;
