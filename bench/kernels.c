@@ -18,6 +18,7 @@
 #include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/engine.h"
 #include "kernels/onednn.h"
 #include "kernels/ops.h"
 #include "kernels/threads.h"
@@ -247,11 +248,15 @@ static void bench_linear(void) {
 }
 
 /* GFLOP/s of hv_linear on pool for [n x cols] . [cols x rows]: best of 5. */
-static double linear_rate(hv_pool *pool, const hv_mat *W, const float *x, float *y, int n) {
+/* The rate of hv_eng_linear on pool in bf16 or f32 compute, on dnn (NULL:
+ * our tables). */
+static double linear_rate(hv_pool *pool, int bf16, hv_onednn *dnn, const hv_mat *W, const float *x,
+                          float *y, int n) {
+    hv_engine eng = hv_engine_make(pool, bf16, dnn);
     double best = 1e30;
     for (int rep = -1; rep < 5; rep++) {
         double t0 = now();
-        hv_linear(pool, y, x, n, W, NULL);
+        hv_eng_linear(&eng, y, x, n, W, NULL, NULL);
         double dt = now() - t0;
         if (rep >= 0 && dt < best) best = dt;
     }
@@ -283,21 +288,12 @@ static void bench_onednn(void) {
             abort();
         hv_pool *pool = hv_pool_new(threads);
         double r[6] = {0};
-        r[0] = linear_rate(pool, &W, x, y, n);
-        hv_pool_set_compute(pool, 1, NULL);
-        r[1] = linear_rate(pool, &W, x, y, n);
-        hv_pool_set_compute(pool, 0, NULL);
-        r[2] = linear_rate(pool, &Wb, x, y, n);
-        hv_pool_set_compute(pool, 1, NULL);
-        r[3] = linear_rate(pool, &Wb, x, y, n);
-        if (f32) {
-            hv_pool_set_compute(pool, 0, f32);
-            r[4] = linear_rate(pool, &W, x, y, n);
-        }
-        if (b16) {
-            hv_pool_set_compute(pool, 1, b16);
-            r[5] = linear_rate(pool, &Wb, x, y, n);
-        }
+        r[0] = linear_rate(pool, 0, NULL, &W, x, y, n);
+        r[1] = linear_rate(pool, 1, NULL, &W, x, y, n);
+        r[2] = linear_rate(pool, 0, NULL, &Wb, x, y, n);
+        r[3] = linear_rate(pool, 1, NULL, &Wb, x, y, n);
+        if (f32) r[4] = linear_rate(pool, 0, f32, &W, x, y, n);
+        if (b16) r[5] = linear_rate(pool, 1, b16, &Wb, x, y, n);
         printf("%5d x %-5d %9.1f %9.1f %9.1f %9.1f %12.1f %12.1f\n", cols, rows, r[0], r[1], r[2],
                r[3], r[4], r[5]);
         hv_pool_free(pool);

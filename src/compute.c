@@ -140,11 +140,11 @@ double hv_model_gemm_peak(const hv_model *m, int n_threads, int n_rows) {
         if (shapes[s].W->rows > most) most = shapes[s].W->rows;
     }
     hv_pool *pool = hv_pool_new(n_threads);
+    hv_engine eng = hv_engine_make(pool, m->compute == HV_COMPUTE_BF16, m->dnn);
     float *x = malloc((size_t)n_rows * most * sizeof *x),
           *y = malloc((size_t)n_rows * most * sizeof *y);
     double flop = 0, secs = 0;
     if (pool && x && y) {
-        hv_pool_set_compute(pool, m->compute == HV_COMPUTE_BF16, m->dnn);
         for (size_t i = 0; i < (size_t)n_rows * most; i++)
             x[i] = (float)((i * 7919) % 1000) / 1000 - 0.5f;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -152,7 +152,7 @@ double hv_model_gemm_peak(const hv_model *m, int n_threads, int n_rows) {
             double best = 1e30;
             for (int rep = -1; rep < 3; rep++) { /* one untimed: primitives, scratch */
                 double t0 = now_s();
-                hv_linear(pool, y, x, n_rows, W, NULL);
+                hv_eng_linear(&eng, y, x, n_rows, W, NULL, NULL);
                 double dt = now_s() - t0;
                 if (rep >= 0 && dt < best) best = dt;
             }

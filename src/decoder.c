@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/engine.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
@@ -165,8 +166,8 @@ static int grow(float **p, long *cap, long need) {
     return 0;
 }
 
-hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int n_enc, int enc_len,
-                           int max_seqs, hv_error *e) {
+hv_status hv_decoder_begin(hv_decoder *dec, const hv_engine *eng, const float *enc, int n_enc,
+                           int enc_len, int max_seqs, hv_error *e) {
     const hv_config *c = dec->c;
     int h = c->dec_hidden, L = c->dec_layers;
     if (enc_len < 1 || enc_len > n_enc)
@@ -223,7 +224,7 @@ hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int
         const hv_dec_layer *y = &dec->w->layers[l];
         for (int v = 0; v < 2; v++) {
             void *dst = v ? dec->cross_v : dec->cross_k;
-            hv_linear(pool, kv, enc, enc_len, v ? &y->cv : &y->ck, v ? y->cv_b : y->ck_b);
+            hv_eng_linear(eng, kv, enc, enc_len, v ? &y->cv : &y->ck, v ? y->cv_b : y->ck_b, NULL);
             for (int hd = 0; hd < H; hd++)
                 for (int f = 0; f < enc_len; f++)
                     kv_store(dec, dst, (((long)l * H + hd) * n_enc + f) * dh,
@@ -333,7 +334,7 @@ static void store_cache(hv_decoder *dec, const attn_job *j, int rows, const floa
 
 /* -------------------------------------------------------------- forward */
 
-hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
+hv_status hv_decoder_forward(hv_decoder *dec, const hv_engine *eng, const int *seqs, int n_seq,
                              const int32_t *tokens, int n_tok, hv_error *e) {
     const hv_config *c = dec->c;
     const hv_decoder_weights *w = dec->w;
@@ -376,6 +377,8 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
     }
     hv_layernorm(dec->x, dec->x, rows, h, w->emb_ln_w, w->emb_ln_b, HV_LN_EPS);
 
+    /* each branch's output projection adds into the residual stream x */
+    const hv_epilogue residual = {.residual = dec->x, .scale = 1.0f};
     for (int l = 0; l < c->dec_layers; l++) {
         const hv_dec_layer *y = &w->layers[l];
         attn_job j = {.dec = dec,
@@ -391,23 +394,24 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
         const hv_mat *qkv[3] = {&y->sq, &y->sk, &y->sv};
         const float *qkv_b[3] = {y->sq_b, y->sk_b, y->sv_b};
         float *qkv_y[3] = {dec->q, dec->kv, dec->tmp}; /* tmp: free until the output */
-        hv_linear_many(pool, rows, dec->norm, 3, qkv, qkv_b, qkv_y);
+        hv_eng_linear_many(eng, rows, dec->norm, 3, qkv, qkv_b, qkv_y);
         store_cache(dec, &j, rows, dec->kv, 0);
         store_cache(dec, &j, rows, dec->tmp, 1);
-        hv_pool_run_short(attn_pool(pool, rows, H, self_keys, h / H), rows * H, attn_task, &j);
-        hv_linear_add(pool, dec->x, dec->tmp, dec->ctx, rows, &y->so, y->so_b, 1.0f);
+        hv_pool_run_short(attn_pool(eng->pool, rows, H, self_keys, h / H), rows * H, attn_task, &j);
+        hv_eng_linear(eng, dec->tmp, dec->ctx, rows, &y->so, y->so_b, &residual);
 
         /* cross-attention over the valid encoder frames */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln2_w, y->ln2_b, HV_LN_EPS);
-        hv_linear(pool, dec->q, dec->norm, rows, &y->cq, y->cq_b);
+        hv_eng_linear(eng, dec->q, dec->norm, rows, &y->cq, y->cq_b, NULL);
         j.cross = 1;
-        hv_pool_run_short(attn_pool(pool, rows, H, dec->enc_len, h / H), rows * H, attn_task, &j);
-        hv_linear_add(pool, dec->x, dec->tmp, dec->ctx, rows, &y->co, y->co_b, 1.0f);
+        hv_pool_run_short(attn_pool(eng->pool, rows, H, dec->enc_len, h / H), rows * H, attn_task,
+                          &j);
+        hv_eng_linear(eng, dec->tmp, dec->ctx, rows, &y->co, y->co_b, &residual);
 
         /* ReLU feed-forward */
         hv_layernorm(dec->norm, dec->x, rows, h, y->ln3_w, y->ln3_b, HV_LN_EPS);
-        hv_linear_relu(pool, dec->ff, dec->norm, rows, &y->ff_in, y->ff_in_b);
-        hv_linear_add(pool, dec->x, dec->tmp, dec->ff, rows, &y->ff_out, y->ff_out_b, 1.0f);
+        hv_eng_linear(eng, dec->ff, dec->norm, rows, &y->ff_in, y->ff_in_b, &hv_ep_relu);
+        hv_eng_linear(eng, dec->tmp, dec->ff, rows, &y->ff_out, y->ff_out_b, &residual);
     }
     for (int i = 0; i < n_seq; i++) dec->seq_len[seqs[i]] += n_tok;
 
@@ -417,7 +421,7 @@ hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, in
     for (int i = 0; i < n_seq; i++)
         hv_layernorm(dec->norm + (long)i * h, dec->x + ((long)i * n_tok + n_tok - 1) * h, 1, h,
                      w->final_ln_w, w->final_ln_b, HV_LN_EPS);
-    hv_linear(pool, dec->logits, dec->norm, n_seq, &w->cls, w->cls_b);
+    hv_eng_linear(eng, dec->logits, dec->norm, n_seq, &w->cls, w->cls_b, NULL);
     for (int i = 0; i < n_seq; i++) hv_log_softmax(dec->logits + (long)i * V, V);
     return HV_OK;
 }

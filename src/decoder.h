@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "kernels/threads.h"
+#include "kernels/engine.h"
 #include "model/config.h"
 #include "model/weights.h"
 #include "util/error.h"
@@ -66,14 +66,14 @@ void hv_decoder_free(hv_decoder *dec);
 /* Starts an utterance for up to max_seqs sequences: computes the
  * cross-attention keys and values of enc [n_enc x h] (rows >= enc_len are
  * masked) and empties every sequence. */
-hv_status hv_decoder_begin(hv_decoder *dec, hv_pool *pool, const float *enc, int n_enc, int enc_len,
-                           int max_seqs, hv_error *e);
+hv_status hv_decoder_begin(hv_decoder *dec, const hv_engine *eng, const float *enc, int n_enc,
+                           int enc_len, int max_seqs, hv_error *e);
 
 /* Appends n_tok tokens to each of the n_seq sequences seqs[] (tokens is
  * [n_seq x n_tok]; a prefill is n_seq 1, n_tok > 1; a beam step is n_tok 1)
  * and writes the next-token log-probs after each sequence's last token to
  * dec->logits row i (for seqs[i]). */
-hv_status hv_decoder_forward(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
+hv_status hv_decoder_forward(hv_decoder *dec, const hv_engine *eng, const int *seqs, int n_seq,
                              const int32_t *tokens, int n_tok, hv_error *e);
 
 /* Makes sequence i (i < n) a copy of the old sequence parents[i], sharing

@@ -2,8 +2,7 @@
 #ifndef HV_ENCODER_H
 #define HV_ENCODER_H
 
-#include "kernels/profile.h"
-#include "kernels/threads.h"
+#include "kernels/engine.h"
 #include "model/config.h"
 #include "model/weights.h"
 #include "util/error.h"
@@ -28,30 +27,14 @@ void hv_pos_cache_free(hv_pos_cache *pc); /* empties it; NULL is allowed */
  * cache that is used when it covers the chunk's encoder frames and
  * otherwise filled for max(them, n_hint) (the call's longest chunk, so
  * that it is filled once; without memory for it, per layer as without a
- * cache). The result does not depend on the cache. prof: NULL, or where
- * the stages' times are added (profile.h).
+ * cache). The result does not depend on the cache. The products run as
+ * eng chooses (engine.h); with eng->prof, the stages' times are added
+ * there (profile.h).
  * On success *out is malloc'ed [*n_enc x dec_hidden] (after the
  * encoder-decoder projection), *enc_len its valid rows. */
-hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, hv_pool *pool,
+hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, const hv_engine *eng,
                              const float *feat, int n_frames, int n_valid, hv_pos_cache *cache,
-                             int n_hint, hv_profile *prof, float **out, int *n_enc, int *enc_len,
-                             hv_error *e);
-
-/* The relative-position self-attention of one layer after its q, k, v
- * projections ([n x d], the first len rows valid), over H heads of d / H
- * spread over the pool: ctx [n x d] (rows >= len zero), from p, the
- * linear_pos rows of positions n-1 .. -(n-1) ([(2n-1) x d]), and the
- * biases u, vb [d]; att is scratch of hv_attention_scratch floats. In the
- * pool's bf16 compute (hv_pool_set_compute) the per-head products take
- * bf16-rounded operands and probabilities and sum in f32, on the pool's
- * oneDNN engine when it has one (docs/KERNELS.md; an f32 engine, which
- * only the tests give a bf16 pool, multiplies the rounded values as
- * floats in the engine's padded shapes). prof: NULL, or where the time
- * of its products, softmax and staging is added. */
-void hv_attention_heads(hv_pool *pool, int n, int len, int d, int H, const float *q, const float *k,
-                        const float *v, const float *p, const float *u, const float *vb, float *att,
-                        float *ctx, hv_profile *prof);
-long hv_attention_scratch(int n, int d, int H, int bf16);
+                             int n_hint, float **out, int *n_enc, int *enc_len, hv_error *e);
 
 /* Floating-point operations (2 per multiply-add) of the encoder's matrix
  * products for n_frames feature frames of which n_valid are real: the

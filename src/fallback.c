@@ -44,7 +44,7 @@ static double draw_rank(const slot *s, float length_penalty) {
     return s->sum / pow(len > 1 ? len : 1, length_penalty);
 }
 
-hv_status hv_decode_chunk(hv_decoder *dec, hv_pool *pool, const hv_tokenizer *tok,
+hv_status hv_decode_chunk(hv_decoder *dec, const hv_engine *eng, const hv_tokenizer *tok,
                           const int32_t *prompt, int n_prompt, const hv_fallback_params *p,
                           hv_decoded *d, float *first_logprobs, hv_error *e) {
     const hv_search_params *base = &p->search;
@@ -78,7 +78,7 @@ hv_status hv_decode_chunk(hv_decoder *dec, hv_pool *pool, const hv_tokenizer *to
             sp.num_beams = t > 0 ? 1 : base->num_beams;
             sp.seed = base->seed + (uint64_t)j;
             hv_search_out o = {.tokens = draw->tokens, .logprobs = draw->lps};
-            st = hv_search(dec, pool, prompt, n_prompt, &sp, &o,
+            st = hv_search(dec, eng, prompt, n_prompt, &sp, &o,
                            k == 0 && j == 0 ? first_logprobs : NULL, e);
             d->out.prefill_ms += o.prefill_ms;
             d->out.steps_ms += o.steps_ms;

@@ -47,7 +47,7 @@ double hv_compression_ratio(const char *text);
 /* Decodes the utterance begun in dec (with at least max(1, num_beams)
  * sequences) as p says, into d; first_logprobs as for hv_search (of the
  * first attempt). Timings in d->out add up every attempt's. */
-hv_status hv_decode_chunk(hv_decoder *dec, hv_pool *pool, const hv_tokenizer *tok,
+hv_status hv_decode_chunk(hv_decoder *dec, const hv_engine *eng, const hv_tokenizer *tok,
                           const int32_t *prompt, int n_prompt, const hv_fallback_params *p,
                           hv_decoded *d, float *first_logprobs, hv_error *e);
 

@@ -8,7 +8,7 @@
 #include "decoder.h"
 #include "hviske.h"
 #include "kernels/cpu.h"
-#include "kernels/profile.h"
+#include "kernels/engine.h"
 #include "kernels/threads.h"
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -31,9 +31,10 @@ struct hv_model {
 struct hv_context {
     const hv_model *model;
     hv_pool *pool;
+    hv_engine eng; /* pool, and the model's compute mode and engines */
     hv_decoder dec;
     hv_error err;
-    hv_profile *prof; /* NULL unless hv_context_set_profile gave one */
+    hv_profile *prof; /* the encoder's, NULL unless hv_context_set_profile gave one */
 };
 
 /* From now on the encoder adds its stages' times to prof (profile.h;

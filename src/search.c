@@ -24,10 +24,10 @@ static hv_status aborted(const hv_search_params *p, hv_error *e) {
 }
 
 /* One decoder pass after the prompt, timed into out. */
-static hv_status timed_pass(hv_decoder *dec, hv_pool *pool, const int *seqs, int n_seq,
+static hv_status timed_pass(hv_decoder *dec, const hv_engine *eng, const int *seqs, int n_seq,
                             const int32_t *tokens, hv_search_out *out, hv_error *e) {
     double t0 = now_ms();
-    hv_status st = hv_decoder_forward(dec, pool, seqs, n_seq, tokens, 1, e);
+    hv_status st = hv_decoder_forward(dec, eng, seqs, n_seq, tokens, 1, e);
     out->steps_ms += now_ms() - t0;
     out->n_steps++;
     return st;
@@ -35,7 +35,7 @@ static hv_status timed_pass(hv_decoder *dec, hv_pool *pool, const int *seqs, int
 
 /* ------------------------------------------------ greedy and sampling */
 
-static hv_status search_single(hv_decoder *dec, hv_pool *pool, const hv_search_params *p,
+static hv_status search_single(hv_decoder *dec, const hv_engine *eng, const hv_search_params *p,
                                hv_search_out *out, hv_error *e) {
     int V = dec->c->vocab_size, seq = 0;
     hv_sample_cand *cand = NULL;
@@ -59,7 +59,7 @@ static hv_status search_single(hv_decoder *dec, hv_pool *pool, const hv_search_p
         out->tokens[out->n] = tok;
         out->logprobs[out->n++] = lp[tok];
         if (step + 1 == p->max_new) break; /* no pass for an unused step */
-        if ((st = timed_pass(dec, pool, &seq, 1, &tok, out, e))) break;
+        if ((st = timed_pass(dec, eng, &seq, 1, &tok, out, e))) break;
     }
     free(cand);
     out->sum = out->score;
@@ -180,7 +180,7 @@ static void beam_free(beam_state *b) {
     free(b->parents);
 }
 
-static hv_status search_beams(hv_decoder *dec, hv_pool *pool, const hv_search_params *p,
+static hv_status search_beams(hv_decoder *dec, const hv_engine *eng, const hv_search_params *p,
                               hv_search_out *out, hv_error *e) {
     int V = dec->c->vocab_size, N = p->num_beams, K = 2 * N;
     beam_state b = {.N = N, .max_new = p->max_new, .length_penalty = p->length_penalty};
@@ -256,7 +256,7 @@ static hv_status search_beams(hv_decoder *dec, hv_pool *pool, const hv_search_pa
         b.next = t;
         b.n_live = b.n_next;
         if ((st = hv_decoder_reorder(dec, b.parents, b.n_live, e)) ||
-            (st = timed_pass(dec, pool, seqs, b.n_live, b.step_tokens, out, e)))
+            (st = timed_pass(dec, eng, seqs, b.n_live, b.step_tokens, out, e)))
             goto done;
     }
 
@@ -291,7 +291,7 @@ done:
     return st;
 }
 
-hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
+hv_status hv_search(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt, int n_prompt,
                     const hv_search_params *p, hv_search_out *out, float *first_logprobs,
                     hv_error *e) {
     int seq = 0;
@@ -305,7 +305,7 @@ hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n
                       HV_MAX_BEAMS);
     double t0 = now_ms();
     hv_status st = hv_decoder_reorder(dec, NULL, 0, e);
-    if (!st) st = hv_decoder_forward(dec, pool, &seq, 1, prompt, n_prompt, e);
+    if (!st) st = hv_decoder_forward(dec, eng, &seq, 1, prompt, n_prompt, e);
     out->prefill_ms = now_ms() - t0;
     if (st) return st;
     /* Broken weights (NaN, a negative variance, overflow) give non-finite
@@ -319,6 +319,6 @@ hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n
                           v, isnan(dec->logits[v]) ? "NaN" : "infinite");
     if (first_logprobs)
         memcpy(first_logprobs, dec->logits, (size_t)dec->c->vocab_size * sizeof(float));
-    return p->num_beams > 1 ? search_beams(dec, pool, p, out, e)
-                            : search_single(dec, pool, p, out, e);
+    return p->num_beams > 1 ? search_beams(dec, eng, p, out, e)
+                            : search_single(dec, eng, p, out, e);
 }

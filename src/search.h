@@ -41,7 +41,7 @@ typedef struct hv_search_out {
  * p->abort says so. first_logprobs, when not NULL, receives the log-probs
  * of the first step ([vocab]). The decoder must have been begun with at
  * least num_beams sequences. */
-hv_status hv_search(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
+hv_status hv_search(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt, int n_prompt,
                     const hv_search_params *p, hv_search_out *out, float *first_logprobs,
                     hv_error *e);
 

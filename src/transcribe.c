@@ -152,7 +152,7 @@ hv_context *hv_context_new(const hv_model *model, int n_threads) {
         hv_context_free(ctx);
         return NULL;
     }
-    hv_pool_set_compute(ctx->pool, model->compute == HV_COMPUTE_BF16, model->dnn);
+    ctx->eng = hv_engine_make(ctx->pool, model->compute == HV_COMPUTE_BF16, model->dnn);
     return ctx;
 }
 
@@ -372,7 +372,7 @@ static hv_status chunk_words(run *R, const float *x, size_t len, const hv_search
     pause[so->n] = 1; /* the end */
     hv_align_params ap = hv_align_default_params(c->dec_layers);
     int voting = c->dec_layers - ap.first_layer;
-    if ((st = hv_align_attention(&ctx->dec, ctx->pool, R->prompt, R->n_prompt, so->tokens, so->n,
+    if ((st = hv_align_attention(&ctx->dec, &ctx->eng, R->prompt, R->n_prompt, so->tokens, so->n,
                                  ap.first_layer, &attn, e)) ||
         (st = hv_align_bounds(attn, voting, c->dec_heads, so->n + 1, T, quiet, pause, &ap, bounds,
                               e)))
@@ -433,9 +433,11 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         goto done;
     t1 = now_ms();
     int pos_builds = R->pos.builds;
-    if ((st = hv_encoder_forward(c, &m->w.enc, ctx->pool, feat, n_fr, n_valid,
-                                 R->pos_hint ? &R->pos : NULL, R->pos_hint, ctx->prof, &enc, &n_enc,
-                                 &enc_len, e)))
+    hv_engine enc_eng = ctx->eng; /* with the profile: the encoder's stages only */
+    enc_eng.prof = ctx->prof;
+    if ((st = hv_encoder_forward(c, &m->w.enc, &enc_eng, feat, n_fr, n_valid,
+                                 R->pos_hint ? &R->pos : NULL, R->pos_hint, &enc, &n_enc, &enc_len,
+                                 e)))
         goto done;
     /* broken weights give non-finite states and then an empty text: refuse */
     for (size_t i = 0; i < (size_t)enc_len * (size_t)c->dec_hidden; i++)
@@ -474,8 +476,8 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
                              .no_speech_threshold = list ? p->no_speech_threshold : NAN,
                              .no_speech_prob = chunk_no_speech(R, plan, chunk)};
     hv_decoded dd = {.out = {.tokens = R->tok_buf, .logprobs = R->lp_buf}};
-    if ((st = hv_decoder_begin(&ctx->dec, ctx->pool, enc, n_enc, enc_len, p->num_beams, e)) ||
-        (st = hv_decode_chunk(&ctx->dec, ctx->pool, &m->tok, R->prompt, R->n_prompt, &fp, &dd, lp0,
+    if ((st = hv_decoder_begin(&ctx->dec, &ctx->eng, enc, n_enc, enc_len, p->num_beams, e)) ||
+        (st = hv_decode_chunk(&ctx->dec, &ctx->eng, &m->tok, R->prompt, R->n_prompt, &fp, &dd, lp0,
                               e)))
         goto done;
     const hv_search_out so = dd.out;

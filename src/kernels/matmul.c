@@ -18,7 +18,6 @@
 #include "kernels/cpu.h"
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
-#include "kernels/onednn.h"
 #include "kernels/ops.h"
 
 /* Provided by OpenBLAS; declared here since cblas.h variants differ. */
@@ -626,60 +625,6 @@ static void linear_task(void *arg, int task, int n_tasks) {
     free(tile);
 }
 
-/* bf16 compute (hv_pool_set_compute) ------------------------------------ */
-
-/* Whether bf16 compute rounds the activations of products with W: f32,
- * f16 and bf16 weights; q8_0 and q4_0 products quantize their activations
- * to int8 blocks in either mode. */
-static int rounds_input(const hv_mat *W) {
-    return W->type != HV_WEIGHTS_Q8_0 && W->type != HV_WEIGHTS_Q4_0;
-}
-
-typedef struct round_job {
-    const float *x;
-    float *xr;
-    long count;
-} round_job;
-
-static void round_task(void *arg, int task, int n_tasks) {
-    round_job *j = arg;
-    long i0 = j->count * task / n_tasks, i1 = j->count * (task + 1) / n_tasks;
-    hv_bf16_round_n(j->xr + i0, j->x + i0, i1 - i0);
-}
-
-/* x[count] rounded to bf16, in the pool's input slot (x may be that slot:
- * rounding is idempotent); NULL when the slot cannot be had. */
-static const float *round_input(hv_pool *pool, const float *x, long count) {
-    float *xr = hv_pool_scratch(pool, HV_POOL_SLOT_INPUT(pool), (size_t)count * sizeof(float));
-    if (!xr) return NULL;
-    round_job j = {.x = x, .xr = xr, .count = count};
-    hv_pool_run(pool, count < 65536 ? 1 : hv_pool_size(pool), round_task, &j);
-    return xr;
-}
-
-/* The product with rounded activations when no buffer for them can be
- * had: row by row, widening 256 weights at a time on the stack. */
-static void linear_rounded_unbuffered(const hv_mm_kernels *k, float *y, const float *x, int n,
-                                      const hv_mat *W, const float *bias, const hv_epilogue *ep) {
-    float buf[256];
-    for (int r = 0; r < W->rows; r++) {
-        for (int i = 0; i < n; i++) y[(long)i * W->rows + r] = 0.0f;
-        for (int c = 0; c < W->cols; c += 256) {
-            int len = W->cols - c < 256 ? W->cols - c : 256;
-            hv_mat_widen(k, W, r, c, len, buf);
-            for (int i = 0; i < n; i++) {
-                const float *xi = x + (long)i * W->cols + c;
-                float s = 0.0f;
-                for (int t = 0; t < len; t++) s = fmaf(buf[t], hv_bf16_round(xi[t]), s);
-                y[(long)i * W->rows + r] += s;
-            }
-        }
-        if (bias)
-            for (int i = 0; i < n; i++) y[(long)i * W->rows + r] += bias[r];
-    }
-    if (ep) hv_epilogue_run(ep, y, ep->residual, (long)n * W->rows);
-}
-
 /* Whether many-row products with W take the packed GEMM: where the CPU
  * has the SIMD kernels (with the portable ones it would be ~100x slower than
  * OpenBLAS, which then keeps the f32 weights and the widened tiles), also
@@ -701,20 +646,6 @@ static int packed_gemm(const hv_mat *W) {
 static void linear(const hv_mm_kernels *k, hv_pool *pool, float *y, const float *x, int n,
                    const hv_mat *W, const float *bias, const hv_epilogue *ep) {
     if (n <= 0 || W->rows <= 0) return;
-    /* the pool's compute mode: oneDNN where it takes the product, else the
-     * activations rounded to bf16 for our own kernels (bf16 mode) */
-    hv_onednn *dnn = hv_pool_onednn(pool);
-    if (n > HV_LINEAR_GEMV_MAX_N && hv_onednn_takes(dnn, W) &&
-        hv_onednn_gemm(dnn, pool, n, x, 1, &W, &bias, &y, ep) == 0)
-        return;
-    if (hv_pool_bf16(pool) && rounds_input(W)) {
-        const float *xr = round_input(pool, x, (long)n * W->cols);
-        if (!xr) {
-            linear_rounded_unbuffered(k, y, x, n, W, bias, ep);
-            return;
-        }
-        x = xr;
-    }
     pthread_once(&blas_once, blas_single_threaded);
     linear_job job = {.y = y, .x = x, .n = n, .W = W, .bias = bias, .k = k};
     double flops = 2.0 * n * W->rows * W->cols;
@@ -832,21 +763,11 @@ static int gemv_many(const hv_mm_kernels *k, hv_pool *pool, int n, const float *
 
 void hv_linear_many(hv_pool *pool, int n, const float *x, int count, const hv_mat *const *W,
                     const float *const *bias, float *const *y) {
-    int fits = count <= HV_GEMM_MAX_OUT, packed = n > HV_LINEAR_GEMV_MAX_N, dnn = packed, round = 0;
-    hv_onednn *d = hv_pool_onednn(pool);
+    int fits = count <= HV_GEMM_MAX_OUT, packed = n > HV_LINEAR_GEMV_MAX_N;
     for (int m = 0; m < count; m++) {
         fits &= W[m]->cols == W[0]->cols && W[m]->rows > 0;
         packed &= packed_gemm(W[m]);
-        dnn &= hv_onednn_takes(d, W[m]);
-        round += hv_pool_bf16(pool) && rounds_input(W[m]);
     }
-    if (fits && dnn && hv_onednn_gemm(d, pool, n, x, count, W, bias, y, NULL) == 0) return;
-    /* bf16 compute: x rounded once for all of them (else each hv_linear
-     * below rounds its own) */
-    const float *xr =
-        count > 0 && round == count && n > 0 ? round_input(pool, x, (long)n * W[0]->cols) : NULL;
-    if (round && !xr) fits = 0;
-    if (xr) x = xr;
     if (fits && packed && hv_gemm_weights(hv_mm_best(), pool, n, x, count, W, bias, y, NULL) == 0)
         return;
     if (fits && n > 0 && n <= HV_LINEAR_GEMV_MAX_N &&

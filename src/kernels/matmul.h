@@ -113,7 +113,11 @@ int hv_mat_can_r64(const hv_mat *m);
  * representable), into dst[m->cols]: an embedding lookup in any type. */
 void hv_mat_row_f32(const hv_mat *m, int row, float *dst);
 
-/* y[n x W.rows] = x[n x W.cols] . W^T (+ bias[W.rows] when not NULL).
+/* Our kernel tables' products, in f32 compute: the engine behind
+ * engine.h's hv_eng_linear that the model's stages call (which also
+ * chooses oneDNN and stages bf16 activations); the tests and benchmarks
+ * call these directly.
+ * y[n x W.rows] = x[n x W.cols] . W^T (+ bias[W.rows] when not NULL).
  * - n <= HV_LINEAR_GEMV_MAX_N (decoder steps, beams, short prompts): f32
  *   weights go to OpenBLAS (sgemv/sgemm); the other types to a kernel that
  *   streams the weights once and widens them on the fly; for q8_0 it

@@ -503,7 +503,7 @@ static void gemm_task(void *arg, int task, int n_tasks) {
 
 int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
                    const hv_mat *const *W, const float *const *bias, float *const *y,
-                   const hv_epilogue *ep) {
+                   const hv_epilogue *ep, hv_profile *prof) {
     if (!d || !pool || n < 1 || count < 1 || count > HV_GEMM_MAX_OUT) return -1;
     for (int m = 0; m < count; m++)
         if (!hv_onednn_takes(d, W[m])) return -1;
@@ -547,7 +547,9 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
         if (!hv_pool_scratch(pool, t, out + scratch + 64)) return -1;
     int conv_tasks =
         hv_pool_size(pool) < j.m_pad / M_CLASS ? hv_pool_size(pool) : j.m_pad / M_CLASS;
+    double t0 = hv_prof_now(prof);
     hv_pool_run(pool, conv_tasks, convert_task, &j);
+    hv_prof_part(prof, HV_STAGE_BF16_CONVERT, t0);
     hv_pool_run(pool, tasks, gemm_task, &j);
     return 0;
 }
@@ -620,8 +622,9 @@ int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows) {
 }
 int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
                    const hv_mat *const *W, const float *const *bias, float *const *y,
-                   const hv_epilogue *ep) {
+                   const hv_epilogue *ep, hv_profile *prof) {
     (void)d, (void)pool, (void)n, (void)x, (void)count, (void)W, (void)bias, (void)y, (void)ep;
+    (void)prof;
     return -1;
 }
 int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda, const void *b,

@@ -32,6 +32,7 @@
 #define HV_ONEDNN_H
 
 #include "kernels/matmul_impl.h"
+#include "kernels/profile.h"
 
 typedef struct hv_onednn hv_onednn;
 
@@ -88,11 +89,12 @@ int hv_onednn_fuses_bias(hv_onednn *d, int n, int cols, int rows);
  * sums by the primitives themselves (a bias memory argument), the
  * activation and residual after, per task chunk. Results do not depend on the
  * pool's size beyond the order oneDNN sums in, which its kernels choose.
+ * prof: NULL, or where the activations' conversion is timed (profile.h).
  * Returns -1, having done nothing, when it does not apply or a primitive
  * or buffer cannot be had. */
 int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
                    const hv_mat *const *W, const float *const *bias, float *const *y,
-                   const hv_epilogue *ep);
+                   const hv_epilogue *ep, hv_profile *prof);
 
 /* The attention's per-head products: C[m x n] = A[m x k] . op(B), op(B) =
  * B^T when b_trans (B is [n][k], rows ldb apart), else B ([k][n], rows ldb

@@ -38,6 +38,7 @@ extern const char *const hv_stage_names[HV_N_STAGES];
 
 typedef struct hv_profile {
     double ms[HV_N_STAGES];
+    double claimed; /* ms that hv_prof_part gave other stages since the last hv_prof_add */
 } hv_profile;
 
 /* The monotonic clock in ms; 0 without a profile (nothing read). */
@@ -48,13 +49,29 @@ static inline double hv_prof_now(const hv_profile *p) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* Adds the time since *t to stage s and moves *t to now, so that
- * consecutive stages read the clock once between them. */
+/* Adds the time since *t to stage s, less what hv_prof_part gave other
+ * stages meanwhile, and moves *t to now, so that consecutive stages read
+ * the clock once between them. */
 static inline void hv_prof_add(hv_profile *p, hv_stage s, double *t) {
     if (!p) return;
     double now = hv_prof_now(p);
-    p->ms[s] += now - *t;
+    p->ms[s] += now - *t - p->claimed;
+    p->claimed = 0;
     *t = now;
+}
+
+/* From inside another stage's work, on the calling thread (the kernels'
+ * staging of activations): ms to stage s, which the enclosing stage's
+ * next hv_prof_add leaves out. */
+static inline void hv_prof_claim(hv_profile *p, hv_stage s, double ms) {
+    if (!p) return;
+    p->ms[s] += ms;
+    p->claimed += ms;
+}
+
+/* hv_prof_claim of the time since t0. */
+static inline void hv_prof_part(hv_profile *p, hv_stage s, double t0) {
+    if (p) hv_prof_claim(p, s, hv_prof_now(p) - t0);
 }
 
 #endif

@@ -39,9 +39,6 @@ struct hv_pool {
     /* the caller's back-off after a worker stalled it: jobs left to run
      * alone, and the length of the next stretch */
     int alone_left, backoff;
-    /* hv_pool_set_compute */
-    int bf16;
-    struct hv_onednn *dnn;
 };
 
 /* Polls before sleeping: a decoder step is ~100 short jobs, and a futex
@@ -178,15 +175,6 @@ void hv_pool_free(hv_pool *p) {
 }
 
 int hv_pool_size(const hv_pool *p) { return p ? p->n_threads : 1; }
-
-void hv_pool_set_compute(hv_pool *p, int bf16, struct hv_onednn *dnn) {
-    p->bf16 = bf16 != 0;
-    p->dnn = dnn;
-}
-int hv_pool_bf16(const hv_pool *p) { return p ? p->bf16 : 0; }
-struct hv_onednn *hv_pool_onednn(const hv_pool *p) {
-    return p ? p->dnn : NULL;
-}
 
 void *hv_pool_scratch(hv_pool *p, int slot, size_t bytes) {
     if (!p || slot < 0 || slot > p->n_threads + 1) return NULL;

@@ -44,17 +44,8 @@ void hv_pool_run_short(hv_pool *pool, int n_tasks, hv_task_fn fn, void *arg);
 void *hv_pool_scratch(hv_pool *pool, int slot, size_t bytes);
 
 /* The slot of a job's prepared input (the bf16-rounded activations of a
- * product, matmul.c): never a task's nor a job's shared slot. */
+ * product, engine.c): never a task's nor a job's shared slot. */
 #define HV_POOL_SLOT_INPUT(pool) (hv_pool_size(pool) + 1)
-
-/* How the products on this pool are computed (hv_linear and kin,
- * matmul.h): bf16 non-zero rounds their activations to bf16 before each
- * weight product; dnn (onednn.h), when not NULL, runs those it takes. New
- * pools, and a NULL pool, compute in f32 with our own kernels. */
-struct hv_onednn;
-void hv_pool_set_compute(hv_pool *pool, int bf16, struct hv_onednn *dnn);
-int hv_pool_bf16(const hv_pool *pool);
-struct hv_onednn *hv_pool_onednn(const hv_pool *pool);
 
 int hv_cpu_count(void);
 

@@ -74,9 +74,9 @@ static void median_filter(float *x, int n, int w, float *tmp) {
     }
 }
 
-hv_status hv_align_attention(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
-                             const int32_t *tokens, int n, int first_layer, float **attn,
-                             hv_error *e) {
+hv_status hv_align_attention(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt,
+                             int n_prompt, const int32_t *tokens, int n, int first_layer,
+                             float **attn, hv_error *e) {
     const hv_config *c = dec->c;
     int l0 = first_layer < 0 ? 0 : first_layer >= c->dec_layers ? c->dec_layers - 1 : first_layer;
     int L = c->dec_layers - l0, H = c->dec_heads, T = dec->enc_len;
@@ -100,7 +100,7 @@ hv_status hv_align_attention(hv_decoder *dec, hv_pool *pool, const int32_t *prom
     int seq = 0;
     dec->cross_tap = tap;
     dec->cross_tap_first = l0;
-    st = hv_decoder_forward(dec, pool, &seq, 1, in, n_in, e);
+    st = hv_decoder_forward(dec, eng, &seq, 1, in, n_in, e);
     dec->cross_tap = NULL;
     if (st || (st = hv_decoder_reorder(dec, NULL, 0, e))) goto done;
     for (long lh = 0; lh < (long)L * H; lh++)

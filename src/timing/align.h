@@ -31,9 +31,9 @@ hv_align_params hv_align_default_params(int n_layers);
  * empties every sequence). On success *attn (caller frees) is
  * [layers - first_layer x heads x (n + 1) x enc_len]. n >= 1.
  */
-hv_status hv_align_attention(hv_decoder *dec, hv_pool *pool, const int32_t *prompt, int n_prompt,
-                             const int32_t *tokens, int n, int first_layer, float **attn,
-                             hv_error *e);
+hv_status hv_align_attention(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt,
+                             int n_prompt, const int32_t *tokens, int n, int first_layer,
+                             float **attn, hv_error *e);
 
 /*
  * Where each token begins, in encoder frames, from attn [layers x heads x

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "encoder.h"
+#include "kernels/engine.h"
 #include "kernels/half.h"
 #include "kernels/onednn.h"
 #include "kernels/threads.h"
@@ -126,10 +126,10 @@ static float *run(const attn_in *a, int threads, int bf16, hv_onednn *dnn) {
     float *att = malloc((size_t)hv_attention_scratch(a->n, a->d, a->H, bf16) * sizeof(float));
     float *ctx = malloc((size_t)a->n * a->d * sizeof(float));
     if (!pool || !att || !ctx) abort();
-    hv_pool_set_compute(pool, bf16, dnn);
+    hv_engine eng = hv_engine_make(pool, bf16, dnn);
     for (long i = 0; i < (long)a->n * a->d; i++) ctx[i] = NAN; /* every row written */
-    hv_attention_heads(pool, a->n, a->len, a->d, a->H, a->q, a->k, a->v, a->p, a->u, a->vb, att,
-                       ctx, NULL);
+    hv_attention_heads(&eng, a->n, a->len, a->d, a->H, a->q, a->k, a->v, a->p, a->u, a->vb, att,
+                       ctx);
     hv_pool_free(pool);
     free(att);
     return ctx;

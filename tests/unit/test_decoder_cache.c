@@ -33,6 +33,7 @@ static void check_model(hv_model *m, const char *dir, hv_weight_type type, void 
     int steps = c->dec_max_seq - PROMPT - 1;
     steps = steps > MAX_STEPS ? MAX_STEPS : steps;
     hv_pool *pool = hv_pool_new(2);
+    hv_engine eng = hv_engine_make(pool, 0, NULL);
     hv_decoder beam = {0}, alone = {0};
     hv_error e = {0};
     float *enc = hv_test_noise((size_t)n_enc * (size_t)h, 11);
@@ -47,8 +48,8 @@ static void check_model(hv_model *m, const char *dir, hv_weight_type type, void 
     int seq0 = 0, all[SEQS] = {0, 1, 2};
     if (ok) {
         half_cases += beam.kv_half;
-        ok = hv_decoder_begin(&beam, pool, enc, n_enc, enc_len, SEQS, &e) == HV_OK &&
-             hv_decoder_forward(&beam, pool, &seq0, 1, prompt, PROMPT, &e) == HV_OK &&
+        ok = hv_decoder_begin(&beam, &eng, enc, n_enc, enc_len, SEQS, &e) == HV_OK &&
+             hv_decoder_forward(&beam, &eng, &seq0, 1, prompt, PROMPT, &e) == HV_OK &&
              hv_decoder_reorder(&beam, (int[SEQS]){0, 0, 0}, SEQS, &e) == HV_OK;
         CHECK_MSG(ok, "%s %s: prompt and fork (%s)", dir, type_name, e.msg);
     }
@@ -58,7 +59,7 @@ static void check_model(hv_model *m, const char *dir, hv_weight_type type, void 
     for (int s = 0; ok && s < steps; s++) {
         int32_t tok[SEQS];
         for (int b = 0; b < SEQS; b++) tok[b] = (int32_t)((17 * s + 31 * b + 5) % V);
-        ok = hv_decoder_forward(&beam, pool, all, SEQS, tok, 1, &e) == HV_OK;
+        ok = hv_decoder_forward(&beam, &eng, all, SEQS, tok, 1, &e) == HV_OK;
         CHECK_MSG(ok, "%s %s: step %d (%s)", dir, type_name, s, e.msg);
         for (int b = 0; ok && b < SEQS; b++) {
             history *y = &hist[b];
@@ -86,15 +87,15 @@ static void check_model(hv_model *m, const char *dir, hv_weight_type type, void 
     /* the final sequences again, each in a cache of its own (no forks, no
      * reorders), stepped together so that every product has the beam
      * run's rows: the same kernels, so the same bits */
-    if (ok) ok = hv_decoder_begin(&alone, pool, enc, n_enc, enc_len, SEQS, &e) == HV_OK;
+    if (ok) ok = hv_decoder_begin(&alone, &eng, enc, n_enc, enc_len, SEQS, &e) == HV_OK;
     for (int b = 0; ok && b < SEQS; b++)
-        ok = hv_decoder_forward(&alone, pool, &all[b], 1, prompt, PROMPT, &e) == HV_OK;
+        ok = hv_decoder_forward(&alone, &eng, &all[b], 1, prompt, PROMPT, &e) == HV_OK;
     int same[SEQS] = {1, 1, 1};
     double worst = 0;
     for (int t = 0; ok && t < steps; t++) {
         int32_t tok[SEQS];
         for (int b = 0; b < SEQS; b++) tok[b] = hist[b].tok[t];
-        ok = hv_decoder_forward(&alone, pool, all, SEQS, tok, 1, &e) == HV_OK;
+        ok = hv_decoder_forward(&alone, &eng, all, SEQS, tok, 1, &e) == HV_OK;
         for (int b = 0; ok && b < SEQS; b++) {
             const float *got = alone.logits + (size_t)b * V, *want = hist[b].lp + (size_t)t * V;
             same[b] &= !memcmp(got, want, (size_t)V * sizeof(float));

@@ -24,8 +24,9 @@ static int encode(const hv_model *m, hv_pool *pool, const float *feat, int frame
                   hv_pos_cache *cache, int hint, enc_out *o) {
     hv_error e = {0};
     int valid = frames - frames / 7; /* some padded frames too */
-    hv_status st = hv_encoder_forward(&m->cfg, &m->w.enc, pool, feat, frames, valid, cache, hint,
-                                      NULL, &o->y, &o->n, &o->len, &e);
+    hv_engine eng = hv_engine_make(pool, 0, NULL);
+    hv_status st = hv_encoder_forward(&m->cfg, &m->w.enc, &eng, feat, frames, valid, cache, hint,
+                                      &o->y, &o->n, &o->len, &e);
     CHECK_MSG(st == HV_OK, "encoder: %s", e.msg);
     return st == HV_OK ? 0 : -1;
 }

@@ -30,6 +30,7 @@
 #include "kernels/half.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/engine.h"
 #include "kernels/onednn.h"
 #include "kernels/ops.h"
 #include "mm_testutil.h"
@@ -92,9 +93,9 @@ static void test_emulation(void) {
                                     HV_WEIGHTS_Q8_0};
     const int ns[] = {1, 5, 16, 17, 70};
     for (int threads = 1; threads <= 3; threads += 2) {
-        hv_pool *f32 = hv_pool_new(threads), *bf = hv_pool_new(threads);
-        if (!f32 || !bf) abort();
-        hv_pool_set_compute(bf, 1, NULL);
+        hv_pool *f32 = hv_pool_new(threads), *bf_pool = hv_pool_new(threads);
+        if (!f32 || !bf_pool) abort();
+        hv_engine bf = hv_engine_make(bf_pool, 1, NULL);
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                 int n = ns[ni], rows = 72, cols = 96;
@@ -106,7 +107,7 @@ static void test_emulation(void) {
                 int q8 = types[t] == HV_WEIGHTS_Q8_0;
                 for (size_t i = 0; i < (size_t)n * cols; i++) xr[i] = q8 ? x[i] : round_bf16(x[i]);
                 float *a = falloc((size_t)n * rows), *b = falloc((size_t)n * rows);
-                hv_linear(bf, a, x, n, &W, bias);
+                hv_eng_linear(&bf, a, x, n, &W, bias, NULL);
                 hv_linear(f32, b, xr, n, &W, bias);
                 CHECK_MSG(!memcmp(a, b, (size_t)n * rows * sizeof *a),
                           "bf16 compute, %s weights, n %d, %d threads: the bits of rounded "
@@ -121,7 +122,8 @@ static void test_emulation(void) {
                 /* the epilogue variants and many products at once */
                 float *res = frand_vec((size_t)n * rows), *res2 = falloc((size_t)n * rows);
                 memcpy(res2, res, (size_t)n * rows * sizeof *res);
-                hv_linear_add(bf, res, a, x, n, &W, bias, 0.5f);
+                hv_eng_linear(&bf, a, x, n, &W, bias,
+                              &(hv_epilogue){.residual = res, .scale = 0.5f});
                 hv_linear_add(f32, res2, b, xr, n, &W, bias, 0.5f);
                 CHECK_MSG(!memcmp(res, res2, (size_t)n * rows * sizeof *res),
                           "bf16 hv_linear_add, %s, n %d", hv_weight_type_name(types[t]), n);
@@ -129,7 +131,7 @@ static void test_emulation(void) {
                 const float *bs[3] = {bias, NULL, bias};
                 float *ya[3] = {falloc((size_t)n * rows), falloc((size_t)n * rows),
                                 falloc((size_t)n * rows)};
-                hv_linear_many(bf, n, x, 3, Ws, bs, ya);
+                hv_eng_linear_many(&bf, n, x, 3, Ws, bs, ya);
                 CHECK_MSG(!memcmp(ya[0], b, (size_t)n * rows * sizeof *b) &&
                               !memcmp(ya[2], b, (size_t)n * rows * sizeof *b),
                           "bf16 hv_linear_many, %s, n %d", hv_weight_type_name(types[t]), n);
@@ -138,7 +140,7 @@ static void test_emulation(void) {
                 free(store);
             }
         hv_pool_free(f32);
-        hv_pool_free(bf);
+        hv_pool_free(bf_pool);
     }
 }
 
@@ -156,14 +158,15 @@ static void test_rounding(void) {
     for (int i = 0; i < n; i++) memcpy(&x[i], &bits[i], 4);
     for (int r = 0; r < rows; r++) w[r] = 1.0f;
     hv_mat W = {.type = HV_WEIGHTS_F32, .rows = rows, .cols = 1, .data = w};
-    hv_pool *bf = hv_pool_new(1);
-    hv_pool_set_compute(bf, 1, NULL);
+    hv_pool *bf_pool = hv_pool_new(1);
+    hv_engine bf = hv_engine_make(bf_pool, 1, NULL);
     for (int regime = 0; regime < 2; regime++) {
         int ok = 1;
         if (regime == 0)
-            for (int i = 0; i < n; i++) hv_linear(bf, y + (size_t)i * rows, x + i, 1, &W, NULL);
+            for (int i = 0; i < n; i++)
+                hv_eng_linear(&bf, y + (size_t)i * rows, x + i, 1, &W, NULL, NULL);
         else
-            hv_linear(bf, y, x, n, &W, NULL);
+            hv_eng_linear(&bf, y, x, n, &W, NULL, NULL);
         for (int i = 0; i < n; i++) {
             float want = round_bf16(x[i]);
             for (int r = 0; r < rows; r++) {
@@ -174,7 +177,7 @@ static void test_rounding(void) {
         CHECK_MSG(ok, "bf16 rounding of activations == hv_f32_to_bf16 (%s)",
                   regime ? "packed GEMM" : "GEMV");
     }
-    hv_pool_free(bf);
+    hv_pool_free(bf_pool);
     /* the inline forms the attention and the engine's conversion use */
     int same = 1;
     for (int i = 0; i < n; i++) {
@@ -215,8 +218,8 @@ static int threads_down_to(int want) {
 }
 
 /* The engine against the double-precision product: odd shapes, bias,
- * SiLU and residual epilogues, 1 and 3 threads, through hv_linear (the
- * pool's engine) and hv_linear_many. */
+ * SiLU and residual epilogues, 1 and 3 threads, through the kernel
+ * interface (hv_eng_linear and hv_eng_linear_many on an engine with d). */
 static void test_engine(int bf16, int threads_before) {
     hv_onednn *d = hv_onednn_new(bf16);
     if (!hv_onednn_compiled()) {
@@ -239,7 +242,7 @@ static void test_engine(int bf16, int threads_before) {
     for (int threads = 1; threads <= 3; threads += 2) {
         hv_pool *pool = hv_pool_new(threads);
         if (!pool) abort();
-        hv_pool_set_compute(pool, bf16, d);
+        hv_engine eng = hv_engine_make(pool, bf16, d);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             int n = shapes[s].n, rows = shapes[s].rows, cols = shapes[s].cols;
             void *store;
@@ -256,17 +259,17 @@ static void test_engine(int bf16, int threads_before) {
             CHECK_MSG(hv_onednn_fuses_bias(d, n, cols, rows < 64 ? rows : 64) &&
                           hv_onednn_fuses_bias(d, n, cols, rows < 16 ? rows : 16),
                       "%s: the bias fused into oneDNN's matmul", what);
-            hv_linear(pool, y, x, n, &W, bias);
+            hv_eng_linear(&eng, y, x, n, &W, bias, NULL);
             check_ref(what, y, x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
             /* a bias far larger than the products: added once, in f32 */
             float *big = falloc((size_t)rows), *yb = falloc((size_t)n * rows);
             for (int r = 0; r < rows; r++) big[r] = bias[r] * 1e4f;
-            hv_linear(pool, yb, x, n, &W, big);
+            hv_eng_linear(&eng, yb, x, n, &W, big, NULL);
             check_ref(what, yb, x, w, big, n, rows, cols, bf16, tol * (cols + 2));
             free(big), free(yb);
             /* the epilogues: silu(y), and res += 0.5 y */
             float *z = falloc((size_t)n * rows);
-            hv_linear_silu(pool, z, x, n, &W, bias);
+            hv_eng_linear(&eng, z, x, n, &W, bias, &hv_ep_silu);
             int ok = 1;
             float *ys = falloc((size_t)n * rows);
             memcpy(ys, y, (size_t)n * rows * sizeof *y);
@@ -276,7 +279,7 @@ static void test_engine(int bf16, int threads_before) {
             CHECK_MSG(ok, "%s: SiLU epilogue", what);
             float *res = frand_vec((size_t)n * rows), *res0 = falloc((size_t)n * rows);
             memcpy(res0, res, (size_t)n * rows * sizeof *res);
-            hv_linear_add(pool, res, z, x, n, &W, bias, 0.5f);
+            hv_eng_linear(&eng, z, x, n, &W, bias, &(hv_epilogue){.residual = res, .scale = 0.5f});
             ok = 1;
             for (size_t i = 0; i < (size_t)n * rows; i++) ok &= res[i] == res0[i] + 0.5f * z[i];
             CHECK_MSG(ok, "%s: residual epilogue adds the product it returns", what);
@@ -285,7 +288,7 @@ static void test_engine(int bf16, int threads_before) {
             const float *bs[3] = {bias, NULL, bias};
             float *ya[3] = {falloc((size_t)n * rows), falloc((size_t)n * rows),
                             falloc((size_t)n * rows)};
-            hv_linear_many(pool, n, x, 3, Ws, bs, ya);
+            hv_eng_linear_many(&eng, n, x, 3, Ws, bs, ya);
             check_ref(what, ya[0], x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
             check_ref(what, ya[1], x, w, NULL, n, rows, cols, bf16, tol * (cols + 2));
             check_ref(what, ya[2], x, w, bias, n, rows, cols, bf16, tol * (cols + 2));
@@ -362,8 +365,8 @@ typedef struct conc_job {
 static void *conc_run(void *arg) {
     conc_job *j = arg;
     hv_pool *pool = hv_pool_new(2);
-    hv_pool_set_compute(pool, hv_onednn_is_bf16(j->d), j->d);
-    for (int rep = 0; rep < 5; rep++) hv_linear(pool, j->y, j->x, j->n, j->W, NULL);
+    hv_engine eng = hv_engine_make(pool, hv_onednn_is_bf16(j->d), j->d);
+    for (int rep = 0; rep < 5; rep++) hv_eng_linear(&eng, j->y, j->x, j->n, j->W, NULL, NULL);
     hv_pool_free(pool);
     return NULL;
 }
@@ -620,7 +623,7 @@ static void *sh_run(void *arg) {
         for (size_t i = 0; i < (size_t)g->n * g->rows; i++) g->y[i] = -7.0f;
         const hv_mat *W = &g->W;
         const float *bias = g->bias;
-        int rc = hv_onednn_gemm(t->d, pool, g->n, g->x, 1, &W, &bias, &g->y, NULL);
+        int rc = hv_onednn_gemm(t->d, pool, g->n, g->x, 1, &W, &bias, &g->y, NULL, NULL);
         double worst = gemm_worst(g);
         if (worst > t->worst_gemm) t->worst_gemm = worst;
         t->not_run += rc != 0;

@@ -1,0 +1,117 @@
+/* The kernel interface's products with weights (engine.h): which engine
+ * runs a product, and the activations staged for it. The attention heads
+ * are in attention.c, the convolutions in conv.c. */
+#include "kernels/engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/half.h"
+#include "kernels/onednn.h"
+#include "kernels/ops.h"
+
+hv_engine hv_engine_make(hv_pool *pool, int bf16, struct hv_onednn *dnn) {
+    return (hv_engine){.pool = pool, .bf16 = bf16 != 0, .dnn = dnn};
+}
+
+const hv_epilogue hv_ep_silu = {.act = HV_ACT_SILU}, hv_ep_relu = {.act = HV_ACT_RELU};
+
+/* Whether bf16 compute rounds the activations of products with W: f32,
+ * f16 and bf16 weights; q8_0 and q4_0 products quantize their activations
+ * to int8 blocks in either mode. */
+static int rounds_input(const hv_mat *W) {
+    return W->type != HV_WEIGHTS_Q8_0 && W->type != HV_WEIGHTS_Q4_0;
+}
+
+typedef struct round_job {
+    const float *x;
+    float *xr;
+    long count;
+} round_job;
+
+static void round_task(void *arg, int task, int n_tasks) {
+    round_job *j = arg;
+    long i0 = j->count * task / n_tasks, i1 = j->count * (task + 1) / n_tasks;
+    hv_bf16_round_n(j->xr + i0, j->x + i0, i1 - i0);
+}
+
+/* x[count] rounded to bf16, in the pool's input slot (x may be that slot:
+ * rounding is idempotent); NULL when the slot cannot be had. */
+static const float *round_input(const hv_engine *e, const float *x, long count) {
+    double t0 = hv_prof_now(e->prof);
+    float *xr =
+        hv_pool_scratch(e->pool, HV_POOL_SLOT_INPUT(e->pool), (size_t)count * sizeof(float));
+    if (!xr) return NULL;
+    round_job j = {.x = x, .xr = xr, .count = count};
+    hv_pool_run(e->pool, count < 65536 ? 1 : hv_pool_size(e->pool), round_task, &j);
+    hv_prof_part(e->prof, HV_STAGE_BF16_CONVERT, t0);
+    return xr;
+}
+
+/* The product with rounded activations when no buffer for them can be
+ * had: row by row, widening 256 weights at a time on the stack. */
+static void linear_rounded_unbuffered(const hv_mm_kernels *k, float *y, const float *x, int n,
+                                      const hv_mat *W, const float *bias, const hv_epilogue *ep) {
+    float buf[256];
+    for (int r = 0; r < W->rows; r++) {
+        for (int i = 0; i < n; i++) y[(long)i * W->rows + r] = 0.0f;
+        for (int c = 0; c < W->cols; c += 256) {
+            int len = W->cols - c < 256 ? W->cols - c : 256;
+            hv_mat_widen(k, W, r, c, len, buf);
+            for (int i = 0; i < n; i++) {
+                const float *xi = x + (long)i * W->cols + c;
+                float s = 0.0f;
+                for (int t = 0; t < len; t++) s = fmaf(buf[t], hv_bf16_round(xi[t]), s);
+                y[(long)i * W->rows + r] += s;
+            }
+        }
+        if (bias)
+            for (int i = 0; i < n; i++) y[(long)i * W->rows + r] += bias[r];
+    }
+    if (ep) hv_epilogue_run(ep, y, ep->residual, (long)n * W->rows);
+}
+
+/* Whether oneDNN runs a product of n rows with W. */
+static int onednn_runs(const hv_engine *e, int n, const hv_mat *W) {
+    return n > HV_LINEAR_GEMV_MAX_N && hv_onednn_takes(e->dnn, W);
+}
+
+void hv_eng_linear(const hv_engine *e, float *y, const float *x, int n, const hv_mat *W,
+                   const float *bias, const hv_epilogue *ep) {
+    if (n <= 0 || W->rows <= 0) return;
+    if (onednn_runs(e, n, W) &&
+        hv_onednn_gemm(e->dnn, e->pool, n, x, 1, &W, &bias, &y, ep, e->prof) == 0)
+        return;
+    if (e->bf16 && rounds_input(W)) {
+        const float *xr = round_input(e, x, (long)n * W->cols);
+        if (!xr) {
+            linear_rounded_unbuffered(hv_mm_best(), y, x, n, W, bias, ep);
+            return;
+        }
+        x = xr;
+    }
+    hv_linear_ep_with(hv_mm_best(), e->pool, y, x, n, W, bias, ep);
+}
+
+void hv_eng_linear_many(const hv_engine *e, int n, const float *x, int count,
+                        const hv_mat *const *W, const float *const *bias, float *const *y) {
+    int fits = count <= HV_GEMM_MAX_OUT, dnn = 1, round = 0;
+    for (int m = 0; m < count; m++) {
+        fits &= W[m]->cols == W[0]->cols && W[m]->rows > 0;
+        dnn &= onednn_runs(e, n, W[m]);
+        round += e->bf16 && rounds_input(W[m]);
+    }
+    if (count > 0 && fits && dnn &&
+        hv_onednn_gemm(e->dnn, e->pool, n, x, count, W, bias, y, NULL, e->prof) == 0)
+        return;
+    if (round) {
+        /* x rounded once for all of them, else each product rounds its own */
+        const float *xr = round == count && n > 0 ? round_input(e, x, (long)n * W[0]->cols) : NULL;
+        if (!xr) {
+            for (int m = 0; m < count; m++) hv_eng_linear(e, y[m], x, n, W[m], bias[m], NULL);
+            return;
+        }
+        x = xr;
+    }
+    hv_linear_many(e->pool, n, x, count, W, bias, y);
+}

@@ -1,0 +1,99 @@
+/* The kernel interface the model's stages call (encoder.c, decoder.c):
+ * products with weights (linear, with an epilogue), the encoder's
+ * relative-position attention heads, the subsampling's and the
+ * convolution module's convolutions. Behind it sit the engines: our
+ * kernel tables (matmul.c, gemm.c, gemm_q8.c: the table chosen once per
+ * process from the CPU's features, matmul_impl.h) and oneDNN (onednn.c),
+ * with the compute mode, all chosen once per model from the CPU class
+ * (hv_model_compute_init, compute.c) and handed to the stages in a
+ * hv_engine. A stage names what it computes; which engine runs it, and
+ * how the activations are staged for it (rounded to bf16, converted,
+ * padded to a shape class), is decided here and nowhere else
+ * (docs/KERNELS.md, "The kernel interface").
+ *
+ * The f32 results are those of our tables (hv_linear and kin, matmul.h,
+ * bit for bit); bf16 compute rounds every product's activations and
+ * attention operands to bf16 and sums in f32. */
+#ifndef HV_ENGINE_H
+#define HV_ENGINE_H
+
+#include "kernels/matmul.h"
+#include "kernels/matmul_impl.h"
+#include "kernels/profile.h"
+#include "kernels/threads.h"
+
+struct hv_onednn;
+
+/* What runs a context's products: its threads and the model's choice of
+ * engines. A plain value; the pool, the oneDNN engine and the profile
+ * stay their owners'. */
+typedef struct hv_engine {
+    hv_pool *pool;         /* every job's threads; NULL: the caller's alone */
+    int bf16;              /* bf16 compute: activations rounded to bf16 (nearest
+                            * even) before each product with f32, f16 or bf16
+                            * weights (q8_0 and q4_0 quantize theirs in either
+                            * mode), and the attention's operands likewise */
+    struct hv_onednn *dnn; /* runs the many-row products it takes and, in bf16,
+                            * the attention's; NULL: our tables run all */
+    hv_profile *prof;      /* NULL, or where the stages' times go (profile.h) */
+} hv_engine;
+
+/* The engine for a pool in a model's compute mode (bf16: 1 for
+ * HV_COMPUTE_BF16) on dnn (NULL: our tables), without a profile. */
+hv_engine hv_engine_make(hv_pool *pool, int bf16, struct hv_onednn *dnn);
+
+/* y[n x W.rows] = x[n x W.cols] . W^T (+ bias when not NULL), then the
+ * epilogue ep (NULL: none; hv_ep_silu, hv_ep_relu, or a residual:
+ * matmul_impl.h). oneDNN runs it where e has an engine that takes W and n
+ * > HV_LINEAR_GEMV_MAX_N; otherwise our tables, on activations rounded to
+ * bf16 first in bf16 compute (in f32 compute the bits of hv_linear_ep_with
+ * on the best table). */
+void hv_eng_linear(const hv_engine *e, float *y, const float *x, int n, const hv_mat *W,
+                   const float *bias, const hv_epilogue *ep);
+extern const hv_epilogue hv_ep_silu, hv_ep_relu;
+
+/* count products of one input, y[m] = x . W[m]^T + bias[m] (bias[m] may
+ * be NULL), each as hv_eng_linear computes it; x staged once for all of
+ * them (the attention's query, key and value; hv_linear_many). */
+void hv_eng_linear_many(const hv_engine *e, int n, const float *x, int count,
+                        const hv_mat *const *W, const float *const *bias, float *const *y);
+
+/* The relative-position self-attention of one encoder layer after its q,
+ * k, v projections ([n x d], the first len rows valid), over H heads of d
+ * / H spread over e's pool: ctx [n x d] (rows >= len zero), from p, the
+ * linear_pos rows of positions n-1 .. -(n-1) ([(2n-1) x d]), and the
+ * biases u, vb [d]; att is scratch of hv_attention_scratch floats for the
+ * same bf16. f32: each head's products on the best table's sgemm_nn (the
+ * same bits on every table). bf16: the per-head products take
+ * bf16-rounded operands and probabilities and sum in f32, on e's oneDNN
+ * engine when it has one (an f32 engine, which only the tests give bf16
+ * compute, multiplies the rounded values as floats in the engine's padded
+ * shapes), else on plain f32 GEMMs of the rounded values
+ * (docs/KERNELS.md, "The encoder's attention in bf16"). With e->prof, the
+ * job's time goes to its products, softmax and staging (profile.h). */
+void hv_attention_heads(const hv_engine *e, int n, int len, int d, int H, const float *q,
+                        const float *k, const float *v, const float *p, const float *u,
+                        const float *vb, float *att, float *ctx);
+long hv_attention_scratch(int n, int d, int H, int bf16);
+
+/* Queries per band of the attention's position scores: a band of T
+ * queries needs len + T - 1 of the 2n - 1 relative positions (what
+ * hv_encoder_flops counts). */
+#define HV_POS_BAND 32
+
+/* The subsampling's 3x3 convolution, stride 2, padding 1, over e's pool:
+ * out [T2 x F2 x C] (T2, F2: the output's lengths, hv_sub_conv_len) from
+ * in [T x F x cin] (cin = C for a depthwise one, each channel its own
+ * taps; 1 for the first, one input channel to C); w the taps tap-major
+ * [3 x 3 x C], b [C]; then ReLU when relu. Each output is its bias plus
+ * the taps in (time, frequency) order. */
+void hv_conv3x3_s2(const hv_engine *e, float *out, int T2, int F2, const float *in, int T, int F,
+                   int C, int depthwise, const float *w, const float *b, int relu);
+
+/* The convolution module's depthwise convolution over time (K taps,
+ * padding (K - 1) / 2, BatchNorm folded into w and b) and SiLU, over e's
+ * pool: out [n x d] from in [n x d], w tap-major [K x d], b [d]. */
+void hv_dwconv_silu(const hv_engine *e, float *out, const float *in, int n, int d, int K,
+                    const float *w, const float *b);
+
+#endif
