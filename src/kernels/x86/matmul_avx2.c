@@ -264,82 +264,35 @@ TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_
     gemv_blocks(y, ldy, a, (const char *)w, n_w, cols, 1);
 }
 
-/* The x8 GEMV (matmul_impl.h): lane j of every vector is row j of the
- * group, so a block needs no horizontal sums and one conversion gives the
- * 8 rows' scales. Per 32-byte word k of 8 rows, the activation's 4 bytes
- * 4k..4k+3 are broadcast. q4_0: the nibbles (unsigned, <= 15) times the
- * signed activations, pairs <= 2 x 15 x 127, and the 8 products of a block
- * and lane add up in int16 (<= 30480, exact); then minus 8 x the
- * activation block's sum (a->s). q8_0: the sign moves onto the activation
- * as in dot_lanes_q8 and pairs (<= 32512) widen to int32 each word. The
- * first activation row fetches ahead; the others find the group cached. */
-/* How far ahead the x8 GEMV fetches: one thread alone reads memory at
- * half the rate unless ~8 KB are in flight (measured on the EPYC, 4096 x
- * 1024 q4_0: 4 KB 12-14 GB/s, 8-16 KB 16-19 GB/s with 2 threads). With
- * the T2 hint (the outer caches, as the other GEMVs fetch): a q8_0
- * step's 65 products take 0.85-0.94x the time they take with T0, q4_0's
- * 0.88-0.93x (T1 0.91-1.03x; the next group's block instead, T2,
- * 0.86-0.95x; docs/KERNELS.md, "The x8 layout"). */
-#define X8_PREFETCH 8192
+#define X8_INLINE INLINE
+#include "kernels/x86/gemv_x8.h"
 
-INLINE void gemv_x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd, const uint8_t *wq,
-                    int n_w, int cols, int q4) {
-    const int nb = cols / HV_Q8_BLOCK, words = q4 ? 4 : 8;
-    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    for (int g = 0; g < n_w / HV_X8_ROWS; g++) {
-        const uint16_t *dg = wd + (long)g * nb * HV_X8_ROWS;
-        const uint8_t *qg = wq + (long)g * nb * words * 32;
-        for (int i = 0; i < a->n; i++) {
-            const float *xd = a->d + (long)i * nb;
-            const int8_t *xq = a->q + (long)i * cols;
-            __m256 acc = _mm256_setzero_ps();
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *qb = qg + (long)b * words * 32;
-                const int8_t *x = xq + (long)b * HV_Q8_BLOCK;
-                if (i == 0) { /* both streams, X8_PREFETCH payload bytes ahead */
-                    const char *nq = (const char *)qb + X8_PREFETCH;
-                    for (int f = 0; f < words * 32; f += 64) _mm_prefetch(nq + f, _MM_HINT_T2);
-                    if (b % 4 == 0)
-                        _mm_prefetch((const char *)(dg + b * HV_X8_ROWS) + X8_PREFETCH / 2 / words,
-                                     _MM_HINT_T2);
-                }
-                __m256i p;
-                if (q4) {
-                    __m256i s16 = _mm256_setzero_si256();
-                    for (int k = 0; k < 4; k++) {
-                        __m256i w = _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
-                        int32_t xlo, xhi;
-                        memcpy(&xlo, x + 4 * k, 4);
-                        memcpy(&xhi, x + 16 + 4 * k, 4);
-                        __m256i lo = _mm256_and_si256(w, m4);
-                        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-                        s16 =
-                            _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(xlo)));
-                        s16 =
-                            _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xhi)));
-                    }
-                    p = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones),
-                                         _mm256_set1_epi32(8 * a->s[(long)i * nb + b]));
-                } else {
-                    p = _mm256_setzero_si256();
-                    for (int k = 0; k < 8; k++) {
-                        __m256i w = _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
-                        int32_t xk;
-                        memcpy(&xk, x + 4 * k, 4);
-                        __m256i xv = _mm256_set1_epi32(xk);
-                        __m256i p16 =
-                            _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w));
-                        p = _mm256_add_epi32(p, _mm256_madd_epi16(p16, ones));
-                    }
-                }
-                __m256 dw =
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dg + b * HV_X8_ROWS)));
-                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]));
-                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
-            }
-            _mm256_storeu_ps(y + (long)i * ldy + g * HV_X8_ROWS, acc);
+/* The x8 GEMV's block (gemv_x8.h): per 32-byte word k of 8 rows, the
+ * activation's 4 bytes 4k..4k+3 are broadcast. q4_0: the nibbles
+ * (unsigned, <= 15) times the signed activations, pairs <= 2 x 15 x 127,
+ * and the 8 products of a block and lane add up in int16 (<= 30480,
+ * exact); then minus 8 x the activation block's sum. q8_0: the sign moves
+ * onto the activation as in dot_lanes_q8 and pairs (<= 32512) widen to
+ * int32 each word. */
+INLINE __m256i x8_dot(const uint8_t *qb, const int8_t *x, int32_t sum, int q4) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i lo, hi, xlo, xhi, xv;
+    if (q4) {
+        __m256i s16 = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) {
+            x8_q4_word(qb, x, k, &lo, &hi, &xlo, &xhi);
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo, xlo));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, xhi));
         }
+        return _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(8 * sum));
     }
+    __m256i p = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++) {
+        __m256i w = x8_q8_word(qb, x, k, &xv);
+        __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w));
+        p = _mm256_add_epi32(p, _mm256_madd_epi16(p16, ones));
+    }
+    return p;
 }
 
 TARGET static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,

@@ -241,75 +241,41 @@ TARGET static void gemv_bf16_r64(float *y, int ldy, const float *x, int n, const
     }
 }
 
-/* The x8 GEMV (matmul_impl.h, and the AVX2 kernel's layout and prefetch)
- * with vpdpbusd on 8 rows' lanes: q8_0 multiplies |w| (unsigned) by the
- * activation with w's sign (vpsignb), q4_0 the nibbles (unsigned) by the
- * activation and takes off 8 x the activation block's sum; the sums are
- * the exact integers of the AVX2 kernel, so the bits are its. */
-#define X8_PREFETCH 8192
+#define X8_INLINE INLINE_VNNI
+#include "kernels/x86/gemv_x8.h"
 
-INLINE_VNNI void gemv_x8_vnni(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                              const uint8_t *wq, int n_w, int cols, int q4) {
-    const int nb = cols / HV_Q8_BLOCK, words = q4 ? 4 : 8;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    for (int g = 0; g < n_w / HV_X8_ROWS; g++) {
-        const uint16_t *dg = wd + (long)g * nb * HV_X8_ROWS;
-        const uint8_t *qg = wq + (long)g * nb * words * 32;
-        for (int i = 0; i < a->n; i++) {
-            const float *xd = a->d + (long)i * nb;
-            const int8_t *xq = a->q + (long)i * cols;
-            __m256 acc = _mm256_setzero_ps();
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *qb = qg + (long)b * words * 32;
-                const int8_t *x = xq + (long)b * HV_Q8_BLOCK;
-                if (i == 0) { /* both streams, X8_PREFETCH payload bytes ahead */
-                    const char *nq = (const char *)qb + X8_PREFETCH;
-                    for (int f = 0; f < words * 32; f += 64) _mm_prefetch(nq + f, _MM_HINT_T2);
-                    if (b % 4 == 0)
-                        _mm_prefetch((const char *)(dg + b * HV_X8_ROWS) + X8_PREFETCH / 2 / words,
-                                     _MM_HINT_T2);
-                }
-                __m256i p;
-                if (q4) {
-                    p = _mm256_set1_epi32(-8 * a->s[(long)i * nb + b]);
-                    for (int k = 0; k < 4; k++) {
-                        __m256i w = _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
-                        int32_t xlo, xhi;
-                        memcpy(&xlo, x + 4 * k, 4);
-                        memcpy(&xhi, x + 16 + 4 * k, 4);
-                        __m256i lo = _mm256_and_si256(w, m4);
-                        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-                        p = _mm256_dpbusd_epi32(p, lo, _mm256_set1_epi32(xlo));
-                        p = _mm256_dpbusd_epi32(p, hi, _mm256_set1_epi32(xhi));
-                    }
-                } else {
-                    p = _mm256_setzero_si256();
-                    for (int k = 0; k < 8; k++) {
-                        __m256i w = _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
-                        int32_t xk;
-                        memcpy(&xk, x + 4 * k, 4);
-                        __m256i xv = _mm256_set1_epi32(xk);
-                        p = _mm256_dpbusd_epi32(p, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
-                    }
-                }
-                __m256 dw =
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dg + b * HV_X8_ROWS)));
-                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]));
-                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
-            }
-            _mm256_storeu_ps(y + (long)i * ldy + g * HV_X8_ROWS, acc);
+/* The x8 GEMV's block (gemv_x8.h) with vpdpbusd on 8 rows' lanes: q8_0
+ * multiplies |w| (unsigned) by the activation with w's sign (vpsignb),
+ * q4_0 the nibbles (unsigned) by the activation and takes off 8 x the
+ * activation block's sum; the sums are the exact integers of the AVX2
+ * kernel, so the bits are its. */
+INLINE_VNNI __m256i x8_dot(const uint8_t *qb, const int8_t *x, int32_t sum, int q4) {
+    __m256i lo, hi, xlo, xhi, xv;
+    if (q4) {
+        __m256i p = _mm256_set1_epi32(-8 * sum);
+        for (int k = 0; k < 4; k++) {
+            x8_q4_word(qb, x, k, &lo, &hi, &xlo, &xhi);
+            p = _mm256_dpbusd_epi32(p, lo, xlo);
+            p = _mm256_dpbusd_epi32(p, hi, xhi);
         }
+        return p;
     }
+    __m256i p = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++) {
+        __m256i w = x8_q8_word(qb, x, k, &xv);
+        p = _mm256_dpbusd_epi32(p, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
+    }
+    return p;
 }
 
 TARGET_VNNI static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
                                     const uint8_t *wq, int n_w, int cols) {
-    gemv_x8_vnni(y, ldy, a, wd, wq, n_w, cols, 0);
+    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 0);
 }
 
 TARGET_VNNI static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
                                     const uint8_t *wq, int n_w, int cols) {
-    gemv_x8_vnni(y, ldy, a, wd, wq, n_w, cols, 1);
+    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1);
 }
 
 /* ------------------------------------------------------------ sgemm_nn */
