@@ -1,10 +1,14 @@
 /* SentencePiece tokenizer.model without libsentencepiece or libprotobuf.
  *
- * The file is a serialized ModelProto. Only field 1 matters to us:
+ * The file is a serialized ModelProto. What matters to us:
  *   repeated SentencePiece pieces = 1;
  *   SentencePiece { string piece = 1; float score = 2; Type type = 3; }
- * Everything else (trainer_spec, normalizer_spec, ...) is skipped by wire
- * type. The file is hostile: every varint, length and wire type is checked
+ *   TrainerSpec trainer_spec = 2 { model_type = 3; treat_whitespace_as_suffix
+ *     = 24; byte_fallback = 35 }
+ *   NormalizerSpec normalizer_spec = 3 { bytes precompiled_charsmap = 2;
+ *     add_dummy_prefix = 3; remove_extra_whitespaces = 4;
+ *     escape_whitespaces = 5 }
+ * Everything else is skipped by wire type. The file is hostile: every varint, length and wire type is checked
  * before it is used, and every piece must be valid, NUL-free UTF-8.
  *
  * Decoding follows sentencepiece's SentencePieceProcessor::Decode for the
@@ -29,7 +33,7 @@
 /* sentencepiece's DecodeUTF8: the length of the character at s (1..4) and
  * whether it is valid. An invalid start consumes one byte. Valid means
  * well-formed, not overlong, not a surrogate, at most U+10FFFF. */
-static int utf8_char(const uint8_t *s, size_t n, uint32_t *cp) {
+int hv_sp_utf8_char(const uint8_t *s, size_t n, uint32_t *cp) {
     uint32_t c;
     if (s[0] < 0x80) {
         *cp = s[0];
@@ -54,7 +58,7 @@ static int utf8_char(const uint8_t *s, size_t n, uint32_t *cp) {
 static int utf8_valid(const uint8_t *s, size_t n) {
     uint32_t cp;
     for (size_t i = 0; i < n;) {
-        int k = utf8_char(s + i, n - i, &cp);
+        int k = hv_sp_utf8_char(s + i, n - i, &cp);
         if (k < 0 || cp == 0) return 0;
         i += (size_t)k;
     }
@@ -240,11 +244,76 @@ static hv_status parse_piece(hv_tokenizer *t, reader *r) {
     return HV_OK;
 }
 
-static uint32_t hash_str(const char *s) {
+/* The character map's blob: <uint32 LE trie bytes><double array><strings>,
+ * as sentencepiece's DecodePrecompiledCharsMap reads it. */
+static hv_status parse_charsmap(hv_tokenizer *t, reader *r, const reader *blob) {
+    size_t n = (size_t)(blob->end - blob->p);
+    if (n == 0) return HV_OK; /* identity */
+    const uint8_t *b = blob->p;
+    uint32_t trie =
+        n >= 4 ? (b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24) : 0;
+    if (n <= 4 || trie >= n - 4 || trie % 4 || trie == 0)
+        return fail(r, "precompiled_charsmap is broken");
+    t->n_norm_units = trie / 4;
+    t->norm_text_len = (uint32_t)(n - 4 - trie);
+    t->norm_trie = malloc(trie);
+    t->norm_text = malloc(t->norm_text_len + 1);
+    if (!t->norm_trie || !t->norm_text)
+        return hv_err(r->e, HV_ERR_NOMEM, "%s: out of memory", r->name);
+    for (uint32_t i = 0; i < t->n_norm_units; i++) {
+        const uint8_t *u = b + 4 + 4 * (size_t)i;
+        t->norm_trie[i] = u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+    }
+    memcpy(t->norm_text, b + 4 + trie, t->norm_text_len);
+    t->norm_text[t->norm_text_len] = '\0'; /* every replacement ends in a NUL */
+    return HV_OK;
+}
+
+/* trainer_spec (field 2) or normalizer_spec (field 3): the fields that
+ * encoding needs. */
+static hv_status parse_spec(hv_tokenizer *t, reader *r, uint32_t which) {
+    hv_status st;
+    while (r->p < r->end) {
+        uint32_t f;
+        int w;
+        uint64_t v = 0;
+        reader blob;
+        if ((st = read_tag(r, &f, &w))) return st;
+        int flag = which == 2 ? f == 3 || f == 24 || f == 35 : f >= 3 && f <= 5;
+        if (which == 3 && f == 2) {
+            if (w != 2) return fail(r, "precompiled_charsmap is not bytes");
+            if ((st = read_bytes(r, &blob))) return st;
+            free(t->norm_trie);
+            free(t->norm_text);
+            t->norm_trie = NULL;
+            t->norm_text = NULL;
+            t->n_norm_units = t->norm_text_len = 0;
+            if ((st = parse_charsmap(t, r, &blob))) return st;
+        } else if (flag) {
+            if (w != 0)
+                return fail(r, "field %u of the %s is not a varint", f,
+                            which == 2 ? "trainer_spec" : "normalizer_spec");
+            if ((st = read_varint(r, &v))) return st;
+            if (which == 2 && f == 3) t->model_type = v > 4 ? 0 : (int)v;
+            if (which == 2 && f == 24) t->ws_suffix = v != 0;
+            if (which == 2 && f == 35) t->byte_fallback = v != 0;
+            if (which == 3 && f == 3) t->add_dummy_prefix = v != 0;
+            if (which == 3 && f == 4) t->remove_extra_ws = v != 0;
+            if (which == 3 && f == 5) t->escape_ws = v != 0;
+        } else if ((st = skip_field(r, f, w, 0))) {
+            return st;
+        }
+    }
+    return HV_OK;
+}
+
+static uint32_t hash_mem(const char *s, size_t n) {
     uint32_t h = 2166136261u; /* FNV-1a */
-    while (*s) h = (h ^ (uint8_t)*s++) * 16777619u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
     return h;
 }
+
+static uint32_t hash_str(const char *s) { return hash_mem(s, strlen(s)); }
 
 /* Builds the piece -> id table; a piece seen twice is an error. */
 static hv_status build_hash(hv_tokenizer *t, const char *name, hv_error *e) {
@@ -274,13 +343,17 @@ hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, cons
     reader r = {.base = buf, .p = buf, .end = buf + n, .name = name, .e = e};
     int cap = 0;
     hv_status st = HV_OK;
+    t->model_type = HV_SP_UNIGRAM;
+    t->add_dummy_prefix = t->remove_extra_ws = t->escape_ws = 1;
     if (!buf) r.p = r.end = r.base = (const uint8_t *)"";
     while (!st && r.p < r.end) {
         uint32_t f;
         int w;
         reader sub;
         if ((st = read_tag(&r, &f, &w))) break;
-        if (f != 1) {
+        if ((f == 2 || f == 3) && w == 2) {
+            if (!(st = read_bytes(&r, &sub))) st = parse_spec(t, &sub, f);
+        } else if (f != 1) {
             st = skip_field(&r, f, w, 0);
         } else if (w != 2) {
             st = fail(&r, "pieces field has wire type %d", w);
@@ -316,14 +389,22 @@ void hv_tokenizer_free(hv_tokenizer *t) {
     free(t->types);
     free(t->byte_value);
     free(t->hash);
+    free(t->norm_trie);
+    free(t->norm_text);
     memset(t, 0, sizeof *t);
 }
 
 int32_t hv_tokenizer_find(const hv_tokenizer *t, const char *piece) {
-    if (!t || !t->hash || !piece) return -1;
+    return piece ? hv_tokenizer_find_n(t, piece, strlen(piece)) : -1;
+}
+
+int32_t hv_tokenizer_find_n(const hv_tokenizer *t, const char *s, size_t n) {
+    if (!t || !t->hash || !s) return -1;
     uint32_t mask = t->hash_size - 1;
-    for (uint32_t i = hash_str(piece) & mask; t->hash[i] >= 0; i = (i + 1) & mask)
-        if (strcmp(t->pieces[t->hash[i]], piece) == 0) return t->hash[i];
+    for (uint32_t i = hash_mem(s, n) & mask; t->hash[i] >= 0; i = (i + 1) & mask) {
+        const char *p = t->pieces[t->hash[i]];
+        if (strncmp(p, s, n) == 0 && p[n] == '\0') return t->hash[i];
+    }
     return -1;
 }
 
@@ -341,7 +422,7 @@ static size_t put_bytes(char *out, const uint8_t *b, size_t n) {
     size_t o = 0;
     uint32_t cp;
     for (size_t i = 0; i < n;) {
-        int k = utf8_char(b + i, n - i, &cp);
+        int k = hv_sp_utf8_char(b + i, n - i, &cp);
         if (k < 0) {
             memcpy(out + o, "\xef\xbf\xbd", 3);
             o += 3;
@@ -375,14 +456,14 @@ static void trim(char *s, size_t n) {
     uint32_t cp;
     size_t a = 0, b = n;
     while (a < b) {
-        int k = utf8_char(u + a, b - a, &cp);
+        int k = hv_sp_utf8_char(u + a, b - a, &cp);
         if (k < 0 || !py_space(cp)) break;
         a += (size_t)k;
     }
     while (b > a) {
         size_t c = b - 1;
         while (c > a && (u[c] & 0xc0) == 0x80) c--;
-        int k = utf8_char(u + c, b - c, &cp);
+        int k = hv_sp_utf8_char(u + c, b - c, &cp);
         if (k < 0 || !py_space(cp)) break;
         b = c;
     }

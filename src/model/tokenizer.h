@@ -26,7 +26,21 @@ typedef struct hv_tokenizer {
     uint8_t *byte_value; /* [n_pieces] value of <0xNN> byte pieces */
     int32_t *hash;       /* open-addressing table of piece ids, -1 = empty */
     uint32_t hash_size;  /* power of two */
+    /* What encoding needs (trainer_spec and normalizer_spec, with
+     * sentencepiece's defaults where a field is absent). */
+    int model_type;       /* HV_SP_UNIGRAM, HV_SP_BPE, HV_SP_WORD, HV_SP_CHAR */
+    int byte_fallback;    /* unknown characters as their UTF-8 byte pieces */
+    int ws_suffix;        /* treat_whitespace_as_suffix */
+    int add_dummy_prefix; /* a "▁" before the text */
+    int remove_extra_ws;  /* leading, trailing and repeated spaces dropped */
+    int escape_ws;        /* spaces written as "▁" */
+    uint32_t *norm_trie;  /* [n_norm_units] precompiled_charsmap's double array */
+    uint32_t n_norm_units;
+    char *norm_text; /* [norm_text_len] NUL-separated replacement strings */
+    uint32_t norm_text_len;
 } hv_tokenizer;
+
+enum { HV_SP_UNIGRAM = 1, HV_SP_BPE = 2, HV_SP_WORD = 3, HV_SP_CHAR = 4 };
 
 /* The longest prompt hv_tokenizer_prompt writes. */
 #define HV_PROMPT_MAX 16
@@ -45,6 +59,14 @@ void hv_tokenizer_free(hv_tokenizer *t);
 /* Id of the piece with exactly this text, or -1. */
 int32_t hv_tokenizer_find(const hv_tokenizer *t, const char *piece);
 
+/* The same for the n bytes at s (no NUL needed). */
+int32_t hv_tokenizer_find_n(const hv_tokenizer *t, const char *s, size_t n);
+
+/* sentencepiece's DecodeUTF8: the length (1..4) of the valid character at
+ * s[0..n), n >= 1, with its code point in *cp; -1 (and U+FFFD) for an
+ * invalid one, which consumes one byte. */
+int hv_sp_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);
+
 /* Decodes ids as docs/MODEL.md says: only normal and byte pieces, U+2581 as a
  * space, byte pieces assembled to UTF-8 with invalid sequences replaced by
  * U+FFFD, leading and trailing whitespace trimmed; out-of-range ids are
@@ -55,6 +77,18 @@ int32_t hv_tokenizer_find(const hv_tokenizer *t, const char *piece);
  * dropped ids form one run. Never fails on any ids. Returns a malloc'ed
  * string (caller frees), NULL only when out of memory. */
 char *hv_tokenizer_decode(const hv_tokenizer *t, const int32_t *ids, int n);
+
+/* Encodes UTF-8 text to piece ids exactly as sentencepiece's
+ * SentencePieceProcessor::Encode does for unigram and BPE models:
+ * normalisation by the precompiled character map, "▁" for spaces and as a
+ * dummy prefix, user-defined pieces kept whole, runs of unknown characters
+ * as one unknown id (or, with byte_fallback, as byte pieces). On success
+ * *ids is a malloc'ed array of *n ids (caller frees; NULL when *n is 0).
+ * HV_ERR_INVALID_ARG for text that is not valid UTF-8, HV_ERR_UNSUPPORTED
+ * for word and char models, HV_ERR_FORMAT for a broken character map or a
+ * model without an unknown piece. Implemented in tokenizer_encode.c. */
+hv_status hv_tokenizer_encode(const hv_tokenizer *t, const char *text, int32_t **ids, int *n,
+                              hv_error *e);
 
 /* Writes the decoder prompt (decoder_start_token_id then the nine special
  * pieces) into ids (capacity HV_PROMPT_MAX) and its length (10) into *n.

@@ -1,5 +1,6 @@
 /* libFuzzer target: a tokenizer.model protobuf; whatever parses is then
- * used to decode ids taken from the input and to build a prompt. */
+ * used to decode ids taken from the input, to build a prompt and to encode
+ * text (the pieces themselves and a fixed phrase). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c.n_languages = 2;
     int32_t prompt[HV_PROMPT_MAX];
     hv_tokenizer_prompt(&t, &c, "da", size & 1, prompt, &n, &e);
+    const char *texts[] = {" S\xc3\xb8ren  Kierkegaard \xef\xac\x81 <|da|>x",
+                           t.pieces[size % (size_t)t.n_pieces]};
+    for (int i = 0; i < 2; i++) {
+        int32_t *enc;
+        if (hv_tokenizer_encode(&t, texts[i], &enc, &n, &e) == HV_OK) free(enc);
+    }
     hv_tokenizer_free(&t);
     return 0;
 }

@@ -6,6 +6,8 @@
                              line the hex UTF-8 of the transcript, "-" if empty
     oracle.py find MODEL     stdin: lines of hex piece text; stdout: the id of
                              that exact piece, or -1
+    oracle.py encode MODEL   stdin: lines of hex UTF-8 text; stdout: per line
+                             sp.encode's ids, space-separated, "-" if none
 
 decode follows docs/MODEL.md: keep in-range NORMAL and BYTE pieces, sp.decode,
 drop U+0000, then str.strip(). Piece types come from a small independent protobuf reader
@@ -100,6 +102,11 @@ def main():
             piece = bytes.fromhex(line.strip()).decode("utf-8")
             i = sp.piece_to_id(piece)
             out.write("%d\n" % (i if sp.id_to_piece(i) == piece else -1))
+    elif mode == "encode":
+        for line in sys.stdin:
+            text = bytes.fromhex(line.strip()).decode("utf-8")
+            ids = sp.encode(text)
+            out.write((" ".join(str(i) for i in ids) or "-") + "\n")
     else:
         sys.exit("unknown mode " + mode)
 

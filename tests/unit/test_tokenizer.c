@@ -145,7 +145,7 @@ static pbuf valid_model(void) {
     put_spiece(&p, "\xc3\xa6", -4, 0);
     put_spiece(&p, "<|en|>", 0, HV_PIECE_USER_DEFINED);
     put_spiece(&p, "<|da|>", 0, HV_PIECE_USER_DEFINED);
-    put_len(&p, 3, "\x01\x02", 2); /* normalizer_spec between pieces */
+    put_len(&p, 3, "\x0a\x08identity", 10); /* normalizer_spec between pieces */
     const char *specials[] = {
         "<|startofcontext|>", "<|startoftranscript|>", "<|emo:undefined|>", "<|pnc|>", "<|nopnc|>",
         "<|noitn|>",          "<|notimestamp|>",       "<|nodiarize|>"};
@@ -657,6 +657,108 @@ static void compare_prompt(const hv_tokenizer *t, const hv_config *c, const char
           strstr(e.msg, "xx-none") && strstr(e.msg, c->languages[0]));
 }
 
+/* Encoding: ids equal to sentencepiece's encode on fixed strings (spaces,
+ * normalisation, user-defined pieces, unknown characters) and on random
+ * mixes of the model's own pieces and characters. */
+static void compare_encode(const hv_tokenizer *t, const char *model) {
+    static const char *fixed[] = {
+        "Hej med dig",
+        "  Søren   Kierkegaard  ",
+        "K\xc3\xb8"
+        "benhavn, \xc3\x86"
+        "rø og Åbenrå!",
+        "\xef\xac\x81 \xef\xbc\xa1\xef\xbc\xa2 \xe2\x91\xa0 x\xc2\xb2", /* ﬁ ＡＢ ① x² */
+        "a\tb\nc\r\nd",
+        "\xe3\x80\x80wide\xe3\x80\x80space",
+        "<|da|>hej<|pnc|> <|en|>",
+        "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80\xf0\x9f\x98\x81",
+        "e\xcc\x81 caf\xc3\xa9",
+        "x",
+        " ",
+        "\xe2\x96\x81",
+        "\xe2\x96\x81\xe2\x96\x81"
+        "a b",
+        "Aarhus Aalborg Odense 2026 3.14",
+        "\xc2\xa0nbsp\xc2\xa0",
+        "\x01\x1f\x7f control"};
+    enum { N_RANDOM = 300 };
+    int n_fixed = (int)(sizeof fixed / sizeof *fixed), total = n_fixed + N_RANDOM;
+    char **texts = calloc((size_t)total, sizeof *texts);
+    static const char *chars[] = {" ",
+                                  "  ",
+                                  "a",
+                                  "e",
+                                  "\xc3\xb8",
+                                  "\xc3\xa5",
+                                  "\xc3\xa6",
+                                  "\xe6\x97\xa5",
+                                  "\xef\xac\x81",
+                                  "\xef\xbc\xa1",
+                                  "\t",
+                                  "!",
+                                  "1",
+                                  "\xf0\x9f\x98\x80",
+                                  "<|da|>",
+                                  "\xe2\x96\x81"};
+    int nc = (int)(sizeof chars / sizeof *chars);
+    for (int i = 0; i < total; i++) {
+        if (i < n_fixed) {
+            texts[i] = strdup(fixed[i]);
+            continue;
+        }
+        char *s = calloc(1, 512);
+        for (int k = 0, n = 1 + rand() % 12; k < n; k++) {
+            const char *add;
+            int id = rand() % t->n_pieces;
+            if (rand() % 3 && (t->types[id] == HV_PIECE_NORMAL))
+                add = t->pieces[id];
+            else
+                add = chars[rand() % nc];
+            if (strlen(s) + strlen(add) < 500) strcat(s, add);
+        }
+        texts[i] = s;
+    }
+    size_t cap = 1;
+    for (int i = 0; i < total; i++) cap += strlen(texts[i]) * 2 + 1;
+    char *in = malloc(cap), *o = in;
+    for (int i = 0; i < total; i++) {
+        hex(texts[i], o);
+        o += strlen(o);
+        *o++ = '\n';
+    }
+    *o = '\0';
+    int n;
+    char **lines = oracle("encode", model, in, &n);
+    CHECK_MSG(!lines || n == total, "%s: oracle gave %d lines for %d", model, n, total);
+    int bad = 0;
+    for (int i = 0; lines && i < total && i < n; i++) {
+        int32_t *ids;
+        int m;
+        hv_error e = {0};
+        hv_status st = hv_tokenizer_encode(t, texts[i], &ids, &m, &e);
+        CHECK_MSG(st == HV_OK, "%s: encode: %s", model, e.msg);
+        char got[8192] = "";
+        size_t g = 0;
+        for (int k = 0; !st && k < m && g < sizeof got - 16; k++)
+            g += (size_t)snprintf(got + g, sizeof got - g, "%s%d", k ? " " : "", ids[k]);
+        if (!g) strcpy(got, "-");
+        if (strcmp(got, lines[i]) && bad++ < 5)
+            CHECK_MSG(0, "%s: encode \"%s\": got %s, oracle %s", model, texts[i], got, lines[i]);
+        free(ids);
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %d encodings differ", model, bad, total);
+    for (int i = 0; i < total; i++) free(texts[i]);
+    free(texts);
+    free(in);
+    free_lines(lines, n);
+    /* text that is not UTF-8 is refused */
+    int32_t *ids;
+    int m;
+    hv_error e = {0};
+    CHECK(hv_tokenizer_encode(t, "ab\xc3", &ids, &m, &e) == HV_ERR_INVALID_ARG && !ids &&
+          strstr(e.msg, "UTF-8"));
+}
+
 /* Every truncation at sampled points of a real file: no crash. */
 static void truncate_real(const char *model) {
     size_t n = 0;
@@ -680,6 +782,7 @@ static void check_model(const char *model, const hv_config *c) {
     if (st) return;
     compare_pieces(&t, model);
     compare_decode(&t, model);
+    compare_encode(&t, model);
     if (c) compare_prompt(&t, c, model);
     truncate_real(model);
     hv_tokenizer_free(&t);
@@ -791,5 +894,10 @@ int main(void) {
     check_valid();
     check_hostile();
     if (check_fixtures() == 0) check_trained();
+    /* the demo model's tokenizer: BPE with the nmt_nfkc character map */
+    char demo[600];
+    snprintf(demo, sizeof demo, "%s/models/demo/tokenizer.model",
+             hv_test_env("HV_SOURCE_DIR", "."));
+    check_model(demo, NULL);
     TEST_END();
 }
