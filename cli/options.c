@@ -146,6 +146,16 @@ static void usage(FILE *f) {
                "                         reaching probability P, 0 < P <= 1 (default 1)\n"
                "      --seed S           sampling seed, 0..2^64-1 (default 0); the\n"
                "                         same seed and input give the same output\n"
+               "      --hotwords LIST    names and phrases to bias decoding towards,\n"
+               "                         separated by commas (e.g. \"Kierkegaard,Aarhus\")\n"
+               "      --hotwords-score X the bonus per matched token, 0 < X <= 100\n"
+               "                         (default 1.5); a partial match gives it back\n"
+               "      --repetition-penalty X  Hugging Face's: the score of every token\n"
+               "                         already in the sequence (prompt included)\n"
+               "                         divided by X when positive, times X when\n"
+               "                         negative; X > 0 (default 1: off)\n"
+               "      --no-repeat-ngram-size N  no run of N tokens twice; N >= 0\n"
+               "                         (default 0: off)\n"
                "  -h, --help             show this help and exit\n"
                "      --version          show the version and exit\n"
                "\n"
@@ -227,6 +237,10 @@ enum {
     O_TOP_K,
     O_TOP_P,
     O_SEED,
+    O_HOTWORDS,
+    O_HOTWORDS_SCORE,
+    O_REPETITION_PENALTY,
+    O_NO_REPEAT_NGRAM_SIZE,
     O_HELP,
     O_VERSION,
     N_OPTS
@@ -312,6 +326,14 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_TOP_K] = HVT_OPT("top-k", 0, HVT_INT, AT(top_k), 0, INT_MAX, "an integer >= 0"),
     [O_TOP_P] = HVT_OPT("top-p", 0, HVT_FLOAT_ABOVE, AT(top_p), 0, 1, "a number > 0 and <= 1"),
     [O_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0, "an integer 0..18446744073709551615"),
+    [O_HOTWORDS] =
+        HVT_OPT("hotwords", 0, HVT_STRING, AT(hotwords), 0, 0, "phrases separated by commas"),
+    [O_HOTWORDS_SCORE] = HVT_OPT("hotwords-score", 0, HVT_FLOAT_ABOVE, AT(hotwords_score), 0, 100,
+                                 "a number > 0 and <= 100"),
+    [O_REPETITION_PENALTY] = HVT_OPT("repetition-penalty", 0, HVT_FLOAT_ABOVE,
+                                     AT(repetition_penalty), 0, INFINITY, "a finite number > 0"),
+    [O_NO_REPEAT_NGRAM_SIZE] = HVT_OPT("no-repeat-ngram-size", 0, HVT_INT, AT(no_repeat_ngram_size),
+                                       0, INT_MAX, "an integer >= 0"),
     [O_HELP] = HVT_OPT_HELP,
     [O_VERSION] = HVT_OPT_VERSION,
 };
@@ -600,6 +622,9 @@ int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_
                        .top_k = defaults.top_k,
                        .top_p = defaults.top_p,
                        .seed = defaults.seed,
+                       .hotwords_score = defaults.hotwords_score,
+                       .repetition_penalty = defaults.repetition_penalty,
+                       .no_repeat_ngram_size = defaults.no_repeat_ngram_size,
                        .chunking = defaults.chunking,
                        .vad = defaults.vad_params,
                        .vad_max_gap_s = defaults.vad_max_gap_s,
@@ -698,6 +723,10 @@ hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *v
     tp.top_k = o->top_k;
     tp.top_p = o->top_p;
     tp.seed = o->seed;
+    tp.hotwords = o->hotwords;
+    tp.hotwords_score = o->hotwords_score;
+    tp.repetition_penalty = o->repetition_penalty;
+    tp.no_repeat_ngram_size = o->no_repeat_ngram_size;
     tp.chunking = o->chunking;
     tp.chunk_seconds = o->chunk_seconds;
     tp.vad = vad;

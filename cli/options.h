@@ -39,6 +39,10 @@ typedef struct cli_options {
     int top_k;
     float top_p;
     uint64_t seed;
+    const char *hotwords; /* --hotwords; NULL: none */
+    float hotwords_score;
+    float repetition_penalty;
+    int no_repeat_ngram_size;
     hv_chunking chunking;
     float chunk_seconds;     /* 0: not given */
     const char *vad_model;   /* --vad-model; NULL: hvt_load_vad's search */

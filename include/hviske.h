@@ -464,7 +464,33 @@ typedef struct hv_transcribe_params {
      * the part starts at offset_s + 2). Progress counts the part. Default
      * 0, 0: all of it (whisper.cpp's offset_ms and duration_ms). */
     double offset_s, duration_s;
+
+    /* Hotwords (docs/DECODING.md "Hotwords"): names and phrases the
+     * decoder is biased towards, separated by commas or newlines. Each is
+     * encoded with the model's tokenizer; every token that extends a match
+     * of a phrase adds hotwords_score to the hypothesis' score, and a match
+     * that fails before the phrase is complete gives it back. NULL or no
+     * phrase (default): no biasing at all. A phrase the vocabulary cannot
+     * encode is HV_ERR_INVALID_ARG, naming it. Owned by the caller, alive
+     * during the call. */
+    const char *hotwords;
+    float hotwords_score; /* > 0, at most 100; default HV_DEFAULT_HOTWORDS_SCORE */
+
+    /* transformers' RepetitionPenaltyLogitsProcessor and
+     * NoRepeatNGramLogitsProcessor, as Hugging Face's generate applies
+     * them (docs/DECODING.md "Repetition"): every id of the decoder's input
+     * (prompt and generated tokens) has its score divided by
+     * repetition_penalty when positive, multiplied when negative; a token
+     * that would repeat an n-gram of no_repeat_ngram_size ids is banned.
+     * Defaults 1 and 0: off. */
+    float repetition_penalty; /* > 0, finite */
+    int no_repeat_ngram_size; /* >= 0 */
 } hv_transcribe_params;
+
+/* The default hotwords_score: the bonus per matched token (log-prob units,
+ * so e^1.5 = 4.5 times likelier per token while a phrase matches;
+ * sherpa-onnx's default). */
+#define HV_DEFAULT_HOTWORDS_SCORE 1.5f
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
 

@@ -44,6 +44,10 @@ static const struct {
     [SRV_F_CHUNKING_STRATEGY] = {"chunking_strategy", 1024},
     [SRV_F_INCLUDE] = {"include[]", 256},
     [SRV_F_PROGRESS] = {"progress", 64},
+    [SRV_F_HOTWORDS] = {"hotwords", 1024},
+    [SRV_F_HOTWORDS_SCORE] = {"hotwords_score", 64},
+    [SRV_F_REPETITION_PENALTY] = {"repetition_penalty", 64},
+    [SRV_F_NO_REPEAT_NGRAM_SIZE] = {"no_repeat_ngram_size", 64},
     [SRV_F_DOWNLOADS] = {"downloads", 128},
     [SRV_F_BEAM_SIZE] = {"beam_size", 64, 1},
     [SRV_F_OFFSET_T] = {"offset_t", 64, 1},
@@ -571,6 +575,19 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
                     "18446744073709551615");
     if ((v = val(f, SRV_F_MAX_TOKENS)) && hvt_parse_int(v, 1, INT_MAX, &p->tp.max_new_tokens))
         BAD("max_tokens", "max_tokens must be an integer >= 1");
+    if ((v = val(f, SRV_F_HOTWORDS))) { /* the upload is freed before the transcription */
+        snprintf(p->hotwords, sizeof p->hotwords, "%s", v);
+        p->tp.hotwords = p->hotwords;
+    }
+    if ((v = val(f, SRV_F_HOTWORDS_SCORE)) &&
+        hvt_parse_float(v, HVT_ABOVE, 0.0, 100.0, &p->tp.hotwords_score))
+        BAD("hotwords_score", "hotwords_score must be a number > 0 and <= 100");
+    if ((v = val(f, SRV_F_REPETITION_PENALTY)) &&
+        hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.repetition_penalty))
+        BAD("repetition_penalty", "repetition_penalty must be a finite number > 0 (1: off)");
+    if ((v = val(f, SRV_F_NO_REPEAT_NGRAM_SIZE)) &&
+        hvt_parse_int(v, 0, INT_MAX, &p->tp.no_repeat_ngram_size))
+        BAD("no_repeat_ngram_size", "no_repeat_ngram_size must be an integer >= 0 (0: off)");
     if ((v = val(f, SRV_F_STREAM))) {
         if (strcmp(v, "true") == 0)
             p->stream = 1;

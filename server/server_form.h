@@ -58,7 +58,11 @@ typedef enum srv_field {
     SRV_F_TIMESTAMP_GRANULARITIES,
     SRV_F_CHUNKING_STRATEGY,
     SRV_F_INCLUDE,
-    SRV_F_PROGRESS,  /* hviske's: progress events in a stream */
+    SRV_F_PROGRESS, /* hviske's: progress events in a stream */
+    SRV_F_HOTWORDS, /* hviske's: contextual biasing */
+    SRV_F_HOTWORDS_SCORE,
+    SRV_F_REPETITION_PENALTY, /* Hugging Face's generate options */
+    SRV_F_NO_REPEAT_NGRAM_SIZE,
     SRV_F_DOWNLOADS, /* hviske's: the CLI's formats in the done event */
     /* whisper-server's fields, on POST /inference only */
     SRV_F_BEAM_SIZE,
@@ -114,8 +118,10 @@ int srv_form_data(srv_form *f, const char *data, size_t size);
 
 /* The request's parameters, once the whole body is in. */
 typedef struct srv_params {
-    hv_transcribe_params tp; /* tp.language points to language[] */
+    hv_transcribe_params tp; /* tp.language points to language[],
+                                tp.hotwords to hotwords[] */
     char language[32];
+    char hotwords[1025];
     srv_format format;
     hvt_temperatures temperatures; /* as given; a list: tp.temperatures
                                             points here */

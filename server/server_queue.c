@@ -222,6 +222,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     job_end je = {0, MHD_HTTP_OK, req->audio_s};
     srv_params p = req->params;
     if (req->params.tp.language == req->params.language) p.tp.language = p.language;
+    if (req->params.tp.hotwords == req->params.hotwords) p.tp.hotwords = p.hotwords;
     if (p.tp.n_temperatures) p.tp.temperatures = p.temperatures.t;
     char id[sizeof req->id], file[sizeof req->form.file_name];
     memcpy(id, req->id, sizeof id);

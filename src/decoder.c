@@ -422,6 +422,7 @@ hv_status hv_decoder_forward(hv_decoder *dec, const hv_engine *eng, const int *s
         hv_layernorm(dec->norm + (long)i * h, dec->x + ((long)i * n_tok + n_tok - 1) * h, 1, h,
                      w->final_ln_w, w->final_ln_b, HV_LN_EPS);
     hv_eng_linear(eng, dec->logits, dec->norm, n_seq, &w->cls, w->cls_b, NULL);
+    if (dec->raw_logits) memcpy(dec->raw_logits, dec->logits, (size_t)n_seq * V * sizeof(float));
     for (int i = 0; i < n_seq; i++) hv_log_softmax(dec->logits + (long)i * V, V);
     return HV_OK;
 }

@@ -57,6 +57,11 @@ typedef struct hv_decoder {
      * [layers - cross_tap_first x heads x rows x enc_len] (word times). */
     float *cross_tap;
     int cross_tap_first;
+    /* When not NULL, hv_decoder_forward also writes each row's logits
+     * before the log-softmax there ([max_seqs x V], owned by whoever sets
+     * it): transformers applies repetition_penalty to them in greedy
+     * decoding and sampling. */
+    float *raw_logits;
 } hv_decoder;
 
 hv_status hv_decoder_init(hv_decoder *dec, const hv_config *c, const hv_decoder_weights *w,

@@ -33,11 +33,81 @@ static hv_status timed_pass(hv_decoder *dec, const hv_engine *eng, const int *se
     return st;
 }
 
+/* ---------------------------------------------------- logits processing */
+
+/* How a step's scores are processed before a token is chosen:
+ * transformers' RepetitionPenaltyLogitsProcessor and
+ * NoRepeatNGramLogitsProcessor over the decoder ids (the prompt, then the
+ * sequence's tokens), then the hotwords' bias. */
+typedef struct proc {
+    const hv_search_params *p;
+    const int32_t *prompt;
+    int n_prompt;
+    int on;       /* anything to do */
+    int32_t *ids; /* [n_prompt + max_new] the decoder ids */
+    float *row;   /* [V] the processed scores */
+} proc;
+
+static int rep_penalty_on(const hv_search_params *p) {
+    return p->repetition_penalty > 0 && p->repetition_penalty != 1.0f;
+}
+
+static int proc_init(proc *c, const hv_search_params *p, const int32_t *prompt, int n_prompt,
+                     int V) {
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->prompt = prompt;
+    c->n_prompt = n_prompt;
+    c->on = rep_penalty_on(p) || p->no_repeat_ngram_size > 0 ||
+            (p->hotwords && p->hotwords->n_phrases > 0);
+    if (!c->on) return 0;
+    c->ids = malloc((size_t)(n_prompt + p->max_new) * sizeof *c->ids);
+    c->row = malloc((size_t)V * sizeof *c->row);
+    return c->ids && c->row ? 0 : -1;
+}
+
+static void proc_free(proc *c) {
+    free(c->ids);
+    free(c->row);
+}
+
+/* The scores to choose the next token of a sequence of tokens hist[n] in
+ * hotword state hw by: src itself when nothing is asked for, else c->row. */
+static const float *process(proc *c, const float *src, int V, const int32_t *hist, int n, int hw) {
+    if (!c->on) return src;
+    const hv_search_params *p = c->p;
+    int L = c->n_prompt + n;
+    memcpy(c->ids, c->prompt, (size_t)c->n_prompt * sizeof *c->ids);
+    memcpy(c->ids + c->n_prompt, hist, (size_t)n * sizeof *c->ids);
+    memcpy(c->row, src, (size_t)V * sizeof *c->row);
+    if (rep_penalty_on(p)) /* from src: a repeated id is penalised once */
+        for (int i = 0; i < L; i++) {
+            float x = src[c->ids[i]];
+            c->row[c->ids[i]] = x < 0 ? x * p->repetition_penalty : x / p->repetition_penalty;
+        }
+    int g = p->no_repeat_ngram_size;
+    if (g > 0 && L >= g) { /* ban what would repeat an n-gram */
+        const int32_t *suffix = c->ids + L - (g - 1);
+        for (int i = 0; i + g <= L; i++)
+            if (!memcmp(c->ids + i, suffix, (size_t)(g - 1) * sizeof *suffix))
+                c->row[c->ids[i + g - 1]] = -INFINITY;
+    }
+    if (p->hotwords && p->hotwords->n_phrases > 0) hv_hotwords_bias(p->hotwords, hw, c->row, V);
+    return c->row;
+}
+
+/* The hotword state after tok. */
+static int hw_next(const hv_search_params *p, int hw, int32_t tok) {
+    float d;
+    return p->hotwords && p->hotwords->n_phrases > 0 ? hv_hotwords_next(p->hotwords, hw, tok, &d)
+                                                     : 0;
+}
+
 /* ------------------------------------------------ greedy and sampling */
 
 static hv_status search_single(hv_decoder *dec, const hv_engine *eng, const hv_search_params *p,
-                               hv_search_out *out, hv_error *e) {
-    int V = dec->c->vocab_size, seq = 0;
+                               proc *pc, hv_search_out *out, hv_error *e) {
+    int V = dec->c->vocab_size, seq = 0, hw = 0;
     hv_sample_cand *cand = NULL;
     hv_rng rng;
     hv_sampler sp = {.temperature = p->temperature, .top_k = p->top_k, .top_p = p->top_p};
@@ -50,7 +120,10 @@ static hv_status search_single(hv_decoder *dec, const hv_engine *eng, const hv_s
     for (int step = 0; step < p->max_new; step++) {
         if ((st = aborted(p, e))) break;
         const float *lp = dec->logits;
-        int32_t tok = p->do_sample ? hv_sample(lp, V, &sp, &rng, cand, NULL) : hv_argmax(lp, V);
+        const float *sc =
+            process(pc, dec->raw_logits ? dec->raw_logits : lp, V, out->tokens, out->n, hw);
+        int32_t tok = p->do_sample ? hv_sample(sc, V, &sp, &rng, cand, NULL) : hv_argmax(sc, V);
+        hw = hw_next(p, hw, tok);
         out->score += lp[tok];
         if (tok == p->eos) {
             out->eos = 1;
@@ -74,7 +147,9 @@ typedef struct hyp {
     int len;         /* tokens, EOS excluded */
     int eos;         /* finished by EOS */
     double sum;      /* summed log-probs (EOS included when finished by it) */
-    double norm;     /* sum / max(1, length)^length_penalty */
+    double total;    /* the same of the processed scores, which rank */
+    int hw;          /* hotword state */
+    double norm;     /* total / max(1, length)^length_penalty */
     long order;      /* when it was added, for ties */
 } hyp;
 
@@ -82,6 +157,7 @@ typedef struct cand {
     double score;
     int beam;
     int32_t tok;
+    float inc; /* the processed score of tok */
 } cand;
 
 static int by_score_desc(const void *a, const void *b) {
@@ -96,6 +172,7 @@ static double normalise(double sum, int len, float lp) { return sum / pow(len > 
 typedef struct beam_state {
     int N, max_new;
     float length_penalty;
+    const hv_search_params *p;
     hyp *live, *next, *fin; /* N each */
     int n_live, n_next, n_fin;
     long added;
@@ -121,12 +198,16 @@ static void hyps_free(hyp *h, int n) {
     free(h);
 }
 
-/* Copies src's tokens into dst and appends tok (when tok >= 0). */
-static void hyp_extend(hyp *dst, const hyp *src, int32_t tok, float lp) {
+/* Copies src's tokens into dst and appends tok (when tok >= 0) with its
+ * log-prob lp and processed score inc. */
+static void hyp_extend(const beam_state *b, hyp *dst, const hyp *src, int32_t tok, float lp,
+                       float inc) {
     memcpy(dst->tokens, src->tokens, (size_t)src->len * sizeof(int32_t));
     memcpy(dst->lps, src->lps, (size_t)src->len * sizeof(float));
     dst->len = src->len;
     dst->sum = src->sum + lp;
+    dst->total = src->total + inc;
+    dst->hw = tok >= 0 ? hw_next(b->p, src->hw, tok) : src->hw;
     if (tok >= 0) {
         dst->tokens[dst->len] = tok;
         dst->lps[dst->len++] = lp;
@@ -136,8 +217,9 @@ static void hyp_extend(hyp *dst, const hyp *src, int32_t tok, float lp) {
 /* Adds src (plus tok, or only lp's score when tok < 0: the EOS step) as a
  * finished hypothesis, keeping the best N by normalised score; the worst
  * (earliest added among equals) drops out. */
-static void add_finished(beam_state *b, const hyp *src, int32_t tok, float lp, int length) {
-    double norm = normalise(src->sum + lp, length, b->length_penalty);
+static void add_finished(beam_state *b, const hyp *src, int32_t tok, float lp, float inc,
+                         int length) {
+    double norm = normalise(src->total + inc, length, b->length_penalty);
     int slot;
     if (b->n_fin < b->N) {
         slot = b->n_fin++;
@@ -150,7 +232,7 @@ static void add_finished(beam_state *b, const hyp *src, int32_t tok, float lp, i
         if (!(norm > b->fin[slot].norm)) return;
     }
     hyp *d = &b->fin[slot];
-    hyp_extend(d, src, tok, lp);
+    hyp_extend(b, d, src, tok, lp, inc);
     d->eos = length > d->len;
     d->norm = norm;
     d->order = b->added++;
@@ -181,9 +263,9 @@ static void beam_free(beam_state *b) {
 }
 
 static hv_status search_beams(hv_decoder *dec, const hv_engine *eng, const hv_search_params *p,
-                              hv_search_out *out, hv_error *e) {
+                              proc *pc, hv_search_out *out, hv_error *e) {
     int V = dec->c->vocab_size, N = p->num_beams, K = 2 * N;
-    beam_state b = {.N = N, .max_new = p->max_new, .length_penalty = p->length_penalty};
+    beam_state b = {.N = N, .max_new = p->max_new, .length_penalty = p->length_penalty, .p = p};
     b.live = calloc((size_t)N, sizeof(hyp));
     b.next = calloc((size_t)N, sizeof(hyp));
     b.fin = calloc((size_t)N, sizeof(hyp));
@@ -207,10 +289,11 @@ static hv_status search_beams(hv_decoder *dec, const hv_engine *eng, const hv_se
         /* every live beam proposes its 2N best tokens */
         int nc = 0;
         for (int i = 0; i < b.n_live; i++) {
-            const float *lp = dec->logits + (long)i * V;
-            int n = top_tokens(lp, V, K, ids);
+            const hyp *h = &b.live[i];
+            const float *sc = process(pc, dec->logits + (long)i * V, V, h->tokens, h->len, h->hw);
+            int n = top_tokens(sc, V, K, ids);
             for (int k = 0; k < n; k++)
-                b.cands[nc++] = (cand){b.live[i].sum + lp[ids[k]], i, ids[k]};
+                b.cands[nc++] = (cand){h->total + sc[ids[k]], i, ids[k], sc[ids[k]]};
         }
         qsort(b.cands, (size_t)nc, sizeof *b.cands, by_score_desc);
 
@@ -220,15 +303,16 @@ static hv_status search_beams(hv_decoder *dec, const hv_engine *eng, const hv_se
             const hyp *parent = &b.live[c->beam];
             float lp = dec->logits[(long)c->beam * V + c->tok];
             if (c->tok == p->eos) {
-                if (r < N) add_finished(&b, parent, -1, lp, step + 1);
+                if (r < N) add_finished(&b, parent, -1, lp, c->inc, step + 1);
                 continue;
             }
-            hyp_extend(&b.next[b.n_next], parent, c->tok, lp);
+            hyp_extend(&b, &b.next[b.n_next], parent, c->tok, lp, c->inc);
             b.parents[b.n_next] = c->beam;
             b.step_tokens[b.n_next++] = c->tok;
         }
         if (step == p->max_new - 1) {
-            for (int i = 0; i < b.n_next; i++) add_finished(&b, &b.next[i], -1, 0.0f, step + 1);
+            for (int i = 0; i < b.n_next; i++)
+                add_finished(&b, &b.next[i], -1, 0.0f, 0.0f, step + 1);
             b.n_live = 0;
             break;
         }
@@ -237,11 +321,11 @@ static hv_status search_beams(hv_decoder *dec, const hv_engine *eng, const hv_se
             break;
         }
         if (b.n_fin == N) {
-            double worst = b.fin[0].norm, best = b.next[0].sum;
+            double worst = b.fin[0].norm, best = b.next[0].total;
             for (int i = 1; i < N; i++)
                 if (b.fin[i].norm < worst) worst = b.fin[i].norm;
             for (int i = 1; i < b.n_next; i++)
-                if (b.next[i].sum > best) best = b.next[i].sum;
+                if (b.next[i].total > best) best = b.next[i].total;
             if (worst >= normalise(best, step + 1, p->length_penalty)) {
                 hyp *t = b.live;
                 b.live = b.next;
@@ -271,7 +355,7 @@ static hv_status search_beams(hv_decoder *dec, const hv_engine *eng, const hv_se
             best_norm = b.fin[i].norm;
         }
     for (int i = 0; !b.n_fin && i < b.n_live; i++) {
-        double nrm = normalise(b.live[i].sum, b.live[i].len, p->length_penalty);
+        double nrm = normalise(b.live[i].total, b.live[i].len, p->length_penalty);
         if (!best || nrm > best_norm) {
             best = &b.live[i];
             best_norm = nrm;
@@ -291,18 +375,11 @@ done:
     return st;
 }
 
-hv_status hv_search(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt, int n_prompt,
-                    const hv_search_params *p, hv_search_out *out, float *first_logprobs,
-                    hv_error *e) {
+/* The prompt pass, then the decoding mode asked for. */
+static hv_status run_search(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt,
+                            int n_prompt, const hv_search_params *p, proc *pc, hv_search_out *out,
+                            float *first_logprobs, hv_error *e) {
     int seq = 0;
-    out->n = 0;
-    out->score = out->sum = 0;
-    out->eos = 0;
-    out->prefill_ms = out->steps_ms = 0;
-    out->n_steps = 0;
-    if (p->num_beams > HV_MAX_BEAMS)
-        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: at most %d", p->num_beams,
-                      HV_MAX_BEAMS);
     double t0 = now_ms();
     hv_status st = hv_decoder_reorder(dec, NULL, 0, e);
     if (!st) st = hv_decoder_forward(dec, eng, &seq, 1, prompt, n_prompt, e);
@@ -319,6 +396,37 @@ hv_status hv_search(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt
                           v, isnan(dec->logits[v]) ? "NaN" : "infinite");
     if (first_logprobs)
         memcpy(first_logprobs, dec->logits, (size_t)dec->c->vocab_size * sizeof(float));
-    return p->num_beams > 1 ? search_beams(dec, eng, p, out, e)
-                            : search_single(dec, eng, p, out, e);
+    return p->num_beams > 1 ? search_beams(dec, eng, p, pc, out, e)
+                            : search_single(dec, eng, p, pc, out, e);
+}
+
+hv_status hv_search(hv_decoder *dec, const hv_engine *eng, const int32_t *prompt, int n_prompt,
+                    const hv_search_params *p, hv_search_out *out, float *first_logprobs,
+                    hv_error *e) {
+    out->n = 0;
+    out->score = out->sum = 0;
+    out->eos = 0;
+    out->prefill_ms = out->steps_ms = 0;
+    out->n_steps = 0;
+    if (p->num_beams > HV_MAX_BEAMS)
+        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: at most %d", p->num_beams,
+                      HV_MAX_BEAMS);
+    int V = dec->c->vocab_size;
+    proc pc;
+    if (proc_init(&pc, p, prompt, n_prompt, V)) {
+        proc_free(&pc);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory for decoding");
+    }
+    /* transformers penalises raw logits when it does not search beams */
+    float *raw = NULL;
+    if (rep_penalty_on(p) && p->num_beams == 1 && !(raw = malloc((size_t)V * sizeof *raw))) {
+        proc_free(&pc);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory for decoding");
+    }
+    dec->raw_logits = raw;
+    hv_status st = run_search(dec, eng, prompt, n_prompt, p, &pc, out, first_logprobs, e);
+    dec->raw_logits = NULL;
+    free(raw);
+    proc_free(&pc);
+    return st;
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "decoder.h"
+#include "hotwords.h"
 
 typedef struct hv_search_params {
     int max_new; /* >= 1 generated tokens at most */
@@ -16,7 +17,13 @@ typedef struct hv_search_params {
     int top_k;
     float top_p;
     uint64_t seed;
-    int (*abort)(void *user); /* asked before each step; NULL: never */
+    /* transformers' logits processors (docs/DECODING.md): over the decoder
+     * ids, prompt included; greedy decoding and sampling process the raw
+     * logits, beam search the log-probs and ranks by their processed sum */
+    float repetition_penalty;    /* 0 or 1: off */
+    int no_repeat_ngram_size;    /* 0: off */
+    const hv_hotwords *hotwords; /* contextual biasing; NULL or no phrases: off */
+    int (*abort)(void *user);    /* asked before each step; NULL: never */
     void *abort_user;
 } hv_search_params;
 

@@ -193,6 +193,10 @@ hv_transcribe_params hv_transcribe_default_params(void) {
     p.vad_params = hv_vad_default_params();
     p.vad_max_gap_s = 3.0f;
     p.max_audio_bytes = HV_DEFAULT_MAX_AUDIO_BYTES;
+    p.hotwords = NULL;
+    p.hotwords_score = HV_DEFAULT_HOTWORDS_SCORE;
+    p.repetition_penalty = 1.0f;
+    p.no_repeat_ngram_size = 0;
     return p;
 }
 
@@ -227,6 +231,16 @@ static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
     if (p->top_k < 0) return hv_err(e, HV_ERR_INVALID_ARG, "top_k %d: must be >= 0", p->top_k);
     if (!(p->top_p > 0 && p->top_p <= 1))
         return hv_err(e, HV_ERR_INVALID_ARG, "top_p %g: must be in (0, 1]", p->top_p);
+    if (!(p->hotwords_score > 0 && p->hotwords_score <= 100))
+        return hv_err(e, HV_ERR_INVALID_ARG, "hotwords_score %g: must be in (0, 100]",
+                      p->hotwords_score);
+    if (!(isfinite(p->repetition_penalty) && p->repetition_penalty > 0))
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "repetition_penalty %g: must be finite and > 0 (1: off)",
+                      p->repetition_penalty);
+    if (p->no_repeat_ngram_size < 0)
+        return hv_err(e, HV_ERR_INVALID_ARG, "no_repeat_ngram_size %d: must be >= 0 (0: off)",
+                      p->no_repeat_ngram_size);
     char msg[sizeof e->msg];
     if (hv_work_check(p, HV_MAX_BEAMS, msg, sizeof msg))
         return hv_err(e, HV_ERR_INVALID_ARG, "%s", msg);
@@ -276,13 +290,14 @@ typedef struct run {
     int n_prompt;
     int max_new;
     float dither;
-    int32_t *tok_buf; /* [max_new] */
-    float *lp_buf;    /* [max_new] */
-    int stop;         /* segment_callback asked to stop */
-    hv_pos_cache pos; /* the encoder's position projections, for calls of
+    int32_t *tok_buf;     /* [max_new] */
+    float *lp_buf;        /* [max_new] */
+    int stop;             /* segment_callback asked to stop */
+    hv_pos_cache pos;     /* the encoder's position projections, for calls of
                          several chunks (else unused: pos_hint 0) */
-    int pos_hint;     /* encoder frames of the call's longest chunk */
-    float *speech;    /* with a speech detector: its probabilities over the
+    int pos_hint;         /* encoder frames of the call's longest chunk */
+    hv_hotwords hotwords; /* p->hotwords' trie (no phrases: off) */
+    float *speech;        /* with a speech detector: its probabilities over the
                          part transcribed, one per window (else NULL) */
     size_t n_speech;
     int speech_window;    /* samples per window */
@@ -465,6 +480,9 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
                                         .top_k = p->top_k,
                                         .top_p = p->top_p,
                                         .seed = p->seed,
+                                        .repetition_penalty = p->repetition_penalty,
+                                        .no_repeat_ngram_size = p->no_repeat_ngram_size,
+                                        .hotwords = &R->hotwords,
                                         .abort = p->abort_callback,
                                         .abort_user = p->abort_user},
                              .temperatures = list ? p->temperatures : &single,
@@ -752,6 +770,9 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                       (double)n_frames / sample_rate, sample_rate, at_rate, c->sample_rate,
                       at_rate * sizeof(float) / 1048576.0, p.max_audio_bytes / 1048576.0);
 
+    /* the last check, the first allocation */
+    if ((st = hv_hotwords_build(&R.hotwords, &m->tok, p.hotwords, p.hotwords_score, e))) return st;
+
     /* samples at the model's rate (the caller's own buffer when it already
      * is mono at that rate: hours of audio are not copied), then the plan */
     const float *x = pcm;
@@ -884,6 +905,7 @@ done:
     free(R.lp_buf);
     free(R.speech);
     hv_pos_cache_free(&R.pos);
+    hv_hotwords_free(&R.hotwords);
     return st;
 }
 

@@ -3,7 +3,8 @@
  * tokens, token_logprobs, score, text, bounds, segments), for the parity
  * tests against the PyTorch reference (format: docs/CONVENTIONS.md).
  * Dither defaults to 0 (--dither X; X < 0: the model's preprocessor.dither, as the
- * library's default). --beams N / --length-penalty X select beam search
+ * library's default). --beams N / --length-penalty X select beam search,
+ * --repetition-penalty X / --no-repeat-ngram-size N the logits processors
  * (docs/DECODING.md); --chunking MODE / --chunk-seconds S the long-audio
  * chunking (docs/MODEL.md "Long audio"); the library validates them. For chunked
  * audio the tensors are those of the first chunk; "bounds" is the chunk
@@ -67,7 +68,8 @@ static cJSON *float_array(const float *v, int n) {
 static void usage(void) {
     fprintf(stderr, "usage: hviske-dump -m MODEL_DIR -o OUT_DIR [-l LANG] "
                     "[--no-punctuation] [--max-tokens N] [-t N] [--dither X]\n"
-                    "                   [--beams N] [--length-penalty X]\n"
+                    "                   [--beams N] [--length-penalty X] "
+                    "[--repetition-penalty X] [--no-repeat-ngram-size N]\n"
                     "                   [--chunking auto|energy|fixed|none] "
                     "[--chunk-seconds S] [--word-timestamps] AUDIO\n");
 }
@@ -82,6 +84,8 @@ int main(int argc, char **argv) {
                                          {"dither", required_argument, 0, 'D'},
                                          {"beams", required_argument, 0, 'B'},
                                          {"length-penalty", required_argument, 0, 'L'},
+                                         {"repetition-penalty", required_argument, 0, 'R'},
+                                         {"no-repeat-ngram-size", required_argument, 0, 'N'},
                                          {"chunking", required_argument, 0, 'C'},
                                          {"chunk-seconds", required_argument, 0, 'S'},
                                          {"word-timestamps", no_argument, 0, 'W'},
@@ -98,6 +102,8 @@ int main(int argc, char **argv) {
             case 'D': tp.dither = strtof(optarg, NULL); break;
             case 'B': tp.num_beams = atoi(optarg); break;
             case 'L': tp.length_penalty = strtof(optarg, NULL); break;
+            case 'R': tp.repetition_penalty = strtof(optarg, NULL); break;
+            case 'N': tp.no_repeat_ngram_size = atoi(optarg); break;
             case 'C':
                 if (hv_chunking_parse(optarg, &tp.chunking)) {
                     fprintf(stderr, "hviske-dump: unknown chunking '%s'\n", optarg);

@@ -197,6 +197,7 @@ INT_MAX = 2**31 - 1
 MAX_THREADS = 256                # hv_model_params.n_threads
 MAX_BEAMS = 64                   # HV_MAX_BEAMS, also the work budget (hv_work_check)
 MAX_TEMPERATURES = 6             # HV_MAX_TEMPERATURES
+HOTWORDS_SCORE = 1.5             # HV_DEFAULT_HOTWORDS_SCORE
 MIN_SAMPLE_RATE = 1000           # HV_MIN_SAMPLE_RATE
 MAX_SAMPLE_RATE = 768000         # HV_MAX_SAMPLE_RATE
 MAX_CHANNELS = 64                # what the library averages at most
@@ -297,15 +298,37 @@ class _Options:
     thresholds: Tuple[float, float, float]  # compression ratio, log-prob, no-speech; NaN: off
     vad_options: dict[str, Any]
     speech_probabilities: bool
+    hotwords: Optional[str]  # phrases joined by commas; None: none
+    hotwords_score: float
+    repetition_penalty: float
+    no_repeat_ngram_size: int
 
 
 def _threshold(name: str, value: object) -> float:
     return math.nan if value is None else _float(name, value)
 
 
+def _hotwords(hotwords: object) -> Optional[str]:
+    """hotwords= as the library takes it: one string of phrases separated
+    by commas (or newlines), or a list of phrases (none may hold a comma)."""
+    if hotwords is None:
+        return None
+    if isinstance(hotwords, str):
+        return hotwords
+    if isinstance(hotwords, (list, tuple)) and all(isinstance(h, str) for h in hotwords):
+        for h in hotwords:
+            if "," in h or "\n" in h:
+                raise InvalidArgument(f"hotwords: {h!r} holds a comma or a newline (phrases "
+                                      "are separated by them)")
+        return ",".join(hotwords)
+    raise TypeError("hotwords must be a str of phrases separated by commas, or a list of str")
+
+
 def _options(temperature: object, best_of: object, compression_ratio_threshold: object,
              log_prob_threshold: object, no_speech_threshold: object,
-             vad_options: Optional[Mapping[str, Any]], speech_probabilities: object
+             vad_options: Optional[Mapping[str, Any]], speech_probabilities: object,
+             hotwords: object = None, hotwords_score: object = HOTWORDS_SCORE,
+             repetition_penalty: object = 1.0, no_repeat_ngram_size: object = 0
              ) -> Tuple[float, "_Options"]:
     """(the one temperature, the rest) of transcribe's arguments."""
     temps: Optional[list[float]] = None
@@ -344,7 +367,10 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
         thresholds=(_threshold("compression_ratio_threshold", compression_ratio_threshold),
                     _threshold("log_prob_threshold", log_prob_threshold),
                     _threshold("no_speech_threshold", no_speech_threshold)),
-        vad_options=vad, speech_probabilities=speech_probabilities)
+        vad_options=vad, speech_probabilities=speech_probabilities,
+        hotwords=_hotwords(hotwords), hotwords_score=_float("hotwords_score", hotwords_score),
+        repetition_penalty=_float("repetition_penalty", repetition_penalty),
+        no_repeat_ngram_size=_int("no_repeat_ngram_size", no_repeat_ngram_size, 0, INT_MAX))
 
 
 def _chunking_alias(chunking: Optional[str], vad_filter: Optional[bool]) -> str:
@@ -739,6 +765,9 @@ class Model:
                    no_speech_threshold: Optional[float] = 0.6,
                    vad_options: Optional[Mapping[str, Any]] = None,
                    speech_probabilities: bool = False,
+                   hotwords: Optional[Union[str, Sequence[str]]] = None,
+                   hotwords_score: float = HOTWORDS_SCORE, repetition_penalty: float = 1.0,
+                   no_repeat_ngram_size: int = 0,
                    _output: Optional[Callable[[Any], None]] = None) -> Result:
         """Transcribes `audio`: a path, the bytes of an audio file (any format
         libsndfile reads), a file object reading them (opened "rb";
@@ -765,6 +794,14 @@ class Model:
         min_silence_ms, speech_pad_ms, max_speech_s, edges "signal" or
         "silero", max_gap_s); speech_probabilities=True runs the detector
         whatever the chunking, for each segment's decoding.no_speech_prob.
+        hotwords: names and phrases to bias decoding towards (a str of
+        phrases separated by commas, or a list of str; docs/DECODING.md
+        "Hotwords"), each matched token worth hotwords_score (> 0, default
+        1.5, given back when the match fails); a phrase the model's
+        vocabulary cannot encode raises InvalidArgument.
+        repetition_penalty (> 0, 1: off) and no_repeat_ngram_size (0: off):
+        Hugging Face's generate options, over the decoder's prompt and the
+        generated tokens (docs/DECODING.md "Repetition").
         faster-whisper's names are aliases: beam_size= is beams=,
         vad_filter=True is chunking="vad" and vad_filter=False
         chunking="energy" (or "fixed" or "none" when chunking says so).
@@ -795,7 +832,8 @@ class Model:
         chunking = _chunking_alias(chunking, vad_filter)
         one, opts = _options(temperature, best_of, compression_ratio_threshold,
                              log_prob_threshold, no_speech_threshold, vad_options,
-                             speech_probabilities)
+                             speech_probabilities, hotwords, hotwords_score,
+                             repetition_penalty, no_repeat_ngram_size)
         model = self._acquire()
         try:
             return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
@@ -858,6 +896,13 @@ class Model:
         if mode in (0, 4) or opts.speech_probabilities:  # HV_CHUNKING_AUTO, HV_CHUNKING_VAD
             tp.vad = self._detector().value
         tp.best_of = opts.best_of
+        hot = None
+        if opts.hotwords is not None:
+            hot = _c_string("hotwords", opts.hotwords)
+            tp.hotwords = hot
+        tp.hotwords_score = opts.hotwords_score
+        tp.repetition_penalty = opts.repetition_penalty
+        tp.no_repeat_ngram_size = opts.no_repeat_ngram_size
         (tp.compression_ratio_threshold, tp.log_prob_threshold,
          tp.no_speech_threshold) = opts.thresholds
         temps = None

@@ -114,7 +114,9 @@ class TranscribeParams(ctypes.Structure):
                 ("progress_user", ctypes.c_void_p), ("abort_callback", ABORT),
                 ("abort_user", ctypes.c_void_p), ("segment_callback", SEGMENT),
                 ("segment_user", ctypes.c_void_p), ("max_audio_bytes", ctypes.c_size_t),
-                ("offset_s", ctypes.c_double), ("duration_s", ctypes.c_double)]
+                ("offset_s", ctypes.c_double), ("duration_s", ctypes.c_double),
+                ("hotwords", ctypes.c_char_p), ("hotwords_score", ctypes.c_float),
+                ("repetition_penalty", ctypes.c_float), ("no_repeat_ngram_size", ctypes.c_int)]
 
 
 class Timings(ctypes.Structure):

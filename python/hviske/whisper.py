@@ -10,8 +10,9 @@ parameter and field):
     for segment in segments:
         print("[%.2fs -> %.2fs] %s" % (segment.start, segment.end, segment.text))
 
-What the model cannot do (translation, a text prompt, hotwords, language
-detection, a GPU) is a ValueError saying so, never ignored in silence."""
+What the model cannot do (translation, a text prefix, language detection, a
+GPU) is a ValueError saying so, never ignored in silence; hotwords bias the
+decoder (docs/DECODING.md "Hotwords")."""
 from __future__ import annotations
 
 import array
@@ -293,13 +294,13 @@ class WhisperModel:
         _refuse("task", task, "transcribe", "the model transcribes only")
         # a prompt is context the model family has no input for: accepted
         # with a notice, as hviske's --prompt and the server's prompt are;
-        # prefix and hotwords would change the text asked for: refused
+        # a prefix would change the text asked for: refused; hotwords are
+        # hviske's contextual biasing (phrases separated by commas)
         if initial_prompt is not None:
             warnings.warn("initial_prompt: the model family takes no text prompt: not used",
                           stacklevel=2)
-        for name, value in (("prefix", prefix), ("hotwords", hotwords)):
-            if value is not None:
-                raise ValueError(f"{name}={value!r}: the model takes no text prompt")
+        if prefix is not None:
+            raise ValueError(f"prefix={prefix!r}: the model takes no text prompt")
         _refuse("multilingual", multilingual, False, "the model has no language detection")
         _refuse("language_detection_threshold", language_detection_threshold, 0.5,
                 "the model has no language detection")
@@ -308,12 +309,6 @@ class WhisperModel:
         _refuse("patience", float(patience) if isinstance(patience, int) else patience, 1.0,
                 "hviske's beam search stops when beam_size hypotheses are finished "
                 "(patience 1)")
-        _refuse("repetition_penalty", float(repetition_penalty)
-                if isinstance(repetition_penalty, int) else repetition_penalty, 1.0,
-                "hviske decodes without a repetition penalty (the temperature fallback "
-                "handles loops)")
-        _refuse("no_repeat_ngram_size", no_repeat_ngram_size, 0,
-                "hviske blocks no repeated n-grams")
         _refuse("max_initial_timestamp", float(max_initial_timestamp)
                 if isinstance(max_initial_timestamp, int) else max_initial_timestamp, 1.0,
                 "the model has no timestamp tokens")
@@ -376,7 +371,8 @@ class WhisperModel:
             log_prob_threshold=log_prob_threshold, no_speech_threshold=no_speech_threshold,
             chunking=chunking, chunk_seconds=chunk_seconds, max_tokens=max_new_tokens,
             word_timestamps=word_timestamps, sample_rate=rate, speech_probabilities=True,
-            vad_options=_detector_settings(vad) if vad else None)
+            vad_options=_detector_settings(vad) if vad else None, hotwords=hotwords,
+            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size)
         if log_progress:
             kwargs["progress"] = _show_progress
         after = self._speech_seconds(samples, rate, vad) if vad else duration

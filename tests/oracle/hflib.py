@@ -238,9 +238,11 @@ def prompt_ids(tok, language, punctuation=True):
     return ids
 
 
-def generate(model, feats, n_valid, prompt, max_new_tokens, num_beams=1, length_penalty=1.0):
+def generate(model, feats, n_valid, prompt, max_new_tokens, num_beams=1, length_penalty=1.0,
+             **processors):
     """transformers' generate on one utterance's features: {tokens (EOS and
-    after cut), sequence score (beam search), eos (bool)}."""
+    after cut), sequence score (beam search), eos (bool)}. processors:
+    generate's repetition_penalty, no_repeat_ngram_size."""
     x = torch.from_numpy(np.ascontiguousarray(feats))[None]
     mask = (torch.arange(x.shape[1]) < n_valid)[None]
     with torch.no_grad():
@@ -248,7 +250,7 @@ def generate(model, feats, n_valid, prompt, max_new_tokens, num_beams=1, length_
                              decoder_input_ids=torch.tensor([prompt]),
                              max_new_tokens=max_new_tokens, num_beams=num_beams,
                              length_penalty=length_penalty, do_sample=False,
-                             return_dict_in_generate=True, output_scores=True)
+                             return_dict_in_generate=True, output_scores=True, **processors)
     seq = out.sequences[0].tolist()[len(prompt):]
     eos = model.config.eos_token_id
     ended = eos in seq

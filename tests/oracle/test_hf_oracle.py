@@ -36,6 +36,10 @@ Cases, per model:
   beam       four fixture files, --beams 2, 4 and 5 with --length-penalty 0.5,
              1 and 2 against generate(num_beams, length_penalty): tokens
              identical;
+  repeat     the beam files, greedy and --beams 4, with
+             --repetition-penalty 1.2, --no-repeat-ngram-size 3 and both,
+             against generate(repetition_penalty, no_repeat_ngram_size):
+             tokens identical (docs/DECODING.md "Repetition");
   long       a 70 s recording through transformers' own long-form path (its
              feature extractor cuts chunks at the quietest window of
              max_audio_clip_s, batches them, generate, processor.decode with
@@ -80,6 +84,11 @@ BEAM_AUDIO = ("da1_16k", "da2_16k", "da4_16k", "da5_16k")
 BEAMS = (2, 4, 5)
 PENALTIES = (0.5, 1.0, 2.0)
 LONG_SECONDS = 70
+# (hviske-dump's options, generate's) of the "repeat" cases
+REPEAT = ((["--repetition-penalty", "1.2"], {"repetition_penalty": 1.2}),
+          (["--no-repeat-ngram-size", "3"], {"no_repeat_ngram_size": 3}),
+          (["--repetition-penalty", "1.2", "--no-repeat-ngram-size", "3"],
+           {"repetition_penalty": 1.2, "no_repeat_ngram_size": 3}))
 
 
 def extra_audio(P):
@@ -276,6 +285,32 @@ def run_beams(P, o, audio):
                 P.report(name, fails, "tokens=%d" % len(ref["tokens"]))
 
 
+def run_repeat(P, o, audio):
+    for a in audio:
+        for n in (1, 4):
+            for args, kw in REPEAT:
+                name = "%s %s --beams %d %s" % (o.name, a["name"], n, " ".join(args))
+                if not P.wanted(name):
+                    continue
+                c, err = P.run_dump(o.ours, os.path.join(P.fixtures, a["path"]),
+                                    ["-l", "da", "--beams", n] + args, ("samples",),
+                                    DUMP_TIMEOUT)
+                if err:
+                    P.report(name, [err])
+                    continue
+                res, fails = c["result"], []
+                feats, T = H.features(o.fe[0.0], c["samples"].astype(np.float32).reshape(-1))
+                ref = H.generate(o.model, feats, T, o.prompt, o.budget(), n, 1.0, **kw)
+                plain = H.generate(o.model, feats, T, o.prompt, o.budget(), n, 1.0)
+                if res.get("tokens") != ref["tokens"]:
+                    ct = res.get("tokens") or []
+                    fails.append("tokens differ from step %d: c %s hf %s" % (
+                        PL.first_difference(ct, ref["tokens"]), ct, ref["tokens"]))
+                P.report(name, fails, "tokens=%d%s" % (
+                    len(ref["tokens"]),
+                    "" if plain["tokens"] == ref["tokens"] else " (differ from without)"))
+
+
 def run_long(P, o, path):
     name = "%s long %d s --chunking energy" % (o.name, LONG_SECONDS)
     if not P.wanted(name):
@@ -351,6 +386,7 @@ def run(P):
             for dither in (False, True):
                 run_case(P, o, audio_name, path, dither)
         run_beams(P, o, beam_audio)
+        run_repeat(P, o, beam_audio)
         run_long(P, o, long_path)
 
 

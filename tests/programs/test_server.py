@@ -14,6 +14,7 @@ Covers, on the fixture model multi-f32 and the fixture audio:
     srt, vtt) against the CLI's output for the same file and options
     (jsonl, txt, json, srt, vtt), and the decoding fields (temperature,
     seed, top_k, top_p, num_beams, length_penalty, punctuation, language,
+    hotwords, hotwords_score, repetition_penalty, no_repeat_ngram_size,
     max_tokens) against the CLI's options; temperature lists (the
     fallback) too, each verbose_json segment reporting the temperature
     whose decoding alone gives its text;
@@ -400,6 +401,10 @@ def test_decoding(port, model, wav):
         ([("punctuation", "false")], ["--no-punctuation"]),
         ([("language", "en")], ["-l", "en"]),
         ([("max_tokens", "5")], ["--max-tokens", "5"]),
+        ([("hotwords", "Aarhus, Mette"), ("hotwords_score", "3")],
+         ["--hotwords", "Aarhus, Mette", "--hotwords-score", "3"]),
+        ([("repetition_penalty", "1.2"), ("no_repeat_ngram_size", "3"), ("num_beams", "2")],
+         ["--repetition-penalty", "1.2", "--no-repeat-ngram-size", "3", "--beams", "2"]),
         ([("prompt", "Ignored context, any text: æøå"),
           ("stream", "false"), ("timestamp_granularities[]", "segment")], []),
     ]
@@ -654,6 +659,9 @@ def test_hostile(port, wav, want, tmp, too_long):
         ("top_p", ["0", "1.01", "-0.5", "nan"]),
         ("seed", ["-1", "18446744073709551616", "1.0", "0x10", " 1"]),
         ("max_tokens", ["0", "-5", "100000", "x"]),
+        ("hotwords_score", ["0", "101", "nan", "x"]),
+        ("repetition_penalty", ["0", "-1", "nan", "inf"]),
+        ("no_repeat_ngram_size", ["-1", "1.5", "x"]),
         ("punctuation", ["yes", "TRUE ", "", "2"]),
         ("response_format", ["xml", "JSON", "", "srt\n"]),
         ("language", ["xx", "", "da\x00", "d" * 31]),
