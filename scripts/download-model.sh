@@ -9,8 +9,10 @@
 #
 # NAME is the hub's OWNER/NAME; DIR the checkpoint directory to fill
 # (default: NAME's last part, in the current directory). The files are
-# config.json, generation_config.json, tokenizer.model, then
-# model.safetensors, or the shards model.safetensors.index.json lists.
+# config.json, generation_config.json, tokenizer.model, tokenizer_config.json
+# when the repository has one (the tokens a Hugging Face tokenizer adds:
+# docs/MODEL.md), then model.safetensors, or the shards
+# model.safetensors.index.json lists.
 # Each comes from $HF_ENDPOINT/NAME/resolve/$HF_REVISION/FILE (defaults
 # https://huggingface.co and main), with "Authorization: Bearer $HF_TOKEN"
 # when HF_TOKEN is set, as Hugging Face's own tools read them.
@@ -307,6 +309,8 @@ mkdir -p "$DIR"
 fetch config.json json "$JSON_MAX"
 fetch generation_config.json json "$JSON_MAX"
 fetch tokenizer.model tokenizer "$TOKENIZER_MAX"
+probe "$BASE/tokenizer_config.json"
+[ "$STATUS" != 200 ] || fetch tokenizer_config.json json "$JSON_MAX"
 probe "$BASE/model.safetensors.index.json"
 if [ "$STATUS" = 200 ]; then
   fetch model.safetensors.index.json index "$JSON_MAX"

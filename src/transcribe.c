@@ -28,6 +28,24 @@ hv_model_params hv_model_default_params(void) {
     return p;
 }
 
+/* The vocabulary's size in the weights (token embedding rows, classifier
+ * rows and bias) against config.json's, each named when they differ: a
+ * checkpoint whose vocabulary was extended must say so everywhere. */
+static hv_status check_vocab_sizes(const hv_model *m, const char *dir, hv_error *e) {
+    static const char *names[] = {"transf_decoder._embedding.token_embedding.weight",
+                                  "log_softmax.mlp.layer0.weight", "log_softmax.mlp.layer0.bias"};
+    int V = m->cfg.vocab_size;
+    for (int i = 0; i < 3; i++) {
+        const hv_st_tensor *t = hv_st_find(&m->st, names[i]);
+        if (t && t->ndim >= 1 && t->shape[0] != V)
+            return hv_err(e, HV_ERR_FORMAT,
+                          "%s: %s has %lld %s, but config.json vocab_size (and the tokenizer) "
+                          "have %d tokens",
+                          dir, names[i], (long long)t->shape[0], i < 2 ? "rows" : "entries", V);
+    }
+    return HV_OK;
+}
+
 hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv_model **out,
                         char *errbuf, size_t errbuf_size) {
     hv_error e = {0};
@@ -48,9 +66,17 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.model", model_dir);
     if ((st = hv_tokenizer_load(&m->tok, path, &e))) goto fail;
+    int n_sp = m->tok.n_pieces;
+    if ((st = hv_tokenizer_load_added(&m->tok, model_dir, &e))) goto fail;
     if (m->tok.n_pieces != m->cfg.vocab_size) {
-        st = hv_err(&e, HV_ERR_FORMAT, "%s: %d pieces, but config.json vocab_size is %d", path,
-                    m->tok.n_pieces, m->cfg.vocab_size);
+        if (m->tok.n_pieces == n_sp)
+            st = hv_err(&e, HV_ERR_FORMAT, "%s: %d pieces, but config.json vocab_size is %d", path,
+                        n_sp, m->cfg.vocab_size);
+        else
+            st = hv_err(&e, HV_ERR_FORMAT,
+                        "%s: %d pieces and %d tokens added by tokenizer_config.json make %d, but "
+                        "config.json vocab_size is %d",
+                        path, n_sp, m->tok.n_pieces - n_sp, m->tok.n_pieces, m->cfg.vocab_size);
         goto fail;
     }
     hv_weight_type wt = params ? params->weight_type : HV_WEIGHTS_AUTO;
@@ -59,6 +85,7 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv
         goto fail;
     }
     if ((st = hv_st_open_dir(&m->st, model_dir, &e))) goto fail;
+    if ((st = check_vocab_sizes(m, model_dir, &e))) goto fail;
     if ((st = hv_weights_load(&m->w, &m->cfg, &m->st, wt, &e))) {
         hv_err_prefix(&e, "%s", model_dir);
         goto fail;

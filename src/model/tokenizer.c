@@ -381,6 +381,33 @@ hv_status hv_tokenizer_load(hv_tokenizer *t, const char *path, hv_error *e) {
     return st;
 }
 
+hv_status hv_tokenizer_append(hv_tokenizer *t, const char *const *texts, const uint8_t *types,
+                              int n, const char *name, hv_error *e) {
+    int cap = t->n_pieces, n0 = t->n_pieces;
+    for (int i = 0; i < n; i++) {
+        int32_t id = hv_tokenizer_find(t, texts[i]);
+        if (id >= 0)
+            return hv_err(e, HV_ERR_FORMAT, "%s: token %d \"%.64s\" is already piece %d", name,
+                          n0 + i, texts[i], id);
+    }
+    for (int i = 0; i < n; i++) {
+        char *s = strdup(texts[i]);
+        if (!s || !grow(t, &cap)) {
+            free(s);
+            return hv_err(e, HV_ERR_NOMEM, "%s: out of memory", name);
+        }
+        int id = t->n_pieces++;
+        t->pieces[id] = s;
+        t->scores[id] = 0;
+        t->types[id] = types[i];
+        t->byte_value[id] = 0;
+    }
+    free(t->hash);
+    t->hash = NULL;
+    /* two added tokens with the same text fail here */
+    return build_hash(t, name, e);
+}
+
 void hv_tokenizer_free(hv_tokenizer *t) {
     if (!t) return;
     for (int i = 0; i < t->n_pieces; i++) free(t->pieces[i]);

@@ -50,6 +50,23 @@ enum { HV_SP_UNIGRAM = 1, HV_SP_BPE = 2, HV_SP_WORD = 3, HV_SP_CHAR = 4 };
  * <0xNN>. On failure t is left empty (nothing to free). */
 hv_status hv_tokenizer_load(hv_tokenizer *t, const char *path, hv_error *e);
 
+/* Appends n pieces (ids n_pieces, n_pieces + 1, ...) of the given types
+ * (HV_PIECE_CONTROL or HV_PIECE_USER_DEFINED) with score 0: tokens that
+ * extend the vocabulary beyond tokenizer.model. A text that is already a
+ * piece, or given twice, is HV_ERR_FORMAT naming it (the caller then frees
+ * t). */
+hv_status hv_tokenizer_append(hv_tokenizer *t, const char *const *texts, const uint8_t *types,
+                              int n, const char *name, hv_error *e);
+
+/* Reads the added tokens of a Hugging Face tokenizer in model_dir
+ * (tokenizer_config.json's added_tokens_decoder: {"ID": {"content": ...,
+ * "special": bool}}; no file or no such key: none), checks those with ids
+ * of tokenizer.model's pieces against them (same text) and appends the
+ * rest, whose ids must follow the pieces without a gap (special: control
+ * pieces; others user-defined). Errors name the file and the id.
+ * Implemented in added_tokens.c. */
+hv_status hv_tokenizer_load_added(hv_tokenizer *t, const char *model_dir, hv_error *e);
+
 /* Parses a serialized ModelProto from memory (tests, fuzzing). */
 hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, const char *name,
                              hv_error *e);
