@@ -51,6 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--hotwords", help="names and phrases to bias decoding towards, separated "
+                                      "by commas")
+    p.add_argument("--hotwords-score", type=float, default=1.5,
+                   help="the bonus per matched token (default 1.5)")
+    p.add_argument("--repetition-penalty", type=float, default=1.0,
+                   help="Hugging Face's repetition penalty (default 1: off)")
+    p.add_argument("--no-repeat-ngram-size", type=int, default=0,
+                   help="ban a repeated run of N tokens (default 0: off)")
     p.add_argument("--word-timestamps", action="store_true",
                    help="with --json: each word with its start, end and probability")
     p.add_argument("--json", action="store_true",
@@ -246,6 +254,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      chunk_seconds=a.chunk_seconds,
                                      word_timestamps=a.word_timestamps,
                                      progress=_progress(path) if a.progress else None,
+                                     hotwords=a.hotwords, hotwords_score=a.hotwords_score,
+                                     repetition_penalty=a.repetition_penalty,
+                                     no_repeat_ngram_size=a.no_repeat_ngram_size,
                                      _output=None if fmt == "json" else
                                      lambda res: written.append(write_result(
                                          model._lib, res, fmt, path)))
