@@ -32,8 +32,9 @@ typedef struct hv_search_out {
     int32_t *tokens;
     float *logprobs;
     int n;
-    double score;      /* docs/DECODING.md: the sum (greedy, sampling), or its
-                          normalised form (beam search) */
+    double score;      /* docs/DECODING.md: the sum (greedy, sampling), or the
+                          normalised sum of the processed scores (beam
+                          search; the log-probs' when nothing is processed) */
     double sum;        /* the summed log-probs of the tokens, and of EOS when it
                           ended the sequence */
     int eos;           /* 1 when EOS ended the sequence (its step counts in the
