@@ -61,6 +61,30 @@ static int link_failures(hv_hotwords *h) {
     return 0;
 }
 
+/* The first character of phrase that encodes to the unknown piece, quoted
+ * into what (16 bytes), or "part of it". */
+static void unknown_char(const hv_tokenizer *t, const char *phrase, char *what) {
+    snprintf(what, 16, "part of it");
+    for (const char *p = phrase; *p;) {
+        uint32_t cp;
+        int k = hv_sp_utf8_char((const uint8_t *)p, strlen(p), &cp);
+        if (k < 0) return;
+        char one[5] = {0};
+        memcpy(one, p, (size_t)k);
+        int32_t *ids;
+        int n, unk = 0;
+        hv_error e;
+        if (hv_tokenizer_encode(t, one, &ids, &n, &e) != HV_OK) return;
+        for (int i = 0; i < n; i++) unk |= t->types[ids[i]] == HV_PIECE_UNKNOWN;
+        free(ids);
+        if (unk) {
+            snprintf(what, 16, "\"%s\"", one);
+            return;
+        }
+        p += k;
+    }
+}
+
 hv_status hv_hotwords_build(hv_hotwords *h, const hv_tokenizer *t, const char *text, float score,
                             hv_error *e) {
     memset(h, 0, sizeof *h);
@@ -93,11 +117,14 @@ hv_status hv_hotwords_build(hv_hotwords *h, const hv_tokenizer *t, const char *t
             break;
         }
         for (int i = 0; i < n && !st; i++)
-            if (t->types[ids[i]] == HV_PIECE_UNKNOWN)
+            if (t->types[ids[i]] == HV_PIECE_UNKNOWN) {
+                char what[16];
+                unknown_char(t, phrase, what);
                 st = hv_err(e, HV_ERR_INVALID_ARG,
                             "hotword \"%.64s\" cannot be encoded: the model's vocabulary has no "
-                            "piece for part of it",
-                            phrase);
+                            "piece for %s",
+                            phrase, what);
+            }
         if (!st && n > 0) {
             if (add_phrase(h, ids, n, score, &cap))
                 st = hv_err(e, HV_ERR_NOMEM, "out of memory for hotwords");

@@ -102,8 +102,9 @@ def main():
                    and without_timings(r) == without_timings(plain), f"{plain} {r}")
 
     r = Run(["-m", DEMO_MODEL, "-q", "--hotwords", "Mette,Yrsa", w])
-    report("a phrase the vocabulary cannot encode: refused, named",
-           r.rc != 0 and "Yrsa" in r.err and "cannot be encoded" in r.err and not r.out, str(r))
+    report("a phrase the vocabulary cannot encode: refused, naming it and the character",
+           r.rc != 0 and "Yrsa" in r.err and "cannot be encoded" in r.err
+           and "piece for \"Y\"" in r.err and not r.out, str(r))
     return finish_in(tmp)
 
 
