@@ -14,7 +14,7 @@ OUTDIR="$(cd "$2" && pwd)"
 SECONDS_EACH="$3"
 shift 3
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(form request json config audio tokenizer safetensors)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(form request json config audio tokenizer added_tokens safetensors)
 
 CC="${FUZZ_CC:-clang}"
 if ! command -v "$CC" >/dev/null 2>&1; then

@@ -34,8 +34,15 @@ hv_status hv_tokenizer_load_added(hv_tokenizer *t, const char *model_dir, hv_err
     size_t len;
     hv_status st = hv_read_file(path, MAX_JSON, &buf, &len, e);
     if (st) return st;
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    st = hv_tokenizer_parse_added(t, buf, len, path, e);
     free(buf);
+    return st;
+}
+
+hv_status hv_tokenizer_parse_added(hv_tokenizer *t, const char *buf, size_t len, const char *path,
+                                   hv_error *e) {
+    hv_status st = HV_OK;
+    cJSON *root = cJSON_ParseWithLength(buf, len);
     if (!root) return hv_err(e, HV_ERR_FORMAT, "%s: not valid JSON", path);
     const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "added_tokens_decoder");
     int n = 0, cap = cJSON_GetArraySize(dec);
@@ -66,7 +73,7 @@ hv_status hv_tokenizer_load_added(hv_tokenizer *t, const char *model_dir, hv_err
             v[n++] = (added){id, content->valuestring,
                              cJSON_IsTrue(special) ? HV_PIECE_CONTROL : HV_PIECE_USER_DEFINED};
     }
-    qsort(v, (size_t)n, sizeof *v, by_id);
+    if (n) qsort(v, (size_t)n, sizeof *v, by_id);
     for (int i = 0; !st && i < n; i++)
         if (v[i].id != t->n_pieces + i)
             st = hv_err(e, HV_ERR_FORMAT,

@@ -67,6 +67,11 @@ hv_status hv_tokenizer_append(hv_tokenizer *t, const char *const *texts, const u
  * Implemented in added_tokens.c. */
 hv_status hv_tokenizer_load_added(hv_tokenizer *t, const char *model_dir, hv_error *e);
 
+/* The same for the JSON text buf[0..len) (tests, fuzzing); name is the
+ * file's name for messages. */
+hv_status hv_tokenizer_parse_added(hv_tokenizer *t, const char *buf, size_t len, const char *name,
+                                   hv_error *e);
+
 /* Parses a serialized ModelProto from memory (tests, fuzzing). */
 hv_status hv_tokenizer_parse(hv_tokenizer *t, const uint8_t *buf, size_t n, const char *name,
                              hv_error *e);
