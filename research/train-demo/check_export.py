@@ -5,10 +5,13 @@ features, encoder states, first-step log-probs and greedy transcript with
 the training code's (model.py with the checkpoint's weights rounded as
 exported).
 
-  check_export.py --model models/demo [--ckpt build-demo/run/best.pt] [--n 5]
+  check_export.py --model models/demo [--ckpt build-demo/run/best.pt] [--n 5] [--diarize]
 
 Without --ckpt the training model takes its weights from the exported
 model.safetensors itself (checks the architecture mirror only).
+--diarize also decodes windows of held-out dialogues with the prompt
+`... <|timestamp|><|diarize|>` (looked up in the reference's tokenizer)
+and compares first-step log-probs and the greedy token streams.
 Exit status 1 when a difference exceeds --tol (default 1e-4).
 """
 
@@ -26,6 +29,8 @@ import export as X  # noqa: E402
 import frontend  # noqa: E402
 import model as M  # noqa: E402
 import reference as R  # noqa: E402
+import dialogues  # noqa: E402
+import diarize  # noqa: E402
 import synth  # noqa: E402
 import train as TR  # noqa: E402
 
@@ -37,6 +42,7 @@ def main():
     ap.add_argument("--n", type=int, default=5)
     ap.add_argument("--seed", type=int, default=777)
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--diarize", action="store_true", help="also check the diarize prompt on dialogue windows")
     a = ap.parse_args()
     torch.set_num_threads(2)
     ref = R.load_model(a.model)
@@ -92,8 +98,39 @@ def main():
         print("utt %d: T %d L %d | max|diff| features %.2e encoder %.2e logprobs0 %.2e (enc scale %.2f)"
               % (i, T, int(L), df, de, dl, float(np.abs(res["encoder"]).max())))
         print("   ref : %r\n   mine: %r\n   true: %r" % (res["text"], hyp, text))
-    print("worst:", {k: "%.2e" % v for k, v in worst.items()}, "same transcript %d/%d" % (same_text, a.n))
-    ok = max(worst.values()) <= a.tol and same_text == a.n
+    n_checked = a.n
+    if a.diarize:
+        dtok = TR.Tok(os.path.join(a.model, "tokenizer.model"), True)
+        dprompt = [ref.start_id]
+        for p in diarize.PROMPT:
+            i = ref.sp.piece_to_id(p)
+            assert ref.sp.id_to_piece(i) == p, "reference tokenizer lacks " + p
+            dprompt.append(i)
+        assert dprompt == dtok.prompt, (dprompt, dtok.prompt)
+        import random
+        x, units, _ = dialogues.make_dialogue(a.seed, "test", 0, 40, 60)
+        wins = dialogues.tile_windows(units, len(x), random.Random(a.seed), lambda w0, w1: True)[:a.n]
+        for k, (w0, w1) in enumerate(wins):
+            y = x[w0:w1]
+            f, T = fe(y)
+            rf, rT = R.features(ref, y)
+            enc, L = R.encode(ref, rf, rT)
+            rtoks = R.greedy(ref, enc, L, dprompt, R.resolve_max_new_tokens(ref, len(dprompt), 480))
+            with torch.no_grad():
+                _, e, Lm, pad = mine.encode(torch.from_numpy(f)[None], torch.tensor([T]))
+                lp = mine.decode(torch.tensor([dprompt]), e, pad)[0, -1]
+                rlp = R.log_probs(ref, R.Decoder(ref, enc, L).prefill(dprompt))
+                mtoks = TR.greedy(mine, [{"feats": f[:T], "T": T, "text": ""}], dtok, max_new=480,
+                                  return_ids=True)[0]
+            dl = float(np.abs(lp.numpy() - rlp.to(torch.float32).numpy()).max())
+            worst["logprobs0"] = max(worst["logprobs0"], dl)
+            same_text += rtoks == mtoks
+            n_checked += 1
+            print("window %d (%.1f-%.1f s): logprobs0 %.2e, %d tokens, same stream %s\n   %r\n   true: %r"
+                  % (k, w0 / 16000, w1 / 16000, dl, len(rtoks), rtoks == mtoks, ref.sp.decode(rtoks)[:300],
+                     diarize.window_pieces(units, w0, w1)[:3]))
+    print("worst:", {k: "%.2e" % v for k, v in worst.items()}, "same transcript %d/%d" % (same_text, n_checked))
+    ok = max(worst.values()) <= a.tol and same_text == n_checked
     print("OK" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -105,9 +105,16 @@ def gen_config(sp):
             "decoder_start_token_id": sp.piece_to_id("\u2581"), "max_new_tokens": 256}
 
 
-def write_dir(model, tokenizer_path, out_dir, card=None):
+# generation_config.json of a diarize model: windows of up to 30 s take up
+# to ~450 tokens (the decoder's 512 positions less the prompt), decoded
+# greedily with the repetition penalty of the published diarize models
+DIARIZE_GENERATION = {"max_new_tokens": 502, "repetition_penalty": 1.2}
+
+
+def write_dir(model, tokenizer_path, out_dir, card=None, generation=None):
     """Atomic: everything is written to a temporary sibling directory that
-    then replaces out_dir."""
+    then replaces out_dir.  generation: entries that replace or extend
+    generation_config.json's."""
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=tokenizer_path)
     parent = os.path.dirname(os.path.abspath(out_dir))
@@ -124,7 +131,7 @@ def write_dir(model, tokenizer_path, out_dir, card=None):
         json.dump(hf_config(model.c), f, indent=2)
         f.write("\n")
     with open(os.path.join(tmp, "generation_config.json"), "w") as f:
-        json.dump(gen_config(sp), f, indent=2)
+        json.dump(dict(gen_config(sp), **(generation or {})), f, indent=2)
         f.write("\n")
     shutil.copyfile(tokenizer_path, os.path.join(tmp, "tokenizer.model"))
     if card:
@@ -147,13 +154,14 @@ def main():
     ap.add_argument("--ckpt", required=True)
     ap.add_argument("--tokenizer", default="build-demo/data/tokenizer.model")
     ap.add_argument("--out", default="models/demo")
+    ap.add_argument("--diarize", action="store_true", help="generation_config.json of a diarize model")
     a = ap.parse_args()
     ck = torch.load(a.ckpt, map_location="cpu")
     m = M.HviskeModel(ck["config"])
     m.load_state_dict(ck["model"])
     m.eval()
     card = ck.get("card")
-    write_dir(m, a.tokenizer, a.out, card)
+    write_dir(m, a.tokenizer, a.out, card, DIARIZE_GENERATION if a.diarize else None)
     print("wrote", a.out)
 
 

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export as X  # noqa: E402
 import frontend  # noqa: E402
 import model as M  # noqa: E402
+import diarize  # noqa: E402
 import synth  # noqa: E402
 import textgen  # noqa: E402
 
@@ -47,7 +48,7 @@ def log(msg, f=None):
 
 
 class Tok:
-    def __init__(self, path):
+    def __init__(self, path, diarize_mode=False):
         import sentencepiece as spm
         self.path = path
         self.sp = spm.SentencePieceProcessor(model_file=path)
@@ -55,8 +56,10 @@ class Tok:
         self.pad = self.sp.pad_id()
         self.eos = self.sp.piece_to_id("<|endoftext|>")
         self.start = self.sp.piece_to_id("\u2581")
-        self.prompt = [self.start] + [self.sp.piece_to_id(p) for p in PROMPT]
-        assert self.sp.encode("".join(PROMPT)) == self.prompt
+        pieces = diarize.PROMPT if diarize_mode else PROMPT
+        self.prompt = [self.start] + [self.sp.piece_to_id(p) for p in pieces]
+        assert self.sp.encode("".join(pieces)) == self.prompt
+        self.voc = diarize.Vocab(self.sp) if diarize_mode else None
         self.special = {i for i in range(self.V) if self.sp.id_to_piece(i).startswith("<")
                         and self.sp.id_to_piece(i).endswith(">")}
 
@@ -77,7 +80,14 @@ def load_split(data, split, tok):
     utts = []
     for m in metas:
         f = shards[m["shard"]][m["offset"]:m["offset"] + m["T"]]
-        utts.append({"feats": f, "T": m["T"], "text": m["text"], "ids": tok.text_ids(m["text"])})
+        u = {"feats": f, "T": m["T"], "text": m["text"], "ids": tok.text_ids(m["text"])}
+        if tok.voc is not None:                  # diarize: the target is the stream, CTC the plain text
+            if "pieces" not in m:
+                raise ValueError("%s/%s.jsonl: no speaker turns (make the data with make_diarize_data.py)"
+                                 % (data, split))
+            u["pieces"] = [tuple(p) for p in m["pieces"]]
+            u["ctc_ids"], u["ids"] = u["ids"], tok.voc.stream_ids(u["pieces"])
+        utts.append(u)
     return utts
 
 
@@ -123,8 +133,9 @@ def collate(utts, tok, specaug=None):
         labels[labels == tok.pad] = -100
         labels[:, :len(tok.prompt) - 1] = -100       # prompt pieces are given, not predicted
         out["inp"], out["labels"] = tgt[:, :-1], labels
-        out["ctc_tgt"] = torch.tensor([t for u in utts for t in u["ids"]], dtype=torch.long)
-        out["ctc_len"] = torch.tensor([len(u["ids"]) for u in utts], dtype=torch.long)
+        ck = "ctc_ids" if "ctc_ids" in utts[0] else "ids"
+        out["ctc_tgt"] = torch.tensor([t for u in utts for t in u[ck]], dtype=torch.long)
+        out["ctc_len"] = torch.tensor([len(u[ck]) for u in utts], dtype=torch.long)
     return out
 
 
@@ -170,10 +181,22 @@ def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1):
     return (1 - ctc_w) * loss_ce + ctc_w * ctc, ctc.detach(), ce.detach()
 
 
+def apply_repetition_penalty(lp, seen, penalty):
+    """Hugging Face's RepetitionPenaltyLogitsProcessor on the model's output
+    (log-probs: the head applies log_softmax): every token already in the
+    decoder input (prompt included) has its score multiplied by the penalty
+    where negative, divided where positive."""
+    if penalty == 1.0:
+        return lp
+    pen = torch.where(lp < 0, lp * penalty, lp / penalty)
+    return torch.where(seen, pen, lp)
+
+
 @torch.no_grad()
-def greedy(model, utts, tok, bs=64, max_new=None):
+def greedy(model, utts, tok, bs=64, max_new=None, repetition_penalty=1.0, return_ids=False):
     """Batched greedy decoding (KV cache). max_new default: 12 tokens per
-    second of the longest utterance + 8, at most 480."""
+    second of the longest utterance + 8, at most 480 (the decoder's
+    positions less the prompt)."""
     model.eval()
     hyps = [None] * len(utts)
     order = sorted(range(len(utts)), key=lambda i: utts[i]["T"])
@@ -182,7 +205,8 @@ def greedy(model, utts, tok, bs=64, max_new=None):
         batch = to_dev(collate([utts[i] for i in idx], tok), DEV)
         _, e, L, pad = model.encode(batch["feats"], batch["lens"])
         B = len(idx)
-        limit = max_new or min(480, int(max(utts[i]["T"] for i in idx) / 100 * 12) + 8)
+        limit = max_new or min(480, model.c["max_seq"] - len(tok.prompt),
+                               int(max(utts[i]["T"] for i in idx) / 100 * 12) + 8)
         cross = model.cross_kv(e)
         cache = [None] * len(cross)
         lp = model.decode_incremental(torch.tensor([tok.prompt] * B, dtype=torch.long, device=DEV), 0, cache,
@@ -190,8 +214,11 @@ def greedy(model, utts, tok, bs=64, max_new=None):
         pos = len(tok.prompt)
         done = torch.zeros(B, dtype=torch.bool)
         out = [[] for _ in range(B)]
+        seen = torch.zeros(B, lp.shape[-1], dtype=torch.bool, device=lp.device)
+        seen[:, tok.prompt] = True
         for _ in range(limit):
-            nxt = lp.argmax(-1)
+            nxt = apply_repetition_penalty(lp, seen, repetition_penalty).argmax(-1)
+            seen[torch.arange(B, device=lp.device), nxt] = True
             nl = nxt.tolist()
             for b in range(B):
                 if not done[b]:
@@ -204,18 +231,11 @@ def greedy(model, utts, tok, bs=64, max_new=None):
             lp = model.decode_incremental(nxt[:, None], pos, cache, cross, pad)
             pos += 1
         for b, i in enumerate(idx):
-            hyps[i] = tok.decode(out[b])
+            hyps[i] = out[b] if return_ids else tok.decode(out[b])
     return hyps
 
 
-def edit_distance(a, b):
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-        prev = cur
-    return prev[len(b)]
+edit_distance = diarize.edit_distance
 
 
 def wer_cer(refs, hyps):
@@ -251,9 +271,30 @@ def to_dev(batch, dev):
     return {k: (v.to(dev) if torch.is_tensor(v) and k != "ctc_len" else v) for k, v in batch.items()}
 
 
+GROWN = ("transf_decoder._embedding.token_embedding.weight", "log_softmax.mlp.layer0.bias")
+
+
+def grow_rows(v, n, seed=0):
+    """v [V, ...] -> [n, ...]: the new rows are the mean of the existing
+    ones (a token the model knows nothing about looks like an average
+    token), embedding rows plus a little noise (0.02 of the rows' spread)
+    so that new tokens can be told apart from the first step."""
+    extra = n - v.shape[0]
+    if extra <= 0:
+        raise ValueError("cannot grow %d rows to %d" % (v.shape[0], n))
+    mean = v.mean(dim=0, keepdim=True).expand(extra, *v.shape[1:]).clone()
+    if v.dim() > 1:
+        g = torch.Generator().manual_seed(seed)
+        mean += 0.02 * v.std() * torch.randn(mean.shape, generator=g)
+    return torch.cat([v, mean], dim=0)
+
+
 def load_exported(model, path):
     """Loads an exported model.safetensors (BF16/F32) into the training
-    model; the CTC head (not exported) keeps its initialisation."""
+    model; the CTC head (not exported) keeps its initialisation.  Where the
+    model's vocabulary is larger (a tokenizer extended by appended pieces,
+    extend_tokenizer.py), the embedding (= tied classifier) and the
+    classifier bias grow by grow_rows()."""
     import struct
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
@@ -271,6 +312,11 @@ def load_exported(model, path):
         else:
             v = np.frombuffer(raw, dtype="<f4")
         new[k] = torch.from_numpy(v.reshape(h["shape"]).copy()).to(sd[k].dtype)
+        if k in GROWN and new[k].shape[0] < sd[k].shape[0]:
+            log("%s: %d rows grown to %d" % (k, new[k].shape[0], sd[k].shape[0]))
+            new[k] = grow_rows(new[k], sd[k].shape[0])
+        if new[k].shape != sd[k].shape:
+            raise ValueError("%s: %s has shape %s, the model %s" % (path, k, list(new[k].shape), list(sd[k].shape)))
     missing = [k for k in sd if k not in new]
     assert all(k.startswith("ctc_head.") for k in missing), missing
     model.load_state_dict(new, strict=False)
@@ -335,6 +381,11 @@ def main():
     ap.add_argument("--init", default=None,
                     help="start from an exported model directory (its model.safetensors; config must match)")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--diarize", action="store_true",
+                    help="data of make_diarize_data.py: prompt with <|timestamp|><|diarize|>, targets the speaker "
+                         "and time stream; dev selection by speaker-attributed WER of the windows")
+    ap.add_argument("--repetition-penalty", type=float, default=None,
+                    help="greedy decoding's repetition penalty in evaluation (default 1.2 with --diarize, else 1)")
     ap.add_argument("--eval-first", action="store_true", help="evaluate (and export) before the first step")
     ap.add_argument("--time-schedule", action="store_true",
                     help="cosine decay over --max-minutes of wall time instead of --total-steps")
@@ -350,7 +401,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     os.makedirs(a.run, exist_ok=True)
-    tok = Tok(os.path.join(a.data, "tokenizer.model"))
+    tok = Tok(os.path.join(a.data, "tokenizer.model"), a.diarize)
+    rp = a.repetition_penalty if a.repetition_penalty is not None else (1.2 if a.diarize else 1.0)
     t0 = time.time()
     train = load_split(a.data, "train", tok)
     dev = load_split(a.data, "dev", tok)
@@ -402,11 +454,46 @@ def main():
             "bpos": bpos, "best": best, "torch_rng": torch.get_rng_state(), "train_time": train_time,
             "history": history, "args": vars(a)})
 
-    def evaluate_and_export():
-        nonlocal test, best
+    def evaluate_and_export_diarize():
+        nonlocal best
         te0 = time.time()
         em = exported_copy(model)
-        hyps = greedy(em, dev, tok)
+        ids = greedy(em, dev, tok, repetition_penalty=rp, return_ids=True)
+        sa_err = pl_err = nw = 0
+        ders = []
+        for u, h in zip(dev, ids):
+            ref = [(k, s / 10, e / 10, t) for k, s, e, t in u["pieces"]]
+            hyp = tok.voc.parse(h, u["T"] // 10)
+            e1, n1, _ = diarize.speaker_attributed_wer(ref, hyp)
+            e2, _ = diarize.plain_wer(ref, hyp)
+            sa_err, pl_err, nw = sa_err + e1, pl_err + e2, nw + n1
+            ders.append(diarize.der([r[:3] for r in ref], [x[:3] for x in hyp])[1])
+        sawer, wer = 100.0 * sa_err / max(nw, 1), 100.0 * pl_err / max(nw, 1)
+        sc = sum(d["scored"] for d in ders)
+        der = 100.0 * sum(d["missed"] + d["false_alarm"] + d["confusion"] for d in ders) / max(sc, 1e-9)
+        dl = dev_loss(em, dev, tok)
+        rec = {"step": step, "epoch": epoch, "train_min": round(train_time / 60, 1), "dev_loss": round(dl, 4),
+               "dev_wer": round(wer, 2), "dev_sawer": round(sawer, 2), "dev_der": round(der, 2)}
+        history.append(rec)
+        log("eval step %d: dev loss %.4f WER %.2f %% speaker-attributed WER %.2f %% DER %.2f %% (%d windows, "
+            "%.1f s) | e.g. %r" % (step, dl, wer, sawer, der, len(dev), time.time() - te0,
+                                   tok.sp.decode(ids[0])[:200]))
+        if (sawer, dl) < (best["wer"], best.get("loss", 1e9)):
+            best = {"wer": sawer, "loss": dl, "step": step}
+            save(os.path.join(a.run, "best.pt"), {"config": cfg, "model": model.state_dict(), "step": step,
+                                                  "best": best, "history": history})
+            if a.export:
+                X.write_dir(model, tok.path, a.export, None, X.DIARIZE_GENERATION)
+                log("exported %s (step %d)" % (a.export, step))
+        model.train()
+
+    def evaluate_and_export():
+        nonlocal test, best
+        if a.diarize:
+            return evaluate_and_export_diarize()
+        te0 = time.time()
+        em = exported_copy(model)
+        hyps = greedy(em, dev, tok, repetition_penalty=rp)
         wer, cer = wer_cer([u["text"] for u in dev], hyps)
         dl = dev_loss(em, dev, tok)
         rec = {"step": step, "epoch": epoch, "train_min": round(train_time / 60, 1), "dev_loss": round(dl, 4),
