@@ -10,14 +10,7 @@ PY=${PY:-python3}
 START=$(date +%s)
 N=${1:-12000}; BUDGET=${2:-540}; shift 2
 OUT=${OUT:-build-demo/device-out}; mkdir -p "$OUT"
-B=$PWD/build-demo/gpu-bundle
-if [ ! -f /usr/lib/x86_64-linux-gnu/sox/libsox_fmt_mp3.so ]; then mkdir -p /usr/lib/x86_64-linux-gnu/sox && cp $B/soxfmt/*.so /usr/lib/x86_64-linux-gnu/sox/; fi
-mkdir -p /tmp/wbin
-for t in espeak-ng sox; do
-  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib ESPEAK_DATA_PATH=%s exec %s/bin/%s "$@"\n' $B $B $B $t > /tmp/wbin/$t
-  chmod +x /tmp/wbin/$t
-done
-export PATH=/tmp/wbin:$PATH PYTHONUNBUFFERED=1
+. "$(dirname "$0")/bundle_path.sh"
 espeak-ng -v da+whisper --stdout "Hej med dig." | sox -t wav - -t raw -r 16000 -e float -b 32 -c 1 - | wc -c
 sox -n -r 16000 -t mp3 -C 16 /tmp/t.mp3 synth 1 sine 440 && sox /tmp/t.mp3 -n stat 2>&1 | head -2 || { echo "sox mp3 failed"; exit 3; }
 nvidia-smi --query-gpu=name,memory.used --format=csv
