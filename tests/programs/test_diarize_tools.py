@@ -19,7 +19,15 @@ train.grow_rows), issue #63 item 6:
     grid without overlap; windows of at most 29.9 s tiling it, cut in
     pauses, speakers numbered by first appearance, times from the window
     start;
-  * grow_rows keeps the old rows and appends their mean.
+  * grow_rows keeps the old rows and appends their mean;
+  * evaluate-diarize's long-audio path with an oracle in place of the
+    model (each window's reference stream, encoder states that name the
+    true speaker): a dialogue of minutes in several windows comes back
+    with DER and speaker-attributed WER 0, its speakers linked across
+    windows; the words both windows transcribe link speakers (made
+    words); with the overlap's words scrambled, linking falls back to
+    the encoder states and still finds them; with both scrambled it
+    cannot, and the figures say so.
 Prints one line per case and ends with "N passed, M failed".
 """
 
@@ -180,6 +188,77 @@ def grow_cases():
     report("grow_rows: a bias grows by its mean", torch.allclose(gb[10:], b.mean().expand(2)) and torch.equal(gb[:10], b))
 
 
+def evaluate_cases():
+    import shutil as sh
+    if not (sh.which("espeak-ng") and sh.which("sox")):
+        skip_or_fail("evaluate-diarize", "espeak-ng or sox missing")
+        return
+    import importlib.machinery
+    import importlib.util
+    import numpy as np
+    import dialogues
+    path = os.path.join(SOURCE_DIR, "research", "train-demo", "evaluate-diarize")
+    loader = importlib.machinery.SourceFileLoader("hv_evaluate_diarize", path)
+    spec = importlib.util.spec_from_loader("hv_evaluate_diarize", loader)
+    E = importlib.util.module_from_spec(spec)
+    loader.exec_module(E)
+    import train
+    tmp = tempfile.mkdtemp(prefix="hv-diarize-eval-")
+    import extend_tokenizer
+    extend_tokenizer.extend(os.path.join(DEMO_MODEL, "tokenizer.model"), os.path.join(tmp, "tokenizer.model"))
+    tok = train.Tok(os.path.join(tmp, "tokenizer.model"), True)
+    shutil.rmtree(tmp)
+    x, units, _ = dialogues.make_dialogue(11, "test", 0, 100.0, 110.0, 3)
+    ref = dialogues.reference_turns(units)
+
+    class Oracle:
+        def __init__(self, scramble_words, scramble_states):
+            self.sw, self.ss = scramble_words, scramble_states
+
+        def decode(self, windows):
+            out = []
+            plan = E.plan_windows(x)
+            assert [len(w) for w in windows] == [b - a for a, b in plan]
+            for (w0, w1) in plan:
+                inside = [u for u in units if w0 <= u[1] and u[2] <= w1]
+                order = {}
+                for u in inside:
+                    order.setdefault(u[0], len(order))
+                pieces = diarize.window_pieces(units, w0, w1)
+                if self.sw:                  # other words in every window: no overlap agreement
+                    pieces = [(k, s, e, " ".join("w%d%d" % (w0, j) for j in range(len(t.split()))))
+                              for k, s, e, t in pieces]
+                enc = np.zeros(((w1 - w0) // 1280 + 1, 8), dtype=np.float32)
+                for spk, a, b, _ in inside:
+                    enc[(a - w0) // 1280:(b - w0) // 1280 + 1, order[spk] if self.ss else spk] = 1.0
+                out.append((tok.voc.stream_ids(pieces), enc))
+            return out
+
+    def run(sw, ss):
+        hyp, wins = E.transcribe(x, Oracle(sw, ss), tok, 29.9, 0.9)
+        d, det = diarize.der([r[:3] for r in ref], [h[:3] for h in hyp])
+        sa, n, _ = diarize.speaker_attributed_wer(ref, hyp)
+        return hyp, wins, d, sa, n
+
+    hyp, wins, d, sa, n = run(False, False)
+    report("evaluate: oracle windows give DER 0 and speaker-attributed WER 0 over %d windows" % len(wins),
+           len(wins) >= 4 and d == 0 and sa == 0 and len({h[0] for h in hyp}) == 3, (d, sa, n, hyp[:4]))
+    prev = [(10.0, "g0", "en", 0), (10.5, "g0", "to", 0), (11.0, "g1", "tre", 1), (11.5, "g1", "fire", 1),
+            (12.0, "g0", "fem", 2)]
+    cur = [(10.1, 1, "En", 0), (10.4, 1, "to", 0), (11.1, 0, "tre.", 1), (11.4, 0, "fire", 1), (12.1, 1, "fem", 2),
+           (14.0, 2, "seks", 3)]
+    labels = iter(["new"])
+    m = E.link(prev, cur, 9.5, 12.5, {0, 1, 2}, {}, {"g0": np.ones(2)}, 0.9, lambda: next(labels))
+    report("evaluate: the overlap's words link the speakers, one without words nor states is new",
+           m == {1: "g0", 0: "g1", 2: "new"}, m)
+    hyp, wins, d, sa, n = run(True, False)
+    report("evaluate: without overlap words the encoder states link the speakers",
+           d == 0 and len({h[0] for h in hyp}) == 3, (d, len({h[0] for h in hyp})))
+    hyp, wins, d, sa, n = run(True, True)
+    report("evaluate: with neither, speakers are not linked (more speakers, DER > 0)",
+           d > 0 and len({h[0] for h in hyp}) > 3, (d, len({h[0] for h in hyp})))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="hv-diarize-")
     der_cases()
@@ -188,6 +267,7 @@ def main():
     stream_cases(sp)
     dialogue_cases()
     grow_cases()
+    evaluate_cases()
     return finish_in(tmp)
 
 
