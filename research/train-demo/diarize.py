@@ -66,8 +66,8 @@ class Vocab:
         time is its end; a time token after a segment's end time starts a
         new segment of the same speaker; a missing end time is the next
         segment's start (the window's end, or the start, for the last);
-        an end before the start is set to the start; segments without text
-        are dropped."""
+        an end before the start is set to the start.  Segments without
+        text are dropped first (their times move nothing)."""
         segs = []
         cur = None
 
@@ -106,6 +106,7 @@ class Vocab:
                     cur = dict(new(cur["spk"]), start=cur["end"])
                 cur["ids"].append(t)
         close()
+        segs = [x for x in segs if x["ids"]]
         out = []
         prev_end = 0
         for j, s in enumerate(segs):

@@ -128,6 +128,7 @@ def stream_cases(sp):
          [(0, 0.1, 0.5, "Hej."), (0, 0.7, 0.9, "Hej.")]),
         ("segments without text are dropped", [S[0], T[1], T[2], S[1], T[3]] + body + [T[9]],
          [(1, 0.3, 0.9, "Hej.")]),
+        ("segments without text move no time", [S[0], S[0], T[30], S[0]] + body, [(0, 0.0, 12.0, "Hej.")]),
     ]
     for name, ids, want in cases:
         got = v.parse(ids, 120)
