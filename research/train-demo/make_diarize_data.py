@@ -60,7 +60,7 @@ def worker(args):
                     meta.append({"i": i, "tiling": t, "window": k, "shard": w, "offset": off, "T": int(T),
                                  "n": int(w1 - w0), "w0": int(w0), "pieces": [list(p) for p in pieces],
                                  "text": " ".join(p[3] for p in pieces), "n_tokens": len(voc.stream_ids(pieces)),
-                                 "n_speakers": info and len(info["speakers"])})
+                                 "n_speakers": len(info["speakers"])})
                     off += T
     return meta
 

@@ -60,6 +60,8 @@ class Tok:
         self.prompt = [self.start] + [self.sp.piece_to_id(p) for p in pieces]
         assert self.sp.encode("".join(pieces)) == self.prompt
         self.voc = diarize.Vocab(self.sp) if diarize_mode else None
+        self.plain_prompt = [self.start] + [self.sp.piece_to_id(p) for p in PROMPT]
+        assert len(self.plain_prompt) == len(self.prompt)
         self.special = {i for i in range(self.V) if self.sp.id_to_piece(i).startswith("<")
                         and self.sp.id_to_piece(i).endswith(">")}
 
@@ -70,7 +72,10 @@ class Tok:
         return self.sp.decode([i for i in ids if i not in self.special]).strip()
 
 
-def load_split(data, split, tok):
+def load_split(data, split, tok, plain_share=0.0):
+    """plain_share (diarize data, training): that share of the windows,
+    chosen by a hash of the line, keeps the plain prompt and plain text
+    target, so that the diarize model still transcribes without speakers."""
     metas = [json.loads(line) for line in open(os.path.join(data, split + ".jsonl"), encoding="utf-8")]
     shards = {}
     for m in metas:
@@ -78,7 +83,7 @@ def load_split(data, split, tok):
             shards[m["shard"]] = np.fromfile(os.path.join(data, "%s.%d.f16" % (split, m["shard"])),
                                              dtype=np.float16).reshape(-1, 128)
     utts = []
-    for m in metas:
+    for j, m in enumerate(metas):
         f = shards[m["shard"]][m["offset"]:m["offset"] + m["T"]]
         u = {"feats": f, "T": m["T"], "text": m["text"], "ids": tok.text_ids(m["text"])}
         if tok.voc is not None:                  # diarize: the target is the stream, CTC the plain text
@@ -86,7 +91,10 @@ def load_split(data, split, tok):
                 raise ValueError("%s/%s.jsonl: no speaker turns (make the data with make_diarize_data.py)"
                                  % (data, split))
             u["pieces"] = [tuple(p) for p in m["pieces"]]
-            u["ctc_ids"], u["ids"] = u["ids"], tok.voc.stream_ids(u["pieces"])
+            if random.Random("plain-%s-%d" % (split, j)).random() < plain_share:
+                u["prompt"] = tok.plain_prompt
+            else:
+                u["ctc_ids"], u["ids"] = u["ids"], tok.voc.stream_ids(u["pieces"])
         utts.append(u)
     return utts
 
@@ -124,7 +132,7 @@ def collate(utts, tok, specaug=None):
     lens = torch.tensor([u["T"] for u in utts], dtype=torch.long)
     out = {"feats": torch.from_numpy(feats), "lens": lens}
     if "ids" in utts[0]:
-        seqs = [tok.prompt + u["ids"] + [tok.eos] for u in utts]
+        seqs = [u.get("prompt", tok.prompt) + u["ids"] + [tok.eos] for u in utts]
         n = max(len(s) for s in seqs)
         tgt = torch.full((B, n), tok.pad, dtype=torch.long)
         for b, s in enumerate(seqs):
@@ -133,9 +141,8 @@ def collate(utts, tok, specaug=None):
         labels[labels == tok.pad] = -100
         labels[:, :len(tok.prompt) - 1] = -100       # prompt pieces are given, not predicted
         out["inp"], out["labels"] = tgt[:, :-1], labels
-        ck = "ctc_ids" if "ctc_ids" in utts[0] else "ids"
-        out["ctc_tgt"] = torch.tensor([t for u in utts for t in u[ck]], dtype=torch.long)
-        out["ctc_len"] = torch.tensor([len(u[ck]) for u in utts], dtype=torch.long)
+        out["ctc_tgt"] = torch.tensor([t for u in utts for t in u.get("ctc_ids", u["ids"])], dtype=torch.long)
+        out["ctc_len"] = torch.tensor([len(u.get("ctc_ids", u["ids"])) for u in utts], dtype=torch.long)
     return out
 
 
@@ -193,10 +200,10 @@ def apply_repetition_penalty(lp, seen, penalty):
 
 
 @torch.no_grad()
-def greedy(model, utts, tok, bs=64, max_new=None, repetition_penalty=1.0, return_ids=False):
+def greedy(model, utts, tok, bs=64, max_new=None, repetition_penalty=1.0, return_ids=False, prompt=None):
     """Batched greedy decoding (KV cache). max_new default: 12 tokens per
     second of the longest utterance + 8, at most 480 (the decoder's
-    positions less the prompt)."""
+    positions less the prompt).  prompt: default tok.prompt."""
     model.eval()
     hyps = [None] * len(utts)
     order = sorted(range(len(utts)), key=lambda i: utts[i]["T"])
@@ -209,13 +216,14 @@ def greedy(model, utts, tok, bs=64, max_new=None, repetition_penalty=1.0, return
                                int(max(utts[i]["T"] for i in idx) / 100 * 12) + 8)
         cross = model.cross_kv(e)
         cache = [None] * len(cross)
-        lp = model.decode_incremental(torch.tensor([tok.prompt] * B, dtype=torch.long, device=DEV), 0, cache,
+        prompt = prompt or tok.prompt
+        lp = model.decode_incremental(torch.tensor([prompt] * B, dtype=torch.long, device=DEV), 0, cache,
                                       cross, pad)
         pos = len(tok.prompt)
         done = torch.zeros(B, dtype=torch.bool)
         out = [[] for _ in range(B)]
         seen = torch.zeros(B, lp.shape[-1], dtype=torch.bool, device=lp.device)
-        seen[:, tok.prompt] = True
+        seen[:, prompt] = True
         for _ in range(limit):
             nxt = apply_repetition_penalty(lp, seen, repetition_penalty).argmax(-1)
             seen[torch.arange(B, device=lp.device), nxt] = True
@@ -384,6 +392,9 @@ def main():
     ap.add_argument("--diarize", action="store_true",
                     help="data of make_diarize_data.py: prompt with <|timestamp|><|diarize|>, targets the speaker "
                          "and time stream; dev selection by speaker-attributed WER of the windows")
+    ap.add_argument("--plain-share", type=float, default=0.15,
+                    help="with --diarize: share of the training windows kept in plain transcription (plain "
+                         "prompt, text target)")
     ap.add_argument("--repetition-penalty", type=float, default=None,
                     help="greedy decoding's repetition penalty in evaluation (default 1.2 with --diarize, else 1)")
     ap.add_argument("--eval-first", action="store_true", help="evaluate (and export) before the first step")
@@ -404,7 +415,7 @@ def main():
     tok = Tok(os.path.join(a.data, "tokenizer.model"), a.diarize)
     rp = a.repetition_penalty if a.repetition_penalty is not None else (1.2 if a.diarize else 1.0)
     t0 = time.time()
-    train = load_split(a.data, "train", tok)
+    train = load_split(a.data, "train", tok, a.plain_share if a.diarize else 0.0)
     dev = load_split(a.data, "dev", tok)
     hours = sum(u["T"] for u in train) / 100 / 3600
     log("data: %d train utterances (%.2f h), %d dev, loaded in %.1f s" % (len(train), hours, len(dev), time.time() - t0))
@@ -469,15 +480,18 @@ def main():
             sa_err, pl_err, nw = sa_err + e1, pl_err + e2, nw + n1
             ders.append(diarize.der([r[:3] for r in ref], [x[:3] for x in hyp])[1])
         sawer, wer = 100.0 * sa_err / max(nw, 1), 100.0 * pl_err / max(nw, 1)
+        plain = greedy(em, dev, tok, repetition_penalty=rp, prompt=tok.plain_prompt)
+        plain_wer = wer_cer([u["text"] for u in dev], plain)[0]
         sc = sum(d["scored"] for d in ders)
         der = 100.0 * sum(d["missed"] + d["false_alarm"] + d["confusion"] for d in ders) / max(sc, 1e-9)
         dl = dev_loss(em, dev, tok)
         rec = {"step": step, "epoch": epoch, "train_min": round(train_time / 60, 1), "dev_loss": round(dl, 4),
-               "dev_wer": round(wer, 2), "dev_sawer": round(sawer, 2), "dev_der": round(der, 2)}
+               "dev_wer": round(wer, 2), "dev_sawer": round(sawer, 2), "dev_der": round(der, 2),
+               "dev_plain_wer": round(plain_wer, 2)}
         history.append(rec)
-        log("eval step %d: dev loss %.4f WER %.2f %% speaker-attributed WER %.2f %% DER %.2f %% (%d windows, "
-            "%.1f s) | e.g. %r" % (step, dl, wer, sawer, der, len(dev), time.time() - te0,
-                                   tok.sp.decode(ids[0])[:200]))
+        log("eval step %d: dev loss %.4f WER %.2f %% speaker-attributed WER %.2f %% DER %.2f %%, plain prompt "
+            "WER %.2f %% (%d windows, %.1f s) | e.g. %r" % (step, dl, wer, sawer, der, plain_wer, len(dev),
+                                                           time.time() - te0, tok.sp.decode(ids[0])[:200]))
         if (sawer, dl) < (best["wer"], best.get("loss", 1e9)):
             best = {"wer": sawer, "loss": dl, "step": step}
             save(os.path.join(a.run, "best.pt"), {"config": cfg, "model": model.state_dict(), "step": step,

@@ -136,8 +136,7 @@ def stream_cases(sp):
 
 
 def dialogue_cases():
-    import shutil as sh
-    if not (sh.which("espeak-ng") and sh.which("sox")):
+    if not (shutil.which("espeak-ng") and shutil.which("sox")):
         skip_or_fail("dialogues", "espeak-ng or sox missing")
         return
     import numpy as np
@@ -190,8 +189,7 @@ def grow_cases():
 
 
 def evaluate_cases():
-    import shutil as sh
-    if not (sh.which("espeak-ng") and sh.which("sox")):
+    if not (shutil.which("espeak-ng") and shutil.which("sox")):
         skip_or_fail("evaluate-diarize", "espeak-ng or sox missing")
         return
     import importlib.machinery
