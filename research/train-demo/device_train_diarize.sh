@@ -5,14 +5,15 @@
 # times into windows) with 16 processes, then fine-tunes models/demo with
 # the extended vocabulary for the time left of TOTAL_SECONDS, exporting the
 # best dev model (speaker-attributed WER of the dev windows) into
-# $OUT/export-diarize, and evaluates it on 12 held-out dialogues of 1-5 minutes.
+# $OUT/export-diarize, and evaluates it on NEVAL (8) held-out dialogues of 1-5
+# minutes within EVAL_S (75) seconds (per-dialogue rows in eval.log as they come).
 #   device_train_diarize.sh DIALOGUES TOTAL_SECONDS [extra train.py args]
 set -u
 PY=${PY:-python3}
 START=$(date +%s)
 N=${1:-600}; BUDGET=${2:-540}; shift 2
 OUT=${OUT:-build-demo/device-out}; mkdir -p "$OUT"
-TILINGS=${TILINGS:-3}; NDEV=${NDEV:-24}; NEVAL=${NEVAL:-12}; EVAL_S=${EVAL_S:-60}
+TILINGS=${TILINGS:-3}; NDEV=${NDEV:-24}; NEVAL=${NEVAL:-8}; EVAL_S=${EVAL_S:-75}
 . "$(dirname "$0")/bundle_path.sh"
 rm -rf /tmp/dzdata /tmp/tiny /tmp/run-dz
 espeak-ng -v da --stdout "Hej med dig." | sox -t wav - -t raw -r 16000 -e float -b 32 -c 1 - | wc -c

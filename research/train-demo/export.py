@@ -109,12 +109,15 @@ def gen_config(sp):
 # to ~450 tokens (the decoder's 512 positions less the prompt), decoded
 # greedily with the repetition penalty of the published diarize models
 DIARIZE_GENERATION = {"max_new_tokens": 502, "repetition_penalty": 1.2}
+# config.json of a diarize model: its time tokens end at 29.9 s, so clips
+# are at most 30 s (the published diarize models' limit too)
+DIARIZE_CONFIG = {"max_audio_clip_s": 30}
 
 
-def write_dir(model, tokenizer_path, out_dir, card=None, generation=None):
+def write_dir(model, tokenizer_path, out_dir, card=None, generation=None, config=None):
     """Atomic: everything is written to a temporary sibling directory that
-    then replaces out_dir.  generation: entries that replace or extend
-    generation_config.json's."""
+    then replaces out_dir.  generation, config: entries that replace or
+    extend generation_config.json's and config.json's."""
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=tokenizer_path)
     parent = os.path.dirname(os.path.abspath(out_dir))
@@ -128,7 +131,7 @@ def write_dir(model, tokenizer_path, out_dir, card=None, generation=None):
     tensors["preprocessor.featurizer.fb"] = ("BF16", frontend.fb_bf16().reshape(1, 128, 257))
     write_safetensors(os.path.join(tmp, "model.safetensors"), tensors)
     with open(os.path.join(tmp, "config.json"), "w") as f:
-        json.dump(hf_config(model.c), f, indent=2)
+        json.dump(dict(hf_config(model.c), **(config or {})), f, indent=2)
         f.write("\n")
     with open(os.path.join(tmp, "generation_config.json"), "w") as f:
         json.dump(dict(gen_config(sp), **(generation or {})), f, indent=2)
@@ -154,14 +157,18 @@ def main():
     ap.add_argument("--ckpt", required=True)
     ap.add_argument("--tokenizer", default="build-demo/data/tokenizer.model")
     ap.add_argument("--out", default="models/demo")
-    ap.add_argument("--diarize", action="store_true", help="generation_config.json of a diarize model")
+    ap.add_argument("--diarize", action="store_true",
+                    help="config.json and generation_config.json of a diarize model")
     a = ap.parse_args()
     ck = torch.load(a.ckpt, map_location="cpu")
     m = M.HviskeModel(ck["config"])
     m.load_state_dict(ck["model"])
     m.eval()
     card = ck.get("card")
-    write_dir(m, a.tokenizer, a.out, card, DIARIZE_GENERATION if a.diarize else None)
+    if a.diarize:
+        write_dir(m, a.tokenizer, a.out, card, DIARIZE_GENERATION, DIARIZE_CONFIG)
+    else:
+        write_dir(m, a.tokenizer, a.out, card)
     print("wrote", a.out)
 
 

@@ -497,7 +497,7 @@ def main():
             save(os.path.join(a.run, "best.pt"), {"config": cfg, "model": model.state_dict(), "step": step,
                                                   "best": best, "history": history})
             if a.export:
-                X.write_dir(model, tok.path, a.export, None, X.DIARIZE_GENERATION)
+                X.write_dir(model, tok.path, a.export, None, X.DIARIZE_GENERATION, X.DIARIZE_CONFIG)
                 log("exported %s (step %d)" % (a.export, step))
         model.train()
 
