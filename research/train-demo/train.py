@@ -14,6 +14,10 @@
   and voices) with the weights as exported (bf16-rounded); a new best is
   saved as run/best.pt and exported to --export (atomically), with a
   model card that reports the greedy WER/CER on the held-out test set.
+- --diarize: data of make_diarize_data.py (the speaker/time stream as
+  target, the prompt ending in <|timestamp|><|diarize|>); --init grows
+  the vocabulary to the extended tokenizer's; dev selection by the
+  windows' speaker-attributed WER (README.md, "Diarize demo model").
 """
 
 import argparse
