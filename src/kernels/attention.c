@@ -138,18 +138,27 @@ static void attn_head(void *arg, int h, int n_tasks) {
 
 /* x[0, n) (plus add[t] when add is not NULL) rounded to bf16 (as
  * hv_f32_to_bf16) into dst: bf16 bits when bits, else floats holding the
- * rounded values (dst may be x then). */
+ * rounded values (dst may be x then). The sums go through a row on the
+ * stack, in pieces, so that the rounding is the vector kernel's. */
 static void round_bf16(void *dst, int bits, const float *x, const float *add, int n) {
     uint16_t *db = dst;
     float *df = dst;
-    if (bits && add)
-        for (int t = 0; t < n; t++) db[t] = hv_bf16_bits(x[t] + add[t]);
-    else if (bits)
+    if (add) {
+        enum { PIECE = 256 };
+        float sum[PIECE];
+        for (int t0 = 0; t0 < n; t0 += PIECE) {
+            int m = n - t0 < PIECE ? n - t0 : PIECE;
+            for (int t = 0; t < m; t++) sum[t] = x[t0 + t] + add[t0 + t];
+            if (bits)
+                hv_bf16_bits_n(db + t0, sum, m);
+            else
+                hv_bf16_round_n(df + t0, sum, m);
+        }
+    } else if (bits) {
         hv_bf16_bits_n(db, x, n);
-    else if (add)
-        for (int t = 0; t < n; t++) df[t] = hv_bf16_round(x[t] + add[t]);
-    else
+    } else {
         hv_bf16_round_n(df, x, n);
+    }
 }
 
 /* Rows [0, valid) of src (rows ld floats apart, dh wide; plus add) rounded
