@@ -30,31 +30,36 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, const h
                         const float *feat, int T, int n_valid, int *T_out, int *len_out) {
     hv_profile *prof = e->prof;
     double t = hv_prof_now(prof);
-    int C = c->sub_channels, F = c->feat_in, len = n_valid;
+    int C = c->sub_channels, F = c->feat_in, len = n_valid, T0 = T, F0 = F;
     float *in = malloc((size_t)T * F * sizeof *in);
     if (!in) return NULL;
     memcpy(in, feat, (size_t)T * F * sizeof *in);
     mask_rows(in, T, F, len);
 
     int T2 = hv_sub_conv_len(T), F2 = hv_sub_conv_len(F);
-    float *img = malloc((size_t)T2 * F2 * C * sizeof *img);
-    float *wt = malloc((size_t)9 * C * sizeof *wt);
-    if (!img || !wt) {
+    /* with a depthwise stage after it, the first convolution's image is
+     * made row by row as that stage reads it (hv_conv3x3_s2_pair) */
+    float *img = w->n_stages > 1 ? NULL : malloc((size_t)T2 * F2 * C * sizeof *img);
+    float *wt = malloc((size_t)9 * C * sizeof *wt), *wt1 = malloc((size_t)9 * C * sizeof *wt1);
+    if ((w->n_stages <= 1 && !img) || !wt || !wt1) {
         free(in);
         free(img);
         free(wt);
+        free(wt1);
         return NULL;
     }
     taps_first(wt, w->conv0_w, C);
-    hv_conv3x3_s2(e, img, T2, F2, in, T, F, C, 0, wt, w->conv0_b, 1);
-    hv_prof_add(prof, HV_STAGE_SUB_CONV, &t);
-    free(in);
+    if (img) {
+        hv_conv3x3_s2(e, img, T2, F2, in, T, F, C, 0, wt, w->conv0_b, 1);
+        hv_prof_add(prof, HV_STAGE_SUB_CONV, &t);
+        free(in);
+        in = NULL;
+    }
     T = T2;
     F = F2;
     len = hv_sub_conv_len(len);
 
     for (int s = 1; s < w->n_stages; s++) {
-        mask_rows(img, T, (long)F * C, len);
         T2 = hv_sub_conv_len(T);
         F2 = hv_sub_conv_len(F);
         float *dw = malloc((size_t)T2 * F2 * C * sizeof *dw);
@@ -62,13 +67,33 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, const h
         if (!dw || !pw) {
             free(dw);
             free(pw);
+            free(in);
             free(img);
             free(wt);
+            free(wt1);
             return NULL;
         }
-        taps_first(wt, w->dw_w[s], C);
-        hv_conv3x3_s2(e, dw, T2, F2, img, T, F, C, 1, wt, w->dw_b[s], 0);
+        taps_first(wt1, w->dw_w[s], C);
+        int done = 0;
+        if (in) { /* the first stage's image, never stored */
+            done = hv_conv3x3_s2_pair(e, dw, T2, F2, in, T0, F0, T, F, len, C, wt, w->conv0_b, wt1,
+                                      w->dw_b[s]) == 0;
+            free(in);
+            in = NULL;
+        } else {
+            mask_rows(img, T, (long)F * C, len);
+            hv_conv3x3_s2(e, dw, T2, F2, img, T, F, C, 1, wt1, w->dw_b[s], 0);
+            done = 1;
+        }
         free(img);
+        img = NULL;
+        if (!done) {
+            free(dw);
+            free(pw);
+            free(wt);
+            free(wt1);
+            return NULL;
+        }
         T = T2;
         F = F2;
         len = hv_sub_conv_len(len);
@@ -83,6 +108,7 @@ static float *subsample(const hv_config *c, const hv_encoder_weights *w, const h
     /* Flatten each time step channel-major (index c * F + f), as the
      * checkpoint's Linear expects, then project to d_model. */
     free(wt);
+    free(wt1);
     float *flat = malloc((size_t)T * C * F * sizeof *flat);
     float *x = malloc((size_t)T * c->d_model * sizeof *x);
     if (!flat || !x) {

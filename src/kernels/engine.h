@@ -90,6 +90,17 @@ long hv_attention_scratch(int n, int d, int H, int bf16);
 void hv_conv3x3_s2(const hv_engine *e, float *out, int T2, int F2, const float *in, int T, int F,
                    int C, int depthwise, const float *w, const float *b, int relu);
 
+/* The subsampling's first two convolutions as one: out [T4 x F4 x C]
+ * is hv_conv3x3_s2's depthwise convolution (w1, b1, no ReLU) of the image
+ * [T2 x F2 x C] that hv_conv3x3_s2's first one (one input channel, w0,
+ * b0, ReLU) makes from in [T x F], with that image's time rows >= len2
+ * zero: the same bits, without the image in memory (each task computes
+ * the image rows it reads into scratch of its own). -1, with nothing
+ * done, when that scratch cannot be had. */
+int hv_conv3x3_s2_pair(const hv_engine *e, float *out, int T4, int F4, const float *in, int T,
+                       int F, int T2, int F2, int len2, int C, const float *w0, const float *b0,
+                       const float *w1, const float *b1);
+
 /* The convolution module's depthwise convolution over time (K taps,
  * padding (K - 1) / 2, BatchNorm folded into w and b) and SiLU, over e's
  * pool: out [n x d] from in [n x d], w tap-major [K x d], b [d]. */
