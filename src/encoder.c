@@ -145,15 +145,13 @@ typedef struct enc_scratch {
     double t;                     /* with a profile: the clock at the last stage's end */
 } enc_scratch;
 
-/* Row-wise work spread over the pool: LayerNorm and GLU are cheap
- * per row but add up over 48 layers. Rows are independent, so the results
- * do not depend on the split. */
+/* The GLU spread over the pool: cheap per row but it adds up over 48
+ * layers. Rows are independent, so the results do not depend on the
+ * split. */
 typedef struct rows_job {
-    enum { ROWS_LAYERNORM, ROWS_GLU } op;
     float *y;
     const float *x;
-    int n, d, len;      /* rows, row width (GLU: output width), valid rows */
-    const float *w, *b; /* LayerNorm */
+    int n, d, len; /* rows, output width, valid rows */
 } rows_job;
 
 static void rows_task(void *arg, int task, int n_tasks) {
@@ -162,19 +160,12 @@ static void rows_task(void *arg, int task, int n_tasks) {
     int r0 = task * per, r1 = r0 + per < j->n ? r0 + per : j->n;
     if (r0 >= r1) return;
     long d = j->d;
-    switch (j->op) {
-        case ROWS_LAYERNORM:
-            hv_layernorm(j->y + r0 * d, j->x + r0 * d, r1 - r0, j->d, j->w, j->b, HV_LN_EPS);
-            break;
-        case ROWS_GLU: /* first half * sigmoid(second half); padded rows zero */
-            for (int t = r0; t < r1; t++) {
-                float *g = j->y + (long)t * d;
-                if (t < j->len)
-                    hv_glu(g, j->x + (long)t * 2 * d, d);
-                else
-                    memset(g, 0, (size_t)d * sizeof *g);
-            }
-            break;
+    for (int t = r0; t < r1; t++) { /* first half * sigmoid(second half); padded rows zero */
+        float *g = j->y + (long)t * d;
+        if (t < j->len)
+            hv_glu(g, j->x + (long)t * 2 * d, d);
+        else
+            memset(g, 0, (size_t)d * sizeof *g);
     }
 }
 
@@ -182,18 +173,11 @@ static void rows_run(hv_pool *pool, rows_job j) {
     hv_pool_run(pool, j.n < 64 ? 1 : hv_pool_size(pool), rows_task, &j);
 }
 
-static void layernorm(const hv_engine *e, float *y, const float *x, int n, int d, const float *w,
-                      const float *b) {
-    rows_run(e->pool, (rows_job){ROWS_LAYERNORM, y, x, n, d, n, w, b});
-}
-
 static void feed_forward_half(const hv_config *c, const hv_engine *e, float *x, int n,
                               enc_scratch *s, const float *nw, const float *nb, const hv_mat *up,
                               const float *up_b, const hv_mat *down, const float *down_b) {
     int d = c->d_model;
-    layernorm(e, s->norm, x, n, d, nw, nb);
-    hv_prof_add(e->prof, HV_STAGE_LAYERNORM, &s->t);
-    hv_eng_linear(e, s->big, s->norm, n, up, up_b, &hv_ep_silu);
+    hv_eng_norm_linear(e, s->norm, x, n, d, nw, nb, HV_LN_EPS, 1, &up, &up_b, &s->big, &hv_ep_silu);
     hv_eng_linear(e, s->tmp, s->big, n, down, down_b, &(hv_epilogue){.residual = x, .scale = 0.5f});
     hv_prof_add(e->prof, HV_STAGE_FF_LINEAR, &s->t);
 }
@@ -201,12 +185,11 @@ static void feed_forward_half(const hv_config *c, const hv_engine *e, float *x, 
 static void self_attention(const hv_config *c, const hv_engine *e, float *x, int n, int len,
                            enc_scratch *s, const hv_enc_layer *y, const float *p) {
     int d = c->d_model, H = c->enc_heads;
-    layernorm(e, s->norm, x, n, d, y->att_norm_w, y->att_norm_b);
-    hv_prof_add(e->prof, HV_STAGE_LAYERNORM, &s->t);
     const hv_mat *qkv[3] = {&y->wq, &y->wk, &y->wv};
     const float *qkv_b[3] = {y->bq, y->bk, y->bv};
     float *qkv_y[3] = {s->q, s->k, s->v};
-    hv_eng_linear_many(e, n, s->norm, 3, qkv, qkv_b, qkv_y);
+    hv_eng_norm_linear(e, s->norm, x, n, d, y->att_norm_w, y->att_norm_b, HV_LN_EPS, 3, qkv, qkv_b,
+                       qkv_y, NULL);
     /* the heads' time goes to their own stages (profile.h) */
     hv_attention_heads(e, n, len, d, H, s->q, s->k, s->v, p, y->pos_bias_u, y->pos_bias_v, s->att,
                        s->ctx);
@@ -217,13 +200,14 @@ static void self_attention(const hv_config *c, const hv_engine *e, float *x, int
 static void conv_module(const hv_config *c, const hv_engine *e, float *x, int n, int len,
                         enc_scratch *s, const hv_enc_layer *y) {
     int d = c->d_model;
-    layernorm(e, s->norm, x, n, d, y->conv_norm_w, y->conv_norm_b);
-    hv_prof_add(e->prof, HV_STAGE_LAYERNORM, &s->t);
-    hv_eng_linear(e, s->big, s->norm, n, &y->pw1, y->pw1_b, NULL); /* [n x 2d] */
+    const hv_mat *pw1 = &y->pw1;
+    const float *pw1_b = y->pw1_b;
+    hv_eng_norm_linear(e, s->norm, x, n, d, y->conv_norm_w, y->conv_norm_b, HV_LN_EPS, 1, &pw1,
+                       &pw1_b, &s->big, NULL); /* [n x 2d] */
     hv_prof_add(e->prof, HV_STAGE_CONV_POINTWISE, &s->t);
     /* GLU over channels; the padded time steps are zeroed so they do not
      * leak into the convolution */
-    rows_run(e->pool, (rows_job){ROWS_GLU, s->q, s->big, n, d, len, NULL, NULL});
+    rows_run(e->pool, (rows_job){s->q, s->big, n, d, len});
     hv_prof_add(e->prof, HV_STAGE_ELEMENTWISE, &s->t);
     int K = c->conv_kernel;
     for (int ch = 0; ch < d; ch++)
@@ -398,7 +382,7 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, co
         feed_forward_half(c, eng, x, n, &s, y->ff2_norm_w, y->ff2_norm_b, &y->ff2_up, y->ff2_up_b,
                           &y->ff2_down, y->ff2_down_b);
         /* layer output norm */
-        layernorm(eng, x, x, n, d, y->out_norm_w, y->out_norm_b);
+        hv_eng_layernorm(eng, x, x, n, d, y->out_norm_w, y->out_norm_b, HV_LN_EPS);
         hv_prof_add(prof, HV_STAGE_LAYERNORM, &s.t);
     }
 

@@ -115,3 +115,57 @@ void hv_eng_linear_many(const hv_engine *e, int n, const float *x, int count,
     }
     hv_linear_many(e->pool, n, x, count, W, bias, y);
 }
+
+typedef struct norm_job {
+    float *y;
+    const float *x;
+    int n, d;
+    const float *w, *b;
+    float eps;
+} norm_job;
+
+static void norm_task(void *arg, int task, int n_tasks) {
+    const norm_job *j = arg;
+    int per = (j->n + n_tasks - 1) / n_tasks;
+    int r0 = task * per, r1 = r0 + per < j->n ? r0 + per : j->n;
+    if (r0 < r1)
+        hv_layernorm(j->y + (long)r0 * j->d, j->x + (long)r0 * j->d, r1 - r0, j->d, j->w, j->b,
+                     j->eps);
+}
+
+void hv_eng_layernorm(const hv_engine *e, float *y, const float *x, int n, int d, const float *w,
+                      const float *b, float eps) {
+    norm_job j = {.y = y, .x = x, .n = n, .d = d, .w = w, .b = b, .eps = eps};
+    hv_pool_run(e->pool, n < 64 ? 1 : hv_pool_size(e->pool), norm_task, &j);
+}
+
+/* The LayerNorm's rows [i0, i1) written for oneDNN (hv_onednn_rows). */
+static void norm_fill(void *arg, int task, int bits, void *dst, int i0, int i1) {
+    (void)task;
+    const norm_job *j = arg;
+    const float *x = j->x + (long)i0 * j->d;
+    if (bits)
+        hv_layernorm_bf16(dst, x, i1 - i0, j->d, j->w, j->b, j->eps);
+    else
+        hv_layernorm(dst, x, i1 - i0, j->d, j->w, j->b, j->eps);
+}
+
+void hv_eng_norm_linear(const hv_engine *e, float *norm, const float *x, int n, int d,
+                        const float *nw, const float *nb, float eps, int count,
+                        const hv_mat *const *W, const float *const *bias, float *const *y,
+                        const hv_epilogue *ep) {
+    if (n <= 0 || count < 1) return;
+    int dnn = count <= HV_GEMM_MAX_OUT && (count == 1 || !ep);
+    for (int m = 0; m < count; m++) dnn &= W[m]->cols == d && onednn_runs(e, n, W[m]);
+    norm_job j = {.x = x, .n = n, .d = d, .w = nw, .b = nb, .eps = eps};
+    hv_onednn_rows rows = {.fill = norm_fill, .arg = &j, .stage = HV_STAGE_LAYERNORM};
+    if (dnn && hv_onednn_gemm_rows(e->dnn, e->pool, n, &rows, count, W, bias, y, ep, e->prof) == 0)
+        return;
+    double t0 = hv_prof_now(e->prof);
+    hv_eng_layernorm(e, norm, x, n, d, nw, nb, eps);
+    hv_prof_part(e->prof, HV_STAGE_LAYERNORM, t0);
+    if (count == 1)
+        hv_eng_linear(e, y[0], norm, n, W[0], bias[0], ep);
+    else
+        hv_eng_linear_many(e, n, norm, count, W, bias, y);
+}

@@ -58,6 +58,23 @@ extern const hv_epilogue hv_ep_silu, hv_ep_relu;
 void hv_eng_linear_many(const hv_engine *e, int n, const float *x, int count,
                         const hv_mat *const *W, const float *const *bias, float *const *y);
 
+/* y[n x d] = LayerNorm(x; eps) * w + b (hv_layernorm; y may be x), rows
+ * spread over e's pool. */
+void hv_eng_layernorm(const hv_engine *e, float *y, const float *x, int n, int d, const float *w,
+                      const float *b, float eps);
+
+/* The products of a LayerNorm's output: y[m] = LayerNorm(x; nw, nb, eps) .
+ * W[m]^T + bias[m] for count matrices of d columns, as hv_eng_layernorm
+ * and then hv_eng_linear (count 1, with the epilogue ep) or
+ * hv_eng_linear_many (ep NULL) compute them. Where oneDNN runs every
+ * product the LayerNorm's rows go straight into its input, as bf16 in
+ * bf16 compute (one pass instead of the norm's and the conversion's), and
+ * norm is not written; otherwise norm [n x d] holds the LayerNorm. */
+void hv_eng_norm_linear(const hv_engine *e, float *norm, const float *x, int n, int d,
+                        const float *nw, const float *nb, float eps, int count,
+                        const hv_mat *const *W, const float *const *bias, float *const *y,
+                        const hv_epilogue *ep);
+
 /* The relative-position self-attention of one encoder layer after its q,
  * k, v projections ([n x d], the first len rows valid), over H heads of d
  * / H spread over e's pool: ctx [n x d] (rows >= len zero), from p, the

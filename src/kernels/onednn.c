@@ -424,6 +424,7 @@ typedef struct dnn_job {
     hv_onednn *d;
     hv_pool *pool;
     const float *x;
+    const hv_onednn_rows *rows; /* NULL: the rows are x's */
     int n, m_pad, cols;
     int fuse_bias;        /* the primitives add the products' biases */
     void *xs;             /* the activations as the primitive reads them: [m_pad][cols] */
@@ -438,6 +439,18 @@ static void convert_task(void *arg, int task, int n_tasks) {
     dnn_job *j = arg;
     int i0 = (int)((long)j->m_pad * task / n_tasks),
         i1 = (int)((long)j->m_pad * (task + 1) / n_tasks);
+    if (j->rows) { /* the producer's rows, then the padding */
+        int v1 = i1 < j->n ? i1 : j->n;
+        size_t esz = j->d->bf16 ? 2 : 4;
+        if (i0 < v1)
+            j->rows->fill(j->rows->arg, task, j->d->bf16,
+                          (char *)j->xs + (size_t)i0 * j->cols * esz, i0, v1);
+        if (v1 < i0) v1 = i0;
+        if (v1 < i1)
+            memset((char *)j->xs + (size_t)v1 * j->cols * esz, 0,
+                   (size_t)(i1 - v1) * j->cols * esz);
+        return;
+    }
     for (int i = i0; i < i1; i++) {
         size_t off = (size_t)i * j->cols;
         if (j->d->bf16) {
@@ -501,13 +514,14 @@ static void gemm_task(void *arg, int task, int n_tasks) {
     omp_release(was);
 }
 
-int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
-                   const hv_mat *const *W, const float *const *bias, float *const *y,
-                   const hv_epilogue *ep, hv_profile *prof) {
+/* hv_onednn_gemm of x's rows, or of rows' when it is not NULL. */
+static int gemm_from(hv_onednn *d, hv_pool *pool, int n, const float *x, const hv_onednn_rows *rows,
+                     int count, const hv_mat *const *W, const float *const *bias, float *const *y,
+                     const hv_epilogue *ep, hv_profile *prof) {
     if (!d || !pool || n < 1 || count < 1 || count > HV_GEMM_MAX_OUT) return -1;
     for (int m = 0; m < count; m++)
         if (!hv_onednn_takes(d, W[m])) return -1;
-    dnn_job j = {.d = d, .pool = pool, .x = x, .n = n};
+    dnn_job j = {.d = d, .pool = pool, .x = x, .rows = rows, .n = n};
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, chunk_rows, ep)) return -1;
     hv_gemm_outs_taper(&j.o, hv_pool_size(pool));
     j.cols = j.o.cols;
@@ -549,9 +563,22 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
         hv_pool_size(pool) < j.m_pad / M_CLASS ? hv_pool_size(pool) : j.m_pad / M_CLASS;
     double t0 = hv_prof_now(prof);
     hv_pool_run(pool, conv_tasks, convert_task, &j);
-    hv_prof_part(prof, HV_STAGE_BF16_CONVERT, t0);
+    hv_prof_part(prof, rows ? rows->stage : HV_STAGE_BF16_CONVERT, t0);
     hv_pool_run(pool, tasks, gemm_task, &j);
     return 0;
+}
+
+int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
+                   const hv_mat *const *W, const float *const *bias, float *const *y,
+                   const hv_epilogue *ep, hv_profile *prof) {
+    return gemm_from(d, pool, n, x, NULL, count, W, bias, y, ep, prof);
+}
+
+int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
+                        const hv_mat *const *W, const float *const *bias, float *const *y,
+                        const hv_epilogue *ep, hv_profile *prof) {
+    if (!rows || !rows->fill) return -1;
+    return gemm_from(d, pool, n, NULL, rows, count, W, bias, y, ep, prof);
 }
 
 /* ------------------------------------------------ attention's products */
@@ -626,6 +653,13 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
     (void)d, (void)pool, (void)n, (void)x, (void)count, (void)W, (void)bias, (void)y, (void)ep;
     (void)prof;
     return -1;
+}
+
+int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
+                        const hv_mat *const *W, const float *const *bias, float *const *y,
+                        const hv_epilogue *ep, hv_profile *prof) {
+    (void)rows;
+    return hv_onednn_gemm(d, pool, n, NULL, count, W, bias, y, ep, prof);
 }
 int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda, const void *b,
                      long ldb, int b_trans, float *c, long ldc) {

@@ -96,6 +96,25 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
                    const hv_mat *const *W, const float *const *bias, float *const *y,
                    const hv_epilogue *ep, hv_profile *prof);
 
+/* Where a product's activation rows come from when they are not an f32
+ * matrix: fill(arg, task, bits, dst, i0, i1) writes rows [i0, i1) (each
+ * cols wide, row i0 at dst) as bf16 bits when bits, else as floats, from
+ * pool task `task` (whose scratch slot it may use); its time goes to the
+ * profile's stage `stage`. */
+typedef struct hv_onednn_rows {
+    void (*fill)(void *arg, int task, int bits, void *dst, int i0, int i1);
+    void *arg;
+    hv_stage stage;
+} hv_onednn_rows;
+
+/* hv_onednn_gemm with the activations' n rows written by rows->fill
+ * straight into the primitive's input (a producer fused with the
+ * conversion: the LayerNorm before a product, engine.c), as bf16 values
+ * or floats: the results of hv_onednn_gemm on the rows fill computes. */
+int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
+                        const hv_mat *const *W, const float *const *bias, float *const *y,
+                        const hv_epilogue *ep, hv_profile *prof);
+
 /* The attention's per-head products: C[m x n] = A[m x k] . op(B), op(B) =
  * B^T when b_trans (B is [n][k], rows ldb apart), else B ([k][n], rows ldb
  * apart); A's rows lda apart, C's ldc. The elements of A and B are bf16

@@ -464,31 +464,65 @@ static double sq_dev_lanes(const float *x, int n8, double mean, const hv_ops_ker
     return lanes_total(s);
 }
 
+/* A row's mean m and 1 / sqrt(variance + eps), the sums in double lanes. */
+static void ln_stats(const float *xi, int d, float eps, const hv_ops_kernels *t, float *m,
+                     float *inv) {
+    int d8 = d & ~7;
+    double mean = sum_lanes(xi, d8, t);
+    for (int j = d8; j < d; j++) mean += xi[j];
+    mean /= d;
+    double var = sq_dev_lanes(xi, d8, mean, t);
+    for (int j = d8; j < d; j++) {
+        double v = xi[j] - mean;
+        var += v * v;
+    }
+    var /= d;
+    *inv = (float)(1.0 / sqrt(var + eps));
+    *m = (float)mean;
+}
+
+/* y[0, d) = (x - m) * inv * w + b */
+static void ln_apply(float *y, const float *x, int d, float m, float inv, const float *w,
+                     const float *b, const hv_ops_kernels *t) {
+    int j = t->layernorm ? t->layernorm(y, x, d, m, inv, w, b) : 0;
+    for (; j < d; j++) y[j] = (x[j] - m) * inv * w[j] + b[j];
+}
+
 void hv_layernorm_at(int level, float *y, const float *x, int n, int d, const float *w,
                      const float *b, float eps) {
-    int d8 = d & ~7;
     const hv_ops_kernels *t = table_at(level);
     for (int i = 0; i < n; i++) {
-        const float *xi = x + (long)i * d;
-        float *yi = y + (long)i * d;
-        double mean = sum_lanes(xi, d8, t);
-        for (int j = d8; j < d; j++) mean += xi[j];
-        mean /= d;
-        double var = sq_dev_lanes(xi, d8, mean, t);
-        for (int j = d8; j < d; j++) {
-            double v = xi[j] - mean;
-            var += v * v;
-        }
-        var /= d;
-        float inv = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
-        int j = t->layernorm ? t->layernorm(yi, xi, d, m, inv, w, b) : 0;
-        for (; j < d; j++) yi[j] = (xi[j] - m) * inv * w[j] + b[j];
+        float m, inv;
+        ln_stats(x + (long)i * d, d, eps, t, &m, &inv);
+        ln_apply(y + (long)i * d, x + (long)i * d, d, m, inv, w, b, t);
     }
 }
 
 void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
                   float eps) {
     hv_layernorm_at(HV_OPS_BEST, y, x, n, d, w, b, eps);
+}
+
+void hv_layernorm_bf16_at(int level, uint16_t *y, const float *x, int n, int d, const float *w,
+                          const float *b, float eps) {
+    enum { PIECE = 256 };
+    const hv_ops_kernels *t = table_at(level);
+    float row[PIECE];
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (long)i * d;
+        float m, inv;
+        ln_stats(xi, d, eps, t, &m, &inv);
+        for (int j0 = 0; j0 < d; j0 += PIECE) {
+            int len = d - j0 < PIECE ? d - j0 : PIECE;
+            ln_apply(row, xi + j0, len, m, inv, w + j0, b + j0, t);
+            hv_bf16_bits_n_at(level, y + (long)i * d + j0, row, len);
+        }
+    }
+}
+
+void hv_layernorm_bf16(uint16_t *y, const float *x, int n, int d, const float *w, const float *b,
+                       float eps) {
+    hv_layernorm_bf16_at(HV_OPS_BEST, y, x, n, d, w, b, eps);
 }
 
 /* Softmax's and log-softmax's common part: *max = the max of x[0..n)

@@ -8,6 +8,11 @@
 void hv_layernorm(float *y, const float *x, int n, int d, const float *w, const float *b,
                   float eps);
 
+/* hv_layernorm's rows as bf16 bits (hv_bf16_bits of hv_layernorm's
+ * floats), without the floats in memory. */
+void hv_layernorm_bf16(uint16_t *y, const float *x, int n, int d, const float *w, const float *b,
+                       float eps);
+
 void hv_softmax(float *x, int n);     /* in place, max-subtracted */
 void hv_log_softmax(float *x, int n); /* in place */
 
@@ -51,6 +56,8 @@ const char *hv_ops_table_for(unsigned features);
  * one runs the best there is), for the tests and the benchmark. */
 void hv_layernorm_at(int level, float *y, const float *x, int n, int d, const float *w,
                      const float *b, float eps);
+void hv_layernorm_bf16_at(int level, uint16_t *y, const float *x, int n, int d, const float *w,
+                          const float *b, float eps);
 void hv_softmax_at(int level, float *x, int n);
 void hv_log_softmax_at(int level, float *x, int n);
 void hv_silu_at(int level, float *x, long n);

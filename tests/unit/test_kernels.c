@@ -232,6 +232,7 @@ static void test_row_kernels(int level) {
     enum { MAXN = 1300 };
     static float x[MAXN], y[MAXN], w[MAXN], b[MAXN];
     static double v[MAXN];
+    static uint16_t yb[MAXN + 1];
     const int lens[] = {1, 7, 8, 9, 13, 16, 17, 24, 31, 32, 33, 64, 375, 1037, 1280};
     unsigned seed = 77;
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
@@ -305,6 +306,13 @@ static void test_row_kernels(int level) {
         CHECK_MSG(same, "hv_layernorm(%d, %s) differs from its scalar formula", n,
                   hv_ops_level_name(level));
         CHECK_MSG(close, "hv_layernorm(%d): beyond 1e-5 of double", n);
+        /* the LayerNorm written as bf16: the bits of its floats, rounded */
+        yb[n] = 0xabcd; /* not written past the end */
+        hv_layernorm_bf16_at(level, yb, x, 1, n, w, b, 1e-5f);
+        same = yb[n] == 0xabcd;
+        for (int i = 0; i < n; i++) same &= yb[i] == hv_f32_to_bf16(y[i]);
+        CHECK_MSG(same, "hv_layernorm_bf16(%d, %s) differs from hv_layernorm's floats rounded", n,
+                  hv_ops_level_name(level));
     }
 }
 

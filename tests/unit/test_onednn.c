@@ -298,6 +298,22 @@ static void test_engine(int bf16, int threads_before) {
              * be another of oneDNN's kernels, summing in another order */
             if (threads == 1)
                 CHECK_MSG(!memcmp(ya[0], ya[2], (size_t)n * rows * sizeof *y), "%s: many", what);
+            /* a LayerNorm's products, its rows written straight into
+             * oneDNN's input: the products of the LayerNorm's floats */
+            float *nw = frand_vec((size_t)cols), *nb = frand_vec((size_t)cols);
+            float *xn = falloc((size_t)n * cols), *scratch = falloc((size_t)n * cols);
+            hv_eng_layernorm(&eng, xn, x, n, cols, nw, nb, 1e-5f);
+            hv_eng_norm_linear(&eng, scratch, x, n, cols, nw, nb, 1e-5f, 3, Ws, bs, ya, NULL);
+            check_ref(what, ya[0], xn, w, bias, n, rows, cols, bf16, tol * (cols + 2));
+            check_ref(what, ya[1], xn, w, NULL, n, rows, cols, bf16, tol * (cols + 2));
+            const hv_mat *W1 = &W;
+            const float *b1 = bias;
+            hv_eng_norm_linear(&eng, scratch, x, n, cols, nw, nb, 1e-5f, 1, &W1, &b1, &z, NULL);
+            hv_eng_linear(&eng, ys, xn, n, &W, bias, NULL);
+            check_ref(what, z, xn, w, bias, n, rows, cols, bf16, tol * (cols + 2));
+            if (threads == 1)
+                CHECK_MSG(!memcmp(z, ys, (size_t)n * rows * sizeof *z), "%s: norm_linear", what);
+            free(nw), free(nb), free(xn), free(scratch);
             for (int m = 0; m < 3; m++) free(ya[m]);
             free(res), free(res0), free(ys), free(z), free(y), free(x), free(bias), free(w);
             free(store);
