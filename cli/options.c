@@ -156,6 +156,9 @@ static void usage(FILE *f) {
                "                         negative; X > 0 (default 1: off)\n"
                "      --no-repeat-ngram-size N  no run of N tokens twice; N >= 0\n"
                "                         (default 0: off)\n"
+               "      --diarize          a diarize-and-timestamp model's speaker turns:\n"
+               "                         one segment per turn, with its speaker\n"
+               "                         (docs/DIARIZE.md)\n"
                "  -h, --help             show this help and exit\n"
                "      --version          show the version and exit\n"
                "\n"
@@ -241,6 +244,7 @@ enum {
     O_HOTWORDS_SCORE,
     O_REPETITION_PENALTY,
     O_NO_REPEAT_NGRAM_SIZE,
+    O_DIARIZE,
     O_HELP,
     O_VERSION,
     N_OPTS
@@ -334,6 +338,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
                                      AT(repetition_penalty), 0, INFINITY, "a finite number > 0"),
     [O_NO_REPEAT_NGRAM_SIZE] = HVT_OPT("no-repeat-ngram-size", 0, HVT_INT, AT(no_repeat_ngram_size),
                                        0, INT_MAX, "an integer >= 0"),
+    [O_DIARIZE] = HVT_OPT_FLAG("diarize", 0),
     [O_HELP] = HVT_OPT_HELP,
     [O_VERSION] = HVT_OPT_VERSION,
 };
@@ -669,6 +674,7 @@ int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_
     o->do_sample = !list && (given[O_SAMPLE] != 0 || (given[O_TEMPERATURE] && o->num_beams <= 1));
     o->quiet = given[O_QUIET] != 0;
     o->word_timestamps |= given[O_WORD_TIMESTAMPS] != 0;
+    o->diarize = given[O_DIARIZE] != 0;
     o->stream = given[O_STREAM] != 0;
     o->skip_existing = given[O_SKIP_EXISTING] != 0;
     if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv, given)) >= 0)
@@ -727,6 +733,7 @@ hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *v
     tp.hotwords_score = o->hotwords_score;
     tp.repetition_penalty = o->repetition_penalty;
     tp.no_repeat_ngram_size = o->no_repeat_ngram_size;
+    tp.diarize = o->diarize;
     tp.chunking = o->chunking;
     tp.chunk_seconds = o->chunk_seconds;
     tp.vad = vad;

@@ -43,6 +43,7 @@ typedef struct cli_options {
     float hotwords_score;
     float repetition_penalty;
     int no_repeat_ngram_size;
+    int diarize; /* --diarize */
     hv_chunking chunking;
     float chunk_seconds;     /* 0: not given */
     const char *vad_model;   /* --vad-model; NULL: hvt_load_vad's search */

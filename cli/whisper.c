@@ -111,8 +111,11 @@ static const w_flag FLAGS[] = {
          "the fallback measures repetition by the text's compression ratio, not the tokens' "
          "entropy: --compression-ratio-threshold X (default 2.4)"),
     NO("-debug", "--debug-mode", 0, "there is no debug mode"),
-    NO("-di", "--diarize", 0, "hviske does not tell speakers apart"),
-    NO("-tdrz", "--tinydiarize", 0, "hviske does not tell speakers apart"),
+    NO("-di", NULL, 0,
+       "whisper-cli's stereo diarization is not offered: --diarize reads a diarize model's "
+       "speaker turns"),
+    NO("-tdrz", "--tinydiarize", 0,
+       "tinydiarize is not offered: --diarize reads a diarize model's speaker turns"),
     NO("-ps", "--print-special", 0, "--json lists every token, special ones too"),
     NO("-pc", "--print-colors", 0, "--format json gives each word's probability"),
     NO(NULL, "--print-confidence", 0, "--format json gives each word's probability"),

@@ -485,6 +485,14 @@ typedef struct hv_transcribe_params {
      * Defaults 1 and 0: off. */
     float repetition_penalty; /* > 0, finite */
     int no_repeat_ngram_size; /* >= 0 */
+
+    /* Non-zero: the prompt asks a diarize-and-timestamp model for speaker
+     * and time tokens (<|timestamp|> <|diarize|>), and each chunk's
+     * segments are its speaker turns with the model's own times
+     * (docs/DIARIZE.md). A tokenizer without those pieces, the speaker
+     * tokens or the time tokens is HV_ERR_INVALID_ARG naming the piece.
+     * Default 0. */
+    int diarize;
 } hv_transcribe_params;
 
 /* The default hotwords_score: the bonus per matched token (log-prob units,
@@ -575,7 +583,8 @@ typedef struct hv_word {
 HV_API int hv_result_n_words(const hv_result *res);
 HV_API const hv_word *hv_result_words(const hv_result *res);
 
-/* Each chunk with a non-empty transcript is a segment (the tokens of
+/* Each chunk with a non-empty transcript is a segment, or with
+ * params.diarize each speaker turn of it (docs/DIARIZE.md) (the tokens of
  * chunks whose text is empty still count in hv_result_tokens; a chunk the
  * no_speech_threshold finds silent gives neither). Pointers stay valid
  * until hv_result_free. */
@@ -603,6 +612,10 @@ typedef struct hv_segment {
     double no_speech_prob;    /* 1 - the speech detector's mean probability
                                  over the chunk's audio (docs/VAD.md); NAN
                                  without params.vad */
+    int speaker;              /* with params.diarize: the speaker index
+                                 (0..7) of the model's <|spltokenK|> for
+                                 this turn, within its chunk; -1 where
+                                 none (no diarize, or no speaker token) */
 } hv_segment;
 
 HV_API int hv_result_n_segments(const hv_result *res);

@@ -82,6 +82,7 @@ typedef struct hv_result_seg {
     int word_offset, n_words; /* into hv_result.words */
     float temperature;        /* hv_segment's, of the decoding kept */
     double avg_logprob, compression_ratio, no_speech_prob;
+    int speaker; /* hv_segment's: -1 none */
 } hv_result_seg;
 
 struct hv_result {

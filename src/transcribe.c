@@ -18,6 +18,7 @@
 #include "pipeline.h"
 #include "search.h"
 #include "timing/align.h"
+#include "timing/diarize.h"
 #include "timing/refine.h"
 #include "timing/words.h"
 
@@ -224,6 +225,7 @@ hv_transcribe_params hv_transcribe_default_params(void) {
     p.hotwords_score = HV_DEFAULT_HOTWORDS_SCORE;
     p.repetition_penalty = 1.0f;
     p.no_repeat_ngram_size = 0;
+    p.diarize = 0;
     return p;
 }
 
@@ -451,6 +453,84 @@ done:
     return st;
 }
 
+/* Appends s (its text now the result's) and gives it to segment_callback:
+ * it is final, its words timed, and later chunks, which lie after it on
+ * the timeline, change nothing in it. */
+static hv_status push_segment(run *R, hv_result *res, const hv_result_seg *s) {
+    hv_result_seg *segs = realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *segs);
+    if (!segs) return hv_err(&R->ctx->err, HV_ERR_NOMEM, "out of memory");
+    res->segs = segs;
+    segs[res->n_segs++] = *s;
+    if (R->p->segment_callback) {
+        hv_segment g = hv_result_segment(res, res->n_segs - 1);
+        if (R->p->segment_callback(R->p->segment_user, &g)) R->stop = 1;
+    }
+    return HV_OK;
+}
+
+/* A sample position of chunk's audio for t seconds into it, on the input. */
+static int64_t turn_sample(const hv_piece_plan *plan, int chunk, double t, double rate, int end) {
+    size_t len = hv_piece_plan_chunk_samples(plan, chunk);
+    size_t a = (size_t)fmin(fmax(llround(t * rate), 0), (double)len);
+    if (!end) return (int64_t)hv_piece_plan_to_input(plan, chunk, a);
+    return a > 0 ? (int64_t)hv_piece_plan_to_input(plan, chunk, a - 1) + 1 : 0;
+}
+
+/* With diarize: the chunk's speaker turns (docs/DIARIZE.md) as segments,
+ * each with the model's times, its words (whole's, by their first token)
+ * kept inside them, and whole's decoding figures. A turn whose text is
+ * empty is no segment. */
+static hv_status push_turns(run *R, hv_result *res, const hv_search_out *so,
+                            const hv_result_seg *whole, const hv_piece_plan *plan, int chunk) {
+    const hv_tokenizer *tok = &R->ctx->model->tok;
+    hv_error *e = &R->ctx->err;
+    double rate = res->sample_rate;
+    float window = (float)(hv_piece_plan_chunk_samples(plan, chunk) / rate);
+    hv_diar d;
+    hv_status st = hv_diarize_parse_ids(tok, so->tokens, so->n, window, &d, e);
+    if (st) return st;
+    int32_t *ids = malloc((size_t)(so->n > 0 ? so->n : 1) * sizeof *ids);
+    if (!ids) st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+    int w = whole->word_offset, w_end = whole->word_offset + whole->n_words;
+    for (int k = 0; !st && k < d.n_segs && !R->stop; k++) {
+        const hv_diar_seg *s = &d.segs[k];
+        for (int j = 0; j < s->n; j++) ids[j] = so->tokens[d.pos[s->first + j]];
+        char *text = hv_tokenizer_decode(tok, ids, s->n);
+        if (!text) {
+            st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+            break;
+        }
+        int first = d.pos[s->first], last = d.pos[s->first + s->n - 1];
+        int w0 = w;
+        while (w < w_end && res->words[w].first_token - whole->token_offset <= last) w++;
+        if (!*text) {
+            free(text);
+            continue;
+        }
+        hv_result_seg g = *whole;
+        g.text = text;
+        g.start_sample = turn_sample(plan, chunk, s->start, rate, 0);
+        g.end_sample = turn_sample(plan, chunk, s->end, rate, 1);
+        if (g.end_sample < g.start_sample) g.end_sample = g.start_sample;
+        g.token_offset = whole->token_offset + first;
+        g.n_tokens = last - first + 1;
+        g.word_offset = w0;
+        g.n_words = w - w0;
+        g.speaker = s->speaker;
+        /* our word times, inside the model's turn */
+        double a = g.start_sample / rate, b = g.end_sample / rate;
+        for (int i = w0; i < w; i++) {
+            hv_word *x = &res->words[i];
+            x->start = fmin(fmax(x->start, a), b);
+            x->end = fmin(fmax(x->end, x->start), b);
+        }
+        if ((st = push_segment(R, res, &g))) free(text);
+    }
+    free(ids);
+    hv_diar_free(&d);
+    return st;
+}
+
 /* One chunk (chunk i of plan): its samples x[n] -> features -> encoder ->
  * decoder; appends a segment [seg_start, seg_end) of the input's timeline
  * when the transcript is not empty. */
@@ -564,30 +644,25 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         free(text);
         goto done;
     }
-    hv_result_seg *segs = realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *segs);
-    if (!segs) {
+    hv_result_seg whole = {.start_sample = (int64_t)seg_start,
+                           .end_sample = (int64_t)seg_end,
+                           .text = text,
+                           .token_offset = res->n_tokens - so.n,
+                           .n_tokens = so.n,
+                           .score = so.score,
+                           .word_offset = word_offset,
+                           .n_words = res->n_words - word_offset,
+                           .temperature = dd.temperature,
+                           .avg_logprob = dd.avg_logprob,
+                           .compression_ratio = dd.compression_ratio,
+                           .no_speech_prob = fp.no_speech_prob,
+                           .speaker = -1};
+    if (p->diarize) {
         free(text);
-        st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+        if ((st = push_turns(R, res, &so, &whole, plan, chunk))) goto done;
+    } else if ((st = push_segment(R, res, &whole))) {
+        free(text);
         goto done;
-    }
-    res->segs = segs;
-    segs[res->n_segs++] = (hv_result_seg){.start_sample = (int64_t)seg_start,
-                                          .end_sample = (int64_t)seg_end,
-                                          .text = text,
-                                          .token_offset = res->n_tokens - so.n,
-                                          .n_tokens = so.n,
-                                          .score = so.score,
-                                          .word_offset = word_offset,
-                                          .n_words = res->n_words - word_offset,
-                                          .temperature = dd.temperature,
-                                          .avg_logprob = dd.avg_logprob,
-                                          .compression_ratio = dd.compression_ratio,
-                                          .no_speech_prob = fp.no_speech_prob};
-    /* the segment is final: its words are timed and later chunks, which
-     * lie after it on the timeline, change nothing in it */
-    if (p->segment_callback) {
-        hv_segment g = hv_result_segment(res, res->n_segs - 1);
-        if (p->segment_callback(p->segment_user, &g)) R->stop = 1;
     }
 tapped:
     if (taps) {
@@ -749,7 +824,13 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
 
     /* options */
     const char *lang = p.language ? p.language : hv_config_default_language(c);
-    if ((st = hv_tokenizer_prompt(&m->tok, c, lang, p.punctuation != 0, R.prompt, &R.n_prompt, e)))
+    const char *missing = p.diarize ? hv_diarize_missing_piece(&m->tok) : NULL;
+    if (missing)
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "diarize: the model's tokenizer has no piece \"%s\" (not a diarize model)",
+                      missing);
+    if ((st = hv_tokenizer_prompt(&m->tok, c, lang, p.punctuation != 0, p.diarize != 0, R.prompt,
+                                  &R.n_prompt, e)))
         return st;
     int room = c->dec_max_seq - R.n_prompt;
     if (p.max_new_tokens < 0 || room < 1 || p.max_new_tokens > room)
@@ -956,7 +1037,7 @@ int hv_result_n_words(const hv_result *r) { return r->n_words; }
 const hv_word *hv_result_words(const hv_result *r) { return r->words; }
 
 hv_segment hv_result_segment(const hv_result *r, int i) {
-    hv_segment g = {0};
+    hv_segment g = {.speaker = -1};
     if (i < 0 || i >= r->n_segs) return g;
     const hv_result_seg *s = &r->segs[i];
     double rate = r->sample_rate;
@@ -976,6 +1057,7 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
     g.avg_logprob = s->avg_logprob;
     g.compression_ratio = s->compression_ratio;
     g.no_speech_prob = s->no_speech_prob;
+    g.speaker = s->speaker;
     return g;
 }
 

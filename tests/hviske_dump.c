@@ -5,8 +5,8 @@
  * Dither defaults to 0 (--dither X; X < 0: the model's preprocessor.dither, as the
  * library's default). --beams N / --length-penalty X select beam search,
  * --repetition-penalty X / --no-repeat-ngram-size N the logits processors
- * (docs/DECODING.md); --chunking MODE / --chunk-seconds S the long-audio
- * chunking (docs/MODEL.md "Long audio"); the library validates them. For chunked
+ * (docs/DECODING.md); --diarize the diarize prompt (docs/DIARIZE.md);
+ * --chunking MODE / --chunk-seconds S the long-audio chunking (docs/MODEL.md "Long audio"); the library validates them. For chunked
  * audio the tensors are those of the first chunk; "bounds" is the chunk
  * plan (hv_chunk_plan on samples.npy with the model's settings) and
  * "segments" the result's segments ({start_sample, end_sample, text,
@@ -89,6 +89,7 @@ int main(int argc, char **argv) {
                                          {"chunking", required_argument, 0, 'C'},
                                          {"chunk-seconds", required_argument, 0, 'S'},
                                          {"word-timestamps", no_argument, 0, 'W'},
+                                         {"diarize", no_argument, 0, 'Z'},
                                          {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:o:l:t:", opts, NULL)) != -1) {
@@ -112,6 +113,7 @@ int main(int argc, char **argv) {
                 break;
             case 'S': tp.chunk_seconds = strtof(optarg, NULL); break;
             case 'W': tp.word_timestamps = 1; break;
+            case 'Z': tp.diarize = 1; break;
             default: usage(); return 2;
         }
     }

@@ -116,7 +116,8 @@ class TranscribeParams(ctypes.Structure):
                 ("segment_user", ctypes.c_void_p), ("max_audio_bytes", ctypes.c_size_t),
                 ("offset_s", ctypes.c_double), ("duration_s", ctypes.c_double),
                 ("hotwords", ctypes.c_char_p), ("hotwords_score", ctypes.c_float),
-                ("repetition_penalty", ctypes.c_float), ("no_repeat_ngram_size", ctypes.c_int)]
+                ("repetition_penalty", ctypes.c_float), ("no_repeat_ngram_size", ctypes.c_int),
+                ("diarize", ctypes.c_int)]
 
 
 class Timings(ctypes.Structure):
@@ -143,7 +144,7 @@ class Segment(ctypes.Structure):
                 ("words", ctypes.POINTER(Word)), ("n_words", ctypes.c_int),
                 ("first_token", ctypes.c_int), ("temperature", ctypes.c_float),
                 ("avg_logprob", ctypes.c_double), ("compression_ratio", ctypes.c_double),
-                ("no_speech_prob", ctypes.c_double)]
+                ("no_speech_prob", ctypes.c_double), ("speaker", ctypes.c_int)]
 
 
 class SpeechRegion(ctypes.Structure):

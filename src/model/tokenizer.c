@@ -536,7 +536,7 @@ char *hv_tokenizer_decode(const hv_tokenizer *t, const int32_t *ids, int n) {
 /* ----------------------------------------------------------- prompt */
 
 hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c, const char *language,
-                              int punctuation, int32_t *ids, int *n, hv_error *e) {
+                              int punctuation, int diarize, int32_t *ids, int *n, hv_error *e) {
     *n = 0;
     if (!language) language = hv_config_default_language(c);
     if (hv_config_find_language(c, language) < 0) {
@@ -563,8 +563,8 @@ hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c, const c
                             lang,
                             punctuation ? "<|pnc|>" : "<|nopnc|>",
                             "<|noitn|>",
-                            "<|notimestamp|>",
-                            "<|nodiarize|>"};
+                            diarize ? "<|timestamp|>" : "<|notimestamp|>",
+                            diarize ? "<|diarize|>" : "<|nodiarize|>"};
     ids[0] = start;
     for (int i = 0; i < 9; i++) {
         int32_t id = hv_tokenizer_find(t, names[i]);

@@ -114,11 +114,13 @@ hv_status hv_tokenizer_encode(const hv_tokenizer *t, const char *text, int32_t *
 
 /* Writes the decoder prompt (decoder_start_token_id then the nine special
  * pieces) into ids (capacity HV_PROMPT_MAX) and its length (10) into *n.
+ * diarize non-zero asks for <|timestamp|> <|diarize|> in place of
+ * <|notimestamp|> <|nodiarize|>.
  * language NULL means hv_config_default_language(c).
  * Fails with HV_ERR_INVALID_ARG for a language not in supported_languages
  * (the message lists them), HV_ERR_FORMAT for a piece missing from the
  * vocabulary (named) or a decoder_start_token_id outside it. */
 hv_status hv_tokenizer_prompt(const hv_tokenizer *t, const hv_config *c, const char *language,
-                              int punctuation, int32_t *ids, int *n, hv_error *e);
+                              int punctuation, int diarize, int32_t *ids, int *n, hv_error *e);
 
 #endif

@@ -39,13 +39,18 @@ static int add_tokens(cJSON *obj, const int32_t *v, int n) {
     return 0;
 }
 
-/* The JSON object of one chunk (start, end, text, tokens; words: its
- * words too). NULL when out of memory. */
+/* Adds "speaker" where g has one (diarize); 0 when out of memory. */
+static int add_speaker(cJSON *obj, const hv_segment *g) {
+    return g->speaker < 0 || cJSON_AddNumberToObject(obj, "speaker", g->speaker);
+}
+
+/* The JSON object of one chunk (start, end, speaker, text, tokens; words:
+ * its words too). NULL when out of memory. */
 static cJSON *chunk_json(const hv_segment *g, int words) {
     char *st = hv_utf8_clean(g->text);
     cJSON *so = cJSON_CreateObject();
     int ok = st && so && cJSON_AddNumberToObject(so, "start", g->start) &&
-             cJSON_AddNumberToObject(so, "end", g->end) &&
+             cJSON_AddNumberToObject(so, "end", g->end) && add_speaker(so, g) &&
              cJSON_AddStringToObject(so, "text", st) && add_tokens(so, g->tokens, g->n_tokens);
     if (ok && words) ok = add_words(so, g->words, g->n_words);
     free(st);
@@ -56,7 +61,8 @@ static cJSON *chunk_json(const hv_segment *g, int words) {
     return so;
 }
 
-/* The JSON object of one segment, a cue of chunk g: start, end, text (its
+/* The JSON object of one segment, a cue of chunk g: start, end, speaker
+ * (g's, where it has one), text (its
  * lines on one), tokens (its words'), words (its words) when asked. NULL
  * when out of memory. */
 static cJSON *cue_json(const hv_segment *g, hv_cue *c, int words) {
@@ -66,7 +72,7 @@ static cJSON *cue_json(const hv_segment *g, hv_cue *c, int words) {
     for (char *q = c->text; *q; q++)
         if (*q == '\n') *q = ' '; /* its lines: one text */
     int ok = so && cJSON_AddNumberToObject(so, "start", c->start) &&
-             cJSON_AddNumberToObject(so, "end", c->end) &&
+             cJSON_AddNumberToObject(so, "end", c->end) && add_speaker(so, g) &&
              cJSON_AddStringToObject(so, "text", c->text) && add_tokens(so, g->tokens + a, n);
     if (ok && words) ok = add_words(so, g->words + c->first_word, c->n_words);
     if (!ok) {

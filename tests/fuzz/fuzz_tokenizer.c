@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c.languages = langs;
     c.n_languages = 2;
     int32_t prompt[HV_PROMPT_MAX];
-    hv_tokenizer_prompt(&t, &c, "da", size & 1, prompt, &n, &e);
+    hv_tokenizer_prompt(&t, &c, "da", size & 1, 0, prompt, &n, &e);
     const char *texts[] = {" S\xc3\xb8ren  Kierkegaard \xef\xac\x81 <|da|>x",
                            t.pieces[size % (size_t)t.n_pieces]};
     for (int i = 0; i < 2; i++) {

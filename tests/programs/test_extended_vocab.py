@@ -105,12 +105,19 @@ def transcribe(model, wav):
         return r, None
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="hv-extvocab-")
+def fixture_model():
+    """tiny-f32 and the example audio, or None (reported) without them."""
     src = os.path.join(FIXTURES, "models", "tiny-f32")
-    wav = os.path.join(FIXTURES, "audio", "da1_16k.wav")
     if not FIXTURES or not os.path.isdir(src):
         report("fixtures", False, f"HV_FIXTURES={FIXTURES!r} has no models/tiny-f32")
+        return None, None
+    return src, os.path.join(FIXTURES, "audio", "da1_16k.wav")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="hv-extvocab-")
+    src, wav = fixture_model()
+    if not src:
         return finish_in(tmp)
     r0, base = transcribe(src, wav)
     model, V = extended(src, os.path.join(tmp, "ext"))

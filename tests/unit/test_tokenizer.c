@@ -243,22 +243,25 @@ static void check_valid(void) {
     hv_config c = test_config();
     int32_t ids[HV_PROMPT_MAX];
     int n = -1;
-    st = hv_tokenizer_prompt(&t, &c, "da", 1, ids, &n, &e);
+    st = hv_tokenizer_prompt(&t, &c, "da", 1, 0, ids, &n, &e);
     CHECK_MSG(st == HV_OK, "prompt: %s", e.msg);
     const int32_t want[] = {ID_WS, ID_SOC, ID_SOT,   ID_EMO,  ID_DA,
                             ID_DA, ID_PNC, ID_NOITN, ID_NOTS, ID_NODIA};
     CHECK(n == 10 && !memcmp(ids, want, sizeof want));
-    st = hv_tokenizer_prompt(&t, &c, "en", 0, ids, &n, &e);
+    st = hv_tokenizer_prompt(&t, &c, "en", 0, 0, ids, &n, &e);
     CHECK(st == HV_OK && n == 10 && ids[4] == ID_EN && ids[5] == ID_EN && ids[6] == ID_NOPNC);
-    st = hv_tokenizer_prompt(&t, &c, NULL, 1, ids, &n, &e); /* NULL: "da" */
+    st = hv_tokenizer_prompt(&t, &c, NULL, 1, 0, ids, &n, &e); /* NULL: "da" */
     CHECK(st == HV_OK && ids[4] == ID_DA);
-    st = hv_tokenizer_prompt(&t, &c, "sv", 1, ids, &n, &e);
+    st = hv_tokenizer_prompt(&t, &c, "sv", 1, 0, ids, &n, &e);
     CHECK(st == HV_ERR_INVALID_ARG && n == 0);
     CHECK_MSG(strstr(e.msg, "\"sv\"") && strstr(e.msg, "en, da, fr"), "%s", e.msg);
-    st = hv_tokenizer_prompt(&t, &c, "fr", 1, ids, &n, &e);
+    st = hv_tokenizer_prompt(&t, &c, "fr", 1, 0, ids, &n, &e);
     CHECK(st == HV_ERR_FORMAT && strstr(e.msg, "<|fr|>"));
+    /* diarize asks for <|timestamp|>, which this vocabulary lacks */
+    st = hv_tokenizer_prompt(&t, &c, "da", 1, 1, ids, &n, &e);
+    CHECK_MSG(st == HV_ERR_FORMAT && strstr(e.msg, "<|timestamp|>"), "%s", e.msg);
     c.decoder_start_token_id = N_PIECES;
-    st = hv_tokenizer_prompt(&t, &c, "da", 1, ids, &n, &e);
+    st = hv_tokenizer_prompt(&t, &c, "da", 1, 0, ids, &n, &e);
     CHECK(st == HV_ERR_FORMAT && strstr(e.msg, "decoder_start_token_id"));
     hv_tokenizer_free(&t);
     CHECK(t.pieces == NULL && t.n_pieces == 0);
@@ -270,7 +273,7 @@ static void check_valid(void) {
     CHECK(hv_tokenizer_parse(&t, p.b, p.n, "tiny.model", &e) == HV_OK);
     c = test_config();
     c.decoder_start_token_id = 0;
-    st = hv_tokenizer_prompt(&t, &c, "en", 1, ids, &n, &e);
+    st = hv_tokenizer_prompt(&t, &c, "en", 1, 0, ids, &n, &e);
     CHECK(st == HV_ERR_FORMAT && strstr(e.msg, "<|startofcontext|>"));
     hv_tokenizer_free(&t);
     free(p.b);
@@ -621,7 +624,7 @@ static void compare_prompt(const hv_tokenizer *t, const hv_config *c, const char
             int n;
             hv_error e = {0};
             const char *lang = c->languages[li];
-            hv_status st = hv_tokenizer_prompt(t, c, lang, pnc, ids, &n, &e);
+            hv_status st = hv_tokenizer_prompt(t, c, lang, pnc, 0, ids, &n, &e);
             CHECK_MSG(st == HV_OK, "%s: prompt %s: %s", model, lang, e.msg);
             if (st) continue;
             char in[2048] = "", h[256], piece[64];
@@ -653,7 +656,7 @@ static void compare_prompt(const hv_tokenizer *t, const hv_config *c, const char
     int32_t ids[HV_PROMPT_MAX];
     int n;
     hv_error e = {0};
-    CHECK(hv_tokenizer_prompt(t, c, "xx-none", 1, ids, &n, &e) == HV_ERR_INVALID_ARG &&
+    CHECK(hv_tokenizer_prompt(t, c, "xx-none", 1, 0, ids, &n, &e) == HV_ERR_INVALID_ARG &&
           strstr(e.msg, "xx-none") && strstr(e.msg, c->languages[0]));
 }
 

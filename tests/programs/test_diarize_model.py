@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Diarize mode end to end on a tiny model (issue #63, item 3).
+
+The fixture model tiny-f32 with the vocabulary extended as
+test_extended_vocab.py extends it (<|spltoken0..7|>, <|t:0.0..0.3|>).
+Random weights cannot be made to emit a well-formed speaker stream, so the
+parse of such streams is test_diarize's (the library's parser on
+hand-written streams); here:
+  * --diarize puts <|timestamp|> <|diarize|> in the prompt: hviske-dump's
+    prompt equals the plain one but for its last two ids, which differ;
+  * with the added tokens never chosen, the stream has no speaker token:
+    each chunk's text is one segment (speaker -1: no "speaker" in JSON),
+    its words inside it, the text the segments' joined;
+  * with <|spltoken0|> always chosen, its ids are all kept in the tokens
+    and a stream of speaker tokens only gives no segment and no text;
+  * refused, naming the piece, on the model without the added tokens
+    (<|spltoken0|>) and on one with speaker but no time tokens
+    (<|t:0.0|>); without --diarize both transcribe.
+Prints one line per case and ends with "N passed, M failed".
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_extended_vocab as ext  # noqa: E402
+from hvtest import Run, finish_in, report  # noqa: E402
+
+
+def dump_prompt(model, wav, tmp, name, *extra):
+    out = os.path.join(tmp, name)
+    p = subprocess.run([os.environ.get("HV_DUMP", "hviske-dump"), "-m", model, "-o", out,
+                        *extra, wav], capture_output=True, timeout=600)
+    try:
+        with open(os.path.join(out, "result.json")) as f:
+            return json.load(f)["prompt"]
+    except (OSError, ValueError, KeyError):
+        sys.stderr.write(p.stderr.decode("utf-8", "replace"))
+        return None
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="hv-diarize-")
+    src, wav = ext.fixture_model()
+    if not src:
+        return finish_in(tmp)
+    model, V = ext.extended(src, os.path.join(tmp, "ext"))
+
+    plain = dump_prompt(model, wav, tmp, "plain")
+    diar = dump_prompt(model, wav, tmp, "diar", "--diarize")
+    report("--diarize: the prompt's last two ids replaced, the rest the same",
+           plain and diar and len(plain) == len(diar) == 10 and plain[:8] == diar[:8]
+           and all(plain[i] != diar[i] for i in (8, 9)) and len(set(diar[8:])) == 2,
+           f"{plain} {diar}")
+
+    r = Run(["-m", model, "-q", "--diarize", "--word-timestamps", "--format", "json", wav])
+    res = json.loads(r.out) if r.rc == 0 else None
+    ok = res is not None and res["chunks"] and res["text"]
+    if ok:
+        ok = not any("speaker" in c for c in res["chunks"] + res["segments"])
+        ok = ok and " ".join(c["text"] for c in res["chunks"]) == res["text"]
+        ok = ok and all(c["start"] - 1e-6 <= w["start"] <= w["end"] <= c["end"] + 1e-6
+                        for c in res["chunks"] for w in c["words"])
+    report("no speaker token emitted: one segment per chunk, no speaker, words inside",
+           ok and not any(t >= V for t in res["tokens"]), str(r))
+    txt = Run(["-m", model, "-q", "--diarize", wav])
+    report("txt without speakers: the transcript, no [SPEAKER_..] label",
+           txt.rc == 0 and res and txt.out.strip() == res["text"], str(txt))
+
+    model, V = ext.extended(src, os.path.join(tmp, "emit"), first_bias=50.0)
+    r = Run(["-m", model, "-q", "--diarize", "--format", "json", wav])
+    res = json.loads(r.out) if r.rc == 0 else None
+    report("speaker tokens only: kept in the tokens, no segment, no text",
+           res is not None and res["tokens"] and all(t == V for t in res["tokens"])
+           and res["chunks"] == [] and res["segments"] == [] and res["text"] == "", str(r))
+
+    full = ext.ADDED
+    cases = [("no added tokens", src, "<|spltoken0|>")]
+    try:
+        ext.ADDED = [t for t in full if t.startswith("<|spltoken")]
+        no_time, _ = ext.extended(src, os.path.join(tmp, "no-time"))
+    finally:
+        ext.ADDED = full
+    cases.append(("speaker tokens but no time tokens", no_time, "<|t:0.0|>"))
+    for name, m, piece in cases:
+        r = Run(["-m", m, "-q", "--diarize", wav])
+        report(f"--diarize refused: {name}, naming {piece}",
+               r.rc not in (0, None) and not r.crashed() and not r.out and piece in r.err
+               and "diarize" in r.err, str(r))
+        r = Run(["-m", m, "-q", wav])
+        report(f"without --diarize: {name} transcribes", r.rc == 0 and r.out.strip(), str(r))
+    return finish_in(tmp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
