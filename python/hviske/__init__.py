@@ -95,7 +95,9 @@ class Decoding:
 class _Span:
     """What a Segment and a Chunk have: start and end in seconds on the
     input's timeline, text, tokens (EOS excluded), their log-probs, a
-    score, and words (empty unless word_timestamps=True)."""
+    score, words (empty unless word_timestamps=True), and speaker (with
+    diarize=True the diarize model's speaker, 0..7 within its chunk; -1
+    where none: docs/DIARIZE.md)."""
     start: float
     end: float
     text: str
@@ -104,6 +106,7 @@ class _Span:
     score: float = 0.0
     words: list[Word] = field(default_factory=list)
     decoding: Decoding = field(default_factory=Decoding, repr=False)
+    speaker: int = -1
 
     @property
     def avg_logprob(self) -> float:
@@ -302,6 +305,7 @@ class _Options:
     hotwords_score: float
     repetition_penalty: float
     no_repeat_ngram_size: int
+    diarize: bool = False
 
 
 def _threshold(name: str, value: object) -> float:
@@ -328,8 +332,8 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
              log_prob_threshold: object, no_speech_threshold: object,
              vad_options: Optional[Mapping[str, Any]], speech_probabilities: object,
              hotwords: object = None, hotwords_score: object = HOTWORDS_SCORE,
-             repetition_penalty: object = 1.0, no_repeat_ngram_size: object = 0
-             ) -> Tuple[float, "_Options"]:
+             repetition_penalty: object = 1.0, no_repeat_ngram_size: object = 0,
+             diarize: object = False) -> Tuple[float, "_Options"]:
     """(the one temperature, the rest) of transcribe's arguments."""
     temps: Optional[list[float]] = None
     if isinstance(temperature, (list, tuple)):
@@ -362,6 +366,8 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
                 vad[k] = _float(f"vad_options[{k!r}]", v)
     if not isinstance(speech_probabilities, bool):
         raise TypeError("speech_probabilities must be True or False")
+    if not isinstance(diarize, bool):
+        raise TypeError("diarize must be True or False")
     return one, _Options(
         temperatures=temps, best_of=_int("best_of", best_of, 1, MAX_BEAMS),
         thresholds=(_threshold("compression_ratio_threshold", compression_ratio_threshold),
@@ -370,7 +376,8 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
         vad_options=vad, speech_probabilities=speech_probabilities,
         hotwords=_hotwords(hotwords), hotwords_score=_float("hotwords_score", hotwords_score),
         repetition_penalty=_float("repetition_penalty", repetition_penalty),
-        no_repeat_ngram_size=_int("no_repeat_ngram_size", no_repeat_ngram_size, 0, INT_MAX))
+        no_repeat_ngram_size=_int("no_repeat_ngram_size", no_repeat_ngram_size, 0, INT_MAX),
+        diarize=diarize)
 
 
 def _chunking_alias(chunking: Optional[str], vad_filter: Optional[bool]) -> str:
@@ -767,7 +774,7 @@ class Model:
                    speech_probabilities: bool = False,
                    hotwords: Optional[Union[str, Sequence[str]]] = None,
                    hotwords_score: float = HOTWORDS_SCORE, repetition_penalty: float = 1.0,
-                   no_repeat_ngram_size: int = 0,
+                   no_repeat_ngram_size: int = 0, diarize: bool = False,
                    _output: Optional[Callable[[Any], None]] = None) -> Result:
         """Transcribes `audio`: a path, the bytes of an audio file (any format
         libsndfile reads), a file object reading them (opened "rb";
@@ -802,6 +809,11 @@ class Model:
         repetition_penalty (> 0, 1: off) and no_repeat_ngram_size (0: off):
         Hugging Face's generate options, over the decoder's prompt and the
         generated tokens (docs/DECODING.md "Repetition").
+        diarize=True: a diarize-and-timestamp model's speaker turns, each
+        chunk's turns its chunks, every Chunk and Segment with its speaker
+        (docs/DIARIZE.md); a model without the speaker and time tokens
+        raises InvalidArgument naming the piece. It implies no
+        repetition_penalty: the model card's is 1.2.
         faster-whisper's names are aliases: beam_size= is beams=,
         vad_filter=True is chunking="vad" and vad_filter=False
         chunking="energy" (or "fixed" or "none" when chunking says so).
@@ -833,7 +845,7 @@ class Model:
         one, opts = _options(temperature, best_of, compression_ratio_threshold,
                              log_prob_threshold, no_speech_threshold, vad_options,
                              speech_probabilities, hotwords, hotwords_score,
-                             repetition_penalty, no_repeat_ngram_size)
+                             repetition_penalty, no_repeat_ngram_size, diarize)
         model = self._acquire()
         try:
             return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
@@ -903,6 +915,7 @@ class Model:
         tp.hotwords_score = opts.hotwords_score
         tp.repetition_penalty = opts.repetition_penalty
         tp.no_repeat_ngram_size = opts.no_repeat_ngram_size
+        tp.diarize = int(opts.diarize)
         (tp.compression_ratio_threshold, tp.log_prob_threshold,
          tp.no_speech_threshold) = opts.thresholds
         temps = None
@@ -1107,7 +1120,7 @@ class Model:
                      token_logprobs=[s.token_logprobs[j] for j in range(s.n_tokens)],
                      score=s.score,
                      words=cls._words(s.words, 0, s.n_words, s.tokens, s.first_token)
-                     if words else [], decoding=cls._decoding(s))
+                     if words else [], decoding=cls._decoding(s), speaker=s.speaker)
 
     def _cues(self, s: Any, chunk: int, first_id: int, words: bool) -> list[Segment]:
         """The segments of the library's hv_segment s (a chunk, the one
@@ -1141,7 +1154,7 @@ class Model:
                     score=sum(lps),
                     words=self._words(s.words, c.first_word, c.n_words, s.tokens,
                                       s.first_token) if words else [],
-                    id=first_id + k, chunk=chunk))
+                    id=first_id + k, chunk=chunk, speaker=s.speaker))
             return out
         finally:
             lib.hv_cues_free(cues, n.value)

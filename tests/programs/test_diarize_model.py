@@ -15,7 +15,9 @@ hand-written streams); here:
     and a stream of speaker tokens only gives no segment and no text;
   * refused, naming the piece, on the model without the added tokens
     (<|spltoken0|>) and on one with speaker but no time tokens
-    (<|t:0.0|>); without --diarize both transcribe.
+    (<|t:0.0|>); without --diarize both transcribe;
+  * Python: diarize=True gives the CLI's chunks with speaker -1, and
+    raises InvalidArgument naming <|spltoken0|> on the plain model.
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
@@ -40,6 +42,23 @@ def dump_prompt(model, wav, tmp, name, *extra):
     except (OSError, ValueError, KeyError):
         sys.stderr.write(p.stderr.decode("utf-8", "replace"))
         return None
+
+
+def check_python(model, plain, wav, cli_chunks):
+    os.environ["HVISKE_LIBRARY"] = os.path.join(os.environ["HV_BINARY_DIR"], "libhviske.so")
+    sys.path.insert(0, os.path.join(os.environ["HV_SOURCE_DIR"], "python"))
+    import hviske
+    m = hviske.Model(model)
+    res = m.transcribe(wav, diarize=True)
+    report("Python diarize=True: the CLI's chunks, each speaker -1",
+           [c.text for c in res.chunks] == [c["text"] for c in cli_chunks]
+           and all(c.speaker == -1 for c in res.chunks + res.segments), str(res.chunks))
+    try:
+        hviske.Model(plain).transcribe(wav, diarize=True)
+        report("Python diarize=True on the plain model raises", False, "no error")
+    except hviske.InvalidArgument as e:
+        report("Python diarize=True on the plain model: InvalidArgument naming the piece",
+               "<|spltoken0|>" in str(e), str(e))
 
 
 def main():
@@ -69,6 +88,7 @@ def main():
     txt = Run(["-m", model, "-q", "--diarize", wav])
     report("txt without speakers: the transcript, no [SPEAKER_..] label",
            txt.rc == 0 and res and txt.out.strip() == res["text"], str(txt))
+    check_python(model, src, wav, res["chunks"] if res else [])
 
     model, V = ext.extended(src, os.path.join(tmp, "emit"), first_bias=50.0)
     r = Run(["-m", model, "-q", "--diarize", "--format", "json", wav])
