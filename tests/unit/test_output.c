@@ -9,7 +9,10 @@
  *   - a callback that fails is HV_ERR_IO; segments of a document format
  *     are HV_ERR_UNSUPPORTED; the segments of txt, srt and vtt written one
  *     by one are the whole result's bytes;
- *   - file names in JSON: as they are when UTF-8, else \xHH and base64.
+ *   - file names in JSON: as they are when UTF-8, else \xHH and base64;
+ *   - speakers (diarize, set on the result here): txt "[SPEAKER_0K] text"
+ *     lines, whole and streamed the same, json/jsonl "speaker" in each
+ *     chunk and segment that has one.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "hviske_output.h"
+#include "pipeline.h"
 #include "testlib.h"
 
 typedef struct sink {
@@ -129,6 +133,34 @@ static void segments(const hv_result *res) {
     }
 }
 
+/* res's first two segments given speakers 0 and 1 (the rest none). */
+static void speakers(hv_result *res) {
+    res->segs[0].speaker = 0;
+    res->segs[1].speaker = 1;
+    hv_output_spec s = hv_output_default_spec(HV_OUTPUT_TXT);
+    sink whole, parts;
+    CHECK(write_to(&whole, &s, res) == HV_OK);
+    char want[512];
+    snprintf(want, sizeof want, "[SPEAKER_00] %s\n[SPEAKER_01] %s\n", res->segs[0].text,
+             res->segs[1].text);
+    CHECK_MSG(strncmp(whole.buf, want, strlen(want)) == 0, "txt: %.*s", (int)whole.n, whole.buf);
+    memset(&parts, 0, sizeof parts);
+    s.write_arg = &parts;
+    hv_output_state st = {0, 0};
+    for (int i = 0; i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        CHECK(hv_output_write_segment(&s, "a.wav", &g, &st) == HV_OK);
+    }
+    CHECK(whole.n == parts.n && !memcmp(whole.buf, parts.buf, whole.n));
+    s = hv_output_default_spec(HV_OUTPUT_JSONL);
+    CHECK(write_to(&whole, &s, res) == HV_OK);
+    CHECK_MSG(strstr(whole.buf, "\"speaker\":0") && strstr(whole.buf, "\"speaker\":1") &&
+                  !strstr(whole.buf, "\"speaker\":-1"),
+              "jsonl: %.*s", (int)whole.n, whole.buf);
+    res->segs[0].speaker = res->segs[1].speaker = -1;
+    CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "speaker"));
+}
+
 int main(void) {
     names();
     file_names();
@@ -145,6 +177,7 @@ int main(void) {
         if (res) {
             specs(res);
             segments(res);
+            if (hv_result_n_segments(res) >= 2) speakers(res);
         }
         hv_result_free(res);
     }
