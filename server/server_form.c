@@ -25,7 +25,9 @@ enum {
 static const struct {
     const char *name;
     size_t max_len; /* bytes */
-    int whisper;    /* whisper-server's: on POST /inference only */
+    int whisper;    /* 1: whisper-server's, on POST /inference only; -1: not
+                       there (whisper-server's field of that name means
+                       something else, and is ignored there) */
 } FIELDS[SRV_N_FIELDS] = {
     [SRV_F_MODEL] = {"model", 127},
     [SRV_F_LANGUAGE] = {"language", 31},
@@ -48,6 +50,7 @@ static const struct {
     [SRV_F_HOTWORDS_SCORE] = {"hotwords_score", 64},
     [SRV_F_REPETITION_PENALTY] = {"repetition_penalty", 64},
     [SRV_F_NO_REPEAT_NGRAM_SIZE] = {"no_repeat_ngram_size", 64},
+    [SRV_F_DIARIZE] = {"diarize", 64, -1},
     [SRV_F_DOWNLOADS] = {"downloads", 128},
     [SRV_F_BEAM_SIZE] = {"beam_size", 64, 1},
     [SRV_F_OFFSET_T] = {"offset_t", 64, 1},
@@ -147,7 +150,7 @@ static int field_index(const srv_form *f, const char *key) {
     if (strcmp(key, "include") == 0) return SRV_F_INCLUDE;
     for (int i = 0; i < SRV_N_FIELDS; i++)
         if (FIELDS[i].name[0] && strcmp(key, FIELDS[i].name) == 0 &&
-            (f->whisper || !FIELDS[i].whisper))
+            (f->whisper ? FIELDS[i].whisper >= 0 : FIELDS[i].whisper <= 0))
             return i;
     for (size_t i = 0; f->whisper && i < sizeof WHISPER_IGNORED / sizeof *WHISPER_IGNORED; i++)
         if (strcmp(key, WHISPER_IGNORED[i]) == 0) return SRV_F_WHISPER_IGNORED;
@@ -588,6 +591,8 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
     if ((v = val(f, SRV_F_NO_REPEAT_NGRAM_SIZE)) &&
         hvt_parse_int(v, 0, INT_MAX, &p->tp.no_repeat_ngram_size))
         BAD("no_repeat_ngram_size", "no_repeat_ngram_size must be an integer >= 0 (0: off)");
+    if ((v = val(f, SRV_F_DIARIZE)) && parse_bool(v, &p->tp.diarize))
+        BAD("diarize", "diarize must be true or false");
     if ((v = val(f, SRV_F_STREAM))) {
         if (strcmp(v, "true") == 0)
             p->stream = 1;

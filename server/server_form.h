@@ -63,6 +63,7 @@ typedef enum srv_field {
     SRV_F_HOTWORDS_SCORE,
     SRV_F_REPETITION_PENALTY, /* Hugging Face's generate options */
     SRV_F_NO_REPEAT_NGRAM_SIZE,
+    SRV_F_DIARIZE,   /* a diarize model's speaker turns (docs/DIARIZE.md) */
     SRV_F_DOWNLOADS, /* hviske's: the CLI's formats in the done event */
     /* whisper-server's fields, on POST /inference only */
     SRV_F_BEAM_SIZE,

@@ -405,6 +405,7 @@ def test_decoding(port, model, wav):
          ["--hotwords", "Aarhus, Mette", "--hotwords-score", "3"]),
         ([("repetition_penalty", "1.2"), ("no_repeat_ngram_size", "3"), ("num_beams", "2")],
          ["--repetition-penalty", "1.2", "--no-repeat-ngram-size", "3", "--beams", "2"]),
+        ([("diarize", "false")], []),
         ([("prompt", "Ignored context, any text: æøå"),
           ("stream", "false"), ("timestamp_granularities[]", "segment")], []),
     ]
@@ -662,6 +663,7 @@ def test_hostile(port, wav, want, tmp, too_long):
         ("hotwords_score", ["0", "101", "nan", "x"]),
         ("repetition_penalty", ["0", "-1", "nan", "inf"]),
         ("no_repeat_ngram_size", ["-1", "1.5", "x"]),
+        ("diarize", ["yes", "TRUE", "2", ""]),
         ("punctuation", ["yes", "TRUE ", "", "2"]),
         ("response_format", ["xml", "JSON", "", "srt\n"]),
         ("language", ["xx", "", "da\x00", "d" * 31]),
