@@ -2,7 +2,9 @@
  * SubRip and WebVTT: the cues of each segment (hv_segment_cues; sentence
  * ends first, then clause punctuation and the longest pauses; one cue per
  * chunk without word times; docs/TIMESTAMPS.md "Segments"), numbered on
- * across them. Also the one-line text rule of txt.
+ * across them; in WebVTT a segment's speaker (diarize) as a voice span
+ * "<v Speaker 1>" opening each of its cues. Also the one-line text rule
+ * of txt.
  */
 #include <math.h>
 #include <stdint.h>
@@ -62,7 +64,9 @@ static void put_cue_line(FILE *f, const char *t, size_t len, int vtt) {
     }
 }
 
-int hv_output_cues_from(FILE *f, const hv_cue *cues, int n, int vtt, int *number) {
+/* hv_output_cues_from; in WebVTT a speaker >= 0 opens each cue with the
+ * voice span "<v Speaker K+1>" (unclosed, so it covers the cue's text). */
+static int cues_voiced(FILE *f, const hv_cue *cues, int n, int vtt, int *number, int speaker) {
     char a[32], b[32];
     char sep = vtt ? '.' : ',';
     for (int i = 0; i < n; i++) {
@@ -78,6 +82,7 @@ int hv_output_cues_from(FILE *f, const hv_cue *cues, int n, int vtt, int *number
                     hv_output_cue_time(b, sizeof b, cues[i].end, sep);
                     if (!vtt) fprintf(f, "%d\n", ++*number);
                     fprintf(f, "%s --> %s\n", a, b);
+                    if (vtt && speaker >= 0) fprintf(f, "<v Speaker %d>", speaker + 1);
                     shown = 1;
                 }
                 put_cue_line(f, l, len, vtt);
@@ -92,6 +97,10 @@ int hv_output_cues_from(FILE *f, const hv_cue *cues, int n, int vtt, int *number
     return 0;
 }
 
+int hv_output_cues_from(FILE *f, const hv_cue *cues, int n, int vtt, int *number) {
+    return cues_voiced(f, cues, n, vtt, number, -1);
+}
+
 int hv_output_cues(FILE *f, const hv_cue *cues, int n, int vtt) {
     int number = 0;
     if (vtt) fputs("WEBVTT\n\n", f);
@@ -104,7 +113,7 @@ static int segment_cues(FILE *f, const hv_segment *g, const hv_cue_params *p, in
     hv_cue *cues = NULL;
     int nc = 0;
     if (hv_segment_cues(g, p, &cues, &nc) != HV_OK) return -1;
-    int rc = hv_output_cues_from(f, cues, nc, vtt, number);
+    int rc = cues_voiced(f, cues, nc, vtt, number, g->speaker);
     hv_cues_free(cues, nc);
     return rc;
 }

@@ -12,7 +12,8 @@
  *   - file names in JSON: as they are when UTF-8, else \xHH and base64;
  *   - speakers (diarize, set on the result here): txt "[SPEAKER_0K] text"
  *     lines, whole and streamed the same, json/jsonl "speaker" in each
- *     chunk and segment that has one.
+ *     chunk and segment that has one, vtt "<v Speaker K+1>" opening each
+ *     cue of a segment that has one, whole and streamed the same.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -157,7 +158,22 @@ static void speakers(hv_result *res) {
     CHECK_MSG(strstr(whole.buf, "\"speaker\":0") && strstr(whole.buf, "\"speaker\":1") &&
                   !strstr(whole.buf, "\"speaker\":-1"),
               "jsonl: %.*s", (int)whole.n, whole.buf);
+    s = hv_output_default_spec(HV_OUTPUT_VTT);
+    CHECK(write_to(&whole, &s, res) == HV_OK);
+    const char *v1 = strstr(whole.buf, "<v Speaker 1>"), *v2 = strstr(whole.buf, "<v Speaker 2>");
+    CHECK_MSG(v1 && v2 && v1 < v2 && !strstr(whole.buf, "<v Speaker 3>") && v1[-1] == '\n',
+              "vtt: %.*s", (int)whole.n, whole.buf);
+    memset(&parts, 0, sizeof parts);
+    s.write_arg = &parts;
+    st = (hv_output_state){0, 0};
+    for (int i = 0; i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        CHECK(hv_output_write_segment(&s, "a.wav", &g, &st) == HV_OK);
+    }
+    CHECK(whole.n == parts.n && !memcmp(whole.buf, parts.buf, whole.n));
     res->segs[0].speaker = res->segs[1].speaker = -1;
+    CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "<v "));
+    s = hv_output_default_spec(HV_OUTPUT_JSONL);
     CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "speaker"));
 }
 
