@@ -13,6 +13,12 @@ hand-written streams); here:
     its words inside it, the text the segments' joined;
   * with <|spltoken0|> always chosen, its ids are all kept in the tokens
     and a stream of speaker tokens only gives no segment and no text;
+  * with <|spltoken0|> and <|t:0.0|> made likeliest and a repetition
+    penalty that makes each unlikely once emitted, every chunk decodes
+    <|spltoken0|> <|t:0.0|> text: one turn of speaker 0 from the chunk's
+    start to its end (no end time: the window's), whose tokens are the
+    chunk's but those two, its words inside it; txt "[SPEAKER_00] " lines,
+    vtt "<v Speaker 1>", Python speaker 0;
   * refused, naming the piece, on the model without the added tokens
     (<|spltoken0|>) and on one with speaker but no time tokens
     (<|t:0.0|>); without --diarize both transcribe;
@@ -22,6 +28,7 @@ Prints one line per case and ends with "N passed, M failed".
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -61,6 +68,53 @@ def check_python(model, plain, wav, cli_chunks):
                "<|spltoken0|>" in str(e), str(e))
 
 
+def one_turn_model(src, dst):
+    """The extended model with <|spltoken0|> and then <|t:0.0|> likeliest."""
+    model, V = ext.extended(src, dst, first_bias=60.0)
+    path = os.path.join(model, "model.safetensors")
+    head, data, meta = ext.read_st(path)
+    n = len(data[ext.BIAS]) // 4
+    bias = list(struct.unpack("<%df" % n, bytes(data[ext.BIAS])))
+    bias[V + ext.ADDED.index("<|t:0.0|>")] = 50.0
+    data[ext.BIAS] = bytearray(struct.pack("<%df" % n, *bias))
+    ext.write_st(path, head, data, meta)
+    return model, V
+
+
+def check_one_turn(src, wav, tmp):
+    model, V = one_turn_model(src, os.path.join(tmp, "turn"))
+    t0 = V + ext.ADDED.index("<|t:0.0|>")
+    base = ["-m", model, "-q", "--diarize", "--repetition-penalty", "100",
+            "--chunking", "fixed", "--chunk-seconds", "1"]
+    r = Run(base + ["--word-timestamps", "--format", "json", wav])
+    res = json.loads(r.out) if r.rc == 0 else None
+    ok = bool(res and len(res["chunks"]) >= 2)
+    toks = res["tokens"] if ok else []
+    pos = 0
+    for c in res["chunks"] if ok else []:
+        # each chunk's tokens: <|spltoken0|> <|t:0.0|> then the turn's
+        ok = ok and toks[pos:pos + 2] == [V, t0] and c.get("speaker") == 0
+        n = next((i for i in range(pos + 2, len(toks)) if toks[i] == V), len(toks)) - pos - 2
+        ok = ok and c["tokens"] == toks[pos + 2:pos + 2 + n] and c["text"]
+        ok = ok and all(c["start"] - 1e-6 <= w["start"] <= w["end"] <= c["end"] + 1e-6
+                        for w in c["words"])
+        pos += 2 + n
+    ok = ok and pos == len(toks) and all(s.get("speaker") == 0 for s in res["segments"])
+    ok = ok and abs(res["chunks"][0]["start"]) < 1e-6
+    ok = ok and all(a["end"] <= b["start"] + 1e-6 for a, b in zip(res["chunks"], res["chunks"][1:]))
+    report("one turn per chunk: speaker 0, the model's start, the chunk's tokens but two",
+           ok, str(r))
+    txt = Run(base + [wav])
+    lines = txt.lines()
+    report("txt: a [SPEAKER_00] line per chunk",
+           txt.rc == 0 and res and len(lines) == len(res["chunks"])
+           and all(ln.startswith("[SPEAKER_00] ") for ln in lines), str(txt))
+    vtt = Run(base + ["--format", "vtt", wav])
+    report("vtt: cues open with <v Speaker 1>",
+           vtt.rc == 0 and "<v Speaker 1>" in vtt.out and "<v Speaker 2>" not in vtt.out, str(vtt))
+    return model
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="hv-diarize-")
     src, wav = ext.fixture_model()
@@ -89,6 +143,11 @@ def main():
     report("txt without speakers: the transcript, no [SPEAKER_..] label",
            txt.rc == 0 and res and txt.out.strip() == res["text"], str(txt))
     check_python(model, src, wav, res["chunks"] if res else [])
+    turn = check_one_turn(src, wav, tmp)
+    import hviske
+    res = hviske.Model(turn).transcribe(wav, diarize=True, repetition_penalty=100.0)
+    report("Python: the turn's chunks and segments have speaker 0",
+           res.chunks and all(c.speaker == 0 for c in res.chunks + res.segments), str(res.chunks))
 
     model, V = ext.extended(src, os.path.join(tmp, "emit"), first_bias=50.0)
     r = Run(["-m", model, "-q", "--diarize", "--format", "json", wav])
