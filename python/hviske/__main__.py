@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="Hugging Face's repetition penalty (default 1: off)")
     p.add_argument("--no-repeat-ngram-size", type=int, default=0,
                    help="ban a repeated run of N tokens (default 0: off)")
+    p.add_argument("--diarize", action="store_true",
+                   help="a diarize model's speaker turns, each segment with its speaker "
+                        "(docs/DIARIZE.md)")
     p.add_argument("--word-timestamps", action="store_true",
                    help="with --json: each word with its start, end and probability")
     p.add_argument("--json", action="store_true",
@@ -191,8 +194,9 @@ def _json(path: str, r: Result, words: bool) -> str:
     o: dict[str, Any] = {}
     _name(o, "file", path)
     o.update({"text": r.text, "language": r.language, "duration": r.duration,
-              "segments": [dict({"start": s.start, "end": s.end, "text": s.text,
-                                 "tokens": s.tokens},
+              "segments": [dict({"start": s.start, "end": s.end},
+                                **({"speaker": s.speaker} if s.speaker >= 0 else {}),
+                                text=s.text, tokens=s.tokens,
                                 **({"words": [json_word(w) for w in s.words]} if words else {}))
                            for s in r.segments]})
     if words:
@@ -257,6 +261,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      hotwords=a.hotwords, hotwords_score=a.hotwords_score,
                                      repetition_penalty=a.repetition_penalty,
                                      no_repeat_ngram_size=a.no_repeat_ngram_size,
+                                     diarize=a.diarize,
                                      _output=None if fmt == "json" else
                                      lambda res: written.append(write_result(
                                          model._lib, res, fmt, path)))

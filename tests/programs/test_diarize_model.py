@@ -18,7 +18,7 @@ hand-written streams); here:
     <|spltoken0|> <|t:0.0|> text: one turn of speaker 0 from the chunk's
     start to its end (no end time: the window's), whose tokens are the
     chunk's but those two, its words inside it; txt "[SPEAKER_00] " lines,
-    vtt "<v Speaker 1>", Python speaker 0;
+    vtt "<v Speaker 1>", Python speaker 0 (and python -m hviske's JSON);
   * refused, naming the piece, on the model without the added tokens
     (<|spltoken0|>) and on one with speaker but no time tokens
     (<|t:0.0|>); without --diarize both transcribe;
@@ -148,6 +148,13 @@ def main():
     res = hviske.Model(turn).transcribe(wav, diarize=True, repetition_penalty=100.0)
     report("Python: the turn's chunks and segments have speaker 0",
            res.chunks and all(c.speaker == 0 for c in res.chunks + res.segments), str(res.chunks))
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.environ["HV_SOURCE_DIR"], "python"))
+    p = subprocess.run([sys.executable, "-m", "hviske", "-m", turn, "--diarize",
+                        "--repetition-penalty", "100", "--json", wav],
+                       capture_output=True, text=True, env=env, timeout=600)
+    segs = json.loads(p.stdout)["segments"] if p.returncode == 0 else []
+    report("python -m hviske --diarize --json: \"speaker\": 0 in each segment",
+           segs and all(s.get("speaker") == 0 for s in segs), p.stderr[-300:])
 
     model, V = ext.extended(src, os.path.join(tmp, "emit"), first_bias=50.0)
     r = Run(["-m", model, "-q", "--diarize", "--format", "json", wav])
