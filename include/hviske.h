@@ -316,6 +316,23 @@ HV_API hv_status hv_vad_regions(hv_context *ctx, const hv_vad *vad, const float 
                                 size_t *n_regions);
 HV_API void hv_vad_free_regions(hv_speech_region *regions);
 
+/* The detector's reading of one input: its probabilities and regions with
+ * one hv_vad_params, for a transcription of the same input to take
+ * (hv_transcribe_params.speech) instead of running the detector again, so
+ * a caller who needs the regions first (faster-whisper's
+ * duration_after_vad) pays for the detector once. */
+typedef struct hv_speech hv_speech;
+
+/* Reads pcm as hv_vad_regions does (params NULL for the defaults); the
+ * caller frees *out with hv_speech_free. */
+HV_API hv_status hv_vad_speech(hv_context *ctx, const hv_vad *vad, const float *pcm,
+                               size_t n_frames, int sample_rate, int channels,
+                               const hv_vad_params *params, hv_speech **out);
+/* Its regions, in time order, as hv_vad_regions gives them (owned by the
+ * reading); returns their count. */
+HV_API size_t hv_speech_regions(const hv_speech *speech, const hv_speech_region **regions);
+HV_API void hv_speech_free(hv_speech *speech); /* NULL is allowed */
+
 /* ---------------------------------------------------------- transcribe */
 
 /* How audio is cut into the chunks the model takes (docs/CLI.md,
@@ -493,6 +510,13 @@ typedef struct hv_transcribe_params {
      * tokens or the time tokens is HV_ERR_INVALID_ARG naming the piece.
      * Default 0. */
     int diarize;
+
+    /* NULL (the default), or the speech detector's reading of this very
+     * input (hv_vad_speech of the same samples, rate and channels, by vad
+     * with vad_params), used instead of running the detector again; a
+     * reading of other samples or settings is refused (HV_ERR_INVALID_ARG),
+     * as is one with offset_s or duration_s, or without vad. */
+    const hv_speech *speech;
 } hv_transcribe_params;
 
 /* The default hotwords_score: the bonus per matched token (log-prob units,

@@ -10,6 +10,7 @@
 
 #include "audio/audio.h"
 #include "audio/chunking.h"
+#include "audio/speech.h"
 #include "audio/speech_chunks.h"
 #include "audio/vad.h"
 #include "encoder.h"
@@ -740,14 +741,21 @@ static hv_status plan_pieces(run *R, const float *x, size_t n, hv_piece_plan *pl
                       "the speech detector runs at %d Hz but the model at %d Hz", v->sample_rate,
                       c->sample_rate);
     double t0 = now_ms();
+    const hv_speech *given = v ? p->speech : NULL;
     if (v) {
         R->speech_window = v->window;
         R->n_speech = hv_vad_n_windows(v, n);
     }
+    if (given) { /* the caller's reading: the detector does not run again */
+        if ((st = hv_speech_check(given, v, &p->vad_params, x, n, e))) return st;
+        if (!(R->speech = malloc((given->n_probs ? given->n_probs : 1) * sizeof *R->speech)))
+            return hv_err(e, HV_ERR_NOMEM, "out of memory");
+        if (given->n_probs) memcpy(R->speech, given->probs, given->n_probs * sizeof *R->speech);
+    }
     if (p->chunking != HV_CHUNKING_VAD) {
         size_t *bounds;
         int n_chunks;
-        if (v) {
+        if (v && !given) {
             if ((st = hv_vad_level_probs(v, ctx->pool, x, n, p->vad_params.edges, &R->speech, e)))
                 return st;
             *vad_ms = now_ms() - t0;
@@ -757,19 +765,20 @@ static hv_status plan_pieces(run *R, const float *x, size_t n, hv_piece_plan *pl
         free(bounds);
         return st;
     }
-    size_t n_regions = 0;
+    size_t n_regions = given ? given->n_regions : 0;
     hv_speech_region *regions = NULL;
     hv_span *spans = NULL;
-    if ((st = hv_vad_detect(v, ctx->pool, x, n, &p->vad_params, &regions, &n_regions, &R->speech,
-                            e)))
+    if (!given && (st = hv_vad_detect(v, ctx->pool, x, n, &p->vad_params, &regions, &n_regions,
+                                      &R->speech, e)))
         return st;
     if (!(spans = malloc((n_regions ? n_regions : 1) * sizeof *spans))) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory");
         goto done;
     }
+    const hv_speech_region *r = given ? given->regions : regions;
     for (size_t i = 0; i < n_regions; i++)
-        spans[i] = (hv_span){(size_t)regions[i].start_sample, (size_t)regions[i].end_sample};
-    *vad_ms = now_ms() - t0;
+        spans[i] = (hv_span){(size_t)r[i].start_sample, (size_t)r[i].end_sample};
+    if (!given) *vad_ms = now_ms() - t0;
     hv_speech_chunk_params sp = {
         .max_chunk = cp.chunk,
         .context = cp.context,
@@ -850,6 +859,14 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunking vad needs a speech detector (hv_transcribe_params.vad)");
     if (p.chunking == HV_CHUNKING_VAD && (st = hv_vad_check_params(&p.vad_params, e))) return st;
+    if (p.speech && !p.vad)
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "hv_transcribe_params.speech needs the detector that read it "
+                      "(hv_transcribe_params.vad)");
+    if (p.speech && (p.offset_s > 0 || p.duration_s > 0))
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "hv_transcribe_params.speech with offset_s or duration_s: the reading "
+                      "covers the whole input");
     if (!(p.vad_max_gap_s >= 0 && p.vad_max_gap_s <= 86400))
         return hv_err(e, HV_ERR_INVALID_ARG, "vad_max_gap_s %g: must be in [0, 86400]",
                       p.vad_max_gap_s);

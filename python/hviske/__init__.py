@@ -775,7 +775,8 @@ class Model:
                    hotwords: Optional[Union[str, Sequence[str]]] = None,
                    hotwords_score: float = HOTWORDS_SCORE, repetition_penalty: float = 1.0,
                    no_repeat_ngram_size: int = 0, diarize: bool = False,
-                   _output: Optional[Callable[[Any], None]] = None) -> Result:
+                   _output: Optional[Callable[[Any], None]] = None,
+                   _speech: Optional[int] = None) -> Result:
         """Transcribes `audio`: a path, the bytes of an audio file (any format
         libsndfile reads), a file object reading them (opened "rb";
         read to its end), or float samples (a list, array.array or numpy
@@ -851,7 +852,7 @@ class Model:
             return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
                                     sample, one, top_k, top_p, seed, chunking,
                                     word_timestamps, progress, sample_rate, max_tokens,
-                                    chunk_seconds, on_segment, opts, _output)
+                                    chunk_seconds, on_segment, opts, _output, _speech)
         finally:
             self._release()
 
@@ -864,9 +865,12 @@ class Model:
                     chunk_seconds: Optional[float],
                     on_segment: Optional[Callable[[Segment], Optional[bool]]],
                     opts: _Options,
-                    output: Optional[Callable[[Any], None]] = None) -> Result:
+                    output: Optional[Callable[[Any], None]] = None,
+                    speech: Optional[int] = None) -> Result:
         """transcribe() once the model is held (model: its pointer); the
-        arguments as given, checked here."""
+        arguments as given, checked here; speech: an hv_speech of this very
+        audio by the model's detector with opts' settings (WhisperModel's,
+        so that the detector runs once)."""
         lib = self._lib
         tp = lib.hv_transcribe_default_params()
         if language is not None:
@@ -916,6 +920,7 @@ class Model:
         tp.repetition_penalty = opts.repetition_penalty
         tp.no_repeat_ngram_size = opts.no_repeat_ngram_size
         tp.diarize = int(opts.diarize)
+        tp.speech = speech
         (tp.compression_ratio_threshold, tp.log_prob_threshold,
          tp.no_speech_threshold) = opts.thresholds
         temps = None

@@ -117,7 +117,7 @@ class TranscribeParams(ctypes.Structure):
                 ("offset_s", ctypes.c_double), ("duration_s", ctypes.c_double),
                 ("hotwords", ctypes.c_char_p), ("hotwords_score", ctypes.c_float),
                 ("repetition_penalty", ctypes.c_float), ("no_repeat_ngram_size", ctypes.c_int),
-                ("diarize", ctypes.c_int)]
+                ("diarize", ctypes.c_int), ("speech", ctypes.c_void_p)]
 
 
 class Timings(ctypes.Structure):
@@ -256,6 +256,10 @@ _SIGNATURES = {
                                       ctypes.POINTER(ctypes.POINTER(SpeechRegion)),
                                       ctypes.POINTER(ctypes.c_size_t)]),
     "hv_vad_free_regions": (None, [ctypes.POINTER(SpeechRegion)]),
+    "hv_vad_speech": (ctypes.c_int, [_P, _P, _F, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                     ctypes.POINTER(VadParams), ctypes.POINTER(_P)]),
+    "hv_speech_regions": (ctypes.c_size_t, [_P, ctypes.POINTER(ctypes.POINTER(SpeechRegion))]),
+    "hv_speech_free": (None, [_P]),
 }
 
 

@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, Tuple, Union
 
@@ -184,6 +185,28 @@ def _detector_settings(v: VadOptions) -> dict[str, Any]:
             "min_silence_ms": v.min_silence_duration_ms, "speech_pad_ms": v.speech_pad_ms,
             "max_speech_s": 0.0 if math.isinf(v.max_speech_duration_s)
             else v.max_speech_duration_s}
+
+
+class _Reading:
+    """An hv_speech (the detector's reading of one input), freed with this
+    object."""
+
+    def __init__(self, lib: Any, ptr: int) -> None:
+        self.ptr = ptr
+        weakref.finalize(self, lib.hv_speech_free, ptr)
+
+
+def _float_array(samples: Any) -> array.array[float]:
+    """samples as an array.array of C floats (the same floats the library
+    reads from it), copied only when they are not one already."""
+    if isinstance(samples, array.array) and samples.typecode == "f":
+        return samples
+    out = array.array("f")
+    if type(samples).__module__ == "numpy":
+        out.frombytes(samples.astype("float32").tobytes())
+    else:
+        out.extend(samples)
+    return out
 
 
 class WhisperModel:
@@ -375,12 +398,18 @@ class WhisperModel:
             repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size)
         if log_progress:
             kwargs["progress"] = _show_progress
-        after = self._speech_seconds(samples, rate, vad) if vad else duration
+        after, reading = duration, None
+        if vad:
+            samples = _float_array(samples)
+            reading, after = self._read_speech(samples, rate, vad)
+            if reading is not None:
+                kwargs["_speech"] = reading.ptr
         info = TranscriptionInfo(
             language=language or self._default_language(), language_probability=1.0,
             duration=duration, duration_after_vad=after, all_language_probs=None,
             transcription_options=options, vad_options=vad)
-        return self._segments(samples, kwargs, without_timestamps, word_timestamps), info
+        return self._segments(samples, kwargs, without_timestamps, word_timestamps,
+                              reading), info
 
     # ------------------------------------------------------------ helpers
 
@@ -416,42 +445,46 @@ class WhisperModel:
         code = self.model._call(lib.hv_model_default_language)
         return str(code.decode("utf-8")) if code else ""
 
-    def _speech_seconds(self, samples: Any, rate: int, vad: VadOptions) -> float:
-        """The seconds of the speech regions the detector finds in samples
-        (at rate) with vad's settings (duration_after_vad)."""
+    def _read_speech(self, samples: Any, rate: int,
+                     vad: VadOptions) -> Tuple[Optional[_Reading], float]:
+        """The detector's reading of samples (at rate, array.array "f") with
+        vad's settings, for the transcription to take (the detector runs
+        once), and the seconds of its speech regions (duration_after_vad)."""
         lib, m = self.model._lib, self.model
-        keep = samples if isinstance(samples, array.array) else array.array("f", samples)
-        n = len(keep)
+        n = len(samples)
         if n == 0:
-            return 0.0
-        ptr = ctypes.cast((ctypes.c_float * n).from_buffer(keep), ctypes.POINTER(ctypes.c_float))
+            return None, 0.0
+        ptr = ctypes.cast((ctypes.c_float * n).from_buffer(samples),
+                          ctypes.POINTER(ctypes.c_float))
         params = lib.hv_vad_default_params()
         for k, v in _detector_settings(vad).items():
             setattr(params, k, v)
         detector = m._detector()
 
-        def regions(model: ctypes.c_void_p) -> float:
+        def read(model: ctypes.c_void_p) -> Tuple[_Reading, float]:
             ctx = lib.hv_context_new(model, 0)
             if not ctx:
                 raise MemoryError("out of memory creating a context")
-            r, count = ctypes.POINTER(SpeechRegion)(), ctypes.c_size_t()
+            out = ctypes.c_void_p()
             try:
-                st = lib.hv_vad_regions(ctx, detector, ptr, n, rate, 1, ctypes.byref(params),
-                                        ctypes.byref(r), ctypes.byref(count))
+                st = lib.hv_vad_speech(ctx, detector, ptr, n, rate, 1, ctypes.byref(params),
+                                       ctypes.byref(out))
                 if st != 0:
                     raise error(st, lib.hv_context_error(ctx).decode("utf-8", "replace"))
-                total = sum(r[i].end - r[i].start for i in range(count.value))
-                lib.hv_vad_free_regions(r)
-                return float(total)
             finally:
                 lib.hv_context_free(ctx)
-        return float(m._call(regions))
+            reading = _Reading(lib, out.value)
+            r = ctypes.POINTER(SpeechRegion)()
+            count = lib.hv_speech_regions(out, ctypes.byref(r))
+            return reading, float(sum(r[i].end - r[i].start for i in range(count)))
+        return m._call(read)  # type: ignore[no-any-return]
 
     def _segments(self, samples: Any, kwargs: dict[str, Any], whole_chunks: bool,
-                  words: bool) -> Iterator[Segment]:
+                  words: bool, reading: Optional[_Reading]) -> Iterator[Segment]:
         """faster-whisper's segments of hviske's (Model.segments, lazy),
         numbered from 1; whole_chunks (without_timestamps) merges those of
-        each chunk into one, as faster-whisper's window without timestamps."""
+        each chunk into one, as faster-whisper's window without timestamps;
+        reading (kwargs' _speech) is kept alive while the generator is."""
         with self._workers:
             group: List[_Cue] = []
             n = 0

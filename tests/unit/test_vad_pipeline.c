@@ -297,6 +297,76 @@ static void test_errors(hv_context *ctx, const hv_vad *vad) {
     free(s.x);
 }
 
+/* A reading of the detector (hv_vad_speech) taken by the transcription:
+ * the same result as the transcription's own detection, with no detector
+ * time of its own; a reading of other samples, by other settings, without
+ * the detector or with a part of the input refused. */
+static void test_reading(hv_context *ctx, const hv_vad *vad, const float *clip, size_t n_clip) {
+    signal s = silence(12);
+    paste(&s, clip, n_clip, 1.0);
+    paste(&s, clip, n_clip, 7.5);
+    hv_speech *sp = NULL;
+    CHECK_MSG(hv_vad_speech(ctx, vad, s.x, s.n, SR, 1, NULL, &sp) == HV_OK, "hv_vad_speech: %s",
+              hv_context_error(ctx));
+    const hv_speech_region *reg = NULL, *again = NULL;
+    hv_speech_region *own = NULL;
+    size_t n_reg = hv_speech_regions(sp, &reg), n_own = 0;
+    CHECK(hv_vad_regions(ctx, vad, s.x, s.n, SR, 1, NULL, &own, &n_own) == HV_OK);
+    CHECK_MSG(n_reg == n_own && n_reg >= 2 && !memcmp(reg, own, n_reg * sizeof *reg),
+              "%zu regions read, %zu by hv_vad_regions", n_reg, n_own);
+    CHECK(hv_speech_regions(sp, &again) == n_reg && again == reg);
+    hv_vad_free_regions(own);
+    for (int mode = 0; mode < 2; mode++) { /* VAD chunking; energy with probabilities */
+        hv_transcribe_params tp = hv_transcribe_default_params();
+        tp.chunking = mode ? HV_CHUNKING_ENERGY : HV_CHUNKING_VAD;
+        tp.vad = vad;
+        hv_result *want = NULL, *got = NULL;
+        CHECK(hv_transcribe(ctx, s.x, s.n, SR, 1, &tp, &want) == HV_OK);
+        tp.speech = sp;
+        CHECK_MSG(hv_transcribe(ctx, s.x, s.n, SR, 1, &tp, &got) == HV_OK, "with a reading: %s",
+                  hv_context_error(ctx));
+        if (want && got) {
+            CHECK_MSG(!strcmp(hv_result_text(want), hv_result_text(got)), "\"%s\" vs \"%s\"",
+                      hv_result_text(want), hv_result_text(got));
+            int n = hv_result_n_segments(want);
+            CHECK(n == hv_result_n_segments(got));
+            for (int i = 0; i < n && i < hv_result_n_segments(got); i++) {
+                hv_segment a = hv_result_segment(want, i), b = hv_result_segment(got, i);
+                CHECK(a.start == b.start && a.end == b.end &&
+                      (a.no_speech_prob == b.no_speech_prob ||
+                       (isnan(a.no_speech_prob) && isnan(b.no_speech_prob))));
+            }
+            CHECK(hv_result_timings(want).vad_ms > 0 && hv_result_timings(got).vad_ms == 0);
+        }
+        hv_result_free(want);
+        hv_result_free(got);
+    }
+    hv_transcribe_params tp = hv_transcribe_default_params();
+    hv_result *r = NULL;
+    tp.vad = vad;
+    tp.speech = sp;
+    s.x[s.n / 2] += 0.25f; /* other samples, of the same length */
+    CHECK(hv_transcribe(ctx, s.x, s.n, SR, 1, &tp, &r) == HV_ERR_INVALID_ARG && !r);
+    CHECK(strstr(hv_context_error(ctx), "another input") != NULL);
+    s.x[s.n / 2] -= 0.25f;
+    CHECK(hv_transcribe(ctx, s.x, s.n - 1, SR, 1, &tp, &r) == HV_ERR_INVALID_ARG && !r);
+    tp.vad_params.min_silence_ms = 300;
+    CHECK(hv_transcribe(ctx, s.x, s.n, SR, 1, &tp, &r) == HV_ERR_INVALID_ARG && !r);
+    CHECK(strstr(hv_context_error(ctx), "other settings") != NULL);
+    tp.vad_params = hv_vad_default_params();
+    tp.offset_s = 1;
+    CHECK(hv_transcribe(ctx, s.x, s.n, SR, 1, &tp, &r) == HV_ERR_INVALID_ARG && !r);
+    CHECK(strstr(hv_context_error(ctx), "offset_s") != NULL);
+    tp.offset_s = 0;
+    tp.vad = NULL;
+    tp.chunking = HV_CHUNKING_ENERGY;
+    CHECK(hv_transcribe(ctx, s.x, s.n, SR, 1, &tp, &r) == HV_ERR_INVALID_ARG && !r);
+    CHECK(strstr(hv_context_error(ctx), "detector") != NULL);
+    hv_speech_free(sp);
+    hv_speech_free(NULL);
+    free(s.x);
+}
+
 int main(void) {
     hv_test_demo d;
     if (hv_test_demo_open(&d) == 0) {
@@ -313,6 +383,7 @@ int main(void) {
             hv_model_free(short_clip);
         }
         test_errors(d.ctx, d.vad);
+        test_reading(d.ctx, d.vad, d.clip, d.n_clip);
     }
     hv_test_demo_free(&d);
     TEST_END();
