@@ -200,8 +200,8 @@ def _float_array(samples: Any) -> array.array[float]:
     """samples as an array.array of C floats (the same floats the library
     reads from it), copied only when they are not one already."""
     if isinstance(samples, array.array) and samples.typecode == "f":
-        return samples
-    out = array.array("f")
+        return samples  # type: ignore[return-value]  # "f" holds floats
+    out: array.array[float] = array.array("f")
     if type(samples).__module__ == "numpy":
         out.frombytes(samples.astype("float32").tobytes())
     else:
@@ -473,6 +473,8 @@ class WhisperModel:
                     raise error(st, lib.hv_context_error(ctx).decode("utf-8", "replace"))
             finally:
                 lib.hv_context_free(ctx)
+            if not out.value:
+                raise MemoryError("out of memory reading speech")
             reading = _Reading(lib, out.value)
             r = ctypes.POINTER(SpeechRegion)()
             count = lib.hv_speech_regions(out, ctypes.byref(r))
