@@ -183,7 +183,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const cli
     }
     if (st != HV_OK) {
         const char *msg = hv_context_error(ctx);
-        if (st == HV_ERR_LIMIT && o->chunking == HV_CHUNKING_NONE) {
+        if (st == HV_ERR_LIMIT && o->tp.chunking == HV_CHUNKING_NONE) {
             char buf[1200];
             snprintf(buf, sizeof buf,
                      "%s (--chunking none takes the audio "
@@ -290,8 +290,8 @@ int main(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    if (o.language && !hvt_model_has_language(model, o.language)) {
-        if (strcmp(o.language, "auto") == 0)
+    if (o.tp.language && !hvt_model_has_language(model, o.tp.language)) {
+        if (strcmp(o.tp.language, "auto") == 0)
             fprintf(stderr,
                     "hviske: -l auto: language detection is not available (the model is "
                     "told the language; it cannot tell it): give -l with one of %s's "
@@ -301,14 +301,14 @@ int main(int argc, char **argv) {
             fprintf(stderr,
                     "hviske: language '%s' is not supported by %s "
                     "(supported:",
-                    o.language, o.model_dir);
+                    o.tp.language, o.model_dir);
         for (int i = 0; i < hv_model_n_languages(model); i++)
             fprintf(stderr, " %s", hv_model_language(model, i));
         fputs(")\n", stderr);
         rc = HVT_EXIT_USAGE;
         goto done;
     }
-    if (hvt_chunking_uses_vad(o.chunking) &&
+    if (hvt_chunking_uses_vad(o.tp.chunking) &&
         hvt_load_vad(o.vad_model, &vad, err, sizeof err) != HV_OK) {
         fprintf(stderr, "hviske: %s\n", err);
         rc = 1;

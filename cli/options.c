@@ -48,12 +48,10 @@ static void usage(FILE *f) {
                "                         AMD's AVX512-BF16, Zen 4 and 5, and\n"
                "                         weights of 16 bits or fewer, else f32),\n"
                "                         f32 (token for token the f32 reference)\n"
-               "                         or bf16\n"
-               "      --max-tokens N     stop each chunk after N generated tokens\n"
-               "                         (N >= 1)\n"
-               "      --dither X         dither amount, X >= 0 (default: the\n"
-               "                         model's; 0 turns it off)\n"
-               "  -q, --quiet            no progress display, no warnings, and plain\n"
+               "                         or bf16\n");
+    hvt_param_usage(f, "max-tokens");
+    hvt_param_usage(f, "dither");
+    fprintf(f, "  -q, --quiet            no progress display, no warnings, and plain\n"
                "                         txt (no times) on a terminal\n"
                "      --progress         progress lines on stderr also when it is not\n"
                "                         a terminal: 'hviske: FILE: progress P%%\n"
@@ -68,9 +66,10 @@ static void usage(FILE *f) {
                "                         one piece, longer cut at the quietest\n"
                "                         moment near each chunk limit; fixed: cut\n"
                "                         every --chunk-seconds; none: one piece (an\n"
-               "                         error when too long)\n"
-               "      --chunk-seconds S  chunk length for --chunking fixed (S >= 1,\n"
-               "                         at most the model's max_audio_clip_s)\n" HVT_VAD_USAGE "\n"
+               "                         error when too long)\n");
+    hvt_param_usage(f, "chunk-seconds");
+    hvt_vad_usage(f);
+    fprintf(f, "\n"
                "Output:\n"
                "      --format F[,F...]  txt (default): the transcript, one line\n"
                "                         per file; jsonl: one JSON object per line\n"
@@ -128,35 +127,29 @@ static void usage(FILE *f) {
                "                         status (ok, skipped, error), error,\n"
                "                         audio_seconds, processing_seconds\n"
                "\n"
-               "Decoding (default: greedy):\n"
-               "      --beams N          beam search with N beams, N >= 1 (1: greedy)\n"
-               "      --length-penalty X beam search compares hypotheses by\n"
-               "                         score / length^X; X > 0 (default 1)\n"
-               "      --sample           sample each token instead (one beam only)\n"
+               "Decoding (default: greedy):\n");
+    hvt_param_usage(f, "beams");
+    hvt_param_usage(f, "length-penalty");
+    fprintf(f, "      --sample           sample each token instead (one beam only)\n"
                "      --temperature T    sampling temperature, T >= 0 (default 1; 0 is\n"
                "                         greedy); given alone it means --sample (as\n"
                "                         the server's temperature > 0). A list\n"
                "                         T1,T2,... (e.g. 0,0.2,0.4,0.6,0.8,1) decodes\n"
                "                         each chunk again at the next temperature\n"
                "                         while its text fails the fallback's\n"
-               "                         thresholds (0: greedy, or --beams N)\n"
-               "      --top-k K          sample from the K most likely tokens;\n"
-               "                         K >= 0, 0 = all (default)\n"
-               "      --top-p P          sample from the smallest most-likely set\n"
-               "                         reaching probability P, 0 < P <= 1 (default 1)\n"
-               "      --seed S           sampling seed, 0..2^64-1 (default 0); the\n"
-               "                         same seed and input give the same output\n"
-               "      --hotwords LIST    names and phrases to bias decoding towards,\n"
-               "                         separated by commas (e.g. \"Kierkegaard,Aarhus\")\n"
-               "      --hotwords-score X the bonus per matched token, 0 < X <= 100\n"
-               "                         (default 1.5); a partial match gives it back\n"
-               "      --repetition-penalty X  Hugging Face's: the score of every token\n"
-               "                         already in the sequence (prompt included)\n"
-               "                         divided by X when positive, times X when\n"
-               "                         negative; X > 0 (default 1: off)\n"
-               "      --no-repeat-ngram-size N  no run of N tokens twice; N >= 0\n"
-               "                         (default 0: off)\n"
-               "      --diarize          a diarize-and-timestamp model's speaker turns:\n"
+               "                         thresholds (0: greedy, or --beams N)\n");
+    static const char *const sampling[] = {"top-k",
+                                           "top-p",
+                                           "seed",
+                                           "compression-ratio-threshold",
+                                           "log-prob-threshold",
+                                           "no-speech-threshold",
+                                           "hotwords",
+                                           "hotwords-score",
+                                           "repetition-penalty",
+                                           "no-repeat-ngram-size"};
+    for (size_t i = 0; i < sizeof sampling / sizeof *sampling; i++) hvt_param_usage(f, sampling[i]);
+    fprintf(f, "      --diarize          a diarize-and-timestamp model's speaker turns:\n"
                "                         one segment per turn, with its speaker\n"
                "                         (docs/DIARIZE.md)\n"
                "  -h, --help             show this help and exit\n"
@@ -250,45 +243,20 @@ enum {
     N_OPTS
 };
 
-/* A threshold of the temperature fallback in lo..hi, or "none" (NAN: not
- * checked, as faster-whisper's None); for HVT_OPT_CUSTOM. */
-static int parse_threshold(const char *arg, float *out, hvt_lo lo_kind, double lo, double hi) {
-    if (strcmp(arg, "none") == 0) {
-        *out = NAN;
-        return 0;
-    }
-    return hvt_parse_float(arg, lo_kind, lo, hi, out);
-}
-
-static int parse_compression_ratio(const char *arg, void *value) {
-    return parse_threshold(arg, value, HVT_ABOVE, 0.0, INFINITY);
-}
-
-static int parse_log_prob(const char *arg, void *value) {
-    return parse_threshold(arg, value, HVT_FROM, -INFINITY, 0.0);
-}
-
-static int parse_no_speech(const char *arg, void *value) {
-    return parse_threshold(arg, value, HVT_FROM, 0.0, 1.0);
-}
-
 #define AT(field) offsetof(cli_options, field)
 static const hvt_option OPTIONS[N_OPTS] = {
     [O_MODEL] = HVT_OPT_STRING("model", 'm', AT(model_dir)),
-    [O_LANGUAGE] = HVT_OPT_STRING("language", 'l', AT(language)),
+    [O_LANGUAGE] = {.name = "language", .short_name = 'l', .arg = HVT_PARAM, .offset = AT(tp)},
     [O_NO_PUNCT] = HVT_OPT_FLAG("no-punctuation", 0),
     [O_THREADS] = HVT_OPT_THREADS(AT(n_threads)),
     [O_WEIGHT_TYPE] = HVT_OPT_CUSTOM("weight-type", AT(weight_type), hvt_parse_weight_type,
                                      "auto, f32, f16, bf16, q8_0 or q4_0"),
     [O_COMPUTE] = HVT_OPT_COMPUTE(AT(compute)),
-    [O_MAX_TOKENS] =
-        HVT_OPT("max-tokens", 0, HVT_INT, AT(max_tokens), 1, INT_MAX, "an integer >= 1"),
-    [O_DITHER] = HVT_OPT("dither", 0, HVT_FLOAT, AT(dither), 0, INFINITY, "a finite number >= 0"),
+    [O_MAX_TOKENS] = HVT_OPT_PARAM("max-tokens", AT(tp)),
+    [O_DITHER] = HVT_OPT_PARAM("dither", AT(tp)),
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
-    [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
-    [O_CHUNK_SECONDS] = HVT_OPT("chunk-seconds", 0, HVT_FLOAT, AT(chunk_seconds), 1, INFINITY,
-                                "a number of seconds >= 1, at most the model's "
-                                "max_audio_clip_s"),
+    [O_CHUNKING] = HVT_OPT_PARAM("chunking", AT(tp)),
+    [O_CHUNK_SECONDS] = HVT_OPT_PARAM("chunk-seconds", AT(tp)),
     HVT_VAD_OPTION_ROWS(cli_options),
     [O_FORMAT] =
         HVT_OPT_CUSTOM("format", AT(formats), parse_format,
@@ -313,31 +281,21 @@ static const hvt_option OPTIONS[N_OPTS] = {
                                            "the name of an environment variable"),
     [O_SKIP_EXISTING] = HVT_OPT_FLAG("skip-existing", 0),
     [O_SUMMARY] = HVT_OPT_NONEMPTY("summary", 0, AT(summary), "a file name"),
-    /* no HV_MAX_BEAMS here: hv_work_check names the limit when it refuses */
-    [O_BEAMS] = HVT_OPT("beams", 0, HVT_INT, AT(num_beams), 1, INT_MAX, "an integer >= 1"),
-    [O_LENGTH_PENALTY] = HVT_OPT("length-penalty", 0, HVT_FLOAT_ABOVE, AT(length_penalty), 0,
-                                 INFINITY, "a finite number > 0"),
+    [O_BEAMS] = HVT_OPT_PARAM("beams", AT(tp)),
+    [O_LENGTH_PENALTY] = HVT_OPT_PARAM("length-penalty", AT(tp)),
     [O_SAMPLE] = HVT_OPT_FLAG("sample", 0),
     [O_TEMPERATURE] = HVT_OPT_CUSTOM("temperature", AT(temperature), hvt_parse_temperatures,
                                      "a finite number >= 0, or at most 6 joined by commas"),
-    [O_COMPRESSION_RATIO_THRESHOLD] =
-        HVT_OPT_CUSTOM("compression-ratio-threshold", AT(compression_ratio_threshold),
-                       parse_compression_ratio, "a finite number > 0, or none"),
-    [O_LOG_PROB_THRESHOLD] = HVT_OPT_CUSTOM("log-prob-threshold", AT(log_prob_threshold),
-                                            parse_log_prob, "a finite number <= 0, or none"),
-    [O_NO_SPEECH_THRESHOLD] = HVT_OPT_CUSTOM("no-speech-threshold", AT(no_speech_threshold),
-                                             parse_no_speech, "a number 0..1, or none"),
-    [O_TOP_K] = HVT_OPT("top-k", 0, HVT_INT, AT(top_k), 0, INT_MAX, "an integer >= 0"),
-    [O_TOP_P] = HVT_OPT("top-p", 0, HVT_FLOAT_ABOVE, AT(top_p), 0, 1, "a number > 0 and <= 1"),
-    [O_SEED] = HVT_OPT("seed", 0, HVT_U64, AT(seed), 0, 0, "an integer 0..18446744073709551615"),
-    [O_HOTWORDS] =
-        HVT_OPT("hotwords", 0, HVT_STRING, AT(hotwords), 0, 0, "phrases separated by commas"),
-    [O_HOTWORDS_SCORE] = HVT_OPT("hotwords-score", 0, HVT_FLOAT_ABOVE, AT(hotwords_score), 0, 100,
-                                 "a number > 0 and <= 100"),
-    [O_REPETITION_PENALTY] = HVT_OPT("repetition-penalty", 0, HVT_FLOAT_ABOVE,
-                                     AT(repetition_penalty), 0, INFINITY, "a finite number > 0"),
-    [O_NO_REPEAT_NGRAM_SIZE] = HVT_OPT("no-repeat-ngram-size", 0, HVT_INT, AT(no_repeat_ngram_size),
-                                       0, INT_MAX, "an integer >= 0"),
+    [O_COMPRESSION_RATIO_THRESHOLD] = HVT_OPT_PARAM("compression-ratio-threshold", AT(tp)),
+    [O_LOG_PROB_THRESHOLD] = HVT_OPT_PARAM("log-prob-threshold", AT(tp)),
+    [O_NO_SPEECH_THRESHOLD] = HVT_OPT_PARAM("no-speech-threshold", AT(tp)),
+    [O_TOP_K] = HVT_OPT_PARAM("top-k", AT(tp)),
+    [O_TOP_P] = HVT_OPT_PARAM("top-p", AT(tp)),
+    [O_SEED] = HVT_OPT_PARAM("seed", AT(tp)),
+    [O_HOTWORDS] = HVT_OPT_PARAM("hotwords", AT(tp)),
+    [O_HOTWORDS_SCORE] = HVT_OPT_PARAM("hotwords-score", AT(tp)),
+    [O_REPETITION_PENALTY] = HVT_OPT_PARAM("repetition-penalty", AT(tp)),
+    [O_NO_REPEAT_NGRAM_SIZE] = HVT_OPT_PARAM("no-repeat-ngram-size", AT(tp)),
     [O_DIARIZE] = HVT_OPT_FLAG("diarize", 0),
     [O_HELP] = HVT_OPT_HELP,
     [O_VERSION] = HVT_OPT_VERSION,
@@ -393,18 +351,18 @@ static int check_combinations(cli_options *o, const int *given) {
                                    "--format (whisper-cli's -o%s); for such a file write ./%s",
                                    o->output, o->output, o->output, o->output);
     }
-    if (o->do_sample && o->num_beams > 1)
+    if (o->tp.do_sample && o->tp.num_beams > 1)
         return hvt_usage_error(CLI_PROG,
                                "--sample and --beams %d cannot be "
                                "combined (sampling uses one beam)",
-                               o->num_beams);
+                               o->tp.num_beams);
     /* the work budget (hv_work_check: beams, draws and temperatures
      * tried), as hv_transcribe checks it, before any input is read */
     hv_transcribe_params tp = cli_transcribe_params(o, NULL);
     char msg[512];
     if (hv_work_check(&tp, HV_MAX_BEAMS, msg, sizeof msg))
         return hvt_usage_error(CLI_PROG, "%s", msg);
-    if (o->chunking == HV_CHUNKING_FIXED && o->chunk_seconds == 0.0f)
+    if (o->tp.chunking == HV_CHUNKING_FIXED && o->tp.chunk_seconds == 0.0f)
         return hvt_usage_error(CLI_PROG, "--chunking fixed needs "
                                          "--chunk-seconds S");
     if (o->stream && (o->format == HV_OUTPUT_JSON || o->format == HV_OUTPUT_CSV ||
@@ -564,10 +522,10 @@ static void warn_ignored(const cli_options *o, const int *given) {
             last = sampling[k];
     if (o->temperature.n > 1) /* the list's temperatures above 0 sample */
         last = -1;
-    if (last >= 0 && !o->do_sample && o->num_beams > 1)
+    if (last >= 0 && !o->tp.do_sample && o->tp.num_beams > 1)
         fprintf(stderr, "hviske: warning: --%s has no effect with --beams %d (beam search)\n",
-                OPTIONS[last].name, o->num_beams);
-    else if (last >= 0 && !o->do_sample)
+                OPTIONS[last].name, o->tp.num_beams);
+    else if (last >= 0 && !o->tp.do_sample)
         fprintf(stderr, "hviske: warning: --%s has no effect without --sample (or --temperature)\n",
                 OPTIONS[last].name);
     static const int thresholds[] = {O_COMPRESSION_RATIO_THRESHOLD, O_LOG_PROB_THRESHOLD,
@@ -578,10 +536,10 @@ static void warn_ignored(const cli_options *o, const int *given) {
                     "hviske: warning: --%s has no effect without a --temperature list "
                     "(T1,T2,...: the fallback)\n",
                     OPTIONS[thresholds[k]].name);
-    if (given[O_LENGTH_PENALTY] && o->num_beams <= 1)
+    if (given[O_LENGTH_PENALTY] && o->tp.num_beams <= 1)
         fprintf(stderr, "hviske: warning: --length-penalty has no effect "
                         "without --beams N (N > 1)\n");
-    if (o->chunk_seconds > 0.0f && o->chunking != HV_CHUNKING_FIXED)
+    if (o->tp.chunk_seconds > 0.0f && o->tp.chunking != HV_CHUNKING_FIXED)
         fprintf(stderr, "hviske: warning: --chunk-seconds has no effect "
                         "without --chunking fixed\n");
     for (int k = O_MAX_CUE_SECONDS; k <= O_MAX_LINE_CHARS; k++)
@@ -599,14 +557,14 @@ static void warn_ignored(const cli_options *o, const int *given) {
                 hv_output_format_name(o->format),
                 o->format == HV_OUTPUT_TXT ? "" : " (subtitles are timed by word anyway)");
     for (int k = O_VAD_MODEL; k <= O_VAD_MAX_GAP; k++)
-        if (given[k] && !hvt_chunking_uses_vad(o->chunking)) {
+        if (given[k] && !hvt_chunking_uses_vad(o->tp.chunking)) {
             fprintf(stderr,
                     "hviske: warning: --%s has no effect with "
                     "--chunking %s\n",
                     OPTIONS[k].name,
-                    o->chunking == HV_CHUNKING_ENERGY  ? "energy"
-                    : o->chunking == HV_CHUNKING_FIXED ? "fixed"
-                                                       : "none");
+                    o->tp.chunking == HV_CHUNKING_ENERGY  ? "energy"
+                    : o->tp.chunking == HV_CHUNKING_FIXED ? "fixed"
+                                                          : "none");
             break;
         }
 }
@@ -616,23 +574,9 @@ static void warn_ignored(const cli_options *o, const int *given) {
 int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_flags) {
     static const hvt_cli cli = {CLI_PROG, usage, OPTIONS, N_OPTS};
     hv_transcribe_params defaults = hv_transcribe_default_params();
-    *o = (cli_options){.dither = -1.0f,
+    *o = (cli_options){.tp = defaults,
                        .formats = {.n = 0},
-                       .num_beams = defaults.num_beams,
-                       .length_penalty = defaults.length_penalty,
                        .temperature = {.t = {defaults.temperature}, .n = 1},
-                       .compression_ratio_threshold = defaults.compression_ratio_threshold,
-                       .log_prob_threshold = defaults.log_prob_threshold,
-                       .no_speech_threshold = defaults.no_speech_threshold,
-                       .top_k = defaults.top_k,
-                       .top_p = defaults.top_p,
-                       .seed = defaults.seed,
-                       .hotwords_score = defaults.hotwords_score,
-                       .repetition_penalty = defaults.repetition_penalty,
-                       .no_repeat_ngram_size = defaults.no_repeat_ngram_size,
-                       .chunking = defaults.chunking,
-                       .vad = defaults.vad_params,
-                       .vad_max_gap_s = defaults.vad_max_gap_s,
                        .cues = hv_cue_default_params(),
                        .format = HV_OUTPUT_TXT};
     int given[N_OPTS];
@@ -663,7 +607,7 @@ int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_
         !(by_ext == HV_OUTPUT_JSON && o->format == HV_OUTPUT_WHISPER_JSON) && !o->silent)
         fprintf(stderr, "hviske: warning: -o %s: its extension says %s, the format is %s\n",
                 o->output, hv_output_format_name(by_ext), hv_output_format_name(o->format));
-    o->punctuation = !given[O_NO_PUNCT];
+    o->tp.punctuation = !given[O_NO_PUNCT];
     /* a temperature means sampling, as on the server, unless beam search
      * is asked for; a list is the fallback, which samples at each
      * temperature above 0 */
@@ -671,10 +615,11 @@ int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_
     if (list && given[O_SAMPLE])
         return hvt_usage_error(CLI_PROG, "--sample samples at one temperature; with a list of "
                                          "--temperature values each one above 0 samples");
-    o->do_sample = !list && (given[O_SAMPLE] != 0 || (given[O_TEMPERATURE] && o->num_beams <= 1));
+    o->tp.do_sample =
+        !list && (given[O_SAMPLE] != 0 || (given[O_TEMPERATURE] && o->tp.num_beams <= 1));
     o->quiet = given[O_QUIET] != 0;
     o->word_timestamps |= given[O_WORD_TIMESTAMPS] != 0;
-    o->diarize = given[O_DIARIZE] != 0;
+    o->tp.diarize = given[O_DIARIZE] != 0;
     o->stream = given[O_STREAM] != 0;
     o->skip_existing = given[O_SKIP_EXISTING] != 0;
     if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv, given)) >= 0)
@@ -714,33 +659,9 @@ void cli_options_free(cli_options *o) {
 }
 
 hv_transcribe_params cli_transcribe_params(const cli_options *o, const hv_vad *vad) {
-    hv_transcribe_params tp = hv_transcribe_default_params();
-    tp.language = o->language;
-    tp.punctuation = o->punctuation;
-    tp.max_new_tokens = o->max_tokens;
-    if (o->dither >= 0.0f) tp.dither = o->dither;
-    tp.num_beams = o->num_beams;
-    tp.length_penalty = o->length_penalty;
-    tp.do_sample = o->do_sample;
+    hv_transcribe_params tp = o->tp;
     hvt_set_temperatures(&tp, &o->temperature);
-    tp.compression_ratio_threshold = o->compression_ratio_threshold;
-    tp.log_prob_threshold = o->log_prob_threshold;
-    tp.no_speech_threshold = o->no_speech_threshold;
-    tp.top_k = o->top_k;
-    tp.top_p = o->top_p;
-    tp.seed = o->seed;
-    tp.hotwords = o->hotwords;
-    tp.hotwords_score = o->hotwords_score;
-    tp.repetition_penalty = o->repetition_penalty;
-    tp.no_repeat_ngram_size = o->no_repeat_ngram_size;
-    tp.diarize = o->diarize;
-    tp.chunking = o->chunking;
-    tp.chunk_seconds = o->chunk_seconds;
     tp.vad = vad;
-    tp.vad_params = o->vad;
-    tp.vad_max_gap_s = o->vad_max_gap_s;
-    tp.offset_s = o->offset_s;
-    tp.duration_s = o->duration_s;
     /* the segments are cues of the timed words (docs/TIMESTAMPS.md
      * "Segments"): every output that shows segments times the words */
     tp.word_timestamps =

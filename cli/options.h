@@ -23,40 +23,22 @@ typedef struct cli_formats {
 
 typedef struct cli_options {
     const char *model_dir;
-    const char *language;       /* NULL: the library's default */
-    int punctuation;            /* 1 unless --no-punctuation */
-    int n_threads;              /* 0: all cores */
-    hv_weight_type weight_type; /* HV_WEIGHTS_AUTO: the checkpoint's own */
-    hv_compute compute;         /* HV_COMPUTE_AUTO: by the CPU */
-    int max_tokens;             /* 0: the model's default */
-    float dither;               /* < 0: the model's config value */
-    int num_beams;              /* 1: greedy or sampling */
-    float length_penalty;       /* beam search */
-    int do_sample;
+    hv_transcribe_params tp;      /* the parameter options (the library's rows:
+                                   --language, --beams, --top-k, --vad-...);
+                                   cli_transcribe_params adds the rest */
+    int n_threads;                /* 0: all cores */
+    hv_weight_type weight_type;   /* HV_WEIGHTS_AUTO: the checkpoint's own */
+    hv_compute compute;           /* HV_COMPUTE_AUTO: by the CPU */
     hvt_temperatures temperature; /* sampling; several: the fallback's list */
-    float compression_ratio_threshold, log_prob_threshold,
-        no_speech_threshold; /* the fallback's (NAN: not checked) */
-    int top_k;
-    float top_p;
-    uint64_t seed;
-    const char *hotwords; /* --hotwords; NULL: none */
-    float hotwords_score;
-    float repetition_penalty;
-    int no_repeat_ngram_size;
-    int diarize; /* --diarize */
-    hv_chunking chunking;
-    float chunk_seconds;     /* 0: not given */
-    const char *vad_model;   /* --vad-model; NULL: hvt_load_vad's search */
-    hv_vad_params vad;       /* speech regions from probabilities */
-    float vad_max_gap_s;     /* a pause this long always ends a chunk */
-    hv_output_format format; /* the first of formats */
-    cli_formats formats;     /* --format, whisper-cli's -otxt ... */
-    int to_files;            /* one output file per input and format: --output-dir
+    const char *vad_model;        /* --vad-model; NULL: hvt_load_vad's search */
+    hv_output_format format;      /* the first of formats */
+    cli_formats formats;          /* --format, whisper-cli's -otxt ... */
+    int to_files;                 /* one output file per input and format: --output-dir
                               DIR, or beside each input */
-    int aliases;             /* whisper-cli's -oFMT flags given */
-    int word_timestamps;     /* --word-timestamps (srt and vtt compute them anyway) */
-    hv_cue_params cues;      /* srt, vtt: --max-cue-seconds, --max-lines, ... */
-    const char *output;      /* -o FILE; NULL or "-": standard output */
+    int aliases;                  /* whisper-cli's -oFMT flags given */
+    int word_timestamps;          /* --word-timestamps (srt and vtt compute them anyway) */
+    hv_cue_params cues;           /* srt, vtt: --max-cue-seconds, --max-lines, ... */
+    const char *output;           /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int stream; /* --stream: each segment on stdout as it is final */
     int quiet;
@@ -84,13 +66,12 @@ typedef struct cli_options {
     int n_whisper_files;
     const char **whisper_bases; /* -of BASE: input i's files BASE.EXT (owned array) */
     int n_whisper_bases;
-    int whisper_names;           /* files named as whisper-cli names them */
-    double offset_s, duration_s; /* -ot, -d: the part of each input */
-    int max_len;                 /* -ml N given (cues of one line) */
-    const char *whisper_tp;      /* -tp T: the fallback's first temperature (NULL: not given) */
-    const char *whisper_tpi;     /* -tpi I: its step (NULL: not given, 0.2) */
-    int whisper_nf;              /* -nf: T alone, no fallback */
-    int whisper_thresholds;      /* -lpt or -nth: whisper-cli's fallback is on */
+    int whisper_names;       /* files named as whisper-cli names them */
+    int max_len;             /* -ml N given (cues of one line) */
+    const char *whisper_tp;  /* -tp T: the fallback's first temperature (NULL: not given) */
+    const char *whisper_tpi; /* -tpi I: its step (NULL: not given, 0.2) */
+    int whisper_nf;          /* -nf: T alone, no fallback */
+    int whisper_thresholds;  /* -lpt or -nth: whisper-cli's fallback is on */
     char whisper_temps[HVT_MAX_TEMPERATURES * 12]; /* the --temperature list they make */
     int no_prints;                                 /* -np: nothing on stderr but errors */
     char whisper_notes[2048]; /* the notices of flags accepted as hviske's behaviour */

@@ -176,8 +176,8 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
             return -1;
         case W_INPUT: o->whisper_files[o->n_whisper_files++] = v; return -1;
         case W_BASE: o->whisper_bases[o->n_whisper_bases++] = v; return -1;
-        case W_OFFSET: return take_ms(arg, v, &o->offset_s);
-        case W_DURATION: return take_ms(arg, v, &o->duration_s);
+        case W_OFFSET: return take_ms(arg, v, &o->tp.offset_s);
+        case W_DURATION: return take_ms(arg, v, &o->tp.duration_s);
         case W_MAX_LEN:
             if (hvt_parse_int(v, 0, HV_CUE_LINE_CHARS_MAX, &n))
                 return hvt_usage_error(CLI_PROG, "invalid %s '%s' (expected 0..%d characters)", arg,

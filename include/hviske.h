@@ -526,6 +526,82 @@ typedef struct hv_transcribe_params {
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
 
+/* ------------------------------------------------------ the parameters */
+
+/*
+ * The transcription parameters one row each (src/params.c): the name the
+ * server's form fields and Python's keywords use, where the value lives in
+ * hv_transcribe_params, its type, range and default, and a line of help.
+ * hv_transcribe_default_params, hv_transcribe's checks, hviske's options
+ * and --help, hviske-server's form fields and the Python package all come
+ * from these rows, so a range is written once and every refusal reads the
+ * same: "invalid NAME 'VALUE' (expected WHAT)". Pointers (vad, the
+ * temperature list) and callbacks are not rows.
+ */
+typedef enum hv_param_type {
+    HV_PARAM_BOOL = 0,   /* int: "true"/"1" or "false"/"0" */
+    HV_PARAM_INT = 1,    /* int: an integer from lo to hi */
+    HV_PARAM_U64 = 2,    /* uint64_t: an integer from lo to hi */
+    HV_PARAM_SIZE = 3,   /* size_t: an integer from lo to hi */
+    HV_PARAM_FLOAT = 4,  /* float: a finite number in the range */
+    HV_PARAM_DOUBLE = 5, /* double: a finite number in the range */
+    HV_PARAM_ENUM = 6,   /* int: one of choices, stored as its index */
+    HV_PARAM_STRING = 7  /* const char *: the caller's string, not copied */
+} hv_param_type;
+
+typedef struct hv_param {
+    const char *name;  /* the field's name ("num_beams"; vad_params.x is
+                             "vad_x"): the server's form field */
+    const char *alias; /* the programs' other name, which the setter takes
+                             too ("beams": hviske's --beams, Python's
+                             beams=); NULL: none */
+    hv_param_type type;
+    size_t offset;              /* of the value in hv_transcribe_params */
+    double lo, hi;              /* numbers: the range, hi included */
+    int lo_open;                /* 1: lo itself is not in the range */
+    int none;                   /* floats: "none" sets NAN (the check is off) */
+    double def;                 /* the default (hv_transcribe_default_params);
+                             may lie outside the range: "use the model's"
+                             and the like. ENUM: an index; STRING: NULL */
+    const char *const *choices; /* ENUM: the names of 0, 1, ... (NULL-ended) */
+    const char *metavar;        /* the value in --help ("N", "X", "MODE") */
+    const char *help;           /* what it does, one sentence, no range */
+} hv_param;
+
+/* The rows, in order: hv_param_at(0 .. hv_param_count() - 1); NULL
+ * outside. Static. */
+HV_API int hv_param_count(void);
+HV_API const hv_param *hv_param_at(int i);
+
+/* The row named name or with that alias; '-' and '_' are the same and a
+ * leading "--" is skipped ("--top-k" is top_k). NULL when there is none. */
+HV_API const hv_param *hv_param_find(const char *name);
+
+/* What a row takes, as the refusals say it ("an integer from 1 to 64", "a
+ * finite number > 0, or none", "auto, energy, fixed, none or vad"), into
+ * buf (always NUL-terminated when size > 0). Returns buf. */
+HV_API const char *hv_param_expect(const hv_param *param, char *buf, size_t size);
+
+/*
+ * Sets the parameter `name` (as hv_param_find takes it) of *params from
+ * its text, parsed whole and strictly: integers decimal digits only, no
+ * sign, no spaces; numbers decimal ("-0.5", ".5", "1e-3"), no '+', no
+ * "inf"/"nan", finite in the field's type; then the row's range. On
+ * failure *params is left alone and errbuf (which may be NULL) gets
+ * "invalid NAME 'VALUE' (expected WHAT)", NAME as given: HV_ERR_INVALID_ARG,
+ * or for a name without a row "unknown parameter 'NAME'". A STRING row
+ * keeps the pointer `value`: it must outlive the transcription.
+ */
+HV_API hv_status hv_params_set(hv_transcribe_params *params, const char *name, const char *value,
+                               char *errbuf, size_t errbuf_size);
+
+/* Checks every row of *params against its range (its default is allowed
+ * too, NAN where "none" is): HV_OK, or HV_ERR_INVALID_ARG with the
+ * setter's message for the first value outside ("invalid num_beams '0'
+ * (expected an integer from 1 to 64)"). hv_transcribe runs it first. */
+HV_API hv_status hv_params_check(const hv_transcribe_params *params, char *errbuf,
+                                 size_t errbuf_size);
+
 /* The work budget of one request (docs/DECODING.md, "Work budget"). The
  * decoding work of params is the number of decodings a chunk may run: one
  * per temperature tried (the list, or the one mode without it), counting

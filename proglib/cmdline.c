@@ -125,6 +125,13 @@ static int take_option(const hvt_cli *cli, const hvt_option *opt, const char *ar
         case HVT_DOUBLE:
         case HVT_DOUBLE_ABOVE: bad = hvt_parse_double(arg, lo_kind, opt->lo, opt->hi, value); break;
         case HVT_CUSTOM: bad = opt->parse(arg, value); break;
+        case HVT_PARAM: {
+            /* the library's row and its message, naming --NAME */
+            char flag[80], msg[512];
+            snprintf(flag, sizeof flag, "--%s", opt->name);
+            if (hv_params_set(value, flag, arg, msg, sizeof msg) == HV_OK) return -1;
+            return hvt_usage_error(cli->prog, "%s", msg);
+        }
     }
     if (!bad) return -1;
     if (opt->what)
@@ -259,26 +266,57 @@ double hvt_now_s(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* ---------------------------------------------------- --help lines */
+
+void hvt_param_usage(FILE *f, const char *flag) {
+    const hv_param *p = hv_param_find(flag);
+    if (!p) return;
+    char head[64], what[160], text[512];
+    int n = snprintf(head, sizeof head, "      --%s%s%s", flag, p->metavar ? " " : "",
+                     p->metavar ? p->metavar : "");
+    if (p->type == HV_PARAM_STRING) /* "a string" tells nothing */
+        snprintf(text, sizeof text, "%s", p->help);
+    else
+        snprintf(text, sizeof text, "%s; %s", p->help, hv_param_expect(p, what, sizeof what));
+    fputs(head, f);
+    /* the text from column 25 (or a space after a longer head), in words,
+     * lines up to 73 columns */
+    int col = n < 25 ? 25 : n + 1;
+    fprintf(f, "%*s", col - n, "");
+    for (const char *w = text; *w;) {
+        size_t len = strcspn(w, " ");
+        if (col > 25 && col + (int)len > 73) {
+            fprintf(f, "\n%25s", "");
+            col = 25;
+        } else if (w != text) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(w, 1, len, f);
+        col += (int)len;
+        w += len;
+        while (*w == ' ') w++;
+    }
+    fputc('\n', f);
+}
+
+void hvt_vad_usage(FILE *f) {
+    fputs("      --vad-model DIR    the speech detector (default: $HVISKE_VAD_MODEL,\n"
+          "                         else the installed or bundled silero-vad)\n",
+          f);
+    static const char *const flags[] = {"vad-threshold",      "vad-min-speech-ms",
+                                        "vad-min-silence-ms", "vad-speech-pad-ms",
+                                        "vad-edges",          "vad-max-gap"};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) hvt_param_usage(f, flags[i]);
+}
+
 /* ---------------------------------------------------- speech detector */
 
 int hvt_chunking_uses_vad(hv_chunking mode) {
     return mode == HV_CHUNKING_AUTO || mode == HV_CHUNKING_VAD;
 }
 
-int hvt_parse_chunking(const char *arg, void *value) { return hv_chunking_parse(arg, value); }
-
 int hvt_parse_weight_type(const char *arg, void *value) { return hv_weight_type_parse(arg, value); }
-
-int hvt_parse_vad_edges(const char *arg, void *value) {
-    int *edges = value;
-    if (!strcmp(arg, "signal"))
-        *edges = HV_VAD_EDGES_SIGNAL;
-    else if (!strcmp(arg, "silero"))
-        *edges = HV_VAD_EDGES_SILERO;
-    else
-        return -1;
-    return 0;
-}
 
 int hvt_parse_compute(const char *arg, void *value) { return hv_compute_parse(arg, value); }
 

@@ -66,6 +66,9 @@ typedef enum hvt_arg {
     HVT_DOUBLE,       /* double: a float in [lo, hi] */
     HVT_DOUBLE_ABOVE, /* double: a float in (lo, hi] */
     HVT_CUSTOM,       /* the option's own parse function */
+    HVT_PARAM,        /* the library's parameter of the option's name
+                         (hv_params_set, its message): offset is that of
+                         an hv_transcribe_params */
     HVT_HELP,         /* prints the usage on stdout; the program exits 0 */
     HVT_VERSION       /* prints "PROG VERSION" on stdout; exits 0 */
 } hvt_arg;
@@ -94,6 +97,10 @@ typedef struct hvt_option {
     { .name = name_, .short_name = letter, .arg = HVT_STRING, .offset = off }
 #define HVT_OPT_FLAG(name_, letter)                                                                \
     { .name = name_, .short_name = letter, .arg = HVT_FLAG }
+/* --NAME for the parameter row of that name or alias (hv_param_find),
+ * into the hv_transcribe_params at off. */
+#define HVT_OPT_PARAM(name_, off)                                                                  \
+    { .name = name_, .arg = HVT_PARAM, .offset = off }
 #define HVT_OPT_CUSTOM(name_, off, parse_, expect_)                                                \
     { .name = name_, .arg = HVT_CUSTOM, .offset = off, .parse = parse_, .expect = expect_ }
 /* -t, --threads N, N in 1..256 (an int), as every program has it. */
@@ -158,44 +165,37 @@ double hvt_now_s(void);
 
 /* ---------------------------------------------------- speech detector */
 
-/* The longest duration a speech detection option takes (a day, as the
- * library's check), in ms. */
-#define HVT_VAD_MAX_MS 86400000
-
 /* Whether a chunking mode uses the speech detector (auto and vad). */
 int hvt_chunking_uses_vad(hv_chunking mode);
-
-/* --chunking NAME into the hv_chunking at value; 0 if valid. */
-int hvt_parse_chunking(const char *arg, void *value);
 
 /* --weight-type T (an hv_weight_type), for HVT_OPT_CUSTOM: 0 if valid. */
 int hvt_parse_weight_type(const char *arg, void *value);
 
-/* --vad-edges NAME (signal, silero) into the int (hv_vad_edges) at value;
- * 0 if valid. */
-int hvt_parse_vad_edges(const char *arg, void *value);
-
 /* The speech detection options, the same in the CLI and the server: their
  * indices (an enum of each program's options holds HVT_VAD_OPTION_IDS)
- * and their rows, for an options struct with the fields vad_model,
- * vad (hv_vad_params) and vad_max_gap_s; and their --help lines. */
+ * and their rows, for an options struct with the fields vad_model and tp
+ * (the hv_transcribe_params the parameter rows fill); and their --help
+ * lines (hvt_vad_usage). */
 #define HVT_VAD_OPTION_IDS                                                                         \
     O_VAD_MODEL, O_VAD_THRESHOLD, O_VAD_MIN_SPEECH, O_VAD_MIN_SILENCE, O_VAD_PAD, O_VAD_EDGES,     \
         O_VAD_MAX_GAP
-#define HVT_OPT_VAD_MS_(name_, off)                                                                \
-    HVT_OPT(name_, 0, HVT_INT, off, 0, HVT_VAD_MAX_MS, "milliseconds, 0..86400000")
 #define HVT_VAD_OPTION_ROWS(type)                                                                  \
     [O_VAD_MODEL] = HVT_OPT_NONEMPTY("vad-model", 0, offsetof(type, vad_model), "a directory"),    \
-    [O_VAD_THRESHOLD] = HVT_OPT("vad-threshold", 0, HVT_FLOAT, offsetof(type, vad.threshold), 0,   \
-                                1, "a number from 0 to 1"),                                        \
-    [O_VAD_MIN_SPEECH] = HVT_OPT_VAD_MS_("vad-min-speech-ms", offsetof(type, vad.min_speech_ms)),  \
-    [O_VAD_MIN_SILENCE] =                                                                          \
-        HVT_OPT_VAD_MS_("vad-min-silence-ms", offsetof(type, vad.min_silence_ms)),                 \
-    [O_VAD_PAD] = HVT_OPT_VAD_MS_("vad-speech-pad-ms", offsetof(type, vad.speech_pad_ms)),         \
-    [O_VAD_EDGES] = HVT_OPT_CUSTOM("vad-edges", offsetof(type, vad.edges), hvt_parse_vad_edges,    \
-                                   "signal or silero"),                                            \
-    [O_VAD_MAX_GAP] = HVT_OPT("vad-max-gap", 0, HVT_FLOAT, offsetof(type, vad_max_gap_s), 0,       \
-                              86400, "seconds, 0..86400")
+    [O_VAD_THRESHOLD] = HVT_OPT_PARAM("vad-threshold", offsetof(type, tp)),                        \
+    [O_VAD_MIN_SPEECH] = HVT_OPT_PARAM("vad-min-speech-ms", offsetof(type, tp)),                   \
+    [O_VAD_MIN_SILENCE] = HVT_OPT_PARAM("vad-min-silence-ms", offsetof(type, tp)),                 \
+    [O_VAD_PAD] = HVT_OPT_PARAM("vad-speech-pad-ms", offsetof(type, tp)),                          \
+    [O_VAD_EDGES] = HVT_OPT_PARAM("vad-edges", offsetof(type, tp)),                                \
+    [O_VAD_MAX_GAP] = HVT_OPT_PARAM("vad-max-gap", offsetof(type, tp))
+
+/* The --help lines of the speech detection options. */
+void hvt_vad_usage(FILE *f);
+
+/* The --help line of the parameter option --flag (HVT_OPT_PARAM): "--flag
+ * METAVAR", then the row's help and what it takes, wrapped at 73 columns
+ * from column 25, as the programs' hand-written lines. */
+void hvt_param_usage(FILE *f, const char *flag);
+
 /* A decoding temperature, or the temperature fallback's list
  * (docs/DECODING.md), as hviske's --temperature and the server's
  * temperature field take them: "T" or "T1,T2,...", each a float (as
@@ -225,26 +225,5 @@ void hvt_set_temperatures(hv_transcribe_params *tp, const hvt_temperatures *t);
 /* --compute auto|f32|bf16 (hv_compute), the same in every program. */
 int hvt_parse_compute(const char *arg, void *value);
 #define HVT_OPT_COMPUTE(off) HVT_OPT_CUSTOM("compute", off, hvt_parse_compute, "auto, f32 or bf16")
-
-/* --chunking, with hvt_parse_chunking. */
-#define HVT_OPT_CHUNKING(off)                                                                      \
-    HVT_OPT_CUSTOM("chunking", off, hvt_parse_chunking, "auto, vad, energy, fixed or none")
-#define HVT_VAD_USAGE                                                                              \
-    "      --vad-model DIR    the speech detector (default: $HVISKE_VAD_MODEL,\n"                  \
-    "                         else the installed or bundled silero-vad)\n"                         \
-    "      --vad-threshold P  speech probability that starts speech,\n"                            \
-    "                         0..1 (default 0.5)\n"                                                \
-    "      --vad-min-speech-ms N   shorter speech is dropped (default 250)\n"                      \
-    "      --vad-min-silence-ms N  silence that ends speech (default 100)\n"                       \
-    "      --vad-speech-pad-ms N   added on each side of speech (default 30)\n"                    \
-    "      --vad-edges E      signal (default): the detector hears the audio\n"                    \
-    "                         forwards and backwards, afresh after digital\n"                      \
-    "                         silence; each speech region then starts and\n"                       \
-    "                         ends where the signal leaves the pause's floor\n"                    \
-    "                         (up to 1.5 s beyond the detector's edges);\n"                        \
-    "                         silero: the detector's regions as they are\n"                        \
-    "      --vad-max-gap S    a pause of S seconds or more always ends a\n"                        \
-    "                         chunk, so no segment spans it (default 3;\n"                         \
-    "                         0: only the clip length ends chunks)\n"
 
 #endif /* HV_PROGLIB_CMDLINE_H */

@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
     s.model_dir = o.model_dir;
     s.mp = mp;
     s.rate = hv_model_sample_rate(s.model);
-    if (hvt_chunking_uses_vad(o.chunking) &&
+    if (hvt_chunking_uses_vad(o.tp.chunking) &&
         hvt_load_vad(o.vad_model, &s.vad, err, sizeof err) != HV_OK) {
         fprintf(stderr, "hviske-server: %s\n", err);
         goto done;
@@ -234,11 +234,9 @@ int main(int argc, char **argv) {
                 list);
         goto done;
     }
+    s.base = o.tp;
     s.base.language = o.language;
-    s.base.chunking = o.chunking;
     s.base.vad = s.vad;
-    s.base.vad_params = o.vad;
-    s.base.vad_max_gap_s = o.vad_max_gap_s;
     s.workers = calloc((size_t)o.n_workers, sizeof *s.workers);
     if (!s.workers) {
         fputs("hviske-server: out of memory\n", stderr);

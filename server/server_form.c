@@ -28,29 +28,31 @@ static const struct {
     int whisper;    /* 1: whisper-server's, on POST /inference only; -1: not
                        there (whisper-server's field of that name means
                        something else, and is ignored there) */
+    int param;      /* the library's parameter of that name (hv_params_set:
+                       its range and its message) */
 } FIELDS[SRV_N_FIELDS] = {
     [SRV_F_MODEL] = {"model", 127},
     [SRV_F_LANGUAGE] = {"language", 31},
     [SRV_F_PROMPT] = {"prompt", 16384},
     [SRV_F_RESPONSE_FORMAT] = {"response_format", 64},
     [SRV_F_TEMPERATURE] = {"temperature", 64},
-    [SRV_F_PUNCTUATION] = {"punctuation", 64},
-    [SRV_F_NUM_BEAMS] = {"num_beams", 64},
-    [SRV_F_LENGTH_PENALTY] = {"length_penalty", 64},
-    [SRV_F_TOP_K] = {"top_k", 64},
-    [SRV_F_TOP_P] = {"top_p", 64},
-    [SRV_F_SEED] = {"seed", 64},
-    [SRV_F_MAX_TOKENS] = {"max_tokens", 64},
+    [SRV_F_PUNCTUATION] = {"punctuation", 64, 0, 1},
+    [SRV_F_NUM_BEAMS] = {"num_beams", 64, 0, 1},
+    [SRV_F_LENGTH_PENALTY] = {"length_penalty", 64, 0, 1},
+    [SRV_F_TOP_K] = {"top_k", 64, 0, 1},
+    [SRV_F_TOP_P] = {"top_p", 64, 0, 1},
+    [SRV_F_SEED] = {"seed", 64, 0, 1},
+    [SRV_F_MAX_TOKENS] = {"max_tokens", 64, 0, 1},
     [SRV_F_STREAM] = {"stream", 64},
     [SRV_F_TIMESTAMP_GRANULARITIES] = {"timestamp_granularities[]", 64},
     [SRV_F_CHUNKING_STRATEGY] = {"chunking_strategy", 1024},
     [SRV_F_INCLUDE] = {"include[]", 256},
     [SRV_F_PROGRESS] = {"progress", 64},
     [SRV_F_HOTWORDS] = {"hotwords", 1024},
-    [SRV_F_HOTWORDS_SCORE] = {"hotwords_score", 64},
-    [SRV_F_REPETITION_PENALTY] = {"repetition_penalty", 64},
-    [SRV_F_NO_REPEAT_NGRAM_SIZE] = {"no_repeat_ngram_size", 64},
-    [SRV_F_DIARIZE] = {"diarize", 64, -1},
+    [SRV_F_HOTWORDS_SCORE] = {"hotwords_score", 64, 0, 1},
+    [SRV_F_REPETITION_PENALTY] = {"repetition_penalty", 64, 0, 1},
+    [SRV_F_NO_REPEAT_NGRAM_SIZE] = {"no_repeat_ngram_size", 64, 0, 1},
+    [SRV_F_DIARIZE] = {"diarize", 64, -1, 1},
     [SRV_F_DOWNLOADS] = {"downloads", 128},
     [SRV_F_BEAM_SIZE] = {"beam_size", 64, 1},
     [SRV_F_OFFSET_T] = {"offset_t", 64, 1},
@@ -319,39 +321,33 @@ static int has_nul(const srv_form *f, srv_field i) {
         return -1;                                                                                 \
     } while (0)
 
-/* OpenAI's server_vad settings, each optional, onto the detector's:
- * threshold (0..1), prefix_padding_ms (padding before and after speech),
- * silence_duration_ms (silence that ends speech). 0, or -1 with *e set. */
-static int parse_server_vad(const cJSON *obj, hv_vad_params *vp, srv_error *e) {
+/* OpenAI's server_vad settings, each optional, onto the detector's: the
+ * library's rows under OpenAI's names. 0, or -1 with *e set. */
+static int parse_server_vad(const cJSON *obj, hv_transcribe_params *tp, srv_error *e) {
     static const char P[] = "chunking_strategy";
+    static const char *const ALIAS[][2] = {{"threshold", "vad_threshold"},
+                                           {"prefix_padding_ms", "vad_speech_pad_ms"},
+                                           {"silence_duration_ms", "vad_min_silence_ms"}};
     const cJSON *item;
     cJSON_ArrayForEach(item, obj) {
         const char *k = item->string;
-        int *ms = NULL;
         if (strcmp(k, "type") == 0) continue;
-        if (strcmp(k, "threshold") == 0) {
-            if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0 && item->valuedouble <= 1))
-                BAD(P, "chunking_strategy.threshold must be a number from 0 "
-                       "to 1");
-            vp->threshold = (float)item->valuedouble;
-            continue;
-        }
-        if (strcmp(k, "prefix_padding_ms") == 0)
-            ms = &vp->speech_pad_ms;
-        else if (strcmp(k, "silence_duration_ms") == 0)
-            ms = &vp->min_silence_ms;
-        else
+        const char *row = NULL;
+        for (size_t i = 0; i < sizeof ALIAS / sizeof *ALIAS; i++)
+            if (strcmp(k, ALIAS[i][0]) == 0) row = ALIAS[i][1];
+        if (!row)
             BAD(P,
                 "chunking_strategy has no field '%.40s' (type, threshold, "
                 "prefix_padding_ms, silence_duration_ms)",
                 k);
-        double d = cJSON_IsNumber(item) ? item->valuedouble : -1;
-        if (!(d >= 0 && d <= HVT_VAD_MAX_MS) || d != floor(d))
-            BAD(P,
-                "chunking_strategy.%s must be an integer from 0 to %d "
-                "(milliseconds)",
-                k, HVT_VAD_MAX_MS);
-        *ms = (int)d;
+        /* the number as text, through the row's setter ("1e+20", "-5" and
+         * "2.5" are no integers) */
+        char text[64], what[160];
+        if (cJSON_IsNumber(item)) snprintf(text, sizeof text, "%.17g", item->valuedouble);
+        if (!cJSON_IsNumber(item) || hv_params_set(tp, row, text, NULL, 0))
+            BAD(P, "invalid chunking_strategy.%s '%s' (expected %s)", k,
+                cJSON_IsNumber(item) ? text : "(not a number)",
+                hv_param_expect(hv_param_find(row), what, sizeof what));
     }
     return 0;
 }
@@ -416,7 +412,7 @@ static int parse_chunking_strategy(const char *v, hv_transcribe_params *tp, srv_
                       "...}");
         rc = -1;
     } else {
-        rc = parse_server_vad(obj, &tp->vad_params, e);
+        rc = parse_server_vad(obj, tp, e);
     }
     cJSON_Delete(obj);
     return rc;
@@ -554,45 +550,19 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
         hvt_set_temperatures(&p->tp, &p->temperatures);
         p->tp.do_sample = p->temperatures.n == 1 && p->temperatures.t[0] > 0.0f;
     }
-    if ((v = val(f, SRV_F_PUNCTUATION))) {
-        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
-            p->tp.punctuation = 1;
-        else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
-            p->tp.punctuation = 0;
-        else
-            BAD("punctuation", "punctuation must be true or false");
+    /* the fields that are the library's parameters: its rows' ranges and
+     * message; the server's --max-beams caps the work with check_work,
+     * below */
+    for (int i = 0; i < SRV_N_FIELDS; i++) {
+        char msg[sizeof e->message];
+        if (FIELDS[i].param && (v = val(f, (srv_field)i)) &&
+            hv_params_set(&p->tp, FIELDS[i].name, v, msg, sizeof msg))
+            BAD(FIELDS[i].name, "%s", msg);
     }
-    /* the server's --max-beams caps the work with check_work, below */
-    if ((v = val(f, SRV_F_NUM_BEAMS)) && hvt_parse_int(v, 1, HV_MAX_BEAMS, &p->tp.num_beams))
-        BAD("num_beams", "num_beams must be an integer from 1 to %d (the server's --max-beams)",
-            f->max_beams);
-    if ((v = val(f, SRV_F_LENGTH_PENALTY)) &&
-        hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.length_penalty))
-        BAD("length_penalty", "length_penalty must be a finite number > 0");
-    if ((v = val(f, SRV_F_TOP_K)) && hvt_parse_int(v, 0, INT_MAX, &p->tp.top_k))
-        BAD("top_k", "top_k must be an integer >= 0 (0: all tokens)");
-    if ((v = val(f, SRV_F_TOP_P)) && hvt_parse_float(v, HVT_ABOVE, 0.0, 1.0, &p->tp.top_p))
-        BAD("top_p", "top_p must be a number > 0 and <= 1");
-    if ((v = val(f, SRV_F_SEED)) && hvt_parse_u64(v, 0, UINT64_MAX, &p->tp.seed))
-        BAD("seed", "seed must be an integer from 0 to "
-                    "18446744073709551615");
-    if ((v = val(f, SRV_F_MAX_TOKENS)) && hvt_parse_int(v, 1, INT_MAX, &p->tp.max_new_tokens))
-        BAD("max_tokens", "max_tokens must be an integer >= 1");
     if ((v = val(f, SRV_F_HOTWORDS))) { /* the upload is freed before the transcription */
         snprintf(p->hotwords, sizeof p->hotwords, "%s", v);
         p->tp.hotwords = p->hotwords;
     }
-    if ((v = val(f, SRV_F_HOTWORDS_SCORE)) &&
-        hvt_parse_float(v, HVT_ABOVE, 0.0, 100.0, &p->tp.hotwords_score))
-        BAD("hotwords_score", "hotwords_score must be a number > 0 and <= 100");
-    if ((v = val(f, SRV_F_REPETITION_PENALTY)) &&
-        hvt_parse_float(v, HVT_ABOVE, 0.0, INFINITY, &p->tp.repetition_penalty))
-        BAD("repetition_penalty", "repetition_penalty must be a finite number > 0 (1: off)");
-    if ((v = val(f, SRV_F_NO_REPEAT_NGRAM_SIZE)) &&
-        hvt_parse_int(v, 0, INT_MAX, &p->tp.no_repeat_ngram_size))
-        BAD("no_repeat_ngram_size", "no_repeat_ngram_size must be an integer >= 0 (0: off)");
-    if ((v = val(f, SRV_F_DIARIZE)) && parse_bool(v, &p->tp.diarize))
-        BAD("diarize", "diarize must be true or false");
     if ((v = val(f, SRV_F_STREAM))) {
         if (strcmp(v, "true") == 0)
             p->stream = 1;

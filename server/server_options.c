@@ -15,79 +15,81 @@
 static const char PROG[] = "hviske-server";
 
 static void usage(FILE *f) {
+    fprintf(f, "Usage: hviske-server -m MODEL_DIR [options]\n"
+               "Serves transcription over HTTP with OpenAI's API:\n"
+               "POST /v1/audio/transcriptions, GET /v1/models, GET /health,\n"
+               "GET /ready (503 when busy or draining), GET /metrics (Prometheus),\n"
+               "and a web page at / for people.\n"
+               "\n"
+               "  -m, --model DIR          checkpoint directory\n"
+               "  -l, --language LANG      the language of requests that name none\n"
+               "                           (default: da when the model has it, else\n"
+               "                           its first; as whisper-server's -l)\n"
+               "      --host HOST          address to listen on (default 127.0.0.1)\n"
+               "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
+               "                           free port, printed at start)\n"
+               "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
+               "  -t, --threads N          threads per worker, 1..256 (default: the\n"
+               "                           cores divided among the workers)\n"
+               "      --weight-type T      auto (default: the checkpoint's own type,\n"
+               "                           read in place), f32, f16, bf16, q8_0 or\n"
+               "                           q4_0 (as hviske's)\n"
+               "      --compute MODE       auto (default: bf16 on a CPU with AMX or\n"
+               "                           AMD's AVX512-BF16, Zen 4 and 5, and\n"
+               "                           weights of 16 bits or fewer, else f32),\n"
+               "                           f32 (token for token the f32 reference)\n"
+               "                           or bf16\n"
+               "      --queue Q            requests that may wait for a worker,\n"
+               "                           0..4096 (default 16); beyond: 503\n"
+               "      --max-beams N        the work budget of a request: decodings a\n"
+               "                           chunk may run (beams at each temperature\n"
+               "                           0, one draw above 0), 1..64 (default 16)\n"
+               "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
+               "                           (default 128: an hour of 16 kHz 16-bit\n"
+               "                           mono WAV is 110 MiB)\n"
+               "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
+               "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
+               "                           /v1/ paths (no control characters, no\n"
+               "                           space or tab at either end)\n"
+               "      --model-name NAME    the model id in /v1/models (default\n"
+               "                           hviske)\n"
+               "      --timeout S          close a connection idle for S seconds,\n"
+               "                           1..86400 (default 30)\n"
+               "      --request-timeout S  a request's body must be in within S\n"
+               "                           seconds of its headers, 1..86400\n"
+               "                           (default 600)\n"
+               "      --min-upload-rate B  after --timeout seconds, a body must\n"
+               "                           have come at B bytes/s on average, or\n"
+               "                           the connection is closed; 0..1073741824\n"
+               "                           (default 4096; 0: no such limit)\n"
+               "      --max-connections N  open connections for requests, 1..65536\n"
+               "                           (default 64); 4 more answer /health,\n"
+               "                           /ready, /metrics and 503 to the rest\n"
+               "      --max-connections-per-ip N  from one address, 0..65536\n"
+               "                           (default 0: no limit of its own)\n"
+               "      --access-log FILE    append the access log (a JSON line per\n"
+               "                           request) to FILE instead of stderr\n"
+               "  -q, --quiet              no access log\n"
+               "      --no-web             no web page at / (the API only)\n"
+               "      --allow-load         POST /load (form field model: a checkpoint\n"
+               "                           directory; the API key's) loads another\n"
+               "                           checkpoint in place of the running one, as\n"
+               "                           whisper-server's /load (default: refused, 403)\n"
+               "      --allow-host NAME    answer requests whose Host is NAME (repeatable;\n"
+               "                           '*': any); on a loopback --host, others than\n"
+               "                           localhost and IP addresses get 403\n"
+               "      --allow-origin ORIGIN  let pages of ORIGIN (scheme://host[:port])\n"
+               "                           call the API (repeatable; '*': any); other\n"
+               "                           origins get 403 (the page's own: allowed)\n"
+               "\n"
+               "Speech detection (the form field chunking_strategy, \"auto\" or\n"
+               "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
+               "      --chunking MODE    for requests without chunking_strategy:\n"
+               "                         auto (default) = vad: only speech is\n"
+               "                         transcribed; energy, none: all audio\n");
+    hvt_vad_usage(f);
     fprintf(f,
-            "Usage: hviske-server -m MODEL_DIR [options]\n"
-            "Serves transcription over HTTP with OpenAI's API:\n"
-            "POST /v1/audio/transcriptions, GET /v1/models, GET /health,\n"
-            "GET /ready (503 when busy or draining), GET /metrics (Prometheus),\n"
-            "and a web page at / for people.\n"
             "\n"
-            "  -m, --model DIR          checkpoint directory\n"
-            "  -l, --language LANG      the language of requests that name none\n"
-            "                           (default: da when the model has it, else\n"
-            "                           its first; as whisper-server's -l)\n"
-            "      --host HOST          address to listen on (default 127.0.0.1)\n"
-            "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
-            "                           free port, printed at start)\n"
-            "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
-            "  -t, --threads N          threads per worker, 1..256 (default: the\n"
-            "                           cores divided among the workers)\n"
-            "      --weight-type T      auto (default: the checkpoint's own type,\n"
-            "                           read in place), f32, f16, bf16, q8_0 or\n"
-            "                           q4_0 (as hviske's)\n"
-            "      --compute MODE       auto (default: bf16 on a CPU with AMX or\n"
-            "                           AMD's AVX512-BF16, Zen 4 and 5, and\n"
-            "                           weights of 16 bits or fewer, else f32),\n"
-            "                           f32 (token for token the f32 reference)\n"
-            "                           or bf16\n"
-            "      --queue Q            requests that may wait for a worker,\n"
-            "                           0..4096 (default 16); beyond: 503\n"
-            "      --max-beams N        the work budget of a request: decodings a\n"
-            "                           chunk may run (beams at each temperature\n"
-            "                           0, one draw above 0), 1..64 (default 16)\n"
-            "      --max-upload-mb M    largest audio file in MiB, 1..4096\n"
-            "                           (default 128: an hour of 16 kHz 16-bit\n"
-            "                           mono WAV is 110 MiB)\n"
-            "      --max-audio-seconds S  longest audio, S > 0 (default 3600)\n"
-            "      --api-key KEY        require 'Authorization: Bearer KEY' on\n"
-            "                           /v1/ paths (no control characters, no\n"
-            "                           space or tab at either end)\n"
-            "      --model-name NAME    the model id in /v1/models (default\n"
-            "                           hviske)\n"
-            "      --timeout S          close a connection idle for S seconds,\n"
-            "                           1..86400 (default 30)\n"
-            "      --request-timeout S  a request's body must be in within S\n"
-            "                           seconds of its headers, 1..86400\n"
-            "                           (default 600)\n"
-            "      --min-upload-rate B  after --timeout seconds, a body must\n"
-            "                           have come at B bytes/s on average, or\n"
-            "                           the connection is closed; 0..1073741824\n"
-            "                           (default 4096; 0: no such limit)\n"
-            "      --max-connections N  open connections for requests, 1..65536\n"
-            "                           (default 64); 4 more answer /health,\n"
-            "                           /ready, /metrics and 503 to the rest\n"
-            "      --max-connections-per-ip N  from one address, 0..65536\n"
-            "                           (default 0: no limit of its own)\n"
-            "      --access-log FILE    append the access log (a JSON line per\n"
-            "                           request) to FILE instead of stderr\n"
-            "  -q, --quiet              no access log\n"
-            "      --no-web             no web page at / (the API only)\n"
-            "      --allow-load         POST /load (form field model: a checkpoint\n"
-            "                           directory; the API key's) loads another\n"
-            "                           checkpoint in place of the running one, as\n"
-            "                           whisper-server's /load (default: refused, 403)\n"
-            "      --allow-host NAME    answer requests whose Host is NAME (repeatable;\n"
-            "                           '*': any); on a loopback --host, others than\n"
-            "                           localhost and IP addresses get 403\n"
-            "      --allow-origin ORIGIN  let pages of ORIGIN (scheme://host[:port])\n"
-            "                           call the API (repeatable; '*': any); other\n"
-            "                           origins get 403 (the page's own: allowed)\n"
-            "\n"
-            "Speech detection (the form field chunking_strategy, \"auto\" or\n"
-            "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
-            "      --chunking MODE    for requests without chunking_strategy:\n"
-            "                         auto (default) = vad: only speech is\n"
-            "                         transcribed; energy, none: all audio\n" HVT_VAD_USAGE "\n"
             "Subtitles (response_format srt and vtt, and verbose_json's segments):\n" HVT_CUE_USAGE
             "\n"
             "  -h, --help               show this help and exit\n"
@@ -224,7 +226,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
                              "an integer 0..65536"),
     [O_QUIET] = HVT_OPT_FLAG("quiet", 'q'),
     [O_ACCESS_LOG] = HVT_OPT_NONEMPTY("access-log", 0, AT(access_log), "a file name"),
-    [O_CHUNKING] = HVT_OPT_CHUNKING(AT(chunking)),
+    [O_CHUNKING] = HVT_OPT_PARAM("chunking", AT(tp)),
     [O_NO_WEB] = HVT_OPT_FLAG("no-web", 0),
     [O_ALLOW_LOAD] = HVT_OPT_FLAG("allow-load", 0),
     [O_ALLOW_HOST] = HVT_OPT_CUSTOM("allow-host", AT(allow_hosts), parse_allow_host,
@@ -254,9 +256,7 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
                        .request_timeout_s = 600,
                        .min_upload_rate = 4096,
                        .max_connections = 64,
-                       .chunking = defaults.chunking,
-                       .vad = defaults.vad_params,
-                       .vad_max_gap_s = defaults.vad_max_gap_s,
+                       .tp = defaults,
                        .cues = hv_cue_default_params()};
     int given[N_OPTS];
     char notes[2048] = "";
@@ -268,7 +268,7 @@ int srv_parse_options(int argc, char **argv, srv_options *o) {
     o->quiet = given[O_QUIET] != 0;
     o->no_web = given[O_NO_WEB] != 0;
     o->allow_load = given[O_ALLOW_LOAD] != 0;
-    if (o->chunking == HV_CHUNKING_FIXED)
+    if (o->tp.chunking == HV_CHUNKING_FIXED)
         return hvt_usage_error(PROG, "--chunking fixed is not offered by the "
                                      "server (auto, vad, energy or none)");
     if (optind < argc) return hvt_usage_error(PROG, "unexpected argument '%s'", argv[optind]);

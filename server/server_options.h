@@ -36,13 +36,13 @@ typedef struct srv_options {
     unsigned min_upload_rate;   /* bytes/s a body keeps up with after
                                    timeout_s; 0: none */
     unsigned max_connections;
-    unsigned max_per_ip;    /* 0: no limit */
-    int quiet;              /* no access log */
-    const char *access_log; /* NULL: standard error */
-    hv_chunking chunking;   /* requests without chunking_strategy */
-    const char *vad_model;  /* NULL: hvt_load_vad's search */
-    hv_vad_params vad;      /* speech detection settings */
-    float vad_max_gap_s;
+    unsigned max_per_ip;     /* 0: no limit */
+    int quiet;               /* no access log */
+    const char *access_log;  /* NULL: standard error */
+    hv_transcribe_params tp; /* the parameter options (--chunking for requests
+                                without chunking_strategy, --vad-...): what
+                                every request starts from */
+    const char *vad_model;   /* NULL: hvt_load_vad's search */
     hv_cue_params cues;      /* srt, vtt, verbose_json segments */
     int no_web;              /* no page at / (server_web.c) */
     srv_names allow_hosts;   /* --allow-host: Host names answered ("*": any) */

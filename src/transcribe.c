@@ -198,54 +198,14 @@ const char *hv_context_error(const hv_context *ctx) { return ctx ? ctx->err.msg 
 
 /* ----------------------------------------------------------- transcribe */
 
-hv_transcribe_params hv_transcribe_default_params(void) {
-    hv_transcribe_params p = {0};
-    p.language = NULL;
-    p.punctuation = 1;
-    p.max_new_tokens = 0;
-    p.dither = -1.0f;
-    p.dither_seed = 0;
-    p.num_beams = 1;
-    p.length_penalty = 1.0f;
-    p.do_sample = 0;
-    p.temperature = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.seed = 0;
-    p.best_of = 1;
-    p.temperatures = NULL;
-    p.n_temperatures = 0;
-    p.compression_ratio_threshold = 2.4f;
-    p.log_prob_threshold = -1.0f;
-    p.no_speech_threshold = 0.6f;
-    p.vad = NULL;
-    p.vad_params = hv_vad_default_params();
-    p.vad_max_gap_s = 3.0f;
-    p.max_audio_bytes = HV_DEFAULT_MAX_AUDIO_BYTES;
-    p.hotwords = NULL;
-    p.hotwords_score = HV_DEFAULT_HOTWORDS_SCORE;
-    p.repetition_penalty = 1.0f;
-    p.no_repeat_ngram_size = 0;
-    p.diarize = 0;
-    return p;
-}
-
 /* Checks the decoding options (docs/DECODING.md, "Validation"). */
 static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
-    if (p->num_beams < 1 || p->num_beams > HV_MAX_BEAMS)
-        return hv_err(e, HV_ERR_INVALID_ARG, "num_beams %d: must be between 1 and %d", p->num_beams,
-                      HV_MAX_BEAMS);
-    if (!isfinite(p->length_penalty) || p->length_penalty <= 0)
-        return hv_err(e, HV_ERR_INVALID_ARG, "length_penalty %g: must be finite and > 0",
-                      p->length_penalty);
+    char msg[sizeof e->msg];
+    /* each value in its row's range (params.c), then how they combine */
+    if (hv_params_check(p, msg, sizeof msg)) return hv_err(e, HV_ERR_INVALID_ARG, "%s", msg);
     if (p->do_sample && p->num_beams != 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "sampling works with one beam only (num_beams is %d)",
                       p->num_beams);
-    if (!isfinite(p->temperature) || p->temperature < 0)
-        return hv_err(e, HV_ERR_INVALID_ARG, "temperature %g: must be finite and >= 0 (0: greedy)",
-                      p->temperature);
-    if (p->best_of < 1)
-        return hv_err(e, HV_ERR_INVALID_ARG, "best_of %d: must be >= 1", p->best_of);
     if (p->n_temperatures < 0 || (p->n_temperatures > 0 && !p->temperatures))
         return hv_err(e, HV_ERR_INVALID_ARG, "n_temperatures %d: must be >= 0, with temperatures",
                       p->n_temperatures);
@@ -258,20 +218,6 @@ static hv_status check_decoding(const hv_transcribe_params *p, hv_error *e) {
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "do_sample and a temperature list cannot be combined (each temperature > 0 "
                       "of the list samples)");
-    if (p->top_k < 0) return hv_err(e, HV_ERR_INVALID_ARG, "top_k %d: must be >= 0", p->top_k);
-    if (!(p->top_p > 0 && p->top_p <= 1))
-        return hv_err(e, HV_ERR_INVALID_ARG, "top_p %g: must be in (0, 1]", p->top_p);
-    if (!(p->hotwords_score > 0 && p->hotwords_score <= 100))
-        return hv_err(e, HV_ERR_INVALID_ARG, "hotwords_score %g: must be in (0, 100]",
-                      p->hotwords_score);
-    if (!(isfinite(p->repetition_penalty) && p->repetition_penalty > 0))
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "repetition_penalty %g: must be finite and > 0 (1: off)",
-                      p->repetition_penalty);
-    if (p->no_repeat_ngram_size < 0)
-        return hv_err(e, HV_ERR_INVALID_ARG, "no_repeat_ngram_size %d: must be >= 0 (0: off)",
-                      p->no_repeat_ngram_size);
-    char msg[sizeof e->msg];
     if (hv_work_check(p, HV_MAX_BEAMS, msg, sizeof msg))
         return hv_err(e, HV_ERR_INVALID_ARG, "%s", msg);
     return HV_OK;
@@ -832,6 +778,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     if (taps) memset(taps, 0, sizeof *taps);
 
     /* options */
+    if ((st = check_decoding(&p, e))) return st;
     const char *lang = p.language ? p.language : hv_config_default_language(c);
     const char *missing = p.diarize ? hv_diarize_missing_piece(&m->tok) : NULL;
     if (missing)
@@ -849,16 +796,11 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
                       p.max_new_tokens, room, c->dec_max_seq, R.n_prompt);
     R.max_new =
         p.max_new_tokens ? p.max_new_tokens : (c->max_new_tokens < room ? c->max_new_tokens : room);
-    if ((st = check_decoding(&p, e))) return st;
     R.dither = p.dither < 0 ? c->dither : p.dither;
-    if (!isfinite(R.dither)) return hv_err(e, HV_ERR_INVALID_ARG, "dither must be finite");
-    if ((unsigned)p.chunking > HV_CHUNKING_VAD)
-        return hv_err(e, HV_ERR_INVALID_ARG, "chunking %d: unknown mode", (int)p.chunking);
     if (p.chunking == HV_CHUNKING_AUTO && p.vad) p.chunking = HV_CHUNKING_VAD;
     if (p.chunking == HV_CHUNKING_VAD && !p.vad)
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunking vad needs a speech detector (hv_transcribe_params.vad)");
-    if (p.chunking == HV_CHUNKING_VAD && (st = hv_vad_check_params(&p.vad_params, e))) return st;
     if (p.speech && !p.vad)
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "hv_transcribe_params.speech needs the detector that read it "
@@ -867,18 +809,11 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "hv_transcribe_params.speech with offset_s or duration_s: the reading "
                       "covers the whole input");
-    if (!(p.vad_max_gap_s >= 0 && p.vad_max_gap_s <= 86400))
-        return hv_err(e, HV_ERR_INVALID_ARG, "vad_max_gap_s %g: must be in [0, 86400]",
-                      p.vad_max_gap_s);
     if (p.chunking == HV_CHUNKING_FIXED && !(isfinite(p.chunk_seconds) && p.chunk_seconds >= 1 &&
                                              p.chunk_seconds <= c->max_audio_clip_s))
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunk_seconds %g: must be between 1 and max_audio_clip_s (%g)",
                       p.chunk_seconds, c->max_audio_clip_s);
-    if (!(isfinite(p.offset_s) && p.offset_s >= 0 && isfinite(p.duration_s) && p.duration_s >= 0))
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "offset_s %g, duration_s %g: each must be a finite number of seconds >= 0",
-                      p.offset_s, p.duration_s);
     if (!pcm || channels < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)", channels,
                       sample_rate);

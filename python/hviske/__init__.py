@@ -33,6 +33,7 @@ from typing import (Any, Callable, Iterator, Mapping, Optional, Protocol, Sequen
 from ._native import (ABORT, PROGRESS, SEGMENT, Cancelled, DetectorNotFound, Error, FileError,
                       FormatError, InvalidArgument, LibraryNotFound, LimitError, OutOfMemory,
                       Unsupported, detector_candidates, error, load_library)
+from . import _native
 from ._native import Cue as _CCue
 from ._native import Segment as _CSegment
 
@@ -196,9 +197,7 @@ class Result:
 
 # The bounds of the integers passed to the library: its own (hviske.h)
 # within the C type of the field that carries them.
-INT_MAX = 2**31 - 1
 MAX_THREADS = 256                # hv_model_params.n_threads
-MAX_BEAMS = 64                   # HV_MAX_BEAMS, also the work budget (hv_work_check)
 MAX_TEMPERATURES = 6             # HV_MAX_TEMPERATURES
 HOTWORDS_SCORE = 1.5             # HV_DEFAULT_HOTWORDS_SCORE
 MIN_SAMPLE_RATE = 1000           # HV_MIN_SAMPLE_RATE
@@ -252,6 +251,36 @@ def _parse(lib_fn: Callable[..., int], name: str, value: object, choices: str) -
     return out.value
 
 
+def _set(lib: Any, tp: Any, name: str, value: object) -> None:
+    """The parameter `name` of tp (the library's row of that name or
+    alias) from value: an int for an integer row, a number for a float one
+    (None: "none", where the row turns a check off), True or False for a
+    switch, a str for a choice. The range and the refusal
+    (InvalidArgument, "invalid NAME 'VALUE' (expected WHAT)") are the
+    library's (hv_params_set), as hviske's options and the server's
+    fields have them."""
+    row = lib.hv_param_find(name.encode())
+    kind = row.contents.type
+    if kind == _native.PARAM_BOOL:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False")
+        text = "true" if value else "false"
+    elif kind in (_native.PARAM_INT, _native.PARAM_U64, _native.PARAM_SIZE):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        text = str(value)
+    elif kind in (_native.PARAM_FLOAT, _native.PARAM_DOUBLE):
+        text = "none" if value is None and row.contents.none else repr(_float(name, value))
+    else:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+        text = value
+    err = ctypes.create_string_buffer(_ERRBUF)
+    if lib.hv_params_set(ctypes.byref(tp), name.encode(), _c_string(name, text), err,
+                         _ERRBUF) != 0:
+        raise InvalidArgument(err.value.decode("utf-8", "replace"))
+
+
 class StandardInput:
     """Audio that a program reads from its standard input (python -m
     hviske's "-"): the library reads the descriptor itself
@@ -284,11 +313,10 @@ def _beams_alias(beams: Optional[int], beam_size: Optional[int]) -> int:
     return beam_size
 
 
-# hv_vad_params' fields and vad_max_gap_s, as vad_options names them
-_VAD_OPTIONS = {"threshold": float, "neg_threshold": float, "min_speech_ms": int,
-                "min_silence_ms": int, "speech_pad_ms": int, "max_speech_s": float,
-                "edges": str, "max_gap_s": float}
-_VAD_MAX_MS = 86400000
+# hv_vad_params' fields and vad_max_gap_s, as vad_options names them: the
+# library's rows "vad_" + name
+_VAD_OPTIONS = ("threshold", "neg_threshold", "min_speech_ms", "min_silence_ms",
+                "speech_pad_ms", "max_speech_s", "edges", "max_gap_s")
 
 
 @dataclass
@@ -297,19 +325,15 @@ class _Options:
     arguments: the temperature fallback and the speech detector's
     settings, checked."""
     temperatures: Optional[list[float]]  # None: one temperature
-    best_of: int
-    thresholds: Tuple[float, float, float]  # compression ratio, log-prob, no-speech; NaN: off
+    best_of: object
+    thresholds: Tuple[object, object, object]  # compression ratio, log-prob, no-speech
     vad_options: dict[str, Any]
     speech_probabilities: bool
     hotwords: Optional[str]  # phrases joined by commas; None: none
-    hotwords_score: float
-    repetition_penalty: float
-    no_repeat_ngram_size: int
+    hotwords_score: object
+    repetition_penalty: object
+    no_repeat_ngram_size: object
     diarize: bool = False
-
-
-def _threshold(name: str, value: object) -> float:
-    return math.nan if value is None else _float(name, value)
 
 
 def _hotwords(hotwords: object) -> Optional[str]:
@@ -351,32 +375,20 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
         if not isinstance(vad_options, Mapping):
             raise TypeError("vad_options must be a dict of the speech detector's settings")
         for k, v in vad_options.items():
-            kind = _VAD_OPTIONS.get(k)
-            if kind is None:
+            if k not in _VAD_OPTIONS:
                 raise TypeError(f"vad_options: no setting {k!r} (the settings: "
                                 f"{', '.join(_VAD_OPTIONS)})")
-            if kind is int:
-                vad[k] = _int(f"vad_options[{k!r}]", v, 0, _VAD_MAX_MS)
-            elif kind is str:
-                if v not in ("signal", "silero"):
-                    raise InvalidArgument(f"vad_options['edges'] must be \"signal\" or "
-                                          f"\"silero\", not {v!r}")
-                vad[k] = 0 if v == "signal" else 1
-            else:
-                vad[k] = _float(f"vad_options[{k!r}]", v)
+            vad[k] = v
     if not isinstance(speech_probabilities, bool):
         raise TypeError("speech_probabilities must be True or False")
     if not isinstance(diarize, bool):
         raise TypeError("diarize must be True or False")
     return one, _Options(
-        temperatures=temps, best_of=_int("best_of", best_of, 1, MAX_BEAMS),
-        thresholds=(_threshold("compression_ratio_threshold", compression_ratio_threshold),
-                    _threshold("log_prob_threshold", log_prob_threshold),
-                    _threshold("no_speech_threshold", no_speech_threshold)),
+        temperatures=temps, best_of=best_of,
+        thresholds=(compression_ratio_threshold, log_prob_threshold, no_speech_threshold),
         vad_options=vad, speech_probabilities=speech_probabilities,
-        hotwords=_hotwords(hotwords), hotwords_score=_float("hotwords_score", hotwords_score),
-        repetition_penalty=_float("repetition_penalty", repetition_penalty),
-        no_repeat_ngram_size=_int("no_repeat_ngram_size", no_repeat_ngram_size, 0, INT_MAX),
+        hotwords=_hotwords(hotwords), hotwords_score=hotwords_score,
+        repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size,
         diarize=diarize)
 
 
@@ -878,23 +890,17 @@ class Model:
                 raise TypeError(f"language must be a str, not {type(language).__name__}")
             lang = _c_string("language", language)
             tp.language = lang
-        if not isinstance(punctuation, bool):
-            raise TypeError("punctuation must be True or False")
-        tp.punctuation = int(punctuation)
-        tp.num_beams = _int("beams", beams, 1, MAX_BEAMS)
-        tp.length_penalty = _float("length_penalty", length_penalty)
-        if not isinstance(sample, bool):
-            raise TypeError("sample must be True or False")
-        tp.do_sample = int(sample)
-        tp.temperature = _float("temperature", temperature)
-        tp.top_k = _int("top_k", top_k, 0, INT_MAX)
-        tp.top_p = _float("top_p", top_p)
-        tp.seed = _int("seed", seed, 0, 2**64 - 1)
+        for name, value in (("beams", beams), ("length_penalty", length_penalty),
+                            ("sample", sample), ("temperature", temperature), ("top_k", top_k),
+                            ("top_p", top_p), ("seed", seed), ("chunking", chunking),
+                            ("punctuation", punctuation), ("best_of", opts.best_of),
+                            ("compression_ratio_threshold", opts.thresholds[0]),
+                            ("log_prob_threshold", opts.thresholds[1]),
+                            ("no_speech_threshold", opts.thresholds[2])):
+            _set(lib, tp, name, value)
         if max_tokens is not None:
-            tp.max_new_tokens = _int("max_tokens", max_tokens, 1, INT_MAX)
-        mode = _parse(lib.hv_chunking_parse, "chunking", chunking,
-                      "auto, vad, energy, fixed, none")
-        tp.chunking = mode
+            _set(lib, tp, "max_tokens", max_tokens)
+        mode = tp.chunking
         if not isinstance(word_timestamps, bool):
             raise TypeError("word_timestamps must be True or False")
         # the segments are cues of the timed words, as the CLI's and the
@@ -902,7 +908,7 @@ class Model:
         # timed; word_timestamps decides whether they are given
         tp.word_timestamps = 1
         if chunk_seconds is not None:
-            tp.chunk_seconds = _float("chunk_seconds", chunk_seconds)
+            _set(lib, tp, "chunk_seconds", chunk_seconds)
         elif chunking == "fixed":
             raise InvalidArgument("chunking=\"fixed\" needs chunk_seconds")
         if progress is not None and not callable(progress):
@@ -911,28 +917,23 @@ class Model:
             raise TypeError("on_segment must be callable as on_segment(segment)")
         if mode in (0, 4) or opts.speech_probabilities:  # HV_CHUNKING_AUTO, HV_CHUNKING_VAD
             tp.vad = self._detector().value
-        tp.best_of = opts.best_of
         hot = None
         if opts.hotwords is not None:
             hot = _c_string("hotwords", opts.hotwords)
             tp.hotwords = hot
-        tp.hotwords_score = opts.hotwords_score
-        tp.repetition_penalty = opts.repetition_penalty
-        tp.no_repeat_ngram_size = opts.no_repeat_ngram_size
+        for name, value in (("hotwords_score", opts.hotwords_score),
+                            ("repetition_penalty", opts.repetition_penalty),
+                            ("no_repeat_ngram_size", opts.no_repeat_ngram_size)):
+            _set(lib, tp, name, value)
         tp.diarize = int(opts.diarize)
         tp.speech = speech
-        (tp.compression_ratio_threshold, tp.log_prob_threshold,
-         tp.no_speech_threshold) = opts.thresholds
         temps = None
         if opts.temperatures is not None:
             temps = (ctypes.c_float * len(opts.temperatures))(*opts.temperatures)
             tp.temperatures = ctypes.cast(temps, ctypes.POINTER(ctypes.c_float))
             tp.n_temperatures = len(opts.temperatures)
         for k, v in opts.vad_options.items():
-            if k == "max_gap_s":
-                tp.vad_max_gap_s = v
-            else:
-                setattr(tp.vad_params, k, v)
+            _set(lib, tp, "vad_" + k, v)
         raised: list[BaseException] = []
         stop: list[bool] = []
         # segments(): its generator closed, seen at every decoder step
@@ -975,7 +976,8 @@ class Model:
 
         # the work budget, before the audio is read
         err = ctypes.create_string_buffer(_ERRBUF)
-        if lib.hv_work_check(ctypes.byref(tp), MAX_BEAMS, err, _ERRBUF) != 0:
+        most = int(lib.hv_param_find(b"num_beams").contents.hi)  # HV_MAX_BEAMS, its row's
+        if lib.hv_work_check(ctypes.byref(tp), most, err, _ERRBUF) != 0:
             raise InvalidArgument(err.value.decode("utf-8", "replace"))
         ptr, n, rate, channels, keep, to_free = self._audio(audio, sample_rate, model,
                                                             tp.max_audio_bytes)

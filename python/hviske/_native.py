@@ -120,6 +120,20 @@ class TranscribeParams(ctypes.Structure):
                 ("diarize", ctypes.c_int), ("speech", ctypes.c_void_p)]
 
 
+class Param(ctypes.Structure):
+    """hv_param: a row of the library's parameter table."""
+    _fields_ = [("name", ctypes.c_char_p), ("alias", ctypes.c_char_p), ("type", ctypes.c_int),
+                ("offset", ctypes.c_size_t), ("lo", ctypes.c_double), ("hi", ctypes.c_double),
+                ("lo_open", ctypes.c_int), ("none", ctypes.c_int), ("def_", ctypes.c_double),
+                ("choices", ctypes.POINTER(ctypes.c_char_p)), ("metavar", ctypes.c_char_p),
+                ("help", ctypes.c_char_p)]
+
+
+# hv_param_type
+PARAM_BOOL, PARAM_INT, PARAM_U64, PARAM_SIZE, PARAM_FLOAT, PARAM_DOUBLE, PARAM_ENUM, \
+    PARAM_STRING = range(8)
+
+
 class Timings(ctypes.Structure):
     _fields_ = [("frontend_ms", ctypes.c_double), ("encoder_ms", ctypes.c_double),
                 ("decoder_ms", ctypes.c_double), ("prefill_ms", ctypes.c_double),
@@ -211,6 +225,11 @@ _SIGNATURES = {
     "hv_vad_free": (None, [_P]),
     "hv_vad_default_params": (VadParams, []),
     "hv_transcribe_default_params": (TranscribeParams, []),
+    "hv_param_count": (ctypes.c_int, []),
+    "hv_param_at": (ctypes.POINTER(Param), [ctypes.c_int]),
+    "hv_param_find": (ctypes.POINTER(Param), [ctypes.c_char_p]),
+    "hv_params_set": (ctypes.c_int, [ctypes.POINTER(TranscribeParams), ctypes.c_char_p,
+                                     ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "hv_work_check": (ctypes.c_int, [ctypes.POINTER(TranscribeParams), ctypes.c_int,
                                      ctypes.c_char_p, ctypes.c_size_t]),
     "hv_transcribe": (ctypes.c_int, [_P, _F, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,

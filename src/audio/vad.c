@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "audio/audio.h"
 #include "kernels/matmul.h"
 #include "model/safetensors.h"
+#include "params.h"
 #include "pipeline.h"
 #include "util/json_file.h"
 
@@ -484,27 +486,13 @@ float hv_vad_level_gain(const hv_vad *v, const float *x, size_t n) {
 /* ---------------------------------------------------------- regions */
 
 hv_status hv_vad_check_params(const hv_vad_params *p, hv_error *e) {
-    if (!(p->threshold >= 0 && p->threshold <= 1))
-        return hv_err(e, HV_ERR_INVALID_ARG, "VAD threshold %g: must be in [0, 1]", p->threshold);
-    if (!(p->neg_threshold <= 1))
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "VAD neg_threshold %g: must be at most 1 (< 0: the default)",
-                      p->neg_threshold);
-    static const int day_ms = 86400000;
-    const int *ms[] = {&p->min_speech_ms, &p->min_silence_ms, &p->speech_pad_ms};
-    const char *names[] = {"min_speech_ms", "min_silence_ms", "speech_pad_ms"};
-    for (int i = 0; i < 3; i++)
-        if (*ms[i] < 0 || *ms[i] > day_ms)
-            return hv_err(e, HV_ERR_INVALID_ARG, "VAD %s %d: must be in [0, %d]", names[i], *ms[i],
-                          day_ms);
-    if (p->edges != HV_VAD_EDGES_SIGNAL && p->edges != HV_VAD_EDGES_SILERO)
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "VAD edges %d: must be HV_VAD_EDGES_SIGNAL (0) or HV_VAD_EDGES_SILERO (1)",
-                      p->edges);
-    if (!(p->max_speech_s >= 0 && p->max_speech_s <= day_ms / 1000))
-        return hv_err(e, HV_ERR_INVALID_ARG,
-                      "VAD max_speech_s %g: must be in [0, %d] (0: no limit)", p->max_speech_s,
-                      day_ms / 1000);
+    /* the rows of params.c, on a transcription's settings holding p */
+    hv_transcribe_params tp = hv_transcribe_default_params();
+    tp.vad_params = *p;
+    char msg[512];
+    size_t at = offsetof(hv_transcribe_params, vad_params);
+    if (hv_params_check_fields(&tp, at, at + sizeof tp.vad_params, msg, sizeof msg))
+        return hv_err(e, HV_ERR_INVALID_ARG, "%s", msg);
     return HV_OK;
 }
 
@@ -668,14 +656,7 @@ int hv_vad_sample_rate(const hv_vad *v) { return v->sample_rate; }
 int hv_vad_window_samples(const hv_vad *v) { return v->window; }
 
 hv_vad_params hv_vad_default_params(void) {
-    hv_vad_params p = {.threshold = 0.5f,
-                       .neg_threshold = -1.0f,
-                       .min_speech_ms = 250,
-                       .min_silence_ms = 100,
-                       .speech_pad_ms = 30,
-                       .max_speech_s = 0.0f,
-                       .edges = HV_VAD_EDGES_SIGNAL};
-    return p;
+    return hv_transcribe_default_params().vad_params; /* params.c's rows */
 }
 
 /* Probabilities of x[n] (already at the detector's rate) into a new

@@ -531,12 +531,13 @@ def test_decoding_usage(model, wav):
         check(f"accepted: {' '.join(args)}", r,
               r.rc == 0 and len(r.lines()) == 1 and "warning" not in r.err,
               "expected exit 0, one line, no warning")
-    # beyond the library's work budget (hv_work_check): a usage error
-    # naming the limit, before any input is read
+    # beyond the library's range (its parameter row, HV_MAX_BEAMS): a
+    # usage error in the library's words, before any input is read
     r = Run(["--beams", "1000000", "-m", model, wav])
-    check("--beams 1000000: over the work budget (exit 2)", r,
-          r.rc == 2 and r.out == "" and "num_beams 1000000" in r.err and "64" in r.err,
-          "expected exit 2, nothing on stdout, a message naming num_beams and 64")
+    check("--beams 1000000: over the library's range (exit 2)", r,
+          r.rc == 2 and r.out == "" and
+          "invalid --beams '1000000' (expected an integer from 1 to 64)" in r.err,
+          "expected exit 2, nothing on stdout, the library's message naming --beams and 64")
 
 
 def test_decoding(model, wav, wav2, models, audio):

@@ -146,7 +146,8 @@ def test_python():
     p = subprocess.run([sys.executable, "-c", PY, os.path.join(SOURCE_DIR, "python"), DEMO_MODEL,
                         EXAMPLE], capture_output=True, text=True, env=env, timeout=600)
     lines = p.stdout.splitlines()
-    want = ("best_of must be from 1 to 64", "best_of must be from 1 to 64", "at most 6",
+    want = ("invalid best_of '65' (expected an integer from 1 to 64)",
+            "invalid best_of '2147483647' (expected an integer from 1 to 64)", "at most 6",
             "work budget of 64", "work budget of 64")
     for i, w in enumerate(want):
         got = lines[i] if i < len(lines) else ""
