@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "diag.h" /* hv_model_gemm, hv_model_gemm_peak, weight bytes: white-box */
 #include "hviske.h"
 #include "isa_probe.h"
 #include "kernels/matmul_impl.h" /* hv_mm_best: the kernel table */
@@ -322,7 +323,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         fprintf(stderr, "hviske-bench: %s\n", err);
         return 1;
     }
-    hv_context *ctx = hv_context_new(model, o->threads);
+    hv_context *ctx = NULL;
+    hv_context_new(model, o->threads, &ctx, NULL, 0);
     double *v[N_STATS];
     for (int k = 0; k < N_STATS; k++) v[k] = calloc((size_t)o->runs, sizeof(double));
     hv_transcribe_params tp = hv_transcribe_default_params();
@@ -526,7 +528,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     free(bound_ratios);
     free(profs);
     hv_context_free(ctx);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     return rc;
 }
 

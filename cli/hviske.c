@@ -168,7 +168,7 @@ static hv_result *transcribe_input(hv_context *ctx, const hv_vad *vad, const cli
 
     hv_result *res = NULL;
     hv_status st = hv_transcribe(ctx, pcm, n_frames, rate, channels, &tp, &res);
-    free(pcm); /* hv_audio_free, or ours from standard input */
+    free(pcm); /* hv_free, or ours from standard input */
     cli_progress_clear(&pr);
     /* --stream: a vtt without cues still has its header */
     if (o->stream && o->format == HV_OUTPUT_VTT && st == HV_OK && so.st.segments == 0)
@@ -314,9 +314,8 @@ int main(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    ctx = hv_context_new(model, o.n_threads);
-    if (!ctx) {
-        fputs("hviske: out of memory creating a context\n", stderr);
+    if (hv_context_new(model, o.n_threads, &ctx, err, sizeof err)) {
+        fprintf(stderr, "hviske: %s\n", err);
         rc = 1;
         goto done;
     }

@@ -37,9 +37,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err);
         goto done;
     }
-    ctx = hv_context_new(model, 0); /* 0: all cores; one context per thread */
-    if (!ctx) {
-        fprintf(stderr, "out of memory\n");
+    /* 0: the model's threads (all cores); one context per thread */
+    if (hv_context_new(model, 0, &ctx, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
         goto done;
     }
     tp.vad = vad; /* NULL: the default chunking cuts by energy */
@@ -57,7 +57,7 @@ done:
     hv_result_free(res);
     hv_context_free(ctx);
     hv_vad_free(vad);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     hv_model_free(model);
     return rc;
 }

@@ -10,9 +10,11 @@
  *     hv_model *model;
  *     if (hv_model_load("path/to/checkpoint", &mp, &model, err, sizeof err))
  *         { fprintf(stderr, "%s\n", err); exit(1); }
- *     hv_context *ctx = hv_context_new(model, 0);   // 0: model's thread count
+ *     hv_context *ctx;                             // 0: model's thread count
+ *     if (hv_context_new(model, 0, &ctx, err, sizeof err)) { ... }
  *     hv_transcribe_params tp = hv_transcribe_default_params();
- *     tp.language = "da";
+ *     tp.language = "da";                          // or by name, from text:
+ *     hv_params_set(&tp, "num_beams", "4", err, sizeof err);
  *     hv_vad *vad;                                 // optional: speech only
  *     if (hv_vad_load("models/silero-vad", &vad, err, sizeof err) == HV_OK)
  *         tp.vad = vad;                            // chunking AUTO = VAD
@@ -40,7 +42,10 @@
 extern "C" {
 #endif
 
-#define HV_VERSION "0.1.0"
+#define HV_VERSION        "0.1.0"
+/* The same as one number, MAJOR * 1000000 + MINOR * 1000 + PATCH, for
+ * comparisons: `#if HV_VERSION_NUMBER >= 1000` (0.1.0 and later). */
+#define HV_VERSION_NUMBER 1000
 
 /* Marks what the shared library exports. The library is compiled with
  * hidden visibility, so its internal functions stay private and only the
@@ -50,6 +55,9 @@ extern "C" {
 #else
 #define HV_API
 #endif
+
+/* The most worker threads of a model or a context (n_threads). */
+#define HV_MAX_THREADS 256
 
 /* The most beams hv_transcribe_params.num_beams may ask for, and the
  * library's work budget (hv_work_check). */
@@ -85,6 +93,19 @@ typedef enum hv_status {
                                (without a segment_callback) */
 } hv_status;
 
+/* The version of the library loaded, HV_VERSION_NUMBER and HV_VERSION as
+ * it was built: a program built against one hviske.h and run with another
+ * libhviske can tell (hv_version() < HV_VERSION_NUMBER: an older one). */
+HV_API int hv_version(void);
+HV_API const char *hv_version_string(void);
+
+/* Frees a plain buffer the library handed out: samples (hv_audio_read*),
+ * probabilities (hv_vad_probs), regions (hv_vad_regions), hv_utf8_clean's
+ * copy. NULL is allowed. Objects have their own _free (hv_model_free,
+ * hv_context_free, hv_vad_free, hv_result_free, hv_cues_free), next to
+ * their _new or _load. */
+HV_API void hv_free(void *ptr);
+
 /* A short English name of a status ("format error", ...). Static string. */
 HV_API const char *hv_status_name(hv_status status);
 
@@ -106,9 +127,9 @@ typedef enum hv_weight_type {
                             weight), every matrix; same width rule */
 } hv_weight_type;
 
-/* Parses "auto", "f32", "f16", "bf16", "q8_0", "q4_0"; returns 0 on
- * success. */
-HV_API int hv_weight_type_parse(const char *name, hv_weight_type *out);
+/* Parses "auto", "f32", "f16", "bf16", "q8_0", "q4_0": HV_OK, or
+ * HV_ERR_INVALID_ARG for another name (*out left alone). */
+HV_API hv_status hv_weight_type_parse(const char *name, hv_weight_type *out);
 
 /* How the products of activations with weight matrices are computed
  * (docs/KERNELS.md, "Matrix engines and compute modes"). */
@@ -130,13 +151,16 @@ typedef enum hv_compute {
  * HVISKE_COMPUTE ("auto", "f32" or "bf16") when it is set and not empty;
  * another value fails the load with HV_ERR_INVALID_ARG. */
 
-/* Parses "auto", "f32", "bf16"; returns 0 on success. */
-HV_API int hv_compute_parse(const char *name, hv_compute *out);
+/* Parses "auto", "f32", "bf16": HV_OK, or HV_ERR_INVALID_ARG. */
+HV_API hv_status hv_compute_parse(const char *name, hv_compute *out);
 
 /* "auto", "f32" or "bf16"; "?" for a value outside the enum. */
 HV_API const char *hv_compute_name(hv_compute compute);
 
 typedef struct hv_model_params {
+    size_t size;                /* sizeof(hv_model_params), as hv_model_default_params sets it: the
+                    library refuses another (a program built against
+                    another hviske.h), so the struct can grow */
     int n_threads;              /* default worker threads for contexts;
                                     0 = all cores */
     hv_weight_type weight_type; /* default HV_WEIGHTS_AUTO */
@@ -161,22 +185,6 @@ HV_API void hv_model_free(hv_model *model); /* NULL is allowed */
  * HV_COMPUTE_BF16 (HV_COMPUTE_AUTO resolved at load). */
 HV_API hv_compute hv_model_compute(const hv_model *model);
 
-/* Which kernels run the encoder's weight products, for reports: "onednn "
- * and the name of the implementation oneDNN runs the encoder's
- * feed-forward with, a chunk of 256 frames ("onednn
- * brg:avx512_core_amx_bf16"), or "ours avx2" / "ours scalar". Static to
- * the model. */
-HV_API const char *hv_model_gemm(const hv_model *model);
-
-/* The rate, in GFLOP/s, of the kernels hv_model_gemm names in the model's
- * compute mode, on the encoder's weight matrices (those of its first
- * layer, weighted as a layer runs them) with n_rows activation rows, over
- * a pool of n_threads threads (0: all cores): best of 3 timings per
- * shape. For benchmarks (hviske-bench --peak); 0 when it cannot be
- * measured (out of memory). Takes a few times the encoder's time for one
- * layer of n_rows frames. */
-HV_API double hv_model_gemm_peak(const hv_model *model, int n_threads, int n_rows);
-
 /*
  * Writes a pre-quantized checkpoint (the hviske-quantize tool,
  * docs/QUANTIZE.md): the checkpoint in_dir (single file or sharded) loaded
@@ -199,12 +207,6 @@ HV_API hv_status hv_quantize(const char *in_dir, const char *out_dir, hv_weight_
  * q4_0 matrices are widened to bf16 at load (docs/QUANTIZE.md) and count
  * as bf16. */
 HV_API size_t hv_model_weight_bytes(const hv_model *model);
-/* Of those, the bytes of bf16 matrices widened from q8_0/q4_0 at load (0
- * when none were). */
-HV_API size_t hv_model_widened_weight_bytes(const hv_model *model);
-/* Of those, the bytes one decoder step reads (every decoder matrix but the
- * cross-attention key/value projections, which run once per chunk). */
-HV_API size_t hv_model_decoder_weight_bytes(const hv_model *model);
 HV_API int hv_model_sample_rate(const hv_model *model);
 HV_API int hv_model_n_languages(const hv_model *model);
 HV_API const char *hv_model_language(const hv_model *model, int i);
@@ -227,10 +229,14 @@ typedef struct hv_context hv_context;
 
 /*
  * Creates a context: the per-thread run state (worker threads, scratch
- * memory). n_threads 0 takes the model's default. Returns NULL when out of
- * memory. The model must outlive the context. Free with hv_context_free.
+ * memory) in *out. n_threads 0 takes the model's default, else 1 to
+ * HV_MAX_THREADS. On failure returns a non-zero status (HV_ERR_NOMEM when
+ * memory or threads ran out, HV_ERR_INVALID_ARG), sets *out to NULL and
+ * writes the message into errbuf, as the loads do. The model must outlive
+ * the context. Free with hv_context_free.
  */
-HV_API hv_context *hv_context_new(const hv_model *model, int n_threads);
+HV_API hv_status hv_context_new(const hv_model *model, int n_threads, hv_context **out,
+                                char *errbuf, size_t errbuf_size);
 HV_API void hv_context_free(hv_context *ctx); /* NULL is allowed */
 
 /* The message of the last failed call on this context ("" if none).
@@ -274,6 +280,9 @@ typedef enum hv_vad_edges {
 /* How probabilities become speech regions: Silero's get_speech_timestamps
  * (docs/VAD.md), then the edges rule. */
 typedef struct hv_vad_params {
+    size_t size;         /* sizeof(hv_vad_params), as hv_vad_default_params sets it: the
+                    library refuses another (a program built against
+                    another hviske.h), so the struct can grow */
     float threshold;     /* a window with probability >= threshold is speech
                             (default 0.5); in [0, 1] */
     float neg_threshold; /* in speech, a window below it is silence; < 0
@@ -300,21 +309,19 @@ typedef struct hv_speech_region {
  * count: averaged and resampled to the detector's rate as hv_transcribe
  * does), one per window; the last window is zero-padded. The context's
  * threads do the work; errors go to hv_context_error(ctx). On success the
- * caller frees *probs with hv_vad_free_probs (non-NULL even when *n_probs
+ * caller frees *probs with hv_free (non-NULL even when *n_probs
  * is 0).
  */
 HV_API hv_status hv_vad_probs(hv_context *ctx, const hv_vad *vad, const float *pcm, size_t n_frames,
                               int sample_rate, int channels, float **probs, size_t *n_probs);
-HV_API void hv_vad_free_probs(float *probs);
 
 /* The speech regions of the same input, in time order; params NULL for the
- * defaults. The caller frees *regions with hv_vad_free_regions (non-NULL
+ * defaults. The caller frees *regions with hv_free (non-NULL
  * even when *n_regions is 0). */
 HV_API hv_status hv_vad_regions(hv_context *ctx, const hv_vad *vad, const float *pcm,
                                 size_t n_frames, int sample_rate, int channels,
                                 const hv_vad_params *params, hv_speech_region **regions,
                                 size_t *n_regions);
-HV_API void hv_vad_free_regions(hv_speech_region *regions);
 
 /* The detector's reading of one input: its probabilities and regions with
  * one hv_vad_params, for a transcription of the same input to take
@@ -355,12 +362,16 @@ typedef enum hv_chunking {
                                out; times stay on the input's timeline */
 } hv_chunking;
 
-/* Parses "auto", "energy", "fixed", "none", "vad"; returns 0 on success. */
-HV_API int hv_chunking_parse(const char *name, hv_chunking *out);
+/* Parses "auto", "energy", "fixed", "none", "vad" (the chunking row's
+ * names): HV_OK, or HV_ERR_INVALID_ARG. */
+HV_API hv_status hv_chunking_parse(const char *name, hv_chunking *out);
 
 struct hv_segment; /* a segment of a result (below) */
 
 typedef struct hv_transcribe_params {
+    size_t size; /* sizeof(hv_transcribe_params), as hv_transcribe_default_params sets it: the
+                    library refuses another (a program built against
+                    another hviske.h), so the struct can grow */
     const char *language; /* a code from the model's supported_languages;
                              NULL = hv_model_default_language() */
     int punctuation;      /* 1: <|pnc|> (default), 0: <|nopnc|> */
@@ -821,7 +832,7 @@ HV_API void hv_cues_free(hv_cue *cues, int n); /* NULL is allowed */
 /* A copy of s with every invalid UTF-8 sequence (overlong forms,
  * surrogates, code points above U+10FFFF, cut sequences) replaced by
  * U+FFFD, so that JSON or subtitles made from model text or a file name
- * are valid. NULL when out of memory; release it with free(). */
+ * are valid. NULL when out of memory; release it with hv_free. */
 HV_API char *hv_utf8_clean(const char *s);
 
 /* --------------------------------------------------------------- audio */
@@ -829,7 +840,7 @@ HV_API char *hv_utf8_clean(const char *s);
 /*
  * Reads an audio file (any format libsndfile reads: WAV, FLAC, OGG/Opus,
  * MP3, ...) as interleaved float PCM at its own rate. On success the caller
- * owns *pcm and frees it with hv_audio_free. On failure writes a message
+ * owns *pcm and frees it with hv_free. On failure writes a message
  * naming the file into errbuf. The whole interleaved file is held in memory
  * (channels x rate x seconds floats): hv_audio_read_mono below costs only
  * the mono samples. A path must be a regular file (a FIFO is HV_ERR_IO).
@@ -861,7 +872,7 @@ HV_API hv_status hv_audio_read_buffer(const void *data, size_t size, const char 
  * refuses longer audio with HV_ERR_LIMIT as hv_audio_read_buffer does
  * (also for paths). A path must be a regular file: a FIFO or a device is
  * HV_ERR_IO (read pipes with the _buffer variant). On success the caller
- * frees *samples with hv_audio_free; *n_samples may be 0 for a tiny input.
+ * frees *samples with hv_free; *n_samples may be 0 for a tiny input.
  */
 /* The seconds of audio that a budget of max_audio_bytes
  * (hv_transcribe_params.max_audio_bytes; 0: none) allows at target_rate,
@@ -890,7 +901,6 @@ HV_API hv_status hv_audio_read_buffer_mono(const void *data, size_t size, const 
 HV_API hv_status hv_audio_read_fd_mono(int fd, const char *name, int target_rate,
                                        double max_seconds, float **samples, size_t *n_samples,
                                        char *errbuf, size_t errbuf_size);
-HV_API void hv_audio_free(float *pcm);
 
 #ifdef __cplusplus
 }

@@ -244,8 +244,9 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < o.n_workers; i++) {
         s.workers[i].s = &s;
-        if (!(s.workers[i].ctx = hv_context_new(s.model, o.n_threads))) {
-            fputs("hviske-server: out of memory creating a context\n", stderr);
+        char err[1024];
+        if (hv_context_new(s.model, o.n_threads, &s.workers[i].ctx, err, sizeof err)) {
+            fprintf(stderr, "hviske-server: %s\n", err);
             goto done;
         }
     }

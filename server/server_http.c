@@ -454,7 +454,7 @@ static enum MHD_Result answer_load(request *req) {
         char *copy = strdup(dir);
         int ok = copy != NULL;
         for (int i = 0; ok && i < s->o->n_workers; i++)
-            ok = (ctx[i] = hv_context_new(model, s->o->n_threads)) != NULL;
+            ok = hv_context_new(model, s->o->n_threads, &ctx[i], NULL, 0) == HV_OK;
         if (ok) {
             pthread_rwlock_wrlock(&s->model_lock);
             hv_model *old = s->model;

@@ -232,7 +232,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     struct MHD_Response *r = st ? srv_stream_response(st) : NULL;
     if (!r) {
         if (st) srv_stream_end(st);
-        hv_audio_free(pcm);
+        hv_free(pcm);
         srv_error e = {0};
         srv_error_set(&e, 500, NULL, NULL, "out of memory");
         req->status = je.status = (unsigned)e.status;
@@ -262,7 +262,7 @@ static job_end stream_job_run(worker *w, request *req, float *pcm, size_t n_fram
     }
     hv_result *res = NULL;
     hv_status hst = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p.tp, &res);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     char *ev = NULL;
     size_t len = 0;
     if (hst != HV_OK) { /* the answer began: the error is an event */
@@ -352,7 +352,7 @@ static job_end run_job(worker *w, request *req) {
     }
     req->audio_s = (double)n_frames / s->rate;
     if (client_gone(req)) { /* before speech detection and transcription */
-        hv_audio_free(pcm);
+        hv_free(pcm);
         skip_gone(s, req, "while its audio was decoded");
         return (job_end){0, 0, 0};
     }
@@ -360,7 +360,7 @@ static job_end run_job(worker *w, request *req) {
     p->tp.abort_callback = request_gone; /* asked before each chunk and decoder step */
     p->tp.abort_user = req;
     st = hv_transcribe(w->ctx, pcm, n_frames, s->rate, 1, &p->tp, &res);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     pcm = NULL;
     if (st == HV_ERR_CANCELLED) {
         skip_gone(s, req, "during its transcription");
@@ -380,7 +380,7 @@ static job_end run_job(worker *w, request *req) {
     req->status = MHD_HTTP_OK;
     if (!req->resp) srv_error_set(&e, 500, NULL, NULL, "out of memory");
 done:
-    hv_audio_free(pcm);
+    hv_free(pcm);
     if (e.status) {
         req->status = (unsigned)e.status;
         req->resp = srv_error_response(req, &e); /* NULL: the connection drops */

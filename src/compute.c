@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "hviske.h"
+#include "diag.h"
 
 #include "kernels/cpu.h"
 #include "kernels/matmul_impl.h"
@@ -15,13 +16,13 @@
 
 static const char *const compute_names[] = {"auto", "f32", "bf16"};
 
-int hv_compute_parse(const char *name, hv_compute *out) {
+hv_status hv_compute_parse(const char *name, hv_compute *out) {
     for (int i = 0; name && i <= HV_COMPUTE_BF16; i++)
         if (!strcmp(name, compute_names[i])) {
             *out = (hv_compute)i;
-            return 0;
+            return HV_OK;
         }
-    return -1;
+    return HV_ERR_INVALID_ARG;
 }
 
 const char *hv_compute_name(hv_compute c) {

@@ -314,12 +314,29 @@ hv_status hv_params_check_fields(const hv_transcribe_params *params, size_t from
     return HV_OK;
 }
 
+hv_status hv_params_check_size(size_t size, size_t want, const char *type, char *errbuf, size_t n) {
+    if (size == want) return HV_OK;
+    if (errbuf && n)
+        snprintf(errbuf, n,
+                 "%s.size %zu: this library's is %zu (start from the _default_params() "
+                 "function; a program built against another hviske.h?)",
+                 type, size, want);
+    return HV_ERR_INVALID_ARG;
+}
+
 hv_status hv_params_check(const hv_transcribe_params *params, char *errbuf, size_t n) {
+    hv_status st;
+    if (!params) return HV_ERR_INVALID_ARG;
+    if ((st = hv_params_check_size(params->size, sizeof *params, "hv_transcribe_params", errbuf,
+                                   n)) ||
+        (st = hv_params_check_size(params->vad_params.size, sizeof params->vad_params,
+                                   "hv_vad_params", errbuf, n)))
+        return st;
     return hv_params_check_fields(params, 0, sizeof *params, errbuf, n);
 }
 
 hv_transcribe_params hv_transcribe_default_params(void) {
-    hv_transcribe_params tp = {0};
+    hv_transcribe_params tp = {.size = sizeof tp, .vad_params = {.size = sizeof tp.vad_params}};
     for (int i = 0; i < N_PARAMS; i++) {
         const hv_param *p = &PARAMS[i];
         char *field = (char *)&tp + p->offset;

@@ -12,6 +12,8 @@
 #include "audio/chunking.h"
 #include "audio/speech.h"
 #include "audio/speech_chunks.h"
+#include "diag.h"
+#include "params.h"
 #include "audio/vad.h"
 #include "encoder.h"
 #include "fallback.h"
@@ -26,7 +28,7 @@
 /* ---------------------------------------------------------------- model */
 
 hv_model_params hv_model_default_params(void) {
-    hv_model_params p = {0};
+    hv_model_params p = {.size = sizeof p};
     return p;
 }
 
@@ -57,6 +59,9 @@ hv_status hv_model_load(const char *model_dir, const hv_model_params *params, hv
         st = hv_err(&e, HV_ERR_INVALID_ARG, "no model directory given");
         goto fail_early;
     }
+    if (params && (st = hv_params_check_size(params->size, sizeof *params, "hv_model_params",
+                                             errbuf, errbuf_size)))
+        return st;
     hv_model *m = calloc(1, sizeof *m);
     if (!m) {
         st = hv_err(&e, HV_ERR_NOMEM, "out of memory");
@@ -134,10 +139,10 @@ static int name_index(const char *name, const char *const *names, int n) {
     return -1;
 }
 
-int hv_weight_type_parse(const char *name, hv_weight_type *out) {
+hv_status hv_weight_type_parse(const char *name, hv_weight_type *out) {
     int i = name_index(name, hv_weight_type_names, HV_N_WEIGHT_TYPES);
     if (i >= 0) *out = (hv_weight_type)i;
-    return i >= 0 ? 0 : -1;
+    return i >= 0 ? HV_OK : HV_ERR_INVALID_ARG;
 }
 int hv_model_token_bytes(const hv_model *m, int32_t id, char *buf, int size) {
     const hv_tokenizer *t = &m->tok;
@@ -172,17 +177,34 @@ const char *hv_model_default_language(const hv_model *m) {
 
 /* -------------------------------------------------------------- context */
 
-hv_context *hv_context_new(const hv_model *model, int n_threads) {
-    hv_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return NULL;
-    ctx->model = model;
-    ctx->pool = hv_pool_new(n_threads > 0 ? n_threads : model->n_threads);
-    if (!ctx->pool || hv_decoder_init(&ctx->dec, &model->cfg, &model->w.dec, &ctx->err)) {
+hv_status hv_context_new(const hv_model *model, int n_threads, hv_context **out, char *errbuf,
+                         size_t errbuf_size) {
+    hv_error e = {0};
+    hv_status st = HV_OK;
+    hv_context *ctx = NULL;
+    int threads = model && n_threads == 0 ? model->n_threads : n_threads;
+    if (!out) return HV_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!model)
+        st = hv_err(&e, HV_ERR_INVALID_ARG, "hv_context_new: no model");
+    else if (n_threads < 0 || n_threads > HV_MAX_THREADS)
+        st = hv_err(&e, HV_ERR_INVALID_ARG, "n_threads %d: must be from 0 (the model's) to %d",
+                    n_threads, HV_MAX_THREADS);
+    else if (!(ctx = calloc(1, sizeof *ctx)))
+        st = hv_err(&e, HV_ERR_NOMEM, "out of memory creating a context");
+    else if (ctx->model = model, !(ctx->pool = hv_pool_new(threads)))
+        st = hv_err(&e, HV_ERR_NOMEM, "out of memory (or threads) starting %d worker threads",
+                    threads);
+    else if ((st = hv_decoder_init(&ctx->dec, &model->cfg, &model->w.dec, &ctx->err)))
+        hv_err(&e, st, "%s", ctx->err.msg);
+    if (st) {
         hv_context_free(ctx);
-        return NULL;
+        if (errbuf && errbuf_size) hv_err_copy(&e, errbuf, errbuf_size);
+        return st;
     }
     ctx->eng = hv_engine_make(ctx->pool, model->compute == HV_COMPUTE_BF16, model->dnn);
-    return ctx;
+    *out = ctx;
+    return HV_OK;
 }
 
 void hv_context_free(hv_context *ctx) {
@@ -1013,15 +1035,13 @@ hv_segment hv_result_segment(const hv_result *r, int i) {
     return g;
 }
 
-int hv_chunking_parse(const char *name, hv_chunking *out) {
-    static const char *const names[] = {[HV_CHUNKING_AUTO] = "auto",
-                                        [HV_CHUNKING_ENERGY] = "energy",
-                                        [HV_CHUNKING_FIXED] = "fixed",
-                                        [HV_CHUNKING_NONE] = "none",
-                                        [HV_CHUNKING_VAD] = "vad"};
-    int i = name_index(name, names, (int)(sizeof names / sizeof names[0]));
+hv_status hv_chunking_parse(const char *name, hv_chunking *out) {
+    const hv_param *row = hv_param_find("chunking"); /* its names: params.c */
+    int n = 0;
+    while (row->choices[n]) n++;
+    int i = name_index(name, row->choices, n);
     if (i >= 0) *out = (hv_chunking)i;
-    return i >= 0 ? 0 : -1;
+    return i >= 0 ? HV_OK : HV_ERR_INVALID_ARG;
 }
 
 void hv_result_free(hv_result *r) {

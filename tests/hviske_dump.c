@@ -144,12 +144,13 @@ int main(int argc, char **argv) {
         hv_model_free(model);
         return 1;
     }
-    hv_context *ctx = hv_context_new(model, threads);
+    hv_context *ctx = NULL;
+    hv_context_new(model, threads, &ctx, err, sizeof err);
     hv_result *res = NULL;
     hv_taps taps;
     int rc = 1;
     if (!ctx) {
-        fprintf(stderr, "hviske-dump: out of memory\n");
+        fprintf(stderr, "hviske-dump: %s\n", err);
     } else if (hv_transcribe_taps(ctx, pcm, n_frames, rate, channels, &tp, &res, &taps)) {
         fprintf(stderr, "hviske-dump: %s: %s\n", audio, hv_context_error(ctx));
     } else {
@@ -236,7 +237,7 @@ int main(int argc, char **argv) {
     }
     hv_result_free(res);
     hv_context_free(ctx);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     hv_model_free(model);
     return rc;
 }

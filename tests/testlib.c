@@ -125,13 +125,21 @@ int hv_test_demo_open(hv_test_demo *d) {
                             &rate, &ch, err, sizeof err) == HV_OK &&
                   rate == 16000 && ch == 1,
               "%s", err);
-    d->ctx = d->model ? hv_context_new(d->model, 0) : NULL;
+    if (d->model)
+        CHECK_MSG(hv_context_new(d->model, 0, &d->ctx, err, sizeof err) == HV_OK, "%s", err);
     return d->ctx && d->vad && d->clip && rate == 16000 && ch == 1 ? 0 : -1;
+}
+
+hv_context *hv_test_context(const hv_model *m, int n_threads) {
+    hv_context *ctx = NULL;
+    char err[1024] = "";
+    CHECK_MSG(hv_context_new(m, n_threads, &ctx, err, sizeof err) == HV_OK, "%s", err);
+    return ctx;
 }
 
 void hv_test_demo_free(hv_test_demo *d) {
     hv_context_free(d->ctx);
-    hv_audio_free(d->clip);
+    hv_free(d->clip);
     hv_vad_free(d->vad);
     hv_model_free(d->model);
     memset(d, 0, sizeof *d);

@@ -58,6 +58,10 @@ typedef struct hv_test_demo {
     size_t n_clip;
 } hv_test_demo;
 int hv_test_demo_open(hv_test_demo *d);
+
+/* A context of m with n_threads (hv_context_new), or NULL after a failed
+ * CHECK naming its message. */
+hv_context *hv_test_context(const hv_model *m, int n_threads);
 void hv_test_demo_free(hv_test_demo *d);
 
 /* For every model in the fixtures' manifest ($HV_FIXTURES/manifest.json)

@@ -418,7 +418,7 @@ def _read_mono(lib: Any, audio: Union[str, "os.PathLike[str]", "os.PathLike[byte
     that memory is the mono samples whatever the file's channels and
     rate, within the library's budget of a call (max_audio_bytes,
     judged from the header before decoding). The caller frees the
-    samples with hv_audio_free."""
+    samples with hv_free."""
     max_s = lib.hv_audio_max_seconds(max_audio_bytes, rate)
     pcm, n = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
     err = ctypes.create_string_buffer(_ERRBUF)
@@ -468,7 +468,7 @@ def decode_audio(input_file: Union[str, "os.PathLike[str]", bytes, bytearray, me
     try:
         raw = ctypes.string_at(pcm, count * 4) if count else b""
     finally:
-        lib.hv_audio_free(pcm)
+        lib.hv_free(pcm)
     try:
         import numpy as np
     except ImportError:
@@ -988,12 +988,10 @@ class Model:
             try:
                 if own:
                     if self._ctx is None:
-                        self._ctx = lib.hv_context_new(model, 0)
+                        self._ctx = _native.new_context(lib, model)
                     ctx = self._ctx
                 else:  # another thread uses the model's context: one of its own
-                    ctx = lib.hv_context_new(model, 0)
-                if not ctx:
-                    raise OutOfMemory("out of memory creating a context", 4)
+                    ctx = _native.new_context(lib, model)
                 st = lib.hv_transcribe(ctx, ptr, n, rate, channels, ctypes.byref(tp),
                                        ctypes.byref(res))
                 if st != 0 and raised:
@@ -1011,7 +1009,7 @@ class Model:
                     lib.hv_context_free(ctx)
         finally:
             if to_free is not None:
-                lib.hv_audio_free(to_free)
+                lib.hv_free(to_free)
             del keep
         try:
             result = self._result(res, word_timestamps)

@@ -75,15 +75,28 @@ def error(status: int, message: str) -> Error:
     return _BY_STATUS.get(status, Error)(message, status)
 
 
+def new_context(lib: Any, model: ctypes.c_void_p) -> int:
+    """A context of model with its threads (hv_context_new); the library's
+    error when it cannot be made."""
+    ctx = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(1024)
+    st = lib.hv_context_new(model, 0, ctypes.byref(ctx), err, len(err))
+    if st != 0:
+        raise error(st, err.value.decode("utf-8", "replace"))
+    return int(ctx.value or 0)
+
+
 # ------------------------------------------------------------ structures
 
 class ModelParams(ctypes.Structure):
-    _fields_ = [("n_threads", ctypes.c_int), ("weight_type", ctypes.c_int),
+    _fields_ = [("size", ctypes.c_size_t), ("n_threads", ctypes.c_int),
+                ("weight_type", ctypes.c_int),
                 ("compute", ctypes.c_int)]
 
 
 class VadParams(ctypes.Structure):
-    _fields_ = [("threshold", ctypes.c_float), ("neg_threshold", ctypes.c_float),
+    _fields_ = [("size", ctypes.c_size_t), ("threshold", ctypes.c_float),
+                ("neg_threshold", ctypes.c_float),
                 ("min_speech_ms", ctypes.c_int), ("min_silence_ms", ctypes.c_int),
                 ("speech_pad_ms", ctypes.c_int), ("max_speech_s", ctypes.c_float),
                 ("edges", ctypes.c_int)]
@@ -97,7 +110,8 @@ SEGMENT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class TranscribeParams(ctypes.Structure):
-    _fields_ = [("language", ctypes.c_char_p), ("punctuation", ctypes.c_int),
+    _fields_ = [("size", ctypes.c_size_t), ("language", ctypes.c_char_p),
+                ("punctuation", ctypes.c_int),
                 ("max_new_tokens", ctypes.c_int), ("dither", ctypes.c_float),
                 ("dither_seed", ctypes.c_uint64), ("num_beams", ctypes.c_int),
                 ("length_penalty", ctypes.c_float), ("do_sample", ctypes.c_int),
@@ -217,7 +231,8 @@ _SIGNATURES = {
     "hv_model_n_languages": (ctypes.c_int, [_P]),
     "hv_model_language": (ctypes.c_char_p, [_P, ctypes.c_int]),
     "hv_model_default_language": (ctypes.c_char_p, [_P]),
-    "hv_context_new": (_P, [_P, ctypes.c_int]),
+    "hv_context_new": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(_P), ctypes.c_char_p,
+                                      ctypes.c_size_t]),
     "hv_context_free": (None, [_P]),
     "hv_context_error": (ctypes.c_char_p, [_P]),
     "hv_vad_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P), ctypes.c_char_p,
@@ -256,7 +271,7 @@ _SIGNATURES = {
     "hv_output_format_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t,
                                               ctypes.POINTER(ctypes.c_int)]),
     "hv_output_write_result": (ctypes.c_int, [ctypes.POINTER(OutputSpec), ctypes.c_char_p, _P]),
-    "hv_audio_free": (None, [_F]),
+    "hv_free": (None, [ctypes.c_void_p]),
     "hv_audio_max_seconds": (ctypes.c_double, [ctypes.c_size_t, ctypes.c_int]),
     "hv_audio_read_mono": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_double,
                                           ctypes.POINTER(_F), ctypes.POINTER(ctypes.c_size_t),
@@ -274,7 +289,6 @@ _SIGNATURES = {
                                       ctypes.POINTER(VadParams),
                                       ctypes.POINTER(ctypes.POINTER(SpeechRegion)),
                                       ctypes.POINTER(ctypes.c_size_t)]),
-    "hv_vad_free_regions": (None, [ctypes.POINTER(SpeechRegion)]),
     "hv_vad_speech": (ctypes.c_int, [_P, _P, _F, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                                      ctypes.POINTER(VadParams), ctypes.POINTER(_P)]),
     "hv_speech_regions": (ctypes.c_size_t, [_P, ctypes.POINTER(ctypes.POINTER(SpeechRegion))]),

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, Tuple, Uni
 
 from . import Model, _read_file_object
 from . import Segment as _Cue
-from ._native import SpeechRegion, error
+from ._native import SpeechRegion, error, new_context
 
 _TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 _PREPEND = "\"'“¿([{-"
@@ -437,7 +437,7 @@ class WhisperModel:
                 block = (ctypes.c_float * n).from_address(ctypes.addressof(pcm.contents))
                 samples.frombytes(memoryview(block).cast("B"))
         finally:
-            lib.hv_audio_free(pcm)
+            lib.hv_free(pcm)
         return samples, rate
 
     def _default_language(self) -> str:
@@ -462,9 +462,7 @@ class WhisperModel:
         detector = m._detector()
 
         def read(model: ctypes.c_void_p) -> Tuple[_Reading, float]:
-            ctx = lib.hv_context_new(model, 0)
-            if not ctx:
-                raise MemoryError("out of memory creating a context")
+            ctx = new_context(lib, model)
             out = ctypes.c_void_p()
             try:
                 st = lib.hv_vad_speech(ctx, detector, ptr, n, rate, 1, ctypes.byref(params),

@@ -56,8 +56,6 @@ hv_status hv_audio_read_fd_mono(int fd, const char *name, int target_rate, doubl
     return rc;
 }
 
-void hv_audio_free(float *pcm) { free(pcm); }
-
 double hv_audio_max_seconds(size_t max_audio_bytes, int target_rate) {
     if (max_audio_bytes == 0 || target_rate < 1) return 0;
     return (double)(max_audio_bytes / sizeof(float)) / target_rate;

@@ -487,9 +487,11 @@ float hv_vad_level_gain(const hv_vad *v, const float *x, size_t n) {
 
 hv_status hv_vad_check_params(const hv_vad_params *p, hv_error *e) {
     /* the rows of params.c, on a transcription's settings holding p */
+    char msg[512];
+    if (hv_params_check_size(p->size, sizeof *p, "hv_vad_params", msg, sizeof msg))
+        return hv_err(e, HV_ERR_INVALID_ARG, "%s", msg);
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.vad_params = *p;
-    char msg[512];
     size_t at = offsetof(hv_transcribe_params, vad_params);
     if (hv_params_check_fields(&tp, at, at + sizeof tp.vad_params, msg, sizeof msg))
         return hv_err(e, HV_ERR_INVALID_ARG, "%s", msg);
@@ -740,8 +742,6 @@ hv_status hv_vad_probs(hv_context *ctx, const hv_vad *vad, const float *pcm, siz
     return st;
 }
 
-void hv_vad_free_probs(float *probs) { free(probs); }
-
 hv_status hv_vad_regions(hv_context *ctx, const hv_vad *vad, const float *pcm, size_t n_frames,
                          int sample_rate, int channels, const hv_vad_params *params,
                          hv_speech_region **regions, size_t *n_regions) {
@@ -763,5 +763,3 @@ hv_status hv_vad_regions(hv_context *ctx, const hv_vad *vad, const float *pcm, s
     free(x);
     return st;
 }
-
-void hv_vad_free_regions(hv_speech_region *regions) { free(regions); }

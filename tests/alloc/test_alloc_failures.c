@@ -48,7 +48,7 @@ static hv_status read_mono(void) {
     float *x = NULL;
     size_t n = 0;
     hv_status st = hv_audio_read_mono(wav44, 16000, 0, &x, &n, err, sizeof err);
-    hv_audio_free(x);
+    hv_free(x);
     return st;
 }
 
@@ -57,24 +57,22 @@ static hv_status read_whole(void) {
     size_t n = 0;
     int rate = 0, ch = 0;
     hv_status st = hv_audio_read(wav44, &x, &n, &rate, &ch, err, sizeof err);
-    hv_audio_free(x);
+    hv_free(x);
     return st;
 }
 
 /* A transcription of pcm (a context of its own), its words' cues and a
  * cleaned text: whatever fails first. */
 static hv_status transcribe(const float *pcm, size_t n, int rate, int ch, int detector, int words) {
-    hv_context *ctx = hv_context_new(model, 1);
-    if (!ctx) {
-        snprintf(err, sizeof err, "hv_context_new: NULL");
-        return HV_ERR_NOMEM;
-    }
+    hv_context *ctx;
+    hv_status st = hv_context_new(model, 1, &ctx, err, sizeof err);
+    if (st) return st;
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.vad = detector ? vad : NULL;
     tp.chunking = detector ? HV_CHUNKING_VAD : HV_CHUNKING_NONE;
     tp.word_timestamps = words;
     hv_result *res = NULL;
-    hv_status st = hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res);
+    st = hv_transcribe(ctx, pcm, n, rate, ch, &tp, &res);
     if (st != HV_OK) snprintf(err, sizeof err, "%s", hv_context_error(ctx));
     CHECK_MSG(st != HV_OK || res, "HV_OK without a result");
     if (st == HV_OK && res && words) {
@@ -177,7 +175,7 @@ int main(void) {
     sweep("transcribe 1 s at 44.1 kHz stereo, words and cues", resampled);
     sweep("transcribe 1 s with the speech detector, words and cues", detected);
     free(stereo44);
-    hv_audio_free(whole);
+    hv_free(whole);
     hv_vad_free(vad);
     hv_model_free(model);
     TEST_END();

@@ -78,7 +78,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     s->workers = calloc(1, sizeof *s->workers);
     if (!s->workers) exit(1);
     s->workers[0].s = s;
-    if (!(s->workers[0].ctx = hv_context_new(s->model, 1))) exit(1);
+    if (hv_context_new(s->model, 1, &s->workers[0].ctx, NULL, 0)) exit(1);
     if (pthread_create(&s->workers[0].tid, NULL, srv_worker_main, &s->workers[0]) != 0) exit(1);
     s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                                   MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET,

@@ -57,7 +57,7 @@ static void test_read_buffer(const char *path) {
                   HV_OK,
               "%s", err);
     CHECK(na == nb && ra == rb && ca == cb && !memcmp(a, b, na * (size_t)ca * sizeof *a));
-    hv_audio_free(b);
+    hv_free(b);
     /* a duration limit below the clip's length refuses it */
     double secs = (double)na / ra;
     CHECK(hv_audio_read_buffer(bytes, size, "clip", secs / 2, &b, &nb, &rb, &cb, err, sizeof err) ==
@@ -67,8 +67,8 @@ static void test_read_buffer(const char *path) {
     CHECK(hv_audio_read_buffer(bytes, size, "clip", secs + 1, &b, &nb, &rb, &cb, err, sizeof err) ==
               HV_OK &&
           nb == na);
-    hv_audio_free(b);
-    hv_audio_free(a);
+    hv_free(b);
+    hv_free(a);
     CHECK(hv_audio_read_buffer(bytes, 0, "clip", 0, &b, &nb, &rb, &cb, err, sizeof err) != HV_OK);
     CHECK(strstr(err, "clip") != NULL);
     memset(bytes, 'x', 4096);
@@ -92,6 +92,24 @@ static void test_load_errors(void) {
     hv_result_free(NULL);
     CHECK(strcmp(hv_status_name(HV_OK), "ok") == 0);
     CHECK(strlen(hv_status_name(HV_ERR_FORMAT)) > 0);
+    /* a context that cannot be made says why, as a load does */
+    hv_context *ctx = (hv_context *)1;
+    err[0] = '\0';
+    CHECK(hv_context_new(NULL, 0, &ctx, err, sizeof err) == HV_ERR_INVALID_ARG && !ctx &&
+          strstr(err, "no model"));
+    /* the version the library was built as, and the header's */
+    CHECK(hv_version() == HV_VERSION_NUMBER && strcmp(hv_version_string(), HV_VERSION) == 0);
+    int major, minor, patch;
+    CHECK(sscanf(HV_VERSION, "%d.%d.%d", &major, &minor, &patch) == 3 &&
+          HV_VERSION_NUMBER == major * 1000000 + minor * 1000 + patch);
+    /* the parsers answer with a status */
+    hv_chunking c = HV_CHUNKING_NONE;
+    CHECK(hv_chunking_parse("vad", &c) == HV_OK && c == HV_CHUNKING_VAD);
+    CHECK(hv_chunking_parse("Vad", &c) == HV_ERR_INVALID_ARG && c == HV_CHUNKING_VAD);
+    hv_compute cm;
+    hv_weight_type wt;
+    CHECK(hv_compute_parse("f16", &cm) == HV_ERR_INVALID_ARG);
+    CHECK(hv_weight_type_parse("q5", &wt) == HV_ERR_INVALID_ARG);
 }
 
 static void test_model(const char *fx, const char *model_dir, const char *audio) {
@@ -126,7 +144,10 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
     }
 
     /* two contexts, two threads, same input: same output */
-    hv_context *a = hv_context_new(m, 1), *b = hv_context_new(m, 2);
+    hv_context *a = hv_test_context(m, 1), *b = hv_test_context(m, 2), *none = (hv_context *)1;
+    char cerr[1024] = "";
+    CHECK(hv_context_new(m, -1, &none, cerr, sizeof cerr) == HV_ERR_INVALID_ARG && !none &&
+          strstr(cerr, "n_threads -1"));
     CHECK(a && b);
     run_job ja = {.ctx = a, .pcm = pcm, .n = n, .rate = rate, .ch = ch};
     run_job jb = ja;
@@ -254,7 +275,7 @@ static void test_model(const char *fx, const char *model_dir, const char *audio)
     }
     hv_context_free(a);
     hv_context_free(b);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     hv_model_free(m);
     (void)fx;
 }

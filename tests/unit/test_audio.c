@@ -419,8 +419,8 @@ static void test_public_api(void) {
     CHECK(write_tone(ok, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 1600, 440, 0.5) == 0);
     CHECK(hv_audio_read(ok, &pcm, &n, &rate, &ch, err, sizeof err) == HV_OK);
     CHECK(err[0] == '\0' && n == 1600 && rate == 16000 && ch == 1);
-    hv_audio_free(pcm);
-    hv_audio_free(NULL);
+    hv_free(pcm);
+    hv_free(NULL);
     CHECK(hv_audio_read(NULL, &pcm, &n, &rate, &ch, err, sizeof err) == HV_ERR_INVALID_ARG);
 }
 

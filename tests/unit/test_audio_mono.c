@@ -119,8 +119,8 @@ static void compare_path(const char *path, const char *name, int target) {
     free(bytes);
     free(pcm);
     free(ref);
-    hv_audio_free(got);
-    hv_audio_free(got2);
+    hv_free(got);
+    hv_free(got2);
 }
 
 static void test_identical(void) {
@@ -205,7 +205,7 @@ static void test_mp3(void) {
                       memcmp(x, ref, n * 2 * sizeof *x) == 0,
                   "%s: %zu frames (libsndfile %zu) %s", files[k], n, n_ref, err);
         printf("ok %s: %zu frames, the same as libsndfile's\n", files[k], n);
-        hv_audio_free(x);
+        hv_free(x);
         free(ref);
         if (k == 0) compare_path(mp3, "tone.mp3", 16000);
     }
@@ -254,16 +254,16 @@ static void test_flac_length(void) {
         CHECK_MSG(hv_audio_read(paths[k], &x, &n, &r, &ch, err, sizeof err) == HV_OK &&
                       n == 3 * 44100,
                   "%s: %zu frames (%s)", paths[k], n, err);
-        hv_audio_free(x);
+        hv_free(x);
         x = NULL;
         CHECK_MSG(hv_audio_read_mono(paths[k], 16000, 0, &x, &n, err, sizeof err) == HV_OK &&
                       n == m && y && memcmp(x, y, m * sizeof *x) == 0,
                   "%s: %zu mono samples (%s)", paths[k], n, err);
-        hv_audio_free(x);
+        hv_free(x);
         x = NULL;
         compare_path(paths[k], k ? "len3_says0.flac" : "len3_says1.flac", 16000);
     }
-    hv_audio_free(y);
+    hv_free(y);
     /* the header's claim passes the limit; the decoded frames do not */
     expect(hv_audio_read_mono(lie, 16000, 2, &x, &n, err, sizeof err), HV_ERR_LIMIT, err,
            "more than the 2 s of audio allowed");
@@ -281,7 +281,7 @@ static void test_flac_length(void) {
     free(bytes);
     CHECK(hv_audio_read_mono(cut, 16000, 0, &x, &n, err, sizeof err) == HV_OK && n > 1000 &&
           n < 48000);
-    hv_audio_free(x);
+    hv_free(x);
     compare_path(cut, "len3_cut.flac", 16000);
 }
 
@@ -296,7 +296,7 @@ static void test_errors(void) {
            "more than the 0.5 s allowed");
     CHECK(x == NULL && n == 0);
     CHECK(hv_audio_read_mono(one, 16000, 1.0, &x, &n, err, sizeof err) == HV_OK && n == 16000);
-    hv_audio_free(x);
+    hv_free(x);
     size_t size = 0;
     char *bytes = hv_test_read_file(one, &size);
     expect(hv_audio_read_buffer_mono(bytes, size, "up", 16000, 0.25, &x, &n, err, sizeof err),
@@ -326,7 +326,7 @@ static void test_errors(void) {
     const char *most = hv_test_path(dir, "ch64.wav");
     CHECK(write_signal(most, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 64, 1600, 0.1) == 0);
     CHECK(hv_audio_read_mono(most, 16000, 0, &x, &n, err, sizeof err) == HV_OK && n == 1600);
-    hv_audio_free(x);
+    hv_free(x);
 
     /* a header with no frames at all, at the target rate and not */
     const char *zero = hv_test_path(dir, "zero.wav");
@@ -437,7 +437,7 @@ static void test_bomb(void) {
     for (size_t i = 0; x && i < n; i++)
         if (x[i] != 0) silent = 0;
     CHECK(silent);
-    hv_audio_free(x);
+    hv_free(x);
     if (!measured || base < 0 || peak < 0) {
         printf("skip bomb memory: cannot reset or read the peak RSS\n");
         return;
@@ -464,7 +464,7 @@ static void test_bomb(void) {
     rc = hv_audio_read_buffer_mono(bytes, size, "bomb", 16000, 0, &x, &n, err, sizeof err);
     peak = status_kb("VmHWM");
     CHECK_MSG(rc == HV_OK && n == (size_t)seconds * 16000, "%s", err);
-    hv_audio_free(x);
+    hv_free(x);
     free(bytes);
     used = (size_t)(peak - base) * 1024;
     printf("bomb from memory: peak RSS grew by %.1f MB\n", used / 1e6);

@@ -118,8 +118,10 @@ int main(void) {
         q.offset_s = k < sizeof bad / sizeof *bad ? bad[k][0] : (double)n / SR;
         q.duration_s = k < sizeof bad / sizeof *bad ? bad[k][1] : 0;
         hv_result *r = NULL;
+        const char *field =
+            k < sizeof bad / sizeof *bad && bad[k][0] == 0 ? "duration_s" : "offset_s";
         CHECK_MSG(hv_transcribe(d.ctx, x, n, SR, 1, &q, &r) == HV_ERR_INVALID_ARG && !r &&
-                      strstr(hv_context_error(d.ctx), "offset_s"),
+                      strstr(hv_context_error(d.ctx), field),
                   "offset %g duration %g: %s", q.offset_s, q.duration_s, hv_context_error(d.ctx));
         hv_result_free(r);
     }

@@ -40,7 +40,7 @@ static hv_model *load(int engine) {
 
 static hv_result *transcribe(hv_model *m, int threads, const float *pcm, size_t n, int rate,
                              int ch) {
-    hv_context *ctx = hv_context_new(m, threads);
+    hv_context *ctx = hv_test_context(m, threads);
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.dither = 0;
     hv_result *r = NULL;
@@ -96,6 +96,6 @@ int main(void) {
     hv_result_free(ref);
     hv_model_free(ours);
     hv_model_free(dnn);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     TEST_END();
 }

@@ -162,7 +162,30 @@ static void test_check(void) {
     }
 }
 
+/* The size fields: the defaults carry the library's sizes, and a struct
+ * of another size (a program built against another hviske.h) is
+ * refused, naming the struct. */
+static void test_sizes(void) {
+    char msg[512];
+    hv_transcribe_params p = hv_transcribe_default_params();
+    hv_model_params mp = hv_model_default_params();
+    CHECK(p.size == sizeof p && p.vad_params.size == sizeof p.vad_params && mp.size == sizeof mp);
+    CHECK(hv_vad_default_params().size == sizeof(hv_vad_params));
+    p.size = sizeof p - 8;
+    CHECK(hv_params_check(&p, msg, sizeof msg) == HV_ERR_INVALID_ARG &&
+          strstr(msg, "hv_transcribe_params.size"));
+    p = hv_transcribe_default_params();
+    p.vad_params.size = 0;
+    CHECK(hv_params_check(&p, msg, sizeof msg) == HV_ERR_INVALID_ARG &&
+          strstr(msg, "hv_vad_params.size 0"));
+    hv_model *m = (hv_model *)1;
+    mp.size = 4;
+    CHECK(hv_model_load("/nonexistent", &mp, &m, msg, sizeof msg) == HV_ERR_INVALID_ARG && !m &&
+          strstr(msg, "hv_model_params.size 4"));
+}
+
 int main(void) {
+    test_sizes();
     test_rows();
     test_defaults();
     test_set();

@@ -67,9 +67,14 @@ static int tool(int argc, char **argv) {
     if (!strcmp(mode, "regions") && argc == 10) {
         size_t n;
         float *p = read_f32(argv[2], &n);
-        hv_vad_params prm = {strtof(argv[4], NULL), strtof(argv[5], NULL), atoi(argv[6]),
-                             atoi(argv[7]),         atoi(argv[8]),         strtof(argv[9], NULL),
-                             HV_VAD_EDGES_SILERO};
+        hv_vad_params prm = hv_vad_default_params();
+        prm.threshold = strtof(argv[4], NULL);
+        prm.neg_threshold = strtof(argv[5], NULL);
+        prm.min_speech_ms = atoi(argv[6]);
+        prm.min_silence_ms = atoi(argv[7]);
+        prm.speech_pad_ms = atoi(argv[8]);
+        prm.max_speech_s = strtof(argv[9], NULL);
+        prm.edges = HV_VAD_EDGES_SILERO;
         hv_speech_region *r;
         size_t nr;
         if (!p || hv_vad_speech_regions(p, n, strtoull(argv[3], NULL, 10), 512, 16000, &prm, &r,
@@ -112,7 +117,7 @@ static int tool(int argc, char **argv) {
             rc = hv_test_write_file(hv_test_path(argv[4], "samples.f32"), x, n * sizeof *x) ||
                  write_probs(&v, 1, x, n, hv_test_path(argv[4], "probs.f32"));
         }
-        hv_audio_free(pcm);
+        hv_free(pcm);
         free(x);
     }
     hv_vad_release(&v);
@@ -431,7 +436,7 @@ static void test_api(const char *dir, const char *fx) {
         return;
     }
     CHECK(hv_vad_sample_rate(vad) == 16000 && hv_vad_window_samples(vad) == 512);
-    hv_context *ctx = hv_context_new(m, 0);
+    hv_context *ctx = hv_test_context(m, 0);
 
     /* speech (espeak-ng, stereo 44.1 kHz): what hv_vad_probs gives is the
      * internal path on the converted samples; it has speech in it */
@@ -456,9 +461,9 @@ static void test_api(const char *dir, const char *fx) {
     CHECK(nr == nr2 && !memcmp(r, r2, nr * sizeof *r));
     CHECK(nr >= 1 && r[0].start >= 0 && r[nr - 1].end <= nf / 44100.0 + 1e-3 &&
           r[0].end > r[0].start);
-    hv_vad_free_regions(r);
+    hv_free(r);
     free(r2);
-    hv_vad_free_probs(probs);
+    hv_free(probs);
 
     /* errors land on the context */
     p.threshold = -1;
@@ -469,7 +474,7 @@ static void test_api(const char *dir, const char *fx) {
           strstr(hv_context_error(ctx), "no samples"));
     pcm[7] = NAN;
     CHECK(hv_vad_probs(ctx, vad, pcm, nf, rate, ch, &probs, &np) == HV_ERR_FORMAT);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     free(x);
     free(ref);
     hv_context_free(ctx);

@@ -185,7 +185,7 @@ static void test_time_map(hv_context *ctx, const hv_vad *vad, const float *clip,
     CHECK(hv_vad_regions(ctx, vad, s.x, s.n, SR, 1, NULL, &reg, &n_reg) == HV_OK);
     CHECK_MSG(n_reg >= 1 && reg[0].start > 7.25 + c0 - 0.15 && reg[n_reg - 1].end < 7.25 + c1 + 0.2,
               "%zu regions", n_reg);
-    hv_vad_free_regions(reg);
+    hv_free(reg);
     /* and at another rate and channel count, on the same timeline */
     size_t n2 = s.n * 3 / 2;
     float *st = malloc(n2 * 2 * sizeof *st);
@@ -194,7 +194,7 @@ static void test_time_map(hv_context *ctx, const hv_vad *vad, const float *clip,
     CHECK(hv_vad_regions(ctx, vad, st, n2, 24000, 2, NULL, &reg, &n_reg) == HV_OK);
     CHECK_MSG(n_reg >= 1 && fabs(reg[0].start - (7.25 + c0)) < 0.15, "%zu regions at 24 kHz",
               n_reg);
-    hv_vad_free_regions(reg);
+    hv_free(reg);
     free(st);
     free(s.x);
 }
@@ -315,7 +315,7 @@ static void test_reading(hv_context *ctx, const hv_vad *vad, const float *clip, 
     CHECK_MSG(n_reg == n_own && n_reg >= 2 && !memcmp(reg, own, n_reg * sizeof *reg),
               "%zu regions read, %zu by hv_vad_regions", n_reg, n_own);
     CHECK(hv_speech_regions(sp, &again) == n_reg && again == reg);
-    hv_vad_free_regions(own);
+    hv_free(own);
     for (int mode = 0; mode < 2; mode++) { /* VAD chunking; energy with probabilities */
         hv_transcribe_params tp = hv_transcribe_default_params();
         tp.chunking = mode ? HV_CHUNKING_ENERGY : HV_CHUNKING_VAD;
@@ -377,7 +377,7 @@ int main(void) {
         hv_model *short_clip = load_short_clip_model(hv_test_env("HV_SOURCE_DIR", "."));
         CHECK(short_clip != NULL);
         if (short_clip) {
-            hv_context *sc = hv_context_new(short_clip, 0);
+            hv_context *sc = hv_test_context(short_clip, 0);
             test_long_pauses(sc, d.vad, d.clip, d.n_clip, 0);
             hv_context_free(sc);
             hv_model_free(short_clip);

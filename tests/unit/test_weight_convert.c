@@ -46,10 +46,12 @@ static void test_names(void) {
     CHECK(strcmp(hv_weight_type_name(HV_WEIGHTS_Q4_0), "q4_0") == 0);
     CHECK(strcmp(hv_weight_type_name((hv_weight_type)42), "?") == 0);
     hv_weight_type out = HV_WEIGHTS_F16;
-    CHECK(hv_weight_type_parse("q8", &out) == -1 && out == HV_WEIGHTS_F16);
-    CHECK(hv_weight_type_parse("BF16", &out) == -1 && out == HV_WEIGHTS_F16);
-    CHECK(hv_weight_type_parse("f16x", &out) == -1 && hv_weight_type_parse("", &out) == -1);
-    CHECK(hv_weight_type_parse("f1", &out) == -1 && hv_weight_type_parse(NULL, &out) == -1);
+    CHECK(hv_weight_type_parse("q8", &out) == HV_ERR_INVALID_ARG && out == HV_WEIGHTS_F16);
+    CHECK(hv_weight_type_parse("BF16", &out) == HV_ERR_INVALID_ARG && out == HV_WEIGHTS_F16);
+    CHECK(hv_weight_type_parse("f16x", &out) == HV_ERR_INVALID_ARG &&
+          hv_weight_type_parse("", &out) == HV_ERR_INVALID_ARG);
+    CHECK(hv_weight_type_parse("f1", &out) == HV_ERR_INVALID_ARG &&
+          hv_weight_type_parse(NULL, &out) == HV_ERR_INVALID_ARG);
 }
 
 /* ------------------------------------------------------- conversions */

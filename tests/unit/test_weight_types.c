@@ -30,7 +30,7 @@ static int transcribe(hv_model *m, const char *audio, run *out) {
     size_t n;
     int rate, ch;
     if (hv_audio_read(audio, &pcm, &n, &rate, &ch, err, sizeof err)) return -1;
-    hv_context *ctx = hv_context_new(m, 1);
+    hv_context *ctx = hv_test_context(m, 1);
     hv_transcribe_params tp = hv_transcribe_default_params();
     tp.dither = 0;
     hv_result *r = NULL;
@@ -43,7 +43,7 @@ static int transcribe(hv_model *m, const char *audio, run *out) {
     }
     hv_result_free(r);
     hv_context_free(ctx);
-    hv_audio_free(pcm);
+    hv_free(pcm);
     return rc;
 }
 

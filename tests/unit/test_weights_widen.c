@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
 #include "hviske.h"
 #include "kernels/cpu.h"
 #include "kernels/half.h"
