@@ -152,6 +152,9 @@ static void usage(FILE *f) {
     fprintf(f, "      --diarize          a diarize-and-timestamp model's speaker turns:\n"
                "                         one segment per turn, with its speaker\n"
                "                         (docs/DIARIZE.md)\n"
+               "      --srt-speakers S   srt with --diarize: label (default) opens each\n"
+               "                         cue with [SPEAKER_00], dash opens a turn's\n"
+               "                         first cue with \"- \"\n"
                "  -h, --help             show this help and exit\n"
                "      --version          show the version and exit\n"
                "\n"
@@ -238,6 +241,7 @@ enum {
     O_REPETITION_PENALTY,
     O_NO_REPEAT_NGRAM_SIZE,
     O_DIARIZE,
+    O_SRT_SPEAKERS,
     O_HELP,
     O_VERSION,
     N_OPTS
@@ -297,6 +301,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_REPETITION_PENALTY] = HVT_OPT_PARAM("repetition-penalty", AT(tp)),
     [O_NO_REPEAT_NGRAM_SIZE] = HVT_OPT_PARAM("no-repeat-ngram-size", AT(tp)),
     [O_DIARIZE] = HVT_OPT_FLAG("diarize", 0),
+    [O_SRT_SPEAKERS] =
+        HVT_OPT_CUSTOM("srt-speakers", AT(srt_speakers), hvt_parse_srt_speakers, "label or dash"),
     [O_HELP] = HVT_OPT_HELP,
     [O_VERSION] = HVT_OPT_VERSION,
 };
@@ -677,6 +683,7 @@ hv_output_spec cli_format_spec(const cli_options *o, const hv_model *model) {
                         .timestamps = o->timestamps,
                         .name_lines = o->name_lines,
                         .model_dir = o->model_dir,
-                        .model = model};
+                        .model = model,
+                        .srt_speakers = o->srt_speakers};
     return s;
 }

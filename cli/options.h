@@ -38,6 +38,7 @@ typedef struct cli_options {
     int aliases;                  /* whisper-cli's -oFMT flags given */
     int word_timestamps;          /* --word-timestamps (srt and vtt compute them anyway) */
     hv_cue_params cues;           /* srt, vtt: --max-cue-seconds, --max-lines, ... */
+    int srt_speakers;             /* --srt-speakers: HV_OUTPUT_SRT_LABEL or _DASH */
     const char *output;           /* -o FILE; NULL or "-": standard output */
     const char *output_dir;
     int stream; /* --stream: each segment on stdout as it is final */

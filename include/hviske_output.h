@@ -64,6 +64,11 @@ typedef int (*hv_output_write_fn)(void *arg, const char *data, size_t n);
 /* openai-verbose-json's granularities (OpenAI's timestamp_granularities[]). */
 enum { HV_OUTPUT_SEGMENTS = 1, HV_OUTPUT_WORDS = 2 };
 
+/* How srt shows a segment's speaker (diarize): a "[SPEAKER_00] " label
+ * opening each cue, as txt writes it, or a dialogue dash "- " opening
+ * the first cue of each turn (where the speaker changes). */
+enum { HV_OUTPUT_SRT_LABEL = 0, HV_OUTPUT_SRT_DASH = 1 };
+
 /* How a result is written. Start from hv_output_default_spec, which sets
  * size; a later library that grows the struct reads only the fields a
  * caller's size holds. */
@@ -84,6 +89,8 @@ typedef struct hv_output_spec {
                               HV_OUTPUT_WORDS (default: segments) */
     int logprobs;          /* openai-json: "logprobs", OpenAI's [{"token",
                               "logprob", "bytes"}] per token (needs model) */
+    int srt_speakers;      /* srt: HV_OUTPUT_SRT_LABEL (default) or
+                              HV_OUTPUT_SRT_DASH */
 } hv_output_spec;
 
 /* The defaults for format f: the default cue limits, segments for
@@ -123,6 +130,10 @@ HV_API hv_status hv_output_write_result(const hv_output_spec *s, const char *fil
 typedef struct hv_output_state {
     int segments; /* the segments written */
     int cues;     /* srt: the last cue's number */
+    int speaker;  /* srt dash: the last cue's speaker + 1 (0: none);
+                     touched only with srt_speakers dash, so a caller
+                     whose spec's size lacks that may pass the older
+                     two-field struct */
 } hv_output_state;
 
 /* Writes one segment as it comes (hv_transcribe_params.segment_callback):

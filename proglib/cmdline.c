@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hviske_output.h"
+
 /* ------------------------------------------------------------- numbers */
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -319,6 +321,17 @@ int hvt_chunking_uses_vad(hv_chunking mode) {
 int hvt_parse_weight_type(const char *arg, void *value) { return hv_weight_type_parse(arg, value); }
 
 int hvt_parse_compute(const char *arg, void *value) { return hv_compute_parse(arg, value); }
+
+int hvt_parse_srt_speakers(const char *arg, void *value) {
+    int *v = value;
+    if (strcmp(arg, "label") == 0)
+        *v = HV_OUTPUT_SRT_LABEL;
+    else if (strcmp(arg, "dash") == 0)
+        *v = HV_OUTPUT_SRT_DASH;
+    else
+        return -1;
+    return 0;
+}
 
 int hvt_parse_temperatures(const char *arg, void *value) {
     hvt_temperatures t = {.n = 0};

@@ -224,6 +224,9 @@ void hvt_set_temperatures(hv_transcribe_params *tp, const hvt_temperatures *t);
 
 /* --compute auto|f32|bf16 (hv_compute), the same in every program. */
 int hvt_parse_compute(const char *arg, void *value);
+/* "label" or "dash" into the int at value (HV_OUTPUT_SRT_LABEL, _DASH):
+ * how srt shows speakers; 0 if valid. */
+int hvt_parse_srt_speakers(const char *arg, void *value);
 #define HVT_OPT_COMPUTE(off) HVT_OPT_CUSTOM("compute", off, hvt_parse_compute, "auto, f32 or bf16")
 
 #endif /* HV_PROGLIB_CMDLINE_H */

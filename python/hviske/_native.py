@@ -207,7 +207,8 @@ class OutputSpec(ctypes.Structure):
                 ("write_arg", ctypes.c_void_p), ("cues", CueParams), ("words", ctypes.c_int),
                 ("timestamps", ctypes.c_int), ("name_lines", ctypes.c_int),
                 ("model_dir", ctypes.c_char_p), ("model", ctypes.c_void_p),
-                ("granularities", ctypes.c_int), ("logprobs", ctypes.c_int)]
+                ("granularities", ctypes.c_int), ("logprobs", ctypes.c_int),
+                ("srt_speakers", ctypes.c_int)]
 
 
 class _DlInfo(ctypes.Structure):

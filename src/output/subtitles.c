@@ -3,7 +3,9 @@
  * ends first, then clause punctuation and the longest pauses; one cue per
  * chunk without word times; docs/TIMESTAMPS.md "Segments"), numbered on
  * across them; in WebVTT a segment's speaker (diarize) as a voice span
- * "<v Speaker 1>" opening each of its cues. Also the one-line text rule
+ * "<v Speaker 1>" opening each of its cues, in SubRip a "[SPEAKER_00] "
+ * label or a dialogue dash at each turn (hv_output_spec.srt_speakers:
+ * subtitles have no voice markup). Also the one-line text rule
  * of txt.
  */
 #include <math.h>
@@ -64,9 +66,31 @@ static void put_cue_line(FILE *f, const char *t, size_t len, int vtt) {
     }
 }
 
-/* hv_output_cues_from; in WebVTT a speaker >= 0 opens each cue with the
- * voice span "<v Speaker K+1>" (unclosed, so it covers the cue's text). */
-static int cues_voiced(FILE *f, const hv_cue *cues, int n, int vtt, int *number, int speaker) {
+/* How a speaker opens a cue: vtt a voice span, srt a label or dash. */
+typedef struct voice {
+    int speaker; /* the segment's, -1 none */
+    int dash;    /* srt: HV_OUTPUT_SRT_DASH */
+    int *last;   /* srt dash: the last cue's speaker + 1 (0 none) */
+} voice;
+
+/* Opens a cue's text with v's speaker, if any. In WebVTT the voice span
+ * "<v Speaker K+1>" (unclosed, so it covers the cue's text); in SubRip
+ * "[SPEAKER_0K] ", or "- " where the speaker differs from the last cue's
+ * (a dash on the first cue of the file would mark no change). */
+static void put_voice(FILE *f, const voice *v, int vtt) {
+    if (v->speaker < 0) return;
+    if (vtt) {
+        fprintf(f, "<v Speaker %d>", v->speaker + 1);
+    } else if (!v->dash) {
+        fprintf(f, "[SPEAKER_%02d] ", v->speaker);
+    } else {
+        if (*v->last && *v->last != v->speaker + 1) fputs("- ", f);
+        *v->last = v->speaker + 1;
+    }
+}
+
+/* hv_output_cues_from, each cue opened with v's speaker (put_voice). */
+static int cues_voiced(FILE *f, const hv_cue *cues, int n, int vtt, int *number, const voice *v) {
     char a[32], b[32];
     char sep = vtt ? '.' : ',';
     for (int i = 0; i < n; i++) {
@@ -82,7 +106,7 @@ static int cues_voiced(FILE *f, const hv_cue *cues, int n, int vtt, int *number,
                     hv_output_cue_time(b, sizeof b, cues[i].end, sep);
                     if (!vtt) fprintf(f, "%d\n", ++*number);
                     fprintf(f, "%s --> %s\n", a, b);
-                    if (vtt && speaker >= 0) fprintf(f, "<v Speaker %d>", speaker + 1);
+                    put_voice(f, v, vtt);
                     shown = 1;
                 }
                 put_cue_line(f, l, len, vtt);
@@ -98,7 +122,8 @@ static int cues_voiced(FILE *f, const hv_cue *cues, int n, int vtt, int *number,
 }
 
 int hv_output_cues_from(FILE *f, const hv_cue *cues, int n, int vtt, int *number) {
-    return cues_voiced(f, cues, n, vtt, number, -1);
+    voice none = {-1, 0, NULL};
+    return cues_voiced(f, cues, n, vtt, number, &none);
 }
 
 int hv_output_cues(FILE *f, const hv_cue *cues, int n, int vtt) {
@@ -107,49 +132,50 @@ int hv_output_cues(FILE *f, const hv_cue *cues, int n, int vtt) {
     return hv_output_cues_from(f, cues, n, vtt, &number);
 }
 
-/* The cues of one segment; SubRip numbers go on from *number. */
-static int segment_cues(FILE *f, const hv_segment *g, const hv_cue_params *p, int vtt,
-                        int *number) {
+/* The cues of one segment; SubRip numbers go on from st->cues. */
+static int segment_cues(FILE *f, const hv_segment *g, const hv_output_spec *s, int vtt,
+                        hv_output_state *st) {
     hv_cue *cues = NULL;
     int nc = 0;
-    if (hv_segment_cues(g, p, &cues, &nc) != HV_OK) return -1;
-    int rc = cues_voiced(f, cues, nc, vtt, number, g->speaker);
+    if (hv_segment_cues(g, &s->cues, &cues, &nc) != HV_OK) return -1;
+    voice v = {g->speaker, s->srt_speakers == HV_OUTPUT_SRT_DASH, &st->speaker};
+    int rc = cues_voiced(f, cues, nc, vtt, &st->cues, &v);
     hv_cues_free(cues, nc);
     return rc;
 }
 
-static int subtitles(FILE *f, const hv_result *res, const hv_cue_params *p, int vtt) {
-    int number = 0;
+static int subtitles(FILE *f, const hv_result *res, const hv_output_spec *s, int vtt) {
+    hv_output_state st = {0, 0, 0};
     if (vtt) fputs("WEBVTT\n\n", f);
     for (int i = 0; i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
-        if (segment_cues(f, &g, p, vtt, &number) != 0) return -1;
+        if (segment_cues(f, &g, s, vtt, &st) != 0) return -1;
     }
     return 0;
 }
 
 static int srt_result(FILE *f, const hv_output_spec *s, const char *file, const hv_result *res) {
     (void)file;
-    return subtitles(f, res, &s->cues, 0);
+    return subtitles(f, res, s, 0);
 }
 
 static int vtt_result(FILE *f, const hv_output_spec *s, const char *file, const hv_result *res) {
     (void)file;
-    return subtitles(f, res, &s->cues, 1);
+    return subtitles(f, res, s, 1);
 }
 
 static int srt_segment(FILE *f, const hv_output_spec *s, const char *file, const hv_segment *g,
                        hv_output_state *st) {
     (void)file;
     st->segments++;
-    return segment_cues(f, g, &s->cues, 0, &st->cues);
+    return segment_cues(f, g, s, 0, st);
 }
 
 static int vtt_segment(FILE *f, const hv_output_spec *s, const char *file, const hv_segment *g,
                        hv_output_state *st) {
     (void)file;
     if (st->segments++ == 0) fputs("WEBVTT\n\n", f);
-    return segment_cues(f, g, &s->cues, 1, &st->cues);
+    return segment_cues(f, g, s, 1, st);
 }
 
 const hv_output_writer hv_output_srt = {"srt", "srt", 0, 1, srt_result, srt_segment};

@@ -18,7 +18,10 @@ hand-written streams); here:
     <|spltoken0|> <|t:0.0|> text: one turn of speaker 0 from the chunk's
     start to its end (no end time: the window's), whose tokens are the
     chunk's but those two, its words inside it; txt "[SPEAKER_00] " lines,
-    vtt "<v Speaker 1>", Python speaker 0 (and python -m hviske's JSON);
+    vtt "<v Speaker 1>", srt "[SPEAKER_00] " opening each cue's text (and
+    with --srt-speakers dash no dash: one speaker, no change), Python
+    speaker 0 (and python -m hviske's JSON); --srt-speakers refuses a
+    style that is none, naming the option;
   * refused, naming the piece, on the model without the added tokens
     (<|spltoken0|>) and on one with speaker but no time tokens
     (<|t:0.0|>); without --diarize both transcribe;
@@ -112,7 +115,30 @@ def check_one_turn(src, wav, tmp):
     vtt = Run(base + ["--format", "vtt", wav])
     report("vtt: cues open with <v Speaker 1>",
            vtt.rc == 0 and "<v Speaker 1>" in vtt.out and "<v Speaker 2>" not in vtt.out, str(vtt))
+    check_srt(base, wav)
     return model
+
+
+def srt_texts(out):
+    """The first text line of each SubRip cue (after its time line)."""
+    lines = out.split("\n")
+    return [lines[i + 1] for i, ln in enumerate(lines[:-1]) if " --> " in ln]
+
+
+def check_srt(base, wav):
+    srt = Run(base + ["--format", "srt", wav])
+    texts = srt_texts(srt.out)
+    report("srt: each cue's text opens with [SPEAKER_00]",
+           srt.rc == 0 and texts and all(t.startswith("[SPEAKER_00] ") for t in texts), str(srt))
+    dash = Run(base + ["--format", "srt", "--srt-speakers", "dash", wav])
+    texts = srt_texts(dash.out)
+    report("srt dash, one speaker: no label and no dash",
+           dash.rc == 0 and texts and "SPEAKER" not in dash.out
+           and not any(t.startswith("- ") for t in texts), str(dash))
+    bad = Run(base + ["--format", "srt", "--srt-speakers", "voice", wav])
+    report("--srt-speakers voice: refused, naming the option, nothing written",
+           bad.rc != 0 and "--srt-speakers" in bad.err and "label or dash" in bad.err
+           and not bad.out and not bad.crashed(), str(bad))
 
 
 def main():

@@ -13,7 +13,10 @@
  *   - speakers (diarize, set on the result here): txt "[SPEAKER_0K] text"
  *     lines, whole and streamed the same, json/jsonl "speaker" in each
  *     chunk and segment that has one, vtt "<v Speaker K+1>" opening each
- *     cue of a segment that has one, whole and streamed the same.
+ *     cue of a segment that has one, whole and streamed the same; srt
+ *     "[SPEAKER_0K] " opening each such cue, or with srt_speakers dash
+ *     "- " opening the first cue of a turn only, whole and streamed the
+ *     same.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -118,7 +121,7 @@ static void segments(const hv_result *res) {
         CHECK(write_to(&whole, &s, res) == HV_OK);
         memset(&parts, 0, sizeof parts);
         s.write_arg = &parts;
-        hv_output_state st = {0, 0};
+        hv_output_state st = {0};
         hv_status rc = HV_OK;
         for (int i = 0; rc == HV_OK && i < hv_result_n_segments(res); i++) {
             hv_segment g = hv_result_segment(res, i);
@@ -134,6 +137,53 @@ static void segments(const hv_result *res) {
     }
 }
 
+/* The srt of res written whole into *whole and segment by segment into
+ * *parts, as s says. */
+static void srt_both(sink *whole, sink *parts, hv_output_spec *s, const hv_result *res) {
+    CHECK(write_to(whole, s, res) == HV_OK);
+    memset(parts, 0, sizeof *parts);
+    s->write_arg = parts;
+    hv_output_state st = {0};
+    for (int i = 0; i < hv_result_n_segments(res); i++) {
+        hv_segment g = hv_result_segment(res, i);
+        CHECK(hv_output_write_segment(s, "a.wav", &g, &st) == HV_OK);
+    }
+    CHECK(whole->n == parts->n && !memcmp(whole->buf, parts->buf, whole->n));
+}
+
+/* How many times needle occurs in the n bytes at hay. */
+static int count(const char *hay, size_t n, const char *needle) {
+    int k = 0;
+    size_t m = strlen(needle);
+    for (size_t i = 0; i + m <= n; i++) k += !memcmp(hay + i, needle, m);
+    return k;
+}
+
+/* srt of res, whose segments 0 and 1 have speakers 0 and 1: a label
+ * opening every cue of theirs (a cue's text follows its time line), or a
+ * dash at the change of speaker only. */
+static void srt_speakers(const hv_result *res) {
+    sink whole, parts;
+    hv_output_spec s = hv_output_default_spec(HV_OUTPUT_SRT);
+    hv_cue *c0 = NULL, *c1 = NULL;
+    int n0 = 0, n1 = 0;
+    hv_segment g0 = hv_result_segment(res, 0), g1 = hv_result_segment(res, 1);
+    CHECK(hv_segment_cues(&g0, &s.cues, &c0, &n0) == HV_OK);
+    CHECK(hv_segment_cues(&g1, &s.cues, &c1, &n1) == HV_OK);
+    hv_cues_free(c0, n0);
+    hv_cues_free(c1, n1);
+    srt_both(&whole, &parts, &s, res);
+    CHECK_MSG(count(whole.buf, whole.n, "\n[SPEAKER_00] ") == n0 &&
+                  count(whole.buf, whole.n, "\n[SPEAKER_01] ") == n1 &&
+                  count(whole.buf, whole.n, "[SPEAKER_") == n0 + n1,
+              "srt label: %.*s", (int)whole.n, whole.buf);
+    s = hv_output_default_spec(HV_OUTPUT_SRT);
+    s.srt_speakers = HV_OUTPUT_SRT_DASH;
+    srt_both(&whole, &parts, &s, res);
+    CHECK_MSG(count(whole.buf, whole.n, "\n- ") == 1 && !strstr(whole.buf, "SPEAKER"),
+              "srt dash: %.*s", (int)whole.n, whole.buf);
+}
+
 /* res's first two segments given speakers 0 and 1 (the rest none). */
 static void speakers(hv_result *res) {
     res->segs[0].speaker = 0;
@@ -147,7 +197,7 @@ static void speakers(hv_result *res) {
     CHECK_MSG(strncmp(whole.buf, want, strlen(want)) == 0, "txt: %.*s", (int)whole.n, whole.buf);
     memset(&parts, 0, sizeof parts);
     s.write_arg = &parts;
-    hv_output_state st = {0, 0};
+    hv_output_state st = {0};
     for (int i = 0; i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
         CHECK(hv_output_write_segment(&s, "a.wav", &g, &st) == HV_OK);
@@ -165,14 +215,17 @@ static void speakers(hv_result *res) {
               "vtt: %.*s", (int)whole.n, whole.buf);
     memset(&parts, 0, sizeof parts);
     s.write_arg = &parts;
-    st = (hv_output_state){0, 0};
+    st = (hv_output_state){0};
     for (int i = 0; i < hv_result_n_segments(res); i++) {
         hv_segment g = hv_result_segment(res, i);
         CHECK(hv_output_write_segment(&s, "a.wav", &g, &st) == HV_OK);
     }
     CHECK(whole.n == parts.n && !memcmp(whole.buf, parts.buf, whole.n));
+    srt_speakers(res);
     res->segs[0].speaker = res->segs[1].speaker = -1;
     CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "<v "));
+    s = hv_output_default_spec(HV_OUTPUT_SRT);
+    CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "SPEAKER"));
     s = hv_output_default_spec(HV_OUTPUT_JSONL);
     CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "speaker"));
 }
