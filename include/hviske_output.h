@@ -16,7 +16,10 @@
  *                 {timestamps, offsets, text}, with tokens[] (-ojf)
  *   openai-json   OpenAI's {"text"} (with "logprobs" when asked)
  *   openai-verbose-json  OpenAI's verbose_json: task, language, duration,
- *                 text, segments and words as `granularities` ask
+ *                 text, segments and words as `granularities` ask;
+ *                 a segment's "speaker" ("A", "B", ...) where it has one
+ *   openai-diarized-json  OpenAI's diarized_json: task, duration, text,
+ *                 segments of {type, id, start, end, text, speaker}
  *
  * The segments are the cues of each chunk's words (hv_segment_cues with
  * the spec's limits); every format that shows segments makes them so.
@@ -52,6 +55,7 @@ typedef enum hv_output_format {
     HV_OUTPUT_WHISPER_JSON,
     HV_OUTPUT_OPENAI_JSON,
     HV_OUTPUT_OPENAI_VERBOSE_JSON,
+    HV_OUTPUT_OPENAI_DIARIZED_JSON,
     /* a new format comes here, at the end: the values stay */
     HV_OUTPUT_N_FORMATS
 } hv_output_format;
@@ -98,7 +102,7 @@ typedef struct hv_output_spec {
 HV_API hv_output_spec hv_output_default_spec(hv_output_format f);
 
 /* "txt", "jsonl", "json", "srt", "vtt", "csv", "whisper-json",
- * "openai-json", "openai-verbose-json"; NULL for a value that is none. */
+ * "openai-json", "openai-verbose-json", "openai-diarized-json"; NULL for a value that is none. */
 HV_API const char *hv_output_format_name(hv_output_format f);
 
 /* The file extension of a format, without the dot ("json" for the JSON

@@ -520,7 +520,7 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
     p->prompt = val(f, SRV_F_PROMPT) != NULL;
     if ((v = val(f, SRV_F_RESPONSE_FORMAT)) && srv_format_parse(v, &p->format))
         BAD("response_format", "response_format must be json, text, "
-                               "verbose_json, srt or vtt");
+                               "verbose_json, srt, vtt or diarized_json");
     if ((v = val(f, SRV_F_TEMPERATURE))) {
         if (hvt_parse_temperatures(v, &p->temperatures))
             BAD("temperature",
@@ -645,7 +645,9 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
     if ((v = val(f, SRV_F_CHUNKING_STRATEGY)) && parse_chunking_strategy(v, &p->tp, e) != 0)
         return -1;
     /* readable segments and subtitles come from word times */
-    p->tp.word_timestamps =
-        p->format == SRV_FMT_VERBOSE_JSON || p->format == SRV_FMT_SRT || p->format == SRV_FMT_VTT;
+    p->tp.word_timestamps = p->format == SRV_FMT_VERBOSE_JSON || p->format == SRV_FMT_SRT ||
+                            p->format == SRV_FMT_VTT || p->format == SRV_FMT_DIARIZED_JSON;
+    /* OpenAI's speaker annotations come with diarized_json */
+    if (p->format == SRV_FMT_DIARIZED_JSON) p->tp.diarize = 1;
     return 0;
 }

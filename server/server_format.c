@@ -18,7 +18,8 @@
 #include "checkpoint.h"
 #include "cmdline.h"
 
-static const char *const FORMAT_NAMES[] = {"json", "text", "verbose_json", "srt", "vtt"};
+static const char *const FORMAT_NAMES[] = {"json", "text", "verbose_json",
+                                           "srt",  "vtt",  "diarized_json"};
 
 int srv_format_parse(const char *name, srv_format *out) {
     for (size_t i = 0; i < sizeof FORMAT_NAMES / sizeof *FORMAT_NAMES; i++)
@@ -32,7 +33,8 @@ int srv_format_parse(const char *name, srv_format *out) {
 const char *srv_format_content_type(srv_format f) {
     switch (f) {
         case SRV_FMT_JSON:
-        case SRV_FMT_VERBOSE_JSON: return "application/json";
+        case SRV_FMT_VERBOSE_JSON:
+        case SRV_FMT_DIARIZED_JSON: return "application/json";
         case SRV_FMT_VTT: return "text/vtt; charset=utf-8";
         case SRV_FMT_SRT:
         case SRV_FMT_TEXT:
@@ -130,7 +132,8 @@ char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opt
                                           [SRV_FMT_TEXT] = HV_OUTPUT_TXT,
                                           [SRV_FMT_VERBOSE_JSON] = HV_OUTPUT_OPENAI_VERBOSE_JSON,
                                           [SRV_FMT_SRT] = HV_OUTPUT_SRT,
-                                          [SRV_FMT_VTT] = HV_OUTPUT_VTT};
+                                          [SRV_FMT_VTT] = HV_OUTPUT_VTT,
+                                          [SRV_FMT_DIARIZED_JSON] = HV_OUTPUT_OPENAI_DIARIZED_JSON};
     /* text, srt and vtt: the CLI's --format txt, srt and vtt */
     hv_output_spec spec = hv_output_default_spec(AS[f]);
     if (o->cues) spec.cues = *o->cues;

@@ -20,7 +20,8 @@ typedef enum srv_format {
     SRV_FMT_TEXT,         /* the transcript and a newline */
     SRV_FMT_VERBOSE_JSON, /* task, language, duration, text, segments */
     SRV_FMT_SRT,          /* SubRip, cues from word times */
-    SRV_FMT_VTT           /* WebVTT, cues from word times */
+    SRV_FMT_VTT,          /* WebVTT, cues from word times */
+    SRV_FMT_DIARIZED_JSON /* task, duration, text, segments with speakers */
 } srv_format;
 
 /* timestamp_granularities[] values. */

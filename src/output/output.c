@@ -19,6 +19,7 @@ static const hv_output_writer *const WRITERS[HV_OUTPUT_N_FORMATS] = {
     [HV_OUTPUT_WHISPER_JSON] = &hv_output_whisper_json,
     [HV_OUTPUT_OPENAI_JSON] = &hv_output_openai_json,
     [HV_OUTPUT_OPENAI_VERBOSE_JSON] = &hv_output_openai_verbose_json,
+    [HV_OUTPUT_OPENAI_DIARIZED_JSON] = &hv_output_openai_diarized_json,
 };
 
 static const hv_output_writer *writer_of(hv_output_format f) {

@@ -29,7 +29,7 @@ typedef struct hv_output_writer {
 
 extern const hv_output_writer hv_output_txt, hv_output_jsonl, hv_output_json, hv_output_srt,
     hv_output_vtt, hv_output_csv, hv_output_whisper_json, hv_output_openai_json,
-    hv_output_openai_verbose_json;
+    hv_output_openai_verbose_json, hv_output_openai_diarized_json;
 
 /* ------------------------------------------------------------ text */
 

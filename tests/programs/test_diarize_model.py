@@ -20,7 +20,9 @@ hand-written streams); here:
     chunk's but those two, its words inside it; txt "[SPEAKER_00] " lines,
     vtt "<v Speaker 1>", srt "[SPEAKER_00] " opening each cue's text (and
     with --srt-speakers dash no dash: one speaker, no change), Python
-    speaker 0 (and python -m hviske's JSON); --srt-speakers refuses a
+    speaker 0 (and python -m hviske's JSON); hviske-server's diarized_json
+    (OpenAI's segments, speaker "A") and verbose_json with diarize (each
+    segment's "speaker"); --srt-speakers refuses a
     style that is none, naming the option;
   * refused, naming the piece, on the model without the added tokens
     (<|spltoken0|>) and on one with speaker but no time tokens
@@ -39,6 +41,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_extended_vocab as ext  # noqa: E402
+from hvserver import Server, transcribe  # noqa: E402
 from hvtest import Run, finish_in, report  # noqa: E402
 
 
@@ -116,7 +119,35 @@ def check_one_turn(src, wav, tmp):
     report("vtt: cues open with <v Speaker 1>",
            vtt.rc == 0 and "<v Speaker 1>" in vtt.out and "<v Speaker 2>" not in vtt.out, str(vtt))
     check_srt(base, wav)
+    check_server(model, wav, tmp)
     return model
+
+
+def check_server(model, wav, tmp):
+    srv = Server(model, "-t", "1", "--workers", "1", tmp=tmp)
+    if not srv.started("server with the turn model"):
+        return
+    try:
+        with open(wav, "rb") as f:
+            audio = f.read()
+        r = transcribe(srv.port, audio, fields=[("response_format", "diarized_json"),
+                                                ("repetition_penalty", "100")])
+        res = r.json() if r.status == 200 else None
+        segs = res.get("segments") if res else None
+        report("server diarized_json: OpenAI's segments, each speaker A",
+               bool(segs) and res["task"] == "transcribe" and res["text"]
+               and all(s["type"] == "transcript.text.segment" and s["speaker"] == "A"
+                       and s["id"] == f"seg_{i}" and s["start"] <= s["end"] and s["text"]
+                       for i, s in enumerate(segs)), str(r))
+        r = transcribe(srv.port, audio, fields=[("response_format", "verbose_json"),
+                                                ("diarize", "true"),
+                                                ("repetition_penalty", "100")])
+        res = r.json() if r.status == 200 else None
+        report("server verbose_json with diarize: each segment's speaker A",
+               bool(res and res["segments"])
+               and all(s.get("speaker") == "A" for s in res["segments"]), str(r))
+    finally:
+        srv.stop()
 
 
 def srt_texts(out):

@@ -16,7 +16,9 @@
  *     cue of a segment that has one, whole and streamed the same; srt
  *     "[SPEAKER_0K] " opening each such cue, or with srt_speakers dash
  *     "- " opening the first cue of a turn only, whole and streamed the
- *     same.
+ *     same; openai-verbose-json "speaker":"A", "B" in those segments
+ *     (none without), openai-diarized-json OpenAI's segments {type, id,
+ *     ..., speaker}, "" where a segment has none.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -222,10 +224,29 @@ static void speakers(hv_result *res) {
     }
     CHECK(whole.n == parts.n && !memcmp(whole.buf, parts.buf, whole.n));
     srt_speakers(res);
+    s = hv_output_default_spec(HV_OUTPUT_OPENAI_VERBOSE_JSON);
+    CHECK(write_to(&whole, &s, res) == HV_OK);
+    CHECK_MSG(strstr(whole.buf, "\"speaker\":\"A\"") && strstr(whole.buf, "\"speaker\":\"B\"") &&
+                  !strstr(whole.buf, "\"speaker\":\"C\"") && !strstr(whole.buf, "\"speaker\":\"\""),
+              "verbose_json: %.*s", (int)whole.n, whole.buf);
+    s = hv_output_default_spec(HV_OUTPUT_OPENAI_DIARIZED_JSON);
+    CHECK(write_to(&whole, &s, res) == HV_OK);
+    const char *a = strstr(whole.buf, "\"speaker\":\"A\""),
+               *b = strstr(whole.buf, "\"speaker\":\"B\"");
+    CHECK_MSG(a && b && a < b && strstr(whole.buf, "\"task\":\"transcribe\"") &&
+                  strstr(whole.buf, "{\"type\":\"transcript.text.segment\",\"id\":\"seg_0\",") &&
+                  count(whole.buf, whole.n, "\"type\":") ==
+                      count(whole.buf, whole.n, "\"speaker\":"),
+              "diarized_json: %.*s", (int)whole.n, whole.buf);
     res->segs[0].speaker = res->segs[1].speaker = -1;
     CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "<v "));
     s = hv_output_default_spec(HV_OUTPUT_SRT);
     CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "SPEAKER"));
+    s = hv_output_default_spec(HV_OUTPUT_OPENAI_VERBOSE_JSON);
+    CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "speaker"));
+    s = hv_output_default_spec(HV_OUTPUT_OPENAI_DIARIZED_JSON);
+    CHECK(write_to(&whole, &s, res) == HV_OK && strstr(whole.buf, "\"speaker\":\"\"") &&
+          !strstr(whole.buf, "\"speaker\":\"A\""));
     s = hv_output_default_spec(HV_OUTPUT_JSONL);
     CHECK(write_to(&whole, &s, res) == HV_OK && !strstr(whole.buf, "speaker"));
 }
