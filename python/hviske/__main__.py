@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import Error, InvalidArgument, Model, Result, StandardInput, Word
-from ._output import write_result
+from ._output import SRT_SPEAKERS, write_result
 
 
 def _usage_error(e: BaseException) -> bool:
@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--diarize", action="store_true",
                    help="a diarize model's speaker turns, each segment with its speaker "
                         "(docs/DIARIZE.md)")
+    p.add_argument("--srt-speakers", choices=SRT_SPEAKERS, default="label",
+                   help="srt with --diarize: label (default) opens each cue with "
+                        "[SPEAKER_00], dash opens a turn's first cue with \"- \"")
     p.add_argument("--word-timestamps", action="store_true",
                    help="with --json: each word with its start, end and probability")
     p.add_argument("--json", action="store_true",
@@ -264,7 +267,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      diarize=a.diarize,
                                      _output=None if fmt == "json" else
                                      lambda res: written.append(write_result(
-                                         model._lib, res, fmt, path)))
+                                         model._lib, res, fmt, path, a.srt_speakers)))
             except (Error, TypeError) as e:
                 if _usage_error(e):
                     print(f"hviske: {e}", file=sys.stderr)

@@ -9,15 +9,21 @@ from typing import Any
 from ._native import OUTPUT_WRITE, Library
 
 
-def write_result(lib: Library, res: Any, fmt: str, file: str) -> bytes:
+SRT_SPEAKERS = ("label", "dash")  # hv_output_spec.srt_speakers, in order
+
+
+def write_result(lib: Library, res: Any, fmt: str, file: str,
+                 srt_speakers: str = "label") -> bytes:
     """The bytes of the library's result `res` (an hv_result *) in format
     fmt ("txt", "srt", "vtt", ...: hv_output_format_parse), for the input
-    named `file`, with the default spec."""
+    named `file`, with the default spec but srt_speakers (SRT_SPEAKERS:
+    how srt shows speakers)."""
     code = ctypes.c_int()
     name = fmt.encode()
     if lib.hv_output_format_parse(name, len(name), ctypes.byref(code)) != 0:
         raise ValueError(f"no output format {fmt!r}")
     spec = lib.hv_output_default_spec(code.value)
+    spec.srt_speakers = SRT_SPEAKERS.index(srt_speakers)
     out = bytearray()
 
     def write(_arg: Any, data: Any, n: int) -> int:

@@ -20,7 +20,8 @@ hand-written streams); here:
     chunk's but those two, its words inside it; txt "[SPEAKER_00] " lines,
     vtt "<v Speaker 1>", srt "[SPEAKER_00] " opening each cue's text (and
     with --srt-speakers dash no dash: one speaker, no change), Python
-    speaker 0 (and python -m hviske's JSON); hviske-server's diarized_json
+    speaker 0 (and python -m hviske's JSON, and its srt, label and dash);
+    hviske-server's diarized_json
     (OpenAI's segments, speaker "A") and verbose_json with diarize (each
     segment's "speaker"); --srt-speakers refuses a
     style that is none, naming the option;
@@ -212,6 +213,15 @@ def main():
     segs = json.loads(p.stdout)["segments"] if p.returncode == 0 else []
     report("python -m hviske --diarize --json: \"speaker\": 0 in each segment",
            segs and all(s.get("speaker") == 0 for s in segs), p.stderr[-300:])
+    for style, want in (("label", "[SPEAKER_00] "), ("dash", None)):
+        p = subprocess.run([sys.executable, "-m", "hviske", "-m", turn, "--diarize",
+                            "--repetition-penalty", "100", "--format", "srt",
+                            "--srt-speakers", style, wav],
+                           capture_output=True, text=True, env=env, timeout=600)
+        texts = srt_texts(p.stdout) if p.returncode == 0 else []
+        report(f"python -m hviske --diarize --format srt --srt-speakers {style}: cues as it says",
+               texts and all(t.startswith(want) if want else "SPEAKER" not in t for t in texts),
+               p.stderr[-300:])
 
     model, V = ext.extended(src, os.path.join(tmp, "emit"), first_bias=50.0)
     r = Run(["-m", model, "-q", "--diarize", "--format", "json", wav])
