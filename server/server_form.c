@@ -54,6 +54,7 @@ static const struct {
     [SRV_F_NO_REPEAT_NGRAM_SIZE] = {"no_repeat_ngram_size", 64, 0, 1},
     [SRV_F_DIARIZE] = {"diarize", 64, -1, 1},
     [SRV_F_DOWNLOADS] = {"downloads", 128},
+    [SRV_F_SRT_SPEAKERS] = {"srt_speakers", 64},
     [SRV_F_BEAM_SIZE] = {"beam_size", 64, 1},
     [SRV_F_OFFSET_T] = {"offset_t", 64, 1},
     [SRV_F_DURATION] = {"duration", 64, 1},
@@ -611,6 +612,8 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
     }
     if ((v = val(f, SRV_F_PROGRESS)) && parse_bool(v, &p->progress))
         BAD("progress", "progress must be true or false");
+    if ((v = val(f, SRV_F_SRT_SPEAKERS)) && hvt_parse_srt_speakers(v, &p->srt_speakers))
+        BAD("srt_speakers", "srt_speakers must be label or dash");
     if ((v = val(f, SRV_F_DOWNLOADS)) && parse_downloads(v, p))
         BAD("downloads", "downloads must be hviske's formats joined by commas (txt, json, jsonl, "
                          "srt, vtt, csv, whisper-json)");

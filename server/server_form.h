@@ -63,8 +63,9 @@ typedef enum srv_field {
     SRV_F_HOTWORDS_SCORE,
     SRV_F_REPETITION_PENALTY, /* Hugging Face's generate options */
     SRV_F_NO_REPEAT_NGRAM_SIZE,
-    SRV_F_DIARIZE,   /* a diarize model's speaker turns (docs/DIARIZE.md) */
-    SRV_F_DOWNLOADS, /* hviske's: the CLI's formats in the done event */
+    SRV_F_DIARIZE,      /* a diarize model's speaker turns (docs/DIARIZE.md) */
+    SRV_F_DOWNLOADS,    /* hviske's: the CLI's formats in the done event */
+    SRV_F_SRT_SPEAKERS, /* hviske's: srt's speakers, label or dash */
     /* whisper-server's fields, on POST /inference only */
     SRV_F_BEAM_SIZE,
     SRV_F_OFFSET_T,
@@ -131,6 +132,7 @@ typedef struct srv_params {
     char model[128];               /* the model field as given ("" if none) */
     int stream;                    /* stream=true: Server-Sent Events (json, text) */
     int logprobs;                  /* include[]=logprobs: json gets "logprobs" */
+    int srt_speakers;              /* srt: HV_OUTPUT_SRT_LABEL or _DASH */
     char ignored[192];             /* include[] values not supported, for a warning
                            ("" when none) */
     int prompt;                    /* a prompt was given (and ignored), for a warning */

@@ -140,6 +140,7 @@ char *srv_format_result(srv_format f, const hv_result *res, const srv_format_opt
     spec.granularities = o->granularities;
     spec.model = o->model;
     spec.logprobs = o->logprobs;
+    spec.srt_speakers = o->srt_speakers;
     return cli_bytes(AS[f], &spec, "-", res, len);
 }
 

@@ -36,6 +36,7 @@ typedef struct srv_format_opts {
     const hv_model *model;     /* logprobs: the tokens' text */
     int logprobs;              /* json: "logprobs", OpenAI's [{"token",
                                    "logprob", "bytes"}] per token */
+    int srt_speakers;          /* srt: HV_OUTPUT_SRT_LABEL or _DASH */
 } srv_format_opts;
 
 /* Parses a response_format value; 0 on success. */

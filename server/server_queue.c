@@ -371,7 +371,8 @@ static job_end run_job(worker *w, request *req) {
         goto done;
     }
     size_t len = 0;
-    srv_format_opts fo = {s->rate, p->granularities, &s->o->cues, s->model, p->logprobs};
+    srv_format_opts fo = {s->rate,  p->granularities, &s->o->cues,
+                          s->model, p->logprobs,      p->srt_speakers};
     char *body = srv_format_result(p->format, res, &fo, &len);
     hv_result_free(res);
     req->resp = srv_buffer_response(body, len, srv_format_content_type(p->format));

@@ -23,7 +23,8 @@ hand-written streams); here:
     speaker 0 (and python -m hviske's JSON, and its srt, label and dash);
     hviske-server's diarized_json
     (OpenAI's segments, speaker "A") and verbose_json with diarize (each
-    segment's "speaker"); --srt-speakers refuses a
+    segment's "speaker"), srt with srt_speakers label and dash (voice a
+    400); --srt-speakers refuses a
     style that is none, naming the option;
   * refused, naming the piece, on the model without the added tokens
     (<|spltoken0|>) and on one with speaker but no time tokens
@@ -147,6 +148,18 @@ def check_server(model, wav, tmp):
         report("server verbose_json with diarize: each segment's speaker A",
                bool(res and res["segments"])
                and all(s.get("speaker") == "A" for s in res["segments"]), str(r))
+        for style, want in (("label", "[SPEAKER_00] "), ("dash", None)):
+            r = transcribe(srv.port, audio, fields=[("response_format", "srt"), ("diarize", "true"),
+                                                    ("repetition_penalty", "100"),
+                                                    ("srt_speakers", style)])
+            texts = srt_texts(r.body.decode("utf-8", "replace")) if r.status == 200 else []
+            report(f"server srt with diarize, srt_speakers {style}: cues as it says",
+                   texts and all(t.startswith(want) if want else "SPEAKER" not in t
+                                 for t in texts), str(r))
+        r = transcribe(srv.port, audio, fields=[("response_format", "srt"),
+                                                ("srt_speakers", "voice")])
+        report("server srt_speakers voice: 400 naming the field",
+               r.status == 400 and r.json()["error"].get("param") == "srt_speakers", str(r))
     finally:
         srv.stop()
 
