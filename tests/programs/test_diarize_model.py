@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_extended_vocab as ext  # noqa: E402
 from hvserver import Server, transcribe  # noqa: E402
-from hvtest import Run, finish_in, report  # noqa: E402
+from hvtest import Run, finish_in, reexec_with_sanitizers, report, sanitized  # noqa: E402
 
 
 def dump_prompt(model, wav, tmp, name, *extra):
@@ -187,6 +187,8 @@ def check_srt(base, wav):
 
 
 def main():
+    if sanitized() and not os.environ.get("HV_PY_REEXEC"):
+        return reexec_with_sanitizers()  # the Python cases load the sanitized library
     tmp = tempfile.mkdtemp(prefix="hv-diarize-")
     src, wav = ext.fixture_model()
     if not src:
