@@ -73,8 +73,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     s->model_dir = fo.model_dir;
     s->mp = mp;
     s->rate = hv_model_sample_rate(s->model);
-    s->base = hv_transcribe_default_params();
-    s->base.chunking = fo.chunking;
+    s->base = fo.tp; /* the parameter options, --chunking none among them */
     s->workers = calloc(1, sizeof *s->workers);
     if (!s->workers) exit(1);
     s->workers[0].s = s;
