@@ -61,7 +61,7 @@ build() { # target
   case "$1" in
     form | json) src+=("${TOOLS[@]}") ;;
     request) src+=("${TOOLS[@]}" "$ROOT/server/server_options.c" "$ROOT/server/server_queue.c"
-                   "$ROOT/server/server_whisper.c") ;;
+                   "$ROOT/server/server_whisper.c" "$ROOT/server/server_response.c") ;;
   esac
   "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer,address,undefined "${src[@]}" \
     "$OUTDIR/libhviske-fuzz.a" "${LIBS[@]}" -lpthread -o "$OUTDIR/fuzz_$1"
