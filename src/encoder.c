@@ -188,11 +188,10 @@ static void self_attention(const hv_config *c, const hv_engine *e, float *x, int
     const hv_mat *qkv[3] = {&y->wq, &y->wk, &y->wv};
     const float *qkv_b[3] = {y->bq, y->bk, y->bv};
     float *qkv_y[3] = {s->q, s->k, s->v};
-    hv_eng_norm_linear(e, s->norm, x, n, d, y->att_norm_w, y->att_norm_b, HV_LN_EPS, 3, qkv, qkv_b,
-                       qkv_y, NULL);
-    /* the heads' time goes to their own stages (profile.h) */
-    hv_attention_heads(e, n, len, d, H, s->q, s->k, s->v, p, y->pos_bias_u, y->pos_bias_v, s->att,
-                       s->ctx);
+    /* the projections' time goes to attn_linear, the heads' to their own
+     * stages (profile.h) */
+    hv_eng_attention(e, s->norm, x, n, len, d, H, y->att_norm_w, y->att_norm_b, HV_LN_EPS, qkv,
+                     qkv_b, qkv_y, p, y->pos_bias_u, y->pos_bias_v, s->att, s->ctx);
     hv_eng_linear(e, s->tmp, s->ctx, n, &y->wo, y->bo, &(hv_epilogue){.residual = x, .scale = 1});
     hv_prof_add(e->prof, HV_STAGE_ATTN_LINEAR, &s->t);
 }

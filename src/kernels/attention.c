@@ -20,6 +20,7 @@ typedef struct attn_job {
     const float *p;         /* [(2n-1) x d]: linear_pos rows of positions n-1 .. -(n-1) */
     int n, len, d, H, dh;
     int bf16;       /* bf16 compute (attn_head_bf16) */
+    int staged;     /* with the bf16 engine: (q + u), (q + v), k and v are in att already */
     hv_onednn *dnn; /* with bf16: the engine's oneDNN, or NULL for the emulation */
     hv_profile *prof;
     double *busy; /* with prof: [H][3] each head's own time in products, softmax, staging */
@@ -219,10 +220,12 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     const float *u = j->u + h * dh, *vb = j->vb + h * dh;
     double t = hv_prof_now(j->prof);
 
-    stage_bf16(qu, bits, j->q + h * dh, d, u, len, cl, dh);
-    stage_bf16(qv, bits, j->q + h * dh, d, vb, len, cl, dh);
-    stage_bf16(kk, bits, j->k + h * dh, d, NULL, len, cl, dh);
-    stage_bf16(vv, bits, j->v + h * dh, d, NULL, len, cl, dh);
+    if (!j->staged) {
+        stage_bf16(qu, bits, j->q + h * dh, d, u, len, cl, dh);
+        stage_bf16(qv, bits, j->q + h * dh, d, vb, len, cl, dh);
+        stage_bf16(kk, bits, j->k + h * dh, d, NULL, len, cl, dh);
+        stage_bf16(vv, bits, j->v + h * dh, d, NULL, len, cl, dh);
+    }
     /* the bands read position rows n-len .. n+len-2: staged from row 0,
      * with ATT_CLASS zero rows after them for the padded bands */
     stage_bf16(pp, bits, j->p + (long)(n - len) * d + h * dh, d, NULL, 2 * len - 1,
@@ -263,16 +266,19 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     head_busy(j, h, BUSY_PRODUCTS, &t);
 }
 
-void hv_attention_heads(const hv_engine *e, int n, int len, int d, int H, const float *q,
-                        const float *k, const float *v, const float *p, const float *u,
-                        const float *vb, float *att, float *ctx) {
+/* The heads of hv_attention_heads; staged: (q + u), (q + v), k and v are
+ * in att as attn_head_bf16 reads them (q, k, v not read). */
+static void heads_run(const hv_engine *e, int n, int len, int d, int H, const float *q,
+                      const float *k, const float *v, const float *p, const float *u,
+                      const float *vb, float *att, float *ctx, int staged) {
     hv_profile *prof = e->prof;
     hv_onednn *dnn = e->bf16 ? e->dnn : NULL;
     /* with a profile, the job's time split as the heads spent theirs */
     double *busy = prof ? calloc((size_t)H * 3, sizeof *busy) : NULL;
     if (!busy) prof = NULL;
     /* in the order of attn_job's fields */
-    attn_job j = {q, k, v, ctx, att, u, vb, p, n, len, d, H, d / H, e->bf16, dnn, prof, busy};
+    attn_job j = {q,   k, v, ctx,   att,     u,      vb,  p,    n,
+                  len, d, H, d / H, e->bf16, staged, dnn, prof, busy};
     double t0 = hv_prof_now(prof);
     hv_pool_run(e->pool, H, j.bf16 ? attn_head_bf16 : attn_head, &j);
     if (!prof) return;
@@ -284,6 +290,73 @@ void hv_attention_heads(const hv_engine *e, int n, int len, int d, int H, const 
                                       HV_STAGE_ATTN_STAGING};
     for (int w = 0; w < 3 && all > 0; w++) hv_prof_claim(prof, stage[w], wall * part[w] / all);
     free(busy);
+}
+
+void hv_attention_heads(const hv_engine *e, int n, int len, int d, int H, const float *q,
+                        const float *k, const float *v, const float *p, const float *u,
+                        const float *vb, float *att, float *ctx) {
+    heads_run(e, n, len, d, H, q, k, v, p, u, vb, att, ctx, 0);
+}
+
+/* Where the q, k, v projections' outputs go on the bf16 engine: each
+ * head's (q + u), (q + v), k and v rounded to bf16 in attn_head_bf16's
+ * scratch, rows >= len zero, as stage_bf16 writes them. */
+typedef struct qkv_sink {
+    char *att;           /* hv_attention_scratch(n, d, H, 1) floats */
+    const float *u, *vb; /* [d] */
+    int n, len, dh;
+} qkv_sink;
+
+/* Head h's operand `which` (0: q + u, 1: q + v, 2: k, 3: v), c rows of dh. */
+static uint16_t *head_operand(const qkv_sink *s, int h, int which) {
+    long c = att_class(s->n);
+    char *base = s->att + (size_t)h * head_scratch(s->n, s->dh, 1) * sizeof(float);
+    return (uint16_t *)base + which * c * s->dh;
+}
+
+static void qkv_put(void *arg, int m, int i0, int i1, int r0, int r1, const float *src, long ld) {
+    const qkv_sink *s = arg;
+    int dh = s->dh;
+    for (int i = i0; i < i1; i++) {
+        const float *row = src + (long)(i - i0) * ld - r0;
+        for (int r = r0; r < r1;) {
+            int h = r / dh, t = r - h * dh, end = (h + 1) * dh < r1 ? (h + 1) * dh : r1;
+            for (int w = m == 0 ? 0 : m + 1; w <= (m == 0 ? 1 : m + 1); w++) {
+                uint16_t *dst = head_operand(s, h, w) + (long)i * dh + t;
+                if (i >= s->len)
+                    memset(dst, 0, (size_t)(end - r) * sizeof *dst);
+                else
+                    round_bf16(dst, 1, row + r,
+                               w == 0   ? s->u + r
+                               : w == 1 ? s->vb + r
+                                        : NULL,
+                               end - r);
+            }
+            r = end;
+        }
+    }
+}
+
+void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, int len, int d, int H,
+                      const float *nw, const float *nb, float eps, const hv_mat *const *W,
+                      const float *const *bias, float *const *qkv, const float *p, const float *u,
+                      const float *vb, float *att, float *ctx) {
+    if (e->bf16 && hv_onednn_is_bf16(e->dnn) && n > 0) {
+        qkv_sink s = {(char *)att, u, vb, n, len, d / H};
+        /* rows the products do not write but the padded heads read */
+        long c = att_class(n);
+        for (int h = 0; h < H && c > n; h++)
+            for (int w = 0; w < 4; w++)
+                memset(head_operand(&s, h, w) + (long)n * s.dh, 0,
+                       (size_t)(c - n) * s.dh * sizeof(uint16_t));
+        hv_onednn_sink sink = {.put = qkv_put, .arg = &s};
+        if (hv_eng_norm_linear_sink(e, x, n, d, nw, nb, eps, 3, W, bias, &sink) == 0) {
+            heads_run(e, n, len, d, H, NULL, NULL, NULL, p, u, vb, att, ctx, 1);
+            return;
+        }
+    }
+    hv_eng_norm_linear(e, norm, x, n, d, nw, nb, eps, 3, W, bias, qkv, NULL);
+    heads_run(e, n, len, d, H, qkv[0], qkv[1], qkv[2], p, u, vb, att, ctx, 0);
 }
 
 long hv_attention_scratch(int n, int d, int H, int bf16) {

@@ -150,6 +150,17 @@ static void norm_fill(void *arg, int task, int bits, void *dst, int i0, int i1) 
         hv_layernorm(dst, x, i1 - i0, j->d, j->w, j->b, j->eps);
 }
 
+int hv_eng_norm_linear_sink(const hv_engine *e, const float *x, int n, int d, const float *nw,
+                            const float *nb, float eps, int count, const hv_mat *const *W,
+                            const float *const *bias, const struct hv_onednn_sink *sink) {
+    if (n <= 0 || count < 1 || count > HV_GEMM_MAX_OUT) return -1;
+    for (int m = 0; m < count; m++)
+        if (W[m]->cols != d || !onednn_runs(e, n, W[m])) return -1;
+    norm_job j = {.x = x, .n = n, .d = d, .w = nw, .b = nb, .eps = eps};
+    hv_onednn_rows rows = {.fill = norm_fill, .arg = &j, .stage = HV_STAGE_LAYERNORM};
+    return hv_onednn_gemm_sink(e->dnn, e->pool, n, &rows, count, W, bias, sink, e->prof);
+}
+
 void hv_eng_norm_linear(const hv_engine *e, float *norm, const float *x, int n, int d,
                         const float *nw, const float *nb, float eps, int count,
                         const hv_mat *const *W, const float *const *bias, float *const *y,

@@ -23,6 +23,7 @@
 #include "kernels/threads.h"
 
 struct hv_onednn;
+struct hv_onednn_sink;
 
 /* What runs a context's products: its threads and the model's choice of
  * engines. A plain value; the pool, the oneDNN engine and the profile
@@ -74,6 +75,27 @@ void hv_eng_norm_linear(const hv_engine *e, float *norm, const float *x, int n, 
                         const float *nw, const float *nb, float eps, int count,
                         const hv_mat *const *W, const float *const *bias, float *const *y,
                         const hv_epilogue *ep);
+
+/* The products of hv_eng_norm_linear (count of them, no epilogue) with
+ * their outputs handed to sink (onednn.h) instead of written: 0 when
+ * oneDNN ran every one; -1, having done nothing, where hv_eng_norm_linear
+ * would not run them all on oneDNN. */
+int hv_eng_norm_linear_sink(const hv_engine *e, const float *x, int n, int d, const float *nw,
+                            const float *nb, float eps, int count, const hv_mat *const *W,
+                            const float *const *bias, const struct hv_onednn_sink *sink);
+
+/* A layer's relative-position self-attention from its input x [n x d]
+ * (the first len rows valid): the LayerNorm (nw, nb, eps), the q, k, v
+ * projections (W, bias: [3]) and hv_attention_heads after them, into
+ * ctx [n x d]; norm [n x d] and qkv ([3] of [n x d]) scratch. On the bf16
+ * oneDNN engine the projections' outputs go straight into the heads'
+ * operands, rounded to bf16 in the layout their products read (the bits
+ * hv_attention_heads would stage from f32 q, k, v); otherwise
+ * hv_eng_norm_linear then hv_attention_heads, the same bits. */
+void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, int len, int d, int H,
+                      const float *nw, const float *nb, float eps, const hv_mat *const *W,
+                      const float *const *bias, float *const *qkv, const float *p, const float *u,
+                      const float *vb, float *att, float *ctx);
 
 /* The relative-position self-attention of one encoder layer after its q,
  * k, v projections ([n x d], the first len rows valid), over H heads of d

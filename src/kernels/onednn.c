@@ -425,6 +425,7 @@ typedef struct dnn_job {
     hv_pool *pool;
     const float *x;
     const hv_onednn_rows *rows; /* NULL: the rows are x's */
+    const hv_onednn_sink *sink; /* NULL: the outputs go to the products' y */
     int n, m_pad, cols;
     int fuse_bias;        /* the primitives add the products' biases */
     void *xs;             /* the activations as the primitive reads them: [m_pad][cols] */
@@ -508,20 +509,28 @@ static void gemm_task(void *arg, int task, int n_tasks) {
         void *const h[N_ARGS] = {j->xs, (char *)W->data + (size_t)r0 * j->cols * esz, out,
                                  buf + j->out_bytes, bias ? (float *)bias + r0 : NULL};
         if (!p || ctx_run(d, ctx, p, h, j->scratch_bytes)) chunk_plain(j, W, bias, r0, r1, out);
-        hv_gemm_outs_finish_from(&j->o, m, 0, j->n, r0, r1, out, r1 - r0);
+        if (j->sink) {
+            const float *b = j->fuse_bias ? NULL : j->o.out[m].bias;
+            for (int i = 0; b && i < j->n; i++)
+                for (int r = r0; r < r1; r++) out[(size_t)i * (r1 - r0) + (r - r0)] += b[r];
+            j->sink->put(j->sink->arg, m, 0, j->n, r0, r1, out, r1 - r0);
+        } else {
+            hv_gemm_outs_finish_from(&j->o, m, 0, j->n, r0, r1, out, r1 - r0);
+        }
     }
     if (ctx) ctx_give(d, ctx);
     omp_release(was);
 }
 
-/* hv_onednn_gemm of x's rows, or of rows' when it is not NULL. */
+/* hv_onednn_gemm of x's rows, or of rows' when it is not NULL, into y
+ * or, when sink is not NULL, into the sink. */
 static int gemm_from(hv_onednn *d, hv_pool *pool, int n, const float *x, const hv_onednn_rows *rows,
                      int count, const hv_mat *const *W, const float *const *bias, float *const *y,
-                     const hv_epilogue *ep, hv_profile *prof) {
+                     const hv_onednn_sink *sink, const hv_epilogue *ep, hv_profile *prof) {
     if (!d || !pool || n < 1 || count < 1 || count > HV_GEMM_MAX_OUT) return -1;
     for (int m = 0; m < count; m++)
         if (!hv_onednn_takes(d, W[m])) return -1;
-    dnn_job j = {.d = d, .pool = pool, .x = x, .rows = rows, .n = n};
+    dnn_job j = {.d = d, .pool = pool, .x = x, .rows = rows, .sink = sink, .n = n};
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, chunk_rows, ep)) return -1;
     hv_gemm_outs_taper(&j.o, hv_pool_size(pool));
     j.cols = j.o.cols;
@@ -571,14 +580,22 @@ static int gemm_from(hv_onednn *d, hv_pool *pool, int n, const float *x, const h
 int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count,
                    const hv_mat *const *W, const float *const *bias, float *const *y,
                    const hv_epilogue *ep, hv_profile *prof) {
-    return gemm_from(d, pool, n, x, NULL, count, W, bias, y, ep, prof);
+    return gemm_from(d, pool, n, x, NULL, count, W, bias, y, NULL, ep, prof);
 }
 
 int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
                         const hv_mat *const *W, const float *const *bias, float *const *y,
                         const hv_epilogue *ep, hv_profile *prof) {
     if (!rows || !rows->fill) return -1;
-    return gemm_from(d, pool, n, NULL, rows, count, W, bias, y, ep, prof);
+    return gemm_from(d, pool, n, NULL, rows, count, W, bias, y, NULL, ep, prof);
+}
+
+int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
+                        const hv_mat *const *W, const float *const *bias,
+                        const hv_onednn_sink *sink, hv_profile *prof) {
+    if (!rows || !rows->fill || !sink || !sink->put) return -1;
+    float *const none[HV_GEMM_MAX_OUT] = {NULL};
+    return gemm_from(d, pool, n, NULL, rows, count, W, bias, none, sink, NULL, prof);
 }
 
 /* ------------------------------------------------ attention's products */
@@ -660,6 +677,13 @@ int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows
                         const hv_epilogue *ep, hv_profile *prof) {
     (void)rows;
     return hv_onednn_gemm(d, pool, n, NULL, count, W, bias, y, ep, prof);
+}
+int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
+                        const hv_mat *const *W, const float *const *bias,
+                        const hv_onednn_sink *sink, hv_profile *prof) {
+    (void)d, (void)pool, (void)n, (void)rows, (void)count, (void)W, (void)bias, (void)sink;
+    (void)prof;
+    return -1;
 }
 int hv_onednn_matmul(hv_onednn *d, int m, int n, int k, const void *a, long lda, const void *b,
                      long ldb, int b_trans, float *c, long ldc) {

@@ -115,6 +115,25 @@ int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows
                         const hv_mat *const *W, const float *const *bias, float *const *y,
                         const hv_epilogue *ep, hv_profile *prof);
 
+/* Where a product's outputs go when they are not f32 matrices:
+ * put(arg, m, i0, i1, r0, r1, src, ld) gets product m's f32 outputs of
+ * activation rows [i0, i1) and weight rows [r0, r1), bias added (row i at
+ * src + (i - i0) * ld, column r at r - r0), from the pool task that
+ * computed them; the chunks of weight rows are disjoint, and every output
+ * comes exactly once. */
+typedef struct hv_onednn_sink {
+    void (*put)(void *arg, int m, int i0, int i1, int r0, int r1, const float *src, long ld);
+    void *arg;
+} hv_onednn_sink;
+
+/* hv_onednn_gemm_rows with the outputs handed to sink instead of written
+ * to matrices (a consumer fused with the products: the attention's
+ * operands written as bf16 in the heads' layout, attention.c), without an
+ * epilogue: the same sums. */
+int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
+                        const hv_mat *const *W, const float *const *bias,
+                        const hv_onednn_sink *sink, hv_profile *prof);
+
 /* The attention's per-head products: C[m x n] = A[m x k] . op(B), op(B) =
  * B^T when b_trans (B is [n][k], rows ldb apart), else B ([k][n], rows ldb
  * apart); A's rows lda apart, C's ldc. The elements of A and B are bf16

@@ -17,7 +17,12 @@
  *   padding the attention hands oneDNN, so that the native path's layout
  *   is checked on every host.
  * Odd lengths (1, 7, 33, 200 frames, some padded), heads of 16 and 160
- * values, pools of 1 and 3 threads. */
+ * values, pools of 1 and 3 threads.
+ * And a layer's attention from its input (hv_eng_attention): the bits of
+ * the LayerNorm's q, k, v projections followed by hv_attention_heads, in
+ * both modes and on each engine; on oneDNN's bf16 primitives without the
+ * f32 q, k, v ever written (the projections' outputs go straight into the
+ * heads' bf16 operands). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +31,7 @@
 
 #include "kernels/engine.h"
 #include "kernels/half.h"
+#include "kernels/matmul.h"
 #include "kernels/onednn.h"
 #include "kernels/threads.h"
 #include "testlib.h"
@@ -198,6 +204,67 @@ static void check_shape(int n, int len, int d, int H, hv_onednn *dnn, hv_onednn 
     free(a.q), free(a.k), free(a.v), free(a.p), free(a.u), free(a.vb);
 }
 
+/* hv_eng_attention against hv_eng_norm_linear and hv_attention_heads on
+ * engine dnn (NULL: our tables) in bf16 or f32, for a layer of d = 320
+ * (two heads of 160, so that the products' chunks of weight rows cross
+ * heads) on n frames, len of them valid. */
+static void check_layer(int n, int len, int bf16, hv_onednn *dnn) {
+    static unsigned seed = 1000;
+    enum { D = 320, H = 2 };
+    hv_weight_type t = dnn && hv_onednn_is_bf16(dnn) ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F32;
+    hv_mat W[3];
+    void *store[3];
+    const hv_mat *Wp[3];
+    float *bias[3];
+    for (int m = 0; m < 3; m++) {
+        float *w = noise((size_t)D * D, seed++, 0.06f);
+        hv_error e = {0};
+        if (hv_mat_from_f32(&W[m], t, w, D, D, &store[m], &e)) abort();
+        free(w);
+        Wp[m] = &W[m];
+        bias[m] = noise(D, seed++, 0.5f);
+    }
+    const float *bp[3] = {bias[0], bias[1], bias[2]};
+    float *x = noise((size_t)n * D, seed++, 3.0f), *nw = noise(D, seed++, 1.0f);
+    float *nb = noise(D, seed++, 0.2f), *u = noise(D, seed++, 1.0f), *vb = noise(D, seed++, 1.0f);
+    float *p = noise((size_t)(2 * n - 1) * D, seed++, 4.0f);
+    size_t nd = (size_t)n * D;
+    float *norm = malloc(nd * sizeof(float)), *qkv = malloc(3 * nd * sizeof(float));
+    float *want = malloc(nd * sizeof(float)), *got = malloc(nd * sizeof(float));
+    float *att = malloc((size_t)hv_attention_scratch(n, D, H, bf16) * sizeof(float));
+    if (!norm || !qkv || !want || !got || !att) abort();
+    float *const y[3] = {qkv, qkv + nd, qkv + 2 * nd};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        hv_pool *pool = hv_pool_new(threads);
+        if (!pool) abort();
+        hv_engine eng = hv_engine_make(pool, bf16, dnn);
+        hv_eng_norm_linear(&eng, norm, x, n, D, nw, nb, 1e-5f, 3, Wp, bp, y, NULL);
+        hv_attention_heads(&eng, n, len, D, H, y[0], y[1], y[2], p, u, vb, att, want);
+        for (size_t i = 0; i < 3 * nd; i++) qkv[i] = NAN;
+        for (size_t i = 0; i < nd; i++) got[i] = NAN;
+        hv_eng_attention(&eng, norm, x, n, len, D, H, nw, nb, 1e-5f, Wp, bp, y, p, u, vb, att, got);
+        char what[128];
+        snprintf(what, sizeof what, "layer, n %d, len %d, %s on %s, %d threads", n, len,
+                 bf16 ? "bf16" : "f32",
+                 !dnn                     ? "our tables"
+                 : hv_onednn_is_bf16(dnn) ? "the bf16 engine"
+                                          : "the f32 engine",
+                 threads);
+        CHECK_MSG(!memcmp(got, want, nd * sizeof(float)), "%s: the bits of the two steps", what);
+        /* where oneDNN's bf16 primitives run the projections, the heads
+         * take their outputs without f32 q, k, v */
+        if (bf16 && hv_onednn_is_bf16(dnn) && hv_onednn_native_bf16() && n > HV_LINEAR_GEMV_MAX_N) {
+            int untouched = 1;
+            for (size_t i = 0; i < 3 * nd; i++) untouched &= isnan(qkv[i]);
+            CHECK_MSG(untouched, "%s: no f32 q, k, v", what);
+        }
+        hv_pool_free(pool);
+    }
+    for (int m = 0; m < 3; m++) free(store[m]), free(bias[m]);
+    free(x), free(nw), free(nb), free(u), free(vb), free(p);
+    free(norm), free(qkv), free(want), free(got), free(att);
+}
+
 int main(void) {
     /* a bf16 engine on every host: oneDNN's bf16 primitives where this
      * CPU multiplies bf16 natively (the library's bf16 compute runs the
@@ -216,6 +283,13 @@ int main(void) {
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         check_shape(lens[i].n, lens[i].len, 32, 2, dnn, f32_dnn);  /* heads of 16 */
         check_shape(lens[i].n, lens[i].len, 320, 2, dnn, f32_dnn); /* heads of 160 */
+    }
+    const struct { int n, len; } layers[] = {{9, 7}, {45, 33}, {200, 200}, {230, 200}};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        check_layer(layers[i].n, layers[i].len, 0, NULL);
+        check_layer(layers[i].n, layers[i].len, 1, NULL);
+        if (f32_dnn) check_layer(layers[i].n, layers[i].len, 1, f32_dnn);
+        if (dnn) check_layer(layers[i].n, layers[i].len, 1, dnn);
     }
     hv_onednn_free(dnn);
     hv_onednn_free(f32_dnn);
