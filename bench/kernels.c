@@ -263,12 +263,13 @@ static double linear_rate(hv_pool *pool, int bf16, hv_onednn *dnn, const hv_mat 
     return 2.0 * n * W->rows * W->cols / best / 1e9;
 }
 
-/* The encoder's shapes (M = 375, d = 1280): our kernels in f32 and bf16
- * compute, bf16 and f32 weights, against oneDNN f32 (and bf16 where the
- * CPU has it), threads from HV_THREADS (default 2). */
+/* The encoder's shapes (M = 375, or HV_ROWS, d = 1280): our kernels in
+ * f32 and bf16 compute, bf16 and f32 weights, against oneDNN f32 (and
+ * bf16 where the CPU has it), threads from HV_THREADS (default 2). */
 static void bench_onednn(void) {
-    const char *env = getenv("HV_THREADS");
-    int threads = env && atoi(env) > 0 ? atoi(env) : 2, n = 375, d = 1280;
+    const char *env = getenv("HV_THREADS"), *rows_env = getenv("HV_ROWS");
+    int threads = env && atoi(env) > 0 ? atoi(env) : 2, d = 1280;
+    int n = rows_env && atoi(rows_env) > 0 ? atoi(rows_env) : 375;
     const int kn[][2] = {{d, 4 * d}, {4 * d, d}, {d, d}, {d, 2 * d}};
     hv_onednn *f32 = hv_onednn_new(0), *b16 = hv_onednn_native_bf16() ? hv_onednn_new(1) : NULL;
     printf("\noneDNN: threads %d, M = %d; GFLOP/s (best of 5)\n", threads, n);

@@ -80,9 +80,13 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e) {
                (want == HV_COMPUTE_AUTO && native && hv_compute_auto(host) == HV_COMPUTE_BF16 &&
                 2 * wide < m->w.mat_bytes);
     m->compute = bf16 ? HV_COMPUTE_BF16 : HV_COMPUTE_F32;
-    /* without the engine (no native bf16, or out of memory) bf16 is our
-     * own kernels on rounded activations */
-    if (bf16 && native) m->dnn = hv_onednn_new(1);
+    /* without the engine (no native bf16, no shape class that the CPU's
+     * class runs on it, or out of memory) bf16 is our own kernels on
+     * rounded activations */
+    hv_engine_classes(host, bf16, m->on_dnn);
+    int uses_dnn = 0;
+    for (int c = 0; c < HV_N_CLASSES; c++) uses_dnn |= m->on_dnn[c];
+    if (bf16 && native && uses_dnn) m->dnn = hv_onednn_new(1);
     /* the encoder's q8_0/q4_0 blocks widened to bf16 for the engine */
     unsigned widen = 0;
     for (int t = 0; t < HV_N_WEIGHT_TYPES; t++)
@@ -141,7 +145,7 @@ double hv_model_gemm_peak(const hv_model *m, int n_threads, int n_rows) {
         if (shapes[s].W->rows > most) most = shapes[s].W->rows;
     }
     hv_pool *pool = hv_pool_new(n_threads);
-    hv_engine eng = hv_engine_make(pool, m->compute == HV_COMPUTE_BF16, m->dnn);
+    hv_engine eng = hv_engine_with(pool, m->compute == HV_COMPUTE_BF16, m->dnn, m->on_dnn);
     float *x = malloc((size_t)n_rows * most * sizeof *x),
           *y = malloc((size_t)n_rows * most * sizeof *y);
     double flop = 0, secs = 0;

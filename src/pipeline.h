@@ -23,9 +23,10 @@ struct hv_model {
     hv_weights w;
     hv_frontend fe;
     int n_threads;
-    hv_compute compute;    /* HV_COMPUTE_F32 or HV_COMPUTE_BF16 */
-    struct hv_onednn *dnn; /* the bf16 matrix engine, or NULL: our kernels */
-    char gemm[96];         /* hv_model_gemm */
+    hv_compute compute;                 /* HV_COMPUTE_F32 or HV_COMPUTE_BF16 */
+    struct hv_onednn *dnn;              /* the bf16 matrix engine, or NULL: our kernels */
+    unsigned char on_dnn[HV_N_CLASSES]; /* the shape classes dnn runs (hv_engine_classes) */
+    char gemm[96];                      /* hv_model_gemm */
 };
 
 struct hv_context {

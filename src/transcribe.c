@@ -202,7 +202,8 @@ hv_status hv_context_new(const hv_model *model, int n_threads, hv_context **out,
         if (errbuf && errbuf_size) hv_err_copy(&e, errbuf, errbuf_size);
         return st;
     }
-    ctx->eng = hv_engine_make(ctx->pool, model->compute == HV_COMPUTE_BF16, model->dnn);
+    ctx->eng =
+        hv_engine_with(ctx->pool, model->compute == HV_COMPUTE_BF16, model->dnn, model->on_dnn);
     *out = ctx;
     return HV_OK;
 }

@@ -272,7 +272,7 @@ static void heads_run(const hv_engine *e, int n, int len, int d, int H, const fl
                       const float *k, const float *v, const float *p, const float *u,
                       const float *vb, float *att, float *ctx, int staged) {
     hv_profile *prof = e->prof;
-    hv_onednn *dnn = e->bf16 ? e->dnn : NULL;
+    hv_onednn *dnn = e->bf16 && e->on_dnn[HV_CLASS_ATTENTION] ? e->dnn : NULL;
     /* with a profile, the job's time split as the heads spent theirs */
     double *busy = prof ? calloc((size_t)H * 3, sizeof *busy) : NULL;
     if (!busy) prof = NULL;
@@ -341,7 +341,7 @@ void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, in
                       const float *nw, const float *nb, float eps, const hv_mat *const *W,
                       const float *const *bias, float *const *qkv, const float *p, const float *u,
                       const float *vb, float *att, float *ctx) {
-    if (e->bf16 && hv_onednn_is_bf16(e->dnn) && n > 0) {
+    if (e->bf16 && e->on_dnn[HV_CLASS_ATTENTION] && hv_onednn_is_bf16(e->dnn) && n > 0) {
         qkv_sink s = {(char *)att, u, vb, n, len, d / H};
         /* rows the products do not write but the padded heads read */
         long c = att_class(n);

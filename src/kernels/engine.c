@@ -10,8 +10,23 @@
 #include "kernels/onednn.h"
 #include "kernels/ops.h"
 
+void hv_engine_classes(hv_cpu cpu, int bf16, unsigned char *on_dnn) {
+    for (int c = 0; c < HV_N_CLASSES; c++)
+        on_dnn[c] = hv_engine_pick(cpu, bf16, (hv_shape_class)c) == HV_ENGINE_ONEDNN;
+}
+
+hv_engine hv_engine_with(hv_pool *pool, int bf16, struct hv_onednn *dnn,
+                         const unsigned char *on_dnn) {
+    hv_engine e = {.pool = pool, .bf16 = bf16 != 0, .dnn = dnn};
+    for (int c = 0; c < HV_N_CLASSES; c++) e.on_dnn[c] = dnn && on_dnn[c];
+    return e;
+}
+
 hv_engine hv_engine_make(hv_pool *pool, int bf16, struct hv_onednn *dnn) {
-    return (hv_engine){.pool = pool, .bf16 = bf16 != 0, .dnn = dnn};
+    hv_engine e = {.pool = pool, .bf16 = bf16 != 0, .dnn = dnn};
+    e.on_dnn[HV_CLASS_SKINNY] = e.on_dnn[HV_CLASS_GEMM] = e.on_dnn[HV_CLASS_ATTENTION] =
+        dnn != NULL;
+    return e;
 }
 
 const hv_epilogue hv_ep_silu = {.act = HV_ACT_SILU}, hv_ep_relu = {.act = HV_ACT_RELU};
@@ -73,7 +88,7 @@ static void linear_rounded_unbuffered(const hv_mm_kernels *k, float *y, const fl
 
 /* Whether oneDNN runs a product of n rows with W. */
 static int onednn_runs(const hv_engine *e, int n, const hv_mat *W) {
-    return n > HV_LINEAR_GEMV_MAX_N && hv_onednn_takes(e->dnn, W);
+    return e->on_dnn[hv_shape_class_rows(n)] && hv_onednn_takes(e->dnn, W);
 }
 
 void hv_eng_linear(const hv_engine *e, float *y, const float *x, int n, const hv_mat *W,

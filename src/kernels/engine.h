@@ -17,6 +17,7 @@
 #ifndef HV_ENGINE_H
 #define HV_ENGINE_H
 
+#include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/profile.h"
@@ -25,28 +26,70 @@
 struct hv_onednn;
 struct hv_onednn_sink;
 
+/* The shape classes of the products the stages ask for, each run by one
+ * engine (hv_engine_pick): products with weights by their activation rows
+ * n, the attention heads' products, the convolutions. */
+typedef enum hv_shape_class {
+    HV_CLASS_GEMV,      /* n <= HV_LINEAR_GEMV_MAX_N: decoder steps, beams */
+    HV_CLASS_SKINNY,    /* n <= HV_CLASS_SKINNY_MAX_N: short prompts, short chunks */
+    HV_CLASS_GEMM,      /* more rows: the encoder's products */
+    HV_CLASS_ATTENTION, /* the encoder attention's per-head products */
+    HV_CLASS_CONV,      /* the subsampling's and the convolution module's convolutions */
+    HV_N_CLASSES
+} hv_shape_class;
+
+#define HV_CLASS_SKINNY_MAX_N 64
+
+/* The class of a product with weights of n activation rows. */
+hv_shape_class hv_shape_class_rows(int n);
+
+typedef enum hv_engine_kind {
+    HV_ENGINE_OURS,   /* our kernel tables (matmul.c, gemm.c, gemm_q8.c), direct loops */
+    HV_ENGINE_ONEDNN, /* oneDNN's primitives (onednn.c) */
+} hv_engine_kind;
+
+/* The engine that runs shape class cls on a CPU of class cpu in bf16
+ * compute (bf16 = 1) or f32: the first row of the class table
+ * (engine_class.c, docs/KERNELS.md "Engines by shape class") that matches,
+ * each row with the host and figures that chose it. f32 compute is always
+ * our tables (its bits are theirs). A pure function. */
+hv_engine_kind hv_engine_pick(hv_cpu cpu, int bf16, hv_shape_class cls);
+
 /* What runs a context's products: its threads and the model's choice of
  * engines. A plain value; the pool, the oneDNN engine and the profile
  * stay their owners'. */
 typedef struct hv_engine {
-    hv_pool *pool;         /* every job's threads; NULL: the caller's alone */
-    int bf16;              /* bf16 compute: activations rounded to bf16 (nearest
+    hv_pool *pool;                      /* every job's threads; NULL: the caller's alone */
+    int bf16;                           /* bf16 compute: activations rounded to bf16 (nearest
                             * even) before each product with f32, f16 or bf16
                             * weights (q8_0 and q4_0 quantize theirs in either
                             * mode), and the attention's operands likewise */
-    struct hv_onednn *dnn; /* runs the many-row products it takes and, in bf16,
-                            * the attention's; NULL: our tables run all */
-    hv_profile *prof;      /* NULL, or where the stages' times go (profile.h) */
+    struct hv_onednn *dnn;              /* runs the classes on_dnn names, where it takes the
+                            * weights; NULL: our tables run all */
+    unsigned char on_dnn[HV_N_CLASSES]; /* per shape class: 1 to run it on dnn */
+    hv_profile *prof;                   /* NULL, or where the stages' times go (profile.h) */
 } hv_engine;
 
+/* on_dnn[HV_N_CLASSES]: 1 for each shape class hv_engine_pick runs on
+ * oneDNN for cpu in bf16 compute (bf16 = 1) or f32, else 0. */
+void hv_engine_classes(hv_cpu cpu, int bf16, unsigned char *on_dnn);
+
 /* The engine for a pool in a model's compute mode (bf16: 1 for
- * HV_COMPUTE_BF16) on dnn (NULL: our tables), without a profile. */
+ * HV_COMPUTE_BF16) on dnn (NULL: our tables), without a profile, the
+ * shape classes on_dnn names on dnn (a model's hv_engine_classes). */
+hv_engine hv_engine_with(hv_pool *pool, int bf16, struct hv_onednn *dnn,
+                         const unsigned char *on_dnn);
+
+/* The same with every class that oneDNN can run (all but GEMV and
+ * convolutions) on dnn whatever the CPU: for tests and benchmarks that
+ * name the engine they measure. */
 hv_engine hv_engine_make(hv_pool *pool, int bf16, struct hv_onednn *dnn);
 
 /* y[n x W.rows] = x[n x W.cols] . W^T (+ bias when not NULL), then the
  * epilogue ep (NULL: none; hv_ep_silu, hv_ep_relu, or a residual:
- * matmul_impl.h). oneDNN runs it where e has an engine that takes W and n
- * > HV_LINEAR_GEMV_MAX_N; otherwise our tables, on activations rounded to
+ * matmul_impl.h). oneDNN runs it where e runs n's shape class
+ * (hv_shape_class_rows) on its oneDNN engine and that takes W; otherwise
+ * our tables, on activations rounded to
  * bf16 first in bf16 compute (in f32 compute the bits of hv_linear_ep_with
  * on the best table). */
 void hv_eng_linear(const hv_engine *e, float *y, const float *x, int n, const hv_mat *W,

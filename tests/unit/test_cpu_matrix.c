@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/cpu.h"
+#include "kernels/engine.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/ops.h"
 #include "pipeline.h"
@@ -26,12 +27,14 @@ typedef struct cpu_row {
     const char *name;
     hv_cpu_regs regs;
     /* expected, by hand */
-    const char *level;  /* hv_cpu_level_name */
-    const char *matrix; /* the matrix kernel table */
-    const char *ops;    /* the element-wise table */
-    hv_compute compute; /* what auto computes in */
-    int widens;         /* q8_0/q4_0 widened to bf16 under auto */
-    const char *caps;   /* the level each HVISKE_MAX_ISA cap leaves, in the levels' order */
+    const char *level;   /* hv_cpu_level_name */
+    const char *matrix;  /* the matrix kernel table */
+    const char *ops;     /* the element-wise table */
+    hv_compute compute;  /* what auto computes in */
+    int widens;          /* q8_0/q4_0 widened to bf16 under auto */
+    const char *caps;    /* the level each HVISKE_MAX_ISA cap leaves, in the levels' order */
+    const char *engines; /* in bf16 compute, the engine of each shape class in hv_shape_class's
+                          * order (GEMV, skinny, GEMM, attention, convolutions) */
 } cpu_row;
 
 /* vendor: AMD or INTEL below, the three registers of the vendor string */
@@ -48,82 +51,92 @@ static const cpu_row rows[] = {
     /* AMD: Zen 2 and 3 have AVX2 + FMA + F16C, no AVX-512 */
     {"AMD EPYC 7002 (Zen 2, Rome)", /* AuthenticAMD0830F10_K17_Rome_CPUID.txt */
      X86(0x10, AMD, 0x00830f10, 0x7ef8320b, 0x219c91a9, 0x00400004, 0, 0, 0x207), "avx2", "avx2",
-     "avx2", F32, 0, "portable avx2 avx2 avx2 avx2 avx2 avx2"},
+     "avx2", F32, 0, "portable avx2 avx2 avx2 avx2 avx2 avx2", "ours ours ours ours ours"},
     {"AMD EPYC 7003 (Zen 3, Milan)", /* AuthenticAMD0A00F11_K19_Milan_CPUID1.txt */
      X86(0x10, AMD, 0x00a00f11, 0x7eda320b, 0x219c97a9, 0x0040068c, 0x10, 0, 0x207), "avx2", "avx2",
-     "avx2", F32, 0, "portable avx2 avx2 avx2 avx2 avx2 avx2"},
+     "avx2", F32, 0, "portable avx2 avx2 avx2 avx2 avx2 avx2", "ours ours ours ours ours"},
     /* Zen 4: AVX-512 F/CD/BW/DQ/VL, VNNI, BF16; no AVX-VNNI, no AMX */
     {"AMD EPYC 9004 (Zen 4, Genoa)", /* AuthenticAMD0A10F11_K19_Genoa_01_CPUID.txt */
      X86(0x10, AMD, 0x00a10f11, 0x7efa320b, 0xf1bf97a9, 0x00415fce, 0x10000010, 0x20, 0x2e7),
      "avx512_bf16", "avx512_vnni", "avx512", BF16, 0,
-     "portable avx2 avx2 avx512 avx512_vnni avx512_bf16 avx512_bf16"},
+     "portable avx2 avx2 avx512 avx512_vnni avx512_bf16 avx512_bf16",
+     "ours onednn onednn onednn ours"},
     {"AMD Ryzen 7000 (Zen 4, Raphael)", /* AuthenticAMD0A60F12_K19_Raphael_01_CPUID.txt */
      X86(0x10, AMD, 0x00a60f12, 0x7ef8320b, 0xf1bf97a9, 0x00405fce, 0x10000010, 0x20, 0x2e7),
      "avx512_bf16", "avx512_vnni", "avx512", BF16, 0,
-     "portable avx2 avx2 avx512 avx512_vnni avx512_bf16 avx512_bf16"},
+     "portable avx2 avx2 avx512 avx512_vnni avx512_bf16 avx512_bf16",
+     "ours onednn onednn onednn ours"},
     /* Zen 5: Zen 4's set and AVX-VNNI */
     {"AMD EPYC 9005 (Zen 5, Turin)", /* AuthenticAMD0B00F21_K20_Turin_01_CPUID.txt */
      X86(0x10, AMD, 0x00b00f21, 0x7efa320b, 0xf1bf97ab, 0x19415fce, 0x10000110, 0x30, 0x2e7),
      "avx512_bf16", "avx512_vnni", "avx512", BF16, 0,
-     "portable avx2 avx_vnni avx512 avx512_vnni avx512_bf16 avx512_bf16"},
+     "portable avx2 avx_vnni avx512 avx512_vnni avx512_bf16 avx512_bf16",
+     "ours onednn onednn onednn ours"},
     /* Intel Xeon: Skylake-SP AVX-512 without VNNI; Cascade Lake and Ice
      * Lake-SP with AVX512-VNNI, no BF16, no AVX-VNNI */
     {"Intel Xeon Scalable 1st gen (Skylake-SP)", /* GenuineIntel0050654_SkylakeXeon_CPUID.txt */
      X86(0x16, INTEL, 0x00050654, 0x7ffefbff, 0xd39ffffb, 0x00000008, 0, 0, 0x2e7), "avx512",
-     "avx512", "avx512", F32, 0, "portable avx2 avx2 avx512 avx512 avx512 avx512"},
+     "avx512", "avx512", F32, 0, "portable avx2 avx2 avx512 avx512 avx512 avx512",
+     "ours ours ours ours ours"},
     {"Intel Xeon Scalable 2nd gen (Cascade Lake)", /* GenuineIntel0050657_CascadeLakeSP_CPUID1 */
      X86(0x16, INTEL, 0x00050657, 0x7ffefbff, 0xd39ffffb, 0x00000808, 0xbc000400, 0, 0x2e7),
      "avx512_vnni", "avx512_vnni", "avx512", F32, 0,
-     "portable avx2 avx2 avx512 avx512_vnni avx512_vnni avx512_vnni"},
+     "portable avx2 avx2 avx512 avx512_vnni avx512_vnni avx512_vnni", "ours ours ours ours ours"},
     {"Intel Xeon Scalable 3rd gen (Ice Lake-SP)", /* GenuineIntel00606A6_ICX_04_CPUID.txt */
      X86(0x1b, INTEL, 0x000606a6, 0x7ffefbff, 0xf3bfbfff, 0x40417f4e, 0xbc040412, 0, 0x2e7),
      "avx512_vnni", "avx512_vnni", "avx512", F32, 0,
-     "portable avx2 avx2 avx512 avx512_vnni avx512_vnni avx512_vnni"},
+     "portable avx2 avx2 avx512 avx512_vnni avx512_vnni avx512_vnni", "ours ours ours ours ours"},
     /* Sapphire and Granite Rapids: AMX (tile, bf16, int8), AVX512-BF16,
      * AVX-VNNI */
     {"Intel Xeon Scalable 4th gen (Sapphire Rapids)", /* GenuineIntel00806F8_SapphireRapids_05 */
      X86(0x20, INTEL, 0x000806f8, 0x7ffefbff, 0xf3bfbffb, 0xbb417fee, 0xffdd4430, 0x1c30, 0x602e7),
      "amx", "avx512_vnni", "avx512", BF16, 1,
-     "portable avx2 avx_vnni avx512 avx512_vnni avx512_bf16 amx"},
+     "portable avx2 avx_vnni avx512 avx512_vnni avx512_bf16 amx", "ours onednn onednn onednn ours"},
     {"Intel Xeon 6 (Granite Rapids)", /* GenuineIntel00A06D1_GraniteRapids_03_CPUID.txt */
      X86(0x24, INTEL, 0x000a06d1, 0x7ffefbff, 0xf3bfbffb, 0xbb417fee, 0xffdd4430, 0x40201d30,
          0x602e7),
      "amx", "avx512_vnni", "avx512", BF16, 1,
-     "portable avx2 avx_vnni avx512 avx512_vnni avx512_bf16 amx"},
+     "portable avx2 avx_vnni avx512 avx512_vnni avx512_bf16 amx", "ours onednn onednn onednn ours"},
     /* Raptor Lake (as Alder Lake): AVX2 and AVX-VNNI, AVX-512 fused off */
     {"Intel Core 13th gen (Raptor Lake)", /* GenuineIntel00B0671_RaptorLake_01_CPUID.txt */
      X86(0x20, INTEL, 0x000b0671, 0x7ffafbff, 0x239c27eb, 0x98c027ac, 0xfc1cc410, 0x00400810,
          0x207),
      "avx_vnni", "avx_vnni", "avx2", F32, 0,
-     "portable avx2 avx_vnni avx2 avx_vnni avx_vnni avx_vnni"},
+     "portable avx2 avx_vnni avx2 avx_vnni avx_vnni avx_vnni", "ours ours ours ours ours"},
     {"Intel Xeon E5 v3 (Haswell-EP)", /* GenuineIntel00306F2_HaswellEP_CPUID.txt */
      X86(0xf, INTEL, 0x000306f2, 0x7dfefbff, 0x00003fbb, 0, 0, 0, 0x7), "avx2", "avx2", "avx2", F32,
-     0, "portable avx2 avx2 avx2 avx2 avx2 avx2"},
+     0, "portable avx2 avx2 avx2 avx2 avx2 avx2", "ours ours ours ours ours"},
     /* AVX without AVX2: the portable kernels */
     {"Intel Xeon E5 v2 (Ivy Bridge-EP)", /* GenuineIntel00306E4_IvyBridgeEP_CPUID.txt */
      X86(0xd, INTEL, 0x000306e4, 0x7fbee3ff, 0x00000281, 0, 0, 0, 0x7), "portable", "scalar",
-     "portable", F32, 0, "portable portable portable portable portable portable portable"},
+     "portable", F32, 0, "portable portable portable portable portable portable portable",
+     "ours ours ours ours ours"},
     /* 64-bit ARM: Neoverse N1 has DotProd, V1 and V2 I8MM too */
     {"AWS Graviton 2 (Neoverse N1)",
      /* fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid
       * asimdrdm lrcpc dcpop asimddp ssbs */
-     ARM(0x10119fff, 0), "dotprod", "dotprod", "neon", F32, 0, "portable neon dotprod dotprod"},
+     ARM(0x10119fff, 0), "dotprod", "dotprod", "neon", F32, 0, "portable neon dotprod dotprod",
+     "ours ours ours ours ours"},
     {"AWS Graviton 3 (Neoverse V1)",
      /* ... jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit
       * uscat ilrcpc flagm ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng */
-     ARM(0xdfffffff, 0x1f201), "i8mm", "i8mm", "neon", F32, 0, "portable neon dotprod i8mm"},
+     ARM(0xdfffffff, 0x1f201), "i8mm", "i8mm", "neon", F32, 0, "portable neon dotprod i8mm",
+     "ours ours ours ours ours"},
     {"AWS Graviton 4 (Neoverse V2)",
      /* ... sb paca pacg dcpodp sve2 sveaes svepmull svebitperm svesha3 flagm2
       * frint svei8mm svebf16 i8mm bf16 dgh rng bti */
-     ARM(0xfff3ffff, 0x3f3bf), "i8mm", "i8mm", "neon", F32, 0, "portable neon dotprod i8mm"},
+     ARM(0xfff3ffff, 0x3f3bf), "i8mm", "i8mm", "neon", F32, 0, "portable neon dotprod i8mm",
+     "ours ours ours ours ours"},
     {"Ampere Altra (Neoverse N1)",
      /* fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid
       * asimdrdm lrcpc dcpop asimddp */
-     ARM(0x119fff, 0), "dotprod", "dotprod", "neon", F32, 0, "portable neon dotprod dotprod"},
+     ARM(0x119fff, 0), "dotprod", "dotprod", "neon", F32, 0, "portable neon dotprod dotprod",
+     "ours ours ours ours ours"},
     {"Apple M1 (Firestorm, Asahi Linux)",
      /* ... sha3 asimddp sha512 asimdfhm dit uscat ilrcpc flagm ssbs sb paca pacg
       * dcpodp flagm2 frint: DotProd, no I8MM */
-     ARM(0xffb3ffff, 0x181), "dotprod", "dotprod", "neon", F32, 0, "portable neon dotprod dotprod"},
+     ARM(0xffb3ffff, 0x181), "dotprod", "dotprod", "neon", F32, 0, "portable neon dotprod dotprod",
+     "ours ours ours ours ours"},
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])
 
@@ -147,6 +160,11 @@ static unsigned table_needs(const char *name) {
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(t[i].name, name)) return t[i].needs;
     return ~0u;
+}
+
+/* The engine names in a row's engines string */
+static const char *engine_name(hv_engine_kind k) {
+    return k == HV_ENGINE_ONEDNN ? "onednn" : "ours";
 }
 
 /* The level names a row's caps string lists, in order: word i into out. */
@@ -206,14 +224,57 @@ static void check_row(const cpu_row *r) {
         CHECK_MSG(hv_compute_auto(capped) == HV_COMPUTE_F32 ||
                       (f & (HV_CPU_AMX | HV_CPU_AVX512_BF16)),
                   "%s capped at %s: auto bf16 without native bf16", r->name, cap);
+        /* oneDNN only where its bf16 was measured ahead: AMX, AMD's
+         * AVX512-BF16 */
+        int ahead = (f & HV_CPU_AMX) || ((f & HV_CPU_AVX512_BF16) && cpu.vendor == HV_VENDOR_AMD);
+        for (int cl = 0; cl < HV_N_CLASSES; cl++)
+            CHECK_MSG(ahead || hv_engine_pick(capped, 1, (hv_shape_class)cl) == HV_ENGINE_OURS,
+                      "%s capped at %s: class %d on oneDNN", r->name, cap, cl);
     }
     char extra[32];
     CHECK_MSG(cap_word(r->caps, n_levels, extra, sizeof extra) != 0, "%s: %d levels", r->name,
               n_levels);
+    /* the engine of each shape class: in bf16 compute as the row says, in
+     * f32 always ours */
+    for (int c = 0; c < HV_N_CLASSES; c++) {
+        char want[32];
+        CHECK_MSG(cap_word(r->engines, c, want, sizeof want) == 0, "%s: engines string", r->name);
+        const char *got = engine_name(hv_engine_pick(cpu, 1, (hv_shape_class)c));
+        CHECK_MSG(!strcmp(got, want), "%s: class %d on %s, want %s", r->name, c, got, want);
+        CHECK_MSG(hv_engine_pick(cpu, 0, (hv_shape_class)c) == HV_ENGINE_OURS,
+                  "%s: class %d in f32 on our tables", r->name, c);
+    }
+    CHECK_MSG(cap_word(r->engines, HV_N_CLASSES, extra, sizeof extra) != 0, "%s: %d classes",
+              r->name, HV_N_CLASSES);
     /* an architecture's levels never parse on the other */
     hv_cpu_arch other = cpu.arch == HV_ARCH_X86_64 ? HV_ARCH_ARM64 : HV_ARCH_X86_64;
     CHECK_MSG(strcmp(level, "portable") == 0 || hv_cpu_level_parse_on(other, level, &mask) == -1,
               "%s: level %s is also the other architecture's", r->name, level);
+}
+
+/* Intel's AVX512-BF16 without AMX (Cooper Lake; Sapphire Rapids held to
+ * avx512_bf16): oneDNN's bf16 there is slower than our f32 kernels, so
+ * bf16 compute runs every class on ours. */
+static void check_intel_bf16(void) {
+    const cpu_row *spr = NULL;
+    for (int i = 0; i < N_ROWS; i++)
+        if (strstr(rows[i].name, "Sapphire Rapids")) spr = &rows[i];
+    CHECK(spr != NULL);
+    if (!spr) return;
+    hv_cpu cpu = hv_cpu_decode(&spr->regs);
+    unsigned mask = 0;
+    CHECK(hv_cpu_level_parse_on(cpu.arch, "avx512_bf16", &mask) == 0);
+    hv_cpu held = {cpu.arch, cpu.vendor, cpu.features & mask};
+    CHECK((held.features & HV_CPU_AVX512_BF16) && !(held.features & HV_CPU_AMX));
+    for (int c = 0; c < HV_N_CLASSES; c++)
+        CHECK_MSG(hv_engine_pick(held, 1, (hv_shape_class)c) == HV_ENGINE_OURS,
+                  "Intel AVX512-BF16 without AMX: class %d on ours", c);
+    /* the classes of products by rows */
+    CHECK(hv_shape_class_rows(1) == HV_CLASS_GEMV);
+    CHECK(hv_shape_class_rows(HV_LINEAR_GEMV_MAX_N) == HV_CLASS_GEMV);
+    CHECK(hv_shape_class_rows(HV_LINEAR_GEMV_MAX_N + 1) == HV_CLASS_SKINNY);
+    CHECK(hv_shape_class_rows(HV_CLASS_SKINNY_MAX_N) == HV_CLASS_SKINNY);
+    CHECK(hv_shape_class_rows(HV_CLASS_SKINNY_MAX_N + 1) == HV_CLASS_GEMM);
 }
 
 /* The host runs the same choice the matrix checks. */
@@ -242,6 +303,7 @@ int main(void) {
     }
     printf("%d CPUs: %d x86-64, %d arm64\n", N_ROWS, x86, arm);
     CHECK(N_ROWS >= 16);
+    check_intel_bf16();
     check_host();
     TEST_END();
 }

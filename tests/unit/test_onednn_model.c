@@ -34,6 +34,8 @@ static hv_model *load(int engine) {
     if (m && engine) {
         m->dnn = hv_onednn_new(0);
         CHECK(m->dnn != NULL);
+        /* every class oneDNN can run, whatever this CPU's class picks */
+        m->on_dnn[HV_CLASS_SKINNY] = m->on_dnn[HV_CLASS_GEMM] = m->on_dnn[HV_CLASS_ATTENTION] = 1;
     }
     return m;
 }
