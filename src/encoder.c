@@ -139,7 +139,7 @@ typedef struct enc_scratch {
     float *big;                   /* [n x 4d]: feed-forward hidden, GLU input */
     float *q, *k, *v, *ctx, *tmp; /* [n x d] */
     float *pos;                   /* [(2N-1) x d]: sinusoids (N: pos_frames) */
-    float *p;                     /* [(2N-1) x d]: a layer's linear_pos(pos) */
+    float *p;                     /* a layer's linear_pos(pos) (hv_att_pos) */
     float *att;                   /* hv_attention_scratch(n, d, H, bf16) */
     float *dw_taps;               /* [K x d]: a layer's depthwise weights, tap-major */
     double t;                     /* with a profile: the clock at the last stage's end */
@@ -183,7 +183,7 @@ static void feed_forward_half(const hv_config *c, const hv_engine *e, float *x, 
 }
 
 static void self_attention(const hv_config *c, const hv_engine *e, float *x, int n, int len,
-                           enc_scratch *s, const hv_enc_layer *y, const float *p) {
+                           enc_scratch *s, const hv_enc_layer *y, const hv_att_pos *p) {
     int d = c->d_model, H = c->enc_heads;
     const hv_mat *qkv[3] = {&y->wq, &y->wk, &y->wv};
     const float *qkv_b[3] = {y->bq, y->bk, y->bv};
@@ -253,17 +253,29 @@ void hv_pos_cache_free(hv_pos_cache *pc) {
     pc->n = 0;
 }
 
+/* Whether every layer's projections for N frames go in the heads' bf16
+ * layout on e (hv_att_pos). */
+static int pos_bf16(const hv_config *c, const hv_encoder_weights *w, const hv_engine *e, int N) {
+    int bf16 = 1;
+    for (int i = 0; i < c->enc_layers; i++) bf16 &= hv_attention_pos_bf16(e, N, &w->layers[i].wpos);
+    return bf16;
+}
+
 /* Fills pc with every layer's projections for N frames (the sinusoids for
  * N are in pos); -1 when out of memory (pc is then empty). */
 static int pos_cache_fill(const hv_config *c, const hv_encoder_weights *w, const hv_engine *e,
                           hv_pos_cache *pc, const float *pos, int N) {
     hv_pos_cache_free(pc);
-    size_t rows = 2 * (size_t)N - 1, d = (size_t)c->d_model;
-    pc->p = malloc((size_t)c->enc_layers * rows * d * sizeof(float));
+    int d = c->d_model, H = c->enc_heads, bf16 = pos_bf16(c, w, e, N);
+    size_t per = (size_t)hv_attention_pos_floats(N, d, H, bf16);
+    pc->p = malloc((size_t)c->enc_layers * per * sizeof(float));
     if (!pc->p) return -1;
     for (int i = 0; i < c->enc_layers; i++)
-        hv_eng_linear(e, pc->p + (size_t)i * rows * d, pos, (int)rows, &w->layers[i].wpos, NULL,
-                      NULL);
+        if (hv_eng_attention_pos(e, pc->p + i * per, pos, N, d, H, &w->layers[i].wpos, bf16)) {
+            hv_pos_cache_free(pc);
+            return -1;
+        }
+    pc->bf16 = bf16;
     pc->n = N;
     pc->builds++;
     return 0;
@@ -354,7 +366,9 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, co
         hv_prof_add(prof, HV_STAGE_POS_LINEAR, &s.t);
     }
     /* a layer's projections, when they are not in the cache */
-    if (!cached && !(s.p = malloc((size_t)P * d * sizeof(float)))) {
+    int p_bf16 = cached ? cache->bf16 : pos_bf16(c, w, eng, N);
+    size_t p_per = (size_t)hv_attention_pos_floats(N, d, H, p_bf16);
+    if (!cached && !(s.p = malloc(p_per * sizeof(float)))) {
         st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
         goto done;
     }
@@ -362,19 +376,19 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, co
     for (int i = 0; i < c->enc_layers; i++) {
         const hv_enc_layer *y = &w->layers[i];
         /* this chunk's 2n-1 positions are rows N-n .. N+n-2 of the 2N-1 */
-        const float *p;
-        if (cached) {
-            p = cache->p + ((size_t)i * (2 * (size_t)N - 1) + (size_t)(N - n)) * d;
-        } else {
-            hv_eng_linear(eng, s.p, s.pos, P, &y->wpos, NULL, NULL);
-            p = s.p + (size_t)(N - n) * d;
+        hv_att_pos p = {cached ? cache->p + i * p_per : s.p, N, p_bf16};
+        if (!cached) {
+            if (hv_eng_attention_pos(eng, s.p, s.pos, N, d, H, &y->wpos, p_bf16)) {
+                st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
+                goto done;
+            }
             hv_prof_add(prof, HV_STAGE_POS_LINEAR, &s.t);
         }
         /* half-step feed-forward */
         feed_forward_half(c, eng, x, n, &s, y->ff1_norm_w, y->ff1_norm_b, &y->ff1_up, y->ff1_up_b,
                           &y->ff1_down, y->ff1_down_b);
         /* relative-position multi-head self-attention */
-        self_attention(c, eng, x, n, len, &s, y, p);
+        self_attention(c, eng, x, n, len, &s, y, &p);
         /* convolution module */
         conv_module(c, eng, x, n, len, &s, y);
         /* second half-step feed-forward */

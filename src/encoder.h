@@ -16,7 +16,9 @@
  * it with hv_pos_cache_free. */
 typedef struct hv_pos_cache {
     int n;      /* encoder frames covered; 0 while empty */
-    float *p;   /* [enc_layers][2n - 1][d_model] */
+    float *p;   /* [enc_layers][hv_attention_pos_floats(n, d_model, heads, bf16)]: each
+                 * layer's rows [2n - 1][d_model] in f32, or in the heads' bf16 layout */
+    int bf16;   /* the layout (hv_att_pos) */
     int builds; /* times filled, each enc_layers products of 2n - 1 rows */
 } hv_pos_cache;
 

@@ -19,8 +19,11 @@ typedef struct attn_job {
     const float *u, *vb;    /* pos_bias_u, pos_bias_v: [d] */
     const float *p;         /* [(2n-1) x d]: linear_pos rows of positions n-1 .. -(n-1) */
     int n, len, d, H, dh;
-    int bf16;       /* bf16 compute (attn_head_bf16) */
-    int staged;     /* with the bf16 engine: (q + u), (q + v), k and v are in att already */
+    int bf16;           /* bf16 compute (attn_head_bf16) */
+    int staged;         /* with the bf16 engine: (q + u), (q + v), k and v are in att already */
+    const uint16_t *pb; /* NULL, or with the bf16 engine head 0's positions from row N - len in
+                         * the heads' bf16 layout (hv_att_pos), head h's pb_head after */
+    long pb_head;
     hv_onednn *dnn; /* with bf16: the engine's oneDNN, or NULL for the emulation */
     hv_profile *prof;
     double *busy; /* with prof: [H][3] each head's own time in products, softmax, staging */
@@ -227,9 +230,14 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
         stage_bf16(vv, bits, j->v + h * dh, d, NULL, len, cl, dh);
     }
     /* the bands read position rows n-len .. n+len-2: staged from row 0,
-     * with ATT_CLASS zero rows after them for the padded bands */
-    stage_bf16(pp, bits, j->p + (long)(n - len) * d + h * dh, d, NULL, 2 * len - 1,
-               pad ? 2 * cl + ATT_CLASS : 2 * len - 1, dh);
+     * with ATT_CLASS zero rows after them for the padded bands, unless
+     * they lie in the heads' layout (rows past them: other positions,
+     * then zero, read only into the bands' unused columns) */
+    if (j->pb)
+        pp = (char *)(j->pb + h * j->pb_head);
+    else
+        stage_bf16(pp, bits, j->p + (long)(n - len) * d + h * dh, d, NULL, 2 * len - 1,
+                   pad ? 2 * cl + ATT_CLASS : 2 * len - 1, dh);
     head_busy(j, h, BUSY_STAGING, &t);
     head_product(dnn, cl, cl, dh, qu, dh, kk, dh, 1, ac, (int)ld);
     for (int i0 = 0; i0 < len; i0 += POS_BAND) {
@@ -269,16 +277,17 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
 /* The heads of hv_attention_heads; staged: (q + u), (q + v), k and v are
  * in att as attn_head_bf16 reads them (q, k, v not read). */
 static void heads_run(const hv_engine *e, int n, int len, int d, int H, const float *q,
-                      const float *k, const float *v, const float *p, const float *u,
-                      const float *vb, float *att, float *ctx, int staged) {
+                      const float *k, const float *v, const float *p, const uint16_t *pb,
+                      long pb_head, const float *u, const float *vb, float *att, float *ctx,
+                      int staged) {
     hv_profile *prof = e->prof;
     hv_onednn *dnn = e->bf16 && e->on_dnn[HV_CLASS_ATTENTION] ? e->dnn : NULL;
     /* with a profile, the job's time split as the heads spent theirs */
     double *busy = prof ? calloc((size_t)H * 3, sizeof *busy) : NULL;
     if (!busy) prof = NULL;
     /* in the order of attn_job's fields */
-    attn_job j = {q,   k, v, ctx,   att,     u,      vb,  p,    n,
-                  len, d, H, d / H, e->bf16, staged, dnn, prof, busy};
+    attn_job j = {q, k, v,     ctx,     att,    u,  vb,      p,   n,    len,
+                  d, H, d / H, e->bf16, staged, pb, pb_head, dnn, prof, busy};
     double t0 = hv_prof_now(prof);
     hv_pool_run(e->pool, H, j.bf16 ? attn_head_bf16 : attn_head, &j);
     if (!prof) return;
@@ -295,7 +304,7 @@ static void heads_run(const hv_engine *e, int n, int len, int d, int H, const fl
 void hv_attention_heads(const hv_engine *e, int n, int len, int d, int H, const float *q,
                         const float *k, const float *v, const float *p, const float *u,
                         const float *vb, float *att, float *ctx) {
-    heads_run(e, n, len, d, H, q, k, v, p, u, vb, att, ctx, 0);
+    heads_run(e, n, len, d, H, q, k, v, p, NULL, 0, u, vb, att, ctx, 0);
 }
 
 /* Where the q, k, v projections' outputs go on the bf16 engine: each
@@ -314,49 +323,122 @@ static uint16_t *head_operand(const qkv_sink *s, int h, int which) {
     return (uint16_t *)base + which * c * s->dh;
 }
 
-static void qkv_put(void *arg, int m, int i0, int i1, int r0, int r1, const float *src, long ld) {
-    const qkv_sink *s = arg;
-    int dh = s->dh;
+/* Row i's outputs [r0, r1) of a product whose columns are H heads of dh
+ * (row at src, column r at src[r - r0]), cut at the heads' boundaries:
+ * run(arg, m, i, h, t, x, count) for head h's columns t .. t + count - 1
+ * at x. */
+typedef void head_run_fn(const void *arg, int m, int i, int h, int t, const float *x, int count);
+static void head_runs(head_run_fn *run, const void *arg, int m, int i0, int i1, int r0, int r1,
+                      const float *src, long ld, int dh) {
     for (int i = i0; i < i1; i++) {
         const float *row = src + (long)(i - i0) * ld - r0;
         for (int r = r0; r < r1;) {
-            int h = r / dh, t = r - h * dh, end = (h + 1) * dh < r1 ? (h + 1) * dh : r1;
-            for (int w = m == 0 ? 0 : m + 1; w <= (m == 0 ? 1 : m + 1); w++) {
-                uint16_t *dst = head_operand(s, h, w) + (long)i * dh + t;
-                if (i >= s->len)
-                    memset(dst, 0, (size_t)(end - r) * sizeof *dst);
-                else
-                    round_bf16(dst, 1, row + r,
-                               w == 0   ? s->u + r
-                               : w == 1 ? s->vb + r
-                                        : NULL,
-                               end - r);
-            }
+            int h = r / dh, end = (h + 1) * dh < r1 ? (h + 1) * dh : r1;
+            run(arg, m, i, h, r - h * dh, row + r, end - r);
             r = end;
         }
     }
 }
 
+static void qkv_run(const void *arg, int m, int i, int h, int t, const float *x, int count) {
+    const qkv_sink *s = arg;
+    int dh = s->dh;
+    /* q goes to (q + u) and (q + v), k and v to their own */
+    for (int w = m == 0 ? 0 : m + 1; w <= (m == 0 ? 1 : m + 1); w++) {
+        uint16_t *dst = head_operand(s, h, w) + (long)i * dh + t;
+        const float *add = w == 0 ? s->u + h * dh + t : w == 1 ? s->vb + h * dh + t : NULL;
+        if (i >= s->len)
+            memset(dst, 0, (size_t)count * sizeof *dst);
+        else
+            round_bf16(dst, 1, x, add, count);
+    }
+}
+
+static void qkv_put(void *arg, int m, int i0, int i1, int r0, int r1, const float *src, long ld) {
+    const qkv_sink *s = arg;
+    head_runs(qkv_run, s, m, i0, i1, r0, r1, src, ld, s->dh);
+}
+
+int hv_attention_pos_bf16(const hv_engine *e, int N, const hv_mat *W) {
+    return e->bf16 && e->on_dnn[HV_CLASS_ATTENTION] && hv_onednn_is_bf16(e->dnn) &&
+           hv_eng_on_dnn(e, 2 * N - 1, W);
+}
+
+long hv_attention_pos_floats(int N, int d, int H, int bf16) {
+    (void)H;
+    long P = 2L * N - 1;
+    return bf16 ? ((P + HV_ATT_POS_PAD) * d + 1) / 2 : P * d; /* bf16: two values a float */
+}
+
+/* Where the position products' outputs go in the bf16 layout: head h's
+ * row i at pb + (h * (P + HV_ATT_POS_PAD) + i) * dh. */
+typedef struct pos_sink {
+    uint16_t *pb;
+    long P;
+    int dh;
+} pos_sink;
+
+static void pos_run(const void *arg, int m, int i, int h, int t, const float *x, int count) {
+    (void)m;
+    const pos_sink *s = arg;
+    round_bf16(s->pb + (h * (s->P + HV_ATT_POS_PAD) + i) * s->dh + t, 1, x, NULL, count);
+}
+
+static void pos_put(void *arg, int m, int i0, int i1, int r0, int r1, const float *src, long ld) {
+    const pos_sink *s = arg;
+    head_runs(pos_run, s, m, i0, i1, r0, r1, src, ld, s->dh);
+}
+
+int hv_eng_attention_pos(const hv_engine *e, float *dst, const float *pos, int N, int d, int H,
+                         const hv_mat *W, int bf16) {
+    int P = 2 * N - 1;
+    if (!bf16) {
+        hv_eng_linear(e, dst, pos, P, W, NULL, NULL);
+        return 0;
+    }
+    pos_sink s = {(uint16_t *)dst, P, d / H};
+    for (int h = 0; h < H; h++)
+        memset(s.pb + (h * (s.P + HV_ATT_POS_PAD) + P) * s.dh, 0,
+               (size_t)HV_ATT_POS_PAD * s.dh * sizeof(uint16_t));
+    const float *none = NULL;
+    hv_onednn_sink sink = {.put = pos_put, .arg = &s};
+    if (hv_onednn_gemm_sink(e->dnn, e->pool, P, pos, NULL, 1, &W, &none, &sink, e->prof) == 0)
+        return 0;
+    /* no buffer for oneDNN's input: the f32 product, then rounded */
+    float *y = malloc((size_t)P * d * sizeof *y);
+    if (!y) return -1;
+    hv_eng_linear(e, y, pos, P, W, NULL, NULL);
+    pos_put(&s, 0, 0, P, 0, d, y, d);
+    free(y);
+    return 0;
+}
+
 void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, int len, int d, int H,
                       const float *nw, const float *nb, float eps, const hv_mat *const *W,
-                      const float *const *bias, float *const *qkv, const float *p, const float *u,
-                      const float *vb, float *att, float *ctx) {
+                      const float *const *bias, float *const *qkv, const hv_att_pos *pos,
+                      const float *u, const float *vb, float *att, float *ctx) {
+    int dh = d / H;
+    /* the positions in the bf16 layout from row N - len, or this chunk's
+     * f32 rows N-n .. N+n-2 */
+    const uint16_t *pb = pos->bf16 ? (const uint16_t *)pos->p + (long)(pos->N - len) * dh : NULL;
+    long pb_head = (2L * pos->N - 1 + HV_ATT_POS_PAD) * dh;
+    const float *p = pos->bf16 ? NULL : pos->p + (long)(pos->N - n) * d;
     if (e->bf16 && e->on_dnn[HV_CLASS_ATTENTION] && hv_onednn_is_bf16(e->dnn) && n > 0) {
-        qkv_sink s = {(char *)att, u, vb, n, len, d / H};
+        qkv_sink s = {(char *)att, u, vb, n, len, dh};
         /* rows the products do not write but the padded heads read */
         long c = att_class(n);
         for (int h = 0; h < H && c > n; h++)
             for (int w = 0; w < 4; w++)
-                memset(head_operand(&s, h, w) + (long)n * s.dh, 0,
-                       (size_t)(c - n) * s.dh * sizeof(uint16_t));
+                memset(head_operand(&s, h, w) + (long)n * dh, 0,
+                       (size_t)(c - n) * dh * sizeof(uint16_t));
         hv_onednn_sink sink = {.put = qkv_put, .arg = &s};
         if (hv_eng_norm_linear_sink(e, x, n, d, nw, nb, eps, 3, W, bias, &sink) == 0) {
-            heads_run(e, n, len, d, H, NULL, NULL, NULL, p, u, vb, att, ctx, 1);
+            heads_run(e, n, len, d, H, NULL, NULL, NULL, p, pb, pb_head, u, vb, att, ctx, 1);
             return;
         }
     }
     hv_eng_norm_linear(e, norm, x, n, d, nw, nb, eps, 3, W, bias, qkv, NULL);
-    heads_run(e, n, len, d, H, qkv[0], qkv[1], qkv[2], p, u, vb, att, ctx, 0);
+    heads_run(e, n, len, d, H, qkv[0], qkv[1], qkv[2], p, pb, pb_head, u, vb, att, ctx, 0);
 }
 
 long hv_attention_scratch(int n, int d, int H, int bf16) {

@@ -86,9 +86,12 @@ static void linear_rounded_unbuffered(const hv_mm_kernels *k, float *y, const fl
     if (ep) hv_epilogue_run(ep, y, ep->residual, (long)n * W->rows);
 }
 
-/* Whether oneDNN runs a product of n rows with W. */
-static int onednn_runs(const hv_engine *e, int n, const hv_mat *W) {
+int hv_eng_on_dnn(const hv_engine *e, int n, const hv_mat *W) {
     return e->on_dnn[hv_shape_class_rows(n)] && hv_onednn_takes(e->dnn, W);
+}
+
+static int onednn_runs(const hv_engine *e, int n, const hv_mat *W) {
+    return hv_eng_on_dnn(e, n, W);
 }
 
 void hv_eng_linear(const hv_engine *e, float *y, const float *x, int n, const hv_mat *W,
@@ -173,7 +176,7 @@ int hv_eng_norm_linear_sink(const hv_engine *e, const float *x, int n, int d, co
         if (W[m]->cols != d || !onednn_runs(e, n, W[m])) return -1;
     norm_job j = {.x = x, .n = n, .d = d, .w = nw, .b = nb, .eps = eps};
     hv_onednn_rows rows = {.fill = norm_fill, .arg = &j, .stage = HV_STAGE_LAYERNORM};
-    return hv_onednn_gemm_sink(e->dnn, e->pool, n, &rows, count, W, bias, sink, e->prof);
+    return hv_onednn_gemm_sink(e->dnn, e->pool, n, NULL, &rows, count, W, bias, sink, e->prof);
 }
 
 void hv_eng_norm_linear(const hv_engine *e, float *norm, const float *x, int n, int d,

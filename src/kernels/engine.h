@@ -85,6 +85,9 @@ hv_engine hv_engine_with(hv_pool *pool, int bf16, struct hv_onednn *dnn,
  * name the engine they measure. */
 hv_engine hv_engine_make(hv_pool *pool, int bf16, struct hv_onednn *dnn);
 
+/* Whether e runs a product of n rows with W on oneDNN. */
+int hv_eng_on_dnn(const hv_engine *e, int n, const hv_mat *W);
+
 /* y[n x W.rows] = x[n x W.cols] . W^T (+ bias when not NULL), then the
  * epilogue ep (NULL: none; hv_ep_silu, hv_ep_relu, or a residual:
  * matmul_impl.h). oneDNN runs it where e runs n's shape class
@@ -127,18 +130,46 @@ int hv_eng_norm_linear_sink(const hv_engine *e, const float *x, int n, int d, co
                             const float *nb, float eps, int count, const hv_mat *const *W,
                             const float *const *bias, const struct hv_onednn_sink *sink);
 
+/* A layer's linear_pos rows for N frames (positions N-1 .. -(N-1): P =
+ * 2N - 1 rows) as the heads read them: f32 [P x d], or in the heads' bf16
+ * layout, per head [P + HV_ATT_POS_PAD][d / H] bf16 rows (the last
+ * HV_ATT_POS_PAD zero, for the padded bands). A chunk of n <= N frames
+ * reads rows N-n .. N+n-2. */
+typedef struct hv_att_pos {
+    const float *p; /* hv_attention_pos_floats(N, d, H, bf16) floats */
+    int N, bf16;
+} hv_att_pos;
+#define HV_ATT_POS_PAD 48
+
+/* Whether e's heads take positions in their bf16 layout from products
+ * with W for N frames: bf16 compute with the attention and the products
+ * on oneDNN's bf16 engine. */
+int hv_attention_pos_bf16(const hv_engine *e, int N, const hv_mat *W);
+
+/* Floats of a layer's positions in either layout. */
+long hv_attention_pos_floats(int N, int d, int H, int bf16);
+
+/* dst = pos [(2N-1) x d] . W^T in the layout bf16 names (bf16 only where
+ * hv_attention_pos_bf16): f32 as hv_eng_linear computes it, or its
+ * outputs rounded to bf16 straight into the heads' layout. 0, or -1 when
+ * out of memory (dst then undefined). */
+int hv_eng_attention_pos(const hv_engine *e, float *dst, const float *pos, int N, int d, int H,
+                         const hv_mat *W, int bf16);
+
 /* A layer's relative-position self-attention from its input x [n x d]
  * (the first len rows valid): the LayerNorm (nw, nb, eps), the q, k, v
- * projections (W, bias: [3]) and hv_attention_heads after them, into
- * ctx [n x d]; norm [n x d] and qkv ([3] of [n x d]) scratch. On the bf16
- * oneDNN engine the projections' outputs go straight into the heads'
- * operands, rounded to bf16 in the layout their products read (the bits
- * hv_attention_heads would stage from f32 q, k, v); otherwise
- * hv_eng_norm_linear then hv_attention_heads, the same bits. */
+ * projections (W, bias: [3]) and hv_attention_heads after them, with the
+ * positions pos (hv_att_pos, N >= n), into ctx [n x d]; norm [n x d] and
+ * qkv ([3] of [n x d]) scratch. On the bf16 oneDNN engine the
+ * projections' outputs go straight into the heads' operands, rounded to
+ * bf16 in the layout their products read (the bits hv_attention_heads
+ * would stage from f32 q, k, v), and positions in the bf16 layout are
+ * read where they lie; otherwise hv_eng_norm_linear then
+ * hv_attention_heads, the same bits. */
 void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, int len, int d, int H,
                       const float *nw, const float *nb, float eps, const hv_mat *const *W,
-                      const float *const *bias, float *const *qkv, const float *p, const float *u,
-                      const float *vb, float *att, float *ctx);
+                      const float *const *bias, float *const *qkv, const hv_att_pos *pos,
+                      const float *u, const float *vb, float *att, float *ctx);
 
 /* The relative-position self-attention of one encoder layer after its q,
  * k, v projections ([n x d], the first len rows valid), over H heads of d

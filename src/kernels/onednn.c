@@ -590,12 +590,12 @@ int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows
     return gemm_from(d, pool, n, NULL, rows, count, W, bias, y, NULL, ep, prof);
 }
 
-int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
-                        const hv_mat *const *W, const float *const *bias,
-                        const hv_onednn_sink *sink, hv_profile *prof) {
-    if (!rows || !rows->fill || !sink || !sink->put) return -1;
+int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const float *x,
+                        const hv_onednn_rows *rows, int count, const hv_mat *const *W,
+                        const float *const *bias, const hv_onednn_sink *sink, hv_profile *prof) {
+    if ((rows ? !rows->fill : !x) || !sink || !sink->put) return -1;
     float *const none[HV_GEMM_MAX_OUT] = {NULL};
-    return gemm_from(d, pool, n, NULL, rows, count, W, bias, none, sink, NULL, prof);
+    return gemm_from(d, pool, n, rows ? NULL : x, rows, count, W, bias, none, sink, NULL, prof);
 }
 
 /* ------------------------------------------------ attention's products */
@@ -678,10 +678,10 @@ int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows
     (void)rows;
     return hv_onednn_gemm(d, pool, n, NULL, count, W, bias, y, ep, prof);
 }
-int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
-                        const hv_mat *const *W, const float *const *bias,
-                        const hv_onednn_sink *sink, hv_profile *prof) {
-    (void)d, (void)pool, (void)n, (void)rows, (void)count, (void)W, (void)bias, (void)sink;
+int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const float *x,
+                        const hv_onednn_rows *rows, int count, const hv_mat *const *W,
+                        const float *const *bias, const hv_onednn_sink *sink, hv_profile *prof) {
+    (void)d, (void)pool, (void)n, (void)x, (void)rows, (void)count, (void)W, (void)bias, (void)sink;
     (void)prof;
     return -1;
 }

@@ -126,13 +126,14 @@ typedef struct hv_onednn_sink {
     void *arg;
 } hv_onednn_sink;
 
-/* hv_onednn_gemm_rows with the outputs handed to sink instead of written
- * to matrices (a consumer fused with the products: the attention's
- * operands written as bf16 in the heads' layout, attention.c), without an
+/* hv_onednn_gemm of x's rows, or hv_onednn_gemm_rows of rows' when rows
+ * is not NULL, with the outputs handed to sink instead of written to
+ * matrices (a consumer fused with the products: the attention's operands
+ * written as bf16 in the heads' layout, attention.c), without an
  * epilogue: the same sums. */
-int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
-                        const hv_mat *const *W, const float *const *bias,
-                        const hv_onednn_sink *sink, hv_profile *prof);
+int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const float *x,
+                        const hv_onednn_rows *rows, int count, const hv_mat *const *W,
+                        const float *const *bias, const hv_onednn_sink *sink, hv_profile *prof);
 
 /* The attention's per-head products: C[m x n] = A[m x k] . op(B), op(B) =
  * B^T when b_trans (B is [n][k], rows ldb apart), else B ([k][n], rows ldb

@@ -207,42 +207,55 @@ static void check_shape(int n, int len, int d, int H, hv_onednn *dnn, hv_onednn 
 /* hv_eng_attention against hv_eng_norm_linear and hv_attention_heads on
  * engine dnn (NULL: our tables) in bf16 or f32, for a layer of d = 320
  * (two heads of 160, so that the products' chunks of weight rows cross
- * heads) on n frames, len of them valid. */
+ * heads) on n frames, len of them valid, with positions projected for N =
+ * n + 5 frames (hv_eng_attention_pos: a cache built for a longer chunk),
+ * in the layout the engine takes them in. */
 static void check_layer(int n, int len, int bf16, hv_onednn *dnn) {
     static unsigned seed = 1000;
     enum { D = 320, H = 2 };
     hv_weight_type t = dnn && hv_onednn_is_bf16(dnn) ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F32;
-    hv_mat W[3];
-    void *store[3];
+    hv_mat W[4]; /* q, k, v, pos */
+    void *store[4];
     const hv_mat *Wp[3];
-    float *bias[3];
-    for (int m = 0; m < 3; m++) {
+    float *bias[4];
+    for (int m = 0; m < 4; m++) {
         float *w = noise((size_t)D * D, seed++, 0.06f);
         hv_error e = {0};
         if (hv_mat_from_f32(&W[m], t, w, D, D, &store[m], &e)) abort();
         free(w);
-        Wp[m] = &W[m];
+        if (m < 3) Wp[m] = &W[m];
         bias[m] = noise(D, seed++, 0.5f);
     }
     const float *bp[3] = {bias[0], bias[1], bias[2]};
     float *x = noise((size_t)n * D, seed++, 3.0f), *nw = noise(D, seed++, 1.0f);
     float *nb = noise(D, seed++, 0.2f), *u = noise(D, seed++, 1.0f), *vb = noise(D, seed++, 1.0f);
-    float *p = noise((size_t)(2 * n - 1) * D, seed++, 4.0f);
+    int N = n + 5;
+    float *pos = noise((size_t)(2 * N - 1) * D, seed++, 1.0f);
+    float *p = malloc((size_t)(2 * N - 1) * D * sizeof(float));
+    long pl_f32 = hv_attention_pos_floats(N, D, H, 0),
+         pl_bf16 = hv_attention_pos_floats(N, D, H, 1);
+    float *pl = malloc((size_t)(pl_f32 > pl_bf16 ? pl_f32 : pl_bf16) * sizeof(float));
     size_t nd = (size_t)n * D;
     float *norm = malloc(nd * sizeof(float)), *qkv = malloc(3 * nd * sizeof(float));
     float *want = malloc(nd * sizeof(float)), *got = malloc(nd * sizeof(float));
     float *att = malloc((size_t)hv_attention_scratch(n, D, H, bf16) * sizeof(float));
-    if (!norm || !qkv || !want || !got || !att) abort();
+    if (!norm || !qkv || !want || !got || !att || !p || !pl) abort();
     float *const y[3] = {qkv, qkv + nd, qkv + 2 * nd};
     for (int threads = 1; threads <= 3; threads += 2) {
         hv_pool *pool = hv_pool_new(threads);
         if (!pool) abort();
         hv_engine eng = hv_engine_make(pool, bf16, dnn);
+        CHECK(hv_eng_attention_pos(&eng, p, pos, N, D, H, &W[3], 0) == 0);
         hv_eng_norm_linear(&eng, norm, x, n, D, nw, nb, 1e-5f, 3, Wp, bp, y, NULL);
-        hv_attention_heads(&eng, n, len, D, H, y[0], y[1], y[2], p, u, vb, att, want);
+        hv_attention_heads(&eng, n, len, D, H, y[0], y[1], y[2], p + (long)(N - n) * D, u, vb, att,
+                           want);
         for (size_t i = 0; i < 3 * nd; i++) qkv[i] = NAN;
         for (size_t i = 0; i < nd; i++) got[i] = NAN;
-        hv_eng_attention(&eng, norm, x, n, len, D, H, nw, nb, 1e-5f, Wp, bp, y, p, u, vb, att, got);
+        int layout = hv_attention_pos_bf16(&eng, N, &W[3]);
+        CHECK(hv_eng_attention_pos(&eng, pl, pos, N, D, H, &W[3], layout) == 0);
+        hv_att_pos ap = {pl, N, layout};
+        hv_eng_attention(&eng, norm, x, n, len, D, H, nw, nb, 1e-5f, Wp, bp, y, &ap, u, vb, att,
+                         got);
         char what[128];
         snprintf(what, sizeof what, "layer, n %d, len %d, %s on %s, %d threads", n, len,
                  bf16 ? "bf16" : "f32",
@@ -257,11 +270,12 @@ static void check_layer(int n, int len, int bf16, hv_onednn *dnn) {
             int untouched = 1;
             for (size_t i = 0; i < 3 * nd; i++) untouched &= isnan(qkv[i]);
             CHECK_MSG(untouched, "%s: no f32 q, k, v", what);
+            CHECK_MSG(layout, "%s: positions in the heads' bf16 layout", what);
         }
         hv_pool_free(pool);
     }
-    for (int m = 0; m < 3; m++) free(store[m]), free(bias[m]);
-    free(x), free(nw), free(nb), free(u), free(vb), free(p);
+    for (int m = 0; m < 4; m++) free(store[m]), free(bias[m]);
+    free(x), free(nw), free(nb), free(u), free(vb), free(p), free(pos), free(pl);
     free(norm), free(qkv), free(want), free(got), free(att);
 }
 
