@@ -185,14 +185,14 @@ static void feed_forward_half(const hv_config *c, const hv_engine *e, float *x, 
 static void self_attention(const hv_config *c, const hv_engine *e, float *x, int n, int len,
                            enc_scratch *s, const hv_enc_layer *y, const hv_att_pos *p) {
     int d = c->d_model, H = c->enc_heads;
-    const hv_mat *qkv[3] = {&y->wq, &y->wk, &y->wv};
-    const float *qkv_b[3] = {y->bq, y->bk, y->bv};
-    float *qkv_y[3] = {s->q, s->k, s->v};
+    const hv_mat *W[4] = {&y->wq, &y->wk, &y->wv, &y->wo};
+    const float *b[4] = {y->bq, y->bk, y->bv, y->bo};
+    float *qkv[3] = {s->q, s->k, s->v};
     /* the projections' time goes to attn_linear, the heads' to their own
      * stages (profile.h) */
-    hv_eng_attention(e, s->norm, x, n, len, d, H, y->att_norm_w, y->att_norm_b, HV_LN_EPS, qkv,
-                     qkv_b, qkv_y, p, y->pos_bias_u, y->pos_bias_v, s->att, s->ctx);
-    hv_eng_linear(e, s->tmp, s->ctx, n, &y->wo, y->bo, &(hv_epilogue){.residual = x, .scale = 1});
+    hv_eng_attention(e, s->norm, x, n, len, d, H, y->att_norm_w, y->att_norm_b, HV_LN_EPS, W, b,
+                     qkv, s->ctx, p, y->pos_bias_u, y->pos_bias_v, s->att, s->tmp,
+                     &(hv_epilogue){.residual = x, .scale = 1});
     hv_prof_add(e->prof, HV_STAGE_ATTN_LINEAR, &s->t);
 }
 
@@ -269,12 +269,20 @@ static int pos_cache_fill(const hv_config *c, const hv_encoder_weights *w, const
     int d = c->d_model, H = c->enc_heads, bf16 = pos_bf16(c, w, e, N);
     size_t per = (size_t)hv_attention_pos_floats(N, d, H, bf16);
     pc->p = malloc((size_t)c->enc_layers * per * sizeof(float));
-    if (!pc->p) return -1;
-    for (int i = 0; i < c->enc_layers; i++)
-        if (hv_eng_attention_pos(e, pc->p + i * per, pos, N, d, H, &w->layers[i].wpos, bf16)) {
-            hv_pos_cache_free(pc);
-            return -1;
-        }
+    float **dst = malloc((size_t)c->enc_layers * sizeof *dst);
+    const hv_mat **W = malloc((size_t)c->enc_layers * sizeof *W);
+    int ok = pc->p && dst && W;
+    for (int i = 0; ok && i < c->enc_layers; i++) {
+        dst[i] = pc->p + i * per;
+        W[i] = &w->layers[i].wpos;
+    }
+    ok = ok && hv_eng_attention_pos(e, dst, c->enc_layers, pos, N, d, H, W, bf16) == 0;
+    free(dst);
+    free(W);
+    if (!ok) {
+        hv_pos_cache_free(pc);
+        return -1;
+    }
     pc->bf16 = bf16;
     pc->n = N;
     pc->builds++;
@@ -378,7 +386,8 @@ hv_status hv_encoder_forward(const hv_config *c, const hv_encoder_weights *w, co
         /* this chunk's 2n-1 positions are rows N-n .. N+n-2 of the 2N-1 */
         hv_att_pos p = {cached ? cache->p + i * p_per : s.p, N, p_bf16};
         if (!cached) {
-            if (hv_eng_attention_pos(eng, s.p, s.pos, N, d, H, &y->wpos, p_bf16)) {
+            const hv_mat *wpos = &y->wpos;
+            if (hv_eng_attention_pos(eng, &s.p, 1, s.pos, N, d, H, &wpos, p_bf16)) {
                 st = hv_err(e, HV_ERR_NOMEM, "out of memory in the encoder");
                 goto done;
             }

@@ -24,6 +24,8 @@ typedef struct attn_job {
     const uint16_t *pb; /* NULL, or with the bf16 engine head 0's positions from row N - len in
                          * the heads' bf16 layout (hv_att_pos), head h's pb_head after */
     long pb_head;
+    int ctx_kept;   /* with the engine: each head's context left in its scratch (head_ctx) and
+                   * ctx not written */
     hv_onednn *dnn; /* with bf16: the engine's oneDNN, or NULL for the emulation */
     hv_profile *prof;
     double *busy; /* with prof: [H][3] each head's own time in products, softmax, staging */
@@ -263,6 +265,10 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
     if (pad) {
         for (int i = len; i < cl; i++) memset((char *)pr + i * ld * esz, 0, (size_t)cl * esz);
         head_product(dnn, cl, dh, cl, pr, (int)ld, vv, dh, 0, ctx, dh);
+        if (j->ctx_kept) {
+            head_busy(j, h, BUSY_PRODUCTS, &t);
+            return;
+        }
         for (int i = 0; i < len; i++)
             memcpy(j->ctx + (long)i * d + h * dh, ctx + (long)i * dh, (size_t)dh * sizeof(float));
     } else {
@@ -279,15 +285,15 @@ static void attn_head_bf16(void *arg, int h, int n_tasks) {
 static void heads_run(const hv_engine *e, int n, int len, int d, int H, const float *q,
                       const float *k, const float *v, const float *p, const uint16_t *pb,
                       long pb_head, const float *u, const float *vb, float *att, float *ctx,
-                      int staged) {
+                      int staged, int ctx_kept) {
     hv_profile *prof = e->prof;
     hv_onednn *dnn = e->bf16 && e->on_dnn[HV_CLASS_ATTENTION] ? e->dnn : NULL;
     /* with a profile, the job's time split as the heads spent theirs */
     double *busy = prof ? calloc((size_t)H * 3, sizeof *busy) : NULL;
     if (!busy) prof = NULL;
     /* in the order of attn_job's fields */
-    attn_job j = {q, k, v,     ctx,     att,    u,  vb,      p,   n,    len,
-                  d, H, d / H, e->bf16, staged, pb, pb_head, dnn, prof, busy};
+    attn_job j = {q, k,     v,       ctx,    att, u,       vb,       p,   n,    len, d,
+                  H, d / H, e->bf16, staged, pb,  pb_head, ctx_kept, dnn, prof, busy};
     double t0 = hv_prof_now(prof);
     hv_pool_run(e->pool, H, j.bf16 ? attn_head_bf16 : attn_head, &j);
     if (!prof) return;
@@ -304,7 +310,7 @@ static void heads_run(const hv_engine *e, int n, int len, int d, int H, const fl
 void hv_attention_heads(const hv_engine *e, int n, int len, int d, int H, const float *q,
                         const float *k, const float *v, const float *p, const float *u,
                         const float *vb, float *att, float *ctx) {
-    heads_run(e, n, len, d, H, q, k, v, p, NULL, 0, u, vb, att, ctx, 0);
+    heads_run(e, n, len, d, H, q, k, v, p, NULL, 0, u, vb, att, ctx, 0, 0);
 }
 
 /* Where the q, k, v projections' outputs go on the bf16 engine: each
@@ -370,18 +376,17 @@ long hv_attention_pos_floats(int N, int d, int H, int bf16) {
     return bf16 ? ((P + HV_ATT_POS_PAD) * d + 1) / 2 : P * d; /* bf16: two values a float */
 }
 
-/* Where the position products' outputs go in the bf16 layout: head h's
- * row i at pb + (h * (P + HV_ATT_POS_PAD) + i) * dh. */
+/* Where the position products' outputs go in the bf16 layout: product
+ * m's head h's row i at pb[m] + (h * (P + HV_ATT_POS_PAD) + i) * dh. */
 typedef struct pos_sink {
-    uint16_t *pb;
+    uint16_t *pb[HV_GEMM_MAX_OUT];
     long P;
     int dh;
 } pos_sink;
 
 static void pos_run(const void *arg, int m, int i, int h, int t, const float *x, int count) {
-    (void)m;
     const pos_sink *s = arg;
-    round_bf16(s->pb + (h * (s->P + HV_ATT_POS_PAD) + i) * s->dh + t, 1, x, NULL, count);
+    round_bf16(s->pb[m] + (h * (s->P + HV_ATT_POS_PAD) + i) * s->dh + t, 1, x, NULL, count);
 }
 
 static void pos_put(void *arg, int m, int i0, int i1, int r0, int r1, const float *src, long ld) {
@@ -389,34 +394,78 @@ static void pos_put(void *arg, int m, int i0, int i1, int r0, int r1, const floa
     head_runs(pos_run, s, m, i0, i1, r0, r1, src, ld, s->dh);
 }
 
-int hv_eng_attention_pos(const hv_engine *e, float *dst, const float *pos, int N, int d, int H,
-                         const hv_mat *W, int bf16) {
+int hv_eng_attention_pos(const hv_engine *e, float *const *dst, int count, const float *pos, int N,
+                         int d, int H, const hv_mat *const *W, int bf16) {
     int P = 2 * N - 1;
     if (!bf16) {
-        hv_eng_linear(e, dst, pos, P, W, NULL, NULL);
+        for (int m = 0; m < count; m++) hv_eng_linear(e, dst[m], pos, P, W[m], NULL, NULL);
         return 0;
     }
-    pos_sink s = {(uint16_t *)dst, P, d / H};
-    for (int h = 0; h < H; h++)
-        memset(s.pb + (h * (s.P + HV_ATT_POS_PAD) + P) * s.dh, 0,
-               (size_t)HV_ATT_POS_PAD * s.dh * sizeof(uint16_t));
-    const float *none = NULL;
-    hv_onednn_sink sink = {.put = pos_put, .arg = &s};
-    if (hv_onednn_gemm_sink(e->dnn, e->pool, P, pos, NULL, 1, &W, &none, &sink, e->prof) == 0)
-        return 0;
-    /* no buffer for oneDNN's input: the f32 product, then rounded */
-    float *y = malloc((size_t)P * d * sizeof *y);
-    if (!y) return -1;
-    hv_eng_linear(e, y, pos, P, W, NULL, NULL);
-    pos_put(&s, 0, 0, P, 0, d, y, d);
-    free(y);
+    /* a few products at a time: oneDNN takes the sinusoids once for them */
+    for (int m0 = 0; m0 < count; m0 += HV_GEMM_MAX_OUT) {
+        int k = count - m0 < HV_GEMM_MAX_OUT ? count - m0 : HV_GEMM_MAX_OUT;
+        pos_sink s = {{NULL}, P, d / H};
+        for (int m = 0; m < k; m++) {
+            s.pb[m] = (uint16_t *)dst[m0 + m];
+            for (int h = 0; h < H; h++)
+                memset(s.pb[m] + (h * (s.P + HV_ATT_POS_PAD) + P) * s.dh, 0,
+                       (size_t)HV_ATT_POS_PAD * s.dh * sizeof(uint16_t));
+        }
+        const float *none[HV_GEMM_MAX_OUT] = {NULL};
+        hv_onednn_sink sink = {.put = pos_put, .arg = &s};
+        if (hv_onednn_gemm_sink(e->dnn, e->pool, P, pos, NULL, k, W + m0, none, &sink, e->prof) ==
+            0)
+            continue;
+        /* no buffer for oneDNN's input: the f32 products, then rounded */
+        float *y = malloc((size_t)P * d * sizeof *y);
+        if (!y) return -1;
+        for (int m = 0; m < k; m++) {
+            hv_eng_linear(e, y, pos, P, W[m0 + m], NULL, NULL);
+            pos_put(&s, m, 0, P, 0, d, y, d);
+        }
+        free(y);
+    }
     return 0;
+}
+
+/* Head h's context [att_class(n) x dh] f32 in attn_head_bf16's scratch. */
+static float *head_ctx(float *att, int n, int dh, int h) {
+    long c = att_class(n);
+    return att + h * head_scratch(n, dh, 1) + 4 * c * dh + (2 * c + ATT_CLASS) * dh + 2 * c * c +
+           POS_BAND * att_class(n + POS_BAND - 1);
+}
+
+/* The heads' contexts kept in their scratch (ctx_kept): rows >= len zero. */
+typedef struct ctx_rows {
+    float *att;
+    int n, len, d, H;
+} ctx_rows;
+
+/* Rows [i0, i1) of the context [n x d] from the heads' scratch into dst
+ * (bf16 bits when bits, else floats; hv_onednn_rows's fill). */
+static void ctx_fill(void *arg, int task, int bits, void *dst, int i0, int i1) {
+    (void)task;
+    const ctx_rows *c = arg;
+    int dh = c->d / c->H;
+    size_t esz = bits ? 2 : 4;
+    for (int i = i0; i < i1; i++)
+        for (int h = 0; h < c->H; h++) {
+            char *out = (char *)dst + ((size_t)(i - i0) * c->d + (size_t)h * dh) * esz;
+            const float *src = head_ctx(c->att, c->n, dh, h) + (long)i * dh;
+            if (i >= c->len)
+                memset(out, 0, (size_t)dh * esz);
+            else if (bits)
+                hv_bf16_bits_n((uint16_t *)out, src, dh);
+            else
+                memcpy(out, src, (size_t)dh * esz);
+        }
 }
 
 void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, int len, int d, int H,
                       const float *nw, const float *nb, float eps, const hv_mat *const *W,
-                      const float *const *bias, float *const *qkv, const hv_att_pos *pos,
-                      const float *u, const float *vb, float *att, float *ctx) {
+                      const float *const *bias, float *const *qkv, float *ctx,
+                      const hv_att_pos *pos, const float *u, const float *vb, float *att, float *y,
+                      const hv_epilogue *ep) {
     int dh = d / H;
     /* the positions in the bf16 layout from row N - len, or this chunk's
      * f32 rows N-n .. N+n-2 */
@@ -433,12 +482,28 @@ void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, in
                        (size_t)(c - n) * dh * sizeof(uint16_t));
         hv_onednn_sink sink = {.put = qkv_put, .arg = &s};
         if (hv_eng_norm_linear_sink(e, x, n, d, nw, nb, eps, 3, W, bias, &sink) == 0) {
-            heads_run(e, n, len, d, H, NULL, NULL, NULL, p, pb, pb_head, u, vb, att, ctx, 1);
+            /* the output projection reads the heads' contexts where they
+             * lie, as bf16 (one pass instead of a copy and a conversion) */
+            int kept = hv_eng_on_dnn(e, n, W[3]);
+            heads_run(e, n, len, d, H, NULL, NULL, NULL, p, pb, pb_head, u, vb, att, ctx, 1, kept);
+            if (!kept) {
+                hv_eng_linear(e, y, ctx, n, W[3], bias[3], ep);
+                return;
+            }
+            ctx_rows cr = {att, n, len, d, H};
+            hv_onednn_rows rows = {.fill = ctx_fill, .arg = &cr, .stage = HV_STAGE_BF16_CONVERT};
+            if (hv_onednn_gemm_rows(e->dnn, e->pool, n, &rows, 1, &W[3], &bias[3], &y, ep,
+                                    e->prof) == 0)
+                return;
+            /* no buffer for oneDNN's input: the context as a matrix */
+            ctx_fill(&cr, 0, 0, ctx, 0, n);
+            hv_eng_linear(e, y, ctx, n, W[3], bias[3], ep);
             return;
         }
     }
     hv_eng_norm_linear(e, norm, x, n, d, nw, nb, eps, 3, W, bias, qkv, NULL);
-    heads_run(e, n, len, d, H, qkv[0], qkv[1], qkv[2], p, pb, pb_head, u, vb, att, ctx, 0);
+    heads_run(e, n, len, d, H, qkv[0], qkv[1], qkv[2], p, pb, pb_head, u, vb, att, ctx, 0, 0);
+    hv_eng_linear(e, y, ctx, n, W[3], bias[3], ep);
 }
 
 long hv_attention_scratch(int n, int d, int H, int bf16) {

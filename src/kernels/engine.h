@@ -149,27 +149,32 @@ int hv_attention_pos_bf16(const hv_engine *e, int N, const hv_mat *W);
 /* Floats of a layer's positions in either layout. */
 long hv_attention_pos_floats(int N, int d, int H, int bf16);
 
-/* dst = pos [(2N-1) x d] . W^T in the layout bf16 names (bf16 only where
- * hv_attention_pos_bf16): f32 as hv_eng_linear computes it, or its
- * outputs rounded to bf16 straight into the heads' layout. 0, or -1 when
- * out of memory (dst then undefined). */
-int hv_eng_attention_pos(const hv_engine *e, float *dst, const float *pos, int N, int d, int H,
-                         const hv_mat *W, int bf16);
+/* dst[m] = pos [(2N-1) x d] . W[m]^T for count layers, in the layout bf16
+ * names (bf16 only where hv_attention_pos_bf16 holds for every W[m]): f32
+ * as hv_eng_linear computes it, or its outputs rounded to bf16 straight
+ * into the heads' layout (oneDNN taking pos once for every few layers).
+ * 0, or -1 when out of memory (dst then undefined). */
+int hv_eng_attention_pos(const hv_engine *e, float *const *dst, int count, const float *pos, int N,
+                         int d, int H, const hv_mat *const *W, int bf16);
 
 /* A layer's relative-position self-attention from its input x [n x d]
  * (the first len rows valid): the LayerNorm (nw, nb, eps), the q, k, v
- * projections (W, bias: [3]) and hv_attention_heads after them, with the
- * positions pos (hv_att_pos, N >= n), into ctx [n x d]; norm [n x d] and
- * qkv ([3] of [n x d]) scratch. On the bf16 oneDNN engine the
- * projections' outputs go straight into the heads' operands, rounded to
- * bf16 in the layout their products read (the bits hv_attention_heads
- * would stage from f32 q, k, v), and positions in the bf16 layout are
- * read where they lie; otherwise hv_eng_norm_linear then
- * hv_attention_heads, the same bits. */
+ * projections (W[0..2], bias[0..2]), hv_attention_heads with the
+ * positions pos (hv_att_pos, N >= n), and the output projection y [n x d]
+ * = ctx . W[3]^T + bias[3], then the epilogue ep (the residual); norm,
+ * ctx [n x d] and qkv ([3] of [n x d]) scratch. On the bf16 oneDNN engine
+ * the projections' outputs go straight into the heads' operands, rounded
+ * to bf16 in the layout their products read (the bits hv_attention_heads
+ * would stage from f32 q, k, v), positions in the bf16 layout are read
+ * where they lie, and the output projection reads the heads' contexts
+ * from their scratch as bf16 (the bits of converting ctx); otherwise
+ * hv_eng_norm_linear, hv_attention_heads and hv_eng_linear, the same
+ * bits. */
 void hv_eng_attention(const hv_engine *e, float *norm, const float *x, int n, int len, int d, int H,
                       const float *nw, const float *nb, float eps, const hv_mat *const *W,
-                      const float *const *bias, float *const *qkv, const hv_att_pos *pos,
-                      const float *u, const float *vb, float *att, float *ctx);
+                      const float *const *bias, float *const *qkv, float *ctx,
+                      const hv_att_pos *pos, const float *u, const float *vb, float *att, float *y,
+                      const hv_epilogue *ep);
 
 /* The relative-position self-attention of one encoder layer after its q,
  * k, v projections ([n x d], the first len rows valid), over H heads of d

@@ -204,7 +204,8 @@ static void check_shape(int n, int len, int d, int H, hv_onednn *dnn, hv_onednn 
     free(a.q), free(a.k), free(a.v), free(a.p), free(a.u), free(a.vb);
 }
 
-/* hv_eng_attention against hv_eng_norm_linear and hv_attention_heads on
+/* hv_eng_attention against hv_eng_norm_linear, hv_attention_heads and the
+ * output projection's hv_eng_linear (with a residual) on
  * engine dnn (NULL: our tables) in bf16 or f32, for a layer of d = 320
  * (two heads of 160, so that the products' chunks of weight rows cross
  * heads) on n frames, len of them valid, with positions projected for N =
@@ -214,19 +215,19 @@ static void check_layer(int n, int len, int bf16, hv_onednn *dnn) {
     static unsigned seed = 1000;
     enum { D = 320, H = 2 };
     hv_weight_type t = dnn && hv_onednn_is_bf16(dnn) ? HV_WEIGHTS_BF16 : HV_WEIGHTS_F32;
-    hv_mat W[4]; /* q, k, v, pos */
-    void *store[4];
-    const hv_mat *Wp[3];
-    float *bias[4];
-    for (int m = 0; m < 4; m++) {
+    hv_mat W[5]; /* q, k, v, out, pos */
+    void *store[5];
+    const hv_mat *Wp[4];
+    float *bias[5];
+    for (int m = 0; m < 5; m++) {
         float *w = noise((size_t)D * D, seed++, 0.06f);
         hv_error e = {0};
         if (hv_mat_from_f32(&W[m], t, w, D, D, &store[m], &e)) abort();
         free(w);
-        if (m < 3) Wp[m] = &W[m];
+        if (m < 4) Wp[m] = &W[m];
         bias[m] = noise(D, seed++, 0.5f);
     }
-    const float *bp[3] = {bias[0], bias[1], bias[2]};
+    const float *bp[4] = {bias[0], bias[1], bias[2], bias[3]};
     float *x = noise((size_t)n * D, seed++, 3.0f), *nw = noise(D, seed++, 1.0f);
     float *nb = noise(D, seed++, 0.2f), *u = noise(D, seed++, 1.0f), *vb = noise(D, seed++, 1.0f);
     int N = n + 5;
@@ -238,24 +239,32 @@ static void check_layer(int n, int len, int bf16, hv_onednn *dnn) {
     size_t nd = (size_t)n * D;
     float *norm = malloc(nd * sizeof(float)), *qkv = malloc(3 * nd * sizeof(float));
     float *want = malloc(nd * sizeof(float)), *got = malloc(nd * sizeof(float));
+    float *ctx = malloc(nd * sizeof(float)), *res = noise(nd, seed++, 1.0f);
+    float *res_want = malloc(nd * sizeof(float)), *res_got = malloc(nd * sizeof(float));
     float *att = malloc((size_t)hv_attention_scratch(n, D, H, bf16) * sizeof(float));
-    if (!norm || !qkv || !want || !got || !att || !p || !pl) abort();
+    if (!norm || !qkv || !want || !got || !att || !p || !pl || !ctx || !res_want || !res_got)
+        abort();
     float *const y[3] = {qkv, qkv + nd, qkv + 2 * nd};
     for (int threads = 1; threads <= 3; threads += 2) {
         hv_pool *pool = hv_pool_new(threads);
         if (!pool) abort();
         hv_engine eng = hv_engine_make(pool, bf16, dnn);
-        CHECK(hv_eng_attention_pos(&eng, p, pos, N, D, H, &W[3], 0) == 0);
+        const hv_mat *wpos = &W[4];
+        CHECK(hv_eng_attention_pos(&eng, &p, 1, pos, N, D, H, &wpos, 0) == 0);
         hv_eng_norm_linear(&eng, norm, x, n, D, nw, nb, 1e-5f, 3, Wp, bp, y, NULL);
         hv_attention_heads(&eng, n, len, D, H, y[0], y[1], y[2], p + (long)(N - n) * D, u, vb, att,
-                           want);
+                           ctx);
+        memcpy(res_want, res, nd * sizeof(float));
+        hv_eng_linear(&eng, want, ctx, n, &W[3], bias[3],
+                      &(hv_epilogue){.residual = res_want, .scale = 1});
         for (size_t i = 0; i < 3 * nd; i++) qkv[i] = NAN;
-        for (size_t i = 0; i < nd; i++) got[i] = NAN;
-        int layout = hv_attention_pos_bf16(&eng, N, &W[3]);
-        CHECK(hv_eng_attention_pos(&eng, pl, pos, N, D, H, &W[3], layout) == 0);
+        for (size_t i = 0; i < nd; i++) got[i] = ctx[i] = NAN;
+        memcpy(res_got, res, nd * sizeof(float));
+        int layout = hv_attention_pos_bf16(&eng, N, &W[4]);
+        CHECK(hv_eng_attention_pos(&eng, &pl, 1, pos, N, D, H, &wpos, layout) == 0);
         hv_att_pos ap = {pl, N, layout};
-        hv_eng_attention(&eng, norm, x, n, len, D, H, nw, nb, 1e-5f, Wp, bp, y, &ap, u, vb, att,
-                         got);
+        hv_eng_attention(&eng, norm, x, n, len, D, H, nw, nb, 1e-5f, Wp, bp, y, ctx, &ap, u, vb,
+                         att, got, &(hv_epilogue){.residual = res_got, .scale = 1});
         char what[128];
         snprintf(what, sizeof what, "layer, n %d, len %d, %s on %s, %d threads", n, len,
                  bf16 ? "bf16" : "f32",
@@ -263,18 +272,42 @@ static void check_layer(int n, int len, int bf16, hv_onednn *dnn) {
                  : hv_onednn_is_bf16(dnn) ? "the bf16 engine"
                                           : "the f32 engine",
                  threads);
-        CHECK_MSG(!memcmp(got, want, nd * sizeof(float)), "%s: the bits of the two steps", what);
+        CHECK_MSG(!memcmp(got, want, nd * sizeof(float)) &&
+                      !memcmp(res_got, res_want, nd * sizeof(float)),
+                  "%s: the bits of the steps", what);
         /* where oneDNN's bf16 primitives run the projections, the heads
-         * take their outputs without f32 q, k, v */
+         * take their outputs without f32 q, k, v, and the output
+         * projection their contexts without an f32 ctx */
         if (bf16 && hv_onednn_is_bf16(dnn) && hv_onednn_native_bf16() && n > HV_LINEAR_GEMV_MAX_N) {
             int untouched = 1;
             for (size_t i = 0; i < 3 * nd; i++) untouched &= isnan(qkv[i]);
             CHECK_MSG(untouched, "%s: no f32 q, k, v", what);
+            untouched = 1;
+            for (size_t i = 0; i < nd; i++) untouched &= isnan(ctx[i]);
+            CHECK_MSG(untouched, "%s: no f32 context", what);
             CHECK_MSG(layout, "%s: positions in the heads' bf16 layout", what);
+            /* five layers' positions in one call (oneDNN taking the input
+             * once for four): each as computed alone; on one thread the
+             * same primitives run them (more cut the last product's last
+             * chunks narrower, hv_gemm_outs_taper) */
+            if (threads == 1) {
+                const hv_mat *five[5] = {&W[4], &W[0], &W[1], &W[2], &W[3]};
+                float *many[5], *one = malloc((size_t)pl_bf16 * sizeof(float));
+                for (int m = 0; m < 5; m++) many[m] = malloc((size_t)pl_bf16 * sizeof(float));
+                CHECK(hv_eng_attention_pos(&eng, many, 5, pos, N, D, H, five, 1) == 0);
+                for (int m = 0; m < 5; m++) {
+                    CHECK(hv_eng_attention_pos(&eng, &one, 1, pos, N, D, H, &five[m], 1) == 0);
+                    CHECK_MSG(!memcmp(one, many[m], (size_t)pl_bf16 * sizeof(float)),
+                              "%s: positions of layer %d of 5 as alone", what, m);
+                    free(many[m]);
+                }
+                free(one);
+            }
         }
         hv_pool_free(pool);
     }
-    for (int m = 0; m < 4; m++) free(store[m]), free(bias[m]);
+    for (int m = 0; m < 5; m++) free(store[m]), free(bias[m]);
+    free(ctx), free(res), free(res_want), free(res_got);
     free(x), free(nw), free(nb), free(u), free(vb), free(p), free(pos), free(pl);
     free(norm), free(qkv), free(want), free(got), free(att);
 }
