@@ -59,15 +59,18 @@ hv_engine_kind hv_engine_pick(hv_cpu cpu, int bf16, hv_shape_class cls);
  * engines. A plain value; the pool, the oneDNN engine and the profile
  * stay their owners'. */
 typedef struct hv_engine {
-    hv_pool *pool;                      /* every job's threads; NULL: the caller's alone */
-    int bf16;                           /* bf16 compute: activations rounded to bf16 (nearest
-                            * even) before each product with f32, f16 or bf16
-                            * weights (q8_0 and q4_0 quantize theirs in either
-                            * mode), and the attention's operands likewise */
-    struct hv_onednn *dnn;              /* runs the classes on_dnn names, where it takes the
-                            * weights; NULL: our tables run all */
-    unsigned char on_dnn[HV_N_CLASSES]; /* per shape class: 1 to run it on dnn */
-    hv_profile *prof;                   /* NULL, or where the stages' times go (profile.h) */
+    /* every job's threads; NULL: the caller's alone */
+    hv_pool *pool;
+    /* bf16 compute: activations rounded to bf16 (nearest even) before each
+     * product with f32, f16 or bf16 weights (q8_0 and q4_0 quantize theirs
+     * in either mode), and the attention's operands likewise */
+    int bf16;
+    /* runs the shape classes on_dnn names (1 per class), where it takes the
+     * weights; NULL: our tables run all */
+    struct hv_onednn *dnn;
+    unsigned char on_dnn[HV_N_CLASSES];
+    /* NULL, or where the stages' times go (profile.h) */
+    hv_profile *prof;
 } hv_engine;
 
 /* on_dnn[HV_N_CLASSES]: 1 for each shape class hv_engine_pick runs on
@@ -92,9 +95,8 @@ int hv_eng_on_dnn(const hv_engine *e, int n, const hv_mat *W);
  * epilogue ep (NULL: none; hv_ep_silu, hv_ep_relu, or a residual:
  * matmul_impl.h). oneDNN runs it where e runs n's shape class
  * (hv_shape_class_rows) on its oneDNN engine and that takes W; otherwise
- * our tables, on activations rounded to
- * bf16 first in bf16 compute (in f32 compute the bits of hv_linear_ep_with
- * on the best table). */
+ * our tables, on activations rounded to bf16 first in bf16 compute (in
+ * f32 compute the bits of hv_linear_ep_with on the best table). */
 void hv_eng_linear(const hv_engine *e, float *y, const float *x, int n, const hv_mat *W,
                    const float *bias, const hv_epilogue *ep);
 extern const hv_epilogue hv_ep_silu, hv_ep_relu;
