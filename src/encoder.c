@@ -177,8 +177,8 @@ static void feed_forward_half(const hv_config *c, const hv_engine *e, float *x, 
                               enc_scratch *s, const float *nw, const float *nb, const hv_mat *up,
                               const float *up_b, const hv_mat *down, const float *down_b) {
     int d = c->d_model;
-    hv_eng_norm_linear(e, s->norm, x, n, d, nw, nb, HV_LN_EPS, 1, &up, &up_b, &s->big, &hv_ep_silu);
-    hv_eng_linear(e, s->tmp, s->big, n, down, down_b, &(hv_epilogue){.residual = x, .scale = 0.5f});
+    hv_eng_feed_forward(e, s->norm, x, n, d, nw, nb, HV_LN_EPS, up, up_b, down, down_b, s->big,
+                        s->tmp, &(hv_epilogue){.residual = x, .scale = 0.5f});
     hv_prof_add(e->prof, HV_STAGE_FF_LINEAR, &s->t);
 }
 

@@ -4,7 +4,9 @@
 #include "kernels/engine.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/half.h"
 #include "kernels/onednn.h"
@@ -197,4 +199,53 @@ void hv_eng_norm_linear(const hv_engine *e, float *norm, const float *x, int n, 
         hv_eng_linear(e, y[0], norm, n, W[0], bias[0], ep);
     else
         hv_eng_linear_many(e, n, norm, count, W, bias, y);
+}
+
+/* Where the feed-forward's first product goes on the bf16 engine: SiLU,
+ * then rounded to bf16 into the second product's input [rows_class(n) x
+ * cols] (the bits of the epilogue and of the conversion after it). */
+typedef struct silu_sink {
+    uint16_t *hb;
+    int cols;
+} silu_sink;
+
+static void silu_put(void *arg, int m, int i0, int i1, int r0, int r1, const float *src, long ld) {
+    (void)m;
+    const silu_sink *s = arg;
+    enum { PIECE = 1024 };
+    float piece[PIECE];
+    for (int i = i0; i < i1; i++)
+        for (int c0 = r0; c0 < r1; c0 += PIECE) { /* one piece: chunks are narrower */
+            int count = r1 - c0 < PIECE ? r1 - c0 : PIECE;
+            memcpy(piece, src + (long)(i - i0) * ld + (c0 - r0), (size_t)count * sizeof *piece);
+            hv_silu(piece, count);
+            hv_bf16_bits_n(s->hb + (long)i * s->cols + c0, piece, count);
+        }
+}
+
+void hv_eng_feed_forward(const hv_engine *e, float *norm, const float *x, int n, int d,
+                         const float *nw, const float *nb, float eps, const hv_mat *up,
+                         const float *up_b, const hv_mat *down, const float *down_b, float *hidden,
+                         float *y, const hv_epilogue *ep) {
+    int h = up->rows;
+    long m_pad = hv_onednn_rows_class(n);
+    /* the bf16 hidden layer, padded, in hidden's floats */
+    if (e->bf16 && hv_onednn_is_bf16(e->dnn) && up->cols == d && down->cols == h &&
+        onednn_runs(e, n, up) && onednn_runs(e, n, down) && m_pad * h * 2 <= (long)n * h * 4) {
+        uint16_t *hb = (uint16_t *)hidden;
+        memset(hb + (long)n * h, 0, (size_t)(m_pad - n) * h * sizeof *hb);
+        silu_sink s = {hb, h};
+        hv_onednn_sink sink = {.put = silu_put, .arg = &s};
+        norm_job j = {.x = x, .n = n, .d = d, .w = nw, .b = nb, .eps = eps};
+        hv_onednn_rows rows = {.fill = norm_fill, .arg = &j, .stage = HV_STAGE_LAYERNORM};
+        hv_onednn_rows ready = {.ready = hb, .stage = HV_STAGE_BF16_CONVERT};
+        if (hv_onednn_gemm_sink(e->dnn, e->pool, n, NULL, &rows, 1, &up, &up_b, &sink, e->prof) ==
+                0 &&
+            hv_onednn_gemm_rows(e->dnn, e->pool, n, &ready, 1, &down, &down_b, &y, ep, e->prof) ==
+                0)
+            return;
+        /* a buffer not had: both products again as below */
+    }
+    hv_eng_norm_linear(e, norm, x, n, d, nw, nb, eps, 1, &up, &up_b, &hidden, &hv_ep_silu);
+    hv_eng_linear(e, y, hidden, n, down, down_b, ep);
 }

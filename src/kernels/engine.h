@@ -124,6 +124,18 @@ void hv_eng_norm_linear(const hv_engine *e, float *norm, const float *x, int n, 
                         const hv_mat *const *W, const float *const *bias, float *const *y,
                         const hv_epilogue *ep);
 
+/* A feed-forward from x [n x d]: y = SiLU(LayerNorm(x; nw, nb, eps) .
+ * up^T + up_b) . down^T + down_b, then the epilogue ep (the residual);
+ * norm [n x d] and hidden [n x up.rows] scratch. On the bf16 oneDNN
+ * engine the first product's outputs go through SiLU straight into the
+ * second's input as bf16 (in hidden's memory); otherwise
+ * hv_eng_norm_linear (with hv_ep_silu) then hv_eng_linear. The same bits
+ * either way. */
+void hv_eng_feed_forward(const hv_engine *e, float *norm, const float *x, int n, int d,
+                         const float *nw, const float *nb, float eps, const hv_mat *up,
+                         const float *up_b, const hv_mat *down, const float *down_b, float *hidden,
+                         float *y, const hv_epilogue *ep);
+
 /* The products of hv_eng_norm_linear (count of them, no epilogue) with
  * their outputs handed to sink (onednn.h) instead of written: 0 when
  * oneDNN ran every one; -1, having done nothing, where hv_eng_norm_linear

@@ -564,14 +564,16 @@ static int gemm_from(hv_onednn *d, hv_pool *pool, int n, const float *x, const h
     j.scratch_bytes = scratch;
     int tasks = hv_pool_size(pool) < j.o.n_chunks ? hv_pool_size(pool) : j.o.n_chunks;
     size_t esz = d->bf16 ? 2 : 4;
-    j.xs = hv_pool_scratch(pool, hv_pool_size(pool), (size_t)j.m_pad * j.cols * esz);
+    int ready = rows && rows->ready;
+    j.xs = ready ? (void *)rows->ready
+                 : hv_pool_scratch(pool, hv_pool_size(pool), (size_t)j.m_pad * j.cols * esz);
     if (!j.xs) return -1;
     for (int t = 0; t < tasks; t++)
         if (!hv_pool_scratch(pool, t, out + scratch + 64)) return -1;
     int conv_tasks =
         hv_pool_size(pool) < j.m_pad / M_CLASS ? hv_pool_size(pool) : j.m_pad / M_CLASS;
     double t0 = hv_prof_now(prof);
-    hv_pool_run(pool, conv_tasks, convert_task, &j);
+    if (!ready) hv_pool_run(pool, conv_tasks, convert_task, &j);
     hv_prof_part(prof, rows ? rows->stage : HV_STAGE_BF16_CONVERT, t0);
     hv_pool_run(pool, tasks, gemm_task, &j);
     return 0;
@@ -586,14 +588,14 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
 int hv_onednn_gemm_rows(hv_onednn *d, hv_pool *pool, int n, const hv_onednn_rows *rows, int count,
                         const hv_mat *const *W, const float *const *bias, float *const *y,
                         const hv_epilogue *ep, hv_profile *prof) {
-    if (!rows || !rows->fill) return -1;
+    if (!rows || (!rows->fill && !rows->ready)) return -1;
     return gemm_from(d, pool, n, NULL, rows, count, W, bias, y, NULL, ep, prof);
 }
 
 int hv_onednn_gemm_sink(hv_onednn *d, hv_pool *pool, int n, const float *x,
                         const hv_onednn_rows *rows, int count, const hv_mat *const *W,
                         const float *const *bias, const hv_onednn_sink *sink, hv_profile *prof) {
-    if ((rows ? !rows->fill : !x) || !sink || !sink->put) return -1;
+    if ((rows ? !rows->fill && !rows->ready : !x) || !sink || !sink->put) return -1;
     float *const none[HV_GEMM_MAX_OUT] = {NULL};
     return gemm_from(d, pool, n, rows ? NULL : x, rows, count, W, bias, none, sink, NULL, prof);
 }

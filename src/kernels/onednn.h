@@ -100,11 +100,15 @@ int hv_onednn_gemm(hv_onednn *d, hv_pool *pool, int n, const float *x, int count
  * matrix: fill(arg, task, bits, dst, i0, i1) writes rows [i0, i1) (each
  * cols wide, row i0 at dst) as bf16 bits when bits, else as floats, from
  * pool task `task` (whose scratch slot it may use); its time goes to the
- * profile's stage `stage`. */
+ * profile's stage `stage`. Or, with ready not NULL (fill unused), the
+ * rows are there already as the primitive reads them: [rows_class(n) x
+ * cols] in the engine's type, the rows past n zero (a producer's sink
+ * wrote them, engine.c's feed-forward). */
 typedef struct hv_onednn_rows {
     void (*fill)(void *arg, int task, int bits, void *dst, int i0, int i1);
     void *arg;
     hv_stage stage;
+    const void *ready;
 } hv_onednn_rows;
 
 /* hv_onednn_gemm with the activations' n rows written by rows->fill
