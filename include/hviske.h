@@ -723,10 +723,13 @@ typedef struct hv_segment {
     double no_speech_prob;    /* 1 - the speech detector's mean probability
                                  over the chunk's audio (docs/VAD.md); NAN
                                  without params.vad */
-    int speaker;              /* with params.diarize: the speaker index
-                                 (0..7) of the model's <|spltokenK|> for
-                                 this turn, within its chunk; -1 where
-                                 none (no diarize, or no speaker token) */
+    int speaker;              /* with params.diarize: the turn's speaker,
+                                 a label of the whole recording (0, 1,
+                                 ... in order of appearance; the model's
+                                 <|spltokenK|> of each window linked
+                                 across windows: docs/DIARIZE.md); -1
+                                 where none (no diarize, or no speaker
+                                 token) */
 } hv_segment;
 
 HV_API int hv_result_n_segments(const hv_result *res);

@@ -22,6 +22,7 @@
 #include "search.h"
 #include "timing/align.h"
 #include "timing/diarize.h"
+#include "timing/diarize_stitch.h"
 #include "timing/refine.h"
 #include "timing/words.h"
 
@@ -301,6 +302,10 @@ typedef struct run {
     size_t n_speech;
     int speech_window;    /* samples per window */
     size_t speech_offset; /* the input's sample where window 0 starts */
+    hv_stitch stitch;     /* diarize: what one window hands the next */
+    size_t *cuts;         /* diarize over several windows: [n_chunks + 1] the
+                             input's samples where the transcript passes from
+                             one window to the next (else NULL) */
 } run;
 
 /* A chunk's no_speech_prob: 1 - the mean speech probability of the
@@ -352,8 +357,8 @@ static int result_add_words(hv_result *r, const hv_chunk_word *w, int n, const h
 /* Word times of the chunk's tokens[n] (in so), with the chunk's samples
  * x[len]; appends them to the result. */
 static hv_status chunk_words(run *R, const float *x, size_t len, const hv_search_out *so,
-                             const hv_piece_plan *plan, int chunk, int token_offset, hv_result *res,
-                             hv_taps *taps) {
+                             const hv_piece_plan *plan, int chunk, int token_offset,
+                             const unsigned char *keep, hv_result *res, hv_taps *taps) {
     hv_context *ctx = R->ctx;
     const hv_model *m = ctx->model;
     const hv_config *c = &m->cfg;
@@ -400,6 +405,15 @@ static hv_status chunk_words(run *R, const float *x, size_t len, const hv_search
         w[k].end = bounds[end] * frame_s;
     }
     hv_words_refine(w, nw, &loud, frame_s);
+    if (keep) { /* diarize: only the words of the window's share */
+        int k = 0;
+        for (int i = 0; i < nw; i++)
+            if (keep[w[i].first])
+                w[k++] = w[i];
+            else
+                free(w[i].text);
+        nw = k;
+    }
     if (taps) {
         free(taps->attn);
         taps->attn = attn;
@@ -438,52 +452,81 @@ static hv_status push_segment(run *R, hv_result *res, const hv_result_seg *s) {
     return HV_OK;
 }
 
-/* A sample position of chunk's audio for t seconds into it, on the input. */
-static int64_t turn_sample(const hv_piece_plan *plan, int chunk, double t, double rate, int end) {
-    size_t len = hv_piece_plan_chunk_samples(plan, chunk);
-    size_t a = (size_t)fmin(fmax(llround(t * rate), 0), (double)len);
-    if (!end) return (int64_t)hv_piece_plan_to_input(plan, chunk, a);
-    return a > 0 ? (int64_t)hv_piece_plan_to_input(plan, chunk, a - 1) + 1 : 0;
+/* Where t seconds into a chunk's audio lie on the input (seconds); an end
+ * at the join of two pieces is the earlier one's end. */
+typedef struct chunk_pos {
+    const hv_piece_plan *plan;
+    int chunk;
+    double rate;
+} chunk_pos;
+
+static double chunk_to_input(void *user, double t, int end) {
+    const chunk_pos *c = user;
+    size_t len = hv_piece_plan_chunk_samples(c->plan, c->chunk);
+    size_t a = (size_t)fmin(fmax(llround(t * c->rate), 0), (double)len);
+    if (!end || a == 0) return (double)hv_piece_plan_to_input(c->plan, c->chunk, a) / c->rate;
+    return (double)(hv_piece_plan_to_input(c->plan, c->chunk, a - 1) + 1) / c->rate;
 }
 
-/* With diarize: the chunk's speaker turns (docs/DIARIZE.md) as segments,
- * each with the model's times, its words (whole's, by their first token)
- * kept inside them, and whole's decoding figures. A turn whose text is
- * empty is no segment. */
+/* With diarize: the chunk's speaker turns (docs/DIARIZE.md), parsed, cut
+ * to the chunk's share of the timeline and labelled by hv_stitch. */
+static hv_status stitch_chunk(run *R, const hv_search_out *so, const hv_piece_plan *plan, int chunk,
+                              double rate, hv_stitched *out) {
+    chunk_pos cpos = {plan, chunk, rate};
+    const hv_span *first = &plan->pieces[plan->first[chunk]];
+    const hv_span *last = &plan->pieces[plan->first[chunk + 1] - 1];
+    const size_t *cuts = R->cuts;
+    int n = plan->n_chunks;
+    hv_stitch_window w = {
+        .tok = &R->ctx->model->tok,
+        .ids = so->tokens,
+        .n = so->n,
+        .window = chunk,
+        .seconds = hv_piece_plan_chunk_samples(plan, chunk) / rate,
+        .to_input = chunk_to_input,
+        .user = &cpos,
+        .start = first->start / rate,
+        .end = last->end / rate,
+        .lo = cuts && chunk > 0 ? cuts[chunk] / rate : -INFINITY,
+        .hi = cuts && chunk + 1 < n ? cuts[chunk + 1] / rate : INFINITY,
+        .prev_end = chunk > 0 ? plan->pieces[plan->first[chunk] - 1].end / rate : 0,
+        .next_start = chunk + 1 < n ? plan->pieces[plan->first[chunk + 1]].start / rate : INFINITY};
+    return hv_stitch_window_run(&R->stitch, &w, out, &R->ctx->err);
+}
+
+/* With diarize: the stitched turns sw of the chunk as segments, each with
+ * its times, its words (whole's, by their first token) kept inside it, and
+ * whole's decoding figures. A turn whose text is empty is no segment. */
 static hv_status push_turns(run *R, hv_result *res, const hv_search_out *so,
-                            const hv_result_seg *whole, const hv_piece_plan *plan, int chunk) {
+                            const hv_result_seg *whole, const hv_stitched *sw) {
     const hv_tokenizer *tok = &R->ctx->model->tok;
     hv_error *e = &R->ctx->err;
     double rate = res->sample_rate;
-    float window = (float)(hv_piece_plan_chunk_samples(plan, chunk) / rate);
-    hv_diar d;
-    hv_status st = hv_diarize_parse_ids(tok, so->tokens, so->n, window, &d, e);
-    if (st) return st;
+    hv_status st = HV_OK;
     int32_t *ids = malloc((size_t)(so->n > 0 ? so->n : 1) * sizeof *ids);
-    if (!ids) st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+    if (!ids) return hv_err(e, HV_ERR_NOMEM, "out of memory");
     int w = whole->word_offset, w_end = whole->word_offset + whole->n_words;
-    for (int k = 0; !st && k < d.n_segs && !R->stop; k++) {
-        const hv_diar_seg *s = &d.segs[k];
-        for (int j = 0; j < s->n; j++) ids[j] = so->tokens[d.pos[s->first + j]];
-        char *text = hv_tokenizer_decode(tok, ids, s->n);
+    for (int k = 0; !st && k < sw->n_segs && !R->stop; k++) {
+        const hv_stitch_seg *s = &sw->segs[k];
+        for (int j = 0; j < s->n_pos; j++) ids[j] = so->tokens[sw->pos[s->pos0 + j]];
+        char *text = hv_tokenizer_decode(tok, ids, s->n_pos);
         if (!text) {
             st = hv_err(e, HV_ERR_NOMEM, "out of memory");
             break;
         }
-        int first = d.pos[s->first], last = d.pos[s->first + s->n - 1];
         int w0 = w;
-        while (w < w_end && res->words[w].first_token - whole->token_offset <= last) w++;
+        while (w < w_end && res->words[w].first_token - whole->token_offset <= s->last) w++;
         if (!*text) {
             free(text);
             continue;
         }
         hv_result_seg g = *whole;
         g.text = text;
-        g.start_sample = turn_sample(plan, chunk, s->start, rate, 0);
-        g.end_sample = turn_sample(plan, chunk, s->end, rate, 1);
+        g.start_sample = llround(s->start * rate);
+        g.end_sample = llround(s->end * rate);
         if (g.end_sample < g.start_sample) g.end_sample = g.start_sample;
-        g.token_offset = whole->token_offset + first;
-        g.n_tokens = last - first + 1;
+        g.token_offset = whole->token_offset + s->first;
+        g.n_tokens = s->last - s->first + 1;
         g.word_offset = w0;
         g.n_words = w - w0;
         g.speaker = s->speaker;
@@ -497,7 +540,6 @@ static hv_status push_turns(run *R, hv_result *res, const hv_search_out *so,
         if ((st = push_segment(R, res, &g))) free(text);
     }
     free(ids);
-    hv_diar_free(&d);
     return st;
 }
 
@@ -514,6 +556,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     const hv_transcribe_params *p = R->p;
     hv_error *e = &ctx->err;
     float *feat = NULL, *enc = NULL, *lp0 = NULL;
+    hv_stitched sw = {0};
     int n_fr, n_valid, n_enc, enc_len;
     hv_status st;
     double t0 = now_ms(), t1, t2;
@@ -608,9 +651,13 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         free(text);
         goto tapped;
     }
+    if (p->diarize && (st = stitch_chunk(R, &so, plan, chunk, c->sample_rate, &sw))) {
+        free(text);
+        goto done;
+    }
     int word_offset = res->n_words;
-    if (p->word_timestamps &&
-        (st = chunk_words(R, x, n, &so, plan, chunk, res->n_tokens - so.n, res, taps))) {
+    if (p->word_timestamps && (st = chunk_words(R, x, n, &so, plan, chunk, res->n_tokens - so.n,
+                                                p->diarize ? sw.keep : NULL, res, taps))) {
         free(text);
         goto done;
     }
@@ -629,7 +676,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
                            .speaker = -1};
     if (p->diarize) {
         free(text);
-        if ((st = push_turns(R, res, &so, &whole, plan, chunk))) goto done;
+        if ((st = push_turns(R, res, &so, &whole, &sw))) goto done;
     } else if ((st = push_segment(R, res, &whole))) {
         free(text);
         goto done;
@@ -650,6 +697,7 @@ tapped:
         taps->n_prompt = R->n_prompt;
     }
 done:
+    hv_stitched_free(&sw);
     free(feat);
     free(enc);
     free(lp0);
@@ -689,6 +737,12 @@ hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_par
     cp.window = (size_t)c->min_energy_window_samples;
     cp.single = (size_t)llround((c->max_audio_clip_s - c->overlap_chunk_second) * sr);
     cp.fixed = (size_t)llround((double)p->chunk_seconds * sr);
+    if (p->diarize) { /* windows of the model's times, less their overlap */
+        double w = fmin(c->max_audio_clip_s, HV_DIAR_WINDOW_S);
+        cp.chunk = (size_t)llround((w - HV_DIAR_OVERLAP_S) * sr);
+        cp.single = (size_t)llround(w * sr);
+        if (cp.context > cp.chunk) cp.context = cp.chunk;
+    }
     return cp;
 }
 
@@ -837,6 +891,12 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         return hv_err(e, HV_ERR_INVALID_ARG,
                       "chunk_seconds %g: must be between 1 and max_audio_clip_s (%g)",
                       p.chunk_seconds, c->max_audio_clip_s);
+    double diar_core = fmin(c->max_audio_clip_s, HV_DIAR_WINDOW_S) - HV_DIAR_OVERLAP_S;
+    if (p.diarize && p.chunking == HV_CHUNKING_FIXED && p.chunk_seconds > diar_core)
+        return hv_err(e, HV_ERR_INVALID_ARG,
+                      "chunk_seconds %g: with diarize at most %g (windows of %g s, less their "
+                      "%g s overlap)",
+                      p.chunk_seconds, diar_core, diar_core + HV_DIAR_OVERLAP_S, HV_DIAR_OVERLAP_S);
     if (!pcm || channels < 1)
         return hv_err(e, HV_ERR_INVALID_ARG, "bad audio buffer (%d channels, %d Hz)", channels,
                       sample_rate);
@@ -893,6 +953,18 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     for (int i = 0; off && i < plan.n_pieces; i++) {
         plan.pieces[i].start += off, plan.pieces[i].end += off;
         plan.speech[i].start += off, plan.speech[i].end += off;
+    }
+    hv_stitch_init(&R.stitch);
+    if (p.diarize && plan.n_chunks > 1) { /* windows that overlap (docs/DIARIZE.md) */
+        hv_piece_plan core = plan;
+        size_t reach = (size_t)llround(HV_DIAR_OVERLAP_S / 2 * c->sample_rate);
+        if (!(R.cuts = malloc((size_t)(core.n_chunks + 1) * sizeof *R.cuts))) {
+            st = hv_err(e, HV_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        st = hv_piece_plan_overlap(&core, reach, &plan, R.cuts, e);
+        hv_piece_plan_free(&core);
+        if (st) goto done;
     }
 
     res = calloc(1, sizeof *res);
@@ -989,6 +1061,8 @@ done:
     free(R.speech);
     hv_pos_cache_free(&R.pos);
     hv_hotwords_free(&R.hotwords);
+    hv_stitch_free(&R.stitch);
+    free(R.cuts);
     return st;
 }
 

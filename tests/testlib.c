@@ -1,6 +1,7 @@
 #include "testlib.h"
 
 #include "hviske.h"
+#include "model/tokenizer.h"
 
 #include <cjson/cJSON.h>
 
@@ -180,4 +181,16 @@ int hv_test_each_model(const hv_weight_type *types, int n_types,
     snprintf(dir, sizeof dir, "%s", hv_test_path(hv_test_env("HV_SOURCE_DIR", "."), "models/demo"));
     each_type(dir, types, n_types, fn, user);
     return n;
+}
+
+int hv_test_piece(hv_tokenizer *t, const char *text) {
+    int32_t id = hv_tokenizer_find(t, text);
+    if (id >= 0) return id;
+    uint8_t type = text[0] == '<' && text[1] == '|' ? HV_PIECE_CONTROL : HV_PIECE_NORMAL;
+    hv_error e = {0};
+    if (hv_tokenizer_append(t, &text, &type, 1, "test", &e)) {
+        fprintf(stderr, "append %s: %s\n", text, e.msg);
+        exit(1);
+    }
+    return t->n_pieces - 1;
 }

@@ -74,6 +74,12 @@ int hv_test_each_model(const hv_weight_type *types, int n_types,
                        void (*fn)(hv_model *m, const char *dir, hv_weight_type type, void *user),
                        void *user);
 
+/* The id of the piece `text` in t, appended on first use (a control
+ * piece for "<|...|>", else a normal one): hand-written token streams.
+ * Exits the program when the append fails. */
+struct hv_tokenizer;
+int hv_test_piece(struct hv_tokenizer *t, const char *text);
+
 #define TEST_END()                                                                                 \
     do {                                                                                           \
         printf("%d passed, %d failed\n", hv_test_passed, hv_test_failed);                          \

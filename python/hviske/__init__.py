@@ -97,8 +97,8 @@ class _Span:
     """What a Segment and a Chunk have: start and end in seconds on the
     input's timeline, text, tokens (EOS excluded), their log-probs, a
     score, words (empty unless word_timestamps=True), and speaker (with
-    diarize=True the diarize model's speaker, 0..7 within its chunk; -1
-    where none: docs/DIARIZE.md)."""
+    diarize=True the turn's speaker, a label of the whole recording,
+    0, 1, ... in order of appearance; -1 where none: docs/DIARIZE.md)."""
     start: float
     end: float
     text: str

@@ -1,5 +1,6 @@
 #include "audio/speech_chunks.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "audio/chunking.h"
@@ -175,4 +176,65 @@ hv_status hv_piece_plan_from_speech(const float *x, size_t n, const hv_span *reg
 fail:
     hv_piece_plan_free(&plan);
     return st;
+}
+
+/* Appends piece k of core (its part [a, b)) to out's pieces. */
+static void put_part(const hv_piece_plan *core, int k, size_t a, size_t b, hv_piece_plan *out) {
+    hv_span s = core->speech[k];
+    size_t s0 = s.start > a ? s.start : a, s1 = s.end < b ? s.end : b;
+    if (s0 > s1) s0 = s1 = s.end < a ? a : b; /* a part of kept pause only */
+    out->speech[out->n_pieces] = (hv_span){s0, s1};
+    out->pieces[out->n_pieces++] = (hv_span){a, b};
+}
+
+hv_status hv_piece_plan_overlap(const hv_piece_plan *core, size_t reach, hv_piece_plan *out,
+                                size_t *cuts, hv_error *e) {
+    hv_piece_plan plan = {0};
+    *out = plan;
+    int n = core->n_chunks;
+    /* each window holds its core and at most the pieces of its neighbours */
+    size_t cap = (size_t)core->n_pieces * 3 + 1;
+    plan.pieces = malloc(cap * sizeof *plan.pieces);
+    plan.speech = malloc(cap * sizeof *plan.speech);
+    plan.first = malloc((size_t)(n + 1) * sizeof *plan.first);
+    if (!plan.pieces || !plan.speech || !plan.first) {
+        hv_piece_plan_free(&plan);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory planning diarize windows");
+    }
+    for (int i = 0; i < n; i++) {
+        int a = core->first[i], b = core->first[i + 1];
+        plan.first[i] = plan.n_pieces;
+        if (i > 0) { /* the end of chunk i - 1, in time order */
+            int k = a;
+            size_t room = reach;
+            while (k > core->first[i - 1]) {
+                size_t len = core->pieces[k - 1].end - core->pieces[k - 1].start;
+                if (len > room) break;
+                room -= len;
+                k--;
+            }
+            if (k > core->first[i - 1] && room > 0)
+                put_part(core, k - 1, core->pieces[k - 1].end - room, core->pieces[k - 1].end,
+                         &plan);
+            for (int q = k; q < a; q++)
+                put_part(core, q, core->pieces[q].start, core->pieces[q].end, &plan);
+        }
+        for (int q = a; q < b; q++)
+            put_part(core, q, core->pieces[q].start, core->pieces[q].end, &plan);
+        if (i + 1 < n) { /* the start of chunk i + 1 */
+            size_t room = reach;
+            for (int q = b; q < core->first[i + 2] && room > 0; q++) {
+                size_t len = core->pieces[q].end - core->pieces[q].start;
+                size_t take = len < room ? len : room;
+                put_part(core, q, core->pieces[q].start, core->pieces[q].start + take, &plan);
+                room -= take;
+            }
+        }
+        cuts[i] = i == 0 ? 0 : (core->pieces[a - 1].end + core->pieces[a].start) / 2;
+    }
+    plan.first[n] = plan.n_pieces;
+    plan.n_chunks = n;
+    cuts[n] = SIZE_MAX;
+    *out = plan;
+    return HV_OK;
 }

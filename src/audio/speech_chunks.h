@@ -26,8 +26,11 @@ typedef struct hv_span {
  * encoder back to back; its times on the input's timeline run from its
  * first piece's start to its last piece's end. */
 typedef struct hv_piece_plan {
-    hv_span *pieces; /* [n_pieces], in time order, not overlapping: the
-                        audio sent to the encoder */
+    hv_span *pieces; /* [n_pieces]: the audio sent to the encoder; in time
+                        order and not overlapping within a chunk, and
+                        across chunks but in an overlapping plan
+                        (hv_piece_plan_overlap), whose neighbours share
+                        the audio of their overlap */
     hv_span *speech; /* [n_pieces]: the speech within each piece (the piece
                         without the pause kept around it; the piece itself
                         for plans without speech detection) */
@@ -64,6 +67,18 @@ void hv_piece_plan_free(hv_piece_plan *plan);
  * [bounds[i], bounds[i + 1]). */
 hv_status hv_piece_plan_from_bounds(const size_t *bounds, int n_chunks, hv_piece_plan *out,
                                     hv_error *e);
+
+/* The windows of core (a plan whose chunks do not overlap) widened into
+ * their neighbours: window i is core chunk i with up to `reach` samples of
+ * the end of chunk i - 1's audio before it and of the start of chunk
+ * i + 1's after it (whole pieces while they fit, then the part of the next
+ * piece that fills the reach), so neighbours overlap by up to 2 * reach
+ * around the cut between their cores. cuts[n_chunks + 1] (the caller's)
+ * gets the cuts on the input: cuts[0] 0, cuts[i] the middle of the pause
+ * between core chunks i - 1 and i (their meeting point where they touch),
+ * cuts[n_chunks] SIZE_MAX. */
+hv_status hv_piece_plan_overlap(const hv_piece_plan *core, size_t reach, hv_piece_plan *out,
+                                size_t *cuts, hv_error *e);
 
 /* Where chunk i's speech begins and ends on the input's timeline (its
  * segment's times). */

@@ -13,6 +13,13 @@
 /* The number of speaker tokens <|spltoken0|>..<|spltoken7|>. */
 #define HV_DIAR_SPEAKERS 8
 
+/* Longer audio is transcribed in windows of at most HV_DIAR_WINDOW_S (the
+ * times <|t:0.0|>..<|t:29.9|> reach) that overlap their neighbours by
+ * HV_DIAR_OVERLAP_S, where both transcribe the same words that link their
+ * speakers (docs/DIARIZE.md, "Any length"). */
+#define HV_DIAR_WINDOW_S  30.0
+#define HV_DIAR_OVERLAP_S 4.0
+
 /* What one token of the stream is. */
 typedef enum hv_diar_kind {
     HV_DIAR_TEXT = 0,    /* anything else (decoded as text, or dropped by decoding) */

@@ -34,6 +34,7 @@ hand-written streams); here:
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
+import math
 import os
 import struct
 import subprocess
@@ -98,19 +99,8 @@ def check_one_turn(src, wav, tmp):
     res = json.loads(r.out) if r.rc == 0 else None
     ok = bool(res and len(res["chunks"]) >= 2)
     toks = res["tokens"] if ok else []
-    pos = 0
-    for c in res["chunks"] if ok else []:
-        # each chunk's tokens: <|spltoken0|> <|t:0.0|> then the turn's
-        ok = ok and toks[pos:pos + 2] == [V, t0] and c.get("speaker") == 0
-        n = next((i for i in range(pos + 2, len(toks)) if toks[i] == V), len(toks)) - pos - 2
-        ok = ok and c["tokens"] == toks[pos + 2:pos + 2 + n] and c["text"]
-        ok = ok and all(c["start"] - 1e-6 <= w["start"] <= w["end"] <= c["end"] + 1e-6
-                        for w in c["words"])
-        pos += 2 + n
-    ok = ok and pos == len(toks) and all(s.get("speaker") == 0 for s in res["segments"])
-    ok = ok and abs(res["chunks"][0]["start"]) < 1e-6
-    ok = ok and all(a["end"] <= b["start"] + 1e-6 for a, b in zip(res["chunks"], res["chunks"][1:]))
-    report("one turn per chunk: speaker 0, the model's start, the chunk's tokens but two",
+    ok = ok and check_windows(res, toks, V, t0)
+    report("one turn per window: speaker 0 throughout, each segment a part of its window's turn",
            ok, str(r))
     txt = Run(base + [wav])
     lines = txt.lines()
@@ -122,7 +112,87 @@ def check_one_turn(src, wav, tmp):
            vtt.rc == 0 and "<v Speaker 1>" in vtt.out and "<v Speaker 2>" not in vtt.out, str(vtt))
     check_srt(base, wav)
     check_server(model, wav, tmp)
-    return model
+    return model, V
+
+
+def windows_of(toks, V):
+    """The windows' streams in the result's tokens: each opens with V."""
+    starts = [i for i, t in enumerate(toks) if t == V] + [len(toks)]
+    return [toks[a:b] for a, b in zip(starts, starts[1:])] if starts[0] == 0 else None
+
+
+def check_windows(res, toks, V, t0):
+    """Every window decoded <|spltoken0|> <|t:0.0|> text; each segment is
+    a slice of one window's text (its share), speaker 0 (the windows'
+    speakers linked), segments in time order and touching-or-apart, words
+    inside them."""
+    wins = windows_of(toks, V)
+    if not wins or any(w[:2] != [V, t0] for w in wins):
+        return False
+    pos, k = 0, 0
+    spans = []
+    for w in wins:
+        spans.append((pos + 2, pos + len(w)))
+        pos += len(w)
+    for c in res["chunks"]:
+        n = len(c["tokens"])
+        while k < len(spans) and not any(toks[i:i + n] == c["tokens"]
+                                         for i in range(spans[k][0], spans[k][1] - n + 1)):
+            k += 1
+        if k == len(spans) or c.get("speaker") != 0 or not c["text"]:
+            return False
+        if not all(c["start"] - 1e-6 <= w["start"] <= w["end"] <= c["end"] + 1e-6
+                   for w in c.get("words", [])):
+            return False
+    ok = all(s.get("speaker") == 0 for s in res["segments"])
+    ok = ok and abs(res["chunks"][0]["start"]) < 1e-6
+    return ok and all(a["end"] <= b["start"] + 1e-6
+                      for a, b in zip(res["chunks"], res["chunks"][1:]))
+
+
+def long_wav(tmp, seconds):
+    """A tone whose loudness falls all the way: the quietest place to cut
+    any stretch of it is that stretch's end, so every plan cuts as late as
+    it may (a window as long as it is allowed to be)."""
+    import wave
+    rate, n = 16000, int(16000 * seconds)
+    x = [int(16000 * (1 - 0.95 * i / n) * math.sin(2 * math.pi * 220 * i / rate))
+         for i in range(n)]
+    out = os.path.join(tmp, "long.wav")
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(struct.pack("<%dh" % n, *x))
+    return out, seconds
+
+
+def check_long(turn, V, tmp):
+    """Over 30 s: windows of at most 30 s (Python's progress reports each
+    window's end), overlapping, one label over the recording (the windows'
+    speaker 0 linked by the time both give its turn in their overlap), the
+    overlap's words emitted once: segments in order, apart, each a slice
+    of its window's turn."""
+    t0 = V + ext.ADDED.index("<|t:0.0|>")
+    wav, dur = long_wav(tmp, 65)
+    base = ["-m", turn, "-q", "--diarize", "--repetition-penalty", "100", "--chunking", "energy"]
+    r = Run(base + ["--word-timestamps", "--format", "json", wav])
+    res = json.loads(r.out) if r.rc == 0 else None
+    report(f"{dur:.0f} s: one label, each word once, segments in order",
+           bool(res and res["chunks"]) and check_windows(res, res["tokens"], V, t0)
+           and abs(res["chunks"][-1]["end"] - res["duration"]) < 0.01, str(r))
+    import hviske
+    ends = []
+    hviske.Model(turn).transcribe(wav, diarize=True, repetition_penalty=100.0, chunking="energy",
+                                  progress=lambda done, total: ends.append(done))
+    wins = windows_of(res["tokens"], V) if res else None
+    report(f"{dur:.0f} s: windows of at most 30 s, one per speaker-token run",
+           len(ends) >= 3 and ends[0] <= 30 and ends[-1] == dur and wins
+           and len(wins) == len(ends), f"{ends} {r}")
+    txt = Run(base + [wav])
+    report(f"{dur:.0f} s txt: [SPEAKER_00] lines only",
+           txt.rc == 0 and txt.lines() and all(ln.startswith("[SPEAKER_00] ")
+                                               for ln in txt.lines()), str(txt))
 
 
 def check_server(model, wav, tmp):
@@ -216,8 +286,9 @@ def main():
     report("txt without speakers: the transcript, no [SPEAKER_..] label",
            txt.rc == 0 and res and txt.out.strip() == res["text"], str(txt))
     check_python(model, src, wav, res["chunks"] if res else [])
-    turn = check_one_turn(src, wav, tmp)
+    turn, V1 = check_one_turn(src, wav, tmp)
     import hviske
+    check_long(turn, V1, tmp)
     res = hviske.Model(turn).transcribe(wav, diarize=True, repetition_penalty=100.0)
     report("Python: the turn's chunks and segments have speaker 0",
            res.chunks and all(c.speaker == 0 for c in res.chunks + res.segments), str(res.chunks))

@@ -11,17 +11,7 @@
 static hv_tokenizer tok;
 
 /* Id of a piece, appended (normal, or control for "<|...|>") on first use. */
-static int32_t piece(const char *text) {
-    int32_t id = hv_tokenizer_find(&tok, text);
-    if (id >= 0) return id;
-    uint8_t type = text[0] == '<' && text[1] == '|' ? HV_PIECE_CONTROL : HV_PIECE_NORMAL;
-    hv_error e = {0};
-    if (hv_tokenizer_append(&tok, &text, &type, 1, "test", &e)) {
-        fprintf(stderr, "append %s: %s\n", text, e.msg);
-        exit(1);
-    }
-    return tok.n_pieces - 1;
-}
+static int32_t piece(const char *text) { return hv_test_piece(&tok, text); }
 
 /* Parses a stream written as space-separated words: "S3" is <|spltoken3|>,
  * "T2.4" is <|t:2.4|>, "_x" is the piece "▁x", anything else that piece.

@@ -1,6 +1,7 @@
 /* Chunks from speech regions (src/audio/speech_chunks.c): every region's
  * samples in exactly one chunk, chunks within the clip length, cuts in the
  * longest pauses, and the map back to the input's timeline. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,7 +163,53 @@ static void test_kept_pauses(void) {
     free(x);
 }
 
+/* Diarize windows: each core chunk widened by up to `reach` into its
+ * neighbours (whole pieces while they fit, then a part), cut in the
+ * middle of the pause between cores. */
+static void test_overlap(void) {
+    /* cores: [0,40) [60,100) | [150,170) [180,260) | [300,320) */
+    hv_span pieces[] = {{0, 40}, {60, 100}, {150, 170}, {180, 260}, {300, 320}};
+    size_t b[] = {0, 0, 0, 0, 0, 0};
+    hv_piece_plan core = {0}, w = {0};
+    hv_error e = {0};
+    CHECK(hv_piece_plan_from_bounds(b, 5, &core, &e) == HV_OK);
+    for (int i = 0; i < 5; i++) core.pieces[i] = core.speech[i] = pieces[i];
+    core.first[1] = 2, core.first[2] = 4, core.first[3] = 5;
+    core.n_chunks = 3;
+    size_t cuts[4];
+    CHECK(hv_piece_plan_overlap(&core, 30, &w, cuts, &e) == HV_OK);
+    static const hv_span want[] = {/* window 0: its core, then 20 + 10 of core 1 */
+                                   {0, 40},
+                                   {60, 100},
+                                   {150, 170},
+                                   {180, 190},
+                                   /* window 1: 30 of core 0's end, its core, 20 of core 2 */
+                                   {70, 100},
+                                   {150, 170},
+                                   {180, 260},
+                                   {300, 320},
+                                   /* window 2: 30 of core 1's end, its core */
+                                   {230, 260},
+                                   {300, 320}};
+    static const int first[] = {0, 4, 8, 10};
+    int ok = w.n_chunks == 3 && w.n_pieces == 10;
+    for (int i = 0; ok && i < 10; i++)
+        ok = w.pieces[i].start == want[i].start && w.pieces[i].end == want[i].end &&
+             w.speech[i].start == want[i].start && w.speech[i].end == want[i].end;
+    for (int i = 0; ok && i < 4; i++) ok = w.first[i] == first[i];
+    CHECK_MSG(ok, "overlap plan: %d windows, %d pieces", w.n_chunks, w.n_pieces);
+    CHECK(cuts[0] == 0 && cuts[1] == 125 && cuts[2] == 280 && cuts[3] == SIZE_MAX);
+    CHECK(hv_piece_plan_to_input(&w, 1, 0) == 70 && hv_piece_plan_to_input(&w, 1, 30) == 150);
+    hv_piece_plan_free(&w);
+    /* no reach: the cores themselves */
+    CHECK(hv_piece_plan_overlap(&core, 0, &w, cuts, &e) == HV_OK);
+    CHECK(w.n_pieces == 5 && w.first[1] == 2 && w.first[2] == 4 && w.pieces[2].start == 150);
+    hv_piece_plan_free(&w);
+    hv_piece_plan_free(&core);
+}
+
 int main(void) {
+    test_overlap();
     test_small();
     test_cuts();
     test_long_region();

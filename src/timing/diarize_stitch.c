@@ -1,0 +1,235 @@
+/* Diarize windows stitched into one transcript (diarize_stitch.h). */
+#include "timing/diarize_stitch.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Two windows' copies of a word may lie this far apart: word times are
+ * spread over their turn, whose ends the model writes to 0.1 s. */
+#define LINK_TOL_S      1.5
+/* Turns that share this much of the overlap link their speakers where no
+ * word does. */
+#define LINK_MIN_TIME_S 0.5
+/* A normalised word longer than this is compared by its first bytes. */
+#define WORD_MAX        64
+
+typedef struct word {
+    int seg;    /* its segment */
+    int p0, np; /* its text tokens: d.pos[p0 .. p0 + np) */
+    double t;   /* its time on the input */
+    char text[WORD_MAX];
+} word;
+
+void hv_stitch_init(hv_stitch *s) {
+    memset(s, 0, sizeof *s);
+    s->window = -1;
+    s->last_label = -1;
+}
+
+void hv_stitch_free(hv_stitch *s) {
+    for (int i = 0; i < s->n_words; i++) free((char *)s->words[i].text);
+    free(s->words);
+    free(s->turns);
+    s->words = NULL;
+    s->turns = NULL;
+    s->n_words = s->n_turns = 0;
+}
+
+void hv_stitched_free(hv_stitched *o) {
+    free(o->segs);
+    free(o->pos);
+    free(o->keep);
+    memset(o, 0, sizeof *o);
+}
+
+/* The words of d's segments, their times spread over the segment by the
+ * byte lengths of their pieces (a piece's text is its share of the turn). */
+static hv_status split_words(const hv_stitch_window *w, const hv_diar *d, const hv_diar_tok *toks,
+                             word **out, int *n_out, hv_error *e) {
+    word *ws = malloc((size_t)(d->n_pos ? d->n_pos : 1) * sizeof *ws);
+    int32_t *ids = malloc((size_t)(d->n_pos ? d->n_pos : 1) * sizeof *ids);
+    int n = 0;
+    if (!ws || !ids) {
+        free(ws);
+        free(ids);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+    }
+    const hv_tokenizer *t = w->tok;
+    for (int k = 0; k < d->n_segs; k++) {
+        const hv_diar_seg *s = &d->segs[k];
+        double total = 0, before = 0;
+        for (int j = 0; j < s->n; j++) {
+            int32_t id = w->ids[d->pos[s->first + j]];
+            total += id >= 0 && id < t->n_pieces ? (double)strlen(t->pieces[id]) : 1;
+        }
+        for (int j = 0; j < s->n;) {
+            int j1 = j + 1;
+            while (j1 < s->n && !toks[d->pos[s->first + j1]].word_start) j1++;
+            double len = 0;
+            for (int q = j; q < j1; q++) {
+                int32_t id = ids[q - j] = w->ids[d->pos[s->first + q]];
+                len += id >= 0 && id < t->n_pieces ? (double)strlen(t->pieces[id]) : 1;
+            }
+            double f = total > 0 ? (before + len / 2) / total : 0.5;
+            word *x = &ws[n++];
+            x->seg = k;
+            x->p0 = s->first + j;
+            x->np = j1 - j;
+            x->t = w->to_input(w->user, s->start + (s->end - s->start) * f, 0);
+            char *text = hv_tokenizer_decode(t, ids, j1 - j);
+            if (!text) {
+                free(ws);
+                free(ids);
+                return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+            }
+            hv_link_norm(text, x->text, sizeof x->text);
+            free(text);
+            before += len;
+            j = j1;
+        }
+    }
+    free(ids);
+    *out = ws;
+    *n_out = n;
+    return HV_OK;
+}
+
+/* d's turns inside [a, b] on the input, with their speakers through map
+ * (map NULL: the window's own K), into *out (malloc'ed). */
+static int clip_turns(const hv_stitch_window *w, const hv_diar *d, const int *map, double a,
+                      double b, hv_link_turn **out, int *n_out) {
+    hv_link_turn *t = malloc((size_t)(d->n_segs ? d->n_segs : 1) * sizeof *t);
+    if (!t) return -1;
+    int n = 0;
+    for (int k = 0; k < d->n_segs; k++) {
+        const hv_diar_seg *s = &d->segs[k];
+        double s0 = fmax(w->to_input(w->user, s->start, 0), a);
+        double s1 = fmin(w->to_input(w->user, s->end, 1), b);
+        if (s1 <= s0 || s->speaker < 0) continue;
+        t[n++] = (hv_link_turn){map ? map[s->speaker] : s->speaker, s0, s1};
+    }
+    *out = t;
+    *n_out = n;
+    return 0;
+}
+
+/* The labels of w's speakers (map[K]): linked to the window before, or new. */
+static hv_status link_window(hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
+                             const word *ws, int nw, int map[HV_DIAR_SPEAKERS], hv_error *e) {
+    int order[HV_DIAR_SPEAKERS], n_order = 0;
+    unsigned seen = 0;
+    /* speakers of its share first, so new labels follow the transcript */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nw; i++) {
+            int k = d->segs[ws[i].seg].speaker;
+            int in_share = ws[i].t >= w->lo && ws[i].t < w->hi;
+            if (k < 0 || (seen >> k & 1) || in_share != !pass) continue;
+            seen |= 1u << k;
+            order[n_order++] = k;
+        }
+    int linked = s->window >= 0 && s->window == w->window - 1;
+    double a = w->start, b = linked ? w->prev_end : w->start;
+    hv_link_word *bw = malloc((size_t)(nw ? nw : 1) * sizeof *bw);
+    hv_link_turn *bt = NULL;
+    int nbw = 0, nbt = 0;
+    if (!bw || clip_turns(w, d, NULL, a, b, &bt, &nbt)) {
+        free(bw);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers");
+    }
+    for (int i = 0; linked && i < nw; i++)
+        if (ws[i].t >= a - LINK_TOL_S && ws[i].t <= b + LINK_TOL_S)
+            bw[nbw++] = (hv_link_word){ws[i].text, ws[i].t, d->segs[ws[i].seg].speaker};
+    hv_link_in in = {.a = linked ? s->words : NULL,
+                     .na = linked ? s->n_words : 0,
+                     .b = bw,
+                     .nb = nbw,
+                     .ta = linked ? s->turns : NULL,
+                     .nta = linked ? s->n_turns : 0,
+                     .tb = bt,
+                     .ntb = linked ? nbt : 0,
+                     .order = order,
+                     .n_order = n_order,
+                     .last_label = s->last_label,
+                     .tol = LINK_TOL_S,
+                     .min_time = LINK_MIN_TIME_S};
+    hv_link_how how[HV_DIAR_SPEAKERS];
+    hv_status st = hv_speaker_link(&in, &s->next_label, map, how, e);
+    free(bw);
+    free(bt);
+    return st;
+}
+
+/* The overlap after w, with its labels, handed to s. */
+static hv_status hand_on(hv_stitch *s, const hv_stitch_window *w, const hv_diar *d, const word *ws,
+                         int nw, const int *map, hv_error *e) {
+    hv_stitch_free(s);
+    s->window = w->window;
+    if (w->next_start >= w->end) return HV_OK;
+    if (!(s->words = malloc((size_t)(nw ? nw : 1) * sizeof *s->words)) ||
+        clip_turns(w, d, map, w->next_start, w->end, &s->turns, &s->n_turns))
+        return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers");
+    for (int i = 0; i < nw; i++) {
+        int k = d->segs[ws[i].seg].speaker;
+        if (ws[i].t < w->next_start - LINK_TOL_S || k < 0) continue;
+        char *text = strdup(ws[i].text);
+        if (!text) return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers");
+        s->words[s->n_words++] = (hv_link_word){text, ws[i].t, map[k]};
+    }
+    return HV_OK;
+}
+
+hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitched *out,
+                               hv_error *e) {
+    memset(out, 0, sizeof *out);
+    hv_diar d = {0};
+    word *ws = NULL;
+    int nw = 0, map[HV_DIAR_SPEAKERS];
+    hv_diar_tok *toks = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *toks);
+    if (!toks) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+    for (int i = 0; i < w->n; i++) toks[i] = hv_diarize_classify(w->tok, w->ids[i]);
+    hv_status st = hv_diarize_parse(toks, w->n, (float)w->seconds, &d, e);
+    if (!st) st = split_words(w, &d, toks, &ws, &nw, e);
+    if (!st) st = link_window(s, w, &d, ws, nw, map, e);
+    if (st) goto done;
+    out->segs = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *out->segs);
+    out->pos = malloc((size_t)(d.n_pos ? d.n_pos : 1) * sizeof *out->pos);
+    out->keep = calloc((size_t)(w->n > 0 ? w->n : 1), 1);
+    if (!out->segs || !out->pos || !out->keep) {
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+        goto done;
+    }
+    int n_pos = 0;
+    for (int i = 0; i < nw;) {
+        int k = ws[i].seg, i1 = i;
+        int pos0 = n_pos;
+        for (; i1 < nw && ws[i1].seg == k; i1++) {
+            if (ws[i1].t < w->lo || ws[i1].t >= w->hi) continue;
+            for (int q = 0; q < ws[i1].np; q++) {
+                int p = d.pos[ws[i1].p0 + q];
+                out->pos[n_pos++] = p;
+                out->keep[p] = 1;
+            }
+        }
+        if (n_pos > pos0) {
+            const hv_diar_seg *g = &d.segs[k];
+            hv_stitch_seg *o = &out->segs[out->n_segs++];
+            o->speaker = g->speaker >= 0 ? map[g->speaker] : -1;
+            o->start = fmin(fmax(w->to_input(w->user, g->start, 0), w->lo), w->hi);
+            o->end = fmin(fmax(w->to_input(w->user, g->end, 1), o->start), w->hi);
+            o->first = out->pos[pos0];
+            o->last = out->pos[n_pos - 1];
+            o->pos0 = pos0;
+            o->n_pos = n_pos - pos0;
+            s->last_label = o->speaker;
+        }
+        i = i1;
+    }
+    st = hand_on(s, w, &d, ws, nw, map, e);
+done:
+    if (st) hv_stitched_free(out);
+    free(toks);
+    free(ws);
+    hv_diar_free(&d);
+    return st;
+}

@@ -1,0 +1,72 @@
+/* The diarize windows of one recording stitched into one transcript with
+ * the recording's speaker labels (docs/DIARIZE.md, "Any length"): each
+ * window's turns (diarize.h) keep the words of the window's share of the
+ * timeline, and its speakers are linked to the window before it from the
+ * words of their overlap (speaker_link.h). */
+#ifndef HV_DIARIZE_STITCH_H
+#define HV_DIARIZE_STITCH_H
+
+#include <stdint.h>
+
+#include "model/tokenizer.h"
+#include "timing/speaker_link.h"
+#include "util/error.h"
+
+/* What one window hands the next: its words and turns in the overlap
+ * after it, with their labels, and the label counter. */
+typedef struct hv_stitch {
+    hv_link_word *words; /* [n_words] (texts owned) */
+    int n_words;
+    hv_link_turn *turns; /* [n_turns] */
+    int n_turns;
+    int window;     /* the window they are of; -1 none */
+    int last_label; /* the last segment's label; -1 none */
+    int next_label; /* the next new label */
+} hv_stitch;
+
+/* One window: its generated tokens (EOS excluded) and where it lies. */
+typedef struct hv_stitch_window {
+    const hv_tokenizer *tok;
+    const int32_t *ids;
+    int n;
+    int window;     /* its number in the call */
+    double seconds; /* its audio's length */
+    /* window seconds -> the input's timeline (seconds); end non-zero for
+     * an end time (at the join of two pieces of audio, the earlier one's
+     * end, else the later one's start) */
+    double (*to_input)(void *user, double t, int end);
+    void *user;
+    double start, end; /* where it starts and ends on the input */
+    double lo, hi;     /* its share: the words it keeps lie in [lo, hi) */
+    double prev_end;   /* where the window before it ends (its overlap is
+                           [start, prev_end]); ignored for window 0 */
+    double next_start; /* where the window after it starts (>= end: none) */
+} hv_stitch_window;
+
+typedef struct hv_stitch_seg {
+    int speaker;       /* the recording's label; -1 where the stream names none */
+    double start, end; /* on the input, inside [lo, hi] */
+    int first, last;   /* stream positions of its first and last kept text token */
+    int pos0, n_pos;   /* its text tokens: hv_stitched.pos[pos0 .. pos0 + n_pos) */
+} hv_stitch_seg;
+
+typedef struct hv_stitched {
+    hv_stitch_seg *segs; /* [n_segs], in stream order */
+    int n_segs;
+    int *pos;            /* stream positions of the kept text tokens */
+    unsigned char *keep; /* [n] 1 for the text tokens of kept words */
+} hv_stitched;
+
+void hv_stitch_init(hv_stitch *s);
+void hv_stitch_free(hv_stitch *s);
+
+/* Parses w's tokens into turns, links its speakers to the window before
+ * (when that is s->window and w is the next), keeps the words whose time
+ * (spread over their turn by their pieces' lengths) lies in [lo, hi), and
+ * hands the overlap after it to s. Only HV_ERR_NOMEM fails; free out with
+ * hv_stitched_free. */
+hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitched *out,
+                               hv_error *e);
+void hv_stitched_free(hv_stitched *o);
+
+#endif

@@ -1,0 +1,152 @@
+/* Speakers linked across two diarize windows by agreement (speaker_link.h). */
+#include "timing/speaker_link.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N HV_DIAR_SPEAKERS
+
+/* Words of one side past this are not aligned (an overlap of seconds holds
+ * tens of words; a runaway stream should not cost a quadratic table). */
+#define MAX_WORDS 1024
+
+void hv_link_norm(const char *text, char *out, size_t size) {
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p && n + 1 < size; p++) {
+        unsigned char c = *p;
+        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c - 'A' + 'a');
+        if (c < 0x80 && !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) continue;
+        out[n++] = (char)c;
+    }
+    if (size) out[n] = '\0';
+}
+
+/* The row of the earlier window's label in rows[*n] (added when there is
+ * room), or -1. */
+static int row_of(int label, int *rows, int *n) {
+    for (int i = 0; i < *n; i++)
+        if (rows[i] == label) return i;
+    if (label < 0 || *n == N) return -1;
+    rows[*n] = label;
+    return (*n)++;
+}
+
+/* The one-to-one assignment of rows to columns with the largest sum of
+ * w[r][c] over its pairs, each pair with w > 0 (exact: a table over the
+ * rows and the set of columns taken); col[r] is r's column or -1. Rows and
+ * columns whose flag is set in skip_r / skip_c take no part. */
+static void assign(double w[N][N], int n_rows, unsigned skip_r, unsigned skip_c, int col[N]) {
+    double f[N + 1][1 << N];
+    for (unsigned m = 0; m < (1u << N); m++) f[n_rows][m] = 0;
+    for (int r = n_rows - 1; r >= 0; r--)
+        for (unsigned m = 0; m < (1u << N); m++) {
+            double best = f[r + 1][m];
+            if (!(skip_r >> r & 1))
+                for (int c = 0; c < N; c++)
+                    if (!((m | skip_c) >> c & 1) && w[r][c] > 0 &&
+                        w[r][c] + f[r + 1][m | 1u << c] > best)
+                        best = w[r][c] + f[r + 1][m | 1u << c];
+            f[r][m] = best;
+        }
+    unsigned m = 0;
+    for (int r = 0; r < n_rows; r++) {
+        col[r] = -1;
+        if (f[r][m] == f[r + 1][m]) continue; /* on a tie, r stays unlinked */
+        for (int c = 0; c < N; c++)
+            if (!((m | skip_c) >> c & 1) && w[r][c] > 0 &&
+                w[r][c] + f[r + 1][m | 1u << c] == f[r][m]) {
+                col[r] = c;
+                m |= 1u << c;
+                break;
+            }
+    }
+}
+
+/* Rule 1's votes: the longest common subsequence of a and b (equal texts
+ * at most tol apart), each aligned pair a vote in v[row][K]. */
+static hv_status word_votes(const hv_link_in *in, int *rows, int *n_rows, double v[N][N],
+                            hv_error *e) {
+    int na = in->na < MAX_WORDS ? in->na : MAX_WORDS, nb = in->nb < MAX_WORDS ? in->nb : MAX_WORDS;
+    if (na == 0 || nb == 0) return HV_OK;
+    size_t w = (size_t)nb + 1;
+    int *L = calloc(((size_t)na + 1) * w, sizeof *L);
+    if (!L) return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers");
+#define SAME(i, j)                                                                                 \
+    (*in->a[i].text && !strcmp(in->a[i].text, in->b[j].text) &&                                    \
+     fabs(in->a[i].t - in->b[j].t) <= in->tol)
+    for (int i = na - 1; i >= 0; i--)
+        for (int j = nb - 1; j >= 0; j--) {
+            int skip = L[(size_t)(i + 1) * w + j] > L[(size_t)i * w + j + 1]
+                           ? L[(size_t)(i + 1) * w + j]
+                           : L[(size_t)i * w + j + 1];
+            int take = SAME(i, j) ? 1 + L[(size_t)(i + 1) * w + j + 1] : 0;
+            L[(size_t)i * w + j] = take > skip ? take : skip;
+        }
+    for (int i = 0, j = 0; i < na && j < nb;) {
+        if (SAME(i, j) && L[(size_t)i * w + j] == 1 + L[(size_t)(i + 1) * w + j + 1]) {
+            int r = row_of(in->a[i].speaker, rows, n_rows), k = in->b[j].speaker;
+            if (r >= 0 && k >= 0 && k < N) v[r][k] += 1;
+            i++, j++;
+        } else if (L[(size_t)(i + 1) * w + j] >= L[(size_t)i * w + j + 1]) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+#undef SAME
+    free(L);
+    return HV_OK;
+}
+
+/* Rule 2's seconds: each pair of turns' common time in v[row][K]. */
+static void time_votes(const hv_link_in *in, int *rows, int *n_rows, double v[N][N]) {
+    for (int i = 0; i < in->nta; i++)
+        for (int j = 0; j < in->ntb; j++) {
+            const hv_link_turn *x = &in->ta[i], *y = &in->tb[j];
+            double d = fmin(x->end, y->end) - fmax(x->start, y->start);
+            int r = row_of(x->speaker, rows, n_rows), k = y->speaker;
+            if (d > 0 && r >= 0 && k >= 0 && k < N) v[r][k] += d;
+        }
+}
+
+hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_link_how how[N],
+                          hv_error *e) {
+    int rows[N], n_rows = 0, col[N];
+    double v[N][N] = {{0}};
+    unsigned linked_r = 0, linked_c = 0;
+    for (int k = 0; k < N; k++) map[k] = -1, how[k] = HV_LINK_ABSENT;
+    unsigned present = 0;
+    for (int i = 0; i < in->n_order; i++)
+        if (in->order[i] >= 0 && in->order[i] < N) present |= 1u << in->order[i];
+    hv_status st = word_votes(in, rows, &n_rows, v, e);
+    if (st) return st;
+    assign(v, n_rows, 0, ~present & ((1u << N) - 1), col);
+    for (int r = 0; r < n_rows; r++)
+        if (col[r] >= 0) {
+            map[col[r]] = rows[r], how[col[r]] = HV_LINK_WORDS;
+            linked_r |= 1u << r, linked_c |= 1u << col[r];
+        }
+    memset(v, 0, sizeof v);
+    time_votes(in, rows, &n_rows, v);
+    for (int r = 0; r < n_rows; r++)
+        for (int k = 0; k < N; k++)
+            if (v[r][k] < in->min_time) v[r][k] = 0;
+    assign(v, n_rows, linked_r, linked_c | (~present & ((1u << N) - 1)), col);
+    for (int r = 0; r < n_rows; r++)
+        if (col[r] >= 0) {
+            map[col[r]] = rows[r], how[col[r]] = HV_LINK_TIME;
+            linked_c |= 1u << col[r];
+        }
+    if (!linked_c && in->n_order > 0 && in->last_label >= 0) {
+        int k = in->order[0];
+        if (k >= 0 && k < N) map[k] = in->last_label, how[k] = HV_LINK_ADJACENT;
+    }
+    for (int i = 0; i < in->n_order; i++) {
+        int k = in->order[i];
+        if (k < 0 || k >= N || how[k] != HV_LINK_ABSENT) continue;
+        map[k] = (*next_label)++;
+        how[k] = HV_LINK_NEW;
+    }
+    return HV_OK;
+}

@@ -1,0 +1,81 @@
+/* Speakers of one diarize window linked to those of the window before it,
+ * from their overlap (docs/DIARIZE.md, "Any length"), without a voice
+ * model: the words both windows transcribe there vote for a pair of
+ * speakers, and the pairs are the one-to-one assignment with the most
+ * votes. A pure function over words and turns, so that the rule is tested
+ * on synthetic windows (tests/unit/test_speaker_link.c). */
+#ifndef HV_SPEAKER_LINK_H
+#define HV_SPEAKER_LINK_H
+
+#include "timing/diarize.h"
+#include "util/error.h"
+
+/* A word of the overlap: its text as compared (hv_link_norm), its time
+ * (seconds on the input's timeline), its speaker (the earlier window's:
+ * a label of the recording; the later window's: the window's own K). */
+typedef struct hv_link_word {
+    const char *text;
+    double t;
+    int speaker;
+} hv_link_word;
+
+/* A turn's time inside the overlap [start, end], and its speaker. */
+typedef struct hv_link_turn {
+    int speaker;
+    double start, end;
+} hv_link_turn;
+
+typedef struct hv_link_in {
+    const hv_link_word *a; /* [na] the earlier window's words, in time order */
+    int na;
+    const hv_link_word *b; /* [nb] the later window's, in time order */
+    int nb;
+    const hv_link_turn *ta; /* [nta] the earlier window's turns in the overlap */
+    int nta;
+    const hv_link_turn *tb; /* [ntb] the later window's */
+    int ntb;
+    const int *order; /* [n_order] the later window's speakers (0..7), in the
+                         order they first speak in it */
+    int n_order;
+    int last_label;  /* the label of the last segment before the later
+                        window's (-1: none) */
+    double tol;      /* seconds two copies of a word may differ by */
+    double min_time; /* seconds of turn time that link two speakers */
+} hv_link_in;
+
+/* How a speaker of the later window got its label (hv_speaker_link's how). */
+typedef enum hv_link_how {
+    HV_LINK_ABSENT = 0, /* not in order[]: map is -1 */
+    HV_LINK_WORDS,      /* by the words both windows transcribe */
+    HV_LINK_TIME,       /* by the time both windows give its turns */
+    HV_LINK_ADJACENT,   /* the overlap linked nobody: it speaks first in the
+                           later window and continues last_label */
+    HV_LINK_NEW         /* no evidence: the next new label */
+} hv_link_how;
+
+/* The labels of the later window's speakers: map[K] for each K of order[]
+ * (-1 for the others). Rules, in this order:
+ *   1. words: the two windows' words are aligned (the longest common
+ *      subsequence of equal texts at most tol apart); each aligned pair
+ *      votes for (its earlier speaker, its later speaker); the one-to-one
+ *      assignment with the most votes in all (exact, over at most 8
+ *      speakers a side) links each pair that has a vote;
+ *   2. time: for the speakers left on both sides, the same with the
+ *      seconds both windows give a pair's turns, pairs of at least
+ *      min_time;
+ *   3. adjacent: where 1 and 2 link nobody, the first speaker of order[]
+ *      takes last_label (when it is >= 0);
+ *   4. new: every speaker left takes *next_label, which counts up, in the
+ *      order of order[].
+ * Speakers of the earlier window beyond its first 8 distinct ones in a
+ * and ta are not linked. how[K] says which rule gave map[K]. Only
+ * HV_ERR_NOMEM fails. */
+hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[HV_DIAR_SPEAKERS],
+                          hv_link_how how[HV_DIAR_SPEAKERS], hv_error *e);
+
+/* A word's text as linking compares it, written into out[size]: letters
+ * and digits of ASCII lower-cased, ASCII punctuation and spaces dropped,
+ * other bytes (UTF-8 letters) kept. */
+void hv_link_norm(const char *text, char *out, size_t size);
+
+#endif

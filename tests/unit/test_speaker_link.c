@@ -1,0 +1,248 @@
+/* Speakers linked across diarize windows (src/timing/speaker_link.c) on
+ * synthetic overlaps: agreement, swapped labels, the fallbacks (turn time,
+ * a silent overlap, a new speaker), conflicting evidence, labels beyond 8;
+ * and two windows stitched (src/timing/diarize_stitch.c): each word once,
+ * the labels of the recording. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/tokenizer.h"
+#include "testlib.h"
+#include "timing/diarize_stitch.h"
+#include "timing/speaker_link.h"
+
+#define N HV_DIAR_SPEAKERS
+
+/* Words "text@time/speaker ..." into w (texts point into buf). */
+static int words(const char *spec, hv_link_word *w, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", spec);
+    int n = 0;
+    for (char *s = strtok(buf, " "); s; s = strtok(NULL, " ")) {
+        char *at = strchr(s, '@'), *sl = strchr(s, '/');
+        *at = *sl = '\0';
+        w[n++] = (hv_link_word){s, atof(at + 1), atoi(sl + 1)};
+    }
+    return n;
+}
+
+typedef struct link_case {
+    const char *a, *b; /* words */
+    hv_link_turn ta[4], tb[4];
+    int nta, ntb;
+    int order[N], n_order;
+    int last_label, next_label;
+} link_case;
+
+/* Runs c; map and how out, and the label counter after it. */
+static int run(const link_case *c, int map[N], hv_link_how how[N]) {
+    static char ba[1024], bb[1024];
+    hv_link_word a[64], b[64];
+    hv_link_in in = {.a = a,
+                     .na = c->a ? words(c->a, a, ba, sizeof ba) : 0,
+                     .b = b,
+                     .nb = c->b ? words(c->b, b, bb, sizeof bb) : 0,
+                     .ta = c->ta,
+                     .nta = c->nta,
+                     .tb = c->tb,
+                     .ntb = c->ntb,
+                     .order = c->order,
+                     .n_order = c->n_order,
+                     .last_label = c->last_label,
+                     .tol = 1.5,
+                     .min_time = 0.5};
+    int next = c->next_label;
+    hv_error e = {0};
+    CHECK(hv_speaker_link(&in, &next, map, how, &e) == HV_OK);
+    return next;
+}
+
+static void link_cases(void) {
+    int map[N], next;
+    hv_link_how how[N];
+    /* agreement: the earlier window's labels 5 and 2 become K 0 and 1 */
+    link_case agree = {.a = "hej@10.0/5 med@10.3/5 dig@10.6/5 godt@11.0/2 at@11.3/2 se@11.6/2",
+                       .b = "Hej,@10.2/0 med@10.4/0 dig@10.7/0 godt@11.1/1 at@11.4/1 se@11.7/1",
+                       .order = {0, 1},
+                       .n_order = 2,
+                       .last_label = 2,
+                       .next_label = 6};
+    next = run(&agree, map, how);
+    CHECK(map[0] == 5 && map[1] == 2 && how[0] == HV_LINK_WORDS && how[1] == HV_LINK_WORDS);
+    CHECK(next == 6 && map[2] == -1 && how[2] == HV_LINK_ABSENT);
+    /* the same words, the later window numbering the two the other way */
+    link_case swapped = agree;
+    swapped.b = "hej@10.2/1 med@10.4/1 dig@10.7/1 godt@11.1/0 at@11.4/0 se@11.7/0";
+    swapped.order[0] = 1, swapped.order[1] = 0;
+    run(&swapped, map, how);
+    CHECK(map[0] == 2 && map[1] == 5);
+    /* the same text too far apart in time is no evidence: new labels */
+    link_case far = agree;
+    far.b = "hej@13.0/0 med@13.3/0 dig@13.6/0";
+    next = run(&far, map, how);
+    CHECK(how[0] == HV_LINK_ADJACENT && map[0] == 2 && how[1] == HV_LINK_NEW && map[1] == 6);
+    /* a new speaker: K 0 linked by its words, K 1 not in the overlap */
+    link_case fresh = {.a = "og@20.0/3 så@20.4/3 videre@20.8/3",
+                       .b = "og@20.1/0 så@20.5/0 videre@20.9/0",
+                       .order = {0, 1},
+                       .n_order = 2,
+                       .last_label = 3,
+                       .next_label = 4};
+    next = run(&fresh, map, how);
+    CHECK(map[0] == 3 && how[0] == HV_LINK_WORDS && map[1] == 4 && how[1] == HV_LINK_NEW &&
+          next == 5);
+    /* conflicting evidence: K 0 shares 3 words with label 1 and 2 with
+     * label 2, K 1 shares 2 with label 1; the most agreement in all is
+     * 0 -> 2 and 1 -> 1 (4 votes), not the greedy 0 -> 1 (3) */
+    link_case conflict = {.a = "a@1.0/1 b@1.2/1 c@1.4/1 d@1.6/2 e@1.8/2 f@2.0/1 g@2.2/1",
+                          .b = "a@1.0/0 b@1.2/0 c@1.4/0 d@1.6/0 e@1.8/0 f@2.0/1 g@2.2/1",
+                          .order = {0, 1},
+                          .n_order = 2,
+                          .last_label = 1,
+                          .next_label = 3};
+    next = run(&conflict, map, how);
+    CHECK(map[0] == 2 && map[1] == 1 && next == 3);
+    /* turn time where no word agrees: the turns that share the overlap */
+    link_case timed = {.a = "x@5.0/7",
+                       .b = "y@5.0/0",
+                       .nta = 2,
+                       .ntb = 2,
+                       .ta = {{7, 4.0, 6.0}, {4, 6.0, 8.0}},
+                       .tb = {{1, 4.1, 5.9}, {0, 5.9, 8.0}},
+                       .order = {1, 0},
+                       .n_order = 2,
+                       .last_label = 4,
+                       .next_label = 9};
+    next = run(&timed, map, how);
+    CHECK(map[1] == 7 && map[0] == 4 && how[0] == HV_LINK_TIME && how[1] == HV_LINK_TIME);
+    /* turns sharing less than min_time link nobody */
+    timed.tb[0].end = 4.3, timed.tb[1].start = 7.8;
+    next = run(&timed, map, how);
+    CHECK(how[1] == HV_LINK_ADJACENT && map[1] == 4 && how[0] == HV_LINK_NEW && map[0] == 9);
+    /* a silent overlap: the first speaker continues the last label, the
+     * others are new; without a last label all are new */
+    link_case silent = {.order = {0, 2, 1}, .n_order = 3, .last_label = 11, .next_label = 12};
+    next = run(&silent, map, how);
+    CHECK(map[0] == 11 && how[0] == HV_LINK_ADJACENT && map[2] == 12 && map[1] == 13 &&
+          next == 14 && how[2] == HV_LINK_NEW);
+    silent.last_label = -1;
+    next = run(&silent, map, how);
+    CHECK(map[0] == 12 && map[2] == 13 && map[1] == 14 && next == 15);
+    /* labels beyond 8: eight labels 9..16 of the earlier window linked to
+     * the later window's 0..7 in reverse; a ninth label (20) in the overlap
+     * has no row and links nobody */
+    char a[512] = "", b[512] = "";
+    for (int k = 0; k < N; k++) {
+        char w[64];
+        snprintf(w, sizeof w, "w%d@%d.0/%d w%dx@%d.5/%d ", k, k, 9 + k, k, k, 9 + k);
+        strcat(a, w);
+        snprintf(w, sizeof w, "w%d@%d.0/%d w%dx@%d.5/%d ", k, k, 7 - k, k, k, 7 - k);
+        strcat(b, w);
+    }
+    strcat(a, "extra@9.0/20");
+    strcat(b, "extra@9.0/0");
+    link_case many = {.a = a, .b = b, .n_order = N, .last_label = 16, .next_label = 21};
+    for (int k = 0; k < N; k++) many.order[k] = k;
+    next = run(&many, map, how);
+    int ok = next == 21;
+    for (int k = 0; k < N; k++) ok = ok && map[k] == 16 - k && how[k] == HV_LINK_WORDS;
+    CHECK_MSG(ok, "beyond 8: next %d map %d %d .. %d", next, map[0], map[1], map[7]);
+
+    char out[16];
+    hv_link_norm("Hej,", out, sizeof out);
+    CHECK(strcmp(out, "hej") == 0);
+    hv_link_norm("\xc3\x86"
+                 "ble!",
+                 out, sizeof out); /* "Æble!" */
+    CHECK(strcmp(out, "\xc3\x86"
+                      "ble") == 0);
+    hv_link_norm("abcdefghij", out, 4);
+    CHECK(strcmp(out, "abc") == 0);
+}
+
+/* ------------------------------------------------------------- stitch */
+
+static hv_tokenizer tok;
+
+static int32_t piece(const char *text) { return hv_test_piece(&tok, text); }
+
+/* "S3" <|spltoken3|>, "T2.4" <|t:2.4|>, "_x" "▁x" into ids. */
+static int stream(const char *spec, int32_t *ids) {
+    char buf[512], name[64];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *w = strtok(buf, " "); w; w = strtok(NULL, " ")) {
+        if (w[0] == 'S')
+            snprintf(name, sizeof name, "<|spltoken%s|>", w + 1);
+        else if (w[0] == 'T')
+            snprintf(name, sizeof name, "<|t:%s|>", w + 1);
+        else
+            snprintf(name, sizeof name, "\xe2\x96\x81%s", w + 1);
+        ids[n++] = piece(name);
+    }
+    return n;
+}
+
+static double shift(void *user, double t, int end) {
+    (void)end;
+    return *(const double *)user + t;
+}
+
+/* The window's segments as "LABEL text|..." into out. */
+static void run_window(hv_stitch *s, const char *spec, int window, double start, double end,
+                       double lo, double hi, double prev_end, double next_start, char *out,
+                       size_t cap) {
+    int32_t ids[128];
+    double off = start;
+    hv_stitch_window w = {.tok = &tok,
+                          .ids = ids,
+                          .n = stream(spec, ids),
+                          .window = window,
+                          .seconds = end - start,
+                          .to_input = shift,
+                          .user = &off,
+                          .start = start,
+                          .end = end,
+                          .lo = lo,
+                          .hi = hi,
+                          .prev_end = prev_end,
+                          .next_start = next_start};
+    hv_stitched o;
+    hv_error e = {0};
+    *out = '\0';
+    CHECK(hv_stitch_window_run(s, &w, &o, &e) == HV_OK);
+    for (int k = 0; k < o.n_segs; k++) {
+        int32_t t[128];
+        for (int j = 0; j < o.segs[k].n_pos; j++) t[j] = ids[o.pos[o.segs[k].pos0 + j]];
+        char *text = hv_tokenizer_decode(&tok, t, o.segs[k].n_pos);
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%s%d %s", k ? "|" : "", o.segs[k].speaker, text);
+        free(text);
+        CHECK(o.segs[k].start >= lo && o.segs[k].end <= hi && o.segs[k].start <= o.segs[k].end);
+    }
+    hv_stitched_free(&o);
+}
+
+static void stitch_cases(void) {
+    hv_stitch s;
+    char out[512];
+    hv_stitch_init(&s);
+    /* window 0 [0, 30) keeps [-inf, 27); window 1 [24, 40) keeps [27, inf):
+     * "x y z" lie at 25, 27, 29 in both; window 1 numbers their speaker 0
+     * (the first it hears) and a new one 1 */
+    run_window(&s, "S0 T0.0 _a _b T20.0 S1 T24.0 _x _y _z T30.0", 0, 0, 30, -INFINITY, 27, 0, 24,
+               out, sizeof out);
+    CHECK_MSG(strcmp(out, "0 a b|1 x") == 0, "window 0: %s", out);
+    run_window(&s, "S0 T0.0 _x _y _z T6.0 S1 T6.0 _w T8.0", 1, 24, 40, 27, INFINITY, 30, 40, out,
+               sizeof out);
+    CHECK_MSG(strcmp(out, "1 y z|2 w") == 0, "window 1: %s", out);
+    hv_stitch_free(&s);
+}
+
+int main(void) {
+    link_cases();
+    stitch_cases();
+    hv_tokenizer_free(&tok);
+    TEST_END();
+}
