@@ -80,7 +80,9 @@ static void usage(FILE *f) {
                "                         subtitles, cues of whole sentences or\n"
                "                         clauses timed by word (docs/CLI.md); csv:\n"
                "                         start,end,text per segment (ms);\n"
-               "                         whisper-json: whisper-cli's -oj layout. Any\n"
+               "                         whisper-json: whisper-cli's -oj layout;\n"
+               "                         openai-diarized-json: OpenAI's diarized_json\n"
+               "                         (turns --diarize on). Any\n"
                "                         case. Several joined by commas (txt,srt,json):\n"
                "                         one file per input and format, beside the\n"
                "                         input or in --output-dir\n"
@@ -264,7 +266,8 @@ static const hvt_option OPTIONS[N_OPTS] = {
     HVT_VAD_OPTION_ROWS(cli_options),
     [O_FORMAT] =
         HVT_OPT_CUSTOM("format", AT(formats), parse_format,
-                       "txt, json, jsonl, srt, vtt, csv or whisper-json, or several joined by "
+                       "txt, json, jsonl, srt, vtt, csv, whisper-json or openai-diarized-json, or "
+                       "several joined by "
                        "commas"),
     [O_JSON] = HVT_OPT_FLAG("json", 0),
     [O_WORD_TIMESTAMPS] = HVT_OPT_FLAG("word-timestamps", 0),
@@ -371,8 +374,7 @@ static int check_combinations(cli_options *o, const int *given) {
     if (o->tp.chunking == HV_CHUNKING_FIXED && o->tp.chunk_seconds == 0.0f)
         return hvt_usage_error(CLI_PROG, "--chunking fixed needs "
                                          "--chunk-seconds S");
-    if (o->stream && (o->format == HV_OUTPUT_JSON || o->format == HV_OUTPUT_CSV ||
-                      o->format == HV_OUTPUT_WHISPER_JSON))
+    if (o->stream && !hv_output_format_is_stream(o->format))
         return hvt_usage_error(CLI_PROG,
                                "--stream works with --format txt, jsonl, srt or vtt "
                                "(%s is one document per input)",
@@ -509,6 +511,10 @@ static int take_inputs(cli_options *o, int argc, char **argv, const int *given) 
         fputs("hviske: out of memory\n", stderr);
         return 1;
     }
+    if (dup && a / nf == b / nf) /* json and openai-diarized-json: both .json */
+        return hvt_usage_error(CLI_PROG, "formats %s and %s would both write %s",
+                               hv_output_format_name(o->formats.f[a % nf]),
+                               hv_output_format_name(o->formats.f[b % nf]), o->out_paths[a]);
     if (dup)
         return hvt_usage_error(CLI_PROG,
                                "inputs '%s' and '%s' would "
@@ -626,6 +632,9 @@ int cli_parse_options(int argc, char **argv, cli_options *o, cli_flags_fn other_
     o->quiet = given[O_QUIET] != 0;
     o->word_timestamps |= given[O_WORD_TIMESTAMPS] != 0;
     o->tp.diarize = given[O_DIARIZE] != 0;
+    /* OpenAI's diarized_json is a diarized transcription's, as on the server */
+    for (int k = 0; k < o->formats.n; k++)
+        if (o->formats.f[k] == HV_OUTPUT_OPENAI_DIARIZED_JSON) o->tp.diarize = 1;
     o->stream = given[O_STREAM] != 0;
     o->skip_existing = given[O_SKIP_EXISTING] != 0;
     if ((rc = check_combinations(o, given)) >= 0 || (rc = take_inputs(o, argc, argv, given)) >= 0)

@@ -214,6 +214,10 @@ HV_API const char *hv_model_language(const hv_model *model, int i);
  * the model lists it, else the model's first language; NULL when the
  * model lists none. Owned by the model. */
 HV_API const char *hv_model_default_language(const hv_model *model);
+/* 1 when the model's tokenizer has the pieces params.diarize asks for
+ * (<|timestamp|>, <|diarize|>, <|spltoken0|>, <|t:0.0|>: a
+ * diarize-and-timestamp model, docs/DIARIZE.md), else 0. */
+HV_API int hv_model_can_diarize(const hv_model *model);
 /* The bytes token `id` adds to a transcript: a normal piece's text with
  * its word-start marker U+2581 as a space, a byte piece's one byte,
  * nothing for pieces that print nothing (control, user-defined, unknown,

@@ -106,6 +106,7 @@ int srv_format_model_info(cJSON *m, const hv_model *model, const char *model_dir
     return (lang ? cJSON_AddStringToObject(m, "language", lang)
                  : cJSON_AddNullToObject(m, "language")) &&
            cJSON_AddBoolToObject(m, "punctuation", base->punctuation != 0) &&
+           cJSON_AddBoolToObject(m, "diarize", hv_model_can_diarize(model)) &&
            cJSON_AddNumberToObject(m, "num_beams", base->num_beams) &&
            cJSON_AddNumberToObject(m, "max_upload_mb", max_upload_mb) &&
            cJSON_AddNumberToObject(m, "max_audio_seconds", max_audio_s);

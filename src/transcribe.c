@@ -169,6 +169,7 @@ int hv_model_token_bytes(const hv_model *m, int32_t id, char *buf, int size) {
 }
 
 int hv_model_n_languages(const hv_model *m) { return m->cfg.n_languages; }
+int hv_model_can_diarize(const hv_model *m) { return hv_diarize_missing_piece(&m->tok) == NULL; }
 const char *hv_model_language(const hv_model *m, int i) {
     return i >= 0 && i < m->cfg.n_languages ? m->cfg.languages[i] : NULL;
 }

@@ -236,6 +236,9 @@ async function loadModel() {
     $("options").disabled = false;
     sel.disabled = langs.length === 0;
     $("punctuation").checked = m.punctuation !== false;
+    /* a diarize-and-timestamp model (docs/DIARIZE.md) */
+    $("speakers-option").hidden = m.diarize !== true;
+    $("speakers").checked = false;
     $("beams").value = String(m.num_beams || 1);
     $("beams").max = String(m.max_beams || 64); /* the server's --max-beams */
     $("server-info").textContent = `Model ${m.checkpoint || m.id} · ${langs.length} language${
@@ -477,6 +480,7 @@ function currentOptions() {
     language: $("language").value,
     punctuation: $("punctuation").checked ? "true" : "false",
     num_beams: String(beams >= 1 ? Math.min(beams, most) : 1),
+    diarize: state.model && state.model.diarize === true && $("speakers").checked,
   };
 }
 
@@ -488,6 +492,7 @@ function form(job, extra) {
   if (opts.language) f.append("language", opts.language);
   f.append("punctuation", opts.punctuation);
   f.append("num_beams", opts.num_beams);
+  if (opts.diarize) f.append("diarize", "true");
   for (const [k, v] of extra) f.append(k, v);
   return f;
 }
@@ -659,20 +664,36 @@ async function transcribe() {
 
 $("transcribe").addEventListener("click", transcribe);
 
+/* Colours for speakers, taken in turn (style.css .speaker-0 ..). */
+const SPEAKER_COLOURS = 8;
+
 /* The transcript rebuilt from the CLI's JSON (the done event's
  * downloads.json, --word-timestamps): a paragraph per segment, its start
- * time first, a span per word. */
+ * time first, a span per word. A segment with a speaker (diarize) has its
+ * speaker's colour, and its label where the speaker changes. */
 function renderWords(r) {
   const segs = Array.isArray(r.segments) ? r.segments : [];
   if (!segs.some((g) => Array.isArray(g.words) && g.words.length)) return;
   const t = $("transcript");
   t.textContent = "";
   state.words = [];
+  let last = null;
   for (const g of segs) {
     const words = Array.isArray(g.words) ? g.words : [];
     if (!words.length) continue;
     const p = document.createElement("p");
     p.className = "segment";
+    if (Number.isInteger(g.speaker) && g.speaker >= 0) {
+      p.classList.add("speaker", `speaker-${g.speaker % SPEAKER_COLOURS}`);
+      p.dataset.speaker = String(g.speaker);
+      if (g.speaker !== last) {
+        const who = document.createElement("span");
+        who.className = "speaker-label";
+        who.textContent = `Speaker ${g.speaker + 1}`;
+        p.appendChild(who);
+      }
+      last = g.speaker;
+    }
     const at = document.createElement("span");
     at.className = "seg-time";
     at.textContent = formatDuration(g.start);

@@ -30,7 +30,13 @@ hand-written streams); here:
     (<|spltoken0|>) and on one with speaker but no time tokens
     (<|t:0.0|>); without --diarize both transcribe;
   * Python: diarize=True gives the CLI's chunks with speaker -1, and
-    raises InvalidArgument naming <|spltoken0|> on the plain model.
+    raises InvalidArgument naming <|spltoken0|> on the plain model;
+  * over 30 s (65 s of a fading tone, energy chunking): windows of at
+    most 30 s (Python's progress), one label, each word once;
+  * hviske --format openai-diarized-json without --diarize: the server's
+    diarized_json byte for byte as JSON; refused naming the piece on the
+    plain models; named in --help; --stream with it and json with it for
+    one input are usage errors naming what clashes.
 Prints one line per case and ends with "N passed, M failed".
 """
 import json
@@ -195,6 +201,24 @@ def check_long(turn, V, tmp):
                                                for ln in txt.lines()), str(txt))
 
 
+def check_cli_format(model, wav, tmp):
+    """--format openai-diarized-json in --help, and its usage errors: not
+    with --stream (one document per input), not with json for one input
+    (both .json), each naming what clashes."""
+    h = Run(["--help"])
+    report("--help names openai-diarized-json and that it turns --diarize on",
+           "openai-diarized-json: OpenAI's diarized_json" in h.out
+           and "(turns --diarize on)" in h.out, str(h))
+    r = Run(["-m", model, "-q", "--stream", "--format", "openai-diarized-json", wav])
+    report("--stream --format openai-diarized-json: a usage error, one document per input",
+           r.rc == 2 and "one document per input" in r.err and not r.out, str(r))
+    r = Run(["-m", model, "-q", "--format", "json,openai-diarized-json", "--output-dir",
+             os.path.join(tmp, "both"), wav])
+    report("--format json,openai-diarized-json: a usage error naming both formats",
+           r.rc == 2 and "formats json and openai-diarized-json would both write" in r.err,
+           str(r))
+
+
 def check_server(model, wav, tmp):
     srv = Server(model, "-t", "1", "--workers", "1", tmp=tmp)
     if not srv.started("server with the turn model"):
@@ -211,6 +235,10 @@ def check_server(model, wav, tmp):
                and all(s["type"] == "transcript.text.segment" and s["speaker"] == "A"
                        and s["id"] == f"seg_{i}" and s["start"] <= s["end"] and s["text"]
                        for i, s in enumerate(segs)), str(r))
+        cli = Run(["-m", model, "-q", "--repetition-penalty", "100",
+                   "--format", "openai-diarized-json", wav])
+        report("hviske --format openai-diarized-json (no --diarize): the server's diarized_json",
+               cli.rc == 0 and res is not None and json.loads(cli.out) == res, str(cli))
         r = transcribe(srv.port, audio, fields=[("response_format", "verbose_json"),
                                                 ("diarize", "true"),
                                                 ("repetition_penalty", "100")])
@@ -329,8 +357,12 @@ def main():
         report(f"--diarize refused: {name}, naming {piece}",
                r.rc not in (0, None) and not r.crashed() and not r.out and piece in r.err
                and "diarize" in r.err, str(r))
+        r = Run(["-m", m, "-q", "--format", "openai-diarized-json", wav])
+        report(f"--format openai-diarized-json refused: {name}, naming {piece}",
+               r.rc not in (0, None) and not r.crashed() and not r.out and piece in r.err, str(r))
         r = Run(["-m", m, "-q", wav])
         report(f"without --diarize: {name} transcribes", r.rc == 0 and r.out.strip(), str(r))
+    check_cli_format(src, wav, tmp)
     return finish_in(tmp)
 
 

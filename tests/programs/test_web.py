@@ -40,6 +40,10 @@ Covers:
     channels (too many channels, not too long), a file that is
     not audio (400), a busy server's 503 with its Retry-After (the server's
     connections held by stalled clients, as test_server_hostile.py does);
+  * a diarize model (a stand-in listing "diarize": true): "Tell speakers
+    apart" offered (not for the demo model), diarize=true sent when
+    ticked, each segment in its speaker's colour, labelled where the
+    speaker changes;
   * the page behind a proxy that serves it under /hviske/;
   * a page of another origin calling the API: refused with 403;
   * the layout in a phone-sized window (no sideways scrolling), every
@@ -245,7 +249,7 @@ def test_models(port):
            m.get("languages") == ["da"] and m.get("language") == "da" and
            m.get("punctuation") is True and m.get("num_beams") == 1 and
            m.get("max_upload_mb") == 128 and m.get("max_audio_seconds") == 3600 and
-           m.get("max_beams") == 16, str(r))
+           m.get("max_beams") == 16 and m.get("diarize") is False, str(r))
 
 
 def transcriptions(srv):
@@ -750,6 +754,90 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+class Speakers(Hostile):
+    """A stand-in server for a diarize model: the real page, the real
+    model listing with "diarize": true, and a transcription of four
+    segments by speakers 0, 1, 0 and 0 (the CLI's JSON); the forms it got in
+    `forms`."""
+    forms = []
+
+    def do_GET(self):
+        if not self.path.endswith("/v1/models"):
+            return Hostile.do_GET(self)
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.real}{self.path}") as r:
+            listing = json.loads(r.read())
+        listing["data"][0]["diarize"] = True
+        body = json.dumps(listing).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        Speakers.forms.append(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        turns = [(0, "Hej med dig"), (1, "Hej selv"), (0, "Hvordan går det"), (0, "Godt")]
+        segs, t = [], 0.0
+        for k, text in turns:
+            words = [{"word": w, "start": t + i * 0.3, "end": t + i * 0.3 + 0.3,
+                      "probability": 1} for i, w in enumerate(text.split())]
+            segs.append({"start": t, "end": words[-1]["end"], "speaker": k, "text": text,
+                         "words": words})
+            t = words[-1]["end"] + 0.5
+        text = " ".join(x for _, x in turns)
+        result = {"file": "x.wav", "text": text, "language": "da", "duration": t,
+                  "segments": segs}
+        downloads = {"txt": text + "\n", "json": json.dumps(result), "srt": "", "vtt": ""}
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for ev in [{"type": "transcript.text.delta", "delta": x} for _, x in turns] + [
+                {"type": "transcript.text.done", "text": text, "downloads": downloads}]:
+            self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def test_speakers(b, port, wav):
+    """A diarize model: the page offers "Tell speakers apart" (hidden for
+    the demo model), sends diarize=true when it is ticked, and shows each
+    segment with its speaker's colour and, where the speaker changes, its
+    label."""
+    b.open(port)
+    b.ready()
+    report("plain model: no speakers option",
+           b.js("return document.getElementById('speakers-option').hidden") is True, "")
+    Speakers.real = port
+    Speakers.forms = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Speakers)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        b.open(httpd.server_address[1])
+        b.ready()
+        shown = b.js("return document.getElementById('speakers-option').hidden") is False
+        b.choose(wav)
+        b.transcribe()
+        plain = Speakers.forms[-1] if Speakers.forms else b""
+        b.el("speakers").click()
+        end = b.transcribe()
+        form = Speakers.forms[-1] if len(Speakers.forms) > 1 else b""
+        report("diarize model: the speakers option shown, diarize=true sent only when ticked",
+               shown and b'name="diarize"' not in plain and
+               re.search(rb'name="diarize"\r\n\r\ntrue\r\n', form) is not None,
+               f"{shown} {form[-400:]!r}")
+        got = b.js("""return [...document.querySelectorAll('#transcript .segment')].map(p => [
+            p.dataset.speaker, getComputedStyle(p).borderLeftColor,
+            (p.querySelector('.speaker-label') || {}).textContent || null])""")
+        ok = end == "words" and [g[0] for g in got] == ["0", "1", "0", "0"]
+        ok = ok and [g[2] for g in got] == ["Speaker 1", "Speaker 2", "Speaker 1", None]
+        ok = ok and got[0][1] == got[2][1] == got[3][1] != got[1][1]
+        report("segments coloured by speaker (one colour a speaker), labelled where it changes",
+               ok, f"{end} {got}")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 class Prefixed(http.server.BaseHTTPRequestHandler):
     """A reverse proxy that serves the real server under /hviske/."""
     real = None
@@ -909,6 +997,7 @@ def main():
             test_prefix(b, srv.port, wav)
             test_elsewhere(b, srv)
             test_hostile_text(b, srv.port, wav, tmp)
+            test_speakers(b, srv.port, wav)
             test_key(b, tmp, wav)
             test_limits(b, tmp, wav)
             test_busy(b, tmp)

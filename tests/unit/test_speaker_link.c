@@ -134,7 +134,7 @@ static void link_cases(void) {
      * has no row and links nobody */
     char a[512] = "", b[512] = "";
     for (int k = 0; k < N; k++) {
-        char w[64];
+        char w[128];
         snprintf(w, sizeof w, "w%d@%d.0/%d w%dx@%d.5/%d ", k, k, 9 + k, k, k, 9 + k);
         strcat(a, w);
         snprintf(w, sizeof w, "w%d@%d.0/%d w%dx@%d.5/%d ", k, k, 7 - k, k, k, 7 - k);
