@@ -138,7 +138,9 @@ hv_status hv_diarize_parse(const hv_diar_tok *toks, int n, float window, hv_diar
                 has_pending = 1;
             }
         } else if (k->kind == HV_DIAR_SPEAKER) {
-            cur = -1; /* an open segment keeps NO_END */
+            cur = -1;        /* an open segment keeps NO_END */
+            has_pending = 0; /* a start belongs to its own turn */
+            pending_rep = 0;
             speaker = (int)k->value;
             if (first_speaker < 0) first_speaker = speaker;
         } else {

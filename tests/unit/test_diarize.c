@@ -74,6 +74,8 @@ int main(void) {
            HV_DIAR_NO_END | HV_DIAR_NO_START);
     /* missing start: the previous end, or 0 */
     expect("S0 _a T1.0 S1 _b T2.0", 10, "0 0.0-1.0 a|1 1.0-2.0 b", HV_DIAR_NO_START);
+    /* the start of a turn without text is not the next turn's */
+    expect("S0 T0.0 _a T1.0 S1 T5.0 S0 _b T6.0", 10, "0 0.0-1.0 a|0 1.0-6.0 b", HV_DIAR_NO_START);
     /* times going backwards: raised to the earlier time */
     expect("S0 T2.0 _a T1.0 S1 T0.5 _b T3.0", 10, "0 2.0-2.0 a|1 2.0-3.0 b", HV_DIAR_BACKWARDS);
     /* a time past the window's end: lowered to it */
