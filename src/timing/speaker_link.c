@@ -138,7 +138,7 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_
             map[col[r]] = rows[r], how[col[r]] = HV_LINK_TIME;
             linked_c |= 1u << col[r];
         }
-    if (!linked_c && in->n_order > 0 && in->last_label >= 0) {
+    if (!linked_c && !in->nta && !in->ntb && in->n_order > 0 && in->last_label >= 0) {
         int k = in->order[0];
         if (k >= 0 && k < N) map[k] = in->last_label, how[k] = HV_LINK_ADJACENT;
     }

@@ -48,8 +48,9 @@ typedef enum hv_link_how {
     HV_LINK_ABSENT = 0, /* not in order[]: map is -1 */
     HV_LINK_WORDS,      /* by the words both windows transcribe */
     HV_LINK_TIME,       /* by the time both windows give its turns */
-    HV_LINK_ADJACENT,   /* the overlap linked nobody: it speaks first in the
-                           later window and continues last_label */
+    HV_LINK_ADJACENT,   /* the overlap is silent in both windows: it speaks
+                           first in the later window and continues
+                           last_label */
     HV_LINK_NEW         /* no evidence: the next new label */
 } hv_link_how;
 
@@ -63,8 +64,9 @@ typedef enum hv_link_how {
  *   2. time: for the speakers left on both sides, the same with the
  *      seconds both windows give a pair's turns, pairs of at least
  *      min_time;
- *   3. adjacent: where 1 and 2 link nobody, the first speaker of order[]
- *      takes last_label (when it is >= 0);
+ *   3. adjacent: where 1 and 2 link nobody and neither window has a turn
+ *      in the overlap (nta and ntb 0), the first speaker of order[] takes
+ *      last_label (when it is >= 0);
  *   4. new: every speaker left takes *next_label, which counts up, in the
  *      order of order[].
  * Speakers of the earlier window beyond its first 8 distinct ones in a

@@ -77,11 +77,14 @@ static void link_cases(void) {
     swapped.order[0] = 1, swapped.order[1] = 0;
     run(&swapped, map, how);
     CHECK(map[0] == 2 && map[1] == 5);
-    /* the same text too far apart in time is no evidence: new labels */
+    /* the same text too far apart in time is no evidence, nor are turns
+     * that share no time: new labels */
     link_case far = agree;
     far.b = "hej@13.0/0 med@13.3/0 dig@13.6/0";
+    far.ta[0] = (hv_link_turn){5, 10.0, 12.0}, far.nta = 1;
+    far.tb[0] = (hv_link_turn){0, 13.0, 14.0}, far.ntb = 1;
     next = run(&far, map, how);
-    CHECK(how[0] == HV_LINK_ADJACENT && map[0] == 2 && how[1] == HV_LINK_NEW && map[1] == 6);
+    CHECK(how[0] == HV_LINK_NEW && map[0] == 6 && how[1] == HV_LINK_NEW && map[1] == 7);
     /* a new speaker: K 0 linked by its words, K 1 not in the overlap */
     link_case fresh = {.a = "og@20.0/3 så@20.4/3 videre@20.8/3",
                        .b = "og@20.1/0 så@20.5/0 videre@20.9/0",
@@ -116,10 +119,11 @@ static void link_cases(void) {
                        .next_label = 9};
     next = run(&timed, map, how);
     CHECK(map[1] == 7 && map[0] == 4 && how[0] == HV_LINK_TIME && how[1] == HV_LINK_TIME);
-    /* turns sharing less than min_time link nobody */
+    /* turns sharing less than min_time link nobody; speech in the overlap
+     * that links nobody is no reason to continue the last label */
     timed.tb[0].end = 4.3, timed.tb[1].start = 7.8;
     next = run(&timed, map, how);
-    CHECK(how[1] == HV_LINK_ADJACENT && map[1] == 4 && how[0] == HV_LINK_NEW && map[0] == 9);
+    CHECK(how[1] == HV_LINK_NEW && map[1] == 9 && how[0] == HV_LINK_NEW && map[0] == 10);
     /* a silent overlap: the first speaker continues the last label, the
      * others are new; without a last label all are new */
     link_case silent = {.order = {0, 2, 1}, .n_order = 3, .last_label = 11, .next_label = 12};
