@@ -13,6 +13,8 @@ mapping, over the reference speech time, with a no-score collar of
 speaker-attributed WER, plain WER.
 """
 
+import re
+
 import textgen
 
 N_SPEAKERS = 8
@@ -58,69 +60,259 @@ class Vocab:
             ids += [self.spk_id[k], self.time_id[s]] + self.sp.encode(text) + [self.time_id[e]]
         return ids
 
+    def toks(self, ids):
+        """ids -> [(kind, value, word_start)] as the engine classifies
+        them (classify)."""
+        return [classify(self.sp.id_to_piece(int(t)) if 0 <= int(t) < self.sp.get_piece_size() else "",
+                         self.sp.is_byte(int(t)) if 0 <= int(t) < self.sp.get_piece_size() else False)
+                for t in ids]
+
     def parse(self, ids, window_tenths=None):
-        """Token stream -> [(speaker, start s, end s, text)].  Repairs, in
-        this order: text before any speaker token belongs to speaker 0; a
-        segment without a start time starts where the previous one ended
-        (0 for the first), and a time token after text without a start
-        time is its end; a time token after a segment's end time starts a
-        new segment of the same speaker; a missing end time is the next
-        segment's start (the window's end, or the start, for the last);
-        an end before the start is set to the start.  Segments without
-        text are dropped first (their times move nothing)."""
-        segs = []
-        cur = None
-
-        def close():
-            if cur is not None:
-                segs.append(cur)
-
-        def new(spk):
-            return {"spk": spk, "start": None, "end": None, "ids": []}
-
-        for t in ids:
-            t = int(t)
-            if t in self.spk:
-                close()
-                cur = new(self.spk[t])
-            elif t in self.time:
-                v = self.time[t]
-                if cur is None:
-                    cur = new(0)
-                if cur["start"] is None and not cur["ids"]:
-                    cur["start"] = v
-                elif cur["end"] is None:        # (text without a start time: this is its end)
-                    cur["end"] = v
-                else:
-                    close()
-                    spk = cur["spk"]
-                    cur = new(spk)
-                    cur["start"] = v
-            elif t in self.special:
-                continue
-            else:
-                if cur is None:
-                    cur = new(0)
-                elif cur["end"] is not None:       # text after the end time: a new segment
-                    close()
-                    cur = dict(new(cur["spk"]), start=cur["end"])
-                cur["ids"].append(t)
-        close()
-        segs = [x for x in segs if x["ids"]]
+        """Token stream -> [(speaker, start s, end s, text)] by the
+        engine's rules (parse_tokens; docs/DIARIZE.md): a window of
+        window_tenths (None: 30 s); a segment whose text decodes to
+        nothing is none."""
+        ids = [int(t) for t in ids]
+        window = MAX_WINDOW_S + 0.1 if window_tenths is None else window_tenths / 10.0
         out = []
-        prev_end = 0
-        for j, s in enumerate(segs):
-            start = s["start"] if s["start"] is not None else prev_end
-            end = s["end"]
-            if end is None:
-                nxt = next((x["start"] for x in segs[j + 1:] if x["start"] is not None), None)
-                end = nxt if nxt is not None else (window_tenths if window_tenths is not None else start)
-            end = max(end, start)
-            prev_end = end
-            text = self.sp.decode(s["ids"]).strip()
+        for g in parse_tokens(self.toks(ids), window):
+            text = self.sp.decode([ids[i] for i in g["pos"]]).strip()
             if text:
-                out.append((s["spk"], start / 10.0, end / 10.0, text))
+                out.append((g["speaker"], round(g["start"], 6), round(g["end"], 6), text))
         return out
+
+
+# ------------------------------------------------ the engine's stream rules
+#
+# A port of src/timing/diarize.c (hv_diarize_classify, hv_diarize_parse),
+# so that figures taken here and through the engine mean the same thing;
+# tests/programs/test_diarize_tools.py runs it on test_diarize.c's streams.
+
+TEXT, SPEAKER, TIME = 0, 1, 2
+NO_START, NO_END, BACKWARDS, PAST_END, NO_SPEAKER, MID_WORD = 1, 2, 4, 8, 16, 32
+_SPK = re.compile(r"<\|spltoken([0-9]{1,7})\|>\Z")
+_TIME = re.compile(r"<\|t:([0-9]{1,7}(?:\.[0-9]{1,7})?)\|>\Z")
+
+
+def classify(piece, is_byte=False):
+    """(kind, value, word_start) of a piece: <|spltokenK|> (K < 8) a
+    speaker, <|t:S|> or <|t:S.S|> a time, anything else text that starts a
+    word unless it is a byte piece or a normal piece without a leading
+    U+2581 (a control piece, "<...>", starts one)."""
+    m = _SPK.match(piece)
+    if m and int(m.group(1)) < N_SPEAKERS:
+        return (SPEAKER, int(m.group(1)), True)
+    m = _TIME.match(piece)
+    if m and len(m.group(1).replace(".", "")) <= 7:
+        return (TIME, float(m.group(1)), True)
+    if is_byte:
+        return (TEXT, 0.0, False)
+    if piece.startswith("<") and piece.endswith(">"):
+        return (TEXT, 0.0, True)
+    return (TEXT, 0.0, piece.startswith("\u2581"))
+
+
+def parse_tokens(toks, window):
+    """toks: [(kind, value, word_start)] of a window of `window` seconds ->
+    [{"speaker", "start", "end", "pos" (the text tokens' positions),
+    "repairs" (bits)}], the engine's hv_diarize_parse."""
+    segs, window = [], max(window, 0.0)
+    speaker = first_speaker = cur = -1
+    has_pending, pending, pending_rep, last = False, 0.0, 0, 0.0
+    for i, (kind, value, _) in enumerate(toks):
+        if kind == TIME:
+            v, rep = value, 0
+            if v > window:
+                v, rep = window, rep | PAST_END
+            if v < last:
+                v, rep = last, rep | BACKWARDS
+            last = v
+            if cur >= 0:
+                segs[cur]["end"] = v
+                segs[cur]["repairs"] = (segs[cur]["repairs"] & ~NO_END) | rep
+                cur = -1
+            else:
+                has_pending, pending, pending_rep = True, v, rep
+        elif kind == SPEAKER:
+            cur, has_pending, pending_rep = -1, False, 0
+            speaker = int(value)
+            if first_speaker < 0:
+                first_speaker = speaker
+        else:
+            if cur < 0:
+                segs.append({"speaker": speaker, "start": pending if has_pending else 0.0, "end": 0.0,
+                             "pos": [], "repairs": NO_END | (pending_rep if has_pending else NO_START)
+                             | (NO_SPEAKER if speaker < 0 else 0)})
+                cur = len(segs) - 1
+                has_pending, pending_rep = False, 0
+            segs[cur]["pos"].append(i)
+    for g in segs:
+        if g["speaker"] >= 0:
+            break
+        g["speaker"] = first_speaker
+    k = 1                                   # word-continuing pieces join the segment before
+    while k < len(segs):
+        g, m = segs[k], 0
+        while m < len(g["pos"]) and not toks[g["pos"][m]][2]:
+            m += 1
+        if m:
+            segs[k - 1]["pos"] += g["pos"][:m]
+            segs[k - 1]["repairs"] |= MID_WORD
+            g["pos"] = g["pos"][m:]
+            if not g["pos"]:
+                del segs[k]
+                continue
+        k += 1
+    for k, g in enumerate(segs):            # missing times
+        if g["repairs"] & NO_START:
+            g["start"] = segs[k - 1]["end"] if k else 0.0
+        if not g["repairs"] & NO_END:
+            continue
+        g["end"] = window
+        for o in segs[k + 1:]:
+            if not o["repairs"] & NO_START:
+                g["end"] = o["start"]
+                break
+            if not o["repairs"] & NO_END:
+                g["end"] = o["end"]
+                break
+        g["end"] = max(g["end"], g["start"])
+    return segs
+
+
+# ------------------------------------------- the engine's speaker linking
+#
+# A port of src/timing/speaker_link.c and diarize_stitch.c's word times:
+# the rules of docs/DIARIZE.md "Any length".
+
+LINK_TOL_S = 1.5
+LINK_MIN_TIME_S = 0.5
+
+
+def link_norm(text):
+    """A word as linking compares it (hv_link_norm): ASCII letters and
+    digits lower-cased, other ASCII dropped, other bytes kept (63 at most)."""
+    out = bytearray()
+    for c in text.encode("utf-8"):
+        if 65 <= c <= 90:
+            c += 32
+        if c < 0x80 and not (97 <= c <= 122 or 48 <= c <= 57):
+            continue
+        out.append(c)
+    return bytes(out[:63])
+
+
+def _assign(w, rows, cols):
+    """The one-to-one pairs (row, col) with w[row][col] > 0 whose sum is
+    largest (exact, over at most 8 a side; on a tie a row stays unlinked,
+    else the lowest column), as the engine's assign()."""
+    rows, cols = list(rows), list(cols)
+    memo = {}
+
+    def best(r, used):
+        if r == len(rows):
+            return 0.0
+        key = (r, used)
+        if key not in memo:
+            b = best(r + 1, used)
+            for j, c in enumerate(cols):
+                if not used >> j & 1 and w.get((rows[r], c), 0) > 0:
+                    b = max(b, w[(rows[r], c)] + best(r + 1, used | 1 << j))
+            memo[key] = b
+        return memo[key]
+
+    pairs, used = [], 0
+    for r in range(len(rows)):
+        if best(r, used) == best(r + 1, used):
+            continue
+        for j, c in enumerate(cols):
+            x = w.get((rows[r], c), 0)
+            if not used >> j & 1 and x > 0 and x + best(r + 1, used | 1 << j) == best(r, used):
+                pairs.append((rows[r], c))
+                used |= 1 << j
+                break
+    return pairs
+
+
+def link_speakers(a, b, ta, tb, order, last_label, next_label):
+    """The engine's hv_speaker_link. a: the earlier window's overlap words
+    [(norm text, time, label)] in time order, b: the later window's
+    [(norm text, time, K)], ta/tb: their turns in the overlap [(speaker,
+    start, end)], order: the later window's speakers in the order they
+    first speak, last_label: the label of the last segment before it
+    (None: none), next_label(): a new label. Returns ({K: label},
+    {K: rule}), rules "words", "time", "adjacent", "new"."""
+    rows = []
+
+    def row(g):
+        if g in rows:
+            return True
+        if len(rows) == N_SPEAKERS:
+            return False
+        rows.append(g)
+        return True
+
+    na, nb = min(len(a), 1024), min(len(b), 1024)
+
+    def same(i, j):
+        return bool(a[i][0]) and a[i][0] == b[j][0] and abs(a[i][1] - b[j][1]) <= LINK_TOL_S
+
+    L = [[0] * (nb + 1) for _ in range(na + 1)]
+    for i in range(na - 1, -1, -1):
+        for j in range(nb - 1, -1, -1):
+            L[i][j] = max(L[i + 1][j], L[i][j + 1], 1 + L[i + 1][j + 1] if same(i, j) else 0)
+    votes, i, j = {}, 0, 0
+    while i < na and j < nb:
+        if same(i, j) and L[i][j] == 1 + L[i + 1][j + 1]:
+            if row(a[i][2]):
+                votes[(a[i][2], b[j][2])] = votes.get((a[i][2], b[j][2]), 0) + 1
+            i, j = i + 1, j + 1
+        elif L[i + 1][j] >= L[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    present = [k for k in range(N_SPEAKERS) if k in order]
+    m, how = {}, {}
+    for g, k in _assign(votes, list(rows), present):
+        m[k], how[k] = g, "words"
+    secs = {}
+    for s, x0, x1 in ta:
+        for k, y0, y1 in tb:
+            d = min(x1, y1) - max(x0, y0)
+            if row(s) and d > 0:
+                secs[(s, k)] = secs.get((s, k), 0) + d
+    secs = {key: v for key, v in secs.items() if v >= LINK_MIN_TIME_S}
+    for g, k in _assign(secs, [r for r in rows if r not in m.values()], [k for k in present if k not in m]):
+        m[k], how[k] = g, "time"
+    if not m and not ta and not tb and order and last_label is not None:
+        m[order[0]], how[order[0]] = last_label, "adjacent"
+    for k in order:
+        if k not in m:
+            m[k], how[k] = next_label(), "new"
+    return m, how
+
+
+def timed_words(segs, toks, lens, decode, to_input):
+    """The engine's words of a window (diarize_stitch.c): each segment of
+    parse_tokens split at word starts (toks), each word at the middle of
+    its share of the segment by its pieces' byte lengths (lens[pos]).
+    decode(positions) -> text; to_input(t, end) the window's seconds on
+    the input. Returns [(time, segment index, positions, norm text)]."""
+    out = []
+    for k, g in enumerate(segs):
+        pos = g["pos"]
+        total, before, j = sum(lens[p] for p in pos), 0, 0
+        while j < len(pos):
+            j1 = j + 1
+            while j1 < len(pos) and not toks[pos[j1]][2]:
+                j1 += 1
+            n = sum(lens[p] for p in pos[j:j1])
+            f = (before + n / 2) / total if total > 0 else 0.5
+            out.append((to_input(g["start"] + (g["end"] - g["start"]) * f, False), k, pos[j:j1],
+                        link_norm(decode(pos[j:j1]))))
+            before += n
+            j = j1
+    return out
 
 
 def window_pieces(units, w0, w1):

