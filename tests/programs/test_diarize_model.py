@@ -50,7 +50,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_extended_vocab as ext  # noqa: E402
-from hvserver import Server, transcribe  # noqa: E402
+from hvserver import Server, request, transcribe  # noqa: E402
 from hvtest import Run, finish_in, reexec_with_sanitizers, report, sanitized  # noqa: E402
 
 
@@ -224,6 +224,9 @@ def check_server(model, wav, tmp):
     if not srv.started("server with the turn model"):
         return
     try:
+        m = request(srv.port, "GET", "/v1/models")
+        report("server /v1/models: the diarize model says diarize true",
+               m.status == 200 and m.json()["data"][0].get("diarize") is True, str(m))
         with open(wav, "rb") as f:
             audio = f.read()
         r = transcribe(srv.port, audio, fields=[("response_format", "diarized_json"),
