@@ -374,7 +374,7 @@ static int check_combinations(cli_options *o, const int *given) {
     if (o->tp.chunking == HV_CHUNKING_FIXED && o->tp.chunk_seconds == 0.0f)
         return hvt_usage_error(CLI_PROG, "--chunking fixed needs "
                                          "--chunk-seconds S");
-    if (o->stream && !hv_output_format_is_stream(o->format))
+    if (o->stream && !hv_output_format_by_segment(o->format))
         return hvt_usage_error(CLI_PROG,
                                "--stream works with --format txt, jsonl, srt or vtt "
                                "(%s is one document per input)",

@@ -122,6 +122,11 @@ HV_API hv_status hv_output_format_of_path(const char *path, hv_output_format *ou
  * share one stream (txt, jsonl); the others are one document per input. */
 HV_API int hv_output_format_is_stream(hv_output_format f);
 
+/* 1 when a format can be written a segment at a time as the segments
+ * come (hv_output_write_segment: txt, jsonl, srt, vtt); the others are
+ * written whole once the result is known. */
+HV_API int hv_output_format_by_segment(hv_output_format f);
+
 /* Writes one result of the input `file` (as given: "-" for standard
  * input; jsonl's and json's "file", txt's name lines) as s says. HV_OK;
  * HV_ERR_INVALID_ARG for a spec without write or with a format that is

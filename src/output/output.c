@@ -69,6 +69,11 @@ int hv_output_format_is_stream(hv_output_format f) {
     return w && w->stream;
 }
 
+int hv_output_format_by_segment(hv_output_format f) {
+    const hv_output_writer *w = writer_of(f);
+    return w && w->segment;
+}
+
 int hv_output_write_file(void *arg, const char *data, size_t n) {
     return fwrite(data, 1, n, arg) == n ? 0 : -1;
 }

@@ -75,6 +75,13 @@ static void names(void) {
     CHECK(hv_output_format_of_path("srt.d/talk", &got) == HV_ERR_INVALID_ARG);
     CHECK(hv_output_format_is_stream(HV_OUTPUT_JSONL) &&
           !hv_output_format_is_stream(HV_OUTPUT_JSON));
+    /* srt and vtt are one document per input, written a cue at a time */
+    CHECK(hv_output_format_by_segment(HV_OUTPUT_SRT) &&
+          hv_output_format_by_segment(HV_OUTPUT_VTT) &&
+          hv_output_format_by_segment(HV_OUTPUT_TXT) &&
+          hv_output_format_by_segment(HV_OUTPUT_JSONL) &&
+          !hv_output_format_by_segment(HV_OUTPUT_JSON) &&
+          !hv_output_format_by_segment(HV_OUTPUT_OPENAI_DIARIZED_JSON));
 }
 
 static void file_names(void) {
