@@ -755,6 +755,9 @@ HV_API void hv_result_free(hv_result *res); /* NULL is allowed */
  * one never spans two chunks and each is final when its chunk is.
  */
 typedef struct hv_cue_params {
+    size_t size;        /* sizeof(hv_cue_params), as hv_cue_default_params sets it: the
+                           library refuses another (a program built against
+                           another hviske.h), so the struct can grow */
     double max_seconds; /* longest cue, HV_CUE_MAX_SECONDS_MIN..MAX (7) */
     int max_lines;      /* lines per cue, 1..10 (2) */
     int max_line_chars; /* Unicode code points per line, 10..1000 (42) */
@@ -784,7 +787,8 @@ enum {
                                     before the next cue permitting */
 };
 
-/* 7 s, 2 lines, 42 characters; 17 characters a second, 5/6 s, 0.08 s. */
+/* 7 s, 2 lines, 42 characters; 17 characters a second, 5/6 s, 0.08 s;
+ * size set. */
 HV_API hv_cue_params hv_cue_default_params(void);
 
 typedef struct hv_cue {
@@ -806,7 +810,8 @@ typedef struct hv_cue {
  * Groups words[0..n-1] (a result's or a segment's, in time order) into
  * cues; *out gets *n_out of them (NULL and 0 when no word has text), freed
  * with hv_cues_free. p NULL: the defaults; a limit outside its range is
- * taken as the nearest allowed value (NaN: its default). Returns HV_OK, or
+ * taken as the nearest allowed value (NaN: its default). Returns HV_OK,
+ * HV_ERR_INVALID_ARG for a p whose size is not sizeof(hv_cue_params), or
  * HV_ERR_NOMEM (then *out is NULL and *n_out 0).
  *
  * Every word with text is in exactly one cue, in order; words without text

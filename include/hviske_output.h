@@ -129,8 +129,9 @@ HV_API int hv_output_format_by_segment(hv_output_format f);
 
 /* Writes one result of the input `file` (as given: "-" for standard
  * input; jsonl's and json's "file", txt's name lines) as s says. HV_OK;
- * HV_ERR_INVALID_ARG for a spec without write or with a format that is
- * none; HV_ERR_NOMEM; HV_ERR_IO when write failed. */
+ * HV_ERR_INVALID_ARG for a spec without write, with a format that is
+ * none or with cues whose size is not sizeof(hv_cue_params);
+ * HV_ERR_NOMEM; HV_ERR_IO when write failed. */
 HV_API hv_status hv_output_write_result(const hv_output_spec *s, const char *file,
                                         const hv_result *res);
 

@@ -191,8 +191,9 @@ class Cue(ctypes.Structure):
 
 class CueParams(ctypes.Structure):
     """hv_cue_params: the limits of a cue."""
-    _fields_ = [("max_seconds", ctypes.c_double), ("max_lines", ctypes.c_int),
-                ("max_line_chars", ctypes.c_int), ("max_cps", ctypes.c_double),
+    _fields_ = [("size", ctypes.c_size_t), ("max_seconds", ctypes.c_double),
+                ("max_lines", ctypes.c_int), ("max_line_chars", ctypes.c_int),
+                ("max_cps", ctypes.c_double),
                 ("min_seconds", ctypes.c_double), ("min_gap", ctypes.c_double)]
 
 

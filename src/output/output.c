@@ -86,7 +86,8 @@ static int spec_of(const hv_output_spec *in, hv_output_spec *s) {
     *s = hv_output_default_spec(in->format);
     memcpy(s, in, in->size < sizeof *s ? in->size : sizeof *s);
     s->size = sizeof *s;
-    return 0;
+    /* the cues' own size, as hv_cues_build checks it */
+    return s->cues.size == sizeof s->cues ? 0 : -1;
 }
 
 /* Runs a writer into a memory stream and hands its bytes to the spec's

@@ -13,7 +13,8 @@
 #include "hviske.h"
 
 hv_cue_params hv_cue_default_params(void) {
-    hv_cue_params p = {.max_seconds = 7.0,
+    hv_cue_params p = {.size = sizeof p,
+                       .max_seconds = 7.0,
                        .max_lines = 2,
                        .max_line_chars = 42,
                        .max_cps = 17.0,
@@ -399,6 +400,7 @@ hv_status hv_cues_build(const hv_word *words, int n, const hv_cue_params *p, hv_
                         int *n_out) {
     *out = NULL;
     *n_out = 0;
+    if (p && p->size != sizeof *p) return HV_ERR_INVALID_ARG;
     if (!words || n <= 0) return HV_OK;
     hv_cue_params d = hv_cue_default_params(), lim = p ? *p : d;
     lim.max_seconds =
@@ -528,6 +530,7 @@ done:
 hv_status hv_segment_cues(const hv_segment *seg, const hv_cue_params *p, hv_cue **out, int *n_out) {
     *out = NULL;
     *n_out = 0;
+    if (p && p->size != sizeof *p) return HV_ERR_INVALID_ARG;
     if (seg->n_words > 0) {
         hv_status st = hv_cues_build(seg->words, seg->n_words, p, out, n_out);
         /* a cue shown longer than its words (HV_CUE_MIN_SHOW_MS) ends with

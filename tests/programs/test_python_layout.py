@@ -2,8 +2,10 @@
 is the compiler's layout of include/hviske.h and hviske_output.h: a small C program, written
 from the mirror's field lists and built here with the C compiler, prints
 sizeof of every struct, offsetof and sizeof of every field it names; each
-must equal ctypes' size, offset and field size. A field added to a C struct and not to the
-mirror changes the struct's size, a field moved or retyped its offsets.
+must equal ctypes' size, offset and field size. The structs that grow
+(the params structs, hv_output_spec) start with their size field. A
+field added to a C struct and not to the mirror changes the struct's
+size, a field moved or retyped its offsets.
 
 Environment: HV_SOURCE_DIR. Needs a C compiler (cc, or $CC).
 """
@@ -26,6 +28,9 @@ STRUCTS = {"ModelParams": "hv_model_params", "VadParams": "hv_vad_params",
            "Timings": "hv_timings", "Word": "hv_word", "Segment": "hv_segment",
            "SpeechRegion": "hv_speech_region", "Cue": "hv_cue", "CueParams": "hv_cue_params",
            "OutputSpec": "hv_output_spec"}
+# the structs the library will grow: each starts with its size field
+# (docs/CONVENTIONS.md), in C and in the mirror
+SIZED = ("ModelParams", "VadParams", "TranscribeParams", "CueParams", "OutputSpec")
 # Python names of C fields that are Python keywords
 C_NAME = {"def_": "def"}
 
@@ -87,6 +92,11 @@ def main():
             report(f"{py} is {c}: size, and offset and size of {(len(keys) - 1) // 2} fields",
                    not bad,
                    "; ".join(bad))
+        for py in SIZED:
+            c, first = STRUCTS[py], getattr(_native, py)._fields_[0]
+            report(f"{c} starts with size_t size (the mirror's {py} too)",
+                   first == ("size", ctypes.c_size_t) and got.get(f"{c}.size offset") == 0 and
+                   got.get(f"{c}.size size") == ctypes.sizeof(ctypes.c_size_t), f"{first}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish()

@@ -16,6 +16,9 @@
 #include "cue_options.h"
 #include "testlib.h"
 
+/* the size field of hv_cue_params, first in every literal below */
+#define CUE_SIZE sizeof(hv_cue_params)
+
 /* ------------------------------------------------------------- helpers */
 
 enum { MAX_WORDS = 512 };
@@ -253,7 +256,7 @@ static int check_cues(const hv_word *w, int n, const hv_cue_params *pp, const hv
 
 /* The default limits with readability off: the cuts and the words' own
  * times, which the tests of the grouping rules check. */
-static const hv_cue_params WORD_TIMES = {7, 2, 42, 0, 0, 0};
+static const hv_cue_params WORD_TIMES = {CUE_SIZE, 7, 2, 42, 0, 0, 0};
 
 /* Builds cues and checks the invariants; returns the count (cues in *c).
  * p NULL: WORD_TIMES. */
@@ -546,11 +549,11 @@ static void test_params(void) {
               "3 x 60: %s", joined(c, nc));
     hv_cues_free(c, nc);
     /* limits out of range are clamped, never a crash */
-    hv_cue_params bad[] = {{0, 0, 0, 0, 0, 0},
-                           {NAN, -5, 1 << 30, NAN, NAN, NAN},
-                           {INFINITY, 1 << 30, -1, INFINITY, INFINITY, INFINITY},
-                           {-INFINITY, 3, 5, -INFINITY, -1, -1},
-                           {1e9, 2, 42, 1e9, 1e9, 1e9}};
+    hv_cue_params bad[] = {{CUE_SIZE, 0, 0, 0, 0, 0, 0},
+                           {CUE_SIZE, NAN, -5, 1 << 30, NAN, NAN, NAN},
+                           {CUE_SIZE, INFINITY, 1 << 30, -1, INFINITY, INFINITY, INFINITY},
+                           {CUE_SIZE, -INFINITY, 3, 5, -INFINITY, -1, -1},
+                           {CUE_SIZE, 1e9, 2, 42, 1e9, 1e9, 1e9}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         hv_cue_params q = bad[i];
         nc = -1;
@@ -564,27 +567,28 @@ static void test_params(void) {
     CHECK(p.max_seconds == 7.0 && p.max_lines == 2 && p.max_line_chars == 42 && p.max_cps == 17.0 &&
           fabs(p.min_seconds - 5.0 / 6.0) < 1e-12 && p.min_gap == 0.08);
     CHECK(hvt_cue_params_check(&p, msg, sizeof msg) == 0);
-    hv_cue_params ok[] = {
-        {1, 1, 10, 0, 0, 0}, {600, 10, 1000, 1000, 10, 1}, {2.5, 3, 37, 17, 1, 0.1}};
+    hv_cue_params ok[] = {{CUE_SIZE, 1, 1, 10, 0, 0, 0},
+                          {CUE_SIZE, 600, 10, 1000, 1000, 10, 1},
+                          {CUE_SIZE, 2.5, 3, 37, 17, 1, 0.1}};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
         CHECK_MSG(hvt_cue_params_check(&ok[i], msg, sizeof msg) == 0, "ok %zu", i);
     struct {
         hv_cue_params p;
         const char *opt;
     } no[] = {
-        {{0.999, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
-        {{600.001, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
-        {{NAN, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
-        {{INFINITY, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
-        {{7, 0, 42, 0, 0, 0}, "--max-lines"},
-        {{7, 11, 42, 0, 0, 0}, "--max-lines"},
-        {{7, 2, 9, 0, 0, 0}, "--max-line-chars"},
-        {{7, 2, 1001, 0, 0, 0}, "--max-line-chars"},
-        {{-1, -1, -1, 0, 0, 0}, "--max-cue-seconds"},
-        {{7, 2, 42, -1, 0, 0}, "--max-cue-cps"},
-        {{7, 2, 42, NAN, 0, 0}, "--max-cue-cps"},
-        {{7, 2, 42, 17, 10.5, 0}, "--min-cue-seconds"},
-        {{7, 2, 42, 17, 1, 1.5}, "--min-cue-gap"},
+        {{CUE_SIZE, 0.999, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{CUE_SIZE, 600.001, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{CUE_SIZE, NAN, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{CUE_SIZE, INFINITY, 2, 42, 0, 0, 0}, "--max-cue-seconds"},
+        {{CUE_SIZE, 7, 0, 42, 0, 0, 0}, "--max-lines"},
+        {{CUE_SIZE, 7, 11, 42, 0, 0, 0}, "--max-lines"},
+        {{CUE_SIZE, 7, 2, 9, 0, 0, 0}, "--max-line-chars"},
+        {{CUE_SIZE, 7, 2, 1001, 0, 0, 0}, "--max-line-chars"},
+        {{CUE_SIZE, -1, -1, -1, 0, 0, 0}, "--max-cue-seconds"},
+        {{CUE_SIZE, 7, 2, 42, -1, 0, 0}, "--max-cue-cps"},
+        {{CUE_SIZE, 7, 2, 42, NAN, 0, 0}, "--max-cue-cps"},
+        {{CUE_SIZE, 7, 2, 42, 17, 10.5, 0}, "--min-cue-seconds"},
+        {{CUE_SIZE, 7, 2, 42, 17, 1, 1.5}, "--min-cue-gap"},
     };
     for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
         msg[0] = '\0';
@@ -643,7 +647,7 @@ static void test_times(void) {
         {.text = "Wonderful!", .start = 1.2, .end = 1.6},
         {.text = "Bye.", .start = 3.5, .end = 3.5},
     };
-    hv_cue_params p = {7, 1, 10, 0, 0, 0};
+    hv_cue_params p = {CUE_SIZE, 7, 1, 10, 0, 0, 0};
     nc = build_checked(z2, 3, &p, &c, 1, 0, "zero length, no room");
     CHECK_MSG(nc == 3 && c[0].start == 1.0 && c[0].end == 1.2 && c[1].start == 1.2 &&
                   c[1].end == 1.6 && c[2].start == 3.5 && c[2].end == 4.0,
@@ -708,7 +712,7 @@ static void test_word_with_spaces(void) {
         {.text = "big wide world", .start = 0.5, .end = 1.5},
         {.text = "again.", .start = 1.6, .end = 2.0},
     };
-    hv_cue_params p = {7, 1, 10, 0, 0, 0};
+    hv_cue_params p = {CUE_SIZE, 7, 1, 10, 0, 0, 0};
     hv_cue *c = NULL;
     int nc = build_checked(w, 3, &p, &c, 1, 1, "word with spaces");
     CHECK_MSG(nc == 3 && strcmp(joined(c, nc), "Hello|big wide/world|again.") == 0 &&
@@ -854,9 +858,11 @@ static hv_word *random_words(int n, int hostile, char **store) {
 
 static void test_stress(void) {
     hv_cue_params ps[] = {
-        {7, 2, 42, 0, 0, 0},           {1, 1, 10, 0, 0, 0},           {3.5, 1, 20, 0, 0, 0},
-        {12, 3, 37, 0, 0, 0},          {600, 10, 1000, 0, 0, 0},      {7, 2, 10, 0, 0, 0},
-        {7, 2, 42, 17, 5.0 / 6, 0.08}, {1, 1, 10, 17, 5.0 / 6, 0.08}, {3.5, 1, 20, 12, 2, 0.5},
+        {CUE_SIZE, 7, 2, 42, 0, 0, 0},           {CUE_SIZE, 1, 1, 10, 0, 0, 0},
+        {CUE_SIZE, 3.5, 1, 20, 0, 0, 0},         {CUE_SIZE, 12, 3, 37, 0, 0, 0},
+        {CUE_SIZE, 600, 10, 1000, 0, 0, 0},      {CUE_SIZE, 7, 2, 10, 0, 0, 0},
+        {CUE_SIZE, 7, 2, 42, 17, 5.0 / 6, 0.08}, {CUE_SIZE, 1, 1, 10, 17, 5.0 / 6, 0.08},
+        {CUE_SIZE, 3.5, 1, 20, 12, 2, 0.5},
     };
     rng_state = 12345;
     for (int hostile = 0; hostile < 2; hostile++) {
@@ -942,6 +948,21 @@ static void test_segment_cues(void) {
         CHECK(c[0].first_token == 100 && c[0].n_tokens == g.n_tokens);
     }
     hv_cues_free(c, n);
+    /* limits of another size (a program built against another hviske.h):
+     * refused, with words and without */
+    hv_cue_params other = hv_cue_default_params();
+    CHECK(other.size == sizeof other);
+    other.size = sizeof other - sizeof(double);
+    c = (hv_cue *)&other; /* must come back NULL */
+    n = -1;
+    CHECK(hv_segment_cues(&g, &other, &c, &n) == HV_ERR_INVALID_ARG && !c && n == 0);
+    g.words = l.w;
+    g.n_words = 1;
+    CHECK(hv_segment_cues(&g, &other, &c, &n) == HV_ERR_INVALID_ARG && !c && n == 0);
+    CHECK(hv_cues_build(l.w, 1, &other, &c, &n) == HV_ERR_INVALID_ARG && !c && n == 0);
+    other.size = sizeof other;
+    CHECK(hv_cues_build(l.w, 1, &other, &c, &n) == HV_OK && n == 1);
+    hv_cues_free(c, n);
 }
 
 /* Readable cues (issue #61): shown on into the silence after their words
@@ -951,7 +972,7 @@ static void test_segment_cues(void) {
 static void test_readable(void) {
     /* "I morgen bliver det gråt med minus tyve grader." (47 characters)
      * spoken in 2 s: 23.5 a second; 47 / 17 = 2765 ms */
-    const hv_cue_params on = {7, 2, 42, 17, 5.0 / 6, 0.08};
+    const hv_cue_params on = {CUE_SIZE, 7, 2, 42, 17, 5.0 / 6, 0.08};
     wlist l;
     make_words(&l,
                "I morgen bliver det gråt med minus tyve grader. |1.4 Det bliver koldt i morgen. "

@@ -105,6 +105,11 @@ static void specs(const hv_result *res) {
     s = hv_output_default_spec(HV_OUTPUT_TXT);
     s.size = offsetof(hv_output_spec, write);
     CHECK(write_to(&k, &s, res) == HV_ERR_INVALID_ARG && k.calls == 0);
+    /* cue limits of another size: refused before anything is written */
+    s = hv_output_default_spec(HV_OUTPUT_SRT);
+    CHECK(s.cues.size == sizeof s.cues);
+    s.cues.size = 0;
+    CHECK(write_to(&k, &s, res) == HV_ERR_INVALID_ARG && k.calls == 0);
 
     /* an older caller's spec: what it lacks is the default (segments) */
     hv_output_spec full = hv_output_default_spec(HV_OUTPUT_OPENAI_VERBOSE_JSON), old = full;
