@@ -34,12 +34,12 @@
 #include "isa_probe.h"
 #include "kernels/matmul_impl.h" /* hv_mm_best: the kernel table */
 #include "kernels/ops.h"         /* hv_ops_level: the element-wise passes' instruction set */
+#include "output/writer.h"       /* hv_output_json_name: file names in JSON */
 #include "pipeline.h"            /* hv_model_encoder_int8 */
 #include "cue_options.h"
 #include "tile_probe.h"
 #include "checkpoint.h"
 #include "cmdline.h"
-#include "writers.h"
 
 typedef struct opts {
     const char *model;
@@ -450,7 +450,7 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         int has_bound = bw && tokens > 0;
         if (o->json) {
             cJSON *j = cJSON_CreateObject();
-            hvt_json_add_name(j, "file", path); /* lossless: writers.h */
+            hv_output_json_name(j, "file", path); /* lossless: output/writer.h */
             cJSON_AddNumberToObject(j, "audio_s", duration);
             cJSON_AddNumberToObject(j, "tokens", tokens);
             if (peak_m) {

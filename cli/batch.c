@@ -2,7 +2,6 @@
  * (cli/batch.h, docs/SCALING.md). */
 #include "batch.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -280,52 +279,26 @@ int hvt_summary_open(const char *path, char *err, size_t err_size) {
     return fd;
 }
 
-/* Adds key: the cleaned string s, or null when s is NULL; 0 when out of
- * memory. */
-static int add_string_or_null(cJSON *o, const char *key, const char *s) {
-    if (!s) return cJSON_AddNullToObject(o, key) != NULL;
-    char *c = hv_utf8_clean(s);
-    int ok = c && cJSON_AddStringToObject(o, key, c);
-    free(c);
-    return ok;
-}
-
-/* Adds key: the file name s losslessly (hvt_json_add_name), or null when
- * s is NULL; 0 when out of memory. */
-static int add_name_or_null(cJSON *o, const char *key, const char *s) {
-    return s ? hvt_json_add_name(o, key, s) : cJSON_AddNullToObject(o, key) != NULL;
-}
-
 int hvt_summary_write(int fd, const char *input, const char *output, const char *status,
                       const char *error, double audio_s, double processing_s) {
-    cJSON *o = cJSON_CreateObject();
-    int ok =
-        o && add_name_or_null(o, "input", input) &&
-        (!output || add_name_or_null(o, "output", output)) &&
-        cJSON_AddStringToObject(o, "status", status) && add_string_or_null(o, "error", error) &&
-        (audio_s < 0
-             ? cJSON_AddNullToObject(o, "audio_seconds") != NULL
-             : cJSON_AddNumberToObject(o, "audio_seconds", round(audio_s * 1e3) / 1e3) != NULL) &&
-        cJSON_AddNumberToObject(o, "processing_seconds", round(processing_s * 1e3) / 1e3);
-    char *s = ok ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!s) {
+    char *s;
+    size_t len;
+    if (hv_output_summary_line(input, output, status, error, audio_s, processing_s, &s, &len) !=
+        HV_OK) {
         errno = ENOMEM;
         return -1;
     }
     /* one write() of the whole line: appends of several tasks never mix */
-    size_t len = strlen(s);
-    s[len] = '\n'; /* over the terminator: written by length */
     ssize_t w;
-    do w = write(fd, s, len + 1);
+    do w = write(fd, s, len);
     while (w < 0 && errno == EINTR);
     int saved = errno;
-    cJSON_free(s);
+    hv_free(s);
     if (w < 0) {
         errno = saved;
         return -1;
     }
-    if ((size_t)w != len + 1) {
+    if ((size_t)w != len) {
         errno = EIO; /* a short write: the disk is full */
         return -1;
     }

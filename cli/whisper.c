@@ -236,10 +236,10 @@ static int take_flag(const w_flag *w, const char *arg, const char *v, cli_option
  * o->whisper_temps. -1 to go on, or the exit status. */
 static int temperature_list(cli_options *o) {
     double t = 0.0, inc = 0.2;
-    if (o->whisper_tp && hvt_parse_double(o->whisper_tp, HVT_FROM, 0.0, 100.0, &t))
+    if (o->whisper_tp && hv_parse_double(o->whisper_tp, 0, 0.0, 100.0, &t, NULL, 0))
         return hvt_usage_error(CLI_PROG, "invalid -tp '%s' (expected a temperature, 0..100)",
                                o->whisper_tp);
-    if (o->whisper_tpi && hvt_parse_double(o->whisper_tpi, HVT_FROM, 0.0, 1.0, &inc))
+    if (o->whisper_tpi && hv_parse_double(o->whisper_tpi, 0, 0.0, 1.0, &inc, NULL, 0))
         return hvt_usage_error(CLI_PROG, "invalid -tpi '%s' (expected a step, 0..1)",
                                o->whisper_tpi);
     hvt_temperatures l;

@@ -610,6 +610,33 @@ HV_API const char *hv_param_expect(const hv_param *param, char *buf, size_t size
 HV_API hv_status hv_params_set(hv_transcribe_params *params, const char *name, const char *value,
                                char *errbuf, size_t errbuf_size);
 
+/*
+ * Numbers from text, parsed whole and strictly, so that a value means one
+ * thing or is refused: the rule of hv_params_set and of every number on
+ * the programs' command lines and form fields.
+ *
+ *   Integers: decimal digits only ("0".."9", at least one); no sign, no
+ *   spaces, no "0x", nothing after; in [lo, hi], never clamped.
+ *
+ *   Numbers: an optional '-', digits with an optional '.' and fraction
+ *   (".5" and "5." too), an optional exponent ('e' or 'E', an optional
+ *   sign, digits). No '+' in front, no spaces, no hex, "inf" or "nan".
+ *   The value must be finite in the target type (a float: |v| <= FLT_MAX;
+ *   a decimal that overflows or underflows a double is refused) and lie
+ *   in [lo, hi], or (lo, hi] with lo_open; hv_parse_float checks the range
+ *   on the value rounded to a float ("1e-50" is not above 0).
+ *
+ * HV_OK with the value in *out, or HV_ERR_INVALID_ARG with *out left
+ * alone and errbuf (which may be NULL) "invalid number 'TEXT' (expected
+ * WHAT)", WHAT as hv_param_expect words it.
+ */
+HV_API hv_status hv_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out, char *errbuf,
+                              size_t errbuf_size);
+HV_API hv_status hv_parse_double(const char *s, int lo_open, double lo, double hi, double *out,
+                                 char *errbuf, size_t errbuf_size);
+HV_API hv_status hv_parse_float(const char *s, int lo_open, double lo, double hi, float *out,
+                                char *errbuf, size_t errbuf_size);
+
 /* Checks every row of *params against its range (its default is allowed
  * too, NAN where "none" is): HV_OK, or HV_ERR_INVALID_ARG with the
  * setter's message for the first value outside ("invalid num_beams '0'

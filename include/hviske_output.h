@@ -166,6 +166,20 @@ HV_API int hv_output_write_file(void *arg, const char *data, size_t n);
  * HV_ERR_NOMEM (both NULL). */
 HV_API hv_status hv_output_file_name(const char *name, char **shown, char **bytes);
 
+/* One line of a batch's summary (hviske --summary, docs/SCALING.md): a
+ * JSON object on one line, with its newline, into *line (*len bytes, NUL
+ * after them; release it with hv_free): "input", the input's name as the
+ * JSON formats write names (with "input_bytes" where it is not UTF-8;
+ * null for NULL); "output" likewise, left out for NULL; "status" ("ok",
+ * "skipped", "error"); "error", the message cleaned to UTF-8 (null for
+ * NULL); "audio_seconds" (null when < 0) and "processing_seconds", to the
+ * millisecond. One buffer, so that a caller appends it with one write().
+ * HV_OK; HV_ERR_INVALID_ARG without status, line or len; HV_ERR_NOMEM
+ * (*line NULL). */
+HV_API hv_status hv_output_summary_line(const char *input, const char *output, const char *status,
+                                        const char *error, double audio_seconds,
+                                        double processing_seconds, char **line, size_t *len);
+
 /* ------------------------------------------------------- output files */
 
 /* Output files written through, never over: the one rule of every writer

@@ -21,67 +21,10 @@
 
 /* ------------------------------------------------------------- numbers */
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-
-int hvt_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
-    if (!*s) return -1;
-    uint64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (!is_digit(*p)) return -1;
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10) return -1;
-        v = v * 10 + d;
-    }
-    if (v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
 int hvt_parse_int(const char *s, int lo, int hi, int *out) {
     uint64_t v;
-    if (hi < 0 || hvt_parse_u64(s, lo < 0 ? 0 : (uint64_t)lo, (uint64_t)hi, &v)) return -1;
+    if (hi < 0 || hv_parse_u64(s, lo < 0 ? 0 : (uint64_t)lo, (uint64_t)hi, &v, NULL, 0)) return -1;
     *out = (int)v;
-    return 0;
-}
-
-/* 1 if s is written as the header's floats are; strtod and strtof would
- * also take spaces, '+', hex, "inf" and "nan", and stop at garbage. */
-static int is_decimal(const char *s) {
-    const char *p = s;
-    if (*p == '-') p++;
-    size_t digits = 0;
-    for (; is_digit(*p); p++) digits++;
-    if (*p == '.')
-        for (p++; is_digit(*p); p++) digits++;
-    if (digits == 0) return 0;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-') p++;
-        if (!is_digit(*p)) return 0;
-        while (is_digit(*p)) p++;
-    }
-    return *p == '\0';
-}
-
-static int in_range(double v, hvt_lo lo_kind, double lo, double hi) {
-    return (lo_kind == HVT_ABOVE ? v > lo : v >= lo) && v <= hi;
-}
-
-int hvt_parse_double(const char *s, hvt_lo lo_kind, double lo, double hi, double *out) {
-    if (!is_decimal(s)) return -1;
-    errno = 0;
-    double v = strtod(s, NULL);
-    if (errno == ERANGE || !isfinite(v) || !in_range(v, lo_kind, lo, hi)) return -1;
-    *out = v;
-    return 0;
-}
-
-int hvt_parse_float(const char *s, hvt_lo lo_kind, double lo, double hi, float *out) {
-    if (!is_decimal(s)) return -1;
-    errno = 0;
-    float v = strtof(s, NULL); /* rounded once, not via a double */
-    if (errno == ERANGE || !isfinite(v) || !in_range(v, lo_kind, lo, hi)) return -1;
-    *out = v;
     return 0;
 }
 
@@ -103,8 +46,7 @@ static int takes_argument(hvt_arg a) { return a != HVT_FLAG && a != HVT_HELP && 
  * status (0 after --help or --version). */
 static int take_option(const hvt_cli *cli, const hvt_option *opt, const char *arg, void *dest) {
     void *value = (char *)dest + opt->offset;
-    hvt_lo lo_kind =
-        opt->arg == HVT_FLOAT_ABOVE || opt->arg == HVT_DOUBLE_ABOVE ? HVT_ABOVE : HVT_FROM;
+    int lo_open = opt->arg == HVT_FLOAT_ABOVE || opt->arg == HVT_DOUBLE_ABOVE;
     uint64_t u;
     int bad = 0;
     switch (opt->arg) {
@@ -118,14 +60,18 @@ static int take_option(const hvt_cli *cli, const hvt_option *opt, const char *ar
             break;
         case HVT_INT: bad = hvt_parse_int(arg, (int)opt->lo, (int)opt->hi, value); break;
         case HVT_UNSIGNED:
-            bad = hvt_parse_u64(arg, (uint64_t)opt->lo, (uint64_t)opt->hi, &u);
+            bad = hv_parse_u64(arg, (uint64_t)opt->lo, (uint64_t)opt->hi, &u, NULL, 0);
             if (!bad) *(unsigned *)value = (unsigned)u;
             break;
-        case HVT_U64: bad = hvt_parse_u64(arg, 0, UINT64_MAX, value); break;
+        case HVT_U64: bad = hv_parse_u64(arg, 0, UINT64_MAX, value, NULL, 0); break;
         case HVT_FLOAT:
-        case HVT_FLOAT_ABOVE: bad = hvt_parse_float(arg, lo_kind, opt->lo, opt->hi, value); break;
+        case HVT_FLOAT_ABOVE:
+            bad = hv_parse_float(arg, lo_open, opt->lo, opt->hi, value, NULL, 0);
+            break;
         case HVT_DOUBLE:
-        case HVT_DOUBLE_ABOVE: bad = hvt_parse_double(arg, lo_kind, opt->lo, opt->hi, value); break;
+        case HVT_DOUBLE_ABOVE:
+            bad = hv_parse_double(arg, lo_open, opt->lo, opt->hi, value, NULL, 0);
+            break;
         case HVT_CUSTOM: bad = opt->parse(arg, value); break;
         case HVT_PARAM: {
             /* the library's row and its message, naming --NAME */
@@ -341,7 +287,7 @@ int hvt_parse_temperatures(const char *arg, void *value) {
         if (k == 0 || k >= sizeof one || t.n == HVT_MAX_TEMPERATURES) return -1;
         memcpy(one, q, k);
         one[k] = '\0';
-        if (hvt_parse_float(one, HVT_FROM, 0.0, INFINITY, &t.t[t.n++])) return -1;
+        if (hv_parse_float(one, 0, 0.0, INFINITY, &t.t[t.n++], NULL, 0)) return -1;
         q += k;
         if (!*q) break;
     }

@@ -6,21 +6,9 @@
  * detection, temperatures and compute shared by the CLI and the server.
  *
  * Numbers, on the command line and in the server's form fields alike, are
- * parsed whole and strictly, so that a value means one thing or is refused:
- *
- *   Integers: decimal digits only ("0".."9", at least one); no sign, no
- *   spaces before or after, no "0x", no trailing characters. The value
- *   must lie in the caller's range [lo, hi]; a value that overflows the
- *   type or lies outside the range is refused, never clamped.
- *
- *   Floats: decimal notation only: an optional '-', digits with an
- *   optional '.' and fraction (".5" and "5." too), an optional exponent
- *   ('e' or 'E', an optional sign, digits). No '+' in front, no spaces
- *   before or after, no hex, "inf" or "nan", no trailing characters. The
- *   value must be finite in the target type (a float: |v| <= FLT_MAX;
- *   a value whose decimal overflows or underflows a double is refused)
- *   and lie in the caller's range: lo included (HVT_FROM) or excluded
- *   (HVT_ABOVE), hi included.
+ * parsed whole and strictly by the library's parsers (hviske.h, "numbers
+ * from text": hv_parse_u64, hv_parse_double, hv_parse_float), so a value
+ * means the same in every program and in hv_params_set.
  */
 #ifndef HV_PROGLIB_CMDLINE_H
 #define HV_PROGLIB_CMDLINE_H
@@ -36,19 +24,9 @@ enum { HVT_EXIT_USAGE = 2 };
 
 /* ------------------------------------------------------------- numbers */
 
-/* Whether a float range's lower bound is allowed itself. */
-typedef enum hvt_lo { HVT_FROM, HVT_ABOVE } hvt_lo;
-
-/* An integer (see above) in [lo, hi] into *out; 0, or -1 (and *out left
- * alone) when s is not one. */
-int hvt_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* An integer (hv_parse_u64's rule) in [lo, hi] into *out; 0, or -1 (and
+ * *out left alone) when s is not one. */
 int hvt_parse_int(const char *s, int lo, int hi, int *out); /* lo >= 0 */
-
-/* A float (see above) in lo..hi into *out; 0, or -1 (and *out left alone)
- * when s is not one. hvt_parse_float checks the range on the value
- * rounded to a float, so "1e-50" is not above 0 there. */
-int hvt_parse_double(const char *s, hvt_lo lo_kind, double lo, double hi, double *out);
-int hvt_parse_float(const char *s, hvt_lo lo_kind, double lo, double hi, float *out);
 
 /* ------------------------------------------------------- command line */
 

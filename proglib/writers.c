@@ -1,9 +1,5 @@
-/* The library's output writers onto a C stream, and file names in the
- * programs' JSON (writers.h). */
+/* The library's output writers onto a C stream (writers.h). */
 #include "writers.h"
-
-#include <cjson/cJSON.h>
-#include <stdlib.h>
 
 int hvt_format_is_openai(hv_output_format f) {
     return f == HV_OUTPUT_OPENAI_JSON || f == HV_OUTPUT_OPENAI_VERBOSE_JSON;
@@ -38,16 +34,4 @@ int hvt_write_stream_segment(FILE *f, hv_output_format fmt, const hv_output_spec
                              const char *path, const hv_segment *g, hv_output_state *st) {
     hv_output_spec o = onto(f, fmt, s);
     return status_of(hv_output_write_segment(&o, path, g, st));
-}
-
-int hvt_json_add_name(cJSON *o, const char *key, const char *name) {
-    char *shown, *raw;
-    if (hv_output_file_name(name, &shown, &raw) != HV_OK) return 0;
-    char bkey[64];
-    snprintf(bkey, sizeof bkey, "%s_bytes", key);
-    int ok =
-        cJSON_AddStringToObject(o, key, shown) && (!raw || cJSON_AddStringToObject(o, bkey, raw));
-    free(shown);
-    free(raw);
-    return ok;
 }

@@ -30,11 +30,4 @@ int hvt_write_result(FILE *f, hv_output_format fmt, const hv_output_spec *s, con
 int hvt_write_stream_segment(FILE *f, hv_output_format fmt, const hv_output_spec *s,
                              const char *path, const hv_segment *g, hv_output_state *st);
 
-struct cJSON;
-/* Adds key, a file name, to o losslessly (hv_output_file_name: KEY_bytes
- * as well when it is not UTF-8; docs/CLI.md, "File names in JSON"), for
- * the programs' own JSON (the CLI's batch summary, the bench's report); 0
- * when out of memory. */
-int hvt_json_add_name(struct cJSON *o, const char *key, const char *name);
-
 #endif /* HV_PROGLIB_WRITERS_H */

@@ -538,7 +538,7 @@ int srv_form_params(const srv_form *f, const hv_model *model, const hv_transcrib
      * to 1 (hvt_temperature_steps), where temperature_inc is given */
     if ((v = val(f, SRV_F_TEMPERATURE_INC))) {
         double inc;
-        if (hvt_parse_double(v, HVT_FROM, 0.0, 1.0, &inc))
+        if (hv_parse_double(v, 0, 0.0, 1.0, &inc, NULL, 0))
             BAD("temperature_inc", "temperature_inc must be a number from 0 to 1");
         if (p->temperatures.n > 1)
             BAD("temperature_inc", "temperature_inc takes one temperature, not a list");

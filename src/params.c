@@ -165,26 +165,9 @@ const char *hv_param_expect(const hv_param *p, char *buf, size_t n) {
         case HV_PARAM_FLOAT:
         case HV_PARAM_DOUBLE: break;
     }
-    const char *from = p->lo_open ? ">" : ">=";
-    if (isinf(p->lo))
-        w = (size_t)snprintf(buf, n, "a finite number <= %g", p->hi);
-    else if (isinf(p->hi))
-        w = (size_t)snprintf(buf, n, "a finite number %s %g", from, p->lo);
-    else if (p->lo_open)
-        w = (size_t)snprintf(buf, n, "a number > %g and <= %g", p->lo, p->hi);
-    else
-        w = (size_t)snprintf(buf, n, "a number from %g to %g", p->lo, p->hi);
+    w = hv_number_expect(p->lo_open, p->lo, p->hi, buf, n);
     if (p->none && w < n) snprintf(buf + w, n - w, ", or none");
     return buf;
-}
-
-/* s as a message shows it: printable ASCII, other bytes as '?', at most
- * 64 bytes and "..." (a value may come from the network). */
-static void shown(char *out, size_t n, const char *s) {
-    size_t w = 0;
-    for (; s[w] && w < 64 && w + 1 < n; w++) out[w] = s[w] >= 0x20 && s[w] < 0x7F ? s[w] : '?';
-    if (s[w] && w + 4 <= n) memcpy(out + w, "...", 3), w += 3;
-    out[w] = '\0';
 }
 
 /* The one refusal: "invalid NAME 'VALUE' (expected WHAT)". */
@@ -192,8 +175,8 @@ static hv_status refuse(const hv_param *p, const char *name, const char *value, 
                         size_t n) {
     char what[160], v[72], nm[72];
     if (errbuf && n) {
-        shown(v, sizeof v, value);
-        shown(nm, sizeof nm, name);
+        hv_number_shown(v, sizeof v, value);
+        hv_number_shown(nm, sizeof nm, name);
         snprintf(errbuf, n, "invalid %s '%s' (expected %s)", nm, v,
                  hv_param_expect(p, what, sizeof what));
     }
@@ -223,7 +206,8 @@ static int parse_into(const hv_param *p, const char *value, void *field) {
         case HV_PARAM_INT:
         case HV_PARAM_U64:
         case HV_PARAM_SIZE:
-            if (hv_parse_u64(value, int_bound(p, p->lo), int_bound(p, p->hi), &u)) return -1;
+            if (hv_parse_u64(value, int_bound(p, p->lo), int_bound(p, p->hi), &u, NULL, 0))
+                return -1;
             if (p->type == HV_PARAM_INT)
                 *(int *)field = (int)u;
             else if (p->type == HV_PARAM_U64)
@@ -236,13 +220,13 @@ static int parse_into(const hv_param *p, const char *value, void *field) {
                 *(float *)field = NAN;
                 return 0;
             }
-            return hv_parse_float(value, p->lo_open, p->lo, p->hi, field);
+            return hv_parse_float(value, p->lo_open, p->lo, p->hi, field, NULL, 0) ? -1 : 0;
         case HV_PARAM_DOUBLE:
             if (p->none && !strcmp(value, "none")) {
                 *(double *)field = NAN;
                 return 0;
             }
-            return hv_parse_double(value, p->lo_open, p->lo, p->hi, field);
+            return hv_parse_double(value, p->lo_open, p->lo, p->hi, field, NULL, 0) ? -1 : 0;
     }
     return -1;
 }
@@ -252,7 +236,7 @@ hv_status hv_params_set(hv_transcribe_params *params, const char *name, const ch
     const hv_param *p = hv_param_find(name);
     if (!p) {
         char nm[72];
-        shown(nm, sizeof nm, name ? name : "(null)");
+        hv_number_shown(nm, sizeof nm, name ? name : "(null)");
         if (errbuf && n) snprintf(errbuf, n, "unknown parameter '%s'", nm);
         return HV_ERR_INVALID_ARG;
     }

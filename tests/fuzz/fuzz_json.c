@@ -8,10 +8,12 @@
  *         value followed by white space only (checked by parsing again
  *         without the strict flag and looking at what follows).
  *   odd:  the rest, up to a NUL, is a file name given to
- *         hvt_json_add_name (proglib/writers.c, over hv_output_file_name). The object printed and
- *         parsed again must hold "file" as valid UTF-8; "file_bytes"
- *         exactly when the name is not valid UTF-8, decoding to the name's
- *         bytes; and a valid name as it is. Any violation aborts. */
+ *         hv_output_summary_line (hviske_output.h; the names of every
+ *         JSON format go through the same hv_output_json_name). The line,
+ *         one line, parsed must hold "input" as valid UTF-8;
+ *         "input_bytes" exactly when the name is not valid UTF-8, decoding
+ *         to the name's bytes; and a valid name as it is. Any violation
+ *         aborts. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 
 #include "server_form.h"
 #include "cue_options.h"
+#include "hviske_output.h"
 #include "util/utf8.h"
 
 /* 1 when no object in the tree holds a key twice, by cJSON's lookup: the
@@ -78,12 +81,13 @@ static void fuzz_field(const char *v) {
 }
 
 static void fuzz_name(const char *name) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !hvt_json_add_name(o, "file", name)) abort();
-    char *text = cJSON_PrintUnformatted(o);
-    cJSON *back = text ? cJSON_Parse(text) : NULL;
-    const char *shown = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(back, "file"));
-    const char *raw = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(back, "file_bytes"));
+    char *text = NULL;
+    size_t len = 0;
+    if (hv_output_summary_line(name, NULL, "ok", NULL, -1, 0, &text, &len) != HV_OK) abort();
+    if (len != strlen(text) || text[len - 1] != '\n' || memchr(text, '\n', len - 1)) abort();
+    cJSON *back = cJSON_Parse(text);
+    const char *shown = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(back, "input"));
+    const char *raw = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(back, "input_bytes"));
     if (!shown || !hv_utf8_valid(shown)) abort();
     size_t n = strlen(name);
     if (hv_utf8_valid(name)) {
@@ -96,8 +100,7 @@ static void fuzz_name(const char *name) {
         free(bytes);
     }
     cJSON_Delete(back);
-    cJSON_free(text);
-    cJSON_Delete(o);
+    hv_free(text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

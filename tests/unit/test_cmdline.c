@@ -1,8 +1,8 @@
-/* The programs' command line helpers (proglib/cmdline.h): the
- * number parsers' one strictness (integers: digits only, range-checked;
- * floats: decimal, finite, whole string), the table-driven option parser
- * and its messages, the JSON float form, the language check and the
- * clock. */
+/* The programs' command line helpers (proglib/cmdline.h): the library's
+ * number parsers that they use (hviske.h: integers digits only,
+ * range-checked; floats decimal, finite, whole string; hvt_parse_int),
+ * the table-driven option parser and its messages, the JSON float form,
+ * the language check and the clock. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -42,17 +42,19 @@ static void test_integers(void) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         uint64_t u = 7;
         int v = 7;
-        CHECK_MSG(hvt_parse_u64(bad[i], 0, UINT64_MAX, &u) == -1 && u == 7,
+        CHECK_MSG(hv_parse_u64(bad[i], 0, UINT64_MAX, &u, NULL, 0) == HV_ERR_INVALID_ARG && u == 7,
                   "u64 refuses '%s' and leaves *out", bad[i]);
         CHECK_MSG(hvt_parse_int(bad[i], 0, INT_MAX, &v) == -1 && v == 7,
                   "int refuses '%s' and leaves *out", bad[i]);
     }
     uint64_t u = 0;
-    CHECK(hvt_parse_u64("0", 0, 10, &u) == 0 && u == 0);
-    CHECK(hvt_parse_u64("007", 0, 10, &u) == 0 && u == 7);
-    CHECK(hvt_parse_u64("18446744073709551615", 0, UINT64_MAX, &u) == 0 && u == UINT64_MAX);
-    CHECK(hvt_parse_u64("18446744073709551614", 0, UINT64_MAX - 1, &u) == 0 && u == UINT64_MAX - 1);
-    CHECK(hvt_parse_u64("18446744073709551615", 0, UINT64_MAX - 1, &u) == -1);
+    CHECK(hv_parse_u64("0", 0, 10, &u, NULL, 0) == 0 && u == 0);
+    CHECK(hv_parse_u64("007", 0, 10, &u, NULL, 0) == 0 && u == 7);
+    CHECK(hv_parse_u64("18446744073709551615", 0, UINT64_MAX, &u, NULL, 0) == 0 && u == UINT64_MAX);
+    CHECK(hv_parse_u64("18446744073709551614", 0, UINT64_MAX - 1, &u, NULL, 0) == 0 &&
+          u == UINT64_MAX - 1);
+    CHECK(hv_parse_u64("18446744073709551615", 0, UINT64_MAX - 1, &u, NULL, 0) ==
+          HV_ERR_INVALID_ARG);
     /* bounds are inclusive */
     int v = 0;
     CHECK(hvt_parse_int("1", 1, 64, &v) == 0 && v == 1);
@@ -79,36 +81,40 @@ static void test_floats(void) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         double d = 7;
         float f = 7;
-        CHECK_MSG(hvt_parse_double(bad[i], HVT_FROM, -INFINITY, INFINITY, &d) == -1 && d == 7,
+        CHECK_MSG(hv_parse_double(bad[i], 0, -INFINITY, INFINITY, &d, NULL, 0) ==
+                          HV_ERR_INVALID_ARG &&
+                      d == 7,
                   "double refuses '%s' and leaves *out", bad[i]);
-        CHECK_MSG(hvt_parse_float(bad[i], HVT_FROM, -INFINITY, INFINITY, &f) == -1 && f == 7,
+        CHECK_MSG(hv_parse_float(bad[i], 0, -INFINITY, INFINITY, &f, NULL, 0) ==
+                          HV_ERR_INVALID_ARG &&
+                      f == 7,
                   "float refuses '%s' and leaves *out", bad[i]);
     }
     double d = 0;
     float f = 0;
-    CHECK(hvt_parse_double("1e3", HVT_FROM, 0, INFINITY, &d) == 0 && d == 1000.0);
-    CHECK(hvt_parse_double("1E+3", HVT_FROM, 0, INFINITY, &d) == 0 && d == 1000.0);
-    CHECK(hvt_parse_double("2.5e-3", HVT_FROM, 0, INFINITY, &d) == 0 && d == 2.5e-3);
-    CHECK(hvt_parse_double(".5", HVT_FROM, 0, INFINITY, &d) == 0 && d == 0.5);
-    CHECK(hvt_parse_double("5.", HVT_FROM, 0, INFINITY, &d) == 0 && d == 5.0);
-    CHECK(hvt_parse_double("007", HVT_FROM, 0, INFINITY, &d) == 0 && d == 7.0);
-    CHECK(hvt_parse_double("-0.25", HVT_FROM, -1, 1, &d) == 0 && d == -0.25);
-    CHECK(hvt_parse_double("-1", HVT_FROM, 0, INFINITY, &d) == -1);
-    /* HVT_FROM includes lo, HVT_ABOVE does not; hi is always included */
-    CHECK(hvt_parse_double("0", HVT_FROM, 0, 1, &d) == 0 && d == 0.0);
-    CHECK(hvt_parse_double("0", HVT_ABOVE, 0, 1, &d) == -1);
-    CHECK(hvt_parse_double("0.000", HVT_ABOVE, 0, 1, &d) == -1);
-    CHECK(hvt_parse_double("1", HVT_ABOVE, 0, 1, &d) == 0 && d == 1.0);
-    CHECK(hvt_parse_double("1.0001", HVT_ABOVE, 0, 1, &d) == -1);
+    CHECK(hv_parse_double("1e3", 0, 0, INFINITY, &d, NULL, 0) == 0 && d == 1000.0);
+    CHECK(hv_parse_double("1E+3", 0, 0, INFINITY, &d, NULL, 0) == 0 && d == 1000.0);
+    CHECK(hv_parse_double("2.5e-3", 0, 0, INFINITY, &d, NULL, 0) == 0 && d == 2.5e-3);
+    CHECK(hv_parse_double(".5", 0, 0, INFINITY, &d, NULL, 0) == 0 && d == 0.5);
+    CHECK(hv_parse_double("5.", 0, 0, INFINITY, &d, NULL, 0) == 0 && d == 5.0);
+    CHECK(hv_parse_double("007", 0, 0, INFINITY, &d, NULL, 0) == 0 && d == 7.0);
+    CHECK(hv_parse_double("-0.25", 0, -1, 1, &d, NULL, 0) == 0 && d == -0.25);
+    CHECK(hv_parse_double("-1", 0, 0, INFINITY, &d, NULL, 0) == HV_ERR_INVALID_ARG);
+    /* lo_open 0 includes lo, 1 does not; hi is always included */
+    CHECK(hv_parse_double("0", 0, 0, 1, &d, NULL, 0) == 0 && d == 0.0);
+    CHECK(hv_parse_double("0", 1, 0, 1, &d, NULL, 0) == HV_ERR_INVALID_ARG);
+    CHECK(hv_parse_double("0.000", 1, 0, 1, &d, NULL, 0) == HV_ERR_INVALID_ARG);
+    CHECK(hv_parse_double("1", 1, 0, 1, &d, NULL, 0) == 0 && d == 1.0);
+    CHECK(hv_parse_double("1.0001", 1, 0, 1, &d, NULL, 0) == HV_ERR_INVALID_ARG);
     /* finite in the target type: 1e99 is a double but no float */
-    CHECK(hvt_parse_double("1e99", HVT_FROM, 0, INFINITY, &d) == 0 && d == 1e99);
-    CHECK(hvt_parse_float("1e99", HVT_FROM, 0, INFINITY, &f) == -1);
-    CHECK(hvt_parse_float("3.4028235e38", HVT_FROM, 0, INFINITY, &f) == 0 && f == FLT_MAX);
+    CHECK(hv_parse_double("1e99", 0, 0, INFINITY, &d, NULL, 0) == 0 && d == 1e99);
+    CHECK(hv_parse_float("1e99", 0, 0, INFINITY, &f, NULL, 0) == HV_ERR_INVALID_ARG);
+    CHECK(hv_parse_float("3.4028235e38", 0, 0, INFINITY, &f, NULL, 0) == 0 && f == FLT_MAX);
     /* and what a float rounds to counts: 1e-50 is 0 there, not above it */
-    CHECK(hvt_parse_double("1e-50", HVT_ABOVE, 0, 1, &d) == 0 && d == 1e-50);
-    CHECK(hvt_parse_float("1e-50", HVT_ABOVE, 0, 1, &f) == -1);
-    CHECK(hvt_parse_float("0.1", HVT_ABOVE, 0, 1, &f) == 0 && f == 0.1f);
-    CHECK(hvt_parse_float("1e-3", HVT_ABOVE, 0, INFINITY, &f) == 0 && f == 1e-3f);
+    CHECK(hv_parse_double("1e-50", 1, 0, 1, &d, NULL, 0) == 0 && d == 1e-50);
+    CHECK(hv_parse_float("1e-50", 1, 0, 1, &f, NULL, 0) == HV_ERR_INVALID_ARG);
+    CHECK(hv_parse_float("0.1", 1, 0, 1, &f, NULL, 0) == 0 && f == 0.1f);
+    CHECK(hv_parse_float("1e-3", 1, 0, INFINITY, &f, NULL, 0) == 0 && f == 1e-3f);
 }
 
 /* ---------------------------------------------------------- option parser */

@@ -95,6 +95,30 @@ static void file_names(void) {
     free(bytes);
 }
 
+/* A batch summary's line: one line, names as the JSON formats write them,
+ * nulls where a value is missing, times to the millisecond. */
+static void summary_lines(void) {
+    char *line = NULL;
+    size_t len = 0;
+    CHECK(hv_output_summary_line("caf\xe9.wav", "out/a.txt", "ok", NULL, 2.7504, 0.0814, &line,
+                                 &len) == HV_OK &&
+          line && len == strlen(line));
+    CHECK_MSG(line &&
+                  !strcmp(line, "{\"input\":\"caf\\\\xe9.wav\",\"input_bytes\":\"Y2Fm6S53YXY=\","
+                                "\"output\":\"out/a.txt\",\"status\":\"ok\",\"error\":null,"
+                                "\"audio_seconds\":2.75,\"processing_seconds\":0.081}\n"),
+              "%s", line ? line : "(null)");
+    hv_free(line);
+    CHECK(hv_output_summary_line(NULL, NULL, "error", "bad \xff", -1, 0, &line, &len) == HV_OK);
+    CHECK_MSG(line && !strcmp(line, "{\"input\":null,\"status\":\"error\",\"error\":\"bad "
+                                    "\xef\xbf\xbd\",\"audio_seconds\":null,"
+                                    "\"processing_seconds\":0}\n"),
+              "%s", line ? line : "(null)");
+    hv_free(line);
+    CHECK(hv_output_summary_line("a", NULL, NULL, NULL, 0, 0, &line, &len) == HV_ERR_INVALID_ARG &&
+          !line && len == 0);
+}
+
 static void specs(const hv_result *res) {
     sink k;
     hv_output_spec s = hv_output_default_spec(HV_OUTPUT_TXT);
@@ -266,6 +290,7 @@ static void speakers(hv_result *res) {
 int main(void) {
     names();
     file_names();
+    summary_lines();
     hv_test_demo d;
     hv_test_demo_open(&d);
     if (d.ctx && d.clip) {

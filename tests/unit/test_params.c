@@ -184,7 +184,33 @@ static void test_sizes(void) {
           strstr(msg, "hv_model_params.size 4"));
 }
 
+/* The public number parsers (the rules themselves: test_cmdline): the
+ * value, or the refusal's message naming the text and the range, as the
+ * rows' refusals word it. */
+static void test_numbers(void) {
+    char msg[256];
+    uint64_t u = 7;
+    double d = 7;
+    float f = 7;
+    CHECK(hv_parse_u64("64", 1, 64, &u, msg, sizeof msg) == HV_OK && u == 64);
+    CHECK(hv_parse_u64("65", 1, 64, &u, msg, sizeof msg) == HV_ERR_INVALID_ARG && u == 64);
+    CHECK_MSG(!strcmp(msg, "invalid number '65' (expected an integer from 1 to 64)"), "%s", msg);
+    CHECK(hv_parse_u64("x", 0, 9, &u, NULL, 0) == HV_ERR_INVALID_ARG);
+    CHECK(hv_parse_double("0.5", 1, 0, 1, &d, msg, sizeof msg) == HV_OK && d == 0.5);
+    CHECK(hv_parse_double("0", 1, 0, 1, &d, msg, sizeof msg) == HV_ERR_INVALID_ARG && d == 0.5);
+    CHECK_MSG(!strcmp(msg, "invalid number '0' (expected a number > 0 and <= 1)"), "%s", msg);
+    CHECK(hv_parse_float("-1", 0, 0, INFINITY, &f, msg, sizeof msg) == HV_ERR_INVALID_ARG);
+    CHECK_MSG(!strcmp(msg, "invalid number '-1' (expected a finite number >= 0)"), "%s", msg);
+    CHECK(hv_parse_float("nan\n", 0, 0, 1, &f, msg, sizeof msg) == HV_ERR_INVALID_ARG && f == 7);
+    CHECK_MSG(!strcmp(msg, "invalid number 'nan?' (expected a number from 0 to 1)"), "%s", msg);
+    /* the rows' refusals say the range the same way */
+    hv_transcribe_params p = hv_transcribe_default_params();
+    CHECK(hv_params_set(&p, "num_beams", "65", msg, sizeof msg) == HV_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(msg, "(expected an integer from 1 to ") != NULL, "%s", msg);
+}
+
 int main(void) {
+    test_numbers();
     test_sizes();
     test_rows();
     test_defaults();
