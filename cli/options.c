@@ -36,10 +36,9 @@ static void usage(FILE *f) {
                "errors go to stderr.\n"
                "\n"
                "  -m, --model DIR        checkpoint directory (config.json,\n"
-               "                         tokenizer.model, model.safetensors, ...)\n"
-               "  -l, --language LANG    language code (default: da if the model\n"
-               "                         supports it, else its first language)\n"
-               "      --no-punctuation   ask for text without punctuation\n"
+               "                         tokenizer.model, model.safetensors, ...)\n");
+    hvt_param_usage_as(f, 'l', "language", 25, NULL);
+    fprintf(f, "      --no-punctuation   ask for text without punctuation\n"
                "  -t, --threads N        worker threads, 1..256 (default: all cores)\n"
                "      --weight-type T    auto (default: the checkpoint's own type,\n"
                "                         read in place), f32, f16, bf16, q8_0 or\n"
@@ -57,16 +56,8 @@ static void usage(FILE *f) {
                "                         a terminal: 'hviske: FILE: progress P%%\n"
                "                         done_s=D total_s=T speed=X eta_s=E'\n"
                "\n"
-               "Long audio and speech detection:\n"
-               "      --chunking MODE    auto (default) = vad: only the speech the\n"
-               "                         detector finds is transcribed, in chunks\n"
-               "                         of up to the model's clip length cut in\n"
-               "                         the longest pauses (no text for silence or\n"
-               "                         noise); energy: all audio, up to 30 s in\n"
-               "                         one piece, longer cut at the quietest\n"
-               "                         moment near each chunk limit; fixed: cut\n"
-               "                         every --chunk-seconds; none: one piece (an\n"
-               "                         error when too long)\n");
+               "Long audio and speech detection:\n");
+    hvt_param_usage(f, "chunking");
     hvt_param_usage(f, "chunk-seconds");
     hvt_vad_usage(f);
     fprintf(f, "\n"
@@ -96,50 +87,49 @@ static void usage(FILE *f) {
                "      --json             same as --format jsonl\n"
                "      --print-timestamps txt: one '[MM:SS.mmm --> MM:SS.mmm] text' line\n"
                "                         per segment (the default on a terminal,\n"
-               "                         shown as each segment is final)\n"
-               "      --word-timestamps  json, jsonl: add \"words\" (word, start, end,\n"
-               "                         probability) to each result and segment\n" HVT_CUE_USAGE
-               "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
-               "                         stdout), in the format its extension names\n"
-               "                         when no --format is given (out.srt: srt);\n"
-               "                         with several inputs only for txt and jsonl\n"
-               "                         (one line per input)\n"
-               "      --output-dir DIR   one output file per input in DIR, named\n"
-               "                         after it with the format's extension\n"
-               "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
-               "      --stream           each segment on stdout as soon as it is final:\n"
-               "                         txt: one line per segment;\n"
-               "                         jsonl: {\"file\", \"segment\"} per segment,\n"
-               "                         then the file's whole result; srt, vtt: its\n"
-               "                         cues (standard output only)\n"
-               "\n"
-               "Archive batches (docs/SCALING.md):\n"
-               "      --files-from LIST  the inputs, one path per line ('-': read the\n"
-               "                         list from stdin), instead of FILE operands\n"
-               "      --shard K/N        only the inputs at positions i with\n"
-               "                         i mod N = K (K counts from 0); with\n"
-               "                         --files-from and no --shard, the shard comes\n"
-               "                         from SLURM_ARRAY_TASK_ID/_COUNT/_MIN, or from\n"
-               "                         JOB_COMPLETION_INDEX with one of:\n"
-               "      --shard-count N    the number of shards (Indexed Job completions)\n"
-               "      --shard-count-env VAR  the variable holding that number\n"
-               "      --skip-existing    with --output-dir: inputs whose output file\n"
-               "                         exists are not redone\n"
-               "      --summary FILE     append one JSON line per input: input, output,\n"
-               "                         status (ok, skipped, error), error,\n"
-               "                         audio_seconds, processing_seconds\n"
-               "\n"
-               "Decoding (default: greedy):\n");
+               "                         shown as each segment is final)\n");
+    hvt_param_usage_as(f, 0, "word-timestamps", 25,
+                       "json, jsonl: \"words\" in each result and segment");
+    fprintf(f, HVT_CUE_USAGE
+            "  -o, --output FILE      write to FILE instead of stdout ('-':\n"
+            "                         stdout), in the format its extension names\n"
+            "                         when no --format is given (out.srt: srt);\n"
+            "                         with several inputs only for txt and jsonl\n"
+            "                         (one line per input)\n"
+            "      --output-dir DIR   one output file per input in DIR, named\n"
+            "                         after it with the format's extension\n"
+            "                         (rec.wav -> DIR/rec.srt; '-' -> stdin.srt)\n"
+            "      --stream           each segment on stdout as soon as it is final:\n"
+            "                         txt: one line per segment;\n"
+            "                         jsonl: {\"file\", \"segment\"} per segment,\n"
+            "                         then the file's whole result; srt, vtt: its\n"
+            "                         cues (standard output only)\n"
+            "\n"
+            "Archive batches (docs/SCALING.md):\n"
+            "      --files-from LIST  the inputs, one path per line ('-': read the\n"
+            "                         list from stdin), instead of FILE operands\n"
+            "      --shard K/N        only the inputs at positions i with\n"
+            "                         i mod N = K (K counts from 0); with\n"
+            "                         --files-from and no --shard, the shard comes\n"
+            "                         from SLURM_ARRAY_TASK_ID/_COUNT/_MIN, or from\n"
+            "                         JOB_COMPLETION_INDEX with one of:\n"
+            "      --shard-count N    the number of shards (Indexed Job completions)\n"
+            "      --shard-count-env VAR  the variable holding that number\n"
+            "      --skip-existing    with --output-dir: inputs whose output file\n"
+            "                         exists are not redone\n"
+            "      --summary FILE     append one JSON line per input: input, output,\n"
+            "                         status (ok, skipped, error), error,\n"
+            "                         audio_seconds, processing_seconds\n"
+            "\n"
+            "Decoding (default: greedy):\n");
     hvt_param_usage(f, "beams");
     hvt_param_usage(f, "length-penalty");
-    fprintf(f, "      --sample           sample each token instead (one beam only)\n"
-               "      --temperature T    sampling temperature, T >= 0 (default 1; 0 is\n"
-               "                         greedy); given alone it means --sample (as\n"
-               "                         the server's temperature > 0). A list\n"
-               "                         T1,T2,... (e.g. 0,0.2,0.4,0.6,0.8,1) decodes\n"
-               "                         each chunk again at the next temperature\n"
-               "                         while its text fails the fallback's\n"
-               "                         thresholds (0: greedy, or --beams N)\n");
+    hvt_param_usage(f, "sample");
+    hvt_param_usage_as(f, 0, "temperature", 25,
+                       "given alone it means --sample (as the server's temperature > 0); a list "
+                       "T1,T2,... (e.g. 0,0.2,0.4,0.6,0.8,1) decodes each chunk again at the next "
+                       "temperature while its text fails the fallback's thresholds (0: greedy, "
+                       "or --beams N)");
     static const char *const sampling[] = {"top-k",
                                            "top-p",
                                            "seed",

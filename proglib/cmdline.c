@@ -216,37 +216,42 @@ double hvt_now_s(void) {
 
 /* ---------------------------------------------------- --help lines */
 
-void hvt_param_usage(FILE *f, const char *flag) {
+void hvt_param_usage_as(FILE *f, char short_name, const char *flag, int col, const char *more) {
     const hv_param *p = hv_param_find(flag);
     if (!p) return;
-    char head[64], what[160], text[512];
-    int n = snprintf(head, sizeof head, "      --%s%s%s", flag, p->metavar ? " " : "",
-                     p->metavar ? p->metavar : "");
-    if (p->type == HV_PARAM_STRING) /* "a string" tells nothing */
-        snprintf(text, sizeof text, "%s", p->help);
-    else
-        snprintf(text, sizeof text, "%s; %s", p->help, hv_param_expect(p, what, sizeof what));
+    char head[96], what[160], text[1024];
+    const char *meta = p->type == HV_PARAM_BOOL ? NULL : p->metavar;
+    int n = snprintf(head, sizeof head, "  %c%c%s--%s%s%s", short_name ? '-' : ' ',
+                     short_name ? short_name : ' ', short_name ? ", " : "  ", flag, meta ? " " : "",
+                     meta ? meta : "");
+    /* "a string" tells nothing, nor "true or false" for a flag */
+    int expect = p->type != HV_PARAM_STRING && p->type != HV_PARAM_BOOL;
+    snprintf(text, sizeof text, "%s%s%s%s%s", p->help, expect ? "; " : "",
+             expect ? hv_param_expect(p, what, sizeof what) : "", more ? "; " : "",
+             more ? more : "");
     fputs(head, f);
-    /* the text from column 25 (or a space after a longer head), in words,
-     * lines up to 73 columns */
-    int col = n < 25 ? 25 : n + 1;
-    fprintf(f, "%*s", col - n, "");
+    /* the text from column col (or a space after a longer head), in
+     * words, lines up to 73 columns */
+    int at = n < col ? col : n + 1;
+    fprintf(f, "%*s", at - n, "");
     for (const char *w = text; *w;) {
         size_t len = strcspn(w, " ");
-        if (col > 25 && col + (int)len > 73) {
-            fprintf(f, "\n%25s", "");
-            col = 25;
+        if (at > col && at + (int)len > 73) {
+            fprintf(f, "\n%*s", col, "");
+            at = col;
         } else if (w != text) {
             fputc(' ', f);
-            col++;
+            at++;
         }
         fwrite(w, 1, len, f);
-        col += (int)len;
+        at += (int)len;
         w += len;
         while (*w == ' ') w++;
     }
     fputc('\n', f);
 }
+
+void hvt_param_usage(FILE *f, const char *flag) { hvt_param_usage_as(f, 0, flag, 25, NULL); }
 
 void hvt_vad_usage(FILE *f) {
     fputs("      --vad-model DIR    the speech detector (default: $HVISKE_VAD_MODEL,\n"

@@ -169,9 +169,16 @@ int hvt_parse_weight_type(const char *arg, void *value);
 /* The --help lines of the speech detection options. */
 void hvt_vad_usage(FILE *f);
 
-/* The --help line of the parameter option --flag (HVT_OPT_PARAM): "--flag
- * METAVAR", then the row's help and what it takes, wrapped at 73 columns
- * from column 25, as the programs' hand-written lines. */
+/* The --help entry of the parameter option --flag (hv_param_find's
+ * name: an HVT_OPT_PARAM, or a flag or list option over the row):
+ * "  -S, --flag METAVAR" (short_name 0: no "-S, "; a bool row, a flag, has
+ * no METAVAR), then from column col the row's help, what it takes
+ * (hv_param_expect; not for a string or a flag) and the program's own
+ * note `more` (NULL: none), joined by "; ", in words up to 73 columns, as
+ * the programs' hand-written lines. Nothing for a name without a row. */
+void hvt_param_usage_as(FILE *f, char short_name, const char *flag, int col, const char *more);
+
+/* hvt_param_usage_as(f, 0, flag, 25, NULL): the programs' usual entry. */
 void hvt_param_usage(FILE *f, const char *flag);
 
 /* A decoding temperature, or the temperature fallback's list

@@ -21,11 +21,10 @@ static void usage(FILE *f) {
                "GET /ready (503 when busy or draining), GET /metrics (Prometheus),\n"
                "and a web page at / for people.\n"
                "\n"
-               "  -m, --model DIR          checkpoint directory\n"
-               "  -l, --language LANG      the language of requests that name none\n"
-               "                           (default: da when the model has it, else\n"
-               "                           its first; as whisper-server's -l)\n"
-               "      --host HOST          address to listen on (default 127.0.0.1)\n"
+               "  -m, --model DIR          checkpoint directory\n");
+    hvt_param_usage_as(f, 'l', "language", 27,
+                       "for requests that name none (as whisper-server's -l)");
+    fprintf(f, "      --host HOST          address to listen on (default 127.0.0.1)\n"
                "      --port PORT          TCP port, 0..65535 (default 8080; 0: any\n"
                "                           free port, printed at start)\n"
                "      --workers W          transcriptions at a time, 1..64 (default 1)\n"
@@ -83,10 +82,9 @@ static void usage(FILE *f) {
                "                           origins get 403 (the page's own: allowed)\n"
                "\n"
                "Speech detection (the form field chunking_strategy, \"auto\" or\n"
-               "{\"type\": \"server_vad\", ...}, asks for it per request):\n"
-               "      --chunking MODE    for requests without chunking_strategy:\n"
-               "                         auto (default) = vad: only speech is\n"
-               "                         transcribed; energy, none: all audio\n");
+               "{\"type\": \"server_vad\", ...}, asks for it per request):\n");
+    hvt_param_usage_as(f, 0, "chunking", 25,
+                       "for requests without chunking_strategy (fixed is not offered)");
     hvt_vad_usage(f);
     fprintf(f,
             "\n"

@@ -52,7 +52,7 @@ static const hv_param PARAMS[] = {
         "beam search with N beams (1: greedy)"),
     FLOAT("length_penalty", NULL, length_penalty, 0, INFINITY, 1, 0, 1, "X",
           "beam search compares hypotheses by score / length^X (default 1)"),
-    BOOL("do_sample", "sample", do_sample, 0, "sample each token (one beam only)"),
+    BOOL("do_sample", "sample", do_sample, 0, "sample each token instead (one beam only)"),
     FLOAT("temperature", NULL, temperature, 0, INFINITY, 0, 0, 1, "T",
           "sampling: divide the log-probs by T; 0 is greedy (default 1)"),
     INT("top_k", NULL, top_k, 0, INT_MAX, 0, "K",
@@ -70,7 +70,11 @@ static const hv_param PARAMS[] = {
           "the fallback: a chunk whose no-speech probability is above P and log-prob low is "
           "silence (default 0.6)"),
     ENUM("chunking", NULL, chunking, CHUNKING, HV_CHUNKING_AUTO, "MODE",
-         "how audio is cut into chunks (default auto)"),
+         "how audio is cut into chunks: auto (the default) is vad, only the speech the detector "
+         "finds is transcribed, in chunks of up to the model's clip length cut in the longest "
+         "pauses (no text for silence or noise); energy: all audio, up to 30 s in one piece, "
+         "longer cut at the quietest moment near each chunk limit; fixed: cut every "
+         "chunk-seconds; none: one piece (an error when too long)"),
     FLOAT("chunk_seconds", NULL, chunk_seconds, 1, INFINITY, 0, 0, 0, "S",
           "chunk length for chunking fixed, at most the model's max_audio_clip_s"),
     FLOAT("vad_threshold", NULL, vad_params.threshold, 0, 1, 0, 0, 0.5, "P",
@@ -89,7 +93,8 @@ static const hv_param PARAMS[] = {
          "where speech starts and ends (docs/VAD.md; default signal)"),
     FLOAT("vad_max_gap_s", "vad_max_gap", vad_max_gap_s, 0, DAY_S, 0, 0, 3, "S",
           "a pause of S seconds or more always ends a chunk (default 3)"),
-    BOOL("word_timestamps", NULL, word_timestamps, 0, "time every word"),
+    BOOL("word_timestamps", NULL, word_timestamps, 0,
+         "time every word (word, start, end, probability)"),
     {"max_audio_bytes", NULL, HV_PARAM_SIZE, AT(max_audio_bytes), 0, (double)SIZE_MAX, 0, 0,
      (double)HV_DEFAULT_MAX_AUDIO_BYTES, NULL, "N",
      "the most bytes of samples in one call (0: no budget)"},

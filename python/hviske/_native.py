@@ -245,6 +245,8 @@ _SIGNATURES = {
     "hv_param_count": (ctypes.c_int, []),
     "hv_param_at": (ctypes.POINTER(Param), [ctypes.c_int]),
     "hv_param_find": (ctypes.POINTER(Param), [ctypes.c_char_p]),
+    "hv_param_expect": (ctypes.c_char_p, [ctypes.POINTER(Param), ctypes.c_char_p,
+                                          ctypes.c_size_t]),
     "hv_params_set": (ctypes.c_int, [ctypes.POINTER(TranscribeParams), ctypes.c_char_p,
                                      ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "hv_work_check": (ctypes.c_int, [ctypes.POINTER(TranscribeParams), ctypes.c_int,

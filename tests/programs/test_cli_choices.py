@@ -22,14 +22,27 @@ as written, on the demo model (models/demo) and examples/da-example.wav:
   * -l auto: exit 2, saying that there is no language detection and
     listing the model's codes;
   * --chunk-seconds: the help's range ">= 1" holds: 0.5 is a usage
-    error in the same words, 1 works.
+    error in the same words, 1 works;
+  * the --help entries of -l/--language, --chunking, --sample,
+    --temperature and --word-timestamps (and hviske-server's -l and
+    --chunking) are their parameter rows' (hv_param_find through ctypes):
+    the flag, the row's metavar and help, and the range it takes.
+
+In a sanitizer build the script runs itself again with the sanitizer
+runtimes preloaded (ctypes loads the sanitized libhviske).
 """
+import ctypes
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import DEMO_MODEL, EXAMPLE, Run, finish, report  # noqa: E402
+from hvtest import (DEMO_MODEL, EXAMPLE, SOURCE_DIR, Run, finish,  # noqa: E402
+                    reexec_with_sanitizers, report, sanitized)
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+from hviske import _native  # noqa: E402
 
 BASE = ["-m", DEMO_MODEL, "-t", "1"]
 
@@ -90,7 +103,37 @@ def test_thresholds(greedy):
                r.out == "", str(r))
 
 
+def test_help_rows():
+    """The hand-written help of these options is gone: each entry is its
+    row's, in both programs that offer it."""
+    binary = os.environ.get("HV_BINARY_DIR", os.path.dirname(os.environ.get("HV_CLI", "")))
+    lib = _native.load_library(os.path.join(binary, "libhviske.so"))
+    server = os.environ.get("HV_SERVER", os.path.join(binary, "hviske-server"))
+    helps = {"hviske": " ".join(Run(["--help"]).out.split()),
+             "hviske-server": " ".join(subprocess.run([server, "--help"], capture_output=True,
+                                                      text=True).stdout.split())}
+    cases = [("hviske", "-l, --language", "language"), ("hviske", "--chunking", "chunking"),
+             ("hviske", "--sample", "sample"), ("hviske", "--temperature", "temperature"),
+             ("hviske", "--word-timestamps", "word_timestamps"),
+             ("hviske-server", "-l, --language", "language"),
+             ("hviske-server", "--chunking", "chunking")]
+    for prog, flag, name in cases:
+        ptr = lib.hv_param_find(name.encode())
+        row = ptr.contents
+        meta = "" if row.type == _native.PARAM_BOOL else " " + row.metavar.decode()
+        text = f"{flag}{meta} {row.help.decode()}"
+        if row.type not in (_native.PARAM_BOOL, _native.PARAM_STRING):
+            what = ctypes.create_string_buffer(256)
+            lib.hv_param_expect(ptr, what, len(what))
+            text += "; " + what.value.decode()
+        report(f"{prog} --help: {flag} is the row {name}'s entry", text in helps[prog],
+               f"{text!r} not in the help")
+
+
 def main():
+    if sanitized() and not os.environ.get("HV_PY_REEXEC"):
+        return reexec_with_sanitizers()
+    test_help_rows()
     a = Run(BASE + ["--json", "--temperature", "1.5", "--seed", "3", EXAMPLE])
     b = Run(BASE + ["--json", "--sample", "--temperature", "1.5", "--seed", "3", EXAMPLE])
     g = Run(BASE + ["--json", "-q", EXAMPLE])
