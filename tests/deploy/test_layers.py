@@ -105,8 +105,8 @@ def main():
         c = cycle(folder)
         report(f"{folder}/: no include cycle between its files", sources(folder) and not c,
                " -> ".join(c or []))
-    finish()
+    return finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

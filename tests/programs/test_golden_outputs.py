@@ -216,8 +216,8 @@ def main():
         server_cases(tag, model, audio, tmp)
         python_cases(tag, model, audio, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
-    finish()
+    return finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
