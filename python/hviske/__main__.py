@@ -1,8 +1,9 @@
 """python -m hviske: a thin command line over the package, for scripts
 that have Python but not the hviske program. The real command line is
-`hviske` (docs/CLI.md); this mirrors its most used options; txt, srt and
-vtt are written by the library's writers (include/hviske_output.h), byte
-for byte the program's with its default cue limits.
+`hviske` (docs/CLI.md); this mirrors its most used options. Every format
+(txt, jsonl, json, srt, vtt) is written by the library's writers
+(include/hviske_output.h), byte for byte the program's with its default
+cue limits: Python formats nothing itself.
 
     python -m hviske -m MODEL_DIR [options] FILE...
 
@@ -11,17 +12,18 @@ Exit status: 0 success, 1 a file or the model failed, 2 bad usage.
 from __future__ import annotations
 
 import argparse
-import base64
-import json
-import math
 import os
-import struct
 import sys
 import time
 from typing import Any, Callable, List, Optional, Sequence, Union
 
-from . import Error, InvalidArgument, Model, Result, StandardInput, Word
+from . import Error, InvalidArgument, Model, StandardInput
 from ._output import SRT_SPEAKERS, write_result
+
+# the formats of --format; json, srt and vtt are one document per input
+# (several inputs: a file each), txt and jsonl a line per input
+FORMATS = ("txt", "jsonl", "json", "srt", "vtt")
+DOCUMENTS = ("json", "srt", "vtt")
 
 
 def _usage_error(e: BaseException) -> bool:
@@ -66,15 +68,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="srt with --diarize: label (default) opens each cue with "
                         "[SPEAKER_00], dash opens a turn's first cue with \"- \"")
     p.add_argument("--word-timestamps", action="store_true",
-                   help="with --json: each word with its start, end and probability")
+                   help="json, jsonl: \"words\" (word, start, end, probability) in each "
+                        "result and segment")
     p.add_argument("--json", action="store_true",
-                   help="one JSON object per file and line (file, text, language, duration, "
-                        "segments; words)")
-    p.add_argument("--format", choices=("txt", "json", "srt", "vtt"),
-                   help="txt (default), json (--json), or SubRip / WebVTT subtitles: on "
-                        "standard output for one input, else NAME.srt or NAME.vtt beside "
-                        "each input or in --output-dir")
-    p.add_argument("--output-dir", help="srt, vtt: write each input's subtitles there")
+                   help="same as --format jsonl, as hviske's --json")
+    p.add_argument("--format", choices=FORMATS,
+                   help="txt (default): the transcript, one line per file; jsonl: one JSON "
+                        "object per line per file (file, text, tokens, token_logprobs, score, "
+                        "timings, segments); json: one indented JSON document per file (adds "
+                        "language and duration); srt, vtt: SubRip / WebVTT subtitles. All as "
+                        "hviske writes them. json, srt and vtt: on standard output for one "
+                        "input, else NAME.EXT beside each input or in --output-dir")
+    p.add_argument("--output-dir", help="json, srt, vtt: write each input's file there")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write what goes to standard output to FILE instead, whole (when "
                         "an input succeeded) or not at all")
@@ -135,92 +140,21 @@ def _write(path: str, text: str) -> None:
         raise
 
 
-def json_round(x: float, digits: int) -> float:
-    """x rounded as the hviske program rounds numbers in its JSON,
-    round(x * 10^digits) / 10^digits with C's round() (halves away from
-    zero), and 0 for a value that is not finite (JSON has no NaN)."""
-    if not math.isfinite(x):
-        return 0.0
-    scale = 10.0 ** digits
-    v = abs(x) * scale
-    whole = math.floor(v)
-    return math.copysign(whole + (1.0 if v - whole >= 0.5 else 0.0), x) / scale
-
-
-FLT_MAX = 3.4028234663852886e38
-
-
-def _f32(x: float) -> float:
-    return float(struct.unpack("f", struct.pack("f", x))[0])
-
-
-def json_float(x: float) -> float:
-    """x, a value the library computed as a float (a word's probability),
-    as the hviske program writes it in JSON: the shortest decimal of 6 to 9
-    significant digits that reads back as the same float (its
-    hv_output_float, src/output/json.c: 0.91978943, not 0.9197894334793091), so the number
-    is the library's, unrounded, and the same in every interface; 0 for a
-    value that is not finite (JSON has no NaN)."""
-    if not math.isfinite(x):
-        return 0.0
-    if abs(x) > FLT_MAX:
-        return x
-    f, text = _f32(x), ""
-    for prec in range(6, 10):
-        text = "%.*g" % (prec, x)
-        if _f32(float(text)) == f:
-            break
-    return float(text)
-
-
-def json_word(w: Word) -> dict[str, Any]:
-    """A word as the hviske program's JSON writes it: times to the
-    millisecond (json_round), the probability unrounded (json_float; the
-    Word has the library's value)."""
-    return {"word": w.word, "start": json_round(w.start, 3), "end": json_round(w.end, 3),
-            "probability": json_float(w.probability)}
-
-
-def _name(o: dict[str, Any], key: str, path: str) -> None:
-    """key: the file name; one that is not UTF-8 as the programs write it
-    (docs/CLI.md, "File names in JSON"): stray bytes as \\xHH, and
-    key_bytes the name's bytes in base64."""
-    raw = os.fsencode(path)
-    try:
-        o[key] = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        o[key] = raw.decode("utf-8", "backslashreplace")
-        o[key + "_bytes"] = base64.b64encode(raw).decode("ascii")
-
-
-def _json(path: str, r: Result, words: bool) -> str:
-    o: dict[str, Any] = {}
-    _name(o, "file", path)
-    o.update({"text": r.text, "language": r.language, "duration": r.duration,
-              "segments": [dict({"start": s.start, "end": s.end},
-                                **({"speaker": s.speaker} if s.speaker >= 0 else {}),
-                                text=s.text, tokens=s.tokens,
-                                **({"words": [json_word(w) for w in s.words]} if words else {}))
-                           for s in r.segments]})
-    if words:
-        o["words"] = [json_word(w) for w in r.words]
-    return json.dumps(o, ensure_ascii=False)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     a = parser.parse_args(argv)
-    fmt = a.format or ("json" if a.json else "txt")
-    if a.json and fmt != "json":
-        parser.error(f"--json and --format {fmt} are two formats: give one")
-    docs = fmt in ("srt", "vtt")
+    fmt = a.format or ("jsonl" if a.json else "txt")
+    if a.json and fmt != "jsonl":
+        parser.error(f"--json (= --format jsonl) and --format {fmt} are two formats: give one")
+    docs = fmt in DOCUMENTS
+    kind, what = ("JSON", "documents") if fmt == "json" else ("subtitle", "subtitles")
     if a.output_dir is not None and not docs:
-        parser.error("--output-dir is for --format srt and vtt")
+        parser.error("--output-dir is for --format json, srt and vtt")
     if a.files.count("-") > 1:
         parser.error("'-' (standard input) given %d times" % a.files.count("-"))
     to_files = docs and (a.output_dir is not None or len(a.files) > 1)
     if a.output is not None and to_files:
-        parser.error("-o FILE holds one output: several inputs' subtitles go to files beside "
+        parser.error(f"-o FILE holds one output: several inputs' {what} go to files beside "
                      "them or into --output-dir DIR")
     sink: List[str] = []  # -o FILE: what would go to standard output
 
@@ -232,7 +166,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sys.stdout.flush()
     outputs = [_output_path(f, fmt, a.output_dir) for f in a.files] if to_files else []
     if len(set(outputs)) < len(outputs):
-        parser.error("two inputs would write the same subtitle file: give --output-dir or "
+        parser.error(f"two inputs would write the same {kind} file: give --output-dir or "
                      "rename them")
     try:
         model = Model(a.model, threads=a.threads, weight_type=a.weight_type)
@@ -253,7 +187,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             written: List[bytes] = []
             try:
                 audio: Any = StandardInput() if path == "-" else path
-                r = model.transcribe(audio, language=a.language,
+                model.transcribe(audio, language=a.language,
                                      punctuation=not a.no_punctuation, beams=a.beams,
                                      length_penalty=a.length_penalty, sample=a.sample,
                                      temperature=a.temperature, top_k=a.top_k, top_p=a.top_p,
@@ -265,9 +199,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      repetition_penalty=a.repetition_penalty,
                                      no_repeat_ngram_size=a.no_repeat_ngram_size,
                                      diarize=a.diarize,
-                                     _output=None if fmt == "json" else
-                                     lambda res: written.append(write_result(
-                                         model._lib, res, fmt, path, a.srt_speakers)))
+                                     _output=lambda res: written.append(write_result(
+                                         model._lib, res, fmt, path, a.srt_speakers,
+                                         a.word_timestamps)))
             except (Error, TypeError) as e:
                 if _usage_error(e):
                     print(f"hviske: {e}", file=sys.stderr)
@@ -278,19 +212,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 rc = 1
                 continue
             n_ok += 1
-            if docs:
-                text = written[0].decode("utf-8", "replace")
-                if not to_files:
-                    emit(text)
-                    continue
-                try:
-                    _write(outputs[i], text)
-                except OSError as e:
-                    print(f"hviske: {outputs[i]}: {e.strerror or e}", file=sys.stderr)
-                    rc = 1
+            text = written[0].decode("utf-8", "replace")
+            if not to_files:
+                emit(text)
                 continue
-            emit(_json(path, r, a.word_timestamps) + "\n" if fmt == "json" else
-                 written[0].decode("utf-8", "replace"))
+            try:
+                _write(outputs[i], text)
+            except OSError as e:
+                print(f"hviske: {outputs[i]}: {e.strerror or e}", file=sys.stderr)
+                rc = 1
     if a.output is not None and n_ok:
         try:
             _write(a.output, "".join(sink))

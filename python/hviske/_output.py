@@ -13,17 +13,19 @@ SRT_SPEAKERS = ("label", "dash")  # hv_output_spec.srt_speakers, in order
 
 
 def write_result(lib: Library, res: Any, fmt: str, file: str,
-                 srt_speakers: str = "label") -> bytes:
+                 srt_speakers: str = "label", words: bool = False) -> bytes:
     """The bytes of the library's result `res` (an hv_result *) in format
-    fmt ("txt", "srt", "vtt", ...: hv_output_format_parse), for the input
-    named `file`, with the default spec but srt_speakers (SRT_SPEAKERS:
-    how srt shows speakers)."""
+    fmt ("txt", "jsonl", "json", "srt", "vtt", ...: hv_output_format_parse),
+    for the input named `file`, with the default spec but srt_speakers
+    (SRT_SPEAKERS: how srt shows speakers) and words (json, jsonl: each
+    word, as hviske's --word-timestamps)."""
     code = ctypes.c_int()
     name = fmt.encode()
     if lib.hv_output_format_parse(name, len(name), ctypes.byref(code)) != 0:
         raise ValueError(f"no output format {fmt!r}")
     spec = lib.hv_output_default_spec(code.value)
     spec.srt_speakers = SRT_SPEAKERS.index(srt_speakers)
+    spec.words = int(words)
     out = bytearray()
 
     def write(_arg: Any, data: Any, n: int) -> int:

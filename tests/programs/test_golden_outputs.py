@@ -2,14 +2,16 @@
 and whisper-cli output flag, to standard output, to -o FILE, to files,
 streamed), what hviske-server answers (each response_format, with and
 without words, logprobs and stream=true with the web page's downloads) and what
-`python -m hviske` writes, on the demo model (models/demo) and on the
+`python -m hviske` writes (each also compared with the CLI's file of the
+same format: the library writes both), on the demo model (models/demo) and on the
 tiny-f32 fixture model (random weights: stray bytes, control characters
 and markup in the text), compared with the files in
 tests/programs/golden/ (one per case, CASE.out).
 
 The golden files were written by the writers as they were before they
 moved into the library (include/hviske_output.h); the library's writers
-keep every byte. What is not the writers' is left out of the comparison:
+keep every byte. python -m hviske's JSON cases (--json) hold the
+library's jsonl, the CLI's --json bytes. What is not the writers' is left out of the comparison:
 the measured times of JSON's "timings" (as 0) and the server's request
 ids. The kernels give the portable kernels' bits in f32 (docs/KERNELS.md),
 so the runs use --compute f32 and the bytes hold on any CPU.
@@ -163,17 +165,28 @@ def server_cases(tag, model, audio, tmp):
 
 
 def python_cases(tag, model, audio, tmp):
+    # f32 as the CLI's runs (python -m hviske has no --compute)
     env = dict(ENV, HVISKE_LIBRARY=os.path.join(BINARY, "libhviske.so"),
-               PYTHONPATH=os.path.join(SOURCE_DIR, "python"))
+               PYTHONPATH=os.path.join(SOURCE_DIR, "python"), HVISKE_COMPUTE="f32")
     base = [sys.executable, "-m", "hviske", "-m", model, "-t", "1"]
-    for name, args in [("txt", [audio]), ("json", ["--json", audio]),
-                       ("json-words", ["--json", "--word-timestamps", audio]),
-                       ("srt", ["--format", "srt", audio]), ("vtt", ["--format", "vtt", audio]),
-                       ("two-inputs-json", ["--json", audio, audio])]:
+    # (case, arguments, the CLI's case of the same bytes)
+    for name, args, same in [("txt", [audio], "txt"), ("json", ["--json", audio], "jsonl"),
+                             ("json-words", ["--json", "--word-timestamps", audio],
+                              "jsonl-words"),
+                             ("srt", ["--format", "srt", audio], "srt"),
+                             ("vtt", ["--format", "vtt", audio], "vtt"),
+                             ("two-inputs-json", ["--json", audio, audio], "two-inputs-jsonl"),
+                             (None, ["--format", "json", audio], "json"),
+                             (None, ["--format", "json", "--word-timestamps", audio],
+                              "json-words")]:
         p = subprocess.run(base + args, capture_output=True, env=env, timeout=600, cwd=tmp)
         if p.returncode != 0:
             sys.stderr.write(p.stderr.decode("utf-8", "replace")[-2000:])
-        check(f"python-{tag}-{name}", p.stdout if p.returncode == 0 else b"")
+        data = p.stdout if p.returncode == 0 else b""
+        if name:
+            check(f"python-{tag}-{name}", data)
+        if not RECORD:  # python -m hviske writes what hviske writes
+            check(f"cli-{tag}-{same}", data, "python -m hviske " + " ".join(args[:-1]))
 
 
 def fixture_model():

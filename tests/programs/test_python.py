@@ -31,9 +31,10 @@ demo model and examples/da-example.wav:
     2**32 + 8000, 10**12, negative, below 1000 Hz; beams, top_k,
     max_tokens, seed, threads, numpy channels) raises ValueError naming
     the argument and the bounds;
-  * python -m hviske prints the CLI's lines, words and segments; word
-    probabilities are the same numbers in the CLI's JSON, the Python API
-    and python -m hviske --json (unrounded);
+  * python -m hviske prints the CLI's lines, words and segments (its JSON
+    is the library's, as the CLI's); word probabilities are the same
+    numbers in the CLI's JSON, the Python API and python -m hviske --json
+    (unrounded);
   * faster-whisper's shape: `segments, info = model.transcribe(...)`,
     Result.segments and model.segments() give the segments (start, end,
     text, words) of the CLI's --format json "segments" for the same file,
@@ -49,9 +50,10 @@ demo model and examples/da-example.wav:
     that is no audio a FormatError naming it;
   * beam_size= and vad_filter= give beams= and chunking= results, and
     contradicting them is an InvalidArgument;
-  * JSON numbers are rounded as the CLI's C code rounds them
-    (round(x * 10^d) / 10^d, halves away from zero), checked against libm
-    on ties and random float32 values;
+  * this test's model of the CLI's JSON numbers (json_round: round(x *
+    10^d) / 10^d, halves away from zero, as its C code rounds them), with
+    which the API's floats are compared, checked against libm on ties and
+    random float32 values;
   * 200 transcriptions keep the resident memory flat;
   * `pip install --no-index --target DIR ./python` (Debian's pip, offline,
     with build isolation: python/_hviske_build.py needs nothing) installs
@@ -69,9 +71,11 @@ import ctypes
 import ctypes.util
 import io
 import json
+import math
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -115,12 +119,39 @@ def find_from(seq, sub, start):
                  if seq[i:i + len(sub)] == sub), -1)
 
 
+def json_round(x, digits):
+    """x as the CLI's JSON rounds it (src/output/json.c): round(x *
+    10^digits) / 10^digits with C's round() (halves away from zero), 0 for
+    a value that is not finite."""
+    if not math.isfinite(x):
+        return 0.0
+    scale = 10.0 ** digits
+    v = abs(x) * scale
+    whole = math.floor(v)
+    return math.copysign(whole + (1.0 if v - whole >= 0.5 else 0.0), x) / scale
+
+
+def json_float(x):
+    """x, a float the library computed, as the CLI's JSON writes it
+    (hv_output_float): the shortest decimal of 6 to 9 significant digits
+    that reads back as the same float; 0 for a value that is not finite."""
+    if not math.isfinite(x):
+        return 0.0
+    f32 = struct.unpack("f", struct.pack("f", x))[0]
+    text = ""
+    for prec in range(6, 10):
+        text = "%.*g" % (prec, x)
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == f32:
+            break
+    return float(text)
+
+
 def json_words(ws):
     """Words as the CLI's JSON writes them: times rounded to the
     millisecond as its C code rounds them, the probability unrounded (the
     library's float in the shortest decimal that reads back as it)."""
-    from hviske.__main__ import json_word
-    return [json_word(w) for w in ws]
+    return [{"word": w.word, "start": json_round(w.start, 3), "end": json_round(w.end, 3),
+             "probability": json_float(w.probability)} for w in ws]
 
 
 def json_segments(segs, words):
@@ -737,8 +768,6 @@ def pause_wav(tmp):
 
 
 def test_faster_whisper_shape(hviske, model):
-    from hviske.__main__ import json_round
-
     def shape(segs):  # what faster-whisper users read, as the CLI's JSON has it
         return [{"start": s.start, "end": s.end, "text": s.text,
                  "words": json_words(s.words)} for s in segs]
@@ -887,7 +916,6 @@ def test_aliases(hviske, model):
 
 
 def test_json_rounding():
-    from hviske.__main__ import json_round
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
     libm.round.restype, libm.round.argtypes = ctypes.c_double, [ctypes.c_double]
     rng = random.Random(5)
@@ -897,7 +925,7 @@ def test_json_rounding():
     bad = [(x, d, json_round(x, d), libm.round(x * 10.0 ** d) / 10.0 ** d)
            for x in values for d in (3, 4)
            if json_round(x, d) != libm.round(x * 10.0 ** d) / 10.0 ** d]
-    report(f"JSON numbers rounded as the CLI's C code does, round(x * 10^d) / 10^d "
+    report(f"json_round rounds as the CLI's C code does, round(x * 10^d) / 10^d "
            f"({len(values)} values, ties among them; Python's round gives "
            f"{round(1 / 32, 4)} for 1/32, C {libm.round(1 / 32 * 1e4) / 1e4})",
            not bad and json_round(float("nan"), 4) == 0.0, bad[:5])

@@ -9,7 +9,9 @@ python/README.md, the end):
   * several inputs: NAME.srt / NAME.vtt beside each input, or in
     --output-dir, each the program's file; an input that fails is named
     (exit 1) and the others are written;
-  * --format json is --json; --temperature takes the fallback's list, as
+  * --format jsonl is --json, and --format json the program's indented
+    document (its keys and segments; the bytes: test_golden_outputs), also
+    as files beside several inputs; --temperature takes the fallback's list, as
     the program's; usage errors (exit 2): --json with --format srt,
     --output-dir without srt or vtt, two inputs writing one file; an
     output folder that does not exist: exit 1 naming the file;
@@ -19,7 +21,9 @@ python/README.md, the end):
 
 Environment: HV_SOURCE_DIR, HV_BINARY_DIR, HV_CLI.
 """
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,9 +126,31 @@ def test_inputs_kept(tmp):
 
 
 def test_options(tmp):
-    j, f = py(["--json", WAV]), py(["--format", "json", WAV])
-    report("--format json is --json", j.returncode == 0 and j.stdout == f.stdout and
-           j.stdout.startswith("{"), j.stderr[-300:])
+    j, f = py(["--json", WAV]), py(["--format", "jsonl", WAV])
+
+    def untimed(out):  # the measured times aside
+        return re.sub(r'(_ms":)[0-9.e+-]+', r"\g<1>0", out)
+    report("--format jsonl is --json", j.returncode == 0 and
+           untimed(j.stdout) == untimed(f.stdout) and j.stdout.startswith("{") and
+           j.stdout.count("\n") == 1, f"{j.stdout!r} {f.stdout!r} {j.stderr[-300:]!r}")
+    p, c = py(["--format", "json", WAV]), cli(["--format", "json", WAV])
+    try:
+        pj, cj = json.loads(p.stdout), json.loads(c.out)
+        ok = (p.stdout.startswith("{\n  \"file\": ") and pj.keys() == cj.keys() and
+              pj["segments"] == cj["segments"] and pj["language"] == cj["language"])
+    except ValueError as e:
+        ok, pj = False, repr(e)
+    report("--format json: the program's indented document", p.returncode == 0 and ok,
+           f"{p.stdout[:200]!r} {p.stderr[-300:]!r}")
+    d = os.path.join(tmp, "json")
+    os.makedirs(d)
+    for name in ("a.wav", "b.wav"):
+        shutil.copy(WAV, os.path.join(d, name))
+    p = py(["--format", "json", "a.wav", "b.wav"], cwd=d)
+    docs = [read(os.path.join(d, n)) for n in ("a.json", "b.json")]
+    report("--format json, two inputs: a.json and b.json beside them, each a document",
+           p.returncode == 0 and p.stdout == "" and all(x.startswith("{\n") for x in docs),
+           f"{docs!r} {p.stderr[-300:]!r}")
     p = py(["--temperature", "1.6,0", "--seed", "7", WAV])
     c = cli(["--temperature", "1.6,0", "--seed", "7", WAV])
     a = py(["--temperature", "1.6", "--sample", "--seed", "7", WAV])
