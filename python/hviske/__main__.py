@@ -12,12 +12,14 @@ Exit status: 0 success, 1 a file or the model failed, 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 import time
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from . import Error, InvalidArgument, Model, StandardInput
+from . import Error, InvalidArgument, Model, StandardInput, load_library
+from . import _native
 from ._output import SRT_SPEAKERS, write_result
 
 # the formats of --format; json, srt and vtt are one document per input
@@ -31,6 +33,29 @@ def _usage_error(e: BaseException) -> bool:
     return isinstance(e, TypeError) or (isinstance(e, InvalidArgument) and e.status is None)
 
 
+def _row(name: str, more: str = "") -> Dict[str, Any]:
+    """help= and metavar= of the option over the library's parameter row
+    `name` (src/params.c), as hviske's --help words it: the row's help,
+    what it takes and `more`, joined by "; ". Without the library (it is
+    needed to run anyway), the option is listed without them."""
+    try:
+        lib = load_library()
+    except Error:
+        return {}
+    ptr = lib.hv_param_find(name.encode())
+    row = ptr.contents
+    parts = [row.help.decode()]
+    if row.type not in (_native.PARAM_BOOL, _native.PARAM_STRING):
+        buf = ctypes.create_string_buffer(256)
+        parts.append(lib.hv_param_expect(ptr, buf, len(buf)).decode())
+    if more:
+        parts.append(more)
+    out: Dict[str, Any] = {"help": "; ".join(parts).replace("%", "%%")}
+    if row.type != _native.PARAM_BOOL and row.metavar:
+        out["metavar"] = row.metavar.decode()
+    return out
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m hviske",
                                 description="Transcribes audio files with a Hviske / Cohere "
@@ -38,38 +63,35 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="audio files ('-': one from standard input)")
     p.add_argument("-m", "--model", required=True, help="checkpoint directory")
-    p.add_argument("-l", "--language", help="language code (default: da if supported)")
+    p.add_argument("-l", "--language", **_row("language"))
     p.add_argument("--no-punctuation", action="store_true")
     p.add_argument("-t", "--threads", type=int, help="worker threads (default: all cores)")
     p.add_argument("--weight-type", default="auto", help="auto, f32, f16, bf16, q8_0 or q4_0")
-    p.add_argument("--chunking", default="auto", help="auto, vad, energy, fixed or none")
-    p.add_argument("--chunk-seconds", type=float, help="chunk length for --chunking fixed")
-    p.add_argument("--beams", type=int, default=1, help="beam search with N beams")
-    p.add_argument("--length-penalty", type=float, default=1.0)
-    p.add_argument("--sample", action="store_true", help="sample instead of greedy")
+    p.add_argument("--chunking", default="auto", **_row("chunking"))
+    p.add_argument("--chunk-seconds", type=float, **_row("chunk_seconds"))
+    p.add_argument("--beams", type=int, default=1, **_row("num_beams"))
+    p.add_argument("--length-penalty", type=float, default=1.0, **_row("length_penalty"))
+    p.add_argument("--sample", action="store_true", **_row("do_sample"))
     p.add_argument("--temperature", type=_temperatures, default=1.0,
-                   help="sampling temperature (0: greedy), or a list T1,T2,... (the "
-                        "temperature fallback)")
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--hotwords", help="names and phrases to bias decoding towards, separated "
-                                      "by commas")
-    p.add_argument("--hotwords-score", type=float, default=1.5,
-                   help="the bonus per matched token (default 1.5)")
+                   **_row("temperature", "a list T1,T2,... (e.g. 0,0.2,0.4,0.6,0.8,1) decodes "
+                                         "each chunk again at the next temperature while its "
+                                         "text fails the fallback's thresholds"))
+    p.add_argument("--top-k", type=int, default=0, **_row("top_k"))
+    p.add_argument("--top-p", type=float, default=1.0, **_row("top_p"))
+    p.add_argument("--seed", type=int, default=0, **_row("seed"))
+    p.add_argument("--hotwords", **_row("hotwords"))
+    p.add_argument("--hotwords-score", type=float, default=1.5, **_row("hotwords_score"))
     p.add_argument("--repetition-penalty", type=float, default=1.0,
-                   help="Hugging Face's repetition penalty (default 1: off)")
+                   **_row("repetition_penalty"))
     p.add_argument("--no-repeat-ngram-size", type=int, default=0,
-                   help="ban a repeated run of N tokens (default 0: off)")
-    p.add_argument("--diarize", action="store_true",
-                   help="a diarize model's speaker turns, each segment with its speaker "
-                        "(docs/DIARIZE.md)")
+                   **_row("no_repeat_ngram_size"))
+    p.add_argument("--diarize", action="store_true", **_row("diarize", "docs/DIARIZE.md"))
     p.add_argument("--srt-speakers", choices=SRT_SPEAKERS, default="label",
                    help="srt with --diarize: label (default) opens each cue with "
                         "[SPEAKER_00], dash opens a turn's first cue with \"- \"")
     p.add_argument("--word-timestamps", action="store_true",
-                   help="json, jsonl: \"words\" (word, start, end, probability) in each "
-                        "result and segment")
+                   **_row("word_timestamps", "json, jsonl: \"words\" in each result and "
+                                             "segment"))
     p.add_argument("--json", action="store_true",
                    help="same as --format jsonl, as hviske's --json")
     p.add_argument("--format", choices=FORMATS,

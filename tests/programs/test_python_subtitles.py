@@ -15,6 +15,8 @@ python/README.md, the end):
     the program's; usage errors (exit 2): --json with --format srt,
     --output-dir without srt or vtt, two inputs writing one file; an
     output folder that does not exist: exit 1 naming the file;
+  * --help: the parameter options' entries are their library rows' help
+    (hv_param_find through ctypes), as hviske's;
   * an output that is an input (talk.srt, an audio file, with --format
     srt, beside it or through --output-dir .) is not written: exit 1
     naming both, the input unchanged, the other input written (issue #62).
@@ -170,6 +172,19 @@ def test_options(tmp):
                p.returncode == 2 and what in p.stderr and p.stdout == "", p.stderr[-300:])
 
 
+def test_help():
+    import hviske
+    lib = hviske.load_library()
+    p = py(["--help"])
+    flat = " ".join(p.stdout.split())
+    for flag, name in (("-l LANG, --language LANG", "language"), ("--chunking MODE", "chunking"),
+                       ("--sample", "do_sample"), ("--temperature T", "temperature"),
+                       ("--word-timestamps", "word_timestamps"), ("--beams N", "num_beams")):
+        text = " ".join(lib.hv_param_find(name.encode()).contents.help.decode().split())
+        report(f"--help: {flag} has the row {name}'s help", f"{flag} {text}" in flat,
+               f"{text!r} not after {flag!r} in {p.stdout[-300:]!r}")
+
+
 def main():
     if sanitized() and not os.environ.get("HV_PY_REEXEC"):
         return reexec_with_sanitizers()
@@ -179,6 +194,7 @@ def main():
         test_files(tmp)
         test_inputs_kept(tmp)
         test_options(tmp)
+        test_help()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish()
