@@ -215,18 +215,23 @@ def sanitized():
         return False
 
 
-def reexec_with_sanitizers():
-    """Runs this script again with libasan and libubsan preloaded: a
-    Python that loads the sanitized libhviske needs their runtimes first
-    (the interpreter is not built with them). Returns its exit status."""
+def sanitizer_env(env):
+    """env with libasan and libubsan preloaded: a Python that loads the
+    sanitized libhviske needs their runtimes first (the interpreter is not
+    built with them); leaks are not reported (the interpreter's own)."""
     libs = []
     for name in ("libasan.so", "libubsan.so"):
         p = subprocess.run(["cc", "-print-file-name=" + name], capture_output=True, text=True)
         path = os.path.realpath(p.stdout.strip())
         if os.path.isfile(path):
             libs.append(path)
-    env = dict(os.environ, LD_PRELOAD=":".join(libs), HV_PY_REEXEC="1",
-               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
+    return dict(env, LD_PRELOAD=":".join(libs), ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
+
+
+def reexec_with_sanitizers():
+    """Runs this script again with the sanitizer runtimes preloaded
+    (sanitizer_env). Returns its exit status."""
+    env = dict(sanitizer_env(os.environ), HV_PY_REEXEC="1")
     return subprocess.call([sys.executable] + sys.argv, env=env)
 
 

@@ -29,7 +29,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import CLI, DEMO_MODEL, EXAMPLE, FIXTURES, SOURCE_DIR, finish, report  # noqa: E402
+from hvtest import (CLI, DEMO_MODEL, EXAMPLE, FIXTURES, SOURCE_DIR, finish, report,  # noqa: E402
+                    sanitized, sanitizer_env)
 from hvserver import Server, transcribe  # noqa: E402
 
 GOLDEN = os.path.join(SOURCE_DIR, "tests", "programs", "golden")
@@ -168,6 +169,8 @@ def python_cases(tag, model, audio, tmp):
     # f32 as the CLI's runs (python -m hviske has no --compute)
     env = dict(ENV, HVISKE_LIBRARY=os.path.join(BINARY, "libhviske.so"),
                PYTHONPATH=os.path.join(SOURCE_DIR, "python"), HVISKE_COMPUTE="f32")
+    if sanitized():  # a sanitized libhviske in the interpreter
+        env = sanitizer_env(env)
     base = [sys.executable, "-m", "hviske", "-m", model, "-t", "1"]
     # (case, arguments, the CLI's case of the same bytes)
     for name, args, same in [("txt", [audio], "txt"), ("json", ["--json", audio], "jsonl"),
