@@ -43,6 +43,7 @@
 #ifndef HV_MATMUL_IMPL_H
 #define HV_MATMUL_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -274,6 +275,66 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
         .attn_scores = attn_scores, .attn_context = attn_context,                                  \
         .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
         .narrow_f16 = narrow_f16, .sgemm_nn = sgemm_nn, .peak_macs = peak_macs                     \
+    }
+
+/* Every entry of hv_mm_kernels, as X(field), each a statement. */
+#define HV_MM_ENTRIES(X)                                                                           \
+    X(gemv_f16);                                                                                   \
+    X(gemv_bf16);                                                                                  \
+    X(gemv_f32);                                                                                   \
+    X(gemv_q8_0);                                                                                  \
+    X(gemv_q4_0);                                                                                  \
+    X(gemv_q8_0x8);                                                                                \
+    X(gemv_q4_0x8);                                                                                \
+    X(gemv_bf16_r64);                                                                              \
+    X(widen_f16);                                                                                  \
+    X(widen_bf16);                                                                                 \
+    X(widen_q8_0);                                                                                 \
+    X(widen_q4_0);                                                                                 \
+    X(gemm_tiles);                                                                                 \
+    X(gemm_tiles2);                                                                                \
+    X(gemm_panel);                                                                                 \
+    X(gemm_panel_half);                                                                            \
+    X(gemm_pack_x);                                                                                \
+    X(gemm_tiles_q8);                                                                              \
+    X(gemm_tiles_q8_2);                                                                            \
+    X(gemm_x8_terms);                                                                              \
+    X(quantize_q7);                                                                                \
+    X(quantize_q8);                                                                                \
+    X(attn_scores);                                                                                \
+    X(attn_context);                                                                               \
+    X(attn_scores_f16);                                                                            \
+    X(attn_context_f16);                                                                           \
+    X(narrow_f16);                                                                                 \
+    X(sgemm_nn);                                                                                   \
+    X(peak_macs)
+
+/* *t = base with every entry that over has (not NULL) replaced, and over's
+ * name: a table that is the one below it with some kernels replaced (as
+ * OpenBLAS's KERNEL.SKYLAKEX includes KERNEL.HASWELL). */
+static inline void hv_mm_derive(hv_mm_kernels *t, const hv_mm_kernels *base,
+                                const hv_mm_kernels *over) {
+    *t = *base;
+    t->name = over->name;
+#define HV_MM_OVER(f)                                                                              \
+    if (over->f) t->f = over->f
+    HV_MM_ENTRIES(HV_MM_OVER);
+#undef HV_MM_OVER
+}
+
+/* Defines `static const hv_mm_kernels *fn(void)`: the table base (an
+ * expression, read at the first call) with the entries of the designated
+ * initializers that follow replaced (hv_mm_derive), made once. */
+#define HV_MM_DERIVED_TABLE(fn, base, ...)                                                         \
+    static hv_mm_kernels fn##_table;                                                               \
+    static pthread_once_t fn##_once = PTHREAD_ONCE_INIT;                                           \
+    static void fn##_make(void) {                                                                  \
+        static const hv_mm_kernels over = {__VA_ARGS__};                                           \
+        hv_mm_derive(&fn##_table, (base), &over);                                                  \
+    }                                                                                              \
+    static const hv_mm_kernels *fn(void) {                                                         \
+        pthread_once(&fn##_once, fn##_make);                                                       \
+        return &fn##_table;                                                                        \
     }
 
 /* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2

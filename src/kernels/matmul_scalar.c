@@ -184,39 +184,39 @@ void hv_x8_values(const uint8_t *pb, int j, int q4, int8_t q[HV_Q8_BLOCK]) {
     }
 }
 
-/* The x8 GEMV (matmul_impl.h's x8 dot), one row at a time. */
-static void gemv_x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd, const uint8_t *wq,
-                    int n_w, int cols, int q4) {
-    int nb = cols / HV_Q8_BLOCK;
-    size_t pay = (size_t)HV_X8_ROWS * (q4 ? 16 : 32); /* payload bytes per group and block */
-    for (int g = 0; g < n_w / HV_X8_ROWS; g++)
-        for (int i = 0; i < a->n; i++)
-            for (int j = 0; j < HV_X8_ROWS; j++) {
-                const float *xd = a->d + (long)i * nb;
-                const int8_t *xq = a->q + (long)i * cols;
-                float s = 0.0f;
-                for (int b = 0; b < nb; b++) {
-                    size_t gb = (size_t)g * nb + b;
-                    int8_t qw[HV_Q8_BLOCK];
-                    hv_x8_values(wq + gb * pay, j, q4, qw);
-                    int32_t p = 0;
-                    for (int t = 0; t < HV_Q8_BLOCK; t++) p += qw[t] * xq[b * HV_Q8_BLOCK + t];
-                    float d = hv_f16_to_f32(wd[gb * HV_X8_ROWS + j]) * xd[b];
-                    s = fmaf(d, (float)p, s);
-                }
-                y[(long)i * ldy + g * HV_X8_ROWS + j] = s;
-            }
+/* The x8 GEMV's micro-kernels (nest_gemv_x8.h): matmul_impl.h's x8 dot,
+ * one row of the group at a time. */
+typedef struct {
+    float v[HV_X8_ROWS];
+} x8_acc;
+
+static inline x8_acc x8_zero(void) {
+    x8_acc a = {{0.0f}};
+    return a;
 }
 
-static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                        const uint8_t *wq, int n_w, int cols) {
-    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 0);
+static inline void x8_fetch(const uint8_t *qb, const uint16_t *d, int b, int words) {
+    (void)qb, (void)d, (void)b, (void)words;
 }
 
-static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                        const uint8_t *wq, int n_w, int cols) {
-    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1);
+static inline x8_acc x8_step(x8_acc acc, const uint8_t *qb, const int8_t *x, int32_t sum,
+                             const uint16_t *d, float dx, int q4) {
+    (void)sum; /* hv_x8_values gives q4_0's values as q - 8 */
+    for (int j = 0; j < HV_X8_ROWS; j++) {
+        int8_t qw[HV_Q8_BLOCK];
+        hv_x8_values(qb, j, q4, qw);
+        int32_t p = 0;
+        for (int t = 0; t < HV_Q8_BLOCK; t++) p += qw[t] * x[t];
+        acc.v[j] = fmaf(hv_f16_to_f32(d[j]) * dx, (float)p, acc.v[j]);
+    }
+    return acc;
 }
+
+static inline void x8_store(float *y, x8_acc acc) { memcpy(y, acc.v, sizeof acc.v); }
+
+#define HV_NEST_INLINE static inline
+#define HV_NEST_KERNEL static
+#include "kernels/nest_gemv_x8.h"
 
 static void widen_f16(float *dst, const uint16_t *src, long count) {
     for (long i = 0; i < count; i++) dst[i] = hv_f16_to_f32(src[i]);

@@ -7,6 +7,7 @@
  * armv8.2-a+dotprod with a target attribute; called only where Linux
  * reports asimddp (cpu.c). */
 #include "kernels/matmul_impl.h"
+#include "kernels/nest_probe.h"
 
 #ifdef HV_MM_HAVE_NEON
 
@@ -15,8 +16,11 @@
 
 #include "kernels/arm/matmul_neon.h"
 
-#define TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
-#define INLINE HV_NEON_INLINE TARGET
+#define TARGET         __attribute__((target("arch=armv8.2-a+dotprod")))
+#define INLINE         HV_NEON_INLINE TARGET
+/* what the loop nests (nest_*.h) expand with */
+#define HV_NEST_INLINE INLINE
+#define HV_NEST_KERNEL TARGET static
 
 /* Lanes j < 4: the sum of w[t] * x[t] for t = 4j .. 4j + 3 (sdot). */
 INLINE int32x4_t dot4_sdot(int8x16_t w, int8x16_t x) { return vdotq_s32(vdupq_n_s32(0), w, x); }
@@ -72,17 +76,9 @@ INLINE void x8_block(const uint8_t *qb, const int8_t *x, int q4, int32x4_t p[2])
     p[1] = hi;
 }
 
-TARGET static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                               const uint8_t *wq, int n_w, int cols) {
-    hv_neon_gemv_x8(y, ldy, a, wd, wq, n_w, cols, 0, x8_block);
-}
+#include "kernels/arm/gemv_x8.h"
 
-TARGET static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                               const uint8_t *wq, int n_w, int cols) {
-    hv_neon_gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1, x8_block);
-}
-
-/* The int8 GEMM's block sums (hv_neon_tile_q8_half): per step of 4
+/* The int8 GEMM's block sums (arm/tile_q8.h): per step of 4
  * columns, the half's two vectors of 4 weight rows against each
  * activation row's word, one sdot each; rows 0-3's words are lanes of one
  * load, row 4's a load repeated. */
@@ -107,47 +103,21 @@ INLINE void q8_sums(const uint8_t *a, const int8_t *b, int32x4_t s[HV_GEMM_Q8_MR
     }
 }
 
-TARGET static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad,
-                                 const int8_t *b, const float *bd, const int32_t *bc, float *c,
-                                 long ldc, int accumulate, const float *bias) {
-    hv_neon_tiles_q8(count, nbk, a, ad, b, bd, bc, c, ldc, accumulate, bias, q8_sums);
-}
+#include "kernels/arm/tile_q8.h"
 
 /* The probe (see the table): 24 independent chains of sdot (16
  * multiply-accumulates a chain a round); f32 as the NEON table. */
-static double (*base_peak)(long steps, int int8);
-
+#define PD_STEP(c) vdotq_s32(c, w, x)
 TARGET static double peak_macs(long steps, int int8) {
-    if (!int8) return base_peak(steps, 0);
+    if (!int8) return hv_mm_neon.peak_macs(steps, 0);
     int8x16_t w = vdupq_n_s8(3), x = vdupq_n_s8(5);
-#define PD_DECL(i) int32x4_t c##i = vdupq_n_s32(0);
-#define PD_STEP(i) c##i = vdotq_s32(c##i, w, x);
-    HV_NEON_PROBE24(PD_DECL)
-    for (long n = 0; n < steps; n++) {
-        HV_NEON_PROBE24(PD_STEP)
-        HV_NEON_PROBE24(HV_NEON_KEEP)
-    }
-    return steps * 24.0 * 16;
+    HV_PROBE(24, int32x4_t, vdupq_n_s32(0), PD_STEP, "+w", 16, );
 }
 
-static hv_mm_kernels dotprod;
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+HV_MM_DERIVED_TABLE(dotprod, &hv_mm_neon, .name = "dotprod", .gemv_q8_0 = gemv_q8_0,
+                    .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8,
+                    .gemm_tiles_q8 = gemm_tiles_q8, .peak_macs = peak_macs)
 
-static void make_table(void) {
-    dotprod = hv_mm_neon;
-    dotprod.name = "dotprod";
-    dotprod.gemv_q8_0 = gemv_q8_0;
-    dotprod.gemv_q4_0 = gemv_q4_0;
-    dotprod.gemv_q8_0x8 = gemv_q8_0x8;
-    dotprod.gemv_q4_0x8 = gemv_q4_0x8;
-    dotprod.gemm_tiles_q8 = gemm_tiles_q8;
-    base_peak = hv_mm_neon.peak_macs;
-    dotprod.peak_macs = peak_macs;
-}
-
-const hv_mm_kernels *hv_mm_dotprod(void) {
-    pthread_once(&table_once, make_table);
-    return &dotprod;
-}
+const hv_mm_kernels *hv_mm_dotprod(void) { return dotprod(); }
 
 #endif

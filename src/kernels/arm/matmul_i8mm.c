@@ -11,6 +11,7 @@
  * lanes), a permute per two smmla. Panels packed in smmla's order would
  * save those; whether that pays is for an ARM host to measure. */
 #include "kernels/matmul_impl.h"
+#include "kernels/nest_probe.h"
 
 #ifdef HV_MM_HAVE_NEON
 
@@ -19,8 +20,11 @@
 
 #include "kernels/arm/matmul_neon.h"
 
-#define TARGET __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
-#define INLINE HV_NEON_INLINE TARGET
+#define TARGET         __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
+#define INLINE         HV_NEON_INLINE TARGET
+/* what the loop nests (nest_*.h) expand with */
+#define HV_NEST_INLINE INLINE
+#define HV_NEST_KERNEL TARGET static
 
 /* Two steps' 4-byte words of 4 rows (lanes are rows) as two registers of
  * 2 rows x 8 bytes: rows 0 and 1 (*lo), rows 2 and 3 (*hi). */
@@ -30,7 +34,7 @@ INLINE void pair_rows(int8x16_t s0, int8x16_t s1, int8x16_t *lo, int8x16_t *hi) 
     *hi = vreinterpretq_s8_s32(vzip2q_s32(a, b));
 }
 
-/* The int8 GEMM's block sums (hv_neon_tile_q8_half) by smmla: per two
+/* The int8 GEMM's block sums (arm/tile_q8.h) by smmla: per two
  * steps (8 columns), activation rows 0-1, 2-3 and 4 (beside a copy of
  * itself) against the half's weight rows in pairs, 12 blocks of 2 x 2
  * sums; at the block's end the 2 x 2 blocks become each row's vectors. */
@@ -65,43 +69,20 @@ INLINE void q8_sums(const uint8_t *a, const int8_t *b, int32x4_t s[HV_GEMM_Q8_MR
         }
 }
 
-TARGET static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad,
-                                 const int8_t *b, const float *bd, const int32_t *bc, float *c,
-                                 long ldc, int accumulate, const float *bias) {
-    hv_neon_tiles_q8(count, nbk, a, ad, b, bd, bc, c, ldc, accumulate, bias, q8_sums);
-}
+#include "kernels/arm/tile_q8.h"
 
 /* The probe (see the table): 24 independent chains of smmla (32
  * multiply-accumulates a chain a round); f32 as the NEON table. */
-static double (*base_peak)(long steps, int int8);
-
+#define PM_STEP(c) vmmlaq_s32(c, w, x)
 TARGET static double peak_macs(long steps, int int8) {
-    if (!int8) return base_peak(steps, 0);
+    if (!int8) return hv_mm_neon.peak_macs(steps, 0);
     int8x16_t w = vdupq_n_s8(3), x = vdupq_n_s8(5);
-#define PM_DECL(i) int32x4_t c##i = vdupq_n_s32(0);
-#define PM_STEP(i) c##i = vmmlaq_s32(c##i, w, x);
-    HV_NEON_PROBE24(PM_DECL)
-    for (long n = 0; n < steps; n++) {
-        HV_NEON_PROBE24(PM_STEP)
-        HV_NEON_PROBE24(HV_NEON_KEEP)
-    }
-    return steps * 24.0 * 32;
+    HV_PROBE(24, int32x4_t, vdupq_n_s32(0), PM_STEP, "+w", 32, );
 }
 
-static hv_mm_kernels i8mm;
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+HV_MM_DERIVED_TABLE(i8mm, hv_mm_dotprod(), .name = "i8mm", .gemm_tiles_q8 = gemm_tiles_q8,
+                    .peak_macs = peak_macs)
 
-static void make_table(void) {
-    i8mm = *hv_mm_dotprod();
-    i8mm.name = "i8mm";
-    i8mm.gemm_tiles_q8 = gemm_tiles_q8;
-    base_peak = hv_mm_neon.peak_macs;
-    i8mm.peak_macs = peak_macs;
-}
-
-const hv_mm_kernels *hv_mm_i8mm(void) {
-    pthread_once(&table_once, make_table);
-    return &i8mm;
-}
+const hv_mm_kernels *hv_mm_i8mm(void) { return i8mm(); }
 
 #endif

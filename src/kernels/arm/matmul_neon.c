@@ -18,6 +18,7 @@
  * for an ARM host to be measured on (docs/PERFORMANCE.md). */
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/nest_probe.h"
 
 #ifdef HV_MM_HAVE_NEON
 
@@ -27,98 +28,48 @@
 
 #include "kernels/arm/matmul_neon.h"
 
-#define INLINE HV_NEON_INLINE
+#define INLINE         HV_NEON_INLINE
+/* what the loop nests (nest_*.h) expand with */
+#define HV_NEST_INLINE INLINE
+#define HV_NEST_KERNEL static
 
-INLINE float load1_half(const uint16_t *p, int bf16) {
+/* The rows GEMV's micro-kernels (nest_gemv_rows.h): matmul_impl.h's 8
+ * lane sums as two registers each, lanes 0-3 and 4-7, so 4 rows keep 16
+ * fma chains in flight. */
+typedef hv_neon_v8 v8;
+
+INLINE v8 v8_zero(void) { return hv_neon_v8_zero(); }
+
+INLINE v8 v8_load(const float *p) {
+    v8 v = {vld1q_f32(p), vld1q_f32(p + 4)};
+    return v;
+}
+
+INLINE v8 v8_load_half(const uint16_t *p, int bf16) {
+    v8 v = {hv_neon_load4_half(p, bf16), hv_neon_load4_half(p + 4, bf16)};
+    return v;
+}
+
+INLINE float half1(const uint16_t *p, int bf16) {
     if (bf16) return hv_bf16_to_f32(*p);
     return hv_neon_f16(p);
 }
 
-/* Weights of rows in one of three kinds, as matmul_avx2.c has them: f16,
- * bf16 (hv_neon_load4_half's kinds) or f32. */
-enum { ROWS_F16 = 0, ROWS_BF16 = 1, ROWS_F32 = 2 };
-
-INLINE long kind_bytes(int kind) { return kind == ROWS_F32 ? 4 : 2; }
-
-INLINE float32x4_t wload4(const void *w, long k, int kind) {
-    if (kind == ROWS_F32) return vld1q_f32((const float *)w + k);
-    return hv_neon_load4_half((const uint16_t *)w + k, kind);
+INLINE v8 v8_fma(v8 acc, v8 a, v8 b) {
+    v8 v = {vfmaq_f32(acc.lo, a.lo, b.lo), vfmaq_f32(acc.hi, a.hi, b.hi)};
+    return v;
 }
 
-INLINE float wload1(const void *w, long k, int kind) {
-    if (kind == ROWS_F32) return ((const float *)w)[k];
-    return load1_half((const uint16_t *)w + k, kind);
+INLINE v8 v8_add(v8 a, v8 b) {
+    v8 v = {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)};
+    return v;
 }
 
-/* R (1 or 4) weight rows w[R][cols] against activation row xi: per row
- * the 8 lane sums a (columns k % 16 < 8) and b (>= 8) of matmul_impl.h,
- * each two registers, so 4 rows keep 16 fma chains in flight and every
- * activation load feeds 4 rows. */
-INLINE void dot_rows(float *out, const void *w, int R, int cols, const float *xi, int kind) {
-    const long row = (long)cols * kind_bytes(kind);
-    int c16 = cols & ~15, c8 = cols & ~7, k = 0;
-    float32x4_t a[4][2], b[4][2];
-    for (int r = 0; r < 4; r++)
-        for (int h = 0; h < 2; h++) a[r][h] = b[r][h] = vdupq_n_f32(0.0f);
-    const char *w0 = w;
-    for (; k < c16; k += 16) {
-        float32x4_t x0 = vld1q_f32(xi + k), x1 = vld1q_f32(xi + k + 4);
-        float32x4_t x2 = vld1q_f32(xi + k + 8), x3 = vld1q_f32(xi + k + 12);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const char *wr = w0 + r * row;
-            a[r][0] = vfmaq_f32(a[r][0], wload4(wr, k, kind), x0);
-            a[r][1] = vfmaq_f32(a[r][1], wload4(wr, k + 4, kind), x1);
-            b[r][0] = vfmaq_f32(b[r][0], wload4(wr, k + 8, kind), x2);
-            b[r][1] = vfmaq_f32(b[r][1], wload4(wr, k + 12, kind), x3);
-        }
-    }
-    if (k < c8) {
-        float32x4_t x0 = vld1q_f32(xi + k), x1 = vld1q_f32(xi + k + 4);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const char *wr = w0 + r * row;
-            a[r][0] = vfmaq_f32(a[r][0], wload4(wr, k, kind), x0);
-            a[r][1] = vfmaq_f32(a[r][1], wload4(wr, k + 4, kind), x1);
-        }
-    }
-    for (int r = 0; r < R; r++) {
-        const char *wr = w0 + r * row;
-        float s = hv_neon_hsum8(vaddq_f32(a[r][0], b[r][0]), vaddq_f32(a[r][1], b[r][1]));
-        for (k = c8; k < cols; k++) s = fmaf(wload1(wr, k, kind), xi[k], s);
-        out[r] = s;
-    }
-}
+INLINE float v8_hsum(v8 v) { return hv_neon_hsum8(v.lo, v.hi); }
 
-INLINE void gemv_kind(float *y, int ldy, const float *x, int n, const void *w, int n_w, int cols,
-                      int kind) {
-    const long row = (long)cols * kind_bytes(kind);
-    const char *wc = w;
-    int r = 0;
-    for (; r + 4 <= n_w; r += 4)
-        for (int i = 0; i < n; i++) {
-            float s[4];
-            dot_rows(s, wc + r * row, 4, cols, x + (long)i * cols, kind);
-            for (int t = 0; t < 4; t++) y[(long)i * ldy + r + t] = s[t];
-        }
-    for (; r < n_w; r++)
-        for (int i = 0; i < n; i++)
-            dot_rows(y + (long)i * ldy + r, wc + r * row, 1, cols, x + (long)i * cols, kind);
-}
+INLINE void rows_fetch(const char *p, long bytes) { (void)p, (void)bytes; }
 
-static void gemv_f16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
-                     int cols) {
-    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_F16);
-}
-
-static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
-                      int cols) {
-    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_BF16);
-}
-
-static void gemv_f32(float *y, int ldy, const float *x, int n, const float *w, int n_w, int cols) {
-    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_F32);
-}
+#include "kernels/nest_gemv_rows.h"
 
 /* ------------------------------------------------------- q8_0 / q4_0 */
 
@@ -178,23 +129,16 @@ INLINE void x8_block(const uint8_t *qb, const int8_t *x, int q4, int32x4_t p[2])
     p[1] = vpaddq_s32(s[2], s[3]);
 }
 
-static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                        const uint8_t *wq, int n_w, int cols) {
-    hv_neon_gemv_x8(y, ldy, a, wd, wq, n_w, cols, 0, x8_block);
-}
-
-static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                        const uint8_t *wq, int n_w, int cols) {
-    hv_neon_gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1, x8_block);
-}
+#include "kernels/arm/gemv_x8.h"
 
 /* ------------------------------------------------------------ r64 */
 
-/* The r64 GEMV (matmul_impl.h): Q groups of 4 rows of one block (lanes
- * are rows), from blk against activation row x; per column pair the even
- * column's fma comes first, so each output is the scalar chain. Q is a
- * constant where this is expanded, up to 16 (the block's 64 rows). */
-INLINE void r64_groups(float *y, const float *x, const uint32_t *blk, int cols, int Q) {
+/* The r64 GEMV's micro-kernel (nest_gemv_r64.h): Q = 2 g8 groups of 4
+ * rows of one block (lanes are rows), from blk against activation row x;
+ * per column pair the even column's fma comes first, so each output is the
+ * scalar chain. */
+INLINE void r64_rows(float *y, const float *x, const uint32_t *blk, int cols, int g8) {
+    const int Q = 2 * g8;
     const uint32x4_t high = vdupq_n_u32(0xFFFF0000u);
     float32x4_t acc[HV_R64_ROWS / 4];
 #pragma GCC unroll 16
@@ -213,29 +157,7 @@ INLINE void r64_groups(float *y, const float *x, const uint32_t *blk, int cols, 
     for (int v = 0; v < Q; v++) vst1q_f32(y + 4 * v, acc[v]);
 }
 
-static void gemv_bf16_r64(float *y, int ldy, const float *x, int n, const uint32_t *w, int r0,
-                          int n_w, int cols) {
-    for (int r = r0; r < r0 + n_w;) {
-        int b = r / HV_R64_ROWS, end = (b + 1) * HV_R64_ROWS;
-        if (end > r0 + n_w) end = r0 + n_w;
-        const uint32_t *blk = w + hv_r64_word(cols, r, 0);
-        for (int i = 0; i < n; i++) {
-            float *yi = y + (long)i * ldy + (r - r0);
-            const float *xi = x + (long)i * cols;
-            switch ((end - r) / 8) { /* r0 and n_w are multiples of 8 */
-                case 8: r64_groups(yi, xi, blk, cols, 16); break;
-                case 7: r64_groups(yi, xi, blk, cols, 14); break;
-                case 6: r64_groups(yi, xi, blk, cols, 12); break;
-                case 5: r64_groups(yi, xi, blk, cols, 10); break;
-                case 4: r64_groups(yi, xi, blk, cols, 8); break;
-                case 3: r64_groups(yi, xi, blk, cols, 6); break;
-                case 2: r64_groups(yi, xi, blk, cols, 4); break;
-                default: r64_groups(yi, xi, blk, cols, 2); break;
-            }
-        }
-        r = end;
-    }
-}
+#include "kernels/nest_gemv_r64.h"
 
 /* ------------------------------------------------------------ widening */
 
@@ -317,12 +239,7 @@ INLINE void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc
         for (int t = 0; t < 4; t++) vst1q_f32(c + i * ldc + 4 * t, acc[i][t]);
 }
 
-/* Tiles down the activation rows, one call for a pass (see the table). */
-static void gemm_tiles(int count, int kc, const float *a, const float *b, float *c, long ldc,
-                       int accumulate) {
-    for (int t = 0; t < count; t++, a += (long)kc * HV_GEMM_MR, c += HV_GEMM_MR * ldc)
-        gemm_tile(kc, a, b, c, ldc, accumulate);
-}
+#include "kernels/nest_gemm_tiles.h"
 
 /* 4 x 4 transpose of 32-bit lanes, in place (moves bits only). */
 INLINE void transpose4(uint32x4_t r[4]) {
@@ -334,37 +251,22 @@ INLINE void transpose4(uint32x4_t r[4]) {
     r[3] = vreinterpretq_u32_u64(vtrn2q_u64(vreinterpretq_u64_u32(t1), vreinterpretq_u64_u32(t3)));
 }
 
-/* 16 rows of 32-bit words into a panel, 4 x 4 blocks at a time. */
-static void gemm_panel(void *dst_words, const void *src_words, long ld, int kc) {
-    uint32_t *dst = dst_words;
-    const uint32_t *src = src_words;
-    int k = 0;
-    for (; k + 4 <= kc; k += 4)
-        for (int h = 0; h < HV_GEMM_NR; h += 4) {
-            uint32x4_t r[4];
-            for (int i = 0; i < 4; i++) r[i] = hv_neon_load_words(src + (h + i) * ld + k);
-            transpose4(r);
-            for (int i = 0; i < 4; i++) memcpy(dst + (k + i) * HV_GEMM_NR + h, &r[i], 16);
-        }
-    for (; k < kc; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++) memcpy(dst + k * HV_GEMM_NR + r, src + r * ld + k, 4);
+/* The panels' micro-kernel (nest_gemm_panel.h): 4 x 4 blocks through
+ * registers (f32 words moved as bits). */
+#define PANEL_T 4
+INLINE void panel_block(float *dst, const void *src, long ld, int kind) {
+    uint32x4_t r[4];
+    for (int i = 0; i < 4; i++) {
+        const char *row = (const char *)src + i * ld * kind_bytes(kind);
+        r[i] = kind == ROWS_F32
+                   ? hv_neon_load_words(row)
+                   : vreinterpretq_u32_f32(hv_neon_load4_half((const uint16_t *)row, kind));
+    }
+    transpose4(r);
+    for (int i = 0; i < 4; i++) vst1q_f32(dst + i * HV_GEMM_NR, vreinterpretq_f32_u32(r[i]));
 }
 
-static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int kc, int bf16) {
-    int k = 0;
-    for (; k + 4 <= kc; k += 4)
-        for (int h = 0; h < HV_GEMM_NR; h += 4) {
-            uint32x4_t r[4];
-            for (int i = 0; i < 4; i++)
-                r[i] = vreinterpretq_u32_f32(hv_neon_load4_half(src + (h + i) * ld + k, bf16));
-            transpose4(r);
-            for (int i = 0; i < 4; i++)
-                vst1q_f32(dst + (k + i) * HV_GEMM_NR + h, vreinterpretq_f32_u32(r[i]));
-        }
-    for (; k < kc; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++)
-            dst[k * HV_GEMM_NR + r] = load1_half(src + r * ld + k, bf16);
-}
+#include "kernels/nest_gemm_panel.h"
 
 /* HV_GEMM_MR (6) activation rows into a panel, 4 columns at a time: rows
  * 0-3 transposed, rows 4 and 5 interleaved; each column's 6 floats stored
@@ -392,7 +294,7 @@ static void gemm_pack_x(float *dst, const float *src, long ld, int kc) {
 
 /* ------------------------------------------------------------ int8 GEMM */
 
-/* The int8 GEMM's block sums (hv_neon_tile_q8_half): per step of 4
+/* The int8 GEMM's block sums (arm/tile_q8.h): per step of 4
  * columns, each activation row's word (u = q + 64 in [1, 127]) against
  * the half's two vectors of 4 weight rows, products into int16, added in
  * pairs (<= 2 x 127 x 128: no overflow), then into the int32 sums. */
@@ -414,11 +316,7 @@ INLINE void q8_sums(const uint8_t *a, const int8_t *b, int32x4_t s[HV_GEMM_Q8_MR
     }
 }
 
-static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                          const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
-                          const float *bias) {
-    hv_neon_tiles_q8(count, nbk, a, ad, b, bd, bc, c, ldc, accumulate, bias, q8_sums);
-}
+#include "kernels/arm/tile_q8.h"
 
 /* Eight rows at once: each row's 4 bytes of a word summed into its int32
  * lane (pairs twice), exactly; the scales widened by fcvtl. */
@@ -481,93 +379,18 @@ static float quantize_q8(const float *x, int8_t q[HV_Q8_BLOCK]) {
 
 /* ------------------------------------------------------------ attention */
 
-/* The attention kernels read cached rows of f32 or of f16 (widened
- * exactly): 4 values of row r from element i, and one. */
-INLINE float32x4_t row4(const void *r, long i, int half) {
-    return half ? hv_neon_load4_half((const uint16_t *)r + i, 0) : vld1q_f32((const float *)r + i);
+/* The attention's micro-kernels (nest_attn.h). */
+INLINE v8 v8_set1(float x) {
+    v8 v = {vdupq_n_f32(x), vdupq_n_f32(x)};
+    return v;
 }
 
-INLINE float row1(const void *r, long i, int half) {
-    return half ? hv_neon_f16((const uint16_t *)r + i) : ((const float *)r)[i];
+INLINE void v8_store(float *p, v8 v) {
+    vst1q_f32(p, v.lo);
+    vst1q_f32(p + 4, v.hi);
 }
 
-/* Four rows at a time, 8 fma chains in flight; each row's dot in the lane
- * order of matmul_impl.h, then its tail. */
-INLINE void scores_rows(float *s, const float *q, const char *k, long ld, int n, int len,
-                        float scale, int half) {
-    const long step = ld * (half ? 2 : 4);
-    int len8 = len & ~7, i = 0;
-    while (i < n) {
-        int R = n - i >= 4 ? 4 : 1;
-        float32x4_t lo[4], hi[4];
-        for (int t = 0; t < 4; t++) lo[t] = hi[t] = vdupq_n_f32(0.0f);
-        for (int c = 0; c < len8; c += 8) {
-            float32x4_t q0 = vld1q_f32(q + c), q1 = vld1q_f32(q + c + 4);
-#pragma GCC unroll 4
-            for (int t = 0; t < R; t++) {
-                const char *r = k + (i + t) * step;
-                lo[t] = vfmaq_f32(lo[t], q0, row4(r, c, half));
-                hi[t] = vfmaq_f32(hi[t], q1, row4(r, c + 4, half));
-            }
-        }
-        for (int t = 0; t < R; t++) {
-            const char *r = k + (i + t) * step;
-            float d = hv_neon_hsum8(lo[t], hi[t]);
-            for (int c = len8; c < len; c++) d = fmaf(q[c], row1(r, c, half), d);
-            s[i + t] = scale * d;
-        }
-        i += R;
-    }
-}
-
-/* 64 output columns at a time in 16 registers over all rows, then 4, then
- * the tail one by one: each out[j] is its own chain in row order. */
-INLINE void context_rows(float *out, const float *p, const char *v, long ld, int n, int len,
-                         int accumulate, int half) {
-    const long step = ld * (half ? 2 : 4);
-    int j = 0;
-    for (; j + 64 <= len; j += 64) {
-        float32x4_t o[16];
-        for (int t = 0; t < 16; t++)
-            o[t] = accumulate ? vld1q_f32(out + j + 4 * t) : vdupq_n_f32(0.0f);
-        for (int i = 0; i < n; i++) {
-            const char *r = v + i * step;
-#pragma GCC unroll 16
-            for (int t = 0; t < 16; t++) o[t] = vfmaq_n_f32(o[t], row4(r, j + 4 * t, half), p[i]);
-        }
-        for (int t = 0; t < 16; t++) vst1q_f32(out + j + 4 * t, o[t]);
-    }
-    for (; j + 4 <= len; j += 4) {
-        float32x4_t o = accumulate ? vld1q_f32(out + j) : vdupq_n_f32(0.0f);
-        for (int i = 0; i < n; i++) o = vfmaq_n_f32(o, row4(v + i * step, j, half), p[i]);
-        vst1q_f32(out + j, o);
-    }
-    for (; j < len; j++) {
-        float o = accumulate ? out[j] : 0.0f;
-        for (int i = 0; i < n; i++) o = fmaf(p[i], row1(v + i * step, j, half), o);
-        out[j] = o;
-    }
-}
-
-static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
-                        float scale) {
-    scores_rows(s, q, (const char *)k, ld, n, len, scale, 0);
-}
-
-static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
-                         int accumulate) {
-    context_rows(out, p, (const char *)v, ld, n, len, accumulate, 0);
-}
-
-static void attn_scores_f16(float *s, const float *q, const uint16_t *k, long ld, int n, int len,
-                            float scale) {
-    scores_rows(s, q, (const char *)k, ld, n, len, scale, 1);
-}
-
-static void attn_context_f16(float *out, const float *p, const uint16_t *v, long ld, int n, int len,
-                             int accumulate) {
-    context_rows(out, p, (const char *)v, ld, n, len, accumulate, 1);
-}
+#include "kernels/nest_attn.h"
 
 /* f16 with round to nearest even (fcvtn, under the default rounding mode),
  * finite values beyond f16's range clamped to +-65504 first (fmax/fmin keep
@@ -658,32 +481,16 @@ static void sgemm_nn(int m, int n, int k, const float *a, long lda, const float 
  * instructions on registers, 24 of fmla on 4 lanes, or 12 of the int8
  * route's smull + smull2 + addp + sadalp (16 multiply-accumulates a chain
  * a round; the weights pass an empty asm each round, so that the products
- * are not hoisted out of the loop); the empty asm keeps the chains from
- * being folded. */
+ * are not hoisted out of the loop). */
+#define PI_STEP(c)                                                                                 \
+    vpadalq_s16(c, vpaddq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(x)), vmull_high_s8(w, x)))
+#define PF_STEP(c) vfmaq_f32(c, wf, xf)
 static double peak_macs(long steps, int int8) {
-    if (int8) {
-        int8x16_t w = vdupq_n_s8(3), x = vdupq_n_s8(5);
-#define PI_DECL(i) int32x4_t c##i = vdupq_n_s32(0);
-#define PI_STEP(i)                                                                                 \
-    c##i = vpadalq_s16(c##i,                                                                       \
-                       vpaddq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(x)), vmull_high_s8(w, x)));
-        HV_NEON_PROBE_LO(PI_DECL)
-        for (long n = 0; n < steps; n++) {
-            __asm__ volatile("" : "+w"(w));
-            HV_NEON_PROBE_LO(PI_STEP)
-            HV_NEON_PROBE_LO(HV_NEON_KEEP)
-        }
-        return steps * 12.0 * 16;
-    }
-    float32x4_t w = vdupq_n_f32(0.5f), x = vdupq_n_f32(1e-3f);
-#define PF_DECL(i) float32x4_t c##i = vdupq_n_f32(0.0f);
-#define PF_STEP(i) c##i = vfmaq_f32(c##i, w, x);
-    HV_NEON_PROBE24(PF_DECL)
-    for (long n = 0; n < steps; n++) {
-        HV_NEON_PROBE24(PF_STEP)
-        HV_NEON_PROBE24(HV_NEON_KEEP)
-    }
-    return steps * 24.0 * 4;
+    int8x16_t w = vdupq_n_s8(3), x = vdupq_n_s8(5);
+    float32x4_t wf = vdupq_n_f32(0.5f), xf = vdupq_n_f32(1e-3f);
+    if (int8)
+        HV_PROBE(12, int32x4_t, vdupq_n_s32(0), PI_STEP, "+w", 16, __asm__ volatile("" : "+w"(w)));
+    HV_PROBE(24, float32x4_t, vdupq_n_f32(0.0f), PF_STEP, "+w", 4, );
 }
 
 const hv_mm_kernels hv_mm_neon = HV_MM_KERNEL_TABLE("neon");

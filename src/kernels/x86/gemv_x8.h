@@ -1,22 +1,18 @@
-/* The x8 GEMV's loop nest (matmul_impl.h's x8 layout), written once for
- * every x86 table: lane j of every vector is row j of a group of 8, so a
- * block needs no horizontal sums and one conversion gives the 8 rows'
- * scales; the first activation row fetches ahead, the others find the
- * group cached. Only the block's integer dot product differs per
- * instruction set: the file that includes this header defines, with its
- * own target attributes,
+/* The x86 micro-kernels of the x8 GEMV's nest (nest_gemv_x8.h), shared by
+ * the AVX2 and AVX-512 VNNI tables: the accumulator is one ymm register,
+ * lane j row j; a step widens the 8 rows' f16 scales in one conversion.
+ * Only the block's integer dot product differs per instruction set: the
+ * file that includes this header defines, with its own target attributes,
  *
- *   X8_INLINE   the attributes of the loop nest (static, always_inline,
- *               the file's target), before including it;
+ *   HV_NEST_INLINE, HV_NEST_KERNEL  as nest_gemv_x8.h asks, before
+ *               including it;
  *   x8_dot      __m256i x8_dot(const uint8_t *qb, const int8_t *x,
  *               int32_t sum, int q4): lane j = the exact integer dot
  *               product of row j's block (words of 32 bytes at qb: 4 for
  *               q4_0, 8 for q8_0) with the activation block x (32 int8,
- *               sum their sum), q4_0's nibbles taken as q - 8.
+ *               sum their sum), q4_0's nibbles taken as q - 8;
  *
- * after including this header, with the word helpers below. The sums
- * are exact integers on every table, so every table gives the same
- * bits. */
+ * after including this header, with the word helpers below. */
 #ifndef HV_X86_GEMV_X8_H
 #define HV_X86_GEMV_X8_H
 
@@ -32,8 +28,8 @@
 /* Word k (of 4) of a q4_0 block at qb: its bytes' low and high nibbles
  * (unsigned, 8 rows' lanes), and the activation bytes 4k..4k+3 and
  * 16+4k..16+4k+3 that they multiply, broadcast. */
-X8_INLINE void x8_q4_word(const uint8_t *qb, const int8_t *x, int k, __m256i *lo, __m256i *hi,
-                          __m256i *xlo, __m256i *xhi) {
+HV_NEST_INLINE void x8_q4_word(const uint8_t *qb, const int8_t *x, int k, __m256i *lo, __m256i *hi,
+                               __m256i *xlo, __m256i *xhi) {
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256i w = _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
     int32_t l, h;
@@ -47,43 +43,35 @@ X8_INLINE void x8_q4_word(const uint8_t *qb, const int8_t *x, int k, __m256i *lo
 
 /* Word k (of 8) of a q8_0 block at qb (signed, 8 rows' lanes), and the
  * activation bytes 4k..4k+3 that it multiplies, broadcast, in *xv. */
-X8_INLINE __m256i x8_q8_word(const uint8_t *qb, const int8_t *x, int k, __m256i *xv) {
+HV_NEST_INLINE __m256i x8_q8_word(const uint8_t *qb, const int8_t *x, int k, __m256i *xv) {
     int32_t xk;
     memcpy(&xk, x + 4 * k, 4);
     *xv = _mm256_set1_epi32(xk);
     return _mm256_loadu_si256((const __m256i *)(qb + 32 * k));
 }
 
-X8_INLINE __m256i x8_dot(const uint8_t *qb, const int8_t *x, int32_t sum, int q4);
+HV_NEST_INLINE __m256i x8_dot(const uint8_t *qb, const int8_t *x, int32_t sum, int q4);
 
-X8_INLINE void gemv_x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd, const uint8_t *wq,
-                       int n_w, int cols, int q4) {
-    const int nb = cols / HV_Q8_BLOCK, words = q4 ? 4 : 8;
-    for (int g = 0; g < n_w / HV_X8_ROWS; g++) {
-        const uint16_t *dg = wd + (long)g * nb * HV_X8_ROWS;
-        const uint8_t *qg = wq + (long)g * nb * words * 32;
-        for (int i = 0; i < a->n; i++) {
-            const float *xd = a->d + (long)i * nb;
-            const int8_t *xq = a->q + (long)i * cols;
-            __m256 acc = _mm256_setzero_ps();
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *qb = qg + (long)b * words * 32;
-                if (i == 0) { /* both streams, X8_PREFETCH payload bytes ahead */
-                    const char *nq = (const char *)qb + X8_PREFETCH;
-                    for (int f = 0; f < words * 32; f += 64) _mm_prefetch(nq + f, _MM_HINT_T2);
-                    if (b % 4 == 0)
-                        _mm_prefetch((const char *)(dg + b * HV_X8_ROWS) + X8_PREFETCH / 2 / words,
-                                     _MM_HINT_T2);
-                }
-                __m256i p = x8_dot(qb, xq + (long)b * HV_Q8_BLOCK, a->s[(long)i * nb + b], q4);
-                __m256 dw =
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dg + b * HV_X8_ROWS)));
-                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]));
-                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
-            }
-            _mm256_storeu_ps(y + (long)i * ldy + g * HV_X8_ROWS, acc);
-        }
-    }
+typedef __m256 x8_acc;
+
+HV_NEST_INLINE x8_acc x8_zero(void) { return _mm256_setzero_ps(); }
+
+/* both streams, X8_PREFETCH payload bytes ahead */
+HV_NEST_INLINE void x8_fetch(const uint8_t *qb, const uint16_t *d, int b, int words) {
+    const char *nq = (const char *)qb + X8_PREFETCH;
+    for (int f = 0; f < words * 32; f += 64) _mm_prefetch(nq + f, _MM_HINT_T2);
+    if (b % 4 == 0) _mm_prefetch((const char *)d + X8_PREFETCH / 2 / words, _MM_HINT_T2);
 }
+
+HV_NEST_INLINE x8_acc x8_step(x8_acc acc, const uint8_t *qb, const int8_t *x, int32_t sum,
+                              const uint16_t *d, float dx, int q4) {
+    __m256i p = x8_dot(qb, x, sum, q4);
+    __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
+    return _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx)), _mm256_cvtepi32_ps(p), acc);
+}
+
+HV_NEST_INLINE void x8_store(float *y, x8_acc acc) { _mm256_storeu_ps(y, acc); }
+
+#include "kernels/nest_gemv_x8.h"
 
 #endif

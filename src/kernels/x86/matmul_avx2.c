@@ -4,11 +4,11 @@
  * checking the CPU. Summation orders: see matmul_impl.h; the scalar file
  * is the reference they match bit for bit.
  *
- * The gemv kernels take 4 weight rows at a time so that each activation
- * load feeds 4 rows' accumulator chains; a row's own arithmetic is the
- * same whether it is in a group of 4 or handled alone. */
+ * The loop nests shared with other tables are the nest_*.h headers,
+ * expanded here with this file's micro-kernels. */
 #include "kernels/half.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/nest_probe.h"
 
 #ifdef HV_MM_HAVE_AVX2
 
@@ -17,24 +17,31 @@
 #include <math.h>
 #include <string.h>
 
-#define TARGET __attribute__((target("avx2,fma,f16c")))
-#define INLINE static inline __attribute__((always_inline)) TARGET
+#define TARGET         __attribute__((target("avx2,fma,f16c")))
+#define INLINE         static inline __attribute__((always_inline)) TARGET
+/* what the loop nests (nest_*.h) expand with */
+#define HV_NEST_INLINE INLINE
+#define HV_NEST_KERNEL TARGET static
+
+/* The rows GEMV's micro-kernels (nest_gemv_rows.h), which the attention
+ * and the panels use too: matmul_impl.h's 8 lane sums in one register. */
+typedef __m256 v8;
 
 /* ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7)) */
-INLINE float hsum8(__m256 v) {
+INLINE float v8_hsum(v8 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
 /* 8 weights at p widened to f32: f16 through F16C, bf16 by a shift. */
-INLINE __m256 load8(const uint16_t *p, int bf16) {
+INLINE v8 v8_load_half(const uint16_t *p, int bf16) {
     __m128i h = _mm_loadu_si128((const __m128i *)p);
     if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     return _mm256_cvtph_ps(h);
 }
 
-INLINE float load1(const uint16_t *p, int bf16) {
+INLINE float half1(const uint16_t *p, int bf16) {
     if (bf16) {
         uint32_t bits = (uint32_t)*p << 16;
         float f;
@@ -44,114 +51,22 @@ INLINE float load1(const uint16_t *p, int bf16) {
     return _cvtsh_ss(*p);
 }
 
-/* Weights of rows in one of three kinds: f16, bf16 (the load8/load1
- * kinds) or f32 (used as they are). */
-enum { ROWS_F16 = 0, ROWS_BF16 = 1, ROWS_F32 = 2 };
-
-/* Bytes per weight of a kind. */
-INLINE long kind_bytes(int kind) { return kind == ROWS_F32 ? 4 : 2; }
-
-INLINE __m256 wload8(const void *w, long k, int kind) {
-    if (kind == ROWS_F32) return _mm256_loadu_ps((const float *)w + k);
-    return load8((const uint16_t *)w + k, kind);
-}
-
-INLINE float wload1(const void *w, long k, int kind) {
-    if (kind == ROWS_F32) return ((const float *)w)[k];
-    return load1((const uint16_t *)w + k, kind);
-}
-
-/* R (1 or 4) weight rows w[R][cols] against activation row xi. Two
- * accumulators per row (columns k % 16 < 8 and >= 8) keep 8 FMA chains in
- * flight; the next 4 rows are prefetched in step (their bytes for 16
- * columns per 16 columns), which more than doubles the speed when the
- * weights come from DRAM, and again for every activation row (fetching
+/* With 4 rows the next 4 rows are fetched in step, which more than doubles the speed when
+ * the weights come from DRAM, and again for every activation row (fetching
  * for the first row only was 1.04-1.09x slower with 4 and 8 bf16 rows,
  * 1.1-1.35x with f32). The hint is T2 (the outer caches): with T0 a
  * decoder step took 8-15% longer on the EPYC, probably as rows fetched
  * into L1 pushed xi out of it (docs/PERFORMANCE.md). */
-INLINE void dot_rows(float *out, const void *w, int R, int cols, const float *xi, int kind) {
-    const long es = kind_bytes(kind), row = (long)cols * es;
-    int c16 = cols & ~15, c8 = cols & ~7, k = 0;
-    const char *w0 = w, *w1 = w0 + row, *w2 = w1 + row, *w3 = w2 + row;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    if (R == 4) {
-        const char *next = w3 + row;
-        for (; k < c16; k += 16) {
-            for (long f = 0; f < 4 * 16 * es; f += 64)
-                _mm_prefetch(next + 4 * es * k + f, _MM_HINT_T2);
-            __m256 xa = _mm256_loadu_ps(xi + k), xb = _mm256_loadu_ps(xi + k + 8);
-            a0 = _mm256_fmadd_ps(wload8(w0, k, kind), xa, a0);
-            a1 = _mm256_fmadd_ps(wload8(w1, k, kind), xa, a1);
-            a2 = _mm256_fmadd_ps(wload8(w2, k, kind), xa, a2);
-            a3 = _mm256_fmadd_ps(wload8(w3, k, kind), xa, a3);
-            b0 = _mm256_fmadd_ps(wload8(w0, k + 8, kind), xb, b0);
-            b1 = _mm256_fmadd_ps(wload8(w1, k + 8, kind), xb, b1);
-            b2 = _mm256_fmadd_ps(wload8(w2, k + 8, kind), xb, b2);
-            b3 = _mm256_fmadd_ps(wload8(w3, k + 8, kind), xb, b3);
-        }
-        if (k < c8) {
-            __m256 xa = _mm256_loadu_ps(xi + k);
-            a0 = _mm256_fmadd_ps(wload8(w0, k, kind), xa, a0);
-            a1 = _mm256_fmadd_ps(wload8(w1, k, kind), xa, a1);
-            a2 = _mm256_fmadd_ps(wload8(w2, k, kind), xa, a2);
-            a3 = _mm256_fmadd_ps(wload8(w3, k, kind), xa, a3);
-        }
-    } else {
-        for (; k < c16; k += 16) {
-            a0 = _mm256_fmadd_ps(wload8(w0, k, kind), _mm256_loadu_ps(xi + k), a0);
-            b0 = _mm256_fmadd_ps(wload8(w0, k + 8, kind), _mm256_loadu_ps(xi + k + 8), b0);
-        }
-        if (k < c8) a0 = _mm256_fmadd_ps(wload8(w0, k, kind), _mm256_loadu_ps(xi + k), a0);
-    }
-    __m256 acc[4] = {_mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1), _mm256_add_ps(a2, b2),
-                     _mm256_add_ps(a3, b3)};
-    for (int r = 0; r < R; r++) {
-        const char *wr = w0 + r * row;
-        float s = hsum8(acc[r]);
-        for (k = c8; k < cols; k++) s = fmaf(wload1(wr, k, kind), xi[k], s);
-        out[r] = s;
-    }
+INLINE void rows_fetch(const char *p, long bytes) {
+    for (long f = 0; f < bytes; f += 64) _mm_prefetch(p + f, _MM_HINT_T2);
 }
 
-INLINE void gemv_kind(float *y, int ldy, const float *x, int n, const void *w, int n_w, int cols,
-                      int kind) {
-    const long row = (long)cols * kind_bytes(kind);
-    const char *wc = w;
-    for (int r = 0; r < n_w; r += 4) {
-        int R = n_w - r < 4 ? 1 : 4;
-        if (R == 1) {
-            for (; r < n_w; r++)
-                for (int i = 0; i < n; i++) {
-                    float s;
-                    dot_rows(&s, wc + r * row, 1, cols, x + (long)i * cols, kind);
-                    y[(long)i * ldy + r] = s;
-                }
-            break;
-        }
-        for (int i = 0; i < n; i++) {
-            float s[4];
-            dot_rows(s, wc + r * row, 4, cols, x + (long)i * cols, kind);
-            for (int t = 0; t < 4; t++) y[(long)i * ldy + r + t] = s[t];
-        }
-    }
-}
+INLINE v8 v8_zero(void) { return _mm256_setzero_ps(); }
+INLINE v8 v8_load(const float *p) { return _mm256_loadu_ps(p); }
+INLINE v8 v8_fma(v8 acc, v8 a, v8 b) { return _mm256_fmadd_ps(a, b, acc); }
+INLINE v8 v8_add(v8 a, v8 b) { return _mm256_add_ps(a, b); }
 
-TARGET static void gemv_f16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
-                            int cols) {
-    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_F16);
-}
-
-TARGET static void gemv_bf16(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
-                             int cols) {
-    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_BF16);
-}
-
-TARGET static void gemv_f32(float *y, int ldy, const float *x, int n, const float *w, int n_w,
-                            int cols) {
-    gemv_kind(y, ldy, x, n, w, n_w, cols, ROWS_F32);
-}
+#include "kernels/nest_gemv_rows.h"
 
 /* 8 int32 lanes, lane j = sum of qw[t] * qx[t] for t = 4j .. 4j+3. The
  * unsigned-by-signed byte multiply takes |qw| and moves qw's sign onto qx;
@@ -232,10 +147,10 @@ INLINE void gemv_blocks(float *y, int ldy, const hv_q8_act *a, const char *w, in
                 a3 = block_step(w3 + o, q4, qx, bias, xd[b], a3);
             }
             float *yi = y + (long)i * ldy + r;
-            yi[0] = hsum8(a0);
-            yi[1] = hsum8(a1);
-            yi[2] = hsum8(a2);
-            yi[3] = hsum8(a3);
+            yi[0] = v8_hsum(a0);
+            yi[1] = v8_hsum(a1);
+            yi[2] = v8_hsum(a2);
+            yi[3] = v8_hsum(a3);
         }
     }
     for (; r < n_w; r++) {
@@ -249,7 +164,7 @@ INLINE void gemv_blocks(float *y, int ldy, const hv_q8_act *a, const char *w, in
                 __m256i bias = q4 ? q4_bias(qx) : _mm256_setzero_si256();
                 a0 = block_step(w0 + b * bb, q4, qx, bias, xd[b], a0);
             }
-            y[(long)i * ldy + r] = hsum8(a0);
+            y[(long)i * ldy + r] = v8_hsum(a0);
         }
     }
 }
@@ -264,7 +179,6 @@ TARGET static void gemv_q4_0(float *y, int ldy, const hv_q8_act *a, const hv_q4_
     gemv_blocks(y, ldy, a, (const char *)w, n_w, cols, 1);
 }
 
-#define X8_INLINE INLINE
 #include "kernels/x86/gemv_x8.h"
 
 /* The x8 GEMV's block (gemv_x8.h): per 32-byte word k of 8 rows, the
@@ -295,22 +209,12 @@ INLINE __m256i x8_dot(const uint8_t *qb, const int8_t *x, int32_t sum, int q4) {
     return p;
 }
 
-TARGET static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                               const uint8_t *wq, int n_w, int cols) {
-    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 0);
-}
-
-TARGET static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                               const uint8_t *wq, int n_w, int cols) {
-    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1);
-}
-
-/* The r64 GEMV (matmul_impl.h): V groups of 8 rows of one block, from
- * blk (the block's first word of the first group) against activation row
- * x; lane j of acc[v] is row 8 v + j, and per column pair the even
- * column's fma comes first, so each output is the scalar chain. V is a
- * constant where this is expanded. */
-INLINE void r64_groups(float *y, const float *x, const uint32_t *blk, int cols, int V) {
+/* The r64 GEMV's micro-kernel (nest_gemv_r64.h): V = g8 groups of 8
+ * rows of one block, from blk (the block's first word of the first group)
+ * against activation row x; lane j of acc[v] is row 8 v + j, and per
+ * column pair the even column's fma comes first, so each output is the
+ * scalar chain. */
+INLINE void r64_rows(float *y, const float *x, const uint32_t *blk, int cols, int V) {
     const __m256i high = _mm256_set1_epi32((int)0xFFFF0000u);
     __m256 acc[HV_R64_ROWS / 8];
     for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
@@ -326,40 +230,18 @@ INLINE void r64_groups(float *y, const float *x, const uint32_t *blk, int cols, 
     for (int v = 0; v < V; v++) _mm256_storeu_ps(y + 8 * v, acc[v]);
 }
 
-TARGET static void gemv_bf16_r64(float *y, int ldy, const float *x, int n, const uint32_t *w,
-                                 int r0, int n_w, int cols) {
-    for (int r = r0; r < r0 + n_w;) {
-        int b = r / HV_R64_ROWS, end = (b + 1) * HV_R64_ROWS;
-        if (end > r0 + n_w) end = r0 + n_w;
-        const uint32_t *blk = w + hv_r64_word(cols, r, 0);
-        for (int i = 0; i < n; i++) {
-            float *yi = y + (long)i * ldy + (r - r0);
-            const float *xi = x + (long)i * cols;
-            switch ((end - r) / 8) {
-                case 8: r64_groups(yi, xi, blk, cols, 8); break;
-                case 7: r64_groups(yi, xi, blk, cols, 7); break;
-                case 6: r64_groups(yi, xi, blk, cols, 6); break;
-                case 5: r64_groups(yi, xi, blk, cols, 5); break;
-                case 4: r64_groups(yi, xi, blk, cols, 4); break;
-                case 3: r64_groups(yi, xi, blk, cols, 3); break;
-                case 2: r64_groups(yi, xi, blk, cols, 2); break;
-                default: r64_groups(yi, xi, blk, cols, 1); break;
-            }
-        }
-        r = end;
-    }
-}
+#include "kernels/nest_gemv_r64.h"
 
 TARGET static void widen_f16(float *dst, const uint16_t *src, long count) {
     long i = 0;
-    for (; i + 8 <= count; i += 8) _mm256_storeu_ps(dst + i, load8(src + i, 0));
-    for (; i < count; i++) dst[i] = load1(src + i, 0);
+    for (; i + 8 <= count; i += 8) _mm256_storeu_ps(dst + i, v8_load_half(src + i, 0));
+    for (; i < count; i++) dst[i] = half1(src + i, 0);
 }
 
 TARGET static void widen_bf16(float *dst, const uint16_t *src, long count) {
     long i = 0;
-    for (; i + 8 <= count; i += 8) _mm256_storeu_ps(dst + i, load8(src + i, 1));
-    for (; i < count; i++) dst[i] = load1(src + i, 1);
+    for (; i + 8 <= count; i += 8) _mm256_storeu_ps(dst + i, v8_load_half(src + i, 1));
+    for (; i < count; i++) dst[i] = half1(src + i, 1);
 }
 
 /* d * q is exact in f32 (11-bit by 7-bit significands). */
@@ -432,12 +314,7 @@ INLINE void gemm_tile(int kc, const float *a, const float *b, float *c, long ldc
     _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
-/* Tiles down the activation rows, one call for a pass (see the table). */
-TARGET static void gemm_tiles(int count, int kc, const float *a, const float *b, float *c, long ldc,
-                              int accumulate) {
-    for (int t = 0; t < count; t++, a += (long)kc * HV_GEMM_MR, c += HV_GEMM_MR * ldc)
-        gemm_tile(kc, a, b, c, ldc, accumulate);
-}
+#include "kernels/nest_gemm_tiles.h"
 
 /* 8 x 8 transpose of rows r[0..7] in place. */
 INLINE void transpose8(__m256 r[8]) {
@@ -455,36 +332,19 @@ INLINE void transpose8(__m256 r[8]) {
     r[6] = _mm256_permute2f128_ps(u2, u6, 0x31), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-/* 16 rows of 32-bit words into a panel, 8 x 8 blocks at a time through
- * registers (moved as floats: loads, shuffles and stores keep the bits). */
-TARGET static void gemm_panel(void *dst_words, const void *src_words, long ld, int kc) {
-    float *dst = dst_words;
-    const float *src = src_words;
-    int k = 0;
-    for (; k + 8 <= kc; k += 8)
-        for (int h = 0; h < HV_GEMM_NR; h += 8) {
-            __m256 r[8];
-            for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (h + i) * ld + k);
-            transpose8(r);
-            for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (k + i) * HV_GEMM_NR + h, r[i]);
-        }
-    for (; k < kc; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++) memcpy(dst + k * HV_GEMM_NR + r, src + r * ld + k, 4);
+/* The panels' micro-kernel (nest_gemm_panel.h): 8 x 8 blocks through
+ * registers (f32 words moved as floats: loads, shuffles and stores keep
+ * the bits). */
+#define PANEL_T 8
+INLINE void panel_block(float *dst, const void *src, long ld, int kind) {
+    __m256 r[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = wload8((const char *)src + i * ld * kind_bytes(kind), 0, kind);
+    transpose8(r);
+    for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + i * HV_GEMM_NR, r[i]);
 }
 
-TARGET static void gemm_panel_half(float *dst, const uint16_t *src, long ld, int kc, int bf16) {
-    int k = 0;
-    for (; k + 8 <= kc; k += 8)
-        for (int h = 0; h < HV_GEMM_NR; h += 8) {
-            __m256 r[8];
-            for (int i = 0; i < 8; i++) r[i] = load8(src + (h + i) * ld + k, bf16);
-            transpose8(r);
-            for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (k + i) * HV_GEMM_NR + h, r[i]);
-        }
-    for (; k < kc; k++)
-        for (int r = 0; r < HV_GEMM_NR; r++)
-            dst[k * HV_GEMM_NR + r] = load1(src + r * ld + k, bf16);
-}
+#include "kernels/nest_gemm_panel.h"
 
 /* HV_GEMM_MR (6) activation rows into a panel, 8 columns at a time: the
  * six rows and two zero rows transposed, each column's 6 floats stored
@@ -508,78 +368,18 @@ TARGET static void gemm_pack_x(float *dst, const float *src, long ld, int kc) {
         for (int i = 0; i < MR; i++) dst[k * MR + i] = src[i * ld + k];
 }
 
-/* (The empty asm statements only order the rows: without them GCC hoists
- * every row's broadcast and products first and spills the accumulators.)
- * The int8 GEMM's 5 x 16 tile: per block of 32 columns, 10 int32
- * accumulators (two per activation row), started at minus the offset term
- * (exact, so the same p as the scalar kernel's subtraction after the
- * sums, without a pass over the accumulators), take 8 steps of 4 columns:
- * one broadcast 32-bit word of activation bytes per row against two
- * vectors of weight bytes, vpmaddubsw (unsigned u by signed w, pairs into
- * int16, exact: see gemm_q8.c) then vpmaddwd by 1 (quads into int32);
- * then each output takes one fma with the product of the two scales, as
- * the scalar kernel does. */
-INLINE void gemm_tile_q8(int nbk, const uint8_t *a, const float *ad, const int8_t *b,
-                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
-                         const float *bias) {
-    __m256 acc[HV_GEMM_Q8_MR][2];
-    for (int i = 0; i < HV_GEMM_Q8_MR; i++)
-        for (int v = 0; v < 2; v++)
-            acc[i][v] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8 * v) : _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int blk = 0; blk < nbk; blk++) {
-        /* the sums start from -bc, so the offset term needs no pass */
-        const __m256i zero = _mm256_setzero_si256();
-        __m256i p00 =
-            _mm256_sub_epi32(zero, _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR)));
-        __m256i p01 = _mm256_sub_epi32(
-            zero, _mm256_loadu_si256((const __m256i *)(bc + blk * HV_GEMM_NR + 8)));
-        __m256i p10 = p00, p11 = p01, p20 = p00, p21 = p01, p30 = p00, p31 = p01, p40 = p00,
-                p41 = p01;
-        for (int q = 0; q < HV_Q8_BLOCK / 4; q++, a += 4 * HV_GEMM_Q8_MR, b += 4 * HV_GEMM_NR) {
-            __m256i w0 = _mm256_loadu_si256((const __m256i *)b);
-            __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-#define Q8_ROW(i)                                                                                  \
-    {                                                                                              \
-        int32_t word;                                                                              \
-        memcpy(&word, a + 4 * i, 4);                                                               \
-        __m256i x = _mm256_set1_epi32(word);                                                       \
-        __asm__ volatile("" : "+x"(x));                                                            \
-        p##i##0 = _mm256_add_epi32(p##i##0, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w0), ones)); \
-        p##i##1 = _mm256_add_epi32(p##i##1, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w1), ones)); \
-        __asm__ volatile("" : "+x"(p##i##0), "+x"(p##i##1));                                       \
-    }
-            Q8_ROW(0) Q8_ROW(1) Q8_ROW(2) Q8_ROW(3) Q8_ROW(4)
-#undef Q8_ROW
-        }
-        __m256 d0 = _mm256_loadu_ps(bd + blk * HV_GEMM_NR);
-        __m256 d1 = _mm256_loadu_ps(bd + blk * HV_GEMM_NR + 8);
-#define Q8_OUT(i)                                                                                  \
-    {                                                                                              \
-        __m256 s = _mm256_set1_ps(ad[blk * HV_GEMM_Q8_MR + i]);                                    \
-        acc[i][0] = _mm256_fmadd_ps(_mm256_mul_ps(d0, s), _mm256_cvtepi32_ps(p##i##0), acc[i][0]); \
-        acc[i][1] = _mm256_fmadd_ps(_mm256_mul_ps(d1, s), _mm256_cvtepi32_ps(p##i##1), acc[i][1]); \
-    }
-        Q8_OUT(0) Q8_OUT(1) Q8_OUT(2) Q8_OUT(3) Q8_OUT(4)
-#undef Q8_OUT
-    }
-    if (bias)
-        for (int i = 0; i < HV_GEMM_Q8_MR; i++)
-            for (int v = 0; v < 2; v++)
-                acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_loadu_ps(bias + 8 * v));
-    for (int i = 0; i < HV_GEMM_Q8_MR; i++)
-        for (int v = 0; v < 2; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
+/* The int8 tile's micro-kernels (x86/tile_q8.h): vpmaddubsw (unsigned u
+ * by signed w, pairs into int16, exact: see gemm_q8.c) then vpmaddwd by 1
+ * (quads into int32), added to the sums; the empty asm after each row's
+ * two steps keeps GCC from hoisting every row's products first and
+ * spilling the sums. */
+INLINE __m256i q8_quad(__m256i s, __m256i x, __m256i w) {
+    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), _mm256_set1_epi16(1)));
 }
 
-/* Tiles down the activation rows, one call for a pass (see the table). */
-TARGET static void gemm_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad,
-                                 const int8_t *b, const float *bd, const int32_t *bc, float *c,
-                                 long ldc, int accumulate, const float *bias) {
-    for (int t = 0; t < count; t++)
-        gemm_tile_q8(nbk, a + (long)t * nbk * HV_Q8_BLOCK * HV_GEMM_Q8_MR,
-                     ad + (long)t * nbk * HV_GEMM_Q8_MR, b, bd, bc, c + t * HV_GEMM_Q8_MR * ldc,
-                     ldc, accumulate, bias);
-}
+INLINE void q8_order(__m256i *s0, __m256i *s1) { __asm__ volatile("" : "+x"(*s0), "+x"(*s1)); }
+
+#include "kernels/x86/tile_q8.h"
 
 /* Eight rows at once: a word's dot with ones (dot_lanes_q8) sums each
  * row's 4 bytes into its int32 lane, exactly; F16C widens the scales
@@ -642,99 +442,11 @@ TARGET static float quantize_q8(const float *x, int8_t q[HV_Q8_BLOCK]) {
     return quantize_block(x, 127.0f, 0, q);
 }
 
-/* The attention kernels read cached rows of f32 or of f16 (widened
- * exactly by F16C): element i of a row r of either. */
-INLINE __m256 row8(const void *r, long i, int half) {
-    return half ? load8((const uint16_t *)r + i, 0) : _mm256_loadu_ps((const float *)r + i);
-}
+/* The attention's micro-kernels (nest_attn.h). */
+INLINE v8 v8_set1(float x) { return _mm256_set1_ps(x); }
+INLINE void v8_store(float *p, v8 v) { _mm256_storeu_ps(p, v); }
 
-INLINE float row1(const void *r, long i, int half) {
-    return half ? load1((const uint16_t *)r + i, 0) : ((const float *)r)[i];
-}
-
-INLINE float dot_tail(float s, const float *q, const void *r, int len8, int len, int half) {
-    for (int k = len8; k < len; k++) s = fmaf(q[k], row1(r, k, half), s);
-    return s;
-}
-
-/* Four rows at a time, so that four fma chains are in flight. */
-INLINE void scores_rows(float *s, const float *q, const char *k, long ld, int n, int len,
-                        float scale, int half) {
-    const long es = half ? 2 : 4, step = ld * es;
-    int len8 = len & ~7, i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const char *r0 = k + i * step, *r1 = r0 + step, *r2 = r1 + step, *r3 = r2 + step;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int c = 0; c < len8; c += 8) {
-            __m256 qc = _mm256_loadu_ps(q + c);
-            a0 = _mm256_fmadd_ps(qc, row8(r0, c, half), a0);
-            a1 = _mm256_fmadd_ps(qc, row8(r1, c, half), a1);
-            a2 = _mm256_fmadd_ps(qc, row8(r2, c, half), a2);
-            a3 = _mm256_fmadd_ps(qc, row8(r3, c, half), a3);
-        }
-        s[i] = scale * dot_tail(hsum8(a0), q, r0, len8, len, half);
-        s[i + 1] = scale * dot_tail(hsum8(a1), q, r1, len8, len, half);
-        s[i + 2] = scale * dot_tail(hsum8(a2), q, r2, len8, len, half);
-        s[i + 3] = scale * dot_tail(hsum8(a3), q, r3, len8, len, half);
-    }
-    for (; i < n; i++) {
-        const char *r = k + i * step;
-        __m256 a = _mm256_setzero_ps();
-        for (int c = 0; c < len8; c += 8)
-            a = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), row8(r, c, half), a);
-        s[i] = scale * dot_tail(hsum8(a), q, r, len8, len, half);
-    }
-}
-
-/* 64 output columns at a time in 8 registers over all rows, then 8, then
- * the tail one by one: each out[j] is its own chain in row order. */
-INLINE void context_rows(float *out, const float *p, const char *v, long ld, int n, int len,
-                         int accumulate, int half) {
-    const long step = ld * (half ? 2 : 4);
-    int j = 0;
-    for (; j + 64 <= len; j += 64) {
-        __m256 o[8];
-        for (int t = 0; t < 8; t++)
-            o[t] = accumulate ? _mm256_loadu_ps(out + j + 8 * t) : _mm256_setzero_ps();
-        for (int i = 0; i < n; i++) {
-            __m256 pi = _mm256_set1_ps(p[i]);
-            const char *r = v + i * step;
-            for (int t = 0; t < 8; t++) o[t] = _mm256_fmadd_ps(pi, row8(r, j + 8 * t, half), o[t]);
-        }
-        for (int t = 0; t < 8; t++) _mm256_storeu_ps(out + j + 8 * t, o[t]);
-    }
-    for (; j + 8 <= len; j += 8) {
-        __m256 o = accumulate ? _mm256_loadu_ps(out + j) : _mm256_setzero_ps();
-        for (int i = 0; i < n; i++)
-            o = _mm256_fmadd_ps(_mm256_set1_ps(p[i]), row8(v + i * step, j, half), o);
-        _mm256_storeu_ps(out + j, o);
-    }
-    for (; j < len; j++) {
-        float o = accumulate ? out[j] : 0.0f;
-        for (int i = 0; i < n; i++) o = fmaf(p[i], row1(v + i * step, j, half), o);
-        out[j] = o;
-    }
-}
-
-TARGET static void attn_scores(float *s, const float *q, const float *k, long ld, int n, int len,
-                               float scale) {
-    scores_rows(s, q, (const char *)k, ld, n, len, scale, 0);
-}
-
-TARGET static void attn_context(float *out, const float *p, const float *v, long ld, int n, int len,
-                                int accumulate) {
-    context_rows(out, p, (const char *)v, ld, n, len, accumulate, 0);
-}
-
-TARGET static void attn_scores_f16(float *s, const float *q, const uint16_t *k, long ld, int n,
-                                   int len, float scale) {
-    scores_rows(s, q, (const char *)k, ld, n, len, scale, 1);
-}
-
-TARGET static void attn_context_f16(float *out, const float *p, const uint16_t *v, long ld, int n,
-                                    int len, int accumulate) {
-    context_rows(out, p, (const char *)v, ld, n, len, accumulate, 1);
-}
+#include "kernels/nest_attn.h"
 
 /* f16 with round to nearest even (vcvtps2ph), finite values beyond f16's
  * range clamped to +-65504 first: as hv_f32_to_f16 after the same clamp. */
@@ -844,31 +556,14 @@ TARGET static void sgemm_nn(int m, int n, int k, const float *a, long lda, const
 /* The probe (see the table): 12 independent chains of the tiles'
  * instructions on registers, FMA on 8 lanes, or the int8 route's
  * vpmaddubsw + vpmaddwd + vpaddd (32 multiply-accumulates a chain a
- * round); the empty asm keeps the chains from being folded. */
-#define PROBE12(X)    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define PROBE_KEEP(i) __asm__ volatile("" : "+x"(c##i));
+ * round). */
+#define PI_STEP(c) _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), ones))
+#define PF_STEP(c) _mm256_fmadd_ps(wf, xf, c)
 TARGET static double peak_macs(long steps, int int8) {
     __m256i w = _mm256_set1_epi8(3), x = _mm256_set1_epi8(5), ones = _mm256_set1_epi16(1);
     __m256 wf = _mm256_set1_ps(0.5f), xf = _mm256_set1_ps(1e-3f);
-    if (int8) {
-#define PI_DECL(i) __m256i c##i = _mm256_setzero_si256();
-#define PI_STEP(i)                                                                                 \
-    c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), ones));
-        PROBE12(PI_DECL)
-        for (long n = 0; n < steps; n++) {
-            PROBE12(PI_STEP)
-            PROBE12(PROBE_KEEP)
-        }
-        return steps * 12.0 * 32;
-    }
-#define PF_DECL(i) __m256 c##i = _mm256_setzero_ps();
-#define PF_STEP(i) c##i = _mm256_fmadd_ps(wf, xf, c##i);
-    PROBE12(PF_DECL)
-    for (long n = 0; n < steps; n++) {
-        PROBE12(PF_STEP)
-        PROBE12(PROBE_KEEP)
-    }
-    return steps * 12.0 * 8;
+    if (int8) HV_PROBE(12, __m256i, _mm256_setzero_si256(), PI_STEP, "+x", 32, );
+    HV_PROBE(12, __m256, _mm256_setzero_ps(), PF_STEP, "+x", 8, );
 }
 
 const hv_mm_kernels hv_mm_avx2 = HV_MM_KERNEL_TABLE("avx2");

@@ -12,6 +12,7 @@
  * tile becomes 5 x 32 (two weight panels) with vpdpbusd doing the work of
  * vpmaddubsw + vpmaddwd + vpaddd in one instruction. */
 #include "kernels/matmul_impl.h"
+#include "kernels/nest_probe.h"
 
 #ifdef HV_MM_HAVE_AVX2
 
@@ -186,12 +187,13 @@ TARGET_VNNI static void gemm_tiles_q8_2(int count, int nbk, const uint8_t *a, co
 
 /* ------------------------------------------------------------ GEMV */
 
-/* The r64 GEMV (matmul_impl.h) 16 rows to a register: V16 groups of 16
- * rows of one block from blk (its first word) against activation row x,
- * then one of 8 rows if tail8; lane j of acc[v] is row 16 v + j, and per
- * column pair the even column's fma comes first, so each output is the
- * scalar chain. V16 and tail8 are constants where this is expanded. */
-INLINE void r64_rows(float *y, const float *x, const uint32_t *blk, int cols, int V16, int tail8) {
+/* The r64 GEMV's micro-kernel (nest_gemv_r64.h) 16 rows to a register:
+ * V16 groups of 16 rows of one block from blk (its first word) against
+ * activation row x, then one of 8 rows if tail8 (g8 groups of 8 in all);
+ * lane j of acc[v] is row 16 v + j, and per column pair the even column's
+ * fma comes first, so each output is the scalar chain. */
+INLINE void r64_rows(float *y, const float *x, const uint32_t *blk, int cols, int g8) {
+    const int V16 = g8 / 2, tail8 = g8 % 2;
     const __m512i high = _mm512_set1_epi32((int)0xFFFF0000u);
     const __m256i high8 = _mm256_set1_epi32((int)0xFFFF0000u);
     __m512 acc[HV_R64_ROWS / 16];
@@ -217,31 +219,14 @@ INLINE void r64_rows(float *y, const float *x, const uint32_t *blk, int cols, in
     if (tail8) _mm256_storeu_ps(y + 16 * V16, t);
 }
 
-TARGET static void gemv_bf16_r64(float *y, int ldy, const float *x, int n, const uint32_t *w,
-                                 int r0, int n_w, int cols) {
-    for (int r = r0; r < r0 + n_w;) {
-        int b = r / HV_R64_ROWS, end = (b + 1) * HV_R64_ROWS;
-        if (end > r0 + n_w) end = r0 + n_w;
-        const uint32_t *blk = w + hv_r64_word(cols, r, 0);
-        for (int i = 0; i < n; i++) {
-            float *yi = y + (long)i * ldy + (r - r0);
-            const float *xi = x + (long)i * cols;
-            switch ((end - r) / 8) {
-                case 8: r64_rows(yi, xi, blk, cols, 4, 0); break;
-                case 7: r64_rows(yi, xi, blk, cols, 3, 1); break;
-                case 6: r64_rows(yi, xi, blk, cols, 3, 0); break;
-                case 5: r64_rows(yi, xi, blk, cols, 2, 1); break;
-                case 4: r64_rows(yi, xi, blk, cols, 2, 0); break;
-                case 3: r64_rows(yi, xi, blk, cols, 1, 1); break;
-                case 2: r64_rows(yi, xi, blk, cols, 1, 0); break;
-                default: r64_rows(yi, xi, blk, cols, 0, 1); break;
-            }
-        }
-        r = end;
-    }
-}
+#define HV_NEST_INLINE INLINE
+#define HV_NEST_KERNEL TARGET static
+#include "kernels/nest_gemv_r64.h"
+#undef HV_NEST_INLINE
+#undef HV_NEST_KERNEL
 
-#define X8_INLINE INLINE_VNNI
+#define HV_NEST_INLINE INLINE_VNNI
+#define HV_NEST_KERNEL TARGET_VNNI static
 #include "kernels/x86/gemv_x8.h"
 
 /* The x8 GEMV's block (gemv_x8.h) with vpdpbusd on 8 rows' lanes: q8_0
@@ -266,16 +251,6 @@ INLINE_VNNI __m256i x8_dot(const uint8_t *qb, const int8_t *x, int32_t sum, int 
         p = _mm256_dpbusd_epi32(p, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
     }
     return p;
-}
-
-TARGET_VNNI static void gemv_q8_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                                    const uint8_t *wq, int n_w, int cols) {
-    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 0);
-}
-
-TARGET_VNNI static void gemv_q4_0x8(float *y, int ldy, const hv_q8_act *a, const uint16_t *wd,
-                                    const uint8_t *wq, int n_w, int cols) {
-    gemv_x8(y, ldy, a, wd, wq, n_w, cols, 1);
 }
 
 /* ------------------------------------------------------------ sgemm_nn */
@@ -340,69 +315,32 @@ TARGET static void sgemm_nn(int m, int n, int k, const float *a, long lda, const
 /* The probe (see the table): 24 independent chains on zmm registers, of
  * FMAs (16 multiply-accumulates a chain a round) or, with VNNI, of the
  * int8 tiles' vpdpbusd (64); the int8 route without VNNI is the AVX2
- * table's. The empty asm keeps the chains from being folded. */
-static double (*base_peak)(long steps, int int8);
-
-#define PROBE_LO(X)   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define PROBE_HI(X)   X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
-#define PROBE24(X)    PROBE_LO(X) PROBE_HI(X)
-#define PROBE_KEEP(i) __asm__ volatile("" : "+v"(c##i));
-
+ * table's. */
+#define PF_STEP(c) _mm512_fmadd_ps(w, x, c)
 TARGET static double peak_macs(long steps, int int8) {
-    if (int8) return base_peak(steps, 1);
+    if (int8) return hv_mm_avx2.peak_macs(steps, 1);
     __m512 w = _mm512_set1_ps(0.5f), x = _mm512_set1_ps(1e-3f);
-#define PF_DECL(i) __m512 c##i = _mm512_setzero_ps();
-#define PF_STEP(i) c##i = _mm512_fmadd_ps(w, x, c##i);
-    PROBE24(PF_DECL)
-    for (long n = 0; n < steps; n++) {
-        PROBE24(PF_STEP)
-        PROBE24(PROBE_KEEP)
-    }
-    return steps * 24.0 * 16;
+    HV_PROBE(24, __m512, _mm512_setzero_ps(), PF_STEP, "+v", 16, );
 }
 
+#define PV_STEP(c) _mm512_dpbusd_epi32(c, x, w)
 TARGET_VNNI static double peak_macs_vnni(long steps, int int8) {
     if (!int8) return peak_macs(steps, 0);
     __m512i w = _mm512_set1_epi8(3), x = _mm512_set1_epi8(5);
-#define PV_DECL(i) __m512i c##i = _mm512_setzero_si512();
-#define PV_STEP(i) c##i = _mm512_dpbusd_epi32(c##i, x, w);
-    PROBE24(PV_DECL)
-    for (long n = 0; n < steps; n++) {
-        PROBE24(PV_STEP)
-        PROBE24(PROBE_KEEP)
-    }
-    return steps * 24.0 * 64;
+    HV_PROBE(24, __m512i, _mm512_setzero_si512(), PV_STEP, "+v", 64, );
 }
 
 /* ------------------------------------------------------------ tables */
 
-static hv_mm_kernels avx512, avx512_vnni;
-static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+/* What has no wider version here keeps the AVX2 kernel, which reads
+ * memory as fast. */
+HV_MM_DERIVED_TABLE(avx512, &hv_mm_avx2, .name = "avx512", .gemm_tiles = gemm_tiles,
+                    .gemm_tiles2 = gemm_tiles2, .sgemm_nn = sgemm_nn,
+                    .gemv_bf16_r64 = gemv_bf16_r64, .peak_macs = peak_macs)
+HV_MM_DERIVED_TABLE(avx512_vnni, avx512(), .name = "avx512_vnni", .gemm_tiles_q8 = gemm_tiles_q8,
+                    .gemm_tiles_q8_2 = gemm_tiles_q8_2, .gemv_q8_0x8 = gemv_q8_0x8,
+                    .gemv_q4_0x8 = gemv_q4_0x8, .peak_macs = peak_macs_vnni)
 
-/* Each the table below it with what it replaces (as OpenBLAS's
- * KERNEL.SKYLAKEX includes KERNEL.HASWELL): what has no wider version
- * here keeps the AVX2 kernel, which reads memory as fast. */
-static void make_tables(void) {
-    avx512 = hv_mm_avx2;
-    avx512.name = "avx512";
-    avx512.gemm_tiles = gemm_tiles;
-    avx512.gemm_tiles2 = gemm_tiles2;
-    avx512.sgemm_nn = sgemm_nn;
-    avx512.gemv_bf16_r64 = gemv_bf16_r64;
-    base_peak = hv_mm_avx2.peak_macs;
-    avx512.peak_macs = peak_macs;
-    avx512_vnni = avx512;
-    avx512_vnni.name = "avx512_vnni";
-    avx512_vnni.gemm_tiles_q8 = gemm_tiles_q8;
-    avx512_vnni.gemm_tiles_q8_2 = gemm_tiles_q8_2;
-    avx512_vnni.gemv_q8_0x8 = gemv_q8_0x8;
-    avx512_vnni.gemv_q4_0x8 = gemv_q4_0x8;
-    avx512_vnni.peak_macs = peak_macs_vnni;
-}
-
-const hv_mm_kernels *hv_mm_avx512(int vnni) {
-    pthread_once(&tables_once, make_tables);
-    return vnni ? &avx512_vnni : &avx512;
-}
+const hv_mm_kernels *hv_mm_avx512(int vnni) { return vnni ? avx512_vnni() : avx512(); }
 
 #endif
