@@ -2,11 +2,12 @@
  * encoder, cross-attention keys and values, long prompts): y = x . W^T +
  * bias for weights of any type, at the speed of the micro-kernel.
  *
- * The structure is the usual one for GEMM (Goto; BLIS): the activations x
- * are packed once per call into panels of HV_GEMM_MR rows, column block by
- * column block (HV_GEMM_KC columns), so the micro-kernel reads them
+ * The structure is the usual one for GEMM (Goto; BLIS), with the sizes of
+ * the table's geometry (hv_mm_kernels' geom: MR, NR, KC, MC below): the
+ * activations x are packed once per call into panels of MR rows, column
+ * block by column block (KC columns), so the micro-kernel reads them
  * contiguously; each task takes a chunk of weight rows, widens one column
- * block of it at a time straight into panels of HV_GEMM_NR rows (no f32
+ * block of it at a time straight into panels of NR rows (no f32
  * copy of the whole matrix, and no second copy as with widen + sgemm), and
  * runs the micro-kernel over every activation panel. A tile's outputs stay
  * in y (or, for many activation rows, in the task's buffer) between column
@@ -21,16 +22,9 @@
 #include "kernels/matmul_impl.h"
 #include "kernels/ops.h"
 
-#define MR HV_GEMM_MR
-#define NR HV_GEMM_NR
-#define KC HV_GEMM_KC
-/* Activation rows per pass over a packed weight panel: MC x KC floats
- * (96 KiB) stay in the L2 cache while each weight panel (16 KiB) stays in
- * L1. */
-#define MC 96
-
 typedef struct gemm_job {
     const hv_mm_kernels *k;
+    hv_mm_geometry g; /* k's: MR = g.mr, NR = g.nr, KC = g.kc, MC = g.mc */
     hv_pool *pool;
     const float *x;
     int n, n_pad, cols; /* activation rows (n_pad: rounded up to MR), columns */
@@ -42,22 +36,22 @@ typedef struct gemm_job {
  * [kc][MR], at xp + k0 * n_pad (block after block); rows >= n are zero. */
 static void pack_x_task(void *arg, int task, int n_tasks) {
     gemm_job *j = arg;
-    int cols = j->cols, panels = j->n_pad / MR;
-    for (int k0 = 0; k0 < cols; k0 += KC) {
-        int kc = cols - k0 < KC ? cols - k0 : KC;
+    int cols = j->cols, panels = j->n_pad / j->g.mr;
+    for (int k0 = 0; k0 < cols; k0 += j->g.kc) {
+        int kc = cols - k0 < j->g.kc ? cols - k0 : j->g.kc;
         float *block = j->xp + (long)k0 * j->n_pad;
         for (int p = task; p < panels; p += n_tasks) {
-            float *dst = block + (long)p * MR * kc;
-            const float *src = j->x + (long)p * MR * cols + k0;
-            int valid = j->n - p * MR < MR ? j->n - p * MR : MR;
-            if (valid == MR) {
+            float *dst = block + (long)p * j->g.mr * kc;
+            const float *src = j->x + (long)p * j->g.mr * cols + k0;
+            int valid = j->n - p * j->g.mr < j->g.mr ? j->n - p * j->g.mr : j->g.mr;
+            if (valid == j->g.mr) {
                 j->k->gemm_pack_x(dst, src, cols, kc);
                 continue;
             }
             /* the last panel: column by column, rows past n zero */
             for (int c = 0; c < kc; c++)
-                for (int i = 0; i < MR; i++)
-                    dst[c * MR + i] = i < valid ? src[(long)i * cols + c] : 0.0f;
+                for (int i = 0; i < j->g.mr; i++)
+                    dst[c * j->g.mr + i] = i < valid ? src[(long)i * cols + c] : 0.0f;
         }
     }
 }
@@ -65,14 +59,14 @@ static void pack_x_task(void *arg, int task, int n_tasks) {
 /* A panel of the r64 matrix W: rows rp .. rp + NR - 1 (rp a multiple of
  * NR, so within one block) x columns [k0, k0 + kc), both even, widened
  * into dst[k][NR]: the values of the row-major panel. */
-static void pack_r64(float *dst, const hv_mat *W, int rp, int k0, int kc) {
+static void pack_r64(const gemm_job *j, float *dst, const hv_mat *W, int rp, int k0, int kc) {
     const uint32_t *w = W->data;
     for (int k = 0; k < kc; k += 2) {
         const uint32_t *words = w + hv_r64_word(W->cols, rp, k0 + k);
-        for (int j = 0; j < NR; j++) {
-            uint32_t lo = words[j] << 16, hi = words[j] & 0xFFFF0000u;
-            memcpy(dst + (long)k * NR + j, &lo, 4);
-            memcpy(dst + (long)(k + 1) * NR + j, &hi, 4);
+        for (int r = 0; r < j->g.nr; r++) {
+            uint32_t lo = words[r] << 16, hi = words[r] & 0xFFFF0000u;
+            memcpy(dst + (long)k * j->g.nr + r, &lo, 4);
+            memcpy(dst + (long)(k + 1) * j->g.nr + r, &hi, 4);
         }
     }
 }
@@ -88,18 +82,18 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
     size_t next = row_bytes * (size_t)(k0 + kc) / (size_t)W->cols;
     int prefetch = k0 + kc < W->cols && !W->r64;
     if (prefetch && next + span > row_bytes) span = row_bytes - next; /* the last block */
-    for (int p = 0; r0 + p * NR < r1; p++) {
-        int rp = r0 + p * NR;
+    for (int p = 0; r0 + p * j->g.nr < r1; p++) {
+        int rp = r0 + p * j->g.nr;
         /* a whole panel of f32, f16 or bf16 rows is transposed (and
          * widened) from the matrix itself */
         hv_weight_type t = W->type;
-        int direct =
-            (t == HV_WEIGHTS_F32 || t == HV_WEIGHTS_F16 || t == HV_WEIGHTS_BF16) && rp + NR <= r1;
+        int direct = (t == HV_WEIGHTS_F32 || t == HV_WEIGHTS_F16 || t == HV_WEIGHTS_BF16) &&
+                     rp + j->g.nr <= r1;
         if (direct && W->r64) { /* a column pair's NR rows are NR adjacent words */
-            pack_r64(wp + (long)p * NR * kc, W, rp, k0, kc);
+            pack_r64(j, wp + (long)p * j->g.nr * kc, W, rp, k0, kc);
             continue;
         }
-        for (int jj = 0; jj < NR; jj++) {
+        for (int jj = 0; jj < j->g.nr; jj++) {
             int r = rp + jj;
             /* the weights come from memory, 16 rows at a time: fetch each
              * row's next block while this one is widened */
@@ -115,12 +109,12 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
         }
         size_t at = (size_t)rp * W->cols + k0;
         if (direct && t == HV_WEIGHTS_F32)
-            j->k->gemm_panel(wp + (long)p * NR * kc, (const float *)W->data + at, W->cols, kc);
+            j->k->gemm_panel(wp + (long)p * j->g.nr * kc, (const float *)W->data + at, W->cols, kc);
         else if (direct)
-            j->k->gemm_panel_half(wp + (long)p * NR * kc, (const uint16_t *)W->data + at, W->cols,
-                                  kc, t == HV_WEIGHTS_BF16);
+            j->k->gemm_panel_half(wp + (long)p * j->g.nr * kc, (const uint16_t *)W->data + at,
+                                  W->cols, kc, t == HV_WEIGHTS_BF16);
         else
-            j->k->gemm_panel(wp + (long)p * NR * kc, rows, kc, kc);
+            j->k->gemm_panel(wp + (long)p * j->g.nr * kc, rows, kc, kc);
     }
 }
 
@@ -129,13 +123,14 @@ static void pack_w(const gemm_job *j, const hv_mat *W, int r0, int r1, int k0, i
  * buffer so the kernel never sees a tail. */
 static void edge_tile(const gemm_job *j, float *c, long ldc, int kc, const float *xp,
                       const float *wp, int i, int nj, int accumulate) {
-    int mi = j->n - i < MR ? j->n - i : MR;
-    if (nj > NR) nj = NR;
-    float buf[MR * NR] = {0};
+    int mi = j->n - i < j->g.mr ? j->n - i : j->g.mr;
+    if (nj > j->g.nr) nj = j->g.nr;
+    float buf[HV_GEMM_MR_MAX * HV_GEMM_NR_MAX];
+    memset(buf, 0, (size_t)j->g.mr * j->g.nr * sizeof *buf);
     if (accumulate)
-        for (int a = 0; a < mi; a++) memcpy(buf + a * NR, c + (long)a * ldc, nj * sizeof *buf);
-    j->k->gemm_tiles(1, kc, xp, wp, buf, NR, accumulate);
-    for (int a = 0; a < mi; a++) memcpy(c + (long)a * ldc, buf + a * NR, nj * sizeof *buf);
+        for (int a = 0; a < mi; a++) memcpy(buf + a * j->g.nr, c + (long)a * ldc, nj * sizeof *buf);
+    j->k->gemm_tiles(1, kc, xp, wp, buf, j->g.nr, accumulate);
+    for (int a = 0; a < mi; a++) memcpy(c + (long)a * ldc, buf + a * j->g.nr, nj * sizeof *buf);
 }
 
 /* From LOCAL_MIN_N activation rows on, a chunk's outputs are accumulated
@@ -148,13 +143,13 @@ static void edge_tile(const gemm_job *j, float *c, long ldc, int kc, const float
  * outputs stay in L2 either way and the copy costs about what it saves
  * (docs/KERNELS.md, "The packed GEMM"). */
 #define LOCAL_MIN_N 256
-static int local_ld(const gemm_job *j) { return j->o.max_chunk + NR; }
+static int local_ld(const gemm_job *j) { return j->o.max_chunk + j->g.nr; }
 static int use_local(const gemm_job *j) { return j->n >= LOCAL_MIN_N; }
 
 /* Scratch floats of a task: its packed weight block, NR widened rows and
  * the chunk's outputs when they are kept apart. */
 static size_t task_floats(const gemm_job *j) {
-    size_t f = ((size_t)j->o.max_chunk + NR) * KC;
+    size_t f = ((size_t)j->o.max_chunk + j->g.nr) * j->g.kc;
     return f + (use_local(j) ? (size_t)j->n * (size_t)local_ld(j) : 0);
 }
 
@@ -163,40 +158,40 @@ static void gemm_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     int cols = j->cols, local = use_local(j);
     float *wp = hv_pool_scratch(j->pool, task, task_floats(j) * sizeof(float));
-    float *wrows = wp + (size_t)j->o.max_chunk * KC;
-    float *cbuf = wrows + (size_t)NR * KC;
+    float *wrows = wp + (size_t)j->o.max_chunk * j->g.kc;
+    float *cbuf = wrows + (size_t)j->g.nr * j->g.kc;
     int m, r0, r1;
     while (hv_gemm_outs_next(&j->o, &m, &r0, &r1)) {
         const hv_mat *W = j->o.out[m].W;
         /* where the chunk's outputs are accumulated: c[i * ldc + r - r0] */
         float *c = local ? cbuf : j->o.out[m].y + r0;
         long ldc = local ? local_ld(j) : W->rows;
-        for (int k0 = 0; k0 < cols; k0 += KC) {
-            int kc = cols - k0 < KC ? cols - k0 : KC;
+        for (int k0 = 0; k0 < cols; k0 += j->g.kc) {
+            int kc = cols - k0 < j->g.kc ? cols - k0 : j->g.kc;
             pack_w(j, W, r0, r1, k0, kc, wp, wrows);
             const float *xblock = j->xp + (long)k0 * j->n_pad;
-            for (int i0 = 0; i0 < j->n; i0 += MC) {
-                int i1 = i0 + MC < j->n ? i0 + MC : j->n;
+            for (int i0 = 0; i0 < j->n; i0 += j->g.mc) {
+                int i1 = i0 + j->g.mc < j->n ? i0 + j->g.mc : j->n;
                 for (int r = r0; r < r1;) {
                     const float *wpanel = wp + (long)(r - r0) * kc;
                     /* two whole panels at once where the table can */
-                    int two = j->k->gemm_tiles2 && r + 2 * NR <= r1;
+                    int two = j->k->gemm_tiles2 && r + 2 * j->g.nr <= r1;
                     int i = i0;
                     /* the pass's whole tiles in one call (i0 is a multiple
                      * of MR, and so is i1 unless it is n), then an edge */
-                    int full = r + NR <= r1 ? i1 / MR - i0 / MR : 0;
+                    int full = r + j->g.nr <= r1 ? i1 / j->g.mr - i0 / j->g.mr : 0;
                     if (full > 0) {
                         (two ? j->k->gemm_tiles2
                              : j->k->gemm_tiles)(full, kc, xblock + (long)i * kc, wpanel,
                                                  c + (long)i * ldc + (r - r0), ldc, k0 > 0);
-                        i += full * MR;
+                        i += full * j->g.mr;
                     }
                     for (int p = 0; p < 1 + two; p++)
-                        for (int e = i; e < i1; e += MR)
-                            edge_tile(j, c + (long)e * ldc + (r - r0) + p * NR, ldc, kc,
-                                      xblock + (long)e * kc, wpanel + (long)p * NR * kc, e,
-                                      r1 - r - p * NR, k0 > 0);
-                    r += (1 + two) * NR;
+                        for (int e = i; e < i1; e += j->g.mr)
+                            edge_tile(j, c + (long)e * ldc + (r - r0) + p * j->g.nr, ldc, kc,
+                                      xblock + (long)e * kc, wpanel + (long)p * j->g.nr * kc, e,
+                                      r1 - r - p * j->g.nr, k0 > 0);
+                    r += (1 + two) * j->g.nr;
                 }
             }
         }
@@ -206,13 +201,14 @@ static void gemm_task(void *arg, int task, int n_tasks) {
     }
 }
 
-/* Weight rows per chunk: a multiple of NR, fixed by the shape (the
+/* Weight rows per chunk: a multiple of HV_GEMM_NR (the default panel
+ * width; a table's own only costs edge tiles), fixed by the shape (the
  * taper's quarters also by the thread count; no split changes a result),
  * 128..256 so that a chunk's packed block (<= 256 KiB)
  * stays in the L2 cache and a matrix of >= 1024 rows gives >= 8 chunks to
  * balance over the threads. */
 int hv_gemm_chunk_rows(const hv_mat *W) {
-    int t = (W->rows / 8) & ~(NR - 1);
+    int t = (W->rows / 8) & ~(HV_GEMM_NR - 1);
     return t < 128 ? 128 : t > 256 ? 256 : t;
 }
 
@@ -244,9 +240,9 @@ int hv_gemm_outs_init(hv_gemm_outs *o, int count, const hv_mat *const *W, const 
  * least 2, at most all of them) in quarters of at least NR rows. */
 void hv_gemm_outs_taper(hv_gemm_outs *o, int threads) {
     int m = o->n_out - 1, rows = o->out[m].W->rows, chunk = o->out[m].chunk;
-    int n_big = (rows + chunk - 1) / chunk, fine = (chunk / 4) & ~(NR - 1);
+    int n_big = (rows + chunk - 1) / chunk, fine = (chunk / 4) & ~(HV_GEMM_NR - 1);
     int tail = threads < 2 ? 0 : threads < n_big ? threads : n_big;
-    if (fine < NR || tail == 0) return;
+    if (fine < HV_GEMM_NR || tail == 0) return;
     o->out[m].split = (n_big - tail) * chunk;
     o->out[m].fine = fine;
     o->n_chunks = o->out[m].first_chunk + n_big - tail + (rows - o->out[m].split + fine - 1) / fine;
@@ -308,10 +304,20 @@ void hv_epilogue_run(const hv_epilogue *ep, float *y, float *res, long count) {
     if (ep->residual) hv_add_scaled(res, y, count, ep->scale);
 }
 
+int hv_mm_geometry_ok(const hv_mm_geometry *g) {
+    int tiles = g->mr >= 1 && g->mr <= HV_GEMM_MR_MAX && g->q8_mr >= 1 &&
+                g->q8_mr <= HV_GEMM_MR_MAX && g->nr >= HV_X8_ROWS && g->nr <= HV_GEMM_NR_MAX &&
+                g->nr % HV_X8_ROWS == 0;
+    int blocks = g->kc >= 1 && g->q8_kc_max >= HV_Q8_BLOCK && g->q8_kc_max % HV_Q8_BLOCK == 0;
+    int passes = tiles && g->mc >= g->mr && g->mc % g->mr == 0 && g->q8_mc >= g->q8_mr &&
+                 g->q8_mc % g->q8_mr == 0;
+    return tiles && blocks && passes;
+}
+
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
                     const hv_mat *const *W, const float *const *bias, float *const *y,
                     const hv_epilogue *ep) {
-    if (count < 1 || count > HV_GEMM_MAX_OUT) return -1;
+    if (count < 1 || count > HV_GEMM_MAX_OUT || !hv_mm_geometry_ok(&k->geom)) return -1;
     if (!pool) { /* a one-thread pool of our own for its scratch */
         hv_pool *own = hv_pool_new(1);
         int rc = own ? hv_gemm_weights(k, own, n, x, count, W, bias, y, ep) : -1;
@@ -322,7 +328,8 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
     for (int m = 0; m < count; m++)
         int8 &= W[m]->type == HV_WEIGHTS_Q8_0 || W[m]->type == HV_WEIGHTS_Q4_0;
     if (int8) return hv_gemm_q8(k, pool, n, x, count, W, bias, y, ep);
-    gemm_job j = {.k = k, .pool = pool, .x = x, .n = n, .n_pad = (n + MR - 1) / MR * MR};
+    gemm_job j = {.k = k, .g = k->geom, .pool = pool, .x = x, .n = n};
+    j.n_pad = (n + j.g.mr - 1) / j.g.mr * j.g.mr;
     if (hv_gemm_outs_init(&j.o, count, W, bias, y, hv_gemm_chunk_rows, ep)) return -1;
     hv_gemm_outs_taper(&j.o, hv_pool_size(pool));
     j.cols = j.o.cols;
@@ -333,7 +340,7 @@ int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x
     /* every task's slot before any task runs, so a task cannot fail */
     for (int t = 0; t < tasks; t++)
         if (!hv_pool_scratch(pool, t, task_floats(&j) * sizeof(float))) return -1;
-    int pack_tasks = hv_pool_size(pool) < j.n_pad / MR ? hv_pool_size(pool) : j.n_pad / MR;
+    int pack_tasks = hv_pool_size(pool) < j.n_pad / j.g.mr ? hv_pool_size(pool) : j.n_pad / j.g.mr;
     hv_pool_run(pool, pack_tasks, pack_x_task, &j);
     hv_pool_run(pool, tasks, gemm_task, &j);
     return 0;

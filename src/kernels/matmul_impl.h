@@ -125,6 +125,21 @@ typedef struct hv_q8_act {
     int32_t *s; /* [n][nb] each block's sum of q (for the x8 q4_0 GEMV), or NULL */
 } hv_q8_act;
 
+/* A table's geometry: the tile and blocking sizes its micro-kernels are
+ * written for, which the GEMM drivers (gemm.c, gemm_q8.c) read from the
+ * table rather than from constants, so that a table for other registers
+ * chooses its own (OpenBLAS's gotoblas_t carries sgemm_unroll_m/n so).
+ * hv_mm_geometry_ok says what the drivers accept. */
+typedef struct hv_mm_geometry {
+    int mr;        /* packed GEMM: activation rows per tile and panel */
+    int nr;        /* both GEMMs: weight rows per panel (a multiple of HV_X8_ROWS) */
+    int kc;        /* packed GEMM: columns per packed block */
+    int mc;        /* packed GEMM: activation rows per pass over a weight panel */
+    int q8_mr;     /* int8 GEMM: activation rows per tile and panel */
+    int q8_kc_max; /* int8 GEMM: columns per block at most (a multiple of 32) */
+    int q8_mc;     /* int8 GEMM: activation rows per pass (a multiple of q8_mr) */
+} hv_mm_geometry;
+
 /* Kernels for one instruction set. The gemv kernels compute, for the
  * n_w weight rows starting at w and the n activation rows,
  *   y[i * ldy + r] = dot(w row r, activation row i)  (no bias),
@@ -132,6 +147,9 @@ typedef struct hv_q8_act {
  * write count f32 values (q8_0: count / 32 blocks) to dst, exactly. */
 typedef struct hv_mm_kernels {
     const char *name;
+    /* what the packed GEMMs' entries below (tiles, panels, packing) are
+     * written for */
+    hv_mm_geometry geom;
     void (*gemv_f16)(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
                      int cols);
     void (*gemv_bf16)(float *y, int ldy, const float *x, int n, const uint16_t *w, int n_w,
@@ -159,23 +177,23 @@ typedef struct hv_mm_kernels {
     void (*widen_bf16)(float *dst, const uint16_t *src, long count);
     void (*widen_q8_0)(float *dst, const hv_q8_0_block *src, long count);
     void (*widen_q4_0)(float *dst, const hv_q4_0_block *src, long count);
-    /* The packed GEMM's micro-kernel: count tiles of HV_GEMM_MR x
-     * HV_GEMM_NR outputs down the activation rows, tile t (its activation
+    /* The packed GEMM's micro-kernel: count tiles of MR x NR outputs (MR =
+     * geom.mr, NR = geom.nr) down the activation rows, tile t (its activation
      * panel at a + t * kc * MR, its outputs from c + t * MR * ldc) being
      * c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + the fma chain
      * over k < kc of a[k * MR + i] * b[k * NR + j]. (Several per call: a
      * call per tile was 1% of the encoder's samples.) */
     void (*gemm_tiles)(int count, int kc, const float *a, const float *b, float *c, long ldc,
                        int accumulate);
-    /* The same over two adjacent weight panels, b and b + kc * HV_GEMM_NR
-     * (2 x HV_GEMM_NR weight rows; outputs c[i * ldc + j], j < 2 *
-     * HV_GEMM_NR): the bits of gemm_tiles on each panel. NULL in tables
+    /* The same over two adjacent weight panels, b and b + kc * geom.nr
+     * (2 x geom.nr weight rows; outputs c[i * ldc + j], j < 2 *
+     * geom.nr): the bits of gemm_tiles on each panel. NULL in tables
      * whose registers hold one panel's tile (the driver then calls
      * gemm_tiles per panel). */
     void (*gemm_tiles2)(int count, int kc, const float *a, const float *b, float *c, long ldc,
                         int accumulate);
-    /* dst[k * HV_GEMM_NR + r] = src[r * ld + k] for r < HV_GEMM_NR, k < kc,
-     * over 32-bit words moved bit for bit: HV_GEMM_NR rows into one packed
+    /* dst[k * geom.nr + r] = src[r * ld + k] for r < geom.nr, k < kc,
+     * over 32-bit words moved bit for bit: geom.nr rows into one packed
      * panel, of widened f32 weights (the packed GEMM) or of 4 weight bytes
      * per word (the int8 GEMM). */
     void (*gemm_panel)(void *dst, const void *src, long ld, int kc);
@@ -183,12 +201,12 @@ typedef struct hv_mm_kernels {
      * (widen_f16 / widen_bf16's values): one pass instead of widening into
      * rows and transposing them. */
     void (*gemm_panel_half)(float *dst, const uint16_t *src, long ld, int kc, int bf16);
-    /* dst[k * HV_GEMM_MR + i] = src[i * ld + k] for i < HV_GEMM_MR, k < kc:
-     * HV_GEMM_MR activation rows into one packed panel, bit for bit; it
-     * writes nothing outside dst's kc * HV_GEMM_MR floats. */
+    /* dst[k * geom.mr + i] = src[i * ld + k] for i < geom.mr, k < kc:
+     * geom.mr activation rows into one packed panel, bit for bit; it
+     * writes nothing outside dst's kc * geom.mr floats. */
     void (*gemm_pack_x)(float *dst, const float *src, long ld, int kc);
-    /* The int8 GEMM's micro-kernel (gemm_q8.c): count tiles of
-     * HV_GEMM_Q8_MR x HV_GEMM_NR outputs down the activation rows, over nbk
+    /* The int8 GEMM's micro-kernel (gemm_q8.c): count tiles of MR x NR
+     * outputs (MR = geom.q8_mr, NR = geom.nr) down the activation rows, over nbk
      * blocks of 32 columns; tile t reads a + t * nbk * 32 * MR and ad + t *
      * nbk * MR and writes from c + t * MR * ldc. Per tile, a: activation
      * bytes u = q + 64 as [nbk * 8][MR][4], ad: their scales [nbk][MR]; b:
@@ -202,7 +220,7 @@ typedef struct hv_mm_kernels {
                           const float *bias);
     /* The same over two adjacent weight panels, the second `panel` bytes
      * after the first (its b, bd and bc each that far from the first's),
-     * outputs j < 2 * HV_GEMM_NR, bias (if not NULL) 2 * HV_GEMM_NR
+     * outputs j < 2 * geom.nr, bias (if not NULL) 2 * geom.nr
      * values: the bits of gemm_tiles_q8 on each panel. NULL where a table
      * has none. */
     void (*gemm_tiles_q8_2)(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
@@ -265,16 +283,17 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
 /* A kernel table from static functions named after its fields. */
 #define HV_MM_KERNEL_TABLE(label)                                                                  \
     {                                                                                              \
-        .name = label, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16, .gemv_f32 = gemv_f32,         \
-        .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q8_0x8 = gemv_q8_0x8,                \
-        .gemv_q4_0x8 = gemv_q4_0x8, .gemv_bf16_r64 = gemv_bf16_r64, .widen_f16 = widen_f16,        \
-        .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0, .widen_q4_0 = widen_q4_0,              \
-        .gemm_tiles = gemm_tiles, .gemm_panel = gemm_panel, .gemm_panel_half = gemm_panel_half,    \
-        .gemm_pack_x = gemm_pack_x, .gemm_tiles_q8 = gemm_tiles_q8,                                \
-        .gemm_x8_terms = gemm_x8_terms, .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8,    \
-        .attn_scores = attn_scores, .attn_context = attn_context,                                  \
-        .attn_scores_f16 = attn_scores_f16, .attn_context_f16 = attn_context_f16,                  \
-        .narrow_f16 = narrow_f16, .sgemm_nn = sgemm_nn, .peak_macs = peak_macs                     \
+        .name = label, .geom = HV_MM_GEOMETRY, .gemv_f16 = gemv_f16, .gemv_bf16 = gemv_bf16,       \
+        .gemv_f32 = gemv_f32, .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0,                      \
+        .gemv_q8_0x8 = gemv_q8_0x8, .gemv_q4_0x8 = gemv_q4_0x8, .gemv_bf16_r64 = gemv_bf16_r64,    \
+        .widen_f16 = widen_f16, .widen_bf16 = widen_bf16, .widen_q8_0 = widen_q8_0,                \
+        .widen_q4_0 = widen_q4_0, .gemm_tiles = gemm_tiles, .gemm_panel = gemm_panel,              \
+        .gemm_panel_half = gemm_panel_half, .gemm_pack_x = gemm_pack_x,                            \
+        .gemm_tiles_q8 = gemm_tiles_q8, .gemm_x8_terms = gemm_x8_terms,                            \
+        .quantize_q7 = quantize_q7, .quantize_q8 = quantize_q8, .attn_scores = attn_scores,        \
+        .attn_context = attn_context, .attn_scores_f16 = attn_scores_f16,                          \
+        .attn_context_f16 = attn_context_f16, .narrow_f16 = narrow_f16, .sgemm_nn = sgemm_nn,      \
+        .peak_macs = peak_macs                                                                     \
     }
 
 /* Every entry of hv_mm_kernels, as X(field), each a statement. */
@@ -310,12 +329,13 @@ void hv_q8_act_quantize(const hv_mm_kernels *k, hv_q8_act *a, const float *x, in
     X(peak_macs)
 
 /* *t = base with every entry that over has (not NULL) replaced, and over's
- * name: a table that is the one below it with some kernels replaced (as
+ * name (and geometry, where it has one): a table that is the one below it with some kernels replaced (as
  * OpenBLAS's KERNEL.SKYLAKEX includes KERNEL.HASWELL). */
 static inline void hv_mm_derive(hv_mm_kernels *t, const hv_mm_kernels *base,
                                 const hv_mm_kernels *over) {
     *t = *base;
     t->name = over->name;
+    if (over->geom.mr) t->geom = over->geom;
 #define HV_MM_OVER(f)                                                                              \
     if (over->f) t->f = over->f
     HV_MM_ENTRIES(HV_MM_OVER);
@@ -337,19 +357,40 @@ static inline void hv_mm_derive(hv_mm_kernels *t, const hv_mm_kernels *base,
         return &fn##_table;                                                                        \
     }
 
-/* The packed GEMM's tile: 6 activation rows x 16 weight rows (12 AVX2
- * accumulators), and its blocking: HV_GEMM_KC columns per packed block. */
+/* The geometry of the tables written for 16 vector registers of 8 floats
+ * (AVX2; NEON's 32 of 4 keep its shapes; the portable twin's), which the
+ * others start from. The packed GEMM's tile: 6 activation rows x 16
+ * weight rows (12 AVX2 accumulators), and its blocking: HV_GEMM_KC columns
+ * per packed block, HV_GEMM_MC activation rows per pass (MC x KC floats,
+ * 96 KiB, stay in the L2 cache while each weight panel, 16 KiB, stays in
+ * L1). */
 #define HV_GEMM_MR        6
 #define HV_GEMM_NR        16
 #define HV_GEMM_KC        256
+#define HV_GEMM_MC        96
 /* The int8 GEMM's tile: 5 activation rows x 16 weight rows, so that its 10
  * int32 accumulators, two weight vectors, a broadcast, a product and the
  * constant fit the 16 AVX2 registers (6 rows spill). */
 #define HV_GEMM_Q8_MR     5
 /* ... and its blocking: the columns in equal blocks of at most this many
  * (a multiple of 32), as few as fit: each block costs the tiles a load and
- * a store of their outputs, and int8 rows are a quarter of f32's bytes. */
+ * a store of their outputs, and int8 rows are a quarter of f32's bytes;
+ * activation rows per pass: whole panels within HV_GEMM_MC. */
 #define HV_GEMM_Q8_KC_MAX 1536
+#define HV_GEMM_Q8_MC     (HV_GEMM_MC / HV_GEMM_Q8_MR * HV_GEMM_Q8_MR)
+#define HV_MM_GEOMETRY                                                                             \
+    {                                                                                              \
+        .mr = HV_GEMM_MR, .nr = HV_GEMM_NR, .kc = HV_GEMM_KC, .mc = HV_GEMM_MC,                    \
+        .q8_mr = HV_GEMM_Q8_MR, .q8_kc_max = HV_GEMM_Q8_KC_MAX, .q8_mc = HV_GEMM_Q8_MC             \
+    }
+/* The largest tiles the drivers' edge buffers hold. */
+#define HV_GEMM_MR_MAX 16
+#define HV_GEMM_NR_MAX 64
+
+/* Whether the drivers take geometry g: tiles within HV_GEMM_MR_MAX x
+ * HV_GEMM_NR_MAX, nr a multiple of HV_X8_ROWS (x8 groups fill panels),
+ * q8_kc_max a multiple of 32, and passes of whole tiles. */
+int hv_mm_geometry_ok(const hv_mm_geometry *g);
 
 /* Portable C; always available. */
 extern const hv_mm_kernels hv_mm_scalar;
@@ -428,7 +469,8 @@ void hv_epilogue_run(const hv_epilogue *ep, float *y, float *res, long count);
  * activations are packed once for all of them, the weights one block at a
  * time as they are widened; then the epilogue ep (NULL: none; with a
  * residual, count must be 1). Returns -1, having done nothing, when its
- * buffers cannot be had or the shapes do not match. */
+ * buffers cannot be had, the shapes do not match or k's geometry is not
+ * one the drivers take (hv_mm_geometry_ok). */
 #define HV_GEMM_MAX_OUT 4
 int hv_gemm_weights(const hv_mm_kernels *k, hv_pool *pool, int n, const float *x, int count,
                     const hv_mat *const *W, const float *const *bias, float *const *y,

@@ -1,6 +1,7 @@
 /* The packed GEMM's pieces on their own: the int8 micro-kernel and panel
  * transpose at the extremes, the attention products (f32 and f16 caches),
- * and the GEMM's chunking across threads; SIMD bit for bit portable. */
+ * the GEMM's chunking across threads, and a table of its own geometry;
+ * SIMD bit for bit portable. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -548,6 +549,134 @@ static void test_gemm_chunks(void) {
         }
 }
 
+/* A table's own geometry (hv_mm_kernels' geom): a table with tiles of
+ * 4 x 8 (int8 3 x 8), columns in blocks of 40 (int8 at most 64) and passes
+ * of 12 (9) rows, its micro-kernels the portable ones written for those
+ * sizes, runs the whole packed GEMMs (every weight type, row-major and x8,
+ * edge tiles in both directions, with a bias) with the bits of the
+ * portable table; and the drivers refuse a geometry they cannot take. */
+enum { OWN_MR = 4, OWN_NR = 8, OWN_QMR = 3 };
+
+static void own_tiles(int count, int kc, const float *a, const float *b, float *c, long ldc,
+                      int accumulate) {
+    for (int row = 0; row < count * OWN_MR; row++) { /* tile row / MR, its row row % MR */
+        const float *ar = a + (long)(row / OWN_MR) * kc * OWN_MR + row % OWN_MR;
+        float *cr = c + (long)row * ldc;
+        for (int j = 0; j < OWN_NR; j++) {
+            float s = accumulate ? cr[j] : 0.0f;
+            for (int k = 0; k < kc; k++) s = fmaf(ar[k * OWN_MR], b[k * OWN_NR + j], s);
+            cr[j] = s;
+        }
+    }
+}
+
+static void own_panel(void *dst, const void *src, long ld, int kc) {
+    for (int k = 0; k < kc; k++)
+        for (int r = 0; r < OWN_NR; r++)
+            memcpy((char *)dst + 4 * (k * OWN_NR + r), (const char *)src + 4 * (r * ld + k), 4);
+}
+
+static void own_panel_half(float *dst, const uint16_t *src, long ld, int kc, int bf16) {
+    for (int k = 0; k < kc; k++)
+        for (int r = 0; r < OWN_NR; r++) {
+            uint16_t h = src[r * ld + k];
+            dst[k * OWN_NR + r] = bf16 ? hv_bf16_to_f32(h) : hv_f16_to_f32(h);
+        }
+}
+
+static void own_pack_x(float *dst, const float *src, long ld, int kc) {
+    for (int k = 0; k < kc; k++)
+        for (int i = 0; i < OWN_MR; i++) dst[k * OWN_MR + i] = src[i * ld + k];
+}
+
+static void own_tiles_q8(int count, int nbk, const uint8_t *a, const float *ad, const int8_t *b,
+                         const float *bd, const int32_t *bc, float *c, long ldc, int accumulate,
+                         const float *bias) {
+    for (int t = 0; t < count; t++, a += (long)nbk * 32 * OWN_QMR, ad += nbk * OWN_QMR)
+        for (int i = 0; i < OWN_QMR; i++)
+            for (int j = 0; j < OWN_NR; j++) {
+                float *ci = c + (long)(t * OWN_QMR + i) * ldc + j, s = accumulate ? *ci : 0.0f;
+                for (int blk = 0; blk < nbk; blk++) {
+                    int32_t p = -bc[blk * OWN_NR + j];
+                    for (int q = blk * 8; q < blk * 8 + 8; q++)
+                        for (int u = 0; u < 4; u++)
+                            p += a[(q * OWN_QMR + i) * 4 + u] * b[(q * OWN_NR + j) * 4 + u];
+                    s = fmaf(bd[blk * OWN_NR + j] * ad[blk * OWN_QMR + i], (float)p, s);
+                }
+                *ci = bias ? s + bias[j] : s;
+            }
+}
+
+static void test_own_geometry(void) {
+    const hv_mm_kernels *tables[8];
+    int n_tables = hv_mm_tables(tables, 8);
+    for (int t = 0; t < n_tables; t++)
+        CHECK_MSG(hv_mm_geometry_ok(&tables[t]->geom), "%s: its geometry", tables[t]->name);
+    hv_mm_kernels own = hv_mm_scalar;
+    own.name = "own";
+    own.geom = (hv_mm_geometry){.mr = OWN_MR,
+                                .nr = OWN_NR,
+                                .kc = 40,
+                                .mc = 12,
+                                .q8_mr = OWN_QMR,
+                                .q8_kc_max = 64,
+                                .q8_mc = 9};
+    own.gemm_tiles = own_tiles, own.gemm_tiles2 = NULL, own.gemm_panel = own_panel;
+    own.gemm_panel_half = own_panel_half, own.gemm_pack_x = own_pack_x;
+    own.gemm_tiles_q8 = own_tiles_q8, own.gemm_tiles_q8_2 = NULL;
+    CHECK(hv_mm_geometry_ok(&own.geom));
+    hv_pool *pool = hv_pool_new(3);
+    const int n = 23, cols = 96;
+    for (int ti = 0; ti < N_TYPES; ti++)
+        for (int rows = 40; rows <= 44; rows += 4)
+            for (int x8 = 0; x8 < 2; x8++) {
+                hv_weight_type type = all_types[ti];
+                int quant = type == HV_WEIGHTS_Q8_0 || type == HV_WEIGHTS_Q4_0;
+                if (x8 && (!quant || rows % HV_X8_ROWS)) continue;
+                float *x = falloc((size_t)n * cols), *src = falloc((size_t)rows * cols);
+                float *bias = falloc(rows), *y0 = falloc((size_t)n * rows);
+                float *y1 = falloc((size_t)n * rows);
+                for (int i = 0; i < n * cols; i++) x[i] = frand();
+                for (int i = 0; i < rows * cols; i++) src[i] = frand();
+                for (int i = 0; i < rows; i++) bias[i] = frand();
+                hv_mat W;
+                void *st, *st8;
+                hv_error e;
+                CHECK(hv_mat_from_f32(&W, type, src, rows, cols, &st, &e) == HV_OK);
+                if (x8) {
+                    CHECK(hv_mat_interleave(&W, &st8, &e) == HV_OK);
+                    free(st);
+                    st = st8;
+                }
+                const hv_mat *Wp = &W;
+                const float *bp = bias;
+                CHECK(hv_gemm_weights(&hv_mm_scalar, pool, n, x, 1, &Wp, &bp, &y0, NULL) == 0);
+                CHECK(hv_gemm_weights(&own, pool, n, x, 1, &Wp, &bp, &y1, NULL) == 0);
+                CHECK_MSG(same_bits(y0, y1, (size_t)n * rows),
+                          "own geometry: %s %d x %d%s, the portable table's bits",
+                          hv_weight_type_name(type), rows, cols, x8 ? " x8" : "");
+                free(st);
+                free(x), free(src), free(bias), free(y0), free(y1);
+            }
+    /* what the drivers' buffers and layouts cannot take */
+    hv_mm_kernels bad = own;
+    bad.geom.nr = 12; /* not whole x8 groups */
+    CHECK(!hv_mm_geometry_ok(&bad.geom));
+    bad.geom = own.geom, bad.geom.mc = 10; /* passes of partial tiles */
+    CHECK(!hv_mm_geometry_ok(&bad.geom));
+    bad.geom = own.geom, bad.geom.mr = HV_GEMM_MR_MAX + 1;
+    CHECK(!hv_mm_geometry_ok(&bad.geom));
+    bad.geom = own.geom, bad.geom.q8_kc_max = 48;
+    CHECK(!hv_mm_geometry_ok(&bad.geom));
+    float x[32] = {0}, y[8];
+    float *yp = y;
+    hv_mat W = {.type = HV_WEIGHTS_F32, .rows = 1, .cols = 32, .data = x};
+    const hv_mat *Wp = &W;
+    const float *none = NULL;
+    CHECK(hv_gemm_weights(&bad, pool, 1, x, 1, &Wp, &none, &yp, NULL) == -1);
+    hv_pool_free(pool);
+}
+
 int main(void) {
     const hv_mm_kernels *tables[8];
     int n = simd_tables(tables);
@@ -561,5 +690,6 @@ int main(void) {
         test_sgemm_nn();
     }
     test_gemm_chunks();
+    test_own_geometry();
     TEST_END();
 }
