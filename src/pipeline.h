@@ -5,6 +5,7 @@
 
 #include "audio/chunking.h"
 #include "audio/frontend.h"
+#include "audio/speech_chunks.h"
 #include "decoder.h"
 #include "hviske.h"
 #include "kernels/cpu.h"
@@ -122,6 +123,15 @@ typedef struct hv_taps {
 
 /* The chunk plan's sizes for p's chunking options on model c. */
 hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_params *p);
+
+/* The windows transcribed for p: with diarize over more than one chunk,
+ * plan's chunks (the cores) widened HV_DIAR_OVERLAP_S / 2 into each
+ * neighbour (hv_piece_plan_overlap) in place, and *cuts (malloc'ed,
+ * [n_chunks + 1]) where their shares meet; else plan as it is and *cuts
+ * NULL. On failure (HV_ERR_NOMEM) plan is empty or as it was, and *cuts
+ * NULL; plan is the caller's to free either way. */
+hv_status hv_diar_windows(const hv_config *c, const hv_transcribe_params *p, hv_piece_plan *plan,
+                          size_t **cuts, hv_error *e);
 
 hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames, int sample_rate,
                              int channels, const hv_transcribe_params *params, hv_result **out,

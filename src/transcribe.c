@@ -747,6 +747,23 @@ hv_chunk_plan_params hv_chunk_params(const hv_config *c, const hv_transcribe_par
     return cp;
 }
 
+hv_status hv_diar_windows(const hv_config *c, const hv_transcribe_params *p, hv_piece_plan *plan,
+                          size_t **cuts, hv_error *e) {
+    *cuts = NULL;
+    if (!p->diarize || plan->n_chunks < 2) return HV_OK;
+    hv_piece_plan core = *plan;
+    size_t reach = (size_t)llround(HV_DIAR_OVERLAP_S / 2 * c->sample_rate);
+    if (!(*cuts = malloc((size_t)(core.n_chunks + 1) * sizeof **cuts)))
+        return hv_err(e, HV_ERR_NOMEM, "out of memory planning diarize windows");
+    hv_status st = hv_piece_plan_overlap(&core, reach, plan, *cuts, e);
+    hv_piece_plan_free(&core);
+    if (st) {
+        free(*cuts);
+        *cuts = NULL;
+    }
+    return st;
+}
+
 /* The chunks of x[n] as pieces of it: the plan of p->chunking (AUTO
  * already resolved), with speech detection for HV_CHUNKING_VAD; with a
  * speech detector, its probabilities over x go to R (no_speech_prob),
@@ -956,17 +973,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
         plan.speech[i].start += off, plan.speech[i].end += off;
     }
     hv_stitch_init(&R.stitch);
-    if (p.diarize && plan.n_chunks > 1) { /* windows that overlap (docs/DIARIZE.md) */
-        hv_piece_plan core = plan;
-        size_t reach = (size_t)llround(HV_DIAR_OVERLAP_S / 2 * c->sample_rate);
-        if (!(R.cuts = malloc((size_t)(core.n_chunks + 1) * sizeof *R.cuts))) {
-            st = hv_err(e, HV_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        st = hv_piece_plan_overlap(&core, reach, &plan, R.cuts, e);
-        hv_piece_plan_free(&core);
-        if (st) goto done;
-    }
+    if ((st = hv_diar_windows(c, &p, &plan, &R.cuts, e))) goto done;
 
     res = calloc(1, sizeof *res);
     R.tok_buf = malloc((size_t)R.max_new * sizeof *R.tok_buf);

@@ -194,3 +194,21 @@ int hv_test_piece(hv_tokenizer *t, const char *text) {
     }
     return t->n_pieces - 1;
 }
+
+int hv_test_stream(hv_tokenizer *t, const char *spec, int32_t *ids, int cap) {
+    char buf[512], name[64];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *w = strtok(buf, " "); w && n < cap; w = strtok(NULL, " ")) {
+        if (w[0] == 'S' && w[1] >= '0' && w[1] <= '9')
+            snprintf(name, sizeof name, "<|spltoken%s|>", w + 1);
+        else if (w[0] == 'T' && w[1] >= '0' && w[1] <= '9')
+            snprintf(name, sizeof name, "<|t:%s|>", w + 1);
+        else if (w[0] == '_')
+            snprintf(name, sizeof name, "\xe2\x96\x81%s", w + 1);
+        else
+            snprintf(name, sizeof name, "%s", w);
+        ids[n++] = hv_test_piece(t, name);
+    }
+    return n;
+}

@@ -3,6 +3,7 @@
 #ifndef HV_TESTLIB_H
 #define HV_TESTLIB_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "hviske.h"
@@ -79,6 +80,12 @@ int hv_test_each_model(const hv_weight_type *types, int n_types,
  * Exits the program when the append fails. */
 struct hv_tokenizer;
 int hv_test_piece(struct hv_tokenizer *t, const char *text);
+
+/* The ids (at most cap) of a diarize stream written as space-separated
+ * words: "S3" is <|spltoken3|>, "T2.4" is <|t:2.4|>, "_x" is the piece
+ * "▁x", anything else that piece (each appended to t on first use, as
+ * hv_test_piece). Returns how many. */
+int hv_test_stream(struct hv_tokenizer *t, const char *spec, int32_t *ids, int cap);
 
 #define TEST_END()                                                                                 \
     do {                                                                                           \

@@ -16,7 +16,10 @@
 
 #include "alloc_counter.h"
 #include "hviske.h"
+#include "model/tokenizer.h"
+#include "pipeline.h"
 #include "testlib.h"
+#include "timing/diarize_stitch.h"
 
 static const char *src_dir, *tmp_dir;
 static char wav44[4096];
@@ -96,12 +99,92 @@ static hv_status transcribe(const float *pcm, size_t n, int rate, int ch, int de
     return st;
 }
 
+/* Diarize over windows that overlap (docs/DIARIZE.md, "Any length"): the
+ * plan of three windows widened into their neighbours, then three
+ * windows' streams stitched, each linked to the one before by the words
+ * and turns of their overlap. A failed call leaves no output behind. */
+static hv_status overlap_plan(void) {
+    const size_t bounds[] = {0, 416000, 832000, 1000000}; /* 26 s cores at 16 kHz */
+    hv_config c = {.sample_rate = 16000};
+    hv_transcribe_params tp = hv_transcribe_default_params();
+    tp.diarize = 1;
+    hv_piece_plan plan;
+    size_t *cuts = NULL;
+    hv_error e = {0};
+    hv_status st = hv_piece_plan_from_bounds(bounds, 3, &plan, &e);
+    if (!st) {
+        st = hv_diar_windows(&c, &tp, &plan, &cuts, &e);
+        CHECK_MSG(st || (plan.n_chunks == 3 && plan.pieces[plan.first[1]].start < bounds[1]),
+                  "%d windows, not 3 widened ones", plan.n_chunks);
+        CHECK_MSG(!st || !cuts, "a failed window plan left its cuts behind");
+        free(cuts);
+    }
+    hv_piece_plan_free(&plan);
+    snprintf(err, sizeof err, "%s", e.msg);
+    return st;
+}
+
+static hv_tokenizer stitch_tok; /* speaker, time and word pieces of the streams */
+
+static double shifted(void *user, double t, int end) {
+    (void)end;
+    return *(const double *)user + t;
+}
+
+/* Windows [0, 28), [24, 54), [50, 70) whose shares meet at 26 and 52;
+ * each overlap has words of both windows and a turn of each. */
+static const struct {
+    const char *spec;
+    double start, end, lo, hi;
+} stitch_win[] = {
+    {"S0 T0.0 _a _b T20.0 S1 T23.0 _x _y _z T28.0", 0, 28, -1e9, 26},
+    {"S1 T0.0 _x _y _z T4.0 S0 T5.0 _c _d T25.0 S1 T26.0 _u _v T30.0", 24, 54, 26, 52},
+    {"S0 T0.0 _u _v T4.0 S1 T5.0 _e T20.0", 50, 70, 52, 1e9},
+};
+#define N_STITCH_WIN (int)(sizeof stitch_win / sizeof *stitch_win)
+static int32_t stitch_stream[N_STITCH_WIN][64]; /* their ids (made before the sweep) */
+static int n_stitch_stream[N_STITCH_WIN];
+
+static hv_status stitched(void) {
+    hv_stitch s;
+    hv_error e = {0};
+    hv_status st = HV_OK;
+    hv_stitch_init(&s);
+    for (int i = 0; st == HV_OK && i < N_STITCH_WIN; i++) {
+        double off = stitch_win[i].start;
+        hv_stitch_window w = {.tok = &stitch_tok,
+                              .ids = stitch_stream[i],
+                              .n = n_stitch_stream[i],
+                              .window = i,
+                              .seconds = stitch_win[i].end - stitch_win[i].start,
+                              .to_input = shifted,
+                              .user = &off,
+                              .start = stitch_win[i].start,
+                              .end = stitch_win[i].end,
+                              .lo = stitch_win[i].lo,
+                              .hi = stitch_win[i].hi,
+                              .prev_end = i ? stitch_win[i - 1].end : 0,
+                              .next_start = i + 1 < N_STITCH_WIN ? stitch_win[i + 1].start
+                                                                 : stitch_win[i].end};
+        hv_stitched o;
+        st = hv_stitch_window_run(&s, &w, &o, &e);
+        CHECK_MSG(st || o.n_segs > 0, "window %d: no segment", i);
+        CHECK_MSG(!st || (!o.segs && !o.pos && !o.keep && !o.n_segs),
+                  "window %d: a failed stitch left output behind", i);
+        hv_stitched_free(&o);
+    }
+    hv_stitch_free(&s);
+    snprintf(err, sizeof err, "%s", e.msg);
+    return st;
+}
+
 static hv_status plain(void) { return transcribe(clip, n_clip, 16000, 1, 0, 0); }
 static hv_status resampled(void) { return transcribe(stereo44, n_stereo44, 44100, 2, 0, 1); }
 static hv_status detected(void) { return transcribe(clip, n_clip, 16000, 1, 1, 1); }
 
-/* Runs phase once per allocation it makes, that one failing. */
-static void sweep(const char *name, hv_status (*phase)(void)) {
+/* Runs phase once per allocation it makes, that one failing; with
+ * every_one, each of them must end the call in HV_ERR_NOMEM. */
+static void sweep_all(const char *name, hv_status (*phase)(void), int every_one) {
     alloc_hook_arm(0);
     hv_status st = phase();
     long total = alloc_hook_count();
@@ -114,7 +197,7 @@ static void sweep(const char *name, hv_status (*phase)(void)) {
         alloc_hook_arm(0);
         if (st == HV_ERR_NOMEM && err[0])
             nomem++;
-        else if (st == HV_OK)
+        else if (st == HV_OK && !every_one)
             ok++;
         else if (wrong++ < 5)
             CHECK_MSG(0, "%s: allocation %ld of %ld failing: status %d (%s), not out of memory",
@@ -125,6 +208,8 @@ static void sweep(const char *name, hv_status (*phase)(void)) {
     printf("%s: %ld allocations, each failing in turn: %ld out of memory, %ld done without it\n",
            name, total, nomem, ok);
 }
+
+static void sweep(const char *name, hv_status (*phase)(void)) { sweep_all(name, phase, 0); }
 
 /* The clip at 44.1 kHz in two channels (linear interpolation: any
  * signal does), in stereo44 and as a WAV file. */
@@ -174,6 +259,11 @@ int main(void) {
     sweep("transcribe 1 s", plain);
     sweep("transcribe 1 s at 44.1 kHz stereo, words and cues", resampled);
     sweep("transcribe 1 s with the speech detector, words and cues", detected);
+    sweep_all("plan three overlapping diarize windows", overlap_plan, 1);
+    for (int i = 0; i < N_STITCH_WIN; i++)
+        n_stitch_stream[i] = hv_test_stream(&stitch_tok, stitch_win[i].spec, stitch_stream[i], 64);
+    sweep_all("stitch three diarize windows", stitched, 1);
+    hv_tokenizer_free(&stitch_tok);
     free(stereo44);
     hv_free(whole);
     hv_vad_free(vad);

@@ -19,20 +19,7 @@ static int32_t piece(const char *text) { return hv_test_piece(&tok, text); }
  * union of their repair bits into *repairs. */
 static void parse(const char *stream, float window, char *out, size_t cap, unsigned *repairs) {
     int32_t ids[64];
-    int n = 0;
-    char buf[512], name[64];
-    snprintf(buf, sizeof buf, "%s", stream);
-    for (char *w = strtok(buf, " "); w && n < 64; w = strtok(NULL, " ")) {
-        if (w[0] == 'S' && w[1] >= '0' && w[1] <= '9')
-            snprintf(name, sizeof name, "<|spltoken%s|>", w + 1);
-        else if (w[0] == 'T' && w[1] >= '0' && w[1] <= '9')
-            snprintf(name, sizeof name, "<|t:%s|>", w + 1);
-        else if (w[0] == '_')
-            snprintf(name, sizeof name, "\xe2\x96\x81%s", w + 1);
-        else
-            snprintf(name, sizeof name, "%s", w);
-        ids[n++] = piece(name);
-    }
+    int n = hv_test_stream(&tok, stream, ids, 64);
     hv_diar d;
     hv_error e = {0};
     CHECK(hv_diarize_parse_ids(&tok, ids, n, window, &d, &e) == HV_OK);

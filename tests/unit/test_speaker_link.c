@@ -169,25 +169,6 @@ static void link_cases(void) {
 
 static hv_tokenizer tok;
 
-static int32_t piece(const char *text) { return hv_test_piece(&tok, text); }
-
-/* "S3" <|spltoken3|>, "T2.4" <|t:2.4|>, "_x" "▁x" into ids. */
-static int stream(const char *spec, int32_t *ids) {
-    char buf[512], name[64];
-    int n = 0;
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *w = strtok(buf, " "); w; w = strtok(NULL, " ")) {
-        if (w[0] == 'S')
-            snprintf(name, sizeof name, "<|spltoken%s|>", w + 1);
-        else if (w[0] == 'T')
-            snprintf(name, sizeof name, "<|t:%s|>", w + 1);
-        else
-            snprintf(name, sizeof name, "\xe2\x96\x81%s", w + 1);
-        ids[n++] = piece(name);
-    }
-    return n;
-}
-
 static double shift(void *user, double t, int end) {
     (void)end;
     return *(const double *)user + t;
@@ -201,7 +182,7 @@ static void run_window(hv_stitch *s, const char *spec, int window, double start,
     double off = start;
     hv_stitch_window w = {.tok = &tok,
                           .ids = ids,
-                          .n = stream(spec, ids),
+                          .n = hv_test_stream(&tok, spec, ids, 128),
                           .window = window,
                           .seconds = end - start,
                           .to_input = shift,
