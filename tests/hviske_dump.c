@@ -8,7 +8,9 @@
  * (docs/DECODING.md); --diarize the diarize prompt (docs/DIARIZE.md);
  * --chunking MODE / --chunk-seconds S the long-audio chunking (docs/MODEL.md "Long audio"); the library validates them. For chunked
  * audio the tensors are those of the first chunk; "bounds" is the chunk
- * plan (hv_chunk_plan on samples.npy with the model's settings) and
+ * plan (hv_chunk_plan on samples.npy with the model's settings),
+ * "windows" the [start, end) samples of each window transcribed (with
+ * --diarize the chunks widened into their neighbours, else the chunks) and
  * "segments" the result's segments ({start_sample, end_sample, text,
  * tokens, token_logprobs, score}). --word-timestamps adds "words" (word,
  * start, end, probability, first_token, n_tokens) and attention.npy: the
@@ -186,8 +188,28 @@ int main(int argc, char **argv) {
             fprintf(stderr, "hviske-dump: chunk plan: %s\n", pe.msg);
             rc = 1;
         }
-        free(bounds);
         cJSON_AddItemToObject(j, "bounds", b);
+        /* the windows transcribed: with diarize, the chunks widened into
+         * their neighbours (transcribe.c) */
+        hv_piece_plan plan = {0};
+        size_t *cuts = NULL;
+        cJSON *wins = cJSON_CreateArray();
+        if (bounds && (hv_piece_plan_from_bounds(bounds, n_chunks, &plan, &pe) ||
+                       hv_diar_windows(c, &tp, &plan, &cuts, &pe))) {
+            fprintf(stderr, "hviske-dump: window plan: %s\n", pe.msg);
+            rc = 1;
+        }
+        for (int i = 0; i < plan.n_chunks; i++) {
+            cJSON *w = cJSON_CreateArray();
+            cJSON_AddItemToArray(w, cJSON_CreateNumber((double)plan.pieces[plan.first[i]].start));
+            cJSON_AddItemToArray(
+                w, cJSON_CreateNumber((double)plan.pieces[plan.first[i + 1] - 1].end));
+            cJSON_AddItemToArray(wins, w);
+        }
+        hv_piece_plan_free(&plan);
+        free(cuts);
+        free(bounds);
+        cJSON_AddItemToObject(j, "windows", wins);
         cJSON *segs = cJSON_CreateArray();
         for (int i = 0; i < hv_result_n_segments(res); i++) {
             hv_segment g = hv_result_segment(res, i);

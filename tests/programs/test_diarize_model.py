@@ -32,7 +32,9 @@ hand-written streams); here:
   * Python: diarize=True gives the CLI's chunks with speaker -1, and
     raises InvalidArgument naming <|spltoken0|> on the plain model;
   * over 30 s (65 s of a fading tone, energy chunking): windows of at
-    most 30 s (Python's progress), one label, each word once;
+    most 30 s (Python's progress), one label, each word once; hviske-dump's
+    "windows" the chunks of its "bounds" widened into their neighbours,
+    each ending where Python's progress says the window transcribed ends;
   * hviske --format openai-diarized-json without --diarize: the server's
     diarized_json byte for byte as JSON; refused naming the piece on the
     plain models; named in --help; --stream with it and json with it for
@@ -195,6 +197,25 @@ def check_long(turn, V, tmp):
     report(f"{dur:.0f} s: windows of at most 30 s, one per speaker-token run",
            len(ends) >= 3 and ends[0] <= 30 and ends[-1] == dur and wins
            and len(wins) == len(ends), f"{ends} {r}")
+    out = os.path.join(tmp, "long-dump")
+    p = subprocess.run([os.environ.get("HV_DUMP", "hviske-dump"), "-o", out] + base[:2] + base[3:]
+                       + [wav], capture_output=True, timeout=600)
+    try:
+        with open(os.path.join(out, "result.json")) as f:
+            j = json.load(f)
+        b, w = j["bounds"], j["windows"]
+    except (OSError, ValueError, KeyError):
+        b, w = [], None
+    sr = 16000
+    report(f"{dur:.0f} s hviske-dump: windows, the cores of bounds widened into their "
+           "neighbours, ending where Python's progress says each transcribed window ends",
+           bool(w) and len(w) == len(b) - 1 == len(ends)
+           and all(w[i][0] <= b[i] and w[i][1] >= b[i + 1] and w[i][1] - w[i][0] <= 30 * sr
+                   for i in range(len(w)))
+           and all(w[i][1] > b[i + 1] and w[i + 1][0] < b[i + 1] for i in range(len(w) - 1))
+           and all(abs(w[i][1] / sr - ends[i]) < 1e-6 for i in range(len(w))),
+           f"bounds {b} windows {w} progress {ends} "
+           + p.stderr.decode("utf-8", "replace"))
     txt = Run(base + [wav])
     report(f"{dur:.0f} s txt: [SPEAKER_00] lines only",
            txt.rc == 0 and txt.lines() and all(ln.startswith("[SPEAKER_00] ")
