@@ -520,10 +520,12 @@ typedef struct hv_transcribe_params {
 
     /* Non-zero: the prompt asks a diarize-and-timestamp model for speaker
      * and time tokens (<|timestamp|> <|diarize|>), and each chunk's
-     * segments are its speaker turns with the model's own times
-     * (docs/DIARIZE.md). A tokenizer without those pieces, the speaker
-     * tokens or the time tokens is HV_ERR_INVALID_ARG naming the piece.
-     * Default 0. */
+     * segments are its speaker turns with the model's own times; longer
+     * audio goes in windows that overlap their neighbours, their speakers
+     * linked into labels of the whole recording (docs/DIARIZE.md). A
+     * tokenizer without those pieces, the speaker tokens or the time
+     * tokens is HV_ERR_INVALID_ARG naming the piece (hv_model_can_diarize
+     * asks first). Default 0. */
     int diarize;
 
     /* NULL (the default), or the speech detector's reading of this very
