@@ -1,7 +1,8 @@
 /*
  * hviske_output.h: a transcription written in an output format, the
- * library's one writer of each (after SQLite's qrf.h), and output files
- * written whole or not at all (hv_out_file, at the end). The hviske program,
+ * library's one writer of each (after SQLite's qrf.h), a batch summary's
+ * line (hv_output_summary_line), and output files written whole or not
+ * at all (hv_out_file, at the end). The hviske program,
  * hviske-server and the Python package all write with it; a C program
  * gets the same bytes. Beside hviske.h, not in it: a layer over results
  * that a program may leave out, with a spec that grows on its own.
