@@ -701,7 +701,8 @@ HV_API const float *hv_result_token_logprobs(const hv_result *res);
 /* Sequence score: the summed log-probs of the tokens (and of EOS when the
  * model emitted it); for beam search, divided by
  * max(1, length)^length_penalty where length counts the EOS step. For
- * chunked audio, the sum over the chunks. */
+ * chunked audio, the sum over the chunks as decoded (with diarize, over
+ * the overlapping windows, each whole). */
 HV_API double hv_result_score(const hv_result *res);
 HV_API hv_timings hv_result_timings(const hv_result *res);
 HV_API double hv_result_duration(const hv_result *res);      /* seconds of audio: the input's */

@@ -76,7 +76,8 @@ static const hv_param PARAMS[] = {
          "longer cut at the quietest moment near each chunk limit; fixed: cut every "
          "chunk-seconds; none: one piece (an error when too long)"),
     FLOAT("chunk_seconds", NULL, chunk_seconds, 1, INFINITY, 0, 0, 0, "S",
-          "chunk length for chunking fixed, at most the model's max_audio_clip_s"),
+          "chunk length for chunking fixed, at most the model's max_audio_clip_s (with "
+          "diarize, 4 s less: its windows overlap)"),
     FLOAT("vad_threshold", NULL, vad_params.threshold, 0, 1, 0, 0, 0.5, "P",
           "speech probability that starts speech (default 0.5)"),
     FLOAT("vad_neg_threshold", NULL, vad_params.neg_threshold, -1, 1, 0, 0, -1, "P",
