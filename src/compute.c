@@ -29,31 +29,17 @@ const char *hv_compute_name(hv_compute c) {
     return (unsigned)c <= HV_COMPUTE_BF16 ? compute_names[c] : "?";
 }
 
-/* What `auto` resolves to, per CPU class, first match wins: the fastest
- * engine measured on each (docs/KERNELS.md, "What auto picks", has the
- * hosts and figures). Native bf16 (oneDNN) where it was measured at least
- * 1.3x faster than f32 on the encoder: AMX tiles (~6x our AVX-512 f32),
- * and AMD's AVX512-BF16 (Zen 4: 1.77x, Zen 5: 2x, vdpbf16ps doing twice an
- * FMA's multiply-adds). Intel's AVX512-BF16 without AMX was slower than
- * f32, and no other CPU multiplies bf16 natively: f32 on our kernels. */
-static const struct {
-    unsigned needs;       /* hv_cpu features */
-    hv_cpu_vendor vendor; /* HV_VENDOR_OTHER: any */
-    hv_compute compute;
-} auto_rules[] = {
-    {HV_CPU_AMX, HV_VENDOR_OTHER, HV_COMPUTE_BF16},
-    {HV_CPU_AVX512_BF16, HV_VENDOR_AMD, HV_COMPUTE_BF16},
-    {0, HV_VENDOR_OTHER, HV_COMPUTE_F32},
-};
-
+/* What `auto` resolves to: bf16 where the CPU multiplies bf16 natively
+ * faster than our f32 (hv_cpu_bf16_fast: AMX tiles ~6x our AVX-512 f32,
+ * AMD's AVX512-BF16 1.77x on Zen 4's encoder and 2x on Zen 5's), f32 on
+ * our kernels elsewhere (docs/KERNELS.md, "What auto picks", has the hosts
+ * and figures). */
 hv_compute hv_compute_auto(hv_cpu cpu) {
-    size_t i = 0;
-    while ((auto_rules[i].needs & cpu.features) != auto_rules[i].needs ||
-           (auto_rules[i].vendor != HV_VENDOR_OTHER && auto_rules[i].vendor != cpu.vendor))
-        i++;
-    return auto_rules[i].compute;
+    return hv_cpu_bf16_fast(&cpu) ? HV_COMPUTE_BF16 : HV_COMPUTE_F32;
 }
 
+/* AMX alone, not every hv_cpu_bf16_fast CPU: on AMD's AVX512-BF16 the
+ * blocks' own VNNI kernels outrun oneDNN's bf16 (pipeline.h) */
 int hv_compute_widens(hv_compute compute, int onednn_bf16, unsigned cpu, hv_weight_type type) {
     return compute == HV_COMPUTE_BF16 && onednn_bf16 && (cpu & HV_CPU_AMX) &&
            (type == HV_WEIGHTS_Q8_0 || type == HV_WEIGHTS_Q4_0);

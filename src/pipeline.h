@@ -56,10 +56,10 @@ hv_status hv_model_compute_init(hv_model *m, hv_compute want, hv_error *e);
 int hv_model_encoder_int8(const hv_model *m);
 
 /* What HV_COMPUTE_AUTO resolves to on a CPU (hv_cpu_host, or a row of
- * the CPU matrix): bf16 with AMX and on AMD's AVX512-BF16 (Zen 4, Zen 5),
- * f32 elsewhere (compute.c has the table and why). hv_model_compute_init
- * also keeps f32 for models whose matrices are mostly f32, and where
- * oneDNN does not multiply bf16. */
+ * the CPU matrix): bf16 where hv_cpu_bf16_fast holds (AMX, and AMD's
+ * AVX512-BF16: Zen 4, Zen 5; cpu.h has why), f32 elsewhere.
+ * hv_model_compute_init also keeps f32 for models whose matrices are
+ * mostly f32, and where oneDNN does not multiply bf16. */
 hv_compute hv_compute_auto(hv_cpu cpu);
 
 /* Whether the encoder's weight matrices of type `type` are widened to bf16

@@ -112,6 +112,11 @@ hv_cpu hv_cpu_decode(const hv_cpu_regs *r) {
     return c;
 }
 
+int hv_cpu_bf16_fast(const hv_cpu *cpu) {
+    return (cpu->features & HV_CPU_AMX) ||
+           (cpu->vendor == HV_VENDOR_AMD && (cpu->features & HV_CPU_AVX512_BF16));
+}
+
 #ifdef HV_CPU_X86
 static unsigned long long xgetbv0(void) {
     unsigned lo, hi;

@@ -62,6 +62,16 @@ typedef struct hv_cpu {
 /* The CPU the registers describe (a pure function). */
 hv_cpu hv_cpu_decode(const hv_cpu_regs *r);
 
+/* Whether the CPU multiplies bf16 natively faster than our f32 kernels:
+ * AMX's tiles (any vendor), or AVX512-BF16 on AMD (Zen 4, Zen 5, where
+ * vdpbf16ps does twice an FMA's multiply-adds); not Intel's AVX512-BF16
+ * without AMX, measured slower than our f32. The one rule behind auto's
+ * bf16 (hv_compute_auto) and the shape classes that run on oneDNN
+ * (engine_class.c): the figures per class are in docs/KERNELS.md ("Engines
+ * by shape class", "What auto picks") and docs/PERFORMANCE.md, and a new
+ * CPU class is one edit here. A pure function. */
+int hv_cpu_bf16_fast(const hv_cpu *cpu);
+
 /* This CPU: detected once, then capped by HVISKE_MAX_ISA (unset or empty:
  * no cap; a value that is not a level's name: no cap either, and
  * hv_cpu_cap_error says so). */

@@ -8,8 +8,10 @@ hv_shape_class hv_shape_class_rows(int n) {
                                         : HV_CLASS_GEMM;
 }
 
-/* bf16 compute, first match wins; the figures are 2 threads, the
- * full-size random model's shapes (d 1280, bench/make_full_model.py).
+/* bf16 compute, first match wins: a row per class, so that a class can
+ * take other CPUs than the rest; each row names its CPUs by a predicate
+ * (cpu.h: hv_cpu_bf16_fast for the three below). The figures are 2 threads, the full-size random
+ * model's shapes (d 1280, bench/make_full_model.py).
  * - GEMV: a decoder step reads every weight once and is bound by memory;
  *   ours runs at it (Xeon VM with AMX, 2026-12-06: bf16 step 10.93 ms,
  *   0.95x the bound of 23.7 GB/s; Zen 4 EPYC VM, 2026-12-05: 10.7 ms).
@@ -32,23 +34,17 @@ hv_shape_class hv_shape_class_rows(int n) {
  * - Convolutions: ours (direct loops; 3.8% of the 30 s bf16 encoder). */
 static const struct {
     hv_shape_class cls;
-    unsigned needs;       /* hv_cpu features, all of them */
-    hv_cpu_vendor vendor; /* HV_VENDOR_OTHER: any */
+    int (*cpu_ok)(const hv_cpu *); /* the CPU classes the row holds for */
     hv_engine_kind kind;
 } rules[] = {
-    {HV_CLASS_SKINNY, HV_CPU_AMX, HV_VENDOR_OTHER, HV_ENGINE_ONEDNN},
-    {HV_CLASS_SKINNY, HV_CPU_AVX512_BF16, HV_VENDOR_AMD, HV_ENGINE_ONEDNN},
-    {HV_CLASS_GEMM, HV_CPU_AMX, HV_VENDOR_OTHER, HV_ENGINE_ONEDNN},
-    {HV_CLASS_GEMM, HV_CPU_AVX512_BF16, HV_VENDOR_AMD, HV_ENGINE_ONEDNN},
-    {HV_CLASS_ATTENTION, HV_CPU_AMX, HV_VENDOR_OTHER, HV_ENGINE_ONEDNN},
-    {HV_CLASS_ATTENTION, HV_CPU_AVX512_BF16, HV_VENDOR_AMD, HV_ENGINE_ONEDNN},
+    {HV_CLASS_SKINNY, hv_cpu_bf16_fast, HV_ENGINE_ONEDNN},
+    {HV_CLASS_GEMM, hv_cpu_bf16_fast, HV_ENGINE_ONEDNN},
+    {HV_CLASS_ATTENTION, hv_cpu_bf16_fast, HV_ENGINE_ONEDNN},
 };
 
 hv_engine_kind hv_engine_pick(hv_cpu cpu, int bf16, hv_shape_class cls) {
     if (!bf16) return HV_ENGINE_OURS;
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        if (rules[i].cls == cls && (rules[i].needs & cpu.features) == rules[i].needs &&
-            (rules[i].vendor == HV_VENDOR_OTHER || rules[i].vendor == cpu.vendor))
-            return rules[i].kind;
+        if (rules[i].cls == cls && rules[i].cpu_ok(&cpu)) return rules[i].kind;
     return HV_ENGINE_OURS;
 }

@@ -1,10 +1,11 @@
 /* The CPU matrix: the detector's inputs recorded on real CPUs, run through
  * the code the engine runs (hv_cpu_decode, the levels, the kernel-table
- * choice, auto), with what each row must give written by hand from the
- * vendors' documents (Intel's and AMD's instruction set references and
- * product briefs, Arm's Neoverse and Linux's arm64 hwcap documentation):
- * never generated from the code under test. A rule about CPU classes holds
- * for the classes no test host has only if this matrix shows it.
+ * choice, the fast-bf16 rule, auto), with what each row must give written
+ * by hand from the vendors' documents (Intel's and AMD's instruction set
+ * references and product briefs, Arm's Neoverse and Linux's arm64 hwcap
+ * documentation): never generated from the code under test. A rule about
+ * CPU classes holds for the classes no test host has only if this matrix
+ * shows it.
  *
  * x86-64 rows: CPUID leaf 0 (max leaf, vendor EBX EDX ECX), leaf 1 (EAX,
  * ECX), leaf 7.0 (EBX, ECX, EDX), leaf 7.1 (EAX), as dumped from each CPU
@@ -227,6 +228,8 @@ static void check_row(const cpu_row *r) {
         /* oneDNN only where its bf16 was measured ahead: AMX, AMD's
          * AVX512-BF16 */
         int ahead = (f & HV_CPU_AMX) || ((f & HV_CPU_AVX512_BF16) && cpu.vendor == HV_VENDOR_AMD);
+        CHECK_MSG(hv_cpu_bf16_fast(&capped) == ahead, "%s capped at %s: bf16 fast %d, want %d",
+                  r->name, cap, hv_cpu_bf16_fast(&capped), ahead);
         for (int cl = 0; cl < HV_N_CLASSES; cl++)
             CHECK_MSG(ahead || hv_engine_pick(capped, 1, (hv_shape_class)cl) == HV_ENGINE_OURS,
                       "%s capped at %s: class %d on oneDNN", r->name, cap, cl);
@@ -266,6 +269,7 @@ static void check_intel_bf16(void) {
     CHECK(hv_cpu_level_parse_on(cpu.arch, "avx512_bf16", &mask) == 0);
     hv_cpu held = {cpu.arch, cpu.vendor, cpu.features & mask};
     CHECK((held.features & HV_CPU_AVX512_BF16) && !(held.features & HV_CPU_AMX));
+    CHECK(!hv_cpu_bf16_fast(&held));
     for (int c = 0; c < HV_N_CLASSES; c++)
         CHECK_MSG(hv_engine_pick(held, 1, (hv_shape_class)c) == HV_ENGINE_OURS,
                   "Intel AVX512-BF16 without AMX: class %d on ours", c);
@@ -275,6 +279,40 @@ static void check_intel_bf16(void) {
     CHECK(hv_shape_class_rows(HV_LINEAR_GEMV_MAX_N + 1) == HV_CLASS_SKINNY);
     CHECK(hv_shape_class_rows(HV_CLASS_SKINNY_MAX_N) == HV_CLASS_SKINNY);
     CHECK(hv_shape_class_rows(HV_CLASS_SKINNY_MAX_N + 1) == HV_CLASS_GEMM);
+}
+
+/* The rows whose CPU multiplies bf16 natively faster than our f32
+ * (hv_cpu_bf16_fast), by hand: AMX (Sapphire and Granite Rapids) and AMD's
+ * AVX512-BF16 (Zen 4 and 5); every other row is not, Intel's AVX-512
+ * without AMX and every ARM64 row included. */
+static const char *const bf16_fast_rows[] = {
+    "AMD EPYC 9004 (Zen 4, Genoa)",  "AMD Ryzen 7000 (Zen 4, Raphael)",
+    "AMD EPYC 9005 (Zen 5, Turin)",  "Intel Xeon Scalable 4th gen (Sapphire Rapids)",
+    "Intel Xeon 6 (Granite Rapids)",
+};
+#define N_FAST (int)(sizeof bf16_fast_rows / sizeof bf16_fast_rows[0])
+
+static void check_bf16_fast(void) {
+    int found = 0;
+    for (int i = 0; i < N_ROWS; i++) {
+        int want = 0;
+        for (int k = 0; k < N_FAST; k++) want |= !strcmp(rows[i].name, bf16_fast_rows[k]);
+        found += want;
+        hv_cpu cpu = hv_cpu_decode(&rows[i].regs);
+        CHECK_MSG(hv_cpu_bf16_fast(&cpu) == want, "%s: bf16 fast %d, want %d", rows[i].name,
+                  hv_cpu_bf16_fast(&cpu), want);
+    }
+    CHECK_MSG(found == N_FAST, "%d of the %d fast-bf16 names are rows", found, N_FAST);
+    /* AVX512-BF16 without AMX is fast on AMD's cores alone: a Zen 4's
+     * features under another vendor's name are not */
+    for (int i = 0; i < N_ROWS; i++) {
+        hv_cpu cpu = hv_cpu_decode(&rows[i].regs);
+        if (cpu.vendor != HV_VENDOR_AMD || !(cpu.features & HV_CPU_AVX512_BF16)) continue;
+        hv_cpu intel = {cpu.arch, HV_VENDOR_INTEL, cpu.features},
+               other = {cpu.arch, HV_VENDOR_OTHER, cpu.features};
+        CHECK_MSG(!hv_cpu_bf16_fast(&intel) && !hv_cpu_bf16_fast(&other),
+                  "%s's features from another vendor: bf16 fast", rows[i].name);
+    }
 }
 
 /* The host runs the same choice the matrix checks. */
@@ -304,6 +342,7 @@ int main(void) {
     printf("%d CPUs: %d x86-64, %d arm64\n", N_ROWS, x86, arm);
     CHECK(N_ROWS >= 16);
     check_intel_bf16();
+    check_bf16_fast();
     check_host();
     TEST_END();
 }
