@@ -565,7 +565,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     /* Hugging Face's dither: torch.randn(n) seeded with the chunk's own
      * number of samples (docs/MODEL.md, Frontend step 1) */
     if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + n, ctx->pool, &feat,
-                                  &n_fr, &n_valid, e)))
+                                  &n_fr, &n_valid, NULL, e)))
         goto done;
     t1 = now_ms();
     int pos_builds = R->pos.builds;

@@ -294,10 +294,11 @@ size_t hv_frontend_frames(const hv_frontend *f, size_t n) {
 
 hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t n, float dither,
                               uint64_t seed, hv_pool *pool, float **feat, int *n_frames,
-                              int *n_valid, hv_error *e) {
+                              int *n_valid, float **logmel, hv_error *e) {
     if (!feat || !n_frames || !n_valid)
         return hv_err(e, HV_ERR_INVALID_ARG, "frontend: NULL output");
     *feat = NULL;
+    if (logmel) *logmel = NULL;
     *n_frames = *n_valid = 0;
     if (!isfinite(dither)) return hv_err(e, HV_ERR_INVALID_ARG, "frontend: dither is not finite");
     if (!samples && n) return hv_err(e, HV_ERR_INVALID_ARG, "frontend: NULL samples");
@@ -353,8 +354,15 @@ hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t
         }
     }
 
-    run(pool, n_tasks, prep_task, &j);                         /* steps 1-2 */
-    run(pool, n_tasks, frame_task, &j);                        /* steps 3-5 */
+    run(pool, n_tasks, prep_task, &j);  /* steps 1-2 */
+    run(pool, n_tasks, frame_task, &j); /* steps 3-5 */
+    if (logmel) {
+        if (!(*logmel = malloc(T * (size_t)f->n_mels * sizeof **logmel))) {
+            rc = hv_err(e, HV_ERR_NOMEM, "frontend: out of memory");
+            goto done;
+        }
+        memcpy(*logmel, j.feat, T * (size_t)f->n_mels * sizeof **logmel);
+    }
     normalise(j.feat, T, f->n_mels, stats, stats + f->n_mels); /* step 6 */
     /* Step 7: rows T .. total-1 stay zero from calloc. */
 

@@ -53,13 +53,16 @@ void hv_frontend_round_bf16(hv_frontend *f, int window, int fb);
  * output whatever the threads. Too-short audio (fewer than 2 valid frames) is
  * HV_ERR_INVALID_ARG "audio too short". pool may be NULL (run on the
  * caller); the result does not depend on the pool or its size. The
- * frontend is read-only here: one frontend may serve many threads. */
+ * frontend is read-only here: one frontend may serve many threads.
+ * logmel NULL, or *logmel is malloc'ed [*n_valid x n_mels]: the log-mel
+ * of the valid frames before the per-feature normalisation (the voice
+ * signatures of diarize, voice.h), from the same STFT. */
+hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t n, float dither,
+                              uint64_t seed, hv_pool *pool, float **feat, int *n_frames,
+                              int *n_valid, float **logmel, hv_error *e);
+
 /* The *n_frames hv_frontend_compute gives for n samples: n / hop + 1
  * rounded up to a multiple of pad_to (before its checks). */
 size_t hv_frontend_frames(const hv_frontend *f, size_t n);
-
-hv_status hv_frontend_compute(const hv_frontend *f, const float *samples, size_t n, float dither,
-                              uint64_t seed, hv_pool *pool, float **feat, int *n_frames,
-                              int *n_valid, hv_error *e);
 
 #endif

@@ -128,7 +128,8 @@ static float *features(const hv_frontend *f, const float *x, size_t n, float dit
     hv_error e;
     hv_err_clear(&e);
     float *feat = NULL;
-    hv_status rc = hv_frontend_compute(f, x, n, dither, seed, pool, &feat, n_frames, n_valid, &e);
+    hv_status rc =
+        hv_frontend_compute(f, x, n, dither, seed, pool, &feat, n_frames, n_valid, NULL, &e);
     CHECK_MSG(rc == HV_OK, "compute n=%zu: %s", n, e.msg);
     return feat;
 }
@@ -166,6 +167,43 @@ static void test_reference(const hv_frontend *f) {
         free(feat);
         free(x);
     }
+}
+
+/* (a') the log-mel before normalisation (logmel): the features unchanged
+ * by asking for it, and the log-mel normalised per feature gives them. */
+static void test_logmel(const hv_frontend *f) {
+    size_t n = 24077;
+    float *x = make_signal(SIG_CHIRP, n);
+    int nf = 0, nv = 0, nf2 = 0, nv2 = 0, M = f->n_mels;
+    float *plain = features(f, x, n, 0, 0, NULL, &nf, &nv), *feat = NULL, *lm = NULL;
+    hv_error e;
+    hv_err_clear(&e);
+    CHECK(hv_frontend_compute(f, x, n, 0, 0, NULL, &feat, &nf2, &nv2, &lm, &e) == HV_OK);
+    CHECK(feat && lm && plain && nf2 == nf && nv2 == nv);
+    if (feat && lm && plain) {
+        CHECK(memcmp(feat, plain, (size_t)nf * M * sizeof *feat) == 0);
+        double worst = 0;
+        for (int m = 0; m < M; m++) {
+            double mean = 0, var = 0;
+            for (int t = 0; t < nv; t++) mean += lm[(size_t)t * M + m];
+            mean /= nv;
+            for (int t = 0; t < nv; t++) var += pow(lm[(size_t)t * M + m] - mean, 2);
+            double sd = sqrt(var / (nv - 1)) + 1e-5;
+            for (int t = 0; t < nv; t++)
+                worst = fmax(worst,
+                             fabs((lm[(size_t)t * M + m] - mean) / sd - feat[(size_t)t * M + m]));
+        }
+        CHECK_MSG(worst < 1e-4, "log-mel normalised vs features: %g", worst);
+    }
+    /* a refused input leaves no log-mel */
+    free(feat);
+    float *lm2 = (float *)1;
+    CHECK(hv_frontend_compute(f, x, 100, 0, 0, NULL, &feat, &nf2, &nv2, &lm2, &e) ==
+              HV_ERR_INVALID_ARG &&
+          lm2 == NULL);
+    free(plain);
+    free(lm);
+    free(x);
 }
 
 /* (b) frames >= T zero, padding to pad_to, mean 0 / std 1 per feature. */
@@ -366,7 +404,7 @@ static void test_too_short(const hv_frontend *f) {
         hv_err_clear(&e);
         float *feat = (float *)x;
         int nf = 9, nv = 9;
-        hv_status rc = hv_frontend_compute(f, x, sizes[i], 0, 0, NULL, &feat, &nf, &nv, &e);
+        hv_status rc = hv_frontend_compute(f, x, sizes[i], 0, 0, NULL, &feat, &nf, &nv, NULL, &e);
         CHECK_MSG(rc == HV_ERR_INVALID_ARG && strstr(e.msg, "too short"), "n=%zu: %d %s", sizes[i],
                   rc, e.msg);
         CHECK(feat == NULL && nf == 0 && nv == 0);
@@ -376,7 +414,8 @@ static void test_too_short(const hv_frontend *f) {
     hv_error e;
     float *feat = NULL;
     int nf, nv;
-    CHECK(hv_frontend_compute(f, x, 400, 0, 0, NULL, &feat, &nf, &nv, &e) == HV_ERR_INVALID_ARG);
+    CHECK(hv_frontend_compute(f, x, 400, 0, 0, NULL, &feat, &nf, &nv, NULL, &e) ==
+          HV_ERR_INVALID_ARG);
     CHECK_MSG(strstr(e.msg, "sample 333 is NaN"), "%s", e.msg);
     CHECK(feat == NULL);
 }
@@ -547,6 +586,7 @@ int main(void) {
     hv_err_clear(&e);
     CHECK_MSG(hv_frontend_init(&f, &c, NULL, NULL, &e) == HV_OK, "%s", e.msg);
     test_reference(&f);
+    test_logmel(&f);
     test_semantics(&f);
     check_oracle(16000, 512, 128, 400);
     check_oracle(8000, 256, 40, 201);
