@@ -1,0 +1,81 @@
+/* Voice signatures from the raw log-mel (voice.h). */
+#include "timing/voice.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+hv_status hv_voice_signature(const float *logmel, int n_frames, int n_mels, double frame_s,
+                             const hv_voice_span *spans, int n_spans, double *sig, double *seconds,
+                             int *has, hv_error *e) {
+    *has = 0;
+    *seconds = 0;
+    if (n_frames <= 0 || n_mels <= 0 || !(frame_s > 0)) return HV_OK;
+    unsigned char *in = calloc((size_t)n_frames, 1);
+    double *level = malloc((size_t)n_frames * 2 * sizeof *level);
+    if (!in || !level) {
+        free(in);
+        free(level);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    }
+    /* the spans' frames, each once */
+    int n = 0;
+    for (int i = 0; i < n_spans; i++) {
+        double a = floor(spans[i].start / frame_s), b = floor(spans[i].end / frame_s);
+        int t0 = a < 0 ? 0 : a > n_frames ? n_frames : (int)a;
+        int t1 = b < 0 ? 0 : b > n_frames ? n_frames : (int)b;
+        for (int t = t0; t < t1; t++) n += !in[t], in[t] = 1;
+    }
+    *seconds = n * frame_s;
+    /* a second's frames counted as frames, not as a sum of frame_s */
+    if (n == 0 || n < (int)ceil(HV_VOICE_MIN_S / frame_s - 1e-9)) goto done;
+    double *sorted = level + n_frames;
+    int k = 0;
+    for (int t = 0; t < n_frames; t++) {
+        if (!in[t]) continue;
+        double s = 0;
+        for (int m = 0; m < n_mels; m++) s += logmel[(size_t)t * n_mels + m];
+        level[t] = s / n_mels;
+        sorted[k++] = level[t];
+    }
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    int dim = 2 * n_mels, used = 0;
+    double *mean = sig, *sd = sig + n_mels;
+    memset(sig, 0, (size_t)dim * sizeof *sig);
+    for (int t = 0; t < n_frames; t++) {
+        if (!in[t] || level[t] < median) continue;
+        used++;
+        for (int m = 0; m < n_mels; m++) mean[m] += logmel[(size_t)t * n_mels + m];
+    }
+    for (int m = 0; m < n_mels; m++) mean[m] /= used;
+    for (int t = 0; t < n_frames; t++) {
+        if (!in[t] || level[t] < median) continue;
+        for (int m = 0; m < n_mels; m++) {
+            double d = logmel[(size_t)t * n_mels + m] - mean[m];
+            sd[m] += d * d;
+        }
+    }
+    double avg = 0;
+    for (int m = 0; m < n_mels; m++) sd[m] = sqrt(sd[m] / used), avg += mean[m];
+    avg /= n_mels;
+    for (int m = 0; m < n_mels; m++) mean[m] -= avg;
+    double all = 0, norm = 0;
+    for (int i = 0; i < dim; i++) all += sig[i];
+    all /= dim;
+    for (int i = 0; i < dim; i++) sig[i] -= all, norm += sig[i] * sig[i];
+    norm = sqrt(norm);
+    if (norm > 0) {
+        for (int i = 0; i < dim; i++) sig[i] /= norm;
+        *has = 1;
+    }
+done:
+    free(in);
+    free(level);
+    return HV_OK;
+}
