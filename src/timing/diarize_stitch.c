@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "timing/voice.h"
+
 /* Two windows' copies of a word may lie this far apart: word times are
  * spread over their turn, whose ends the model writes to 0.1 s. */
 #define LINK_TOL_S      1.5
@@ -27,13 +29,23 @@ void hv_stitch_init(hv_stitch *s) {
     s->last_label = -1;
 }
 
-void hv_stitch_free(hv_stitch *s) {
+/* The overlap's words and turns freed (the labels and voices stay). */
+static void drop_overlap(hv_stitch *s) {
     for (int i = 0; i < s->n_words; i++) free((char *)s->words[i].text);
     free(s->words);
     free(s->turns);
     s->words = NULL;
     s->turns = NULL;
     s->n_words = s->n_turns = 0;
+}
+
+void hv_stitch_free(hv_stitch *s) {
+    drop_overlap(s);
+    free(s->voice);
+    free(s->voice_has);
+    s->voice = NULL;
+    s->voice_has = NULL;
+    s->cap_voice = 0;
 }
 
 void hv_stitched_free(hv_stitched *o) {
@@ -114,9 +126,70 @@ static int clip_turns(const hv_stitch_window *w, const hv_diar *d, const int *ma
     return 0;
 }
 
+/* The voice signatures of w's speakers (voice.h): v->sig [N x dim],
+ * bit K of v->has, v->secs[K] their turn seconds; none without a log-mel
+ * or with rule 4 off. */
+typedef struct voices {
+    int dim;
+    double *sig;
+    unsigned has;
+    double secs[HV_DIAR_SPEAKERS];
+} voices;
+
+static hv_status window_voices(const hv_stitch_window *w, const hv_diar *d, voices *v,
+                               hv_error *e) {
+    memset(v, 0, sizeof *v);
+    if (!w->logmel || !(w->voice_threshold < 1)) return HV_OK;
+    v->dim = hv_voice_dim(w->n_mels);
+    v->sig = malloc((size_t)HV_DIAR_SPEAKERS * v->dim * sizeof *v->sig);
+    hv_voice_span *spans = malloc((size_t)(d->n_segs ? d->n_segs : 1) * sizeof *spans);
+    hv_status st =
+        v->sig && spans ? HV_OK : hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    for (int k = 0; !st && k < HV_DIAR_SPEAKERS; k++) {
+        int n = 0, has = 0;
+        for (int i = 0; i < d->n_segs; i++)
+            if (d->segs[i].speaker == k)
+                spans[n++] = (hv_voice_span){d->segs[i].start, d->segs[i].end};
+        if (!n) continue;
+        st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, spans, n,
+                                v->sig + (size_t)k * v->dim, &v->secs[k], &has, e);
+        v->has |= (unsigned)has << k;
+    }
+    free(spans);
+    return st;
+}
+
+/* Each of w's speakers with a signature adds it, times its seconds, to
+ * its label's (s grows to hold the labels given). */
+static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, hv_error *e) {
+    for (int k = 0; k < HV_DIAR_SPEAKERS; k++) {
+        int l = map[k];
+        if (!(v->has >> k & 1) || l < 0) continue;
+        if (s->voice_dim && s->voice_dim != v->dim) continue; /* another frontend: not comparable */
+        s->voice_dim = v->dim;
+        if (l >= s->cap_voice) {
+            int cap = l + 1 > 2 * s->cap_voice ? l + 1 : 2 * s->cap_voice;
+            double *x = realloc(s->voice, (size_t)cap * v->dim * sizeof *x);
+            if (x) s->voice = x;
+            unsigned char *h = x ? realloc(s->voice_has, (size_t)cap) : NULL;
+            if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+            s->voice_has = h;
+            memset(s->voice + (size_t)s->cap_voice * v->dim, 0,
+                   (size_t)(cap - s->cap_voice) * v->dim * sizeof *x);
+            memset(s->voice_has + s->cap_voice, 0, (size_t)(cap - s->cap_voice));
+            s->cap_voice = cap;
+        }
+        for (int i = 0; i < v->dim; i++)
+            s->voice[(size_t)l * v->dim + i] += v->secs[k] * v->sig[(size_t)k * v->dim + i];
+        s->voice_has[l] = 1;
+    }
+    return HV_OK;
+}
+
 /* The labels of w's speakers (map[K]): linked to the window before, or new. */
 static hv_status link_window(hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
-                             const word *ws, int nw, int map[HV_DIAR_SPEAKERS], hv_error *e) {
+                             const word *ws, int nw, const voices *v, int map[HV_DIAR_SPEAKERS],
+                             hv_error *e) {
     int order[HV_DIAR_SPEAKERS], n_order = 0;
     unsigned seen = 0;
     /* speakers of its share first, so new labels follow the transcript */
@@ -152,7 +225,14 @@ static hv_status link_window(hv_stitch *s, const hv_stitch_window *w, const hv_d
                      .n_order = n_order,
                      .last_label = s->last_label,
                      .tol = LINK_TOL_S,
-                     .min_time = LINK_MIN_TIME_S};
+                     .min_time = LINK_MIN_TIME_S,
+                     .voice_dim = v->dim == s->voice_dim ? v->dim : 0,
+                     .voice_b = v->sig,
+                     .voice_b_has = v->has,
+                     .voice_labels = s->voice,
+                     .voice_label_has = s->voice_has,
+                     .n_voice_labels = s->cap_voice,
+                     .voice_threshold = w->voice_threshold};
     hv_link_how how[HV_DIAR_SPEAKERS];
     hv_status st = hv_speaker_link(&in, &s->next_label, map, how, e);
     free(bw);
@@ -163,7 +243,7 @@ static hv_status link_window(hv_stitch *s, const hv_stitch_window *w, const hv_d
 /* The overlap after w, with its labels, handed to s. */
 static hv_status hand_on(hv_stitch *s, const hv_stitch_window *w, const hv_diar *d, const word *ws,
                          int nw, const int *map, hv_error *e) {
-    hv_stitch_free(s);
+    drop_overlap(s);
     s->window = w->window;
     if (w->next_start >= w->end) return HV_OK;
     if (!(s->words = malloc((size_t)(nw ? nw : 1) * sizeof *s->words)) ||
@@ -184,13 +264,16 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     memset(out, 0, sizeof *out);
     hv_diar d = {0};
     word *ws = NULL;
+    voices v = {0};
     int nw = 0, map[HV_DIAR_SPEAKERS];
     hv_diar_tok *toks = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *toks);
     if (!toks) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     for (int i = 0; i < w->n; i++) toks[i] = hv_diarize_classify(w->tok, w->ids[i]);
     hv_status st = hv_diarize_parse(toks, w->n, (float)w->seconds, &d, e);
     if (!st) st = split_words(w, &d, toks, &ws, &nw, e);
-    if (!st) st = link_window(s, w, &d, ws, nw, map, e);
+    if (!st) st = window_voices(w, &d, &v, e);
+    if (!st) st = link_window(s, w, &d, ws, nw, &v, map, e);
+    if (!st) st = learn_voices(s, &v, map, e);
     if (st) goto done;
     out->segs = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *out->segs);
     out->pos = malloc((size_t)(d.n_pos ? d.n_pos : 1) * sizeof *out->pos);
@@ -230,6 +313,7 @@ done:
     if (st) hv_stitched_free(out);
     free(toks);
     free(ws);
+    free(v.sig);
     hv_diar_free(&d);
     return st;
 }

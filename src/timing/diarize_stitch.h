@@ -13,7 +13,8 @@
 #include "util/error.h"
 
 /* What one window hands the next: its words and turns in the overlap
- * after it, with their labels, and the label counter. */
+ * after it, with their labels, the label counter, and the labels' voice
+ * signatures so far. */
 typedef struct hv_stitch {
     hv_link_word *words; /* [n_words] (texts owned) */
     int n_words;
@@ -22,6 +23,12 @@ typedef struct hv_stitch {
     int window;     /* the window they are of; -1 none */
     int last_label; /* the last segment's label; -1 none */
     int next_label; /* the next new label */
+    /* per label (rule 4, voice.h): the sum of the unit signatures of
+     * every window speaker it was given, each times the speaker's turn
+     * seconds in its window (a direction: compared after normalising) */
+    double *voice;            /* [cap_voice x voice_dim] */
+    unsigned char *voice_has; /* [cap_voice] 1: the label has one */
+    int cap_voice, voice_dim;
 } hv_stitch;
 
 /* One window: its generated tokens (EOS excluded) and where it lies. */
@@ -41,6 +48,13 @@ typedef struct hv_stitch_window {
     double prev_end;   /* where the window before it ends (its overlap is
                            [start, prev_end]); ignored for window 0 */
     double next_start; /* where the window after it starts (>= end: none) */
+    /* the window's raw log-mel (hv_frontend_compute's logmel) for voice
+     * signatures, or NULL: rule 4 neither links its speakers nor learns
+     * their voices */
+    const float *logmel; /* [n_frames x n_mels], frame t at t * frame_s s */
+    int n_frames, n_mels;
+    double frame_s;
+    double voice_threshold; /* rule 4's cosine (1: off) */
 } hv_stitch_window;
 
 typedef struct hv_stitch_seg {

@@ -33,34 +33,38 @@ static int row_of(int label, int *rows, int *n) {
 }
 
 /* The one-to-one assignment of rows to columns with the largest sum of
- * w[r][c] over its pairs, each pair with w > 0 (exact: a table over the
- * rows and the set of columns taken); col[r] is r's column or -1. Rows and
- * columns whose flag is set in skip_r / skip_c take no part. */
-static void assign(double w[N][N], int n_rows, unsigned skip_r, unsigned skip_c, int col[N]) {
-    double f[N + 1][1 << N];
-    for (unsigned m = 0; m < (1u << N); m++) f[n_rows][m] = 0;
+ * w[r][c] over its pairs, each pair with w > 0 (exact: a table f[(n_rows +
+ * 1) << N] over the rows and the set of columns taken); col[r] is r's
+ * column or -1; returns the sum. Rows (of the first N) and columns whose
+ * flag is set in skip_r / skip_c take no part. */
+static double assign(double (*w)[N], int n_rows, unsigned skip_r, unsigned skip_c, double *f,
+                     int *col) {
+#define F(r, m) f[(size_t)(r) * (1u << N) + (m)]
+    for (unsigned m = 0; m < (1u << N); m++) F(n_rows, m) = 0;
     for (int r = n_rows - 1; r >= 0; r--)
         for (unsigned m = 0; m < (1u << N); m++) {
-            double best = f[r + 1][m];
-            if (!(skip_r >> r & 1))
+            double best = F(r + 1, m);
+            if (!(r < N && skip_r >> r & 1))
                 for (int c = 0; c < N; c++)
                     if (!((m | skip_c) >> c & 1) && w[r][c] > 0 &&
-                        w[r][c] + f[r + 1][m | 1u << c] > best)
-                        best = w[r][c] + f[r + 1][m | 1u << c];
-            f[r][m] = best;
+                        w[r][c] + F(r + 1, m | 1u << c) > best)
+                        best = w[r][c] + F(r + 1, m | 1u << c);
+            F(r, m) = best;
         }
     unsigned m = 0;
     for (int r = 0; r < n_rows; r++) {
         col[r] = -1;
-        if (f[r][m] == f[r + 1][m]) continue; /* on a tie, r stays unlinked */
+        if (F(r, m) == F(r + 1, m)) continue; /* on a tie, r stays unlinked */
         for (int c = 0; c < N; c++)
             if (!((m | skip_c) >> c & 1) && w[r][c] > 0 &&
-                w[r][c] + f[r + 1][m | 1u << c] == f[r][m]) {
+                w[r][c] + F(r + 1, m | 1u << c) == F(r, m)) {
                 col[r] = c;
                 m |= 1u << c;
                 break;
             }
     }
+    return F(0, 0);
+#undef F
 }
 
 /* Rule 1's votes: the longest common subsequence of a and b (equal texts
@@ -110,10 +114,81 @@ static void time_votes(const hv_link_in *in, int *rows, int *n_rows, double v[N]
         }
 }
 
+/* Rule 4: the speakers left (present, unlinked, with a signature) linked
+ * to the labels not taken that have a signature, by cosine over
+ * voice_threshold. */
+static hv_status voice_link(const hv_link_in *in, unsigned present, int map[N], hv_link_how how[N],
+                            hv_error *e) {
+    int dim = in->voice_dim, n_labels = in->n_voice_labels;
+    unsigned left = 0;
+    for (int k = 0; k < N; k++)
+        if ((present >> k & 1) && how[k] == HV_LINK_ABSENT && (in->voice_b_has >> k & 1))
+            left |= 1u << k;
+    if (dim <= 0 || !left || n_labels <= 0 || !(in->voice_threshold < 1)) return HV_OK;
+    double(*w)[N] = malloc((size_t)n_labels * sizeof *w);
+    int *label = malloc((size_t)n_labels * sizeof *label);
+    double *f = NULL;
+    int *col = NULL, n_rows = 0;
+    if (!w || !label) goto nomem;
+    double norm_b[N];
+    for (int k = 0; k < N; k++) {
+        norm_b[k] = 0;
+        for (int i = 0; (left >> k & 1) && i < dim; i++)
+            norm_b[k] += in->voice_b[k * dim + i] * in->voice_b[k * dim + i];
+        norm_b[k] = sqrt(norm_b[k]);
+    }
+    for (int l = 0; l < n_labels; l++) {
+        int taken = !in->voice_label_has[l];
+        for (int k = 0; k < N; k++) taken |= how[k] != HV_LINK_ABSENT && map[k] == l;
+        if (taken) continue;
+        const double *x = in->voice_labels + (size_t)l * dim;
+        double nx = 0, any = 0;
+        for (int i = 0; i < dim; i++) nx += x[i] * x[i];
+        nx = sqrt(nx);
+        for (int k = 0; k < N; k++) {
+            double dot = 0;
+            for (int i = 0; (left >> k & 1) && i < dim; i++) dot += x[i] * in->voice_b[k * dim + i];
+            double c = nx > 0 && norm_b[k] > 0 ? dot / (nx * norm_b[k]) : -1;
+            w[n_rows][k] = c > in->voice_threshold ? c - in->voice_threshold : 0;
+            any += w[n_rows][k];
+        }
+        if (any > 0) label[n_rows++] = l;
+    }
+    if (!n_rows) goto done;
+    if (!(f = malloc(((size_t)n_rows + 1) * (1u << N) * sizeof *f)) ||
+        !(col = malloc((size_t)n_rows * 2 * sizeof *col)))
+        goto nomem;
+    unsigned skip_c = ~left & ((1u << N) - 1);
+    double total = assign(w, n_rows, 0, skip_c, f, col);
+    for (int r = 0; r < n_rows; r++) {
+        int k = col[r];
+        if (k < 0) continue;
+        /* a pair that another optimum leaves out is a tie: nobody links */
+        double keep = w[r][k];
+        w[r][k] = 0;
+        double without = assign(w, n_rows, 0, skip_c, f, col + n_rows);
+        w[r][k] = keep;
+        if (without >= total - 1e-12) continue;
+        map[k] = label[r], how[k] = HV_LINK_VOICE;
+    }
+done:
+    free(w);
+    free(label);
+    free(f);
+    free(col);
+    return HV_OK;
+nomem:
+    free(w);
+    free(label);
+    free(f);
+    free(col);
+    return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers by voice");
+}
+
 hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_link_how how[N],
                           hv_error *e) {
     int rows[N], n_rows = 0, col[N];
-    double v[N][N] = {{0}};
+    double v[N][N] = {{0}}, f[(N + 1) << N];
     unsigned linked_r = 0, linked_c = 0;
     for (int k = 0; k < N; k++) map[k] = -1, how[k] = HV_LINK_ABSENT;
     unsigned present = 0;
@@ -121,7 +196,7 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_
         if (in->order[i] >= 0 && in->order[i] < N) present |= 1u << in->order[i];
     hv_status st = word_votes(in, rows, &n_rows, v, e);
     if (st) return st;
-    assign(v, n_rows, 0, ~present & ((1u << N) - 1), col);
+    assign(v, n_rows, 0, ~present & ((1u << N) - 1), f, col);
     for (int r = 0; r < n_rows; r++)
         if (col[r] >= 0) {
             map[col[r]] = rows[r], how[col[r]] = HV_LINK_WORDS;
@@ -132,7 +207,7 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_
     for (int r = 0; r < n_rows; r++)
         for (int k = 0; k < N; k++)
             if (v[r][k] < in->min_time) v[r][k] = 0;
-    assign(v, n_rows, linked_r, linked_c | (~present & ((1u << N) - 1)), col);
+    assign(v, n_rows, linked_r, linked_c | (~present & ((1u << N) - 1)), f, col);
     for (int r = 0; r < n_rows; r++)
         if (col[r] >= 0) {
             map[col[r]] = rows[r], how[col[r]] = HV_LINK_TIME;
@@ -142,6 +217,7 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_
         int k = in->order[0];
         if (k >= 0 && k < N) map[k] = in->last_label, how[k] = HV_LINK_ADJACENT;
     }
+    if ((st = voice_link(in, present, map, how, e))) return st;
     for (int i = 0; i < in->n_order; i++) {
         int k = in->order[i];
         if (k < 0 || k >= N || how[k] != HV_LINK_ABSENT) continue;

@@ -41,6 +41,17 @@ typedef struct hv_link_in {
                         window's (-1: none) */
     double tol;      /* seconds two copies of a word may differ by */
     double min_time; /* seconds of turn time that link two speakers */
+    /* rule 4's voice signatures (voice.h); voice_dim 0: no rule 4 */
+    int voice_dim;
+    const double *voice_b;                /* [HV_DIAR_SPEAKERS x voice_dim] the later
+                               window's speakers' */
+    unsigned voice_b_has;                 /* bit K: speaker K has one */
+    const double *voice_labels;           /* [n_voice_labels x voice_dim] the
+                                             recording's labels', compared by
+                                             direction (any length) */
+    const unsigned char *voice_label_has; /* [n_voice_labels] 1: label has one */
+    int n_voice_labels;
+    double voice_threshold; /* the cosine that links; 1: no rule 4 */
 } hv_link_in;
 
 /* How a speaker of the later window got its label (hv_speaker_link's how). */
@@ -51,6 +62,7 @@ typedef enum hv_link_how {
     HV_LINK_ADJACENT,   /* the overlap is silent in both windows: it speaks
                            first in the later window and continues
                            last_label */
+    HV_LINK_VOICE,      /* by its voice signature */
     HV_LINK_NEW         /* no evidence: the next new label */
 } hv_link_how;
 
@@ -67,7 +79,14 @@ typedef enum hv_link_how {
  *   3. adjacent: where 1 and 2 link nobody and neither window has a turn
  *      in the overlap (nta and ntb 0), the first speaker of order[] takes
  *      last_label (when it is >= 0);
- *   4. new: every speaker left takes *next_label, which counts up, in the
+ *   4. voice: the speakers left that have a voice signature and the
+ *      labels of the recording that have one and that 1-3 did not give:
+ *      each pair whose cosine exceeds voice_threshold weighs the excess;
+ *      the one-to-one assignment with the largest total (exact, over the
+ *      labels and the sets of speakers) links its pairs, except a pair
+ *      that another assignment of the same total leaves out (a tie links
+ *      nobody);
+ *   5. new: every speaker left takes *next_label, which counts up, in the
  *      order of order[].
  * Speakers of the earlier window beyond its first 8 distinct ones in a
  * and ta are not linked. how[K] says which rule gave map[K]. Only

@@ -144,8 +144,15 @@ static const struct {
 #define N_STITCH_WIN (int)(sizeof stitch_win / sizeof *stitch_win)
 static int32_t stitch_stream[N_STITCH_WIN][64]; /* their ids (made before the sweep) */
 static int n_stitch_stream[N_STITCH_WIN];
+/* a raw log-mel for the windows' voice signatures (4 bins, 10 ms frames):
+ * each speaker's turns have some, so rule 4 weighs window 2's speaker 1 */
+#define STITCH_MELS 4
+static float stitch_logmel[3000 * STITCH_MELS];
 
 static hv_status stitched(void) {
+    for (int t = 0; t < 3000; t++)
+        for (int m = 0; m < STITCH_MELS; m++)
+            stitch_logmel[t * STITCH_MELS + m] = (float)((t / 500 + m * (t % 3)) % 5);
     hv_stitch s;
     hv_error e = {0};
     hv_status st = HV_OK;
@@ -165,7 +172,12 @@ static hv_status stitched(void) {
                               .hi = stitch_win[i].hi,
                               .prev_end = i ? stitch_win[i - 1].end : 0,
                               .next_start = i + 1 < N_STITCH_WIN ? stitch_win[i + 1].start
-                                                                 : stitch_win[i].end};
+                                                                 : stitch_win[i].end,
+                              .logmel = stitch_logmel,
+                              .n_frames = (int)(100 * (stitch_win[i].end - stitch_win[i].start)),
+                              .n_mels = STITCH_MELS,
+                              .frame_s = 0.01,
+                              .voice_threshold = 0.5};
         hv_stitched o;
         st = hv_stitch_window_run(&s, &w, &o, &e);
         CHECK_MSG(st || o.n_segs > 0, "window %d: no segment", i);

@@ -13,7 +13,11 @@
 #include "timing/diarize_stitch.h"
 #include "timing/speaker_link.h"
 
-#define N HV_DIAR_SPEAKERS
+#define N   HV_DIAR_SPEAKERS
+#define VD  3                    /* the voice signatures' length here */
+#define DEG 0.017453292519943295 /* a degree in radians */
+
+static int nonzero(const double *v) { return v[0] != 0 || v[1] != 0 || v[2] != 0; }
 
 /* Words "text@time/speaker ..." into w (texts point into buf). */
 static int words(const char *spec, hv_link_word *w, char *buf, size_t cap) {
@@ -33,12 +37,23 @@ typedef struct link_case {
     int nta, ntb;
     int order[N], n_order;
     int last_label, next_label;
+    /* rule 4: signatures of the later window's speakers and of labels
+     * 0..n_vl-1 (none where all 0), the threshold (n_vl 0: no rule 4) */
+    double vb[N][VD], vl[N][VD];
+    int n_vl;
+    double thr;
 } link_case;
 
 /* Runs c; map and how out, and the label counter after it. */
 static int run(const link_case *c, int map[N], hv_link_how how[N]) {
     static char ba[1024], bb[1024];
     hv_link_word a[64], b[64];
+    unsigned char vl_has[N];
+    unsigned vb_has = 0;
+    for (int k = 0; k < N; k++) {
+        vb_has |= (unsigned)nonzero(c->vb[k]) << k;
+        vl_has[k] = (unsigned char)nonzero(c->vl[k]);
+    }
     hv_link_in in = {.a = a,
                      .na = c->a ? words(c->a, a, ba, sizeof ba) : 0,
                      .b = b,
@@ -51,11 +66,98 @@ static int run(const link_case *c, int map[N], hv_link_how how[N]) {
                      .n_order = c->n_order,
                      .last_label = c->last_label,
                      .tol = 1.5,
-                     .min_time = 0.5};
+                     .min_time = 0.5,
+                     .voice_dim = c->n_vl ? VD : 0,
+                     .voice_b = &c->vb[0][0],
+                     .voice_b_has = vb_has,
+                     .voice_labels = &c->vl[0][0],
+                     .voice_label_has = vl_has,
+                     .n_voice_labels = c->n_vl,
+                     .voice_threshold = c->thr};
     int next = c->next_label;
     hv_error e = {0};
     CHECK(hv_speaker_link(&in, &next, map, how, &e) == HV_OK);
     return next;
+}
+
+/* Rule 4 (voice_cases): K 0 agrees with label 5 by its words; K 1 is
+ * silent in the overlap. Labels 0..5, label 3's voice (1, 0, 0), label
+ * 4's (0, 1, 0), label 2 without one. */
+static link_case voice_base(void) {
+    link_case c = {.a = "og@20.0/5 så@20.4/5 videre@20.8/5",
+                   .b = "og@20.1/0 så@20.5/0 videre@20.9/0",
+                   .order = {0, 1},
+                   .n_order = 2,
+                   .last_label = 5,
+                   .next_label = 6,
+                   .vl = {{.2, .1, .9}, {-.5, .5, .1}, {0}, {1, 0, 0}, {0, 1, 0}, {.3, .3, .3}},
+                   .n_vl = 6,
+                   .thr = 0.85};
+    c.vb[0][2] = 1;
+    return c;
+}
+
+static void voice_cases(void) {
+    int map[N], next;
+    hv_link_how how[N];
+    /* a speaker silent in the overlap whose voice is label 3's (cosine
+     * 0.995, in a longer vector: any length) continues label 3 */
+    link_case c = voice_base();
+    c.vb[1][0] = 2 * .99, c.vb[1][1] = 2 * .1;
+    next = run(&c, map, how);
+    CHECK_MSG(map[0] == 5 && how[0] == HV_LINK_WORDS && map[1] == 3 && how[1] == HV_LINK_VOICE &&
+                  next == 6,
+              "voice: map %d %d how %d next %d", map[0], map[1], how[1], next);
+    /* below the threshold (cosine 0.5 at most), or a threshold of 1: new */
+    link_case low = voice_base();
+    low.vb[1][0] = .5, low.vb[1][1] = .5, low.vb[1][2] = -.7071;
+    next = run(&low, map, how);
+    CHECK(map[1] == 6 && how[1] == HV_LINK_NEW && next == 7);
+    link_case off = c;
+    off.thr = 1;
+    next = run(&off, map, how);
+    CHECK(map[1] == 6 && how[1] == HV_LINK_NEW && next == 7);
+    /* two speakers near label 3 alone: one label, one speaker (the
+     * closer, K 2); the other is new */
+    link_case two = c;
+    two.vb[1][0] = .95, two.vb[1][1] = .05, two.vb[1][2] = .3;
+    two.vb[2][0] = 1, two.vb[2][1] = .02;
+    two.order[2] = 2, two.n_order = 3;
+    next = run(&two, map, how);
+    CHECK_MSG(map[2] == 3 && how[2] == HV_LINK_VOICE && map[1] == 6 && how[1] == HV_LINK_NEW &&
+                  next == 7,
+              "one label: map %d %d", map[1], map[2]);
+    /* the largest total, not the closest pair first: label 4 at 50
+     * degrees from label 3; K 1 at 20 degrees (3: 0.940, 4: 0.866), K 2
+     * at -25 (3: 0.906, 4: 0.259); over 0.6 the closest pair (K 1, 3)
+     * weighs 0.340, K 1 -> 4 and K 2 -> 3 together 0.572 */
+    link_case both = two;
+    both.vl[4][0] = cos(50 * DEG), both.vl[4][1] = sin(50 * DEG);
+    both.vb[1][0] = cos(20 * DEG), both.vb[1][1] = sin(20 * DEG), both.vb[1][2] = 0;
+    both.vb[2][0] = cos(25 * DEG), both.vb[2][1] = -sin(25 * DEG);
+    both.thr = 0.6;
+    next = run(&both, map, how);
+    CHECK_MSG(map[1] == 4 && map[2] == 3 && how[1] == HV_LINK_VOICE && how[2] == HV_LINK_VOICE &&
+                  next == 6,
+              "largest total: map %d %d", map[1], map[2]);
+    /* a label rule 1 gave (5) is not given again, however close */
+    link_case taken = voice_base();
+    memcpy(taken.vb[1], taken.vl[5], sizeof taken.vb[1]);
+    next = run(&taken, map, how);
+    CHECK(map[0] == 5 && map[1] == 6 && how[1] == HV_LINK_NEW);
+    /* ties: a voice as near label 3 as label 4, or two speakers as near
+     * label 3: nobody links */
+    link_case tie = voice_base();
+    tie.vb[1][0] = tie.vb[1][1] = 1;
+    tie.thr = 0.5;
+    next = run(&tie, map, how);
+    CHECK_MSG(how[1] == HV_LINK_NEW && map[1] == 6, "tie of labels: %d %d", map[1], how[1]);
+    link_case tie2 = voice_base();
+    tie2.vb[1][0] = tie2.vb[2][0] = 1;
+    tie2.order[2] = 2, tie2.n_order = 3;
+    next = run(&tie2, map, how);
+    CHECK_MSG(how[1] == HV_LINK_NEW && how[2] == HV_LINK_NEW && next == 8, "tie of speakers: %d %d",
+              map[1], map[2]);
 }
 
 static void link_cases(void) {
@@ -153,6 +255,8 @@ static void link_cases(void) {
     for (int k = 0; k < N; k++) ok = ok && map[k] == 16 - k && how[k] == HV_LINK_WORDS;
     CHECK_MSG(ok, "beyond 8: next %d map %d %d .. %d", next, map[0], map[1], map[7]);
 
+    voice_cases();
+
     char out[16];
     hv_link_norm("Hej,", out, sizeof out);
     CHECK(strcmp(out, "hej") == 0);
@@ -174,10 +278,24 @@ static double shift(void *user, double t, int end) {
     return *(const double *)user + t;
 }
 
-/* The window's segments as "LABEL text|..." into out. */
-static void run_window(hv_stitch *s, const char *spec, int window, double start, double end,
-                       double lo, double hi, double prev_end, double next_start, char *out,
-                       size_t cap) {
+/* A made raw log-mel (VM bins, frames of 10 ms) for voice signatures. */
+#define VM 4
+typedef struct made_logmel {
+    const float *lm; /* [n x VM]; NULL: none */
+    int n;
+} made_logmel;
+
+/* Frames [t0, t1) of lm: voice v's two spectra by turns. */
+static void voice_frames(float *lm, int t0, int t1, int v) {
+    static const float P[2][2][VM] = {{{1, 2, 3, 4}, {4, 3, 2, 1}}, {{0, 5, 5, 0}, {2, 3, 3, 2}}};
+    for (int t = t0; t < t1; t++) memcpy(lm + t * VM, P[v][t % 2], sizeof P[v][t % 2]);
+}
+
+/* The window's segments as "LABEL text|..." into out (with lm, voice
+ * signatures at the default threshold). */
+static void run_window_voice(hv_stitch *s, const char *spec, int window, double start, double end,
+                             double lo, double hi, double prev_end, double next_start,
+                             made_logmel lm, char *out, size_t cap) {
     int32_t ids[128];
     double off = start;
     hv_stitch_window w = {.tok = &tok,
@@ -192,7 +310,12 @@ static void run_window(hv_stitch *s, const char *spec, int window, double start,
                           .lo = lo,
                           .hi = hi,
                           .prev_end = prev_end,
-                          .next_start = next_start};
+                          .next_start = next_start,
+                          .logmel = lm.lm,
+                          .n_frames = lm.n,
+                          .n_mels = VM,
+                          .frame_s = 0.01,
+                          .voice_threshold = 0.85};
     hv_stitched o;
     hv_error e = {0};
     *out = '\0';
@@ -207,6 +330,39 @@ static void run_window(hv_stitch *s, const char *spec, int window, double start,
         CHECK(o.segs[k].start >= lo && o.segs[k].end <= hi && o.segs[k].start <= o.segs[k].end);
     }
     hv_stitched_free(&o);
+}
+
+static void run_window(hv_stitch *s, const char *spec, int window, double start, double end,
+                       double lo, double hi, double prev_end, double next_start, char *out,
+                       size_t cap) {
+    run_window_voice(s, spec, window, start, end, lo, hi, prev_end, next_start,
+                     (made_logmel){NULL, 0}, out, cap);
+}
+
+/* A speaker silent in the overlap, known by its voice: window 0 [0, 30)
+ * has speaker 0 (voice 0) then speaker 1 (voice 1) in the overlap;
+ * window 1 [24, 54) has voice 1 in the overlap (linked by its words) and
+ * then voice 0 again, which continues label 0 instead of a new one. */
+static void voice_stitch_case(void) {
+    static float lm0[3000 * VM], lm1[3000 * VM];
+    voice_frames(lm0, 0, 2400, 0);
+    voice_frames(lm0, 2400, 3000, 1);
+    voice_frames(lm1, 0, 800, 1);
+    voice_frames(lm1, 800, 3000, 0);
+    hv_stitch s;
+    char out[512];
+    for (int with = 0; with < 2; with++) {
+        hv_stitch_init(&s);
+        run_window_voice(&s, "S0 T0.0 _a _b T20.0 S1 T24.0 _x _y _z T30.0", 0, 0, 30, -INFINITY, 27,
+                         0, 24, (made_logmel){with ? lm0 : NULL, 3000}, out, sizeof out);
+        CHECK_MSG(strcmp(out, "0 a b|1 x") == 0, "voice window 0: %s", out);
+        run_window_voice(&s, "S0 T0.0 _x _y _z T6.0 S1 T8.0 _c _d T26.0", 1, 24, 54, 27, INFINITY,
+                         30, 54, (made_logmel){with ? lm1 : NULL, 3000}, out, sizeof out);
+        const char *want = with ? "1 y z|0 c d" : "1 y z|2 c d";
+        CHECK_MSG(strcmp(out, want) == 0, "voice window 1 (%s log-mel): %s, not %s",
+                  with ? "with" : "without", out, want);
+        hv_stitch_free(&s);
+    }
 }
 
 static void stitch_cases(void) {
@@ -228,6 +384,7 @@ static void stitch_cases(void) {
 int main(void) {
     link_cases();
     stitch_cases();
+    voice_stitch_case();
     hv_tokenizer_free(&tok);
     TEST_END();
 }
