@@ -143,8 +143,9 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof sampling / sizeof *sampling; i++) hvt_param_usage(f, sampling[i]);
     fprintf(f, "      --diarize          a diarize-and-timestamp model's speaker turns:\n"
                "                         one segment per turn, with its speaker\n"
-               "                         (docs/DIARIZE.md)\n"
-               "      --srt-speakers S   srt with --diarize: label (default) opens each\n"
+               "                         (docs/DIARIZE.md)\n");
+    hvt_param_usage(f, "diarize-voice");
+    fprintf(f, "      --srt-speakers S   srt with --diarize: label (default) opens each\n"
                "                         cue with [SPEAKER_00], dash opens a turn's\n"
                "                         first cue with \"- \"\n"
                "  -h, --help             show this help and exit\n"
@@ -233,6 +234,7 @@ enum {
     O_REPETITION_PENALTY,
     O_NO_REPEAT_NGRAM_SIZE,
     O_DIARIZE,
+    O_DIARIZE_VOICE,
     O_SRT_SPEAKERS,
     O_HELP,
     O_VERSION,
@@ -294,6 +296,7 @@ static const hvt_option OPTIONS[N_OPTS] = {
     [O_REPETITION_PENALTY] = HVT_OPT_PARAM("repetition-penalty", AT(tp)),
     [O_NO_REPEAT_NGRAM_SIZE] = HVT_OPT_PARAM("no-repeat-ngram-size", AT(tp)),
     [O_DIARIZE] = HVT_OPT_FLAG("diarize", 0),
+    [O_DIARIZE_VOICE] = HVT_OPT_PARAM("diarize-voice", AT(tp)),
     [O_SRT_SPEAKERS] =
         HVT_OPT_CUSTOM("srt-speakers", AT(srt_speakers), hvt_parse_srt_speakers, "label or dash"),
     [O_HELP] = HVT_OPT_HELP,

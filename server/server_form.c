@@ -53,6 +53,7 @@ static const struct {
     [SRV_F_REPETITION_PENALTY] = {"repetition_penalty", 64, 0, 1},
     [SRV_F_NO_REPEAT_NGRAM_SIZE] = {"no_repeat_ngram_size", 64, 0, 1},
     [SRV_F_DIARIZE] = {"diarize", 64, -1, 1},
+    [SRV_F_DIARIZE_VOICE] = {"diarize_voice", 64, 0, 1},
     [SRV_F_DOWNLOADS] = {"downloads", 128},
     [SRV_F_SRT_SPEAKERS] = {"srt_speakers", 64},
     [SRV_F_BEAM_SIZE] = {"beam_size", 64, 1},

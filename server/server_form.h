@@ -63,9 +63,10 @@ typedef enum srv_field {
     SRV_F_HOTWORDS_SCORE,
     SRV_F_REPETITION_PENALTY, /* Hugging Face's generate options */
     SRV_F_NO_REPEAT_NGRAM_SIZE,
-    SRV_F_DIARIZE,      /* a diarize model's speaker turns (docs/DIARIZE.md) */
-    SRV_F_DOWNLOADS,    /* hviske's: the CLI's formats in the done event */
-    SRV_F_SRT_SPEAKERS, /* hviske's: srt's speakers, label or dash */
+    SRV_F_DIARIZE,       /* a diarize model's speaker turns (docs/DIARIZE.md) */
+    SRV_F_DIARIZE_VOICE, /* diarize's voice linking threshold (docs/DIARIZE.md) */
+    SRV_F_DOWNLOADS,     /* hviske's: the CLI's formats in the done event */
+    SRV_F_SRT_SPEAKERS,  /* hviske's: srt's speakers, label or dash */
     /* whisper-server's fields, on POST /inference only */
     SRV_F_BEAM_SIZE,
     SRV_F_OFFSET_T,

@@ -472,7 +472,7 @@ static double chunk_to_input(void *user, double t, int end) {
 /* With diarize: the chunk's speaker turns (docs/DIARIZE.md), parsed, cut
  * to the chunk's share of the timeline and labelled by hv_stitch. */
 static hv_status stitch_chunk(run *R, const hv_search_out *so, const hv_piece_plan *plan, int chunk,
-                              double rate, hv_stitched *out) {
+                              double rate, const float *logmel, int n_frames, hv_stitched *out) {
     chunk_pos cpos = {plan, chunk, rate};
     const hv_span *first = &plan->pieces[plan->first[chunk]];
     const hv_span *last = &plan->pieces[plan->first[chunk + 1] - 1];
@@ -491,7 +491,12 @@ static hv_status stitch_chunk(run *R, const hv_search_out *so, const hv_piece_pl
         .lo = cuts && chunk > 0 ? cuts[chunk] / rate : -INFINITY,
         .hi = cuts && chunk + 1 < n ? cuts[chunk + 1] / rate : INFINITY,
         .prev_end = chunk > 0 ? plan->pieces[plan->first[chunk] - 1].end / rate : 0,
-        .next_start = chunk + 1 < n ? plan->pieces[plan->first[chunk + 1]].start / rate : INFINITY};
+        .next_start = chunk + 1 < n ? plan->pieces[plan->first[chunk + 1]].start / rate : INFINITY,
+        .logmel = logmel,
+        .n_frames = n_frames,
+        .n_mels = R->ctx->model->fe.n_mels,
+        .frame_s = R->ctx->model->fe.hop / rate,
+        .voice_threshold = R->p->diarize_voice};
     return hv_stitch_window_run(&R->stitch, &w, out, &R->ctx->err);
 }
 
@@ -556,16 +561,18 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     const hv_config *c = &m->cfg;
     const hv_transcribe_params *p = R->p;
     hv_error *e = &ctx->err;
-    float *feat = NULL, *enc = NULL, *lp0 = NULL;
+    float *feat = NULL, *enc = NULL, *lp0 = NULL, *logmel = NULL;
     hv_stitched sw = {0};
     int n_fr, n_valid, n_enc, enc_len;
     hv_status st;
     double t0 = now_ms(), t1, t2;
 
+    /* diarize's voice signatures need the log-mel before normalisation */
+    int voice = p->diarize && p->diarize_voice < 1;
     /* Hugging Face's dither: torch.randn(n) seeded with the chunk's own
      * number of samples (docs/MODEL.md, Frontend step 1) */
     if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + n, ctx->pool, &feat,
-                                  &n_fr, &n_valid, NULL, e)))
+                                  &n_fr, &n_valid, voice ? &logmel : NULL, e)))
         goto done;
     t1 = now_ms();
     int pos_builds = R->pos.builds;
@@ -652,7 +659,8 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         free(text);
         goto tapped;
     }
-    if (p->diarize && (st = stitch_chunk(R, &so, plan, chunk, c->sample_rate, &sw))) {
+    if (p->diarize &&
+        (st = stitch_chunk(R, &so, plan, chunk, c->sample_rate, logmel, n_valid, &sw))) {
         free(text);
         goto done;
     }
@@ -699,6 +707,7 @@ tapped:
     }
 done:
     hv_stitched_free(&sw);
+    free(logmel);
     free(feat);
     free(enc);
     free(lp0);

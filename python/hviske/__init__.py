@@ -334,6 +334,7 @@ class _Options:
     repetition_penalty: object
     no_repeat_ngram_size: object
     diarize: bool = False
+    diarize_voice: object = None  # None: the library's default
 
 
 def _hotwords(hotwords: object) -> Optional[str]:
@@ -357,7 +358,7 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
              vad_options: Optional[Mapping[str, Any]], speech_probabilities: object,
              hotwords: object = None, hotwords_score: object = HOTWORDS_SCORE,
              repetition_penalty: object = 1.0, no_repeat_ngram_size: object = 0,
-             diarize: object = False) -> Tuple[float, "_Options"]:
+             diarize: object = False, diarize_voice: object = None) -> Tuple[float, "_Options"]:
     """(the one temperature, the rest) of transcribe's arguments."""
     temps: Optional[list[float]] = None
     if isinstance(temperature, (list, tuple)):
@@ -389,7 +390,7 @@ def _options(temperature: object, best_of: object, compression_ratio_threshold: 
         vad_options=vad, speech_probabilities=speech_probabilities,
         hotwords=_hotwords(hotwords), hotwords_score=hotwords_score,
         repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size,
-        diarize=diarize)
+        diarize=diarize, diarize_voice=diarize_voice)
 
 
 def _chunking_alias(chunking: Optional[str], vad_filter: Optional[bool]) -> str:
@@ -787,6 +788,7 @@ class Model:
                    hotwords: Optional[Union[str, Sequence[str]]] = None,
                    hotwords_score: float = HOTWORDS_SCORE, repetition_penalty: float = 1.0,
                    no_repeat_ngram_size: int = 0, diarize: bool = False,
+                   diarize_voice: Optional[float] = None,
                    _output: Optional[Callable[[Any], None]] = None,
                    _speech: Optional[int] = None) -> Result:
         """Transcribes `audio`: a path, the bytes of an audio file (any format
@@ -826,7 +828,10 @@ class Model:
         chunk's turns its chunks, every Chunk and Segment with its speaker
         (docs/DIARIZE.md); a model without the speaker and time tokens
         raises InvalidArgument naming the piece. It implies no
-        repetition_penalty: the model card's is 1.2.
+        repetition_penalty: the model card's is 1.2. diarize_voice: the
+        cosine of two voice signatures over which a speaker silent in a
+        window's overlap continues an earlier label (0..1, 1: off; None:
+        the library's default; docs/DIARIZE.md, rule 4).
         faster-whisper's names are aliases: beam_size= is beams=,
         vad_filter=True is chunking="vad" and vad_filter=False
         chunking="energy" (or "fixed" or "none" when chunking says so).
@@ -858,7 +863,7 @@ class Model:
         one, opts = _options(temperature, best_of, compression_ratio_threshold,
                              log_prob_threshold, no_speech_threshold, vad_options,
                              speech_probabilities, hotwords, hotwords_score,
-                             repetition_penalty, no_repeat_ngram_size, diarize)
+                             repetition_penalty, no_repeat_ngram_size, diarize, diarize_voice)
         model = self._acquire()
         try:
             return self._transcribe(model, audio, language, punctuation, beams, length_penalty,
@@ -926,6 +931,8 @@ class Model:
                             ("no_repeat_ngram_size", opts.no_repeat_ngram_size)):
             _set(lib, tp, name, value)
         tp.diarize = int(opts.diarize)
+        if opts.diarize_voice is not None:
+            _set(lib, tp, "diarize_voice", opts.diarize_voice)
         tp.speech = speech
         temps = None
         if opts.temperatures is not None:

@@ -86,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-repeat-ngram-size", type=int, default=0,
                    **_row("no_repeat_ngram_size"))
     p.add_argument("--diarize", action="store_true", **_row("diarize", "docs/DIARIZE.md"))
+    p.add_argument("--diarize-voice", type=float, default=None, **_row("diarize_voice"))
     p.add_argument("--srt-speakers", choices=SRT_SPEAKERS, default="label",
                    help="srt with --diarize: label (default) opens each cue with "
                         "[SPEAKER_00], dash opens a turn's first cue with \"- \"")
@@ -220,7 +221,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      hotwords=a.hotwords, hotwords_score=a.hotwords_score,
                                      repetition_penalty=a.repetition_penalty,
                                      no_repeat_ngram_size=a.no_repeat_ngram_size,
-                                     diarize=a.diarize,
+                                     diarize=a.diarize, diarize_voice=a.diarize_voice,
                                      _output=lambda res: written.append(write_result(
                                          model._lib, res, fmt, path, a.srt_speakers,
                                          a.word_timestamps)))

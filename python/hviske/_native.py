@@ -131,7 +131,8 @@ class TranscribeParams(ctypes.Structure):
                 ("offset_s", ctypes.c_double), ("duration_s", ctypes.c_double),
                 ("hotwords", ctypes.c_char_p), ("hotwords_score", ctypes.c_float),
                 ("repetition_penalty", ctypes.c_float), ("no_repeat_ngram_size", ctypes.c_int),
-                ("diarize", ctypes.c_int), ("speech", ctypes.c_void_p)]
+                ("diarize", ctypes.c_int), ("diarize_voice", ctypes.c_float),
+                ("speech", ctypes.c_void_p)]
 
 
 class Param(ctypes.Structure):
