@@ -187,6 +187,8 @@ def parse_tokens(toks, window):
 
 LINK_TOL_S = 1.5
 LINK_MIN_TIME_S = 0.5
+DIARIZE_VOICE = 0.85          # include/hviske.h's HV_DEFAULT_DIARIZE_VOICE
+VOICE_MIN_S = 1.0             # src/timing/voice.h's HV_VOICE_MIN_S
 
 
 def link_norm(text):
@@ -202,10 +204,11 @@ def link_norm(text):
     return bytes(out[:63])
 
 
-def _assign(w, rows, cols):
+def _assign(w, rows, cols, total=False):
     """The one-to-one pairs (row, col) with w[row][col] > 0 whose sum is
-    largest (exact, over at most 8 a side; on a tie a row stays unlinked,
-    else the lowest column), as the engine's assign()."""
+    largest (exact, over at most 8 columns; on a tie a row stays unlinked,
+    else the lowest column), as the engine's assign(); with total, (the
+    pairs, their sum)."""
     rows, cols = list(rows), list(cols)
     memo = {}
 
@@ -231,17 +234,69 @@ def _assign(w, rows, cols):
                 pairs.append((rows[r], c))
                 used |= 1 << j
                 break
-    return pairs
+    return (pairs, best(0, 0)) if total else pairs
 
 
-def link_speakers(a, b, ta, tb, order, last_label, next_label):
+def voice_signature(logmel, spans, frame_s=0.01):
+    """The engine's hv_voice_signature (src/timing/voice.c): logmel [T, M]
+    (the raw log-mel of a window), spans [(start, end)] window seconds of
+    one speaker's turns -> (unit vector [2 M] or None, seconds)."""
+    import numpy as np
+    T = len(logmel)
+    mask = np.zeros(T, dtype=bool)
+    for s, e in spans:
+        a, b = int(np.clip(np.floor(s / frame_s), 0, T)), int(np.clip(np.floor(e / frame_s), 0, T))
+        mask[a:b] = True
+    n = int(mask.sum())
+    if n == 0 or n < int(np.ceil(VOICE_MIN_S / frame_s - 1e-9)):
+        return None, n * frame_s
+    frames = np.asarray(logmel, dtype=np.float64)[mask]
+    level = frames.mean(1)
+    sp = frames[level >= np.median(level)]
+    mean = sp.mean(0)
+    v = np.concatenate([mean - mean.mean(), sp.std(0)])
+    v -= v.mean()
+    norm = np.linalg.norm(v)
+    return (v / norm if norm > 0 else None), n * frame_s
+
+
+def _voice_link(m, how, order, voice):
+    """Rule 4 of link_speakers: voice = (the later window's signatures {K:
+    vector}, the labels' {label: vector, any length}, the threshold)."""
+    import numpy as np
+    sig_b, sig_labels, threshold = voice
+    left = sorted(k for k in order if k not in m and sig_b.get(k) is not None)
+    if not left or not threshold < 1:
+        return
+    w = {}
+    for g in sorted(sig_labels):
+        x = sig_labels[g]
+        if x is None or g in m.values():
+            continue
+        for k in left:
+            nx, nb = np.linalg.norm(x), np.linalg.norm(sig_b[k])
+            c = float(x @ sig_b[k]) / (nx * nb) if nx > 0 and nb > 0 else -1.0
+            if c > threshold:
+                w[(g, k)] = c - threshold
+    rows = sorted({g for g, _ in w})
+    pairs, best = _assign(w, rows, left, total=True)
+    for g, k in pairs:
+        # a pair that another optimum leaves out is a tie: nobody links
+        if _assign({**w, (g, k): 0}, rows, left, total=True)[1] >= best - 1e-12:
+            continue
+        m[k], how[k] = g, "voice"
+
+
+def link_speakers(a, b, ta, tb, order, last_label, next_label, voice=None):
     """The engine's hv_speaker_link. a: the earlier window's overlap words
     [(norm text, time, label)] in time order, b: the later window's
     [(norm text, time, K)], ta/tb: their turns in the overlap [(speaker,
     start, end)], order: the later window's speakers in the order they
     first speak, last_label: the label of the last segment before it
-    (None: none), next_label(): a new label. Returns ({K: label},
-    {K: rule}), rules "words", "time", "adjacent", "new"."""
+    (None: none), next_label(): a new label, voice: rule 4's (the later
+    window's signatures {K: vector}, the labels' {label: vector}, the
+    threshold) or None. Returns ({K: label}, {K: rule}), rules "words",
+    "time", "adjacent", "voice", "new"."""
     rows = []
 
     def row(g):
@@ -286,6 +341,8 @@ def link_speakers(a, b, ta, tb, order, last_label, next_label):
         m[k], how[k] = g, "time"
     if not m and not ta and not tb and order and last_label is not None:
         m[order[0]], how[order[0]] = last_label, "adjacent"
+    if voice is not None:
+        _voice_link(m, how, order, voice)
     for k in order:
         if k not in m:
             m[k], how[k] = next_label(), "new"

@@ -39,9 +39,8 @@ class Frontend:
         self.window = torch.from_numpy(window_bf16()).to(torch.float64)
         self.fb = torch.from_numpy(fb_bf16()).to(torch.float64)
 
-    def __call__(self, samples, dither=0.0, seed=0, pad=True):
-        """Returns (features [frames, 128] float32 numpy, T). With pad=False
-        only the T valid frames are returned (the rest is zero anyway)."""
+    def _logmel(self, samples, dither=0.0, seed=0):
+        """(log(mel + guard) [128, frames] float64, T valid frames)."""
         x = torch.from_numpy(np.asarray(samples, dtype=np.float32).reshape(-1).copy()).to(torch.float64)
         n = x.numel()
         T = n // HOP
@@ -55,7 +54,19 @@ class Frontend:
                        pad_mode="constant", normalized=False, onesided=True, return_complex=True)
         P = X.real ** 2 + X.imag ** 2
         mel = self.fb @ P
-        lm = torch.log(mel + LOG_GUARD)
+        return torch.log(mel + LOG_GUARD), T
+
+    def raw_logmel(self, samples):
+        """The T valid frames' log-mel before the per-feature normalisation
+        [T, 128] float64 numpy, no dither (the engine's logmel output of
+        hv_frontend_compute, for diarize's voice signatures)."""
+        lm, T = self._logmel(samples)
+        return lm[:, :T].t().contiguous().numpy()
+
+    def __call__(self, samples, dither=0.0, seed=0, pad=True):
+        """Returns (features [frames, 128] float32 numpy, T). With pad=False
+        only the T valid frames are returned (the rest is zero anyway)."""
+        lm, T = self._logmel(samples, dither, seed)
         valid = lm[:, :T]
         mean = valid.sum(dim=1, keepdim=True) / T
         var = ((valid - mean) ** 2).sum(dim=1, keepdim=True) / (T - 1)
