@@ -31,10 +31,11 @@ void hv_stitch_init(hv_stitch *s) {
 
 /* The overlap's words and turns freed (the labels and voices stay). */
 static void drop_overlap(hv_stitch *s) {
-    for (int i = 0; i < s->n_words; i++) free((char *)s->words[i].text);
     free(s->words);
+    free(s->texts);
     free(s->turns);
     s->words = NULL;
+    s->texts = NULL;
     s->turns = NULL;
     s->n_words = s->n_turns = 0;
 }
@@ -71,10 +72,7 @@ static hv_status split_words(const hv_stitch_window *w, const hv_diar *d, const 
     for (int k = 0; k < d->n_segs; k++) {
         const hv_diar_seg *s = &d->segs[k];
         double total = 0, before = 0;
-        for (int j = 0; j < s->n; j++) {
-            int32_t id = w->ids[d->pos[s->first + j]];
-            total += id >= 0 && id < t->n_pieces ? (double)strlen(t->pieces[id]) : 1;
-        }
+        int n0 = n;
         for (int j = 0; j < s->n;) {
             int j1 = j + 1;
             while (j1 < s->n && !toks[d->pos[s->first + j1]].word_start) j1++;
@@ -83,12 +81,11 @@ static hv_status split_words(const hv_stitch_window *w, const hv_diar *d, const 
                 int32_t id = ids[q - j] = w->ids[d->pos[s->first + q]];
                 len += id >= 0 && id < t->n_pieces ? (double)strlen(t->pieces[id]) : 1;
             }
-            double f = total > 0 ? (before + len / 2) / total : 0.5;
             word *x = &ws[n++];
             x->seg = k;
             x->p0 = s->first + j;
             x->np = j1 - j;
-            x->t = w->to_input(w->user, s->start + (s->end - s->start) * f, 0);
+            x->t = len; /* its length until the turn's total is known */
             char *text = hv_tokenizer_decode(t, ids, j1 - j);
             if (!text) {
                 free(ws);
@@ -97,8 +94,13 @@ static hv_status split_words(const hv_stitch_window *w, const hv_diar *d, const 
             }
             hv_link_norm(text, x->text, sizeof x->text);
             free(text);
-            before += len;
+            total += len;
             j = j1;
+        }
+        for (int i = n0; i < n; i++) {
+            double len = ws[i].t, f = total > 0 ? (before + len / 2) / total : 0.5;
+            ws[i].t = w->to_input(w->user, s->start + (s->end - s->start) * f, 0);
+            before += len;
         }
     }
     free(ids);
@@ -247,13 +249,14 @@ static hv_status hand_on(hv_stitch *s, const hv_stitch_window *w, const hv_diar 
     s->window = w->window;
     if (w->next_start >= w->end) return HV_OK;
     if (!(s->words = malloc((size_t)(nw ? nw : 1) * sizeof *s->words)) ||
+        !(s->texts = malloc((size_t)(nw ? nw : 1) * WORD_MAX)) ||
         clip_turns(w, d, map, w->next_start, w->end, &s->turns, &s->n_turns))
         return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers");
     for (int i = 0; i < nw; i++) {
         int k = d->segs[ws[i].seg].speaker;
         if (ws[i].t < w->next_start - LINK_TOL_S || k < 0) continue;
-        char *text = strdup(ws[i].text);
-        if (!text) return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers");
+        char *text = s->texts + (size_t)s->n_words * WORD_MAX;
+        memcpy(text, ws[i].text, strlen(ws[i].text) + 1);
         s->words[s->n_words++] = (hv_link_word){text, ws[i].t, map[k]};
     }
     return HV_OK;

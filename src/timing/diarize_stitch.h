@@ -16,7 +16,8 @@
  * after it, with their labels, the label counter, and the labels' voice
  * signatures so far. */
 typedef struct hv_stitch {
-    hv_link_word *words; /* [n_words] (texts owned) */
+    hv_link_word *words; /* [n_words], their texts in texts */
+    char *texts;         /* [n_words x the stitcher's longest word + 1] */
     int n_words;
     hv_link_turn *turns; /* [n_turns] */
     int n_turns;
