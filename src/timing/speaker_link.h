@@ -2,8 +2,10 @@
  * from their overlap (docs/DIARIZE.md, "Any length"), without a voice
  * model: the words both windows transcribe there vote for a pair of
  * speakers, and the pairs are the one-to-one assignment with the most
- * votes. A pure function over words and turns, so that the rule is tested
- * on synthetic windows (tests/unit/test_speaker_link.c). */
+ * votes; a speaker the overlap does not link may continue an earlier
+ * label by its voice signature (voice.h). A pure function over words,
+ * turns and signatures, so that the rule is tested on synthetic windows
+ * (tests/unit/test_speaker_link.c). */
 #ifndef HV_SPEAKER_LINK_H
 #define HV_SPEAKER_LINK_H
 
