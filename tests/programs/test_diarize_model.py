@@ -31,6 +31,9 @@ hand-written streams); here:
     (<|t:0.0|>); without --diarize both transcribe;
   * Python: diarize=True gives the CLI's chunks with speaker -1, and
     raises InvalidArgument naming <|spltoken0|> on the plain model;
+  * diarize_voice: --diarize-voice 0 and 1 give the same speakers (one
+    speaker throughout), 1.5 is a usage error naming the option, Python's
+    diarize_voice=-0.5 InvalidArgument naming it;
   * over 30 s (65 s of a fading tone, energy chunking): windows of at
     most 30 s (Python's progress), one label, each word once; hviske-dump's
     "windows" the chunks of its "bounds" widened into their neighbours,
@@ -222,6 +225,30 @@ def check_long(turn, V, tmp):
                                                for ln in txt.lines()), str(txt))
 
 
+def check_voice_param(turn, wav):
+    """diarize_voice (docs/DIARIZE.md, rule 4) reaches the transcription
+    from the CLI and Python: with one speaker linked by its turn's time
+    any threshold gives the same labels; out of 0..1 it is refused
+    naming the parameter."""
+    import hviske
+    base = ["-m", turn, "-q", "--diarize", "--repetition-penalty", "100", "--chunking", "energy",
+            "--format", "json"]
+    outs = [Run(base + ["--diarize-voice", v, wav]) for v in ("0", "1")]
+    segs = [[(s["speaker"], s["text"]) for s in json.loads(r.out)["segments"]] if r.rc == 0 else None
+            for r in outs]
+    report("--diarize-voice 0 and 1: the same speakers and text",
+           segs[0] and segs[0] == segs[1], f"{outs[0]} {outs[1]}")
+    bad = Run(base + ["--diarize-voice", "1.5", wav])
+    report("--diarize-voice 1.5: refused naming the option", bad.rc == 2 and "--diarize-voice" in bad.err,
+           str(bad))
+    try:
+        hviske.Model(turn).transcribe(wav, diarize=True, diarize_voice=-0.5)
+        raised = ""
+    except hviske.InvalidArgument as x:
+        raised = str(x)
+    report("Python diarize_voice=-0.5: InvalidArgument naming it", "diarize_voice" in raised, raised)
+
+
 def check_cli_format(model, wav, tmp):
     """--format openai-diarized-json in --help, and its usage errors: not
     with --stream (one document per input), not with json for one input
@@ -344,6 +371,7 @@ def main():
     res = hviske.Model(turn).transcribe(wav, diarize=True, repetition_penalty=100.0)
     report("Python: the turn's chunks and segments have speaker 0",
            res.chunks and all(c.speaker == 0 for c in res.chunks + res.segments), str(res.chunks))
+    check_voice_param(turn, wav)
     env = dict(os.environ, PYTHONPATH=os.path.join(os.environ["HV_SOURCE_DIR"], "python"))
     p = subprocess.run([sys.executable, "-m", "hviske", "-m", turn, "--diarize",
                         "--repetition-penalty", "100", "--json", wav],

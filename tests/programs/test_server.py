@@ -664,6 +664,7 @@ def test_hostile(port, wav, want, tmp, too_long):
         ("repetition_penalty", ["0", "-1", "nan", "inf"]),
         ("no_repeat_ngram_size", ["-1", "1.5", "x"]),
         ("diarize", ["yes", "TRUE", "2", ""]),
+        ("diarize_voice", ["-0.1", "1.01", "nan", "x"]),
         ("punctuation", ["yes", "TRUE ", "", "2"]),
         ("response_format", ["xml", "JSON", "", "srt\n"]),
         ("language", ["xx", "", "da\x00", "d" * 31]),
