@@ -67,7 +67,7 @@ def main():
               for k, v in R.read_safetensors(os.path.join(a.model, "model.safetensors")).items()
               if not k.startswith("preprocessor.")}
         missing, unexpected = mine.load_state_dict(st, strict=False)
-        assert all(k.startswith("ctc_head.") for k in missing) and not unexpected, (missing, unexpected)
+        assert all(k.startswith(M.AUX) for k in missing) and not unexpected, (missing, unexpected)
         mine.eval()
         src = "exported model.safetensors"
     print("training model from", src)

@@ -1,8 +1,9 @@
 """Batched PyTorch model of exactly the Hviske / Cohere Transcribe
 architecture (docs/MODEL.md), with parameter names equal to the published
 tensor names (docs/CONVENTIONS.md), so that state_dict() is the
-checkpoint layout.  Only addition: `ctc_head` (auxiliary CTC loss on the
-encoder output, dropped at export)."""
+checkpoint layout.  Only additions: `ctc_head` (auxiliary CTC loss on the
+encoder output) and `speaker_head` (the diarize fine-tune's auxiliary
+per-frame speaker loss), both dropped at export (AUX)."""
 
 import math
 
@@ -21,6 +22,10 @@ def default_config(vocab_size):
         "dec_hidden": 144, "dec_inner": 576, "dec_layers": 2, "dec_heads": 4, "max_seq": 512,
         "dropout": 0.05,
     }
+
+
+AUX = ("ctc_head.", "speaker_head.")   # training-only heads, not in the checkpoint
+SPEAKER_CLASSES = 9                    # no speech, or the window's speaker 0..7
 
 
 def sub_len(n):
@@ -337,6 +342,7 @@ class HviskeModel(nn.Module):
         self.transf_decoder = TransfDecoder(c)
         self.log_softmax = Head(c)
         self.ctc_head = nn.Linear(c["d_model"], c["vocab_size"])
+        self.speaker_head = nn.Linear(c["d_model"], SPEAKER_CLASSES)
         self.emb_drop = nn.Dropout(c["dropout"])
 
     def encode(self, feats, lengths):
@@ -412,6 +418,6 @@ class HviskeModel(nn.Module):
         return torch.log_softmax(logits, dim=-1)
 
     def export_state(self):
-        """The checkpoint tensors (published names), ctc head dropped."""
+        """The checkpoint tensors (published names), the auxiliary heads dropped."""
         sd = self.state_dict()
-        return {k: v for k, v in sd.items() if not k.startswith("ctc_head.")}
+        return {k: v for k, v in sd.items() if not k.startswith(AUX)}

@@ -135,6 +135,8 @@ def collate(utts, tok, specaug=None):
         feats[b, :u["T"]] = f
     lens = torch.tensor([u["T"] for u in utts], dtype=torch.long)
     out = {"feats": torch.from_numpy(feats), "lens": lens}
+    if "pieces" in utts[0]:
+        out["speaker_frames"] = speaker_frames(utts, Tmax)
     if "ids" in utts[0]:
         seqs = [u.get("prompt", tok.prompt) + u["ids"] + [tok.eos] for u in utts]
         n = max(len(s) for s in seqs)
@@ -148,6 +150,23 @@ def collate(utts, tok, specaug=None):
         out["ctc_tgt"] = torch.tensor([t for u in utts for t in u.get("ctc_ids", u["ids"])], dtype=torch.long)
         out["ctc_len"] = torch.tensor([len(u.get("ctc_ids", u["ids"])) for u in utts], dtype=torch.long)
     return out
+
+
+def speaker_frames(utts, Tmax):
+    """The auxiliary speaker head's targets [B, encoder frames]: at each
+    encoder frame (8 input frames of 10 ms) the window's speaker K + 1 whose
+    turn holds the frame's centre, 0 where nobody speaks, -100 past the
+    window."""
+    n = M.sub_len(M.sub_len(M.sub_len(Tmax)))
+    lab = torch.full((len(utts), n), -100, dtype=torch.long)
+    for b, u in enumerate(utts):
+        L = M.sub_len(M.sub_len(M.sub_len(u["T"])))
+        t = (torch.arange(L, dtype=torch.float64) + 0.5) * 0.8      # tenths of a second
+        row = torch.zeros(L, dtype=torch.long)
+        for k, s, e, _ in u["pieces"]:
+            row[(t >= s) & (t < e)] = k + 1
+        lab[b, :L] = row
+    return lab
 
 
 def make_batches(utts, batch_frames, max_bs, seed, epoch, shortest_first=False):
@@ -168,14 +187,20 @@ def make_batches(utts, batch_frames, max_bs, seed, epoch, shortest_first=False):
     return batches
 
 
-def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1):
+def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1, speaker_w=0.0):
     x, e, L, pad = model.encode(batch["feats"], batch["lens"])
     if ctc_w == 0 and ce_on:                     # fine-tuning without the auxiliary CTC head
         lp = model.decode(batch["inp"], e, pad)
         ce = F.nll_loss(lp.reshape(-1, lp.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100)
         m = (batch["labels"] != -100).to(lp.dtype)
         smooth = -(lp.mean(dim=-1) * m).sum() / m.sum()
-        return (1 - label_smoothing) * ce + label_smoothing * smooth, torch.zeros(()), ce.detach()
+        loss = (1 - label_smoothing) * ce + label_smoothing * smooth
+        if speaker_w > 0 and "speaker_frames" in batch:   # who speaks at each encoder frame
+            sf = batch["speaker_frames"][:, :x.shape[1]]
+            spk = F.cross_entropy(model.speaker_head(x).reshape(-1, M.SPEAKER_CLASSES), sf.reshape(-1),
+                                  ignore_index=-100)
+            return loss + speaker_w * spk, spk.detach(), ce.detach()
+        return loss, torch.zeros(()), ce.detach()
     lp_ctc = torch.log_softmax(model.ctc_head(x), dim=-1).transpose(0, 1)
     ctc = F.ctc_loss(lp_ctc, batch["ctc_tgt"], L, batch["ctc_len"], blank=tok.pad, reduction="mean",
                      zero_infinity=True)
@@ -330,7 +355,7 @@ def load_exported(model, path):
         if new[k].shape != sd[k].shape:
             raise ValueError("%s: %s has shape %s, the model %s" % (path, k, list(new[k].shape), list(sd[k].shape)))
     missing = [k for k in sd if k not in new]
-    assert all(k.startswith("ctc_head.") for k in missing), missing
+    assert all(k.startswith(M.AUX) for k in missing), missing
     model.load_state_dict(new, strict=False)
     return len(new)
 
@@ -339,7 +364,7 @@ def exported_copy(model):
     m = copy.deepcopy(model)
     st = {k: v.to(DEV) for k, v in X.rounded_state(model).items()}
     missing, unexpected = m.load_state_dict(st, strict=False)
-    assert all(k.startswith("ctc_head.") for k in missing) and not unexpected, (missing, unexpected)
+    assert all(k.startswith(M.AUX) for k in missing) and not unexpected, (missing, unexpected)
     m.eval()
     return m
 
@@ -396,6 +421,10 @@ def main():
     ap.add_argument("--diarize", action="store_true",
                     help="data of make_diarize_data.py: prompt with <|timestamp|><|diarize|>, targets the speaker "
                          "and time stream; dev selection by speaker-attributed WER of the windows")
+    ap.add_argument("--speaker-weight", type=float, default=0.0,
+                    help="with --diarize: weight of an auxiliary per-frame speaker loss on the encoder output "
+                         "(which of the window's speakers, by first appearance, speaks at each frame; "
+                         "the head is dropped at export); the log's ctc column shows it")
     ap.add_argument("--plain-share", type=float, default=0.15,
                     help="with --diarize: share of the training windows kept in plain transcription (plain "
                          "prompt, text target)")
@@ -433,7 +462,7 @@ def main():
         nt = load_exported(model, os.path.join(a.init, "model.safetensors"))
         log("initialised %d tensors from %s" % (nt, a.init))
     model.to(DEV)
-    n_params = sum(p.numel() for k, p in model.state_dict().items() if not k.startswith("ctc_head."))
+    n_params = sum(p.numel() for k, p in model.state_dict().items() if not k.startswith(M.AUX))
     log("model: %.2f M exported parameters, config %s" % (n_params / 1e6, json.dumps(cfg)))
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
     step, epoch, bpos, best = 0, 0, 0, {"wer": 1e9}
@@ -559,7 +588,7 @@ def main():
             lr = lr_at(step, a, time.time() - t_start)
             for g in opt.param_groups:
                 g["lr"] = lr
-            loss, ctc, ce = losses(model, batch, tok, a.ctc_weight, ce_on=not ctc_only)
+            loss, ctc, ce = losses(model, batch, tok, a.ctc_weight, ce_on=not ctc_only, speaker_w=a.speaker_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
