@@ -548,7 +548,7 @@ typedef struct hv_transcribe_params {
 #define HV_DEFAULT_HOTWORDS_SCORE 1.5f
 
 /* The default diarize_voice. */
-#define HV_DEFAULT_DIARIZE_VOICE 0.85f
+#define HV_DEFAULT_DIARIZE_VOICE 0.75f
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
 

@@ -187,7 +187,7 @@ def parse_tokens(toks, window):
 
 LINK_TOL_S = 1.5
 LINK_MIN_TIME_S = 0.5
-DIARIZE_VOICE = 0.85          # include/hviske.h's HV_DEFAULT_DIARIZE_VOICE
+DIARIZE_VOICE = 0.75          # include/hviske.h's HV_DEFAULT_DIARIZE_VOICE
 VOICE_MIN_S = 1.0             # src/timing/voice.h's HV_VOICE_MIN_S
 
 
