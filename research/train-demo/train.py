@@ -472,10 +472,14 @@ def main():
         ck = torch.load(os.path.join(a.run, "last.pt"), map_location="cpu")
         cfg = ck["config"]
         model = M.HviskeModel(cfg)
-        model.load_state_dict(ck["model"])
+        missing, unexpected = model.load_state_dict(ck["model"], strict=False)
+        assert all(k.startswith(M.AUX) for k in missing) and not unexpected, (missing, unexpected)
         model.to(DEV)
         opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
-        opt.load_state_dict(ck["opt"])
+        if missing:                              # a checkpoint from before an auxiliary head: fresh moments
+            log("resume: %s new; the optimizer starts afresh" % ", ".join(missing))
+        else:
+            opt.load_state_dict(ck["opt"])
         step, epoch, bpos, best = ck["step"], ck["epoch"], ck["bpos"], ck["best"]
         train_time, history = ck.get("train_time", 0.0), ck.get("history", [])
         torch.set_rng_state(ck["torch_rng"])
