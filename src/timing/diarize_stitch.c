@@ -167,8 +167,6 @@ static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, hv_
     for (int k = 0; k < HV_DIAR_SPEAKERS; k++) {
         int l = map[k];
         if (!(v->has >> k & 1) || l < 0) continue;
-        if (s->voice_dim && s->voice_dim != v->dim) continue; /* another frontend: not comparable */
-        s->voice_dim = v->dim;
         if (l >= s->cap_voice) {
             int cap = l + 1 > 2 * s->cap_voice ? l + 1 : 2 * s->cap_voice;
             double *x = realloc(s->voice, (size_t)cap * v->dim * sizeof *x);
@@ -228,7 +226,7 @@ static hv_status link_window(hv_stitch *s, const hv_stitch_window *w, const hv_d
                      .last_label = s->last_label,
                      .tol = LINK_TOL_S,
                      .min_time = LINK_MIN_TIME_S,
-                     .voice_dim = v->dim == s->voice_dim ? v->dim : 0,
+                     .voice_dim = v->dim,
                      .voice_b = v->sig,
                      .voice_b_has = v->has,
                      .voice_labels = s->voice,

@@ -27,9 +27,9 @@ typedef struct hv_stitch {
     /* per label (rule 4, voice.h): the sum of the unit signatures of
      * every window speaker it was given, each times the speaker's turn
      * seconds in its window (a direction: compared after normalising) */
-    double *voice;            /* [cap_voice x voice_dim] */
+    double *voice;            /* [cap_voice x hv_voice_dim(the model's n_mels)] */
     unsigned char *voice_has; /* [cap_voice] 1: the label has one */
-    int cap_voice, voice_dim;
+    int cap_voice;
 } hv_stitch;
 
 /* One window: its generated tokens (EOS excluded) and where it lies. */

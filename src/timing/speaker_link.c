@@ -129,6 +129,7 @@ static hv_status voice_link(const hv_link_in *in, unsigned present, int map[N], 
     int *label = malloc((size_t)n_labels * sizeof *label);
     double *f = NULL;
     int *col = NULL, n_rows = 0;
+    hv_status st = HV_OK;
     if (!w || !label) goto nomem;
     double norm_b[N];
     for (int k = 0; k < N; k++) {
@@ -171,18 +172,15 @@ static hv_status voice_link(const hv_link_in *in, unsigned present, int map[N], 
         if (without >= total - 1e-12) continue;
         map[k] = label[r], how[k] = HV_LINK_VOICE;
     }
+    goto done;
+nomem:
+    st = hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers by voice");
 done:
     free(w);
     free(label);
     free(f);
     free(col);
-    return HV_OK;
-nomem:
-    free(w);
-    free(label);
-    free(f);
-    free(col);
-    return hv_err(e, HV_ERR_NOMEM, "out of memory linking speakers by voice");
+    return st;
 }
 
 hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_link_how how[N],
