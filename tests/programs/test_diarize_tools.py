@@ -366,21 +366,19 @@ def evaluate_cases():
         """n in letters (the demo tokenizer has no digits)."""
         return "".join(chr(ord("a") + int(c)) for c in str(n))
 
-    class Oracle:
+    class Oracle(E.OracleBackend):
+        """evaluate-diarize's oracle on this dialogue; scramble_words: other
+        words in every window, so that no overlap agrees."""
         def __init__(self, scramble_words):
+            super().__init__(tok, units, E.plan_windows(x)[0])
             self.sw = scramble_words
 
-        def decode(self, windows):
-            out = []
-            plan, _ = E.plan_windows(x)
-            assert [len(w) for w in windows] == [b - a for a, b in plan]
-            for (w0, w1) in plan:
-                pieces = diarize.window_pieces(units, w0, w1)
-                if self.sw:                  # other words in every window: no overlap agreement
-                    pieces = [(k, s, e, " ".join(letters(w0) + "q" + letters(j) for j in range(len(t.split()))))
-                              for k, s, e, t in pieces]
-                out.append(tok.voc.stream_ids(pieces))
-            return out
+        def pieces(self, w0, w1):
+            pieces = super().pieces(w0, w1)
+            if self.sw:
+                pieces = [(k, s, e, " ".join(letters(w0) + "q" + letters(j) for j in range(len(t.split()))))
+                          for k, s, e, t in pieces]
+            return pieces
 
     def run(sw):
         hyp, wins = E.transcribe(x, Oracle(sw), tok)
