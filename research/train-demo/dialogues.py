@@ -176,3 +176,44 @@ def tile_windows(units, n, rng, fits, short=0.15, short_s=(3.0, 10.0), long_s=(1
         out.append((w0, e))
         k, w0 = j, e
     return out
+
+
+def plan_windows(x, clip_s=30.0, context_s=5.0, energy_window=1600, core_s=None):
+    """The engine's windows with diarize and energy chunking: [(w0, w1)]
+    and the cuts between their cores ([0, c1, ..., inf]). Cores as
+    hv_chunk_plan cuts them (chunk = min(clip, 30) - 4 s, the quietest
+    energy_window of the last context_s), widened by 2 s each side, so a
+    window's outer 2 s may end inside a sentence.  core_s: a function
+    giving each core's length in seconds (at most the chunk), for
+    training windows of other lengths; by default every core is a chunk."""
+    n = len(x)
+    w = min(clip_s, 30.0)
+    full = int(round((w - 4.0) * SR))
+    x2 = x.astype(np.float64) ** 2
+    cores, idx = [], 0
+    while idx < n:
+        chunk = full if core_s is None else min(full, int(round(core_s() * SR)) // GRID * GRID)
+        context = min(int(round(context_s * SR)), chunk)
+        if idx + chunk >= n:
+            cut = n
+        else:
+            a, span = idx + chunk - context, context
+            if span <= energy_window:
+                cut = a + span // 2
+            else:
+                best, best_e, i = a, -1.0, 0
+                while i + energy_window < span:
+                    e = float(x2[a + i:a + i + energy_window].sum())
+                    if best_e < 0 or e < best_e:
+                        best, best_e = a + i, e
+                    i += energy_window
+                cut = best
+            if cut <= idx:
+                cut = idx + chunk
+        cores.append((idx, cut))
+        idx = cut
+    reach = 2 * SR
+    wins = [(max(a - reach, cores[i - 1][0]) if i else a, min(b + reach, cores[i + 1][1]) if i + 1 < len(cores)
+             else b) for i, (a, b) in enumerate(cores)]
+    cuts = [0] + [b for _, b in cores[:-1]] + [float("inf")]
+    return wins, cuts

@@ -372,16 +372,27 @@ def timed_words(segs, toks, lens, decode, to_input):
     return out
 
 
-def window_pieces(units, w0, w1):
+def window_pieces(units, w0, w1, partial=False):
     """units: [(speaker id, start sample, end sample, text)] of a dialogue
     whose boundaries lie on the 100 ms grid (make_dialogue); the units
     inside [w0, w1) (grid points too) -> the window's pieces [(speaker
-    index by first appearance, start tenths, end tenths, text)]."""
+    index by first appearance, start tenths, end tenths, text)].
+    partial: a unit the window's edge cuts keeps the words that lie
+    inside it (each word's middle placed by spreading the unit's time over
+    its words by their length), its time clipped to the window; without
+    it such a unit is left out."""
     grid = 1600
     order, pieces = {}, []
     for spk, a, b, text in units:
-        if a < w0 or b > w1:
+        if b <= w0 or a >= w1:
             continue
+        if a < w0 or b > w1:
+            if not partial:
+                continue
+            text = " ".join(_words_inside(text, a, b, w0, w1))
+            if not text:
+                continue
+            a, b = max(a, w0), min(b, w1)
         k = order.setdefault(spk, len(order))
         s, e = (a - w0) // grid, -((w0 - b) // grid)
         if pieces and pieces[-1][0] == k:
@@ -389,6 +400,21 @@ def window_pieces(units, w0, w1):
         else:
             pieces.append((k, s, e, text))
     return pieces
+
+
+def _words_inside(text, a, b, w0, w1):
+    """The words of a unit spoken over [a, b) whose middles lie in [w0, w1):
+    each word gets the unit's time in proportion to its characters plus one
+    for the gap after it."""
+    ws = text.split()
+    total = sum(len(w) + 1 for w in ws)
+    out, c = [], 0
+    for w in ws:
+        mid = a + (b - a) * (c + len(w) / 2) / total
+        c += len(w) + 1
+        if w0 <= mid < w1:
+            out.append(w)
+    return out
 
 
 # ----------------------------------------------------------------- measures

@@ -6,11 +6,19 @@ features of each window (docs/MODEL.md frontend, per window as the engine
 computes them) and the window's target stream.
 
   make_diarize_data.py --out build-demo/data-dz [--train 400] [--dev 24] [--seed 1] [--jobs 2]
-                       [--tilings 2] [--min-s 30 --max-s 90]
+                       [--tilings 2] [--min-s 30 --max-s 90] [--windows engine|pauses]
 
+--windows engine (default): the windows the engine decodes with energy
+chunking (dialogues.plan_windows: cores cut at the quietest 100 ms, each
+widened by 2 s into its neighbours, so an outer edge may cut a sentence;
+the words of a cut sentence whose middle lies inside the window are its
+target, diarize.window_pieces).  pauses: windows that begin and end in
+pauses (dialogues.tile_windows), whole sentences only.
 --train/--dev count dialogues.  Each training dialogue is cut --tilings
 times with different window lengths and places (one espeak-ng run, several
-examples: the speaker numbering and times differ per window); dev once.
+examples: the speaker numbering and times differ per window; with engine
+windows the first tiling is the engine's own, the others have cores of
+CORE_S seconds); dev once, as the engine cuts it.
 Output as make_data.py's ({split}.{w}.f16, {split}.jsonl), each line with
 "pieces" ([speaker, start tenths, end tenths, text]) and "text" (the
 plain transcript) besides; stats.json: windows, hours, tokens per window.
@@ -34,10 +42,11 @@ import extend_tokenizer  # noqa: E402
 import frontend  # noqa: E402
 
 MAX_TARGET = 512 - 10 - 1          # decoder positions - prompt - EOS
+CORE_S = (6.0, 26.0)               # core lengths of the engine windows' other tilings
 
 
 def worker(args):
-    out, split, seed, n, w, W, tilings, min_s, max_s = args
+    out, split, seed, n, w, W, tilings, min_s, max_s, engine = args
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=os.path.join(out, "tokenizer.model"))
     voc = diarize.Vocab(sp)
@@ -48,11 +57,16 @@ def worker(args):
             x, units, info = dialogues.make_dialogue(seed, split, i, min_s, max_s)
 
             def fits(w0, w1):
-                return len(voc.stream_ids(diarize.window_pieces(units, w0, w1))) <= MAX_TARGET
+                return len(voc.stream_ids(diarize.window_pieces(units, w0, w1, engine))) <= MAX_TARGET
             for t in range(tilings):
                 rng = random.Random("tile/%d/%s/%d/%d" % (seed, split, i, t))
-                for k, (w0, w1) in enumerate(dialogues.tile_windows(units, len(x), rng, fits)):
-                    pieces = diarize.window_pieces(units, w0, w1)
+                if engine:
+                    wins = dialogues.plan_windows(x, core_s=(lambda: rng.uniform(*CORE_S)) if t else None)[0]
+                    wins = [w for w in wins if fits(*w)]
+                else:
+                    wins = dialogues.tile_windows(units, len(x), rng, fits)
+                for k, (w0, w1) in enumerate(wins):
+                    pieces = diarize.window_pieces(units, w0, w1, engine)
                     y = np.round(x[w0:w1].astype(np.float64) * 32767.0) / 32768.0
                     fseed = dialogues.dialogue_seed(seed, split, i * 1000 + t * 100 + k) % (2 ** 31)
                     feats, T = fe(y, dither=frontend.DITHER, seed=fseed, pad=False)
@@ -65,10 +79,11 @@ def worker(args):
     return meta
 
 
-def gen_split(out, split, seed, n, jobs, tilings, min_s, max_s):
+def gen_split(out, split, seed, n, jobs, tilings, min_s, max_s, engine):
     t0 = time.time()
     with mp.Pool(jobs) as pool:
-        metas = pool.map(worker, [(out, split, seed, n, w, jobs, tilings, min_s, max_s) for w in range(jobs)])
+        metas = pool.map(worker, [(out, split, seed, n, w, jobs, tilings, min_s, max_s, engine)
+                                  for w in range(jobs)])
     meta = sorted([m for ms in metas for m in ms], key=lambda m: (m["i"], m["tiling"], m["window"]))
     with open(os.path.join(out, "%s.jsonl" % split), "w", encoding="utf-8") as f:
         for m in meta:
@@ -94,6 +109,9 @@ def main():
     ap.add_argument("--tilings", type=int, default=2)
     ap.add_argument("--min-s", type=float, default=30.0)
     ap.add_argument("--max-s", type=float, default=90.0)
+    ap.add_argument("--windows", choices=["engine", "pauses"], default="engine",
+                    help="engine: the engine's windows (energy chunking, 2 s into each neighbour, so an edge may "
+                         "cut a sentence); pauses: windows that begin and end in pauses")
     ap.add_argument("--tokenizer", default="models/demo/tokenizer.model",
                     help="the tokenizer to extend (the model the training starts from)")
     a = ap.parse_args()
@@ -104,8 +122,9 @@ def main():
     n = extend_tokenizer.extend(src, os.path.join(a.out, "tokenizer.model"))
     os.remove(src)
     print("tokenizer: %d pieces added" % n, flush=True)
-    stats = {"dev": gen_split(a.out, "dev", a.seed, a.dev, a.jobs, 1, a.min_s, a.max_s),
-             "train": gen_split(a.out, "train", a.seed, a.train, a.jobs, a.tilings, a.min_s, a.max_s)}
+    engine = a.windows == "engine"
+    stats = {"dev": gen_split(a.out, "dev", a.seed, a.dev, a.jobs, 1, a.min_s, a.max_s, engine),
+             "train": gen_split(a.out, "train", a.seed, a.train, a.jobs, a.tilings, a.min_s, a.max_s, engine)}
     with open(os.path.join(a.out, "stats.json"), "w") as f:
         json.dump(stats, f, indent=1)
     with open(os.path.join(a.out, "done.json"), "w") as f:

@@ -325,6 +325,34 @@ def dialogue_cases():
     report("windows: speakers by first appearance, times from the window start",
            p[0][0] == 0 and p[0][1] == (first[0][1] - w0) // 1600 and max(k for k, *_ in p) == len({k for k, *_ in p}) - 1
            and all(0 <= s <= e <= 299 for _, s, e, _ in p), p)
+    engine_window_cases(x, units)
+
+
+def engine_window_cases(x, units):
+    import dialogues
+    wins, cuts = dialogues.plan_windows(x)
+    report("engine windows: cores of 26 s widened by 2 s, at most 30 s, covering the dialogue",
+           wins[0][0] == 0 and wins[-1][1] == len(x) and all(b - a <= 30 * 16000 for a, b in wins)
+           and all(b[0] == c - 2 * 16000 and a[1] == c + 2 * 16000 for a, b, c in zip(wins, wins[1:], cuts[1:])),
+           (wins, cuts))
+    rng = random.Random(3)
+    short, _ = dialogues.plan_windows(x, core_s=lambda: rng.uniform(6, 10))
+    report("engine windows: shorter cores on request",
+           len(short) > len(wins) and all(b - a <= 14 * 16000 for a, b in short), short)
+    # a window whose start cuts a sentence: its later words only, from the window's start
+    u = max(units, key=lambda u: len(u[3].split()))
+    mid = (u[1] + u[2]) // 2 // 1600 * 1600
+    p = diarize.window_pieces(units, mid, u[2], partial=True)
+    words = u[3].split()
+    report("window pieces: a cut sentence keeps the words inside, its start at the window's",
+           len(p) == 1 and p[0][:3] == (0, 0, (u[2] - mid) // 1600) and 0 < len(p[0][3].split()) < len(words)
+           and words[-len(p[0][3].split()):] == p[0][3].split(), (p, u))
+    head = diarize.window_pieces(units, u[1], mid, partial=True)
+    report("window pieces: the window's end cuts a sentence: its first words, to the window's end",
+           len(head) == 1 and head[0][1:3] == (0, (mid - u[1]) // 1600)
+           and len(head[-1][3].split()) + len(p[0][3].split()) == len(words), (head, p))
+    report("window pieces: without partial a cut sentence is left out",
+           diarize.window_pieces(units, mid, u[2] + 1600) == [])
 
 
 def grow_cases():
