@@ -260,10 +260,32 @@ def voice_signature(logmel, spans, frame_s=0.01):
     return (v / norm if norm > 0 else None), n * frame_s
 
 
+def _cosine(x, y):
+    import numpy as np
+    nx, ny = np.linalg.norm(x), np.linalg.norm(y)
+    return float(x @ y) / (nx * ny) if nx > 0 and ny > 0 else -1.0
+
+
+def _voice_veto(m, how, voice):
+    """Rule 4's first step (the engine's voice_veto): a link by words or
+    time whose speaker's voice is not over the threshold with its label's
+    while another label's is, is undone."""
+    sig_b, sig_labels, threshold = voice
+    if not threshold < 1:
+        return
+    for k in sorted(m):
+        g, y = m[k], sig_b.get(k)
+        if how[k] not in ("words", "time") or y is None or sig_labels.get(g) is None:
+            continue
+        if _cosine(sig_labels[g], y) > threshold:
+            continue
+        if any(h != g and x is not None and _cosine(x, y) > threshold for h, x in sig_labels.items()):
+            del m[k], how[k]
+
+
 def _voice_link(m, how, order, voice):
     """Rule 4 of link_speakers: voice = (the later window's signatures {K:
     vector}, the labels' {label: vector, any length}, the threshold)."""
-    import numpy as np
     sig_b, sig_labels, threshold = voice
     left = sorted(k for k in order if k not in m and sig_b.get(k) is not None)
     if not left or not threshold < 1:
@@ -274,8 +296,7 @@ def _voice_link(m, how, order, voice):
         if x is None or g in m.values():
             continue
         for k in left:
-            nx, nb = np.linalg.norm(x), np.linalg.norm(sig_b[k])
-            c = float(x @ sig_b[k]) / (nx * nb) if nx > 0 and nb > 0 else -1.0
+            c = _cosine(x, sig_b[k])
             if c > threshold:
                 w[(g, k)] = c - threshold
     rows = sorted({g for g, _ in w})
@@ -342,6 +363,7 @@ def link_speakers(a, b, ta, tb, order, last_label, next_label, voice=None):
     if not m and not ta and not tb and order and last_label is not None:
         m[order[0]], how[order[0]] = last_label, "adjacent"
     if voice is not None:
+        _voice_veto(m, how, voice)
         _voice_link(m, how, order, voice)
     for k in order:
         if k not in m:

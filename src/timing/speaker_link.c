@@ -114,6 +114,42 @@ static void time_votes(const hv_link_in *in, int *rows, int *n_rows, double v[N]
         }
 }
 
+/* The cosine of two signatures of dim values; -1 where one is all zero. */
+static double cosine(const double *x, const double *y, int dim) {
+    double dot = 0, nx = 0, ny = 0;
+    for (int i = 0; i < dim; i++) {
+        dot += x[i] * y[i];
+        nx += x[i] * x[i];
+        ny += y[i] * y[i];
+    }
+    return nx > 0 && ny > 0 ? dot / (sqrt(nx) * sqrt(ny)) : -1;
+}
+
+/* Before rule 4: a link by words or time that the voice contradicts is
+ * undone (the speaker's signature is not over voice_threshold with its
+ * label's while another label's is). A window labels its outer seconds
+ * worst, and that is where the overlap lies: one wrong label there would
+ * carry a speaker's label to another person for the rest of the
+ * recording, and push the right one to a new label. */
+static void voice_veto(const hv_link_in *in, int map[N], hv_link_how how[N]) {
+    int dim = in->voice_dim;
+    if (dim <= 0 || in->n_voice_labels <= 0 || !(in->voice_threshold < 1)) return;
+    for (int k = 0; k < N; k++) {
+        int g = map[k];
+        if ((how[k] != HV_LINK_WORDS && how[k] != HV_LINK_TIME) || !(in->voice_b_has >> k & 1) ||
+            g < 0 || g >= in->n_voice_labels || !in->voice_label_has[g])
+            continue;
+        const double *b = in->voice_b + (size_t)k * dim;
+        if (cosine(in->voice_labels + (size_t)g * dim, b, dim) > in->voice_threshold) continue;
+        for (int l = 0; l < in->n_voice_labels; l++)
+            if (l != g && in->voice_label_has[l] &&
+                cosine(in->voice_labels + (size_t)l * dim, b, dim) > in->voice_threshold) {
+                map[k] = -1, how[k] = HV_LINK_ABSENT;
+                break;
+            }
+    }
+}
+
 /* Rule 4: the speakers left (present, unlinked, with a signature) linked
  * to the labels not taken that have a signature, by cosine over
  * voice_threshold. */
@@ -131,25 +167,14 @@ static hv_status voice_link(const hv_link_in *in, unsigned present, int map[N], 
     int *col = NULL, n_rows = 0;
     hv_status st = HV_OK;
     if (!w || !label) goto nomem;
-    double norm_b[N];
-    for (int k = 0; k < N; k++) {
-        norm_b[k] = 0;
-        for (int i = 0; (left >> k & 1) && i < dim; i++)
-            norm_b[k] += in->voice_b[k * dim + i] * in->voice_b[k * dim + i];
-        norm_b[k] = sqrt(norm_b[k]);
-    }
     for (int l = 0; l < n_labels; l++) {
         int taken = !in->voice_label_has[l];
         for (int k = 0; k < N; k++) taken |= how[k] != HV_LINK_ABSENT && map[k] == l;
         if (taken) continue;
         const double *x = in->voice_labels + (size_t)l * dim;
-        double nx = 0, any = 0;
-        for (int i = 0; i < dim; i++) nx += x[i] * x[i];
-        nx = sqrt(nx);
+        double any = 0;
         for (int k = 0; k < N; k++) {
-            double dot = 0;
-            for (int i = 0; (left >> k & 1) && i < dim; i++) dot += x[i] * in->voice_b[k * dim + i];
-            double c = nx > 0 && norm_b[k] > 0 ? dot / (nx * norm_b[k]) : -1;
+            double c = left >> k & 1 ? cosine(x, in->voice_b + (size_t)k * dim, dim) : -1;
             w[n_rows][k] = c > in->voice_threshold ? c - in->voice_threshold : 0;
             any += w[n_rows][k];
         }
@@ -215,6 +240,7 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_
         int k = in->order[0];
         if (k >= 0 && k < N) map[k] = in->last_label, how[k] = HV_LINK_ADJACENT;
     }
+    voice_veto(in, map, how);
     if ((st = voice_link(in, present, map, how, e))) return st;
     for (int i = 0; i < in->n_order; i++) {
         int k = in->order[i];

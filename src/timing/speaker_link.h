@@ -81,9 +81,13 @@ typedef enum hv_link_how {
  *   3. adjacent: where 1 and 2 link nobody and neither window has a turn
  *      in the overlap (nta and ntb 0), the first speaker of order[] takes
  *      last_label (when it is >= 0);
- *   4. voice: the speakers left that have a voice signature and the
- *      labels of the recording that have one and that 1-3 did not give:
- *      each pair whose cosine exceeds voice_threshold weighs the excess;
+ *   4. voice: first, a link of 1 or 2 that the voice contradicts is
+ *      undone (the cosine of the speaker's signature and its label's is
+ *      not over voice_threshold, with another label's it is); then the
+ *      speakers left that have a voice signature and the labels of the
+ *      recording that have one and that 1-3 did not give (or that the
+ *      contradiction freed): each pair whose cosine exceeds
+ *      voice_threshold weighs the excess;
  *      the one-to-one assignment with the largest total (exact, over the
  *      labels and the sets of speakers) links its pairs, except a pair
  *      that another assignment of the same total leaves out (a tie links

@@ -224,15 +224,16 @@ def link_cases():
 
 def voice_link_cases(run):
     """Rule 4 on test_speaker_link.c's voice cases (voice_base and
-    voice_cases there): K 0 agrees with label 5 by its words, K 1 (and
-    K 2) are silent in the overlap; labels 0..5 with voices but 2."""
+    voice_cases there): K 0 agrees with label 5 by its words (and by its
+    voice, but where a case says otherwise), K 1 (and K 2) are silent in
+    the overlap; labels 0..5 with voices but 2."""
     import math
     import numpy as np
     labels = {0: (.2, .1, .9), 1: (-.5, .5, .1), 3: (1, 0, 0), 4: (0, 1, 0), 5: (.3, .3, .3)}
 
-    def vrun(vb, thr=0.85, order=(0, 1), lab=None):
+    def vrun(vb, thr=0.85, order=(0, 1), lab=None, k0=(.3, .3, .3)):
         sig_b = {k: np.array(v, dtype=float) for k, v in vb.items()}
-        sig_b[0] = np.array([0, 0, 1.0])
+        sig_b[0] = np.array(k0, dtype=float)
         sig_l = {g: np.array(v, dtype=float) for g, v in (lab or labels).items()}
         a, b = "og@20.0/5 så@20.4/5 videre@20.8/5", "og@20.1/0 så@20.5/0 videre@20.9/0"
         n = [6]
@@ -268,6 +269,13 @@ def voice_link_cases(run):
     m, how, nxt = vrun({1: (1, 0, 0), 2: (1, 0, 0)}, order=(0, 1, 2))
     report("link: voice, a tie of two speakers links nobody",
            how[1] == how[2] == "new" and nxt == 8, (m, how))
+    m, how, nxt = vrun({}, k0=(1, .05, 0))
+    report("link: voice contradicts the words' link: undone, the voice's label",
+           m == {0: 3, 1: 6} and how[0] == "voice" and nxt == 7, (m, how))
+    m, how, _ = vrun({}, k0=(0, 0, -1))
+    report("link: a voice like no other label keeps the words' link", m[0] == 5 and how[0] == "words", (m, how))
+    m, how, _ = vrun({}, k0=(1, .05, 0), thr=1)
+    report("link: no contradiction with the voice rule off", m[0] == 5 and how[0] == "words", (m, how))
     # test_voice.c's known vector: A and B by turns over 60 frames, 40
     # frames of pause below the median, the level out
     A, B = [1, 2, 3, 4], [4, 3, 2, 1]

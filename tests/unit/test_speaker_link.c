@@ -80,9 +80,9 @@ static int run(const link_case *c, int map[N], hv_link_how how[N]) {
     return next;
 }
 
-/* Rule 4 (voice_cases): K 0 agrees with label 5 by its words; K 1 is
- * silent in the overlap. Labels 0..5, label 3's voice (1, 0, 0), label
- * 4's (0, 1, 0), label 2 without one. */
+/* Rule 4 (voice_cases): K 0 agrees with label 5 by its words and its
+ * voice; K 1 is silent in the overlap. Labels 0..5, label 3's voice
+ * (1, 0, 0), label 4's (0, 1, 0), label 2 without one. */
 static link_case voice_base(void) {
     link_case c = {.a = "og@20.0/5 så@20.4/5 videre@20.8/5",
                    .b = "og@20.1/0 så@20.5/0 videre@20.9/0",
@@ -93,7 +93,7 @@ static link_case voice_base(void) {
                    .vl = {{.2, .1, .9}, {-.5, .5, .1}, {0}, {1, 0, 0}, {0, 1, 0}, {.3, .3, .3}},
                    .n_vl = 6,
                    .thr = 0.85};
-    c.vb[0][2] = 1;
+    c.vb[0][0] = c.vb[0][1] = c.vb[0][2] = .3;
     return c;
 }
 
@@ -158,6 +158,23 @@ static void voice_cases(void) {
     next = run(&tie2, map, how);
     CHECK_MSG(how[1] == HV_LINK_NEW && how[2] == HV_LINK_NEW && next == 8, "tie of speakers: %d %d",
               map[1], map[2]);
+    /* the words link K 0 to label 5, but its voice is label 3's and not
+     * label 5's (cosine 0.6): the link is undone, K 0 continues label 3 */
+    link_case contra = voice_base();
+    contra.vb[0][0] = 1, contra.vb[0][1] = .05, contra.vb[0][2] = 0;
+    next = run(&contra, map, how);
+    CHECK_MSG(map[0] == 3 && how[0] == HV_LINK_VOICE && map[1] == 6 && how[1] == HV_LINK_NEW &&
+                  next == 7,
+              "contradicted words: map %d %d how %d", map[0], map[1], how[0]);
+    /* a voice unlike label 5's but like no other label's keeps the words'
+     * link; so does any voice with the rule off */
+    link_case unlike = voice_base();
+    unlike.vb[0][0] = unlike.vb[0][1] = 0, unlike.vb[0][2] = -1;
+    run(&unlike, map, how);
+    CHECK(map[0] == 5 && how[0] == HV_LINK_WORDS);
+    contra.thr = 1;
+    run(&contra, map, how);
+    CHECK(map[0] == 5 && how[0] == HV_LINK_WORDS);
 }
 
 static void link_cases(void) {
