@@ -358,9 +358,9 @@ def engine_window_cases(x, units):
     head = diarize.window_pieces(units, u[1], mid, partial=True)
     report("window pieces: the window's end cuts a sentence: its first words, to the window's end",
            len(head) == 1 and head[0][1:3] == (0, (mid - u[1]) // 1600)
-           and len(head[-1][3].split()) + len(p[0][3].split()) == len(words), (head, p))
+           and (head[0][3] + " " + p[0][3]).split() == words, (head, p))
     report("window pieces: without partial a cut sentence is left out",
-           diarize.window_pieces(units, mid, u[2] + 1600) == [])
+           diarize.window_pieces(units, mid, u[2]) == [])
 
 
 def grow_cases():
@@ -406,7 +406,7 @@ def evaluate_cases():
         """evaluate-diarize's oracle on this dialogue; scramble_words: other
         words in every window, so that no overlap agrees."""
         def __init__(self, scramble_words):
-            super().__init__(tok, units, E.plan_windows(x)[0])
+            super().__init__(tok, units)
             self.sw = scramble_words
 
         def pieces(self, w0, w1):
