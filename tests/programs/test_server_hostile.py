@@ -255,25 +255,60 @@ def test_slow_uploads(model, wav, want, tmp):
     report("slow-upload server: SIGTERM, exit 0, clean", *srv.clean_exit())
 
 
+class Stalls:
+    """Connections that send half a request's headers and then wait. The
+    server learns of a connection the test closed a moment after the close,
+    and until then still counts it: a new connection beyond a limit is
+    then refused as it comes, and the test would wait for a state it can
+    never reach. repair() replaces every stalled connection the server
+    has answered or closed, so a test polls for the state it needs."""
+
+    def __init__(self, port, n):
+        self.port, self.conns = port, []
+        for _ in range(n):
+            self.conns.append(self._stall())
+
+    def _stall(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=WAIT)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
+        return s
+
+    @staticmethod
+    def _alive(s):
+        s.setblocking(False)
+        try:
+            s.recv(1, socket.MSG_PEEK)  # an answer or the end: refused
+            return False
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        finally:
+            s.settimeout(WAIT)
+
+    def repair(self):
+        for i, s in enumerate(self.conns):
+            if not self._alive(s):
+                s.close()
+                self.conns[i] = self._stall()
+
+    def close(self):
+        for s in self.conns:
+            s.close()
+
+
 def test_connection_slots(model, tmp):
     srv = ts.Server(model, "-t", "1", "--max-connections", "2", "--timeout",
                     "120", tmp=tmp)
     report("slots server starts", srv.port is not None, srv.stderr())
     if not srv.port:
         return
-    stalled = []
-
-    def stall():
-        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
-        s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
-        stalled.append(s)
-
+    stalls = Stalls(srv.port, 2)
     try:
-        for _ in range(2):
-            stall()
         last = {}
 
         def crowded():
+            stalls.repair()
             r = ts.request(srv.port, "GET", "/v1/models", timeout=WAIT)
             last["r"] = r
             return ts.is_error(r, 503, code="too_many_connections")
@@ -286,13 +321,13 @@ def test_connection_slots(model, tmp):
         r = ts.request(srv.port, "GET", "/health", timeout=WAIT)
         report("--max-connections 2 held by stalled clients: /health answers",
                r.status == 200 and isinstance(r.json(), dict), str(r))
-        for _ in range(RESERVE):
-            stall()
+        stalls.conns += Stalls(srv.port, RESERVE).conns
 
         def refused():
             # the stalled connections may not all be counted yet: a probe
             # that still gets a slot is answered 200 on a kept-alive
             # connection, so it is not read to the end but tried again
+            stalls.repair()
             t0 = time.monotonic()
             resp, err = b"", None
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
@@ -318,8 +353,7 @@ def test_connection_slots(model, tmp):
                wait_until(refused, interval=0.05) and last["raw"][2] < WAIT / 2,
                str(last.get("raw")))
     finally:
-        for s in stalled:
-            s.close()
+        stalls.close()
     served_again(srv.port, "stalled clients gone: /health answers again")
     srv.stop()
     report("slots server: SIGTERM, exit 0, clean", *srv.clean_exit())
@@ -345,15 +379,11 @@ def test_per_ip(model, tmp):
                     tmp=tmp)
     if not srv.started("per-address server starts"):
         return
-    stalled = []
+    stalls = Stalls(srv.port, 2)
     last = {}
     try:
-        for _ in range(2):
-            s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Stall: ")
-            stalled.append(s)
-
         def refused():
+            stalls.repair()
             got, closed = hvserver.exchange(srv.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                             b"\r\n", timeout=WAIT)
             last["raw"] = (got[:400], closed)
@@ -364,8 +394,7 @@ def test_per_ip(model, tmp):
                "too_many_connections_per_ip, Retry-After, closed",
                wait_until(refused, interval=0.05), str(last.get("raw")))
     finally:
-        for s in stalled:
-            s.close()
+        stalls.close()
     served_again(srv.port, "the stalled connections gone: served again")
     srv.stop()
     report("per-address server: SIGTERM, exit 0, clean", *srv.clean_exit())
