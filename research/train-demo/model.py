@@ -378,10 +378,13 @@ class HviskeModel(nn.Module):
         return out
 
     @torch.no_grad()
-    def decode_incremental(self, tokens, start_pos, cache, cross, enc_pad):
+    def decode_incremental(self, tokens, start_pos, cache, cross, enc_pad, raw=False):
         """Eval-mode decoding with a self-attention KV cache.  tokens [B, n]
         at positions start_pos..; cache: list of (k, v) per layer or None
-        (updated in place); returns log-probs of the last position [B, V]."""
+        (updated in place); returns log-probs of the last position [B, V],
+        or with raw the classifier's logits before log-softmax (what
+        transformers' model returns, and so what its greedy search
+        penalises)."""
         E = self.transf_decoder._embedding
         B, n = tokens.shape
         x = E.token_embedding(tokens) + E.position_embedding.pos_enc[start_pos:start_pos + n][None]
@@ -415,7 +418,7 @@ class HviskeModel(nn.Module):
             x = x + layer.third_sub_layer(layer.layer_norm_3(x))
         x = D.final_layer_norm(x[:, -1])
         logits = x @ E.token_embedding.weight.t() + self.log_softmax.mlp.layer0.bias
-        return torch.log_softmax(logits, dim=-1)
+        return logits if raw else torch.log_softmax(logits, dim=-1)
 
     def export_state(self):
         """The checkpoint tensors (published names), the auxiliary heads dropped."""

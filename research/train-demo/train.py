@@ -217,15 +217,17 @@ def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1, speaker_w=
     return (1 - ctc_w) * loss_ce + ctc_w * ctc, ctc.detach(), ce.detach()
 
 
-def apply_repetition_penalty(lp, seen, penalty):
-    """Hugging Face's RepetitionPenaltyLogitsProcessor on the model's output
-    (log-probs: the head applies log_softmax): every token already in the
-    decoder input (prompt included) has its score multiplied by the penalty
-    where negative, divided where positive."""
+def apply_repetition_penalty(scores, seen, penalty):
+    """Hugging Face's RepetitionPenaltyLogitsProcessor: every token already
+    in the decoder input (prompt included) has its score multiplied by the
+    penalty where negative, divided where positive. Greedy search gives it
+    the raw logits (transformers' cohere_asr returns the classifier's
+    output before log-softmax), so a confident token's positive logit
+    shrinks by the factor, not its log-prob near 0 (docs/DECODING.md)."""
     if penalty == 1.0:
-        return lp
-    pen = torch.where(lp < 0, lp * penalty, lp / penalty)
-    return torch.where(seen, pen, lp)
+        return scores
+    pen = torch.where(scores < 0, scores * penalty, scores / penalty)
+    return torch.where(seen, pen, scores)
 
 
 @torch.no_grad()
@@ -247,7 +249,7 @@ def greedy(model, utts, tok, bs=64, max_new=None, repetition_penalty=1.0, return
         cache = [None] * len(cross)
         prompt = prompt or tok.prompt
         lp = model.decode_incremental(torch.tensor([prompt] * B, dtype=torch.long, device=DEV), 0, cache,
-                                      cross, pad)
+                                      cross, pad, raw=True)
         pos = len(tok.prompt)
         done = torch.zeros(B, dtype=torch.bool)
         out = [[] for _ in range(B)]
@@ -265,7 +267,7 @@ def greedy(model, utts, tok, bs=64, max_new=None, repetition_penalty=1.0, return
                         out[b].append(nl[b])
             if bool(done.all()):
                 break
-            lp = model.decode_incremental(nxt[:, None], pos, cache, cross, pad)
+            lp = model.decode_incremental(nxt[:, None], pos, cache, cross, pad, raw=True)
             pos += 1
         for b, i in enumerate(idx):
             hyps[i] = out[b] if return_ids else tok.decode(out[b])

@@ -37,7 +37,10 @@ train.grow_rows), issue #63 item 6:
     silent speaker continues its label, below the threshold or at 1 new,
     one label for one speaker, the largest total, a label of rule 1 not
     given again, ties); diarize.voice_signature on test_voice.c's known
-    vector; the port's default threshold the engine's.
+    vector; the port's default threshold the engine's;
+  * the port's greedy search penalises repetition on the classifier's
+    logits, as transformers' generate and the engine do: the same tokens
+    as the engine with repetition_penalty 1, 1.2 and 3.
 Prints one line per case and ends with "N passed, M failed".
 """
 
@@ -376,19 +379,63 @@ def grow_cases():
     report("grow_rows: a bias grows by its mean", torch.allclose(gb[10:], b.mean().expand(2)) and torch.equal(gb[:10], b))
 
 
-def evaluate_cases():
-    if not (shutil.which("espeak-ng") and shutil.which("sox")):
-        skip_or_fail("evaluate-diarize", "espeak-ng or sox missing")
+def penalty_cases(tmp):
+    """The port's greedy search (train.greedy, evaluate-diarize's default
+    backend) penalises repetition as transformers' generate does, on the
+    classifier's logits: its tokens are the engine's (compute f32, token
+    for token with generate: tests/oracle) with repetition_penalty 1.2 and
+    3 on the demo model's example said three times."""
+    binary = os.environ.get("HV_BINARY_DIR")
+    if not binary:
+        skip_or_fail("greedy search's penalty", "HV_BINARY_DIR unset (run under CTest)")
         return
+    import wave
+    import numpy as np
+    import torch
+    import frontend
+    import train
+    from hvtest import sentences_wav
+    os.environ["HVISKE_LIBRARY"] = os.path.join(binary, "libhviske.so")
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+    import hviske
+    wav = sentences_wav(os.path.join(tmp, "three.wav"), 3, 0.3)
+    with wave.open(wav, "rb") as w:
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768
+    torch.set_num_threads(1)
+    m = load_evaluate_diarize().load_training_model(DEMO_MODEL)
+    tok = train.Tok(os.path.join(DEMO_MODEL, "tokenizer.model"))
+    f, T = frontend.Frontend()(x)
+    engine = hviske.Model(DEMO_MODEL, compute="f32")
+    port = {}
+    for p in (1.0, 1.2, 3.0):
+        port[p] = train.greedy(m, [{"feats": f[:T], "T": T, "text": ""}], tok, repetition_penalty=p,
+                               return_ids=True)[0]
+        r = engine.transcribe(x, sample_rate=16000, repetition_penalty=p)
+        mine = [t for c in r.chunks for t in c.tokens]
+        report("greedy search with repetition_penalty %g: the port's tokens are the engine's" % p,
+               port[p] == mine, (tok.sp.decode(port[p]), tok.sp.decode(mine)))
+    report("repetition_penalty 3 changes the tokens (the cases above can tell)", port[3.0] != port[1.0],
+           tok.sp.decode(port[3.0]))
+
+
+def load_evaluate_diarize():
     import importlib.machinery
     import importlib.util
-    import numpy as np
-    import dialogues
     path = os.path.join(SOURCE_DIR, "research", "train-demo", "evaluate-diarize")
     loader = importlib.machinery.SourceFileLoader("hv_evaluate_diarize", path)
     spec = importlib.util.spec_from_loader("hv_evaluate_diarize", loader)
     E = importlib.util.module_from_spec(spec)
     loader.exec_module(E)
+    return E
+
+
+def evaluate_cases():
+    if not (shutil.which("espeak-ng") and shutil.which("sox")):
+        skip_or_fail("evaluate-diarize", "espeak-ng or sox missing")
+        return
+    import numpy as np
+    import dialogues
+    E = load_evaluate_diarize()
     import train
     tmp = tempfile.mkdtemp(prefix="hv-diarize-eval-")
     import extend_tokenizer
@@ -483,6 +530,7 @@ def main():
     dialogue_cases()
     grow_cases()
     link_cases()
+    penalty_cases(tmp)
     evaluate_cases()
     return finish_in(tmp)
 
