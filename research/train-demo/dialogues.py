@@ -138,7 +138,7 @@ def cut_points(units, n):
 
 def tile_windows(units, n, rng, fits, short=0.15, short_s=(3.0, 10.0), long_s=(12.0, 29.9)):
     """Cuts a dialogue of n samples into windows [w0, w1) that tile it,
-    each at most 29.9 s, beginning and ending at grid points in pauses.
+    each at most long_s[1] seconds, beginning and ending at grid points in pauses.
     Target lengths: `short` of them uniform in short_s, the rest in long_s;
     a window ends at a random grid point of the last pause before its
     target length (or at the target, when that falls in the pause) (fits(w0, w1)
@@ -154,7 +154,7 @@ def tile_windows(units, n, rng, fits, short=0.15, short_s=(3.0, 10.0), long_s=(1
         best = None
         for j in range(k + 1, len(pauses)):
             a, b = pauses[j]
-            if a - w0 > 29.9 * SR:
+            if a - w0 > long_s[1] * SR:
                 break
             e = a + GRID * rng.randint(0, (b - a) // GRID)    # anywhere in the pause
             e = min(e, w0 + L)

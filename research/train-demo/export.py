@@ -110,7 +110,8 @@ def gen_config(sp):
 # greedily with the repetition penalty of the published diarize models
 DIARIZE_GENERATION = {"max_new_tokens": 502, "repetition_penalty": 1.2}
 # config.json of a diarize model: its time tokens end at 29.9 s, so clips
-# are at most 30 s (the published diarize models' limit too)
+# are at most 30 s (the published diarize models' limit too; a model
+# trained on shorter windows says so, make_diarize_data --clip-s)
 DIARIZE_CONFIG = {"max_audio_clip_s": 30}
 
 
@@ -159,6 +160,9 @@ def main():
     ap.add_argument("--out", default="models/demo")
     ap.add_argument("--diarize", action="store_true",
                     help="config.json and generation_config.json of a diarize model")
+    ap.add_argument("--clip-s", type=float, default=DIARIZE_CONFIG["max_audio_clip_s"],
+                    help="with --diarize: max_audio_clip_s, the windows it was trained on (make_diarize_data "
+                         "--clip-s)")
     a = ap.parse_args()
     ck = torch.load(a.ckpt, map_location="cpu")
     m = M.HviskeModel(ck["config"])
@@ -166,7 +170,7 @@ def main():
     m.eval()
     card = ck.get("card")
     if a.diarize:
-        write_dir(m, a.tokenizer, a.out, card, DIARIZE_GENERATION, DIARIZE_CONFIG)
+        write_dir(m, a.tokenizer, a.out, card, DIARIZE_GENERATION, dict(DIARIZE_CONFIG, max_audio_clip_s=a.clip_s))
     else:
         write_dir(m, a.tokenizer, a.out, card)
     print("wrote", a.out)

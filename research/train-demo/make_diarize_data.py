@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Generates the diarize demo model's data: the demo tokenizer extended
 with the stream's pieces (extend_tokenizer.py), then synthetic dialogues
-(dialogues.py) cut into windows of at most 29.9 s in pauses, float16
+(dialogues.py) cut into windows of at most --clip-s, float16
 features of each window (docs/MODEL.md frontend, per window as the engine
 computes them) and the window's target stream.
 
   make_diarize_data.py --out build-demo/data-dz [--train 400] [--dev 24] [--seed 1] [--jobs 2]
-                       [--tilings 2] [--min-s 30 --max-s 90] [--windows engine|pauses]
+                       [--tilings 2] [--min-s 30 --max-s 90] [--windows engine|pauses] [--clip-s 30]
 
 --windows engine (default): the windows the engine decodes with energy
 chunking (dialogues.plan_windows: cores cut at the quietest 100 ms, each
@@ -14,6 +14,9 @@ widened by 2 s into its neighbours, so an outer edge may cut a sentence;
 the words of a cut sentence whose middle lies inside the window are its
 target, diarize.window_pieces).  pauses: windows that begin and end in
 pauses (dialogues.tile_windows), whole sentences only.
+--clip-s: the model's longest clip (config.json's max_audio_clip_s, which
+plans the engine's windows: cores of clip - 4 s); windows of pauses are at
+most clip - 0.1 s.  stats.json records it, and train.py exports it.
 --train/--dev count dialogues.  Each training dialogue is cut --tilings
 times with different window lengths and places (one espeak-ng run, several
 examples: the speaker numbering and times differ per window; with engine
@@ -42,11 +45,11 @@ import extend_tokenizer  # noqa: E402
 import frontend  # noqa: E402
 
 MAX_TARGET = 512 - 10 - 1          # decoder positions - prompt - EOS
-CORE_S = (6.0, 26.0)               # core lengths of the engine windows' other tilings
+CORE_S = 6.0                       # the shortest core of the engine windows' other tilings
 
 
 def worker(args):
-    out, split, seed, n, w, W, tilings, min_s, max_s, engine = args
+    out, split, seed, n, w, W, tilings, min_s, max_s, engine, clip_s = args
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=os.path.join(out, "tokenizer.model"))
     voc = diarize.Vocab(sp)
@@ -61,10 +64,11 @@ def worker(args):
             for t in range(tilings):
                 rng = random.Random("tile/%d/%s/%d/%d" % (seed, split, i, t))
                 if engine:
-                    wins = dialogues.plan_windows(x, core_s=(lambda: rng.uniform(*CORE_S)) if t else None)[0]
+                    core = (lambda: rng.uniform(CORE_S, clip_s - 4.0)) if t else None
+                    wins = dialogues.plan_windows(x, clip_s, core_s=core)[0]
                     wins = [w for w in wins if fits(*w)]
                 else:
-                    wins = dialogues.tile_windows(units, len(x), rng, fits)
+                    wins = dialogues.tile_windows(units, len(x), rng, fits, long_s=(12.0, clip_s - 0.1))
                 for k, (w0, w1) in enumerate(wins):
                     pieces = diarize.window_pieces(units, w0, w1, engine)
                     y = np.round(x[w0:w1].astype(np.float64) * 32767.0) / 32768.0
@@ -79,10 +83,10 @@ def worker(args):
     return meta
 
 
-def gen_split(out, split, seed, n, jobs, tilings, min_s, max_s, engine):
+def gen_split(out, split, seed, n, jobs, tilings, min_s, max_s, engine, clip_s):
     t0 = time.time()
     with mp.Pool(jobs) as pool:
-        metas = pool.map(worker, [(out, split, seed, n, w, jobs, tilings, min_s, max_s, engine)
+        metas = pool.map(worker, [(out, split, seed, n, w, jobs, tilings, min_s, max_s, engine, clip_s)
                                   for w in range(jobs)])
     meta = sorted([m for ms in metas for m in ms], key=lambda m: (m["i"], m["tiling"], m["window"]))
     with open(os.path.join(out, "%s.jsonl" % split), "w", encoding="utf-8") as f:
@@ -112,9 +116,13 @@ def main():
     ap.add_argument("--windows", choices=["engine", "pauses"], default="engine",
                     help="engine: the engine's windows (energy chunking, 2 s into each neighbour, so an edge may "
                          "cut a sentence); pauses: windows that begin and end in pauses")
+    ap.add_argument("--clip-s", type=float, default=30.0,
+                    help="the model's longest clip (max_audio_clip_s), 16 to 30 s: the time tokens end at 29.9")
     ap.add_argument("--tokenizer", default="models/demo/tokenizer.model",
                     help="the tokenizer to extend (the model the training starts from)")
     a = ap.parse_args()
+    if not 16.0 <= a.clip_s <= 30.0:
+        ap.error("--clip-s %g: between 16 and 30" % a.clip_s)
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
     src = os.path.join(a.out, "tokenizer.src.model")
@@ -123,8 +131,10 @@ def main():
     os.remove(src)
     print("tokenizer: %d pieces added" % n, flush=True)
     engine = a.windows == "engine"
-    stats = {"dev": gen_split(a.out, "dev", a.seed, a.dev, a.jobs, 1, a.min_s, a.max_s, engine),
-             "train": gen_split(a.out, "train", a.seed, a.train, a.jobs, a.tilings, a.min_s, a.max_s, engine)}
+    stats = {"dev": gen_split(a.out, "dev", a.seed, a.dev, a.jobs, 1, a.min_s, a.max_s, engine, a.clip_s),
+             "train": gen_split(a.out, "train", a.seed, a.train, a.jobs, a.tilings, a.min_s, a.max_s, engine,
+                                a.clip_s),
+             "clip_s": a.clip_s}
     with open(os.path.join(a.out, "stats.json"), "w") as f:
         json.dump(stats, f, indent=1)
     with open(os.path.join(a.out, "done.json"), "w") as f:

@@ -452,6 +452,10 @@ def main():
     t0 = time.time()
     train = load_split(a.data, "train", tok, a.plain_share if a.diarize else 0.0)
     dev = load_split(a.data, "dev", tok)
+    diarize_config = dict(X.DIARIZE_CONFIG)
+    stats = os.path.join(a.data, "stats.json")
+    if a.diarize and os.path.exists(stats):        # the windows' clip length (make_diarize_data --clip-s)
+        diarize_config["max_audio_clip_s"] = json.load(open(stats)).get("clip_s", diarize_config["max_audio_clip_s"])
     hours = sum(u["T"] for u in train) / 100 / 3600
     log("data: %d train utterances (%.2f h), %d dev, loaded in %.1f s" % (len(train), hours, len(dev), time.time() - t0))
 
@@ -536,7 +540,7 @@ def main():
             save(os.path.join(a.run, "best.pt"), {"config": cfg, "model": model.state_dict(), "step": step,
                                                   "best": best, "history": history})
             if a.export:
-                X.write_dir(model, tok.path, a.export, None, X.DIARIZE_GENERATION, X.DIARIZE_CONFIG)
+                X.write_dir(model, tok.path, a.export, None, X.DIARIZE_GENERATION, diarize_config)
                 log("exported %s (step %d)" % (a.export, step))
         model.train()
 

@@ -346,6 +346,17 @@ def engine_window_cases(x, units):
            wins[0][0] == 0 and wins[-1][1] == len(x) and all(b - a <= 30 * 16000 for a, b in wins)
            and all(b[0] == c - 2 * 16000 and a[1] == c + 2 * 16000 for a, b, c in zip(wins, wins[1:], cuts[1:])),
            (wins, cuts))
+    y, yunits, _ = dialogues.make_dialogue(5, "test", 1, 60.0, 70.0, 2)
+    w30, c30 = dialogues.plan_windows(y)
+    w25, c25 = dialogues.plan_windows(y, 25.0)
+    report("engine windows of a 25 s model (max_audio_clip_s 25): cores of at most 21 s, windows of at "
+           "most 25 s, covering the dialogue",
+           len(w25) > len(w30) and all(b - a <= 25 * 16000 for a, b in w25) and max(b - a for a, b in w30) > 25 * 16000
+           and all(b - a <= 21 * 16000 for a, b in zip(c25[:-2], c25[1:-1])) and w25[0][0] == 0
+           and w25[-1][1] == len(y), (w25, c25))
+    w20 = dialogues.tile_windows(yunits, len(y), random.Random(1), lambda a, b: True, long_s=(12.0, 20.0))
+    report("windows in pauses of a shorter clip: at most its length", all(b - a <= 20 * 16000 for a, b in w20)
+           and w20[-1][1] > 40 * 16000, w20)
     rng = random.Random(3)
     short, _ = dialogues.plan_windows(x, core_s=lambda: rng.uniform(6, 10))
     report("engine windows: shorter cores on request",
