@@ -187,6 +187,7 @@ def parse_tokens(toks, window):
 
 LINK_TOL_S = 1.5
 LINK_MIN_TIME_S = 0.5
+VOICE_MARGIN = 0.05           # speaker_link.c's: how much closer another label's voice undoes a link
 DIARIZE_VOICE = 0.75          # include/hviske.h's HV_DEFAULT_DIARIZE_VOICE
 VOICE_MIN_S = 1.0             # src/timing/voice.h's HV_VOICE_MIN_S
 
@@ -268,8 +269,8 @@ def _cosine(x, y):
 
 def _voice_veto(m, how, voice):
     """Rule 4's first step (the engine's voice_veto): a link by words or
-    time whose speaker's voice is not over the threshold with its label's
-    while another label's is, is undone."""
+    time is undone where another label's voice is over the threshold with
+    the speaker's and its own label's is not, or is VOICE_MARGIN less."""
     sig_b, sig_labels, threshold = voice
     if not threshold < 1:
         return
@@ -277,10 +278,15 @@ def _voice_veto(m, how, voice):
         g, y = m[k], sig_b.get(k)
         if how[k] not in ("words", "time") or y is None or sig_labels.get(g) is None:
             continue
-        if _cosine(sig_labels[g], y) > threshold:
-            continue
-        if any(h != g and x is not None and _cosine(x, y) > threshold for h, x in sig_labels.items()):
-            del m[k], how[k]
+        own = _cosine(sig_labels[g], y)
+        for h in sorted(sig_labels):
+            x = sig_labels[h]
+            if h == g or x is None:
+                continue
+            c = _cosine(x, y)
+            if c > threshold and (own <= threshold or c >= own + VOICE_MARGIN):
+                del m[k], how[k]
+                break
 
 
 def _voice_link(m, how, order, voice):

@@ -9,7 +9,11 @@
 
 /* Words of one side past this are not aligned (an overlap of seconds holds
  * tens of words; a runaway stream should not cost a quadratic table). */
-#define MAX_WORDS 1024
+#define MAX_WORDS    1024
+/* How much closer another label's voice must be to undo a link by words
+ * or time whose own label's voice is over the threshold too: real voices'
+ * cosines lie close together, so a smaller gap is noise, not evidence. */
+#define VOICE_MARGIN 0.05
 
 void hv_link_norm(const char *text, char *out, size_t size) {
     size_t n = 0;
@@ -126,11 +130,11 @@ static double cosine(const double *x, const double *y, int dim) {
 }
 
 /* Before rule 4: a link by words or time that the voice contradicts is
- * undone (the speaker's signature is not over voice_threshold with its
- * label's while another label's is). A window labels its outer seconds
- * worst, and that is where the overlap lies: one wrong label there would
- * carry a speaker's label to another person for the rest of the
- * recording, and push the right one to a new label. */
+ * undone: another label's signature is over voice_threshold with the
+ * speaker's, and its own label's is not, or is VOICE_MARGIN less. A window
+ * labels its outer seconds worst, and that is where the overlap lies: one
+ * wrong label there would carry a speaker's label to another person for
+ * the rest of the recording, and push the right one to a new label. */
 static void voice_veto(const hv_link_in *in, int map[N], hv_link_how how[N]) {
     int dim = in->voice_dim;
     if (dim <= 0 || in->n_voice_labels <= 0 || !(in->voice_threshold < 1)) return;
@@ -140,13 +144,16 @@ static void voice_veto(const hv_link_in *in, int map[N], hv_link_how how[N]) {
             g < 0 || g >= in->n_voice_labels || !in->voice_label_has[g])
             continue;
         const double *b = in->voice_b + (size_t)k * dim;
-        if (cosine(in->voice_labels + (size_t)g * dim, b, dim) > in->voice_threshold) continue;
-        for (int l = 0; l < in->n_voice_labels; l++)
-            if (l != g && in->voice_label_has[l] &&
-                cosine(in->voice_labels + (size_t)l * dim, b, dim) > in->voice_threshold) {
+        double own = cosine(in->voice_labels + (size_t)g * dim, b, dim);
+        for (int l = 0; l < in->n_voice_labels; l++) {
+            if (l == g || !in->voice_label_has[l]) continue;
+            double c = cosine(in->voice_labels + (size_t)l * dim, b, dim);
+            if (c > in->voice_threshold &&
+                (own <= in->voice_threshold || c >= own + VOICE_MARGIN)) {
                 map[k] = -1, how[k] = HV_LINK_ABSENT;
                 break;
             }
+        }
     }
 }
 

@@ -82,8 +82,9 @@ typedef enum hv_link_how {
  *      in the overlap (nta and ntb 0), the first speaker of order[] takes
  *      last_label (when it is >= 0);
  *   4. voice: first, a link of 1 or 2 that the voice contradicts is
- *      undone (the cosine of the speaker's signature and its label's is
- *      not over voice_threshold, with another label's it is); then the
+ *      undone (the cosine of the speaker's signature with another
+ *      label's is over voice_threshold, and with its own label's it is
+ *      not, or is at least 0.05 less); then the
  *      speakers left that have a voice signature and the labels of the
  *      recording that have one and that 1-3 did not give (or that the
  *      contradiction freed): each pair whose cosine exceeds

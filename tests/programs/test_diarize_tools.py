@@ -275,6 +275,11 @@ def voice_link_cases(run):
     m, how, nxt = vrun({}, k0=(1, .05, 0))
     report("link: voice contradicts the words' link: undone, the voice's label",
            m == {0: 3, 1: 6} and how[0] == "voice" and nxt == 7, (m, how))
+    m, how, nxt = vrun({}, k0=(1, .3, .3), thr=0.8)
+    report("link: another label's voice closer by the margin undoes the words' link",
+           m == {0: 3, 1: 6} and how[0] == "voice" and nxt == 7, (m, how))
+    m, how, _ = vrun({}, k0=(1, .35, .35), thr=0.8)
+    report("link: closer by less than the margin: the words' link stays", m[0] == 5 and how[0] == "words", (m, how))
     m, how, _ = vrun({}, k0=(0, 0, -1))
     report("link: a voice like no other label keeps the words' link", m[0] == 5 and how[0] == "words", (m, how))
     m, how, _ = vrun({}, k0=(1, .05, 0), thr=1)

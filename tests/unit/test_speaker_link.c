@@ -166,6 +166,19 @@ static void voice_cases(void) {
     CHECK_MSG(map[0] == 3 && how[0] == HV_LINK_VOICE && map[1] == 6 && how[1] == HV_LINK_NEW &&
                   next == 7,
               "contradicted words: map %d %d how %d", map[0], map[1], how[0]);
+    /* over the threshold (0.8) with label 5 too (0.850), but label 3's is
+     * closer by more than the margin (0.921): undone, label 3; closer by
+     * less (0.896 against 0.880): the words' link stays */
+    link_case closer = voice_base();
+    closer.thr = 0.8;
+    closer.vb[0][0] = 1, closer.vb[0][1] = closer.vb[0][2] = .3;
+    next = run(&closer, map, how);
+    CHECK_MSG(map[0] == 3 && how[0] == HV_LINK_VOICE && map[1] == 6 && next == 7,
+              "closer by the margin: map %d how %d", map[0], how[0]);
+    closer.vb[0][1] = closer.vb[0][2] = .35;
+    run(&closer, map, how);
+    CHECK_MSG(map[0] == 5 && how[0] == HV_LINK_WORDS, "within the margin: map %d how %d", map[0],
+              how[0]);
     /* a voice unlike label 5's but like no other label's keeps the words'
      * link; so does any voice with the rule off */
     link_case unlike = voice_base();
