@@ -53,6 +53,11 @@ class Vocab:
         n = sp.get_piece_size()
         self.special = {i for i in range(n) if sp.id_to_piece(i).startswith("<") and sp.id_to_piece(i).endswith(">")}
 
+    def speaker_ids(self, device=None):
+        """The speaker tokens' ids, a tensor."""
+        import torch
+        return torch.tensor(sorted(self.spk_id.values()), dtype=torch.long, device=device)
+
     def stream_ids(self, pieces):
         """pieces: [(speaker index, start tenths, end tenths, text)] -> ids"""
         ids = []

@@ -187,11 +187,19 @@ def make_batches(utts, batch_frames, max_bs, seed, epoch, shortest_first=False):
     return batches
 
 
-def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1, speaker_w=0.0):
+def losses(model, batch, tok, ctc_w, ce_on=True, label_smoothing=0.1, speaker_w=0.0, speaker_token_w=1.0):
     x, e, L, pad = model.encode(batch["feats"], batch["lens"])
     if ctc_w == 0 and ce_on:                     # fine-tuning without the auxiliary CTC head
         lp = model.decode(batch["inp"], e, pad)
-        ce = F.nll_loss(lp.reshape(-1, lp.shape[-1]), batch["labels"].reshape(-1), ignore_index=-100)
+        labels = batch["labels"].reshape(-1)
+        if speaker_token_w != 1.0 and tok.voc is not None:   # a turn's speaker: one token, weighed more
+            nll = F.nll_loss(lp.reshape(-1, lp.shape[-1]), labels, ignore_index=-100, reduction="none")
+            w = torch.where(torch.isin(labels, tok.voc.speaker_ids(labels.device)),
+                            torch.tensor(speaker_token_w, dtype=nll.dtype, device=nll.device),
+                            (labels != -100).to(nll.dtype))
+            ce = (w * nll).sum() / (labels != -100).sum()
+        else:
+            ce = F.nll_loss(lp.reshape(-1, lp.shape[-1]), labels, ignore_index=-100)
         m = (batch["labels"] != -100).to(lp.dtype)
         smooth = -(lp.mean(dim=-1) * m).sum() / m.sum()
         loss = (1 - label_smoothing) * ce + label_smoothing * smooth
@@ -423,6 +431,9 @@ def main():
     ap.add_argument("--diarize", action="store_true",
                     help="data of make_diarize_data.py: prompt with <|timestamp|><|diarize|>, targets the speaker "
                          "and time stream; dev selection by speaker-attributed WER of the windows")
+    ap.add_argument("--speaker-token-weight", type=float, default=1.0,
+                    help="--diarize: the weight of the speaker tokens' cross-entropy (one token per turn) "
+                         "relative to the others'")
     ap.add_argument("--speaker-weight", type=float, default=0.0,
                     help="with --diarize: weight of an auxiliary per-frame speaker loss on the encoder output "
                          "(which of the window's speakers, by first appearance, speaks at each frame; "
@@ -598,7 +609,8 @@ def main():
             lr = lr_at(step, a, time.time() - t_start)
             for g in opt.param_groups:
                 g["lr"] = lr
-            loss, ctc, ce = losses(model, batch, tok, a.ctc_weight, ce_on=not ctc_only, speaker_w=a.speaker_weight)
+            loss, ctc, ce = losses(model, batch, tok, a.ctc_weight, ce_on=not ctc_only, speaker_w=a.speaker_weight,
+                                   speaker_token_w=a.speaker_token_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
