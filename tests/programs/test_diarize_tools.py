@@ -398,22 +398,21 @@ def grow_cases():
 def penalty_cases(tmp):
     """The port's greedy search (train.greedy, evaluate-diarize's default
     backend) penalises repetition as transformers' generate does, on the
-    classifier's logits: its tokens are the engine's (compute f32, token
-    for token with generate: tests/oracle) with repetition_penalty 1.2 and
-    3 on the demo model's example said three times."""
-    binary = os.environ.get("HV_BINARY_DIR")
-    if not binary:
-        skip_or_fail("greedy search's penalty", "HV_BINARY_DIR unset (run under CTest)")
+    classifier's logits: its tokens are the engine's (the CLI, compute f32,
+    token for token with generate: tests/oracle) with repetition_penalty
+    1.2 and 3 on the demo model's example said three times."""
+    cli = os.environ.get("HV_CLI")
+    if not cli:
+        skip_or_fail("greedy search's penalty", "HV_CLI unset (run under CTest)")
         return
+    import json
+    import subprocess
     import wave
     import numpy as np
     import torch
     import frontend
     import train
     from hvtest import sentences_wav
-    os.environ["HVISKE_LIBRARY"] = os.path.join(binary, "libhviske.so")
-    sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
-    import hviske
     wav = sentences_wav(os.path.join(tmp, "three.wav"), 3, 0.3)
     with wave.open(wav, "rb") as w:
         x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768
@@ -421,15 +420,15 @@ def penalty_cases(tmp):
     m = load_evaluate_diarize().load_training_model(DEMO_MODEL)
     tok = train.Tok(os.path.join(DEMO_MODEL, "tokenizer.model"))
     f, T = frontend.Frontend()(x)
-    engine = hviske.Model(DEMO_MODEL, compute="f32")
     port = {}
     for p in (1.0, 1.2, 3.0):
         port[p] = train.greedy(m, [{"feats": f[:T], "T": T, "text": ""}], tok, repetition_penalty=p,
                                return_ids=True)[0]
-        r = engine.transcribe(x, sample_rate=16000, repetition_penalty=p)
-        mine = [t for c in r.chunks for t in c.tokens]
+        r = subprocess.run([cli, "-m", DEMO_MODEL, "--json", "--compute", "f32", "--dither", "0",
+                            "--repetition-penalty", str(p), wav], capture_output=True, text=True, timeout=300)
+        mine = json.loads(r.stdout)["tokens"] if r.returncode == 0 else None
         report("greedy search with repetition_penalty %g: the port's tokens are the engine's" % p,
-               port[p] == mine, (tok.sp.decode(port[p]), tok.sp.decode(mine)))
+               port[p] == mine, (tok.sp.decode(port[p]), mine and tok.sp.decode(mine), r.stderr[-300:]))
     report("repetition_penalty 3 changes the tokens (the cases above can tell)", port[3.0] != port[1.0],
            tok.sp.decode(port[3.0]))
 
