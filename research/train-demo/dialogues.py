@@ -178,6 +178,9 @@ def tile_windows(units, n, rng, fits, short=0.15, short_s=(3.0, 10.0), long_s=(1
     return out
 
 
+OVERLAP_S = 4.0      # the engine's diarize windows overlap this much (HV_DIAR_OVERLAP_S)
+
+
 def plan_windows(x, clip_s=30.0, context_s=5.0, energy_window=1600, core_s=None):
     """The engine's windows with diarize and energy chunking: [(w0, w1)]
     and the cuts between their cores ([0, c1, ..., inf]). Cores as
@@ -188,7 +191,7 @@ def plan_windows(x, clip_s=30.0, context_s=5.0, energy_window=1600, core_s=None)
     training windows of other lengths; by default every core is a chunk."""
     n = len(x)
     w = min(clip_s, 30.0)
-    full = int(round((w - 4.0) * SR))
+    full = int(round((w - OVERLAP_S) * SR))
     x2 = x.astype(np.float64) ** 2
     cores, idx = [], 0
     while idx < n:
@@ -212,7 +215,7 @@ def plan_windows(x, clip_s=30.0, context_s=5.0, energy_window=1600, core_s=None)
                 cut = idx + chunk
         cores.append((idx, cut))
         idx = cut
-    reach = 2 * SR
+    reach = int(OVERLAP_S / 2 * SR)
     wins = [(max(a - reach, cores[i - 1][0]) if i else a, min(b + reach, cores[i + 1][1]) if i + 1 < len(cores)
              else b) for i, (a, b) in enumerate(cores)]
     cuts = [0] + [b for _, b in cores[:-1]] + [float("inf")]

@@ -64,7 +64,7 @@ def worker(args):
             for t in range(tilings):
                 rng = random.Random("tile/%d/%s/%d/%d" % (seed, split, i, t))
                 if engine:
-                    core = (lambda: rng.uniform(CORE_S, clip_s - 4.0)) if t else None
+                    core = (lambda: rng.uniform(CORE_S, clip_s - dialogues.OVERLAP_S)) if t else None
                     wins = dialogues.plan_windows(x, clip_s, core_s=core)[0]
                     wins = [w for w in wins if fits(*w)]
                 else:

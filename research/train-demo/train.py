@@ -466,7 +466,8 @@ def main():
     diarize_config = dict(X.DIARIZE_CONFIG)
     stats = os.path.join(a.data, "stats.json")
     if a.diarize and os.path.exists(stats):        # the windows' clip length (make_diarize_data --clip-s)
-        diarize_config["max_audio_clip_s"] = json.load(open(stats)).get("clip_s", diarize_config["max_audio_clip_s"])
+        with open(stats) as f:
+            diarize_config["max_audio_clip_s"] = json.load(f).get("clip_s", diarize_config["max_audio_clip_s"])
     hours = sum(u["T"] for u in train) / 100 / 3600
     log("data: %d train utterances (%.2f h), %d dev, loaded in %.1f s" % (len(train), hours, len(dev), time.time() - t0))
 
