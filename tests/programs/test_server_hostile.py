@@ -265,6 +265,9 @@ class Stalls:
 
     def __init__(self, port, n):
         self.port, self.conns = port, []
+        self.add(n)
+
+    def add(self, n):
         for _ in range(n):
             self.conns.append(self._stall())
 
@@ -321,7 +324,7 @@ def test_connection_slots(model, tmp):
         r = ts.request(srv.port, "GET", "/health", timeout=WAIT)
         report("--max-connections 2 held by stalled clients: /health answers",
                r.status == 200 and isinstance(r.json(), dict), str(r))
-        stalls.conns += Stalls(srv.port, RESERVE).conns
+        stalls.add(RESERVE)
 
         def refused():
             # the stalled connections may not all be counted yet: a probe
