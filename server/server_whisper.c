@@ -74,8 +74,12 @@ static const s_flag FLAGS[] = {
     OPT("-vsd", "--vad-min-silence-duration-ms", "--vad-min-silence-ms"),
     OPT("-vp", "--vad-speech-pad-ms", "--vad-speech-pad-ms"),
     NO("-tr", "--translate", 0, "the model transcribes; it does not translate"),
-    NO("-di", "--diarize", 0, "hviske does not tell speakers apart"),
-    NO("-tdrz", "--tinydiarize", 0, "hviske does not tell speakers apart"),
+    NO("-di", "--diarize", 0,
+       "whisper-server's stereo diarization is not offered: a request's diarize field reads a "
+       "diarize model's speaker turns"),
+    NO("-tdrz", "--tinydiarize", 0,
+       "tinydiarize is not offered: a request's diarize field reads a diarize model's speaker "
+       "turns"),
     NO("-dl", "--detect-language", 0, "there is no language detection: -l names the language"),
     UNUSED(NULL, "--prompt", 1, "the model family takes no text prompt: not used"),
     NO("-oved", "--ov-e-device", 1, "there is no OpenVINO encoder"),

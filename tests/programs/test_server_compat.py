@@ -312,7 +312,8 @@ def main():
             srv.stop()
     for args, what in ((["-tr"], "translate"), (["-bs", "5"], "beam_size"),
                        (["-mc", "5"], "-mc 5"), (["--public", "web"], "built in"),
-                       (["-bo", "3"], "-bo 3")):
+                       (["-bo", "3"], "-bo 3"), (["-di"], "diarize field"),
+                       (["-tdrz"], "diarize field")):
         p = subprocess.run([SERVER, "-m", DEMO_MODEL, "--port", "0"] + args, capture_output=True,
                            text=True, timeout=TIMEOUT)
         report(f"{' '.join(args)}: refused (exit 2), naming why", p.returncode == 2 and
