@@ -108,6 +108,7 @@ def gen_config(sp):
 # generation_config.json of a diarize model: windows of up to 30 s take up
 # to ~450 tokens (the decoder's 512 positions less the prompt), decoded
 # greedily with the repetition penalty of the published diarize models
+# (a model decoded best with another says so: --repetition-penalty)
 DIARIZE_GENERATION = {"max_new_tokens": 502, "repetition_penalty": 1.2}
 # config.json of a diarize model: its time tokens end at 29.9 s, so clips
 # are at most 30 s (the published diarize models' limit too; a model
@@ -163,6 +164,9 @@ def main():
     ap.add_argument("--clip-s", type=float, default=DIARIZE_CONFIG["max_audio_clip_s"],
                     help="with --diarize: max_audio_clip_s, the windows it was trained on (make_diarize_data "
                          "--clip-s)")
+    ap.add_argument("--repetition-penalty", type=float, default=DIARIZE_GENERATION["repetition_penalty"],
+                    help="with --diarize: generation_config.json's repetition_penalty, the one the model "
+                         "decodes best with (transformers' generate applies it)")
     a = ap.parse_args()
     ck = torch.load(a.ckpt, map_location="cpu")
     m = M.HviskeModel(ck["config"])
@@ -170,7 +174,8 @@ def main():
     m.eval()
     card = ck.get("card")
     if a.diarize:
-        write_dir(m, a.tokenizer, a.out, card, DIARIZE_GENERATION, dict(DIARIZE_CONFIG, max_audio_clip_s=a.clip_s))
+        write_dir(m, a.tokenizer, a.out, card, dict(DIARIZE_GENERATION, repetition_penalty=a.repetition_penalty),
+                  dict(DIARIZE_CONFIG, max_audio_clip_s=a.clip_s))
     else:
         write_dir(m, a.tokenizer, a.out, card)
     print("wrote", a.out)

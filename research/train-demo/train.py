@@ -552,7 +552,8 @@ def main():
             save(os.path.join(a.run, "best.pt"), {"config": cfg, "model": model.state_dict(), "step": step,
                                                   "best": best, "history": history})
             if a.export:
-                X.write_dir(model, tok.path, a.export, None, X.DIARIZE_GENERATION, diarize_config)
+                X.write_dir(model, tok.path, a.export, None, dict(X.DIARIZE_GENERATION, repetition_penalty=rp),
+                            diarize_config)
                 log("exported %s (step %d)" % (a.export, step))
         model.train()
 
