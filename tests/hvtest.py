@@ -180,6 +180,17 @@ def sentences_wav(path, copies, gap_s):
     return path
 
 
+
+def float_wav(path, x, rate=16000):
+    """float samples x (-1..1, clipped) as a 16-bit mono WAV at path."""
+    import numpy as np
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
+    return path
+
 def run_captured(args, timeout=600, **kw):
     """subprocess.run(args) with text output captured; past timeout, a
     CompletedProcess with returncode None and what came until then."""

@@ -32,12 +32,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import wave
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import finish, report, skip_or_fail  # noqa: E402
+from hvtest import finish, float_wav, report, skip_or_fail  # noqa: E402
 
 ROOT = os.environ.get("HV_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CLI = os.environ.get("HV_CLI", os.path.join(ROOT, "build", "hviske"))
@@ -49,14 +46,6 @@ ONE = [(12.0, 20.0, 2), (12.0, 20.0, 3), (12.0, 20.0, 2), (12.0, 20.0, 3)]
 LONG = [(100.0, 140.0, 3), (100.0, 140.0, 2)]
 DER_ONE, RIGHT_ONE = 0.15, 3
 DER_LONG, SA_GAP, START_LONG, PLAIN_WER = 0.15, 10, 0.3, 5
-
-
-def write_wav(path, x):
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
 
 
 def transcribe(wavs, *extra):
@@ -104,7 +93,7 @@ def main():
             for k, (lo, hi, n) in enumerate(specs):
                 x, units, _ = dialogues.make_dialogue(SEED, "test", first + k, lo, hi, n)
                 wav = os.path.join(tmp, f"{name}-{k}.wav")
-                write_wav(wav, x)
+                float_wav(wav, x)
                 sets[name].append((wav, dialogues.reference_turns(units), len(x) / 16000))
         for name, items in sets.items():
             out, why = transcribe([w for w, _, _ in items], "--diarize")

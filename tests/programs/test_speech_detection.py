@@ -22,7 +22,7 @@ import wave
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hvtest import Run, check, finish, report  # noqa: E402
+from hvtest import Run, check, finish, float_wav, report  # noqa: E402
 from test_server import Server, transcribe  # noqa: E402
 
 SOURCE = os.environ.get("HV_SOURCE_DIR",
@@ -38,16 +38,6 @@ def read_wav(path):
     with wave.open(path, "rb") as w:
         assert w.getframerate() == SR and w.getnchannels() == 1
         return np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768
-
-
-def write_wav(path, x):
-    pcm = (np.clip(x, -1, 1) * 32767).astype("<i2")
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(SR)
-        w.writeframes(pcm.tobytes())
-    return path
 
 
 def loud_span(x):
@@ -68,7 +58,7 @@ def no_speech_signals(tmp):
                  for f in (261.6, 329.6, 392.0))
     sig = {"digital silence": np.zeros(t.size), "white noise": white,
            "low-passed noise": pink, "mains hum": hum, "chords": chords}
-    return {k: write_wav(os.path.join(tmp, k.replace(" ", "_") + ".wav"), v)
+    return {k: float_wav(os.path.join(tmp, k.replace(" ", "_") + ".wav"), v)
             for k, v in sig.items()}
 
 
@@ -78,7 +68,7 @@ def placed(tmp, name, clip, total_s, at):
     for a in at:
         o = int(a * SR)
         x[o:o + clip.size] = clip
-    return write_wav(os.path.join(tmp, name), x)
+    return float_wav(os.path.join(tmp, name), x)
 
 
 def json_of(r):
