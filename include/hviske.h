@@ -527,11 +527,12 @@ typedef struct hv_transcribe_params {
      * tokens is HV_ERR_INVALID_ARG naming the piece (hv_model_can_diarize
      * asks first). Default 0. */
     int diarize;
-    /* With diarize over several windows: the cosine of two voice
-     * signatures (spectral statistics of the recording, no voice model)
-     * at and below which a speaker left unlinked by the overlap is not
-     * linked to an earlier label by its voice (docs/DIARIZE.md, rule 4).
-     * 0..1; 1 turns the rule off; default HV_DEFAULT_DIARIZE_VOICE. */
+    /* With diarize: the cosine of two voice signatures (spectral
+     * statistics of the recording, no voice model) at and below which a
+     * speaker left unlinked by the overlap is not linked to an earlier
+     * label by its voice (docs/DIARIZE.md, rule 4); the cosines above
+     * which two labels merge as one voice follow from it (rule 6). 0..1;
+     * 1 turns both off; default HV_DEFAULT_DIARIZE_VOICE. */
     float diarize_voice;
 
     /* NULL (the default), or the speech detector's reading of this very
@@ -548,7 +549,7 @@ typedef struct hv_transcribe_params {
 #define HV_DEFAULT_HOTWORDS_SCORE 1.5f
 
 /* The default diarize_voice. */
-#define HV_DEFAULT_DIARIZE_VOICE 0.75f
+#define HV_DEFAULT_DIARIZE_VOICE 0.8f
 
 HV_API hv_transcribe_params hv_transcribe_default_params(void);
 

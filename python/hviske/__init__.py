@@ -830,8 +830,9 @@ class Model:
         raises InvalidArgument naming the piece. It implies no
         repetition_penalty: the model card's is 1.2. diarize_voice: the
         cosine of two voice signatures over which a speaker silent in a
-        window's overlap continues an earlier label (0..1, 1: off; None:
-        the library's default; docs/DIARIZE.md, rule 4).
+        window's overlap continues an earlier label and two labels merge
+        as one person (0..1, 1: off; None: the library's default;
+        docs/DIARIZE.md, rules 4 and 6).
         faster-whisper's names are aliases: beam_size= is beams=,
         vad_filter=True is chunking="vad" and vad_filter=False
         chunking="energy" (or "fixed" or "none" when chunking says so).

@@ -193,7 +193,7 @@ def parse_tokens(toks, window):
 LINK_TOL_S = 1.5
 LINK_MIN_TIME_S = 0.5
 VOICE_MARGIN = 0.05           # speaker_link.c's: how much closer another label's voice undoes a link
-DIARIZE_VOICE = 0.75          # include/hviske.h's HV_DEFAULT_DIARIZE_VOICE
+DIARIZE_VOICE = 0.8           # include/hviske.h's HV_DEFAULT_DIARIZE_VOICE
 VOICE_MIN_S = 1.0             # src/timing/voice.h's HV_VOICE_MIN_S
 
 
@@ -317,6 +317,46 @@ def _voice_link(m, how, order, voice):
         if _assign({**w, (g, k): 0}, rows, left, total=True)[1] >= best - 1e-12:
             continue
         m[k], how[k] = g, "voice"
+
+
+HEAL_APART_STRICTNESS = 4      # speaker_link.h's HV_HEAL_APART_STRICTNESS
+HEAL_SHARED_STRICTNESS = 8     # and HV_HEAL_SHARED_STRICTNESS
+
+
+def heal_labels(n, voices, share, threshold):
+    """The engine's hv_speaker_heal from the identity: labels 0..n-1 that
+    are one person merged. voices: {label: summed signature}, share: the
+    set of (a, b) label pairs given in one window (both orders), threshold:
+    diarize_voice. Greedily the two groups whose summed signatures have the
+    largest cosine merge while it is above 1 - (1 - threshold) /
+    HEAL_APART_STRICTNESS (groups that never share a window) or /
+    HEAL_SHARED_STRICTNESS (groups that do); returns group[label], each
+    group's smallest label."""
+    import numpy as np
+    group = list(range(n))
+    if n < 2 or not threshold < 1:
+        return group
+    apart = 1 - (1 - threshold) / HEAL_APART_STRICTNESS
+    shared_ = 1 - (1 - threshold) / HEAL_SHARED_STRICTNESS
+    sums = {g: np.array(v, dtype=np.float64) for g, v in voices.items() if g < n and v is not None}
+    shared = {(a, b) for a, b in share if a < n and b < n}
+    while True:
+        best, pair = -1.0, None
+        for a in sorted(sums):
+            for b in sorted(sums):
+                if b <= a:
+                    continue
+                c = _cosine(sums[a], sums[b])
+                if c > (shared_ if (a, b) in shared else apart) and c > best:
+                    best, pair = c, (a, b)
+        if pair is None:
+            return group
+        a, b = pair
+        group = [a if g == b else g for g in group]
+        sums[a] = sums[a] + sums.pop(b)
+        for x in range(n):
+            if (b, x) in shared:
+                shared |= {(a, x), (x, a)}
 
 
 def link_speakers(a, b, ta, tb, order, last_label, next_label, voice=None):

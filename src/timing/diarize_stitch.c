@@ -44,8 +44,10 @@ void hv_stitch_free(hv_stitch *s) {
     drop_overlap(s);
     free(s->voice);
     free(s->voice_has);
+    free(s->share);
     s->voice = NULL;
     s->voice_has = NULL;
+    s->share = NULL;
     s->cap_voice = 0;
 }
 
@@ -161,24 +163,41 @@ static hv_status window_voices(const hv_stitch_window *w, const hv_diar *d, voic
     return st;
 }
 
+/* s's per-label tables grown to hold label l. */
+static hv_status grow_labels(hv_stitch *s, int l, int dim, hv_error *e) {
+    if (l < s->cap_voice) return HV_OK;
+    int old = s->cap_voice, cap = l + 1 > 2 * old ? l + 1 : 2 * old;
+    double *x = realloc(s->voice, (size_t)cap * dim * sizeof *x);
+    if (x) s->voice = x;
+    unsigned char *h = x ? realloc(s->voice_has, (size_t)cap) : NULL;
+    if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    s->voice_has = h;
+    memset(s->voice + (size_t)old * dim, 0, (size_t)(cap - old) * dim * sizeof *x);
+    memset(s->voice_has + old, 0, (size_t)(cap - old));
+    s->cap_voice = cap;
+    return HV_OK;
+}
+
 /* Each of w's speakers with a signature adds it, times its seconds, to
- * its label's (s grows to hold the labels given). */
+ * its label's, and the labels of w are marked as sharing a window (s
+ * grows to hold the labels given). */
 static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, hv_error *e) {
+    if (v->dim <= 0) return HV_OK;
+    s->voice_dim = v->dim;
+    int top = -1;
+    for (int k = 0; k < HV_DIAR_SPEAKERS; k++)
+        if (map[k] > top) top = map[k];
+    hv_status st = top >= 0 ? grow_labels(s, top, v->dim, e) : HV_OK;
+    if (st) return st;
+    if (!s->share && !(s->share = calloc((size_t)HV_HEAL_MAX_LABELS * HV_HEAL_MAX_LABELS, 1)))
+        return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
     for (int k = 0; k < HV_DIAR_SPEAKERS; k++) {
         int l = map[k];
-        if (!(v->has >> k & 1) || l < 0) continue;
-        if (l >= s->cap_voice) {
-            int cap = l + 1 > 2 * s->cap_voice ? l + 1 : 2 * s->cap_voice;
-            double *x = realloc(s->voice, (size_t)cap * v->dim * sizeof *x);
-            if (x) s->voice = x;
-            unsigned char *h = x ? realloc(s->voice_has, (size_t)cap) : NULL;
-            if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
-            s->voice_has = h;
-            memset(s->voice + (size_t)s->cap_voice * v->dim, 0,
-                   (size_t)(cap - s->cap_voice) * v->dim * sizeof *x);
-            memset(s->voice_has + s->cap_voice, 0, (size_t)(cap - s->cap_voice));
-            s->cap_voice = cap;
-        }
+        if (l < 0) continue;
+        for (int j = 0; j < HV_DIAR_SPEAKERS; j++)
+            if (l < HV_HEAL_MAX_LABELS && map[j] >= 0 && map[j] < HV_HEAL_MAX_LABELS)
+                s->share[(size_t)l * HV_HEAL_MAX_LABELS + map[j]] = 1;
+        if (!(v->has >> k & 1)) continue;
         for (int i = 0; i < v->dim; i++)
             s->voice[(size_t)l * v->dim + i] += v->secs[k] * v->sig[(size_t)k * v->dim + i];
         s->voice_has[l] = 1;
@@ -266,7 +285,7 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     hv_diar d = {0};
     word *ws = NULL;
     voices v = {0};
-    int nw = 0, map[HV_DIAR_SPEAKERS];
+    int nw = 0, map[HV_DIAR_SPEAKERS], *group = NULL;
     hv_diar_tok *toks = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *toks);
     if (!toks) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     for (int i = 0; i < w->n; i++) toks[i] = hv_diarize_classify(w->tok, w->ids[i]);
@@ -275,6 +294,12 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     if (!st) st = window_voices(w, &d, &v, e);
     if (!st) st = link_window(s, w, &d, ws, nw, &v, map, e);
     if (!st) st = learn_voices(s, &v, map, e);
+    if (!st && s->next_label > 0 && !(group = malloc((size_t)s->next_label * sizeof *group)))
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+    if (group) {
+        for (int l = 0; l < s->next_label; l++) group[l] = l;
+        st = hv_stitch_heal(s, w->voice_threshold, group, e);
+    }
     if (st) goto done;
     out->segs = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *out->segs);
     out->pos = malloc((size_t)(d.n_pos ? d.n_pos : 1) * sizeof *out->pos);
@@ -298,14 +323,15 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
         if (n_pos > pos0) {
             const hv_diar_seg *g = &d.segs[k];
             hv_stitch_seg *o = &out->segs[out->n_segs++];
-            o->speaker = g->speaker >= 0 ? map[g->speaker] : -1;
+            int l = g->speaker >= 0 ? map[g->speaker] : -1;
+            o->speaker = l >= 0 && l < s->next_label ? group[l] : l;
             o->start = fmin(fmax(w->to_input(w->user, g->start, 0), w->lo), w->hi);
             o->end = fmin(fmax(w->to_input(w->user, g->end, 1), o->start), w->hi);
             o->first = out->pos[pos0];
             o->last = out->pos[n_pos - 1];
             o->pos0 = pos0;
             o->n_pos = n_pos - pos0;
-            s->last_label = o->speaker;
+            s->last_label = l;
         }
         i = i1;
     }
@@ -314,7 +340,19 @@ done:
     if (st) hv_stitched_free(out);
     free(toks);
     free(ws);
+    free(group);
     free(v.sig);
     hv_diar_free(&d);
     return st;
+}
+
+hv_status hv_stitch_heal(const hv_stitch *s, double threshold, int *group, hv_error *e) {
+    hv_heal_in in = {.n_labels = s->next_label < s->cap_voice ? s->next_label : s->cap_voice,
+                     .dim = s->voice_dim,
+                     .voice = s->voice,
+                     .has = s->voice_has,
+                     .share = s->share,
+                     .share_stride = HV_HEAL_MAX_LABELS,
+                     .threshold = threshold};
+    return hv_speaker_heal(&in, group, e);
 }

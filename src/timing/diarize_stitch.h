@@ -2,7 +2,8 @@
  * the recording's speaker labels (docs/DIARIZE.md, "Any length"): each
  * window's turns (diarize.h) keep the words of the window's share of the
  * timeline, and its speakers are linked to the window before it from the
- * words of their overlap (speaker_link.h). */
+ * words of their overlap (speaker_link.h); its segments carry the labels
+ * as merged by voice after it (hv_stitch_heal). */
 #ifndef HV_DIARIZE_STITCH_H
 #define HV_DIARIZE_STITCH_H
 
@@ -29,7 +30,11 @@ typedef struct hv_stitch {
      * seconds in its window (a direction: compared after normalising) */
     double *voice;            /* [cap_voice x hv_voice_dim(the model's n_mels)] */
     unsigned char *voice_has; /* [cap_voice] 1: the label has one */
+    unsigned char *share;     /* [HV_HEAL_MAX_LABELS x HV_HEAL_MAX_LABELS] 1: the
+                                 two labels were given to speakers of one
+                                 window (labels past the cap are not merged) */
     int cap_voice;
+    int voice_dim; /* a signature's values; 0 before the first window's */
 } hv_stitch;
 
 /* One window: its generated tokens (EOS excluded) and where it lies. */
@@ -59,7 +64,8 @@ typedef struct hv_stitch_window {
 } hv_stitch_window;
 
 typedef struct hv_stitch_seg {
-    int speaker;       /* the recording's label; -1 where the stream names none */
+    int speaker;       /* the recording's label, merged (hv_stitch_heal); -1
+                          where the stream names none */
     double start, end; /* on the input, inside [lo, hi] */
     int first, last;   /* stream positions of its first and last kept text token */
     int pos0, n_pos;   /* its text tokens: hv_stitched.pos[pos0 .. pos0 + n_pos) */
@@ -76,12 +82,20 @@ void hv_stitch_init(hv_stitch *s);
 void hv_stitch_free(hv_stitch *s);
 
 /* Parses w's tokens into turns, links its speakers to the window before
- * (when that is s->window and w is the next), keeps the words whose time
- * (spread over their turn by their pieces' lengths) lies in [lo, hi), and
- * hands the overlap after it to s. Only HV_ERR_NOMEM fails; free out with
- * hv_stitched_free. */
+ * (when that is s->window and w is the next), learns their voices, keeps
+ * the words whose time (spread over their turn by their pieces' lengths)
+ * lies in [lo, hi), labels its segments with the groups of
+ * hv_stitch_heal (the labels so far merged by voice; the overlap handed on
+ * keeps the unmerged ones), and hands the overlap after it to s. Only
+ * HV_ERR_NOMEM fails; free out with hv_stitched_free. */
 hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitched *out,
                                hv_error *e);
 void hv_stitched_free(hv_stitched *o);
+
+/* The labels given so far (0 .. s->next_label - 1) merged where their
+ * voices show one person (hv_speaker_heal, threshold diarize_voice):
+ * group[l] for each, in/out (the identity, or an earlier call's groups).
+ * Only HV_ERR_NOMEM fails. */
+hv_status hv_stitch_heal(const hv_stitch *s, double threshold, int *group, hv_error *e);
 
 #endif

@@ -257,3 +257,61 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_
     }
     return HV_OK;
 }
+
+hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e) {
+    int n = in->n_labels < HV_HEAL_MAX_LABELS ? in->n_labels : HV_HEAL_MAX_LABELS, dim = in->dim;
+    if (n < 2 || dim <= 0 || !(in->threshold < 1)) return HV_OK;
+    /* each group's summed signature and the groups that share a window */
+    double *sum = calloc((size_t)n * dim, sizeof *sum), *cos = malloc((size_t)n * n * sizeof *cos);
+    unsigned char *share = calloc((size_t)n * n, 1);
+    if (!sum || !cos || !share) {
+        free(sum), free(cos), free(share);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory merging speaker labels");
+    }
+    for (int l = 0; l < n; l++) {
+        int g = group[l];
+        if (!in->has[l] || g < 0 || g >= n) continue;
+        for (int i = 0; i < dim; i++) sum[(size_t)g * dim + i] += in->voice[(size_t)l * dim + i];
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            if (in->share[(size_t)a * in->share_stride + b] && group[a] >= 0 && group[a] < n &&
+                group[b] >= 0 && group[b] < n)
+                share[(size_t)group[a] * n + group[b]] = 1;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            cos[(size_t)a * n + b] = a != b && group[a] == a && group[b] == b
+                                         ? cosine(sum + (size_t)a * dim, sum + (size_t)b * dim, dim)
+                                         : -1;
+    /* a window that names two speakers is evidence of two people: its
+     * two labels need a closer voice than labels of separate windows */
+    double apart = 1 - (1 - in->threshold) / HV_HEAL_APART_STRICTNESS;
+    double shared = 1 - (1 - in->threshold) / HV_HEAL_SHARED_STRICTNESS;
+    for (;;) {
+        int ba = -1, bb = -1;
+        double best = -1;
+        for (int a = 0; a < n; a++)
+            for (int b = a + 1; b < n; b++) {
+                double c = cos[(size_t)a * n + b];
+                if (c > (share[(size_t)a * n + b] ? shared : apart) && c > best)
+                    best = c, ba = a, bb = b;
+            }
+        if (ba < 0) break;
+        /* bb's group joins ba's (the smaller label) */
+        for (int l = 0; l < n; l++)
+            if (group[l] == bb) group[l] = ba;
+        for (int i = 0; i < dim; i++) sum[(size_t)ba * dim + i] += sum[(size_t)bb * dim + i];
+        for (int x = 0; x < n; x++) {
+            unsigned char s = share[(size_t)ba * n + x] | share[(size_t)bb * n + x];
+            share[(size_t)ba * n + x] = share[(size_t)x * n + ba] = s;
+            cos[(size_t)bb * n + x] = cos[(size_t)x * n + bb] = -1;
+        }
+        for (int x = 0; x < n; x++)
+            cos[(size_t)ba * n + x] = cos[(size_t)x * n + ba] =
+                x != ba && group[x] == x
+                    ? cosine(sum + (size_t)ba * dim, sum + (size_t)x * dim, dim)
+                    : -1;
+    }
+    free(sum), free(cos), free(share);
+    return HV_OK;
+}

@@ -3,8 +3,9 @@
  * model: the words both windows transcribe there vote for a pair of
  * speakers, and the pairs are the one-to-one assignment with the most
  * votes; a speaker the overlap does not link may continue an earlier
- * label by its voice signature (voice.h). A pure function over words,
- * turns and signatures, so that the rule is tested on synthetic windows
+ * label by its voice signature (voice.h); labels that are one voice are
+ * merged (hv_speaker_heal). Pure functions over words, turns and
+ * signatures, so that the rules are tested on synthetic windows
  * (tests/unit/test_speaker_link.c). */
 #ifndef HV_SPEAKER_LINK_H
 #define HV_SPEAKER_LINK_H
@@ -100,6 +101,40 @@ typedef enum hv_link_how {
  * HV_ERR_NOMEM fails. */
 hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[HV_DIAR_SPEAKERS],
                           hv_link_how how[HV_DIAR_SPEAKERS], hv_error *e);
+
+/* Labels past this many are not merged by hv_speaker_heal (its tables
+ * are quadratic in them; a recording has a few dozen). */
+#define HV_HEAL_MAX_LABELS        512
+/* How much closer to identical than rule 4's threshold two labels' voices
+ * must be to merge (a cosine over 1 - (1 - threshold) / it): labels never
+ * given in one window, and labels given in one (a window that names two
+ * speakers is evidence of two people). */
+#define HV_HEAL_APART_STRICTNESS  4
+#define HV_HEAL_SHARED_STRICTNESS 8
+
+/* What the end of a recording knows of its labels (hv_speaker_heal). */
+typedef struct hv_heal_in {
+    int n_labels;
+    int dim;                    /* a signature's values (voice.h) */
+    const double *voice;        /* [n_labels x dim] each label's summed signature */
+    const unsigned char *has;   /* [n_labels] 1: the label has one */
+    const unsigned char *share; /* [n_labels x share_stride] 1: the two
+                                    labels were given to speakers of one window */
+    int share_stride;
+    double threshold; /* diarize_voice (1: no merging) */
+} hv_heal_in;
+
+/* Labels of one recording that are one person merged: group[l] is the
+ * group of label l, its smallest label (given as the identity, or as the
+ * groups of an earlier call). Greedily, the two groups whose summed
+ * signatures have the largest cosine merge while it is above 1 - (1 -
+ * threshold) / HV_HEAL_APART_STRICTNESS (groups never given in one window:
+ * a split by linking) or / HV_HEAL_SHARED_STRICTNESS (groups that were: a
+ * window that put one person under two speaker tokens); the merged group
+ * sums both signatures and shares the windows of both. Labels past
+ * HV_HEAL_MAX_LABELS, and labels without a signature, stay themselves.
+ * Only HV_ERR_NOMEM fails. */
+hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e);
 
 /* A word's text as linking compares it, written into out[size]: letters
  * and digits of ASCII lower-cased, ASCII punctuation and spaces dropped,

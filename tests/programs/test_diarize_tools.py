@@ -37,7 +37,8 @@ train.grow_rows), issue #63 item 6:
     silent speaker continues its label, below the threshold or at 1 new,
     one label for one speaker, the largest total, a label of rule 1 not
     given again, ties); diarize.voice_signature on test_voice.c's known
-    vector; the port's default threshold the engine's;
+    vector; the port's default threshold the engine's; diarize.heal_labels
+    on test_speaker_link.c's heal cases;
   * the port's greedy search penalises repetition on the classifier's
     logits, as transformers' generate and the engine do: the same tokens
     as the engine with repetition_penalty 1, 1.2 and 3.
@@ -303,6 +304,33 @@ def voice_link_cases(run):
            (diarize.DIARIZE_VOICE, c_default))
 
 
+def heal_cases():
+    """diarize.heal_labels on test_speaker_link.c's heal cases (the
+    engine's hv_speaker_heal from the identity)."""
+    import math
+    import numpy as np
+    r = math.radians
+
+    def heal(vs, shared, thr):
+        voices = {l: np.array(v, dtype=float) for l, v in enumerate(vs) if any(v)}
+        share = {(a, b) for a, b in shared} | {(b, a) for a, b in shared}
+        return diarize.heal_labels(len(vs), voices, share, thr)
+    c15, s15, c5, s5 = math.cos(r(15)), math.sin(r(15)), math.cos(r(5)), math.sin(r(5))
+    v = [(1, 0, 0), (0, 0, 3), (c15, s15, 0)]
+    g = heal(v, [(0, 1), (1, 2)], 0.75)
+    report("heal: one voice in two windows: one label", g == [0, 1, 0], g)
+    report("heal: under the threshold, or at 1: apart",
+           heal(v, [(0, 1), (1, 2)], 0.9) == heal(v, [(0, 1), (1, 2)], 1) == [0, 1, 2])
+    g = heal(v, [(0, 1), (1, 2), (0, 2)], 0.75)
+    report("heal: sharing a window, 15 degrees: apart", g == [0, 1, 2], g)
+    g = heal([(1, 0, 0), (0, 0, 3), (c5, s5, 0)], [(0, 1), (1, 2), (0, 2)], 0.75)
+    report("heal: sharing a window, 5 degrees: one", g == [0, 1, 0], g)
+    report("heal: no voice: apart", heal([(1, 0, 0), (0, 0, 3), (0, 0, 0)], [], 0.75) == [0, 1, 2])
+    g = heal([(math.cos(r(12)), math.sin(r(12)), 0), (1, 0, 0), (0, 0, 1), (c5, -s5, 0)],
+             [(1, 2), (2, 3)], 0.75)
+    report("heal: greedy, the closest pair first, then the merged sum", g == [0, 0, 2, 0], g)
+
+
 def dialogue_cases():
     if not (shutil.which("espeak-ng") and shutil.which("sox")):
         skip_or_fail("dialogues", "espeak-ng or sox missing")
@@ -545,6 +573,7 @@ def main():
     dialogue_cases()
     grow_cases()
     link_cases()
+    heal_cases()
     penalty_cases(tmp)
     evaluate_cases()
     return finish_in(tmp)

@@ -1,8 +1,10 @@
 /* Speakers linked across diarize windows (src/timing/speaker_link.c) on
  * synthetic overlaps: agreement, swapped labels, the fallbacks (turn time,
  * a silent overlap, a new speaker), conflicting evidence, labels beyond 8;
- * and two windows stitched (src/timing/diarize_stitch.c): each word once,
- * the labels of the recording. */
+ * labels of one voice merged (hv_speaker_heal: the thresholds apart and
+ * in one window, greedy order, earlier groups, the label cap); and
+ * windows stitched (src/timing/diarize_stitch.c): each word once, the
+ * labels of the recording, one voice under two speaker tokens. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +301,100 @@ static void link_cases(void) {
     CHECK(strcmp(out, "abc") == 0);
 }
 
+/* ------------------------------------------------------------- healing */
+
+/* hv_speaker_heal over n labels with voices v[n][VD] (a zero row: none)
+ * and the pairs in shared "a-b ..." sharing a window; group from the
+ * identity. */
+static void heal(int n, const double (*v)[VD], const char *shared, double thr, int *group) {
+    unsigned char has[16], share[16 * 16] = {0};
+    for (int l = 0; l < n; l++) has[l] = (unsigned char)nonzero(v[l]), group[l] = l;
+    for (const char *p = shared; p && *p; p += strspn(p, " ")) {
+        int a = atoi(p), b = atoi(strchr(p, '-') + 1);
+        share[a * 16 + b] = share[b * 16 + a] = 1;
+        p += strcspn(p, " ");
+    }
+    hv_heal_in in = {.n_labels = n,
+                     .dim = VD,
+                     .voice = &v[0][0],
+                     .has = has,
+                     .share = share,
+                     .share_stride = 16,
+                     .threshold = thr};
+    hv_error e = {0};
+    CHECK(hv_speaker_heal(&in, group, &e) == HV_OK);
+}
+
+static void heal_cases(void) {
+    int g[16];
+    double c15 = cos(15 * DEG), s15 = sin(15 * DEG), c5 = cos(5 * DEG), s5 = sin(5 * DEG);
+    /* labels 0 and 2 are one voice (15 degrees apart: cosine 0.966, over
+     * 1 - (1 - 0.75) / 4 = 0.9375) and never share a window; 1 is another
+     * voice, of more seconds (a label's signature is a weighted sum) */
+    const double v[3][VD] = {{1, 0, 0}, {0, 0, 3}, {c15, s15, 0}};
+    heal(3, v, "0-1 1-2", 0.75, g);
+    CHECK_MSG(g[0] == 0 && g[1] == 1 && g[2] == 0, "heal: one voice, two windows: %d %d %d", g[0],
+              g[1], g[2]);
+    heal(3, v, "0-1 1-2", 0.9, g); /* 0.975 */
+    CHECK_MSG(g[2] == 2, "heal: under the threshold: apart (%d)", g[2]);
+    heal(3, v, "0-1 1-2", 1, g);
+    CHECK_MSG(g[2] == 2, "heal: threshold 1: off (%d)", g[2]);
+    /* in one window two speaker tokens need 1 - (1 - 0.75) / 8 = 0.969:
+     * 15 degrees apart stay two, 5 degrees (0.996) merge */
+    heal(3, v, "0-1 1-2 0-2", 0.75, g);
+    CHECK_MSG(g[2] == 2, "heal: sharing a window, 15 degrees: apart (%d)", g[2]);
+    const double w[3][VD] = {{1, 0, 0}, {0, 0, 3}, {c5, s5, 0}};
+    heal(3, w, "0-1 1-2 0-2", 0.75, g);
+    CHECK_MSG(g[2] == 0 && g[1] == 1, "heal: sharing a window, 5 degrees: one (%d)", g[2]);
+    /* a label without a voice never merges */
+    const double nv[3][VD] = {{1, 0, 0}, {0, 0, 3}, {0, 0, 0}};
+    heal(3, nv, "", 0.75, g);
+    CHECK_MSG(g[2] == 2, "heal: no voice: apart (%d)", g[2]);
+    /* greedy, the closest pair first, then the merged sum: 3 joins 1 (5
+     * degrees, cosine 0.996), then 0 the group 1 + 3 (14.5 degrees from
+     * its sum, 0.968); 2 shares windows with them and is another voice */
+    double c12 = cos(12 * DEG), s12 = sin(12 * DEG);
+    const double gr[4][VD] = {{c12, s12, 0}, {1, 0, 0}, {0, 0, 1}, {c5, -s5, 0}};
+    heal(4, gr, "1-2 2-3", 0.75, g);
+    CHECK_MSG(g[0] == 0 && g[1] == 0 && g[3] == 0 && g[2] == 2, "heal: greedy: %d %d %d %d", g[0],
+              g[1], g[2], g[3]);
+    /* groups of an earlier call are kept and grow: 1 and 2 (sharing a
+     * window, cosine 0.89: apart from the identity) are given as one; 3
+     * joins them by their sum (6 degrees away; from the identity 3 would
+     * join 2 alone, 6.6 degrees, and 1, which shares a window with 2,
+     * would stay apart) */
+    unsigned char has[4] = {1, 1, 1, 1}, share[16] = {0};
+    share[1 * 4 + 2] = share[2 * 4 + 1] = 1;
+    int h[4] = {0, 1, 1, 3};
+    const double k[4][VD] = {{0, 0, 1}, {0, 1, 0}, {.5, 1, 0}, {sin(20 * DEG), cos(20 * DEG), 0}};
+    hv_heal_in in = {4, VD, &k[0][0], has, share, 4, 0.75};
+    hv_error e = {0};
+    CHECK(hv_speaker_heal(&in, h, &e) == HV_OK);
+    CHECK_MSG(h[0] == 0 && h[1] == 1 && h[2] == 1 && h[3] == 1, "heal: groups kept: %d %d %d %d",
+              h[0], h[1], h[2], h[3]);
+    /* more labels than HV_HEAL_MAX_LABELS: the first ones merge, the rest
+     * stay themselves */
+    int n = HV_HEAL_MAX_LABELS + 3;
+    double *big = calloc((size_t)n * VD, sizeof *big);
+    unsigned char *bh = calloc((size_t)n, 1), *bs = calloc((size_t)n * n, 1);
+    int *bg = malloc((size_t)n * sizeof *bg);
+    CHECK(big && bh && bs && bg);
+    for (int l = 0; big && bh && bs && bg && l < n; l++) {
+        big[(size_t)l * VD + l % VD] = 1;
+        bh[l] = 1;
+        bg[l] = l;
+    }
+    hv_heal_in bin = {n, VD, big, bh, bs, n, 0.75};
+    if (big && bh && bs && bg) {
+        CHECK(hv_speaker_heal(&bin, bg, &e) == HV_OK);
+        CHECK_MSG(bg[3] == 0 && bg[4] == 1 &&
+                      bg[HV_HEAL_MAX_LABELS - 1] == (HV_HEAL_MAX_LABELS - 1) % VD &&
+                      bg[HV_HEAL_MAX_LABELS] == HV_HEAL_MAX_LABELS && bg[n - 1] == n - 1,
+                  "heal: past the cap: %d %d %d", bg[3], bg[HV_HEAL_MAX_LABELS], bg[n - 1]);
+    }
+    free(big), free(bh), free(bs), free(bg);
+}
+
 /* ------------------------------------------------------------- stitch */
 
 static hv_tokenizer tok;
@@ -395,6 +491,34 @@ static void voice_stitch_case(void) {
     }
 }
 
+/* One window puts one voice under two of its three speaker tokens: the
+ * two labels merge (the same voice, over the stricter threshold of labels
+ * sharing a window) into the smaller, the other keeps its number (a label
+ * can skip one); without a log-mel, three labels. */
+static void heal_stitch_case(void) {
+    static float lm[3000 * VM];
+    hv_stitch s;
+    char out[512];
+    for (int same = 0; same < 2; same++) {
+        voice_frames(lm, 0, 1000, 0);
+        voice_frames(lm, 1000, 2000, same ? 0 : 1);
+        voice_frames(lm, 2000, 3000, same ? 1 : 0);
+        for (int with = 0; with < 2; with++) {
+            hv_stitch_init(&s);
+            run_window_voice(&s, "S0 T0.0 _a _b T10.0 S1 T10.0 _c _d T20.0 S2 T20.0 _e _f T30.0", 0,
+                             0, 30, -INFINITY, INFINITY, 0, 30,
+                             (made_logmel){with ? lm : NULL, 3000}, out, sizeof out);
+            const char *want = !with  ? "0 a b|1 c d|2 e f"
+                               : same ? "0 a b|0 c d|2 e f"
+                                      : "0 a b|1 c d|0 e f";
+            CHECK_MSG(strcmp(out, want) == 0,
+                      "heal in a window (voices 0 %d %d, %s log-mel): %s, not %s", !same, same,
+                      with ? "with" : "without", out, want);
+            hv_stitch_free(&s);
+        }
+    }
+}
+
 static void stitch_cases(void) {
     hv_stitch s;
     char out[512];
@@ -413,8 +537,10 @@ static void stitch_cases(void) {
 
 int main(void) {
     link_cases();
+    heal_cases();
     stitch_cases();
     voice_stitch_case();
+    heal_stitch_case();
     hv_tokenizer_free(&tok);
     TEST_END();
 }
