@@ -13,7 +13,11 @@
   * '-' is read by the library within the budget, never whole into
     Python's memory first: an endless stream of zero bytes is refused as
     no audio file after its first bytes, with the process's peak memory
-    far below what it was sent (64 MiB are offered).
+    (over a fresh interpreter's import of hviske) under BOUND_MIB, far
+    below the OFFER_MIB it is offered: the interpreter, the library and
+    the model take 37 MiB of it in a release build and about 48 MiB under
+    the sanitizers, and a reader that took the stream whole would pass
+    OFFER_MIB.
 Prints one line per case and ends with "N passed, M failed".
 """
 import os
@@ -31,6 +35,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 import hviske  # noqa: E402
 
 SENTENCE = "I morgen bliver det gråt med minus tyve grader."
+OFFER_MIB, BOUND_MIB = 256, 96
 
 
 def module(args, stdin=None, cwd=None):
@@ -110,9 +115,9 @@ def main():
     p = module(["-", "-"], stdin=data)
     report("python -m hviske - -: a usage error", p.returncode == 2 and b"'-'" in p.stderr,
            str(p))
-    zeros = endless_zeros(64 << 20)
+    zeros = endless_zeros(OFFER_MIB << 20)
     report("python -m hviske - with endless zeros: refused as no audio, memory bounded",
-           zeros[0] == 1 and b"-" in zeros[1] and zeros[2] < 48 << 20,
+           zeros[0] == 1 and b"-" in zeros[1] and zeros[2] < BOUND_MIB << 20,
            f"exit {zeros[0]}, peak {zeros[2] >> 20} MiB more than at start, {zeros[1][-300:]!r}")
     return finish_in(tmp)
 
