@@ -163,32 +163,12 @@ static hv_status window_voices(const hv_stitch_window *w, const hv_diar *d, voic
     return st;
 }
 
-/* s's per-label tables grown to hold label l. */
-static hv_status grow_labels(hv_stitch *s, int l, int dim, hv_error *e) {
-    if (l < s->cap_voice) return HV_OK;
-    int old = s->cap_voice, cap = l + 1 > 2 * old ? l + 1 : 2 * old;
-    double *x = realloc(s->voice, (size_t)cap * dim * sizeof *x);
-    if (x) s->voice = x;
-    unsigned char *h = x ? realloc(s->voice_has, (size_t)cap) : NULL;
-    if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
-    s->voice_has = h;
-    memset(s->voice + (size_t)old * dim, 0, (size_t)(cap - old) * dim * sizeof *x);
-    memset(s->voice_has + old, 0, (size_t)(cap - old));
-    s->cap_voice = cap;
-    return HV_OK;
-}
-
 /* Each of w's speakers with a signature adds it, times its seconds, to
  * its label's, and the labels of w are marked as sharing a window (s
  * grows to hold the labels given). */
 static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, hv_error *e) {
     if (v->dim <= 0) return HV_OK;
     s->voice_dim = v->dim;
-    int top = -1;
-    for (int k = 0; k < HV_DIAR_SPEAKERS; k++)
-        if (map[k] > top) top = map[k];
-    hv_status st = top >= 0 ? grow_labels(s, top, v->dim, e) : HV_OK;
-    if (st) return st;
     if (!s->share && !(s->share = calloc((size_t)HV_HEAL_MAX_LABELS * HV_HEAL_MAX_LABELS, 1)))
         return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
     for (int k = 0; k < HV_DIAR_SPEAKERS; k++) {
@@ -198,6 +178,18 @@ static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, hv_
             if (l < HV_HEAL_MAX_LABELS && map[j] >= 0 && map[j] < HV_HEAL_MAX_LABELS)
                 s->share[(size_t)l * HV_HEAL_MAX_LABELS + map[j]] = 1;
         if (!(v->has >> k & 1)) continue;
+        if (l >= s->cap_voice) {
+            int cap = l + 1 > 2 * s->cap_voice ? l + 1 : 2 * s->cap_voice;
+            double *x = realloc(s->voice, (size_t)cap * v->dim * sizeof *x);
+            if (x) s->voice = x;
+            unsigned char *h = x ? realloc(s->voice_has, (size_t)cap) : NULL;
+            if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+            s->voice_has = h;
+            memset(s->voice + (size_t)s->cap_voice * v->dim, 0,
+                   (size_t)(cap - s->cap_voice) * v->dim * sizeof *x);
+            memset(s->voice_has + s->cap_voice, 0, (size_t)(cap - s->cap_voice));
+            s->cap_voice = cap;
+        }
         for (int i = 0; i < v->dim; i++)
             s->voice[(size_t)l * v->dim + i] += v->secs[k] * v->sig[(size_t)k * v->dim + i];
         s->voice_has[l] = 1;

@@ -279,10 +279,11 @@ hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e) {
                 group[b] >= 0 && group[b] < n)
                 share[(size_t)group[a] * n + group[b]] = 1;
     for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++)
-            cos[(size_t)a * n + b] = a != b && group[a] == a && group[b] == b
-                                         ? cosine(sum + (size_t)a * dim, sum + (size_t)b * dim, dim)
-                                         : -1;
+        for (int b = a; b < n; b++)
+            cos[(size_t)a * n + b] = cos[(size_t)b * n + a] =
+                a != b && group[a] == a && group[b] == b
+                    ? cosine(sum + (size_t)a * dim, sum + (size_t)b * dim, dim)
+                    : -1;
     /* a window that names two speakers is evidence of two people: its
      * two labels need a closer voice than labels of separate windows */
     double apart = 1 - (1 - in->threshold) / HV_HEAL_APART_STRICTNESS;
