@@ -180,7 +180,6 @@ def sentences_wav(path, copies, gap_s):
     return path
 
 
-
 def float_wav(path, x, rate=16000):
     """float samples x (-1..1, clipped) as a 16-bit mono WAV at path."""
     import numpy as np
@@ -190,6 +189,7 @@ def float_wav(path, x, rate=16000):
         w.setframerate(rate)
         w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
     return path
+
 
 def run_captured(args, timeout=600, **kw):
     """subprocess.run(args) with text output captured; past timeout, a
