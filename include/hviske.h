@@ -530,9 +530,11 @@ typedef struct hv_transcribe_params {
     /* With diarize: the cosine of two voice signatures (spectral
      * statistics of the recording, no voice model) at and below which a
      * speaker left unlinked by the overlap is not linked to an earlier
-     * label by its voice (docs/DIARIZE.md, rule 4); the cosines above
-     * which two labels merge as one voice follow from it (rule 6). 0..1;
-     * 1 turns both off; default HV_DEFAULT_DIARIZE_VOICE. */
+     * label by its voice (docs/DIARIZE.md, rule 4), above which a turn
+     * whose voice another label's claims moves there (rule 7); the
+     * cosines above which two labels merge as one voice follow from it
+     * (rule 6). 0..1; 1 turns all three off; default
+     * HV_DEFAULT_DIARIZE_VOICE. */
     float diarize_voice;
 
     /* NULL (the default), or the speech detector's reading of this very

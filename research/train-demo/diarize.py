@@ -359,6 +359,35 @@ def heal_labels(n, voices, share, threshold):
                 shared |= {(a, x), (x, a)}
 
 
+def turn_voice_labels(labels, sigs, group, voices, threshold):
+    """The engine's hv_speaker_turn_voice (rule 7): labels, one turn's
+    merged label each (a group of heal_labels' group), sigs each turn's own
+    signature (or None), voices {label: summed signature}. A turn moves to
+    the group whose summed signature has the largest cosine with its own
+    where that is over threshold and its own group's is not, or is
+    VOICE_MARGIN less; returns the new labels."""
+    import numpy as np
+    labels = list(labels)
+    if not threshold < 1:
+        return labels
+    sums = {}
+    for lab, v in voices.items():
+        if v is not None and 0 <= lab < len(group) and 0 <= group[lab] < len(group):
+            sums[group[lab]] = sums.get(group[lab], 0) + np.asarray(v, dtype=np.float64)
+    for t, (own, x) in enumerate(zip(labels, sigs)):
+        if x is None or own not in sums:
+            continue
+        c_own, best, to = _cosine(sums[own], x), -1.0, None
+        for g in sorted(sums):
+            if g != own:
+                c = _cosine(sums[g], x)
+                if c > best:
+                    best, to = c, g
+        if to is not None and best > threshold and (c_own <= threshold or best >= c_own + VOICE_MARGIN):
+            labels[t] = to
+    return labels
+
+
 def link_speakers(a, b, ta, tb, order, last_label, next_label, voice=None):
     """The engine's hv_speaker_link. a: the earlier window's overlap words
     [(norm text, time, label)] in time order, b: the later window's

@@ -271,13 +271,56 @@ static hv_status hand_on(hv_stitch *s, const hv_stitch_window *w, const hv_diar 
     return HV_OK;
 }
 
+/* What s knows of its labels' voices, for hv_speaker_heal and rule 7. */
+static hv_heal_in heal_in(const hv_stitch *s, double threshold) {
+    return (hv_heal_in){.n_labels = s->next_label < s->cap_voice ? s->next_label : s->cap_voice,
+                        .dim = s->voice_dim,
+                        .voice = s->voice,
+                        .has = s->voice_has,
+                        .share = s->share,
+                        .share_stride = HV_HEAL_MAX_LABELS,
+                        .threshold = threshold};
+}
+
+/* Each of d's turns' label, merged (group), then checked against the
+ * turn's own voice (rule 7, hv_speaker_turn_voice): label[d->n_segs]. */
+static hv_status turn_labels(const hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
+                             const int *map, const int *group, int *label, hv_error *e) {
+    for (int k = 0; k < d->n_segs; k++) {
+        int l = d->segs[k].speaker >= 0 ? map[d->segs[k].speaker] : -1;
+        label[k] = l >= 0 && l < s->next_label ? group[l] : l;
+    }
+    int dim = s->voice_dim;
+    if (!w->logmel || !(w->voice_threshold < 1) || dim <= 0 || d->n_segs == 0) return HV_OK;
+    double *sig = malloc((size_t)d->n_segs * dim * sizeof *sig);
+    unsigned char *has = calloc((size_t)d->n_segs, 1);
+    hv_status st =
+        sig && has ? HV_OK : hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    for (int k = 0; !st && k < d->n_segs; k++) {
+        hv_voice_span span = {d->segs[k].start, d->segs[k].end};
+        double secs;
+        int h = 0;
+        if (label[k] >= 0)
+            st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
+                                    sig + (size_t)k * dim, &secs, &h, e);
+        has[k] = (unsigned char)h;
+    }
+    if (!st) {
+        hv_heal_in in = heal_in(s, w->voice_threshold);
+        st = hv_speaker_turn_voice(&in, group, d->n_segs, sig, has, label, e);
+    }
+    free(sig);
+    free(has);
+    return st;
+}
+
 hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitched *out,
                                hv_error *e) {
     memset(out, 0, sizeof *out);
     hv_diar d = {0};
     word *ws = NULL;
     voices v = {0};
-    int nw = 0, map[HV_DIAR_SPEAKERS], *group = NULL;
+    int nw = 0, map[HV_DIAR_SPEAKERS], *group = NULL, *label = NULL;
     hv_diar_tok *toks = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *toks);
     if (!toks) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     for (int i = 0; i < w->n; i++) toks[i] = hv_diarize_classify(w->tok, w->ids[i]);
@@ -292,6 +335,9 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
         for (int l = 0; l < s->next_label; l++) group[l] = l;
         st = hv_stitch_heal(s, w->voice_threshold, group, e);
     }
+    if (!st && !(label = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *label)))
+        st = hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+    if (!st) st = turn_labels(s, w, &d, map, group, label, e);
     if (st) goto done;
     out->segs = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *out->segs);
     out->pos = malloc((size_t)(d.n_pos ? d.n_pos : 1) * sizeof *out->pos);
@@ -316,7 +362,7 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
             const hv_diar_seg *g = &d.segs[k];
             hv_stitch_seg *o = &out->segs[out->n_segs++];
             int l = g->speaker >= 0 ? map[g->speaker] : -1;
-            o->speaker = l >= 0 && l < s->next_label ? group[l] : l;
+            o->speaker = label[k];
             o->start = fmin(fmax(w->to_input(w->user, g->start, 0), w->lo), w->hi);
             o->end = fmin(fmax(w->to_input(w->user, g->end, 1), o->start), w->hi);
             o->first = out->pos[pos0];
@@ -333,18 +379,13 @@ done:
     free(toks);
     free(ws);
     free(group);
+    free(label);
     free(v.sig);
     hv_diar_free(&d);
     return st;
 }
 
 hv_status hv_stitch_heal(const hv_stitch *s, double threshold, int *group, hv_error *e) {
-    hv_heal_in in = {.n_labels = s->next_label < s->cap_voice ? s->next_label : s->cap_voice,
-                     .dim = s->voice_dim,
-                     .voice = s->voice,
-                     .has = s->voice_has,
-                     .share = s->share,
-                     .share_stride = HV_HEAL_MAX_LABELS,
-                     .threshold = threshold};
+    hv_heal_in in = heal_in(s, threshold);
     return hv_speaker_heal(&in, group, e);
 }

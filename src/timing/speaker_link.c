@@ -316,3 +316,39 @@ hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e) {
     free(sum), free(cos), free(share);
     return HV_OK;
 }
+
+hv_status hv_speaker_turn_voice(const hv_heal_in *in, const int *group, int n, const double *sig,
+                                const unsigned char *has, int *label, hv_error *e) {
+    int n_labels = in->n_labels < HV_HEAL_MAX_LABELS ? in->n_labels : HV_HEAL_MAX_LABELS;
+    int dim = in->dim;
+    if (n <= 0 || n_labels <= 0 || dim <= 0 || !(in->threshold < 1)) return HV_OK;
+    double *sum = calloc((size_t)n_labels * dim, sizeof *sum);
+    unsigned char *voiced = calloc((size_t)n_labels, 1);
+    if (!sum || !voiced) {
+        free(sum), free(voiced);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory checking turns' voices");
+    }
+    for (int l = 0; l < n_labels; l++) {
+        int g = group[l];
+        if (!in->has[l] || g < 0 || g >= n_labels) continue;
+        for (int i = 0; i < dim; i++) sum[(size_t)g * dim + i] += in->voice[(size_t)l * dim + i];
+        voiced[g] = 1;
+    }
+    for (int t = 0; t < n; t++) {
+        int own = label[t];
+        if (!has[t] || own < 0 || own >= n_labels || !voiced[own]) continue;
+        const double *x = sig + (size_t)t * dim;
+        double c_own = cosine(sum + (size_t)own * dim, x, dim), best = -1;
+        int to = -1;
+        for (int g = 0; g < n_labels; g++) {
+            if (g == own || !voiced[g]) continue;
+            double c = cosine(sum + (size_t)g * dim, x, dim);
+            if (c > best) best = c, to = g;
+        }
+        if (to >= 0 && best > in->threshold &&
+            (c_own <= in->threshold || best >= c_own + VOICE_MARGIN))
+            label[t] = to;
+    }
+    free(sum), free(voiced);
+    return HV_OK;
+}

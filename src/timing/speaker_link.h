@@ -4,7 +4,8 @@
  * speakers, and the pairs are the one-to-one assignment with the most
  * votes; a speaker the overlap does not link may continue an earlier
  * label by its voice signature (voice.h); labels that are one voice are
- * merged (hv_speaker_heal). Pure functions over words, turns and
+ * merged (hv_speaker_heal), and a turn that another label's voice claims
+ * moves there (hv_speaker_turn_voice). Pure functions over words, turns and
  * signatures, so that the rules are tested on synthetic windows
  * (tests/unit/test_speaker_link.c). */
 #ifndef HV_SPEAKER_LINK_H
@@ -135,6 +136,18 @@ typedef struct hv_heal_in {
  * HV_HEAL_MAX_LABELS, and labels without a signature, stay themselves.
  * Only HV_ERR_NOMEM fails. */
 hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e);
+
+/* Rule 7, a turn's own voice: turns[n] of one window, each with its own
+ * signature (sig [n x in->dim], has[t] 1: turn t has one) and its label as
+ * merged (label[t], a group of hv_speaker_heal's group, in/out). A turn
+ * moves to the group whose summed signature has the largest cosine with
+ * its own, where that cosine is over in->threshold and its own group's is
+ * not, or is at least 0.05 less (rule 4's contradiction, per turn: a model
+ * that puts one turn under another speaker's token is contradicted by
+ * that turn's voice). A turn whose group has no signature, or is past
+ * HV_HEAL_MAX_LABELS, keeps it. Only HV_ERR_NOMEM fails. */
+hv_status hv_speaker_turn_voice(const hv_heal_in *in, const int *group, int n, const double *sig,
+                                const unsigned char *has, int *label, hv_error *e);
 
 /* A word's text as linking compares it, written into out[size]: letters
  * and digits of ASCII lower-cased, ASCII punctuation and spaces dropped,

@@ -38,7 +38,8 @@ train.grow_rows), issue #63 item 6:
     one label for one speaker, the largest total, a label of rule 1 not
     given again, ties); diarize.voice_signature on test_voice.c's known
     vector; the port's default threshold the engine's; diarize.heal_labels
-    on test_speaker_link.c's heal cases;
+    on test_speaker_link.c's heal cases, diarize.turn_voice_labels on its
+    turn-voice cases;
   * the port's greedy search penalises repetition on the classifier's
     logits, as transformers' generate and the engine do: the same tokens
     as the engine with repetition_penalty 1, 1.2 and 3.
@@ -331,6 +332,31 @@ def heal_cases():
     report("heal: greedy, the closest pair first, then the merged sum", g == [0, 0, 2, 0], g)
 
 
+def turn_voice_cases():
+    """diarize.turn_voice_labels on test_speaker_link.c's turn-voice cases
+    (the engine's hv_speaker_turn_voice, rule 7)."""
+    import math
+    import numpy as np
+    r = math.radians
+
+    def tv(vs, x, own, thr, group=None):
+        voices = {l: np.array(v, dtype=float) for l, v in enumerate(vs) if any(v)}
+        sig = np.array(x, dtype=float) if any(x) else None
+        return diarize.turn_voice_labels([own], [sig], group or list(range(len(vs))), voices, thr)[0]
+    v = [(1, 0, 0), (0, 2, 0), (0, 0, 0)]
+    other, between = (0.1, 1, 0), (1, 0.9, 0)
+    report("turn voice: another label's voice: moves; threshold 1: stays",
+           tv(v, other, 0, 0.8) == 1 and tv(v, other, 0, 1) == 0)
+    report("turn voice: nobody's over the threshold: stays", tv(v, between, 0, 0.8) == 0)
+    report("turn voice: own label without a voice, no voice, no label: stays",
+           tv(v, other, 2, 0.8) == 2 and tv(v, (0, 0, 0), 0, 0.8) == 0 and tv(v, other, -1, 0.8) == -1)
+    a47, a50 = (math.cos(r(47)), math.sin(r(47)), 0), (math.cos(r(50)), math.sin(r(50)), 0)
+    report("turn voice: inside the margin stays, past it moves",
+           tv(v, a47, 0, 0.5) == 0 and tv(v, a50, 0, 0.5) == 1)
+    report("turn voice: to a group, never its member",
+           tv([(1, 0, 0), (0, 1, 0), (0, 0, 1)], (1, 0.05, 1), 1, 0.8, [0, 1, 0]) == 0)
+
+
 def dialogue_cases():
     if not (shutil.which("espeak-ng") and shutil.which("sox")):
         skip_or_fail("dialogues", "espeak-ng or sox missing")
@@ -574,6 +600,7 @@ def main():
     grow_cases()
     link_cases()
     heal_cases()
+    turn_voice_cases()
     penalty_cases(tmp)
     evaluate_cases()
     return finish_in(tmp)

@@ -395,6 +395,51 @@ static void heal_cases(void) {
     free(big), free(bh), free(bs), free(bg);
 }
 
+/* ------------------------------------------------------- a turn's voice */
+
+/* hv_speaker_turn_voice on one turn of signature x labelled own, labels
+ * with voices v[n][VD] (a zero row: none) in groups g (NULL: identity). */
+static int turn_voice(int n, const double (*v)[VD], const int *g, double thr, const double *x,
+                      int own) {
+    unsigned char has[8], th = (unsigned char)nonzero(x);
+    int id[8], label = own;
+    for (int l = 0; l < n; l++) has[l] = (unsigned char)nonzero(v[l]), id[l] = l;
+    hv_heal_in in = {.n_labels = n, .dim = VD, .voice = &v[0][0], .has = has, .threshold = thr};
+    hv_error e = {0};
+    CHECK(hv_speaker_turn_voice(&in, g ? g : id, 1, x, &th, &label, &e) == HV_OK);
+    return label;
+}
+
+static void turn_voice_cases(void) {
+    const double v[3][VD] = {{1, 0, 0}, {0, 2, 0}, {0, 0, 0}};
+    const double other[VD] = {0.1, 1, 0}, between[VD] = {1, 0.9, 0};
+    /* another label's voice (cosine 0.995) against its own (0.1): moves */
+    CHECK_MSG(turn_voice(3, v, NULL, 0.8, other, 0) == 1, "turn voice: another's");
+    CHECK_MSG(turn_voice(3, v, NULL, 1, other, 0) == 0, "turn voice: threshold 1: off");
+    /* no other label over the threshold (0.67): stays */
+    CHECK_MSG(turn_voice(3, v, NULL, 0.8, between, 0) == 0, "turn voice: nobody's");
+    /* its own label without a voice (2), no voice of its own, or no
+     * label: stays */
+    CHECK_MSG(turn_voice(3, v, NULL, 0.8, other, 2) == 2, "turn voice: own without a voice");
+    const double none[VD] = {0, 0, 0};
+    CHECK_MSG(turn_voice(3, v, NULL, 0.8, none, 0) == 0, "turn voice: the turn without one");
+    CHECK_MSG(turn_voice(3, v, NULL, 0.8, other, -1) == -1, "turn voice: no label");
+    /* both over the threshold 0.5: the other must be 0.05 closer (at 47
+     * degrees from its own label 0.731 against 0.682: stays; at 50
+     * degrees 0.766 against 0.643: moves) */
+    const double a47[VD] = {cos(47 * DEG), sin(47 * DEG), 0},
+                 a50[VD] = {cos(50 * DEG), sin(50 * DEG), 0};
+    CHECK_MSG(turn_voice(3, v, NULL, 0.5, a47, 0) == 0, "turn voice: inside the margin");
+    CHECK_MSG(turn_voice(3, v, NULL, 0.5, a50, 0) == 1, "turn voice: past the margin");
+    /* groups: labels 0 and 2 are one (group 0), their voices summed; a
+     * turn of that summed voice labelled 1 moves to the group, never to
+     * its member 2 */
+    const double w[3][VD] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    const int g[3] = {0, 1, 0};
+    const double both[VD] = {1, 0.05, 1};
+    CHECK_MSG(turn_voice(3, w, g, 0.8, both, 1) == 0, "turn voice: to a group");
+}
+
 /* ------------------------------------------------------------- stitch */
 
 static hv_tokenizer tok;
@@ -519,6 +564,28 @@ static void heal_stitch_case(void) {
     }
 }
 
+/* One window puts a turn of voice 1 under the token of voice 0's speaker
+ * (rule 7): with a log-mel the turn takes voice 1's label, its own voice
+ * closer to that label's than to the mixed one of its token; without,
+ * the model's token. */
+static void turn_voice_stitch_case(void) {
+    static float lm[3000 * VM];
+    voice_frames(lm, 0, 1000, 0);
+    voice_frames(lm, 1000, 3000, 1);
+    hv_stitch s;
+    char out[512];
+    for (int with = 0; with < 2; with++) {
+        hv_stitch_init(&s);
+        run_window_voice(&s, "S0 T0.0 _a _b T10.0 S1 T10.0 _c _d T20.0 S0 T20.0 _e _f T30.0", 0, 0,
+                         30, -INFINITY, INFINITY, 0, 30, (made_logmel){with ? lm : NULL, 3000}, out,
+                         sizeof out);
+        const char *want = with ? "0 a b|1 c d|1 e f" : "0 a b|1 c d|0 e f";
+        CHECK_MSG(strcmp(out, want) == 0, "a turn's voice (%s log-mel): %s, not %s",
+                  with ? "with" : "without", out, want);
+        hv_stitch_free(&s);
+    }
+}
+
 static void stitch_cases(void) {
     hv_stitch s;
     char out[512];
@@ -538,9 +605,11 @@ static void stitch_cases(void) {
 int main(void) {
     link_cases();
     heal_cases();
+    turn_voice_cases();
     stitch_cases();
     voice_stitch_case();
     heal_stitch_case();
+    turn_voice_stitch_case();
     hv_tokenizer_free(&tok);
     TEST_END();
 }
