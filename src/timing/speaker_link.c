@@ -258,6 +258,20 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[N], hv_
     return HV_OK;
 }
 
+/* The summed signature of each group of the first n labels into sum
+ * [n x in->dim] (zeroed): each label with a signature adds its own to its
+ * group's; voiced[g] (when given, zeroed) 1 for a group that got one. */
+static void sum_groups(const hv_heal_in *in, const int *group, int n, double *sum,
+                       unsigned char *voiced) {
+    for (int l = 0; l < n; l++) {
+        int g = group[l];
+        if (!in->has[l] || g < 0 || g >= n) continue;
+        for (int i = 0; i < in->dim; i++)
+            sum[(size_t)g * in->dim + i] += in->voice[(size_t)l * in->dim + i];
+        if (voiced) voiced[g] = 1;
+    }
+}
+
 hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e) {
     int n = in->n_labels < HV_HEAL_MAX_LABELS ? in->n_labels : HV_HEAL_MAX_LABELS, dim = in->dim;
     if (n < 2 || dim <= 0 || !(in->threshold < 1)) return HV_OK;
@@ -268,11 +282,7 @@ hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e) {
         free(sum), free(cos), free(share);
         return hv_err(e, HV_ERR_NOMEM, "out of memory merging speaker labels");
     }
-    for (int l = 0; l < n; l++) {
-        int g = group[l];
-        if (!in->has[l] || g < 0 || g >= n) continue;
-        for (int i = 0; i < dim; i++) sum[(size_t)g * dim + i] += in->voice[(size_t)l * dim + i];
-    }
+    sum_groups(in, group, n, sum, NULL);
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++)
             if (in->share[(size_t)a * in->share_stride + b] && group[a] >= 0 && group[a] < n &&
@@ -328,12 +338,7 @@ hv_status hv_speaker_turn_voice(const hv_heal_in *in, const int *group, int n, c
         free(sum), free(voiced);
         return hv_err(e, HV_ERR_NOMEM, "out of memory checking turns' voices");
     }
-    for (int l = 0; l < n_labels; l++) {
-        int g = group[l];
-        if (!in->has[l] || g < 0 || g >= n_labels) continue;
-        for (int i = 0; i < dim; i++) sum[(size_t)g * dim + i] += in->voice[(size_t)l * dim + i];
-        voiced[g] = 1;
-    }
+    sum_groups(in, group, n_labels, sum, voiced);
     for (int t = 0; t < n; t++) {
         int own = label[t];
         if (!has[t] || own < 0 || own >= n_labels || !voiced[own]) continue;
