@@ -531,7 +531,8 @@ typedef struct hv_transcribe_params {
      * statistics of the recording, no voice model) at and below which a
      * speaker left unlinked by the overlap is not linked to an earlier
      * label by its voice (docs/DIARIZE.md, rule 4), above which a turn
-     * whose voice another label's claims moves there (rule 7); the
+     * or a sentence whose voice another label's claims moves there (rule
+     * 7, a turn of two voices becoming two segments); the
      * cosines above which two labels merge as one voice follow from it
      * (rule 6). 0..1; 1 turns all three off; default
      * HV_DEFAULT_DIARIZE_VOICE. */

@@ -17,11 +17,22 @@
 #define WORD_MAX        64
 
 typedef struct word {
-    int seg;    /* its segment */
-    int p0, np; /* its text tokens: d.pos[p0 .. p0 + np) */
-    double t;   /* its time on the input */
+    int seg;          /* its segment */
+    int p0, np;       /* its text tokens: d.pos[p0 .. p0 + np) */
+    double tw;        /* its time in the window */
+    double t;         /* and on the input */
+    int sentence_end; /* its text ends in '.', '?' or '!' */
     char text[WORD_MAX];
 } word;
+
+/* A sentence of a turn: words [w0, w1) of one segment, cut after each
+ * word that ends a sentence; [start, end] in window seconds (the turn's
+ * own ends outside, the middle between two words' times inside). */
+typedef struct sentence {
+    int seg, w0, w1;
+    double start, end;
+    int label; /* the recording's, merged; -1 none */
+} sentence;
 
 void hv_stitch_init(hv_stitch *s) {
     memset(s, 0, sizeof *s);
@@ -95,13 +106,17 @@ static hv_status split_words(const hv_stitch_window *w, const hv_diar *d, const 
                 return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
             }
             hv_link_norm(text, x->text, sizeof x->text);
+            size_t tl = strlen(text);
+            while (tl > 0 && text[tl - 1] == ' ') tl--;
+            x->sentence_end = tl > 0 && strchr(".?!", text[tl - 1]) != NULL;
             free(text);
             total += len;
             j = j1;
         }
         for (int i = n0; i < n; i++) {
             double len = ws[i].t, f = total > 0 ? (before + len / 2) / total : 0.5;
-            ws[i].t = w->to_input(w->user, s->start + (s->end - s->start) * f, 0);
+            ws[i].tw = s->start + (s->end - s->start) * f;
+            ws[i].t = w->to_input(w->user, ws[i].tw, 0);
             before += len;
         }
     }
@@ -163,13 +178,42 @@ static hv_status window_voices(const hv_stitch_window *w, const hv_diar *d, voic
     return st;
 }
 
+/* s's voice tables grown to hold label l (new rows zero). */
+static hv_status grow_voices(hv_stitch *s, int l, int dim, hv_error *e) {
+    if (l < s->cap_voice) return HV_OK;
+    int cap = l + 1 > 2 * s->cap_voice ? l + 1 : 2 * s->cap_voice;
+    double *x = realloc(s->voice, (size_t)cap * dim * sizeof *x);
+    if (x) s->voice = x;
+    unsigned char *h = x ? realloc(s->voice_has, (size_t)cap) : NULL;
+    if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    s->voice_has = h;
+    memset(s->voice + (size_t)s->cap_voice * dim, 0,
+           (size_t)(cap - s->cap_voice) * dim * sizeof *x);
+    memset(s->voice_has + s->cap_voice, 0, (size_t)(cap - s->cap_voice));
+    s->cap_voice = cap;
+    return HV_OK;
+}
+
+/* The voices of the labels a window's speakers were given, as they were
+ * before the window: linking, merging and rule 7 judge the window with its
+ * speakers' voices learned, and once its sentences are labelled those are
+ * put back and the sentences' own learned instead (learn_sentences). */
+typedef struct voice_rows {
+    int n, label[HV_DIAR_SPEAKERS];
+    unsigned char had[HV_DIAR_SPEAKERS]; /* 1: the label had a signature */
+    double *row;                         /* [HV_DIAR_SPEAKERS x dim] */
+} voice_rows;
+
 /* Each of w's speakers with a signature adds it, times its seconds, to
- * its label's, and the labels of w are marked as sharing a window (s
- * grows to hold the labels given). */
-static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, hv_error *e) {
+ * its label's (the rows it changes saved in old first), and the labels of
+ * w are marked as sharing a window (s grows to hold the labels given). */
+static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, voice_rows *old,
+                              hv_error *e) {
     if (v->dim <= 0) return HV_OK;
     s->voice_dim = v->dim;
     if (!s->share && !(s->share = calloc((size_t)HV_HEAL_MAX_LABELS * HV_HEAL_MAX_LABELS, 1)))
+        return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    if (!(old->row = malloc((size_t)HV_DIAR_SPEAKERS * v->dim * sizeof *old->row)))
         return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
     for (int k = 0; k < HV_DIAR_SPEAKERS; k++) {
         int l = map[k];
@@ -178,17 +222,15 @@ static hv_status learn_voices(hv_stitch *s, const voices *v, const int *map, hv_
             if (l < HV_HEAL_MAX_LABELS && map[j] >= 0 && map[j] < HV_HEAL_MAX_LABELS)
                 s->share[(size_t)l * HV_HEAL_MAX_LABELS + map[j]] = 1;
         if (!(v->has >> k & 1)) continue;
-        if (l >= s->cap_voice) {
-            int cap = l + 1 > 2 * s->cap_voice ? l + 1 : 2 * s->cap_voice;
-            double *x = realloc(s->voice, (size_t)cap * v->dim * sizeof *x);
-            if (x) s->voice = x;
-            unsigned char *h = x ? realloc(s->voice_has, (size_t)cap) : NULL;
-            if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
-            s->voice_has = h;
-            memset(s->voice + (size_t)s->cap_voice * v->dim, 0,
-                   (size_t)(cap - s->cap_voice) * v->dim * sizeof *x);
-            memset(s->voice_has + s->cap_voice, 0, (size_t)(cap - s->cap_voice));
-            s->cap_voice = cap;
+        hv_status st = grow_voices(s, l, v->dim, e);
+        if (st) return st;
+        int r = 0;
+        while (r < old->n && old->label[r] != l) r++;
+        if (r == old->n) {
+            old->label[old->n++] = l;
+            old->had[r] = s->voice_has[l];
+            memcpy(old->row + (size_t)r * v->dim, s->voice + (size_t)l * v->dim,
+                   (size_t)v->dim * sizeof *old->row);
         }
         for (int i = 0; i < v->dim; i++)
             s->voice[(size_t)l * v->dim + i] += v->secs[k] * v->sig[(size_t)k * v->dim + i];
@@ -314,13 +356,100 @@ static hv_status turn_labels(const hv_stitch *s, const hv_stitch_window *w, cons
     return st;
 }
 
+/* The sentences of d's turns (ws[nw] their words) into *out, each with its
+ * turn's label (label[seg]) checked against its own voice (rule 7 once
+ * more, per sentence: a turn in which the model missed a change of
+ * speaker), and the window's voices learned from its sentences under
+ * those labels in place of its speakers' under their tokens' (old: the
+ * rows as they were before the window). */
+static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
+                                 const word *ws, int nw, const int *group, const int *label,
+                                 const voice_rows *old, sentence **out, int *n_out, hv_error *e) {
+    sentence *sn = malloc((size_t)(nw ? nw : 1) * sizeof *sn);
+    if (!sn) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+    int n = 0;
+    for (int i = 0; i < nw;) {
+        int k = ws[i].seg, i1 = i;
+        while (i1 < nw && ws[i1].seg == k) i1++;
+        for (int j = i; j < i1;) {
+            int j1 = j;
+            while (j1 < i1 - 1 && !ws[j1].sentence_end) j1++;
+            j1++;
+            sn[n++] = (sentence){.seg = k,
+                                 .w0 = j,
+                                 .w1 = j1,
+                                 .start = j == i ? d->segs[k].start : (ws[j - 1].tw + ws[j].tw) / 2,
+                                 .end = j1 == i1 ? d->segs[k].end : (ws[j1 - 1].tw + ws[j1].tw) / 2,
+                                 .label = label[k]};
+            j = j1;
+        }
+        i = i1;
+    }
+    *out = sn;
+    *n_out = n;
+    int dim = s->voice_dim;
+    if (!w->logmel || !(w->voice_threshold < 1) || dim <= 0 || n == 0) return HV_OK;
+    double *sig = malloc((size_t)n * dim * sizeof *sig), *secs = malloc((size_t)n * sizeof *secs);
+    unsigned char *has = calloc((size_t)n, 1);
+    int *lab = malloc((size_t)n * sizeof *lab);
+    hv_status st = sig && secs && has && lab
+                       ? HV_OK
+                       : hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    for (int i = 0; !st && i < n; i++) {
+        hv_voice_span span = {sn[i].start, sn[i].end};
+        int h = 0;
+        lab[i] = sn[i].label;
+        if (lab[i] >= 0)
+            st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
+                                    sig + (size_t)i * dim, &secs[i], &h, e);
+        has[i] = (unsigned char)h;
+    }
+    if (!st) {
+        hv_heal_in in = heal_in(s, w->voice_threshold);
+        st = hv_speaker_turn_voice(&in, group, n, sig, has, lab, e);
+    }
+    /* the speakers' voices swapped for the rows as they were (learned
+     * keeps the speakers' for labels that had none) */
+    double *learned = st ? NULL : malloc((size_t)(old->n ? old->n : 1) * dim * sizeof *learned);
+    if (!st && !learned) st = hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    for (int r = 0; !st && r < old->n; r++) {
+        double *row = s->voice + (size_t)old->label[r] * dim;
+        memcpy(learned + (size_t)r * dim, row, (size_t)dim * sizeof *row);
+        memcpy(row, old->row + (size_t)r * dim, (size_t)dim * sizeof *row);
+        s->voice_has[old->label[r]] = old->had[r];
+    }
+    for (int i = 0; !st && i < n; i++) {
+        sn[i].label = lab[i];
+        if (!has[i] || lab[i] < 0 || (st = grow_voices(s, lab[i], dim, e))) continue;
+        for (int j = 0; j < dim; j++)
+            s->voice[(size_t)lab[i] * dim + j] += secs[i] * sig[(size_t)i * dim + j];
+        s->voice_has[lab[i]] = 1;
+    }
+    /* a label that neither had a voice nor got one from a sentence (its
+     * sentences too short or moved away) keeps its speakers' */
+    for (int r = 0; !st && r < old->n; r++) {
+        int l = old->label[r];
+        if (old->had[r] || s->voice_has[l]) continue;
+        memcpy(s->voice + (size_t)l * dim, learned + (size_t)r * dim, (size_t)dim * sizeof *sig);
+        s->voice_has[l] = 1;
+    }
+    free(learned);
+    free(sig);
+    free(secs);
+    free(has);
+    free(lab);
+    return st;
+}
+
 hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitched *out,
                                hv_error *e) {
     memset(out, 0, sizeof *out);
     hv_diar d = {0};
     word *ws = NULL;
     voices v = {0};
-    int nw = 0, map[HV_DIAR_SPEAKERS], *group = NULL, *label = NULL;
+    voice_rows old = {0};
+    sentence *sn = NULL;
+    int nw = 0, n_sn = 0, map[HV_DIAR_SPEAKERS], *group = NULL, *label = NULL;
     hv_diar_tok *toks = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *toks);
     if (!toks) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     for (int i = 0; i < w->n; i++) toks[i] = hv_diarize_classify(w->tok, w->ids[i]);
@@ -328,7 +457,7 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     if (!st) st = split_words(w, &d, toks, &ws, &nw, e);
     if (!st) st = window_voices(w, &d, &v, e);
     if (!st) st = link_window(s, w, &d, ws, nw, &v, map, e);
-    if (!st) st = learn_voices(s, &v, map, e);
+    if (!st) st = learn_voices(s, &v, map, &old, e);
     if (!st && s->next_label > 0 && !(group = malloc((size_t)s->next_label * sizeof *group)))
         st = hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     if (group) {
@@ -338,8 +467,9 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     if (!st && !(label = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *label)))
         st = hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     if (!st) st = turn_labels(s, w, &d, map, group, label, e);
+    if (!st) st = sentence_labels(s, w, &d, ws, nw, group, label, &old, &sn, &n_sn, e);
     if (st) goto done;
-    out->segs = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *out->segs);
+    out->segs = malloc((size_t)(n_sn ? n_sn : 1) * sizeof *out->segs);
     out->pos = malloc((size_t)(d.n_pos ? d.n_pos : 1) * sizeof *out->pos);
     out->keep = calloc((size_t)(w->n > 0 ? w->n : 1), 1);
     if (!out->segs || !out->pos || !out->keep) {
@@ -347,13 +477,15 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
         goto done;
     }
     int n_pos = 0;
-    for (int i = 0; i < nw;) {
-        int k = ws[i].seg, i1 = i;
+    /* a segment: the sentences of one turn in a row with one label */
+    for (int i = 0; i < n_sn;) {
+        int k = sn[i].seg, i1 = i + 1;
+        while (i1 < n_sn && sn[i1].seg == k && sn[i1].label == sn[i].label) i1++;
         int pos0 = n_pos;
-        for (; i1 < nw && ws[i1].seg == k; i1++) {
-            if (ws[i1].t < w->lo || ws[i1].t >= w->hi) continue;
-            for (int q = 0; q < ws[i1].np; q++) {
-                int p = d.pos[ws[i1].p0 + q];
+        for (int x = sn[i].w0; x < sn[i1 - 1].w1; x++) {
+            if (ws[x].t < w->lo || ws[x].t >= w->hi) continue;
+            for (int q = 0; q < ws[x].np; q++) {
+                int p = d.pos[ws[x].p0 + q];
                 out->pos[n_pos++] = p;
                 out->keep[p] = 1;
             }
@@ -361,15 +493,14 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
         if (n_pos > pos0) {
             const hv_diar_seg *g = &d.segs[k];
             hv_stitch_seg *o = &out->segs[out->n_segs++];
-            int l = g->speaker >= 0 ? map[g->speaker] : -1;
-            o->speaker = label[k];
-            o->start = fmin(fmax(w->to_input(w->user, g->start, 0), w->lo), w->hi);
-            o->end = fmin(fmax(w->to_input(w->user, g->end, 1), o->start), w->hi);
+            o->speaker = sn[i].label;
+            o->start = fmin(fmax(w->to_input(w->user, sn[i].start, 0), w->lo), w->hi);
+            o->end = fmin(fmax(w->to_input(w->user, sn[i1 - 1].end, 1), o->start), w->hi);
             o->first = out->pos[pos0];
             o->last = out->pos[n_pos - 1];
             o->pos0 = pos0;
             o->n_pos = n_pos - pos0;
-            s->last_label = l;
+            s->last_label = g->speaker >= 0 ? map[g->speaker] : -1;
         }
         i = i1;
     }
@@ -380,6 +511,8 @@ done:
     free(ws);
     free(group);
     free(label);
+    free(sn);
+    free(old.row);
     free(v.sig);
     hv_diar_free(&d);
     return st;

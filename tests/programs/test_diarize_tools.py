@@ -39,7 +39,8 @@ train.grow_rows), issue #63 item 6:
     given again, ties); diarize.voice_signature on test_voice.c's known
     vector; the port's default threshold the engine's; diarize.heal_labels
     on test_speaker_link.c's heal cases, diarize.turn_voice_labels on its
-    turn-voice cases;
+    turn-voice cases, evaluate-diarize's stitch_window on its sentence-voice
+    case (a turn of two voices cut between its sentences);
   * the port's greedy search penalises repetition on the classifier's
     logits, as transformers' generate and the engine do: the same tokens
     as the engine with repetition_penalty 1, 1.2 and 3.
@@ -357,6 +358,37 @@ def turn_voice_cases():
            tv([(1, 0, 0), (0, 1, 0), (0, 0, 1)], (1, 0.05, 1), 1, 0.8, [0, 1, 0]) == 0)
 
 
+def sentence_voice_cases(tmp):
+    """evaluate-diarize's stitch_window on test_speaker_link.c's
+    sentence-voice case: a turn under voice 0's token says "e f." in voice
+    0 and "g h." in voice 1; with a log-mel the second sentence takes voice
+    1's label as a segment of its own, and label 0 learns voice 0 alone."""
+    import numpy as np
+    import extend_tokenizer
+    import train
+    E = load_evaluate_diarize()
+    path = os.path.join(tmp, "sentence-voice.model")
+    extend_tokenizer.extend(os.path.join(DEMO_MODEL, "tokenizer.model"), path)
+    tok = train.Tok(path, True)
+    spectra = [[[1, 2, 3, 4], [4, 3, 2, 1]], [[0, 5, 5, 0], [2, 3, 3, 2]]]
+
+    def frames(v, t0, t1):
+        return [spectra[v][t % 2] for t in range(t0, t1)]
+    lm = np.array(frames(0, 0, 1000) + frames(1, 1000, 2000) + frames(0, 2000, 2500) + frames(1, 2500, 3000),
+                  dtype=np.float32)
+    ids = tok.voc.stream_ids([(0, 0, 100, "a b."), (1, 100, 200, "c d."), (0, 200, 299, "e f. g h.")])
+    wins, cuts = [(0, 30 * 16000)], [0, 30 * 16000]
+    for with_ in (False, True):
+        st = E.Stitch()
+        got = [(lab, text) for lab, _, _, text in E.stitch_window(st, tok, ids, 0, wins, cuts,
+                                                                  lm if with_ else None, 0.85)]
+        want = [(0, "a b."), (1, "c d.")] + ([(0, "e f."), (1, "g h.")] if with_ else [(0, "e f. g h.")])
+        report("sentence voice (%s log-mel): %s" % ("with" if with_ else "without", want), got == want, got)
+    alone = diarize.voice_signature(np.array(frames(0, 0, 1000), dtype=np.float32), [(0, 10)])[0]
+    c = diarize._cosine(st.voices.get(0, np.zeros(8)), alone)
+    report("sentence voice: label 0 learns voice 0 alone (cosine %.6f)" % c, c > 0.9999)
+
+
 def dialogue_cases():
     if not (shutil.which("espeak-ng") and shutil.which("sox")):
         skip_or_fail("dialogues", "espeak-ng or sox missing")
@@ -601,6 +633,7 @@ def main():
     link_cases()
     heal_cases()
     turn_voice_cases()
+    sentence_voice_cases(tmp)
     penalty_cases(tmp)
     evaluate_cases()
     return finish_in(tmp)

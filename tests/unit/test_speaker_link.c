@@ -4,7 +4,8 @@
  * labels of one voice merged (hv_speaker_heal: the thresholds apart and
  * in one window, greedy order, earlier groups, the label cap); and
  * windows stitched (src/timing/diarize_stitch.c): each word once, the
- * labels of the recording, one voice under two speaker tokens. */
+ * labels of the recording, one voice under two speaker tokens, two voices
+ * in one turn. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "testlib.h"
 #include "timing/diarize_stitch.h"
 #include "timing/speaker_link.h"
+#include "timing/voice.h"
 
 #define N   HV_DIAR_SPEAKERS
 #define VD  3                    /* the voice signatures' length here */
@@ -463,10 +465,11 @@ static void voice_frames(float *lm, int t0, int t1, int v) {
 }
 
 /* The window's segments as "LABEL text|..." into out (with lm, voice
- * signatures at the default threshold). */
+ * signatures at the default threshold); with bounds, "@START-END" after
+ * each (to 0.01 s). */
 static void run_window_voice(hv_stitch *s, const char *spec, int window, double start, double end,
                              double lo, double hi, double prev_end, double next_start,
-                             made_logmel lm, char *out, size_t cap) {
+                             made_logmel lm, int bounds, char *out, size_t cap) {
     int32_t ids[128];
     double off = start;
     hv_stitch_window w = {.tok = &tok,
@@ -497,6 +500,8 @@ static void run_window_voice(hv_stitch *s, const char *spec, int window, double 
         char *text = hv_tokenizer_decode(&tok, t, o.segs[k].n_pos);
         size_t len = strlen(out);
         snprintf(out + len, cap - len, "%s%d %s", k ? "|" : "", o.segs[k].speaker, text);
+        len = strlen(out);
+        if (bounds) snprintf(out + len, cap - len, "@%.2f-%.2f", o.segs[k].start, o.segs[k].end);
         free(text);
         CHECK(o.segs[k].start >= lo && o.segs[k].end <= hi && o.segs[k].start <= o.segs[k].end);
     }
@@ -507,7 +512,7 @@ static void run_window(hv_stitch *s, const char *spec, int window, double start,
                        double lo, double hi, double prev_end, double next_start, char *out,
                        size_t cap) {
     run_window_voice(s, spec, window, start, end, lo, hi, prev_end, next_start,
-                     (made_logmel){NULL, 0}, out, cap);
+                     (made_logmel){NULL, 0}, 0, out, cap);
 }
 
 /* A speaker silent in the overlap, known by its voice: window 0 [0, 30)
@@ -525,10 +530,10 @@ static void voice_stitch_case(void) {
     for (int with = 0; with < 2; with++) {
         hv_stitch_init(&s);
         run_window_voice(&s, "S0 T0.0 _a _b T20.0 S1 T24.0 _x _y _z T30.0", 0, 0, 30, -INFINITY, 27,
-                         0, 24, (made_logmel){with ? lm0 : NULL, 3000}, out, sizeof out);
+                         0, 24, (made_logmel){with ? lm0 : NULL, 3000}, 0, out, sizeof out);
         CHECK_MSG(strcmp(out, "0 a b|1 x") == 0, "voice window 0: %s", out);
         run_window_voice(&s, "S0 T0.0 _x _y _z T6.0 S1 T8.0 _c _d T26.0", 1, 24, 54, 27, INFINITY,
-                         30, 54, (made_logmel){with ? lm1 : NULL, 3000}, out, sizeof out);
+                         30, 54, (made_logmel){with ? lm1 : NULL, 3000}, 0, out, sizeof out);
         const char *want = with ? "1 y z|0 c d" : "1 y z|2 c d";
         CHECK_MSG(strcmp(out, want) == 0, "voice window 1 (%s log-mel): %s, not %s",
                   with ? "with" : "without", out, want);
@@ -552,7 +557,7 @@ static void heal_stitch_case(void) {
             hv_stitch_init(&s);
             run_window_voice(&s, "S0 T0.0 _a _b T10.0 S1 T10.0 _c _d T20.0 S2 T20.0 _e _f T30.0", 0,
                              0, 30, -INFINITY, INFINITY, 0, 30,
-                             (made_logmel){with ? lm : NULL, 3000}, out, sizeof out);
+                             (made_logmel){with ? lm : NULL, 3000}, 0, out, sizeof out);
             const char *want = !with  ? "0 a b|1 c d|2 e f"
                                : same ? "0 a b|0 c d|2 e f"
                                       : "0 a b|1 c d|0 e f";
@@ -577,13 +582,68 @@ static void turn_voice_stitch_case(void) {
     for (int with = 0; with < 2; with++) {
         hv_stitch_init(&s);
         run_window_voice(&s, "S0 T0.0 _a _b T10.0 S1 T10.0 _c _d T20.0 S0 T20.0 _e _f T30.0", 0, 0,
-                         30, -INFINITY, INFINITY, 0, 30, (made_logmel){with ? lm : NULL, 3000}, out,
-                         sizeof out);
+                         30, -INFINITY, INFINITY, 0, 30, (made_logmel){with ? lm : NULL, 3000}, 0,
+                         out, sizeof out);
         const char *want = with ? "0 a b|1 c d|1 e f" : "0 a b|1 c d|0 e f";
         CHECK_MSG(strcmp(out, want) == 0, "a turn's voice (%s log-mel): %s, not %s",
                   with ? "with" : "without", out, want);
         hv_stitch_free(&s);
     }
+}
+
+/* The model misses a change of speaker inside a turn: its last turn, under
+ * voice 0's token, says "e f." in voice 0 and then "g h." in voice 1.
+ * With a log-mel the second sentence takes voice 1's label and becomes a
+ * segment of its own, cut between the two sentences' words (the turn's
+ * words spread by their pieces' bytes: "f." at 23.61 s, "g" at 26.11 s);
+ * the labels learn their sentences' voices, so label 0's is voice 0's
+ * alone. Without, the model's one turn. */
+static void sentence_voice_stitch_case(void) {
+    static float lm[3000 * VM], one[1000 * VM];
+    voice_frames(lm, 0, 1000, 0);
+    voice_frames(lm, 1000, 2000, 1);
+    voice_frames(lm, 2000, 2500, 0);
+    voice_frames(lm, 2500, 3000, 1);
+    voice_frames(one, 0, 1000, 0);
+    hv_stitch s;
+    char out[512];
+    for (int with = 0; with < 2; with++) {
+        hv_stitch_init(&s);
+        run_window_voice(
+            &s, "S0 T0.0 _a _b. T10.0 S1 T10.0 _c _d. T20.0 S0 T20.0 _e _f. _g _h. T30.0", 0, 0, 30,
+            -INFINITY, INFINITY, 0, 30, (made_logmel){with ? lm : NULL, 3000}, 1, out, sizeof out);
+        const char *want = with ? "0 a b.@0.00-10.00|1 c d.@10.00-20.00|0 e f.@20.00-24.86|"
+                                  "1 g h.@24.86-30.00"
+                                : "0 a b.@0.00-10.00|1 c d.@10.00-20.00|0 e f. g h.@20.00-30.00";
+        CHECK_MSG(strcmp(out, want) == 0, "a sentence's voice (%s log-mel): %s, not %s",
+                  with ? "with" : "without", out, want);
+        if (with) {
+            double sig[2 * VM], secs;
+            int has = 0;
+            hv_error e = {0};
+            hv_voice_span span = {0, 10};
+            CHECK(hv_voice_signature(one, 1000, VM, 0.01, &span, 1, sig, &secs, &has, &e) ==
+                      HV_OK &&
+                  has);
+            double dot = 0, nn = 0;
+            for (int i = 0; i < 2 * VM; i++)
+                dot += s.voice[i] * sig[i], nn += s.voice[i] * s.voice[i];
+            CHECK_MSG(s.voice_has[0] && dot / sqrt(nn) > 0.9999,
+                      "label 0 learns voice 0 alone (cosine %.6f)", dot / sqrt(nn));
+        }
+        hv_stitch_free(&s);
+    }
+    /* a new label whose sentences are all under HV_VOICE_MIN_S (0.8 s
+     * each) keeps its speaker's voice (1.6 s) */
+    static float lm2[3000 * VM];
+    voice_frames(lm2, 0, 1000, 0);
+    voice_frames(lm2, 1000, 1160, 1);
+    hv_stitch_init(&s);
+    run_window_voice(&s, "S0 T0.0 _a _b. T10.0 S1 T10.0 _c. _d. T11.6", 0, 0, 30, -INFINITY,
+                     INFINITY, 0, 30, (made_logmel){lm2, 3000}, 0, out, sizeof out);
+    CHECK_MSG(strcmp(out, "0 a b.|1 c. d.") == 0, "short sentences: %s", out);
+    CHECK_MSG(s.cap_voice > 1 && s.voice_has[1], "a label of short sentences keeps its voice");
+    hv_stitch_free(&s);
 }
 
 static void stitch_cases(void) {
@@ -610,6 +670,7 @@ int main(void) {
     voice_stitch_case();
     heal_stitch_case();
     turn_voice_stitch_case();
+    sentence_voice_stitch_case();
     hv_tokenizer_free(&tok);
     TEST_END();
 }
