@@ -197,7 +197,7 @@ static hv_status grow_voices(hv_stitch *s, int l, int dim, hv_error *e) {
 /* The voices of the labels a window's speakers were given, as they were
  * before the window: linking, merging and rule 7 judge the window with its
  * speakers' voices learned, and once its sentences are labelled those are
- * put back and the sentences' own learned instead (learn_sentences). */
+ * put back and the sentences' own learned instead (sentence_labels). */
 typedef struct voice_rows {
     int n, label[HV_DIAR_SPEAKERS];
     unsigned char had[HV_DIAR_SPEAKERS]; /* 1: the label had a signature */

@@ -26,8 +26,10 @@ typedef struct hv_stitch {
     int last_label; /* the last segment's label; -1 none */
     int next_label; /* the next new label */
     /* per label (rule 4, voice.h): the sum of the unit signatures of
-     * every window speaker it was given, each times the speaker's turn
-     * seconds in its window (a direction: compared after normalising) */
+     * every sentence it labels, each times the sentence's seconds (a
+     * label without one whose sentences in a window give none takes that
+     * window's speakers' turns instead; a direction: compared after
+     * normalising) */
     double *voice;            /* [cap_voice x hv_voice_dim(the model's n_mels)] */
     unsigned char *voice_has; /* [cap_voice] 1: the label has one */
     unsigned char *share;     /* [HV_HEAL_MAX_LABELS x HV_HEAL_MAX_LABELS] 1: the
@@ -84,9 +86,12 @@ void hv_stitch_free(hv_stitch *s);
 /* Parses w's tokens into turns, links its speakers to the window before
  * (when that is s->window and w is the next), learns their voices, keeps
  * the words whose time (spread over their turn by their pieces' lengths)
- * lies in [lo, hi), labels its segments with the groups of
- * hv_stitch_heal (the labels so far merged by voice; the overlap handed on
- * keeps the unmerged ones), and hands the overlap after it to s. Only
+ * lies in [lo, hi), labels its turns with the groups of hv_stitch_heal
+ * (the labels so far merged by voice; the overlap handed on keeps the
+ * unmerged ones), moves a turn, then a sentence, whose own voice another
+ * label's claims (rule 7: a turn whose sentences take two labels is two
+ * segments), learns the labels' voices from its sentences, and hands the
+ * overlap after it to s. Only
  * HV_ERR_NOMEM fails; free out with hv_stitched_free. */
 hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitched *out,
                                hv_error *e);
