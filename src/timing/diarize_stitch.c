@@ -324,50 +324,65 @@ static hv_heal_in heal_in(const hv_stitch *s, double threshold) {
                         .threshold = threshold};
 }
 
+/* Each turn's own voice signature (voice.h): sig [n_segs x dim], its
+ * seconds, has 1 where it has one; all NULL without a log-mel. */
+typedef struct turn_voices {
+    double *sig, *secs;
+    unsigned char *has;
+} turn_voices;
+
 /* Each of d's turns' label, merged (group), then checked against the
- * turn's own voice (rule 7, hv_speaker_turn_voice): label[d->n_segs]. */
+ * turn's own voice (rule 7, hv_speaker_turn_voice): label[d->n_segs]; the
+ * turns' signatures into tv (free them with free(tv->...)). */
 static hv_status turn_labels(const hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
-                             const int *map, const int *group, int *label, hv_error *e) {
+                             const int *map, const int *group, int *label, turn_voices *tv,
+                             hv_error *e) {
     for (int k = 0; k < d->n_segs; k++) {
         int l = d->segs[k].speaker >= 0 ? map[d->segs[k].speaker] : -1;
         label[k] = l >= 0 && l < s->next_label ? group[l] : l;
     }
     int dim = s->voice_dim;
     if (!w->logmel || !(w->voice_threshold < 1) || dim <= 0 || d->n_segs == 0) return HV_OK;
-    double *sig = malloc((size_t)d->n_segs * dim * sizeof *sig);
-    unsigned char *has = calloc((size_t)d->n_segs, 1);
-    hv_status st =
-        sig && has ? HV_OK : hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+    tv->sig = malloc((size_t)d->n_segs * dim * sizeof *tv->sig);
+    tv->secs = calloc((size_t)d->n_segs, sizeof *tv->secs);
+    tv->has = calloc((size_t)d->n_segs, 1);
+    hv_status st = tv->sig && tv->secs && tv->has
+                       ? HV_OK
+                       : hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
     for (int k = 0; !st && k < d->n_segs; k++) {
         hv_voice_span span = {d->segs[k].start, d->segs[k].end};
-        double secs;
         int h = 0;
         if (label[k] >= 0)
             st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
-                                    sig + (size_t)k * dim, &secs, &h, e);
-        has[k] = (unsigned char)h;
+                                    tv->sig + (size_t)k * dim, &tv->secs[k], &h, e);
+        tv->has[k] = (unsigned char)h;
     }
     if (!st) {
         hv_heal_in in = heal_in(s, w->voice_threshold);
-        st = hv_speaker_turn_voice(&in, group, d->n_segs, sig, has, label, e);
+        st = hv_speaker_turn_voice(&in, group, d->n_segs, tv->sig, tv->has, label, e);
     }
-    free(sig);
-    free(has);
     return st;
 }
 
 /* The sentences of d's turns (ws[nw] their words) into *out, each with its
  * turn's label (label[seg]) checked against its own voice (rule 7 once
  * more, per sentence: a turn in which the model missed a change of
- * speaker), and the window's voices learned from its sentences under
- * those labels in place of its speakers' under their tokens' (old: the
- * rows as they were before the window). */
+ * speaker; a sentence that is its whole turn has tv's signature), and the
+ * window's voices learned from its sentences under those labels in place
+ * of its speakers' under their tokens' (old: the rows as they were before
+ * the window). */
 static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
                                  const word *ws, int nw, const int *group, const int *label,
-                                 const voice_rows *old, sentence **out, int *n_out, hv_error *e) {
+                                 const turn_voices *tv, const voice_rows *old, sentence **out,
+                                 int *n_out, hv_error *e) {
     sentence *sn = malloc((size_t)(nw ? nw : 1) * sizeof *sn);
     if (!sn) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     int n = 0;
+    unsigned char *whole = malloc((size_t)(nw ? nw : 1)); /* 1: the sentence is its turn */
+    if (!whole) {
+        free(sn);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
+    }
     for (int i = 0; i < nw;) {
         int k = ws[i].seg, i1 = i;
         while (i1 < nw && ws[i1].seg == k) i1++;
@@ -381,6 +396,7 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
                                  .start = j == i ? d->segs[k].start : (ws[j - 1].tw + ws[j].tw) / 2,
                                  .end = j1 == i1 ? d->segs[k].end : (ws[j1 - 1].tw + ws[j1].tw) / 2,
                                  .label = label[k]};
+            whole[n - 1] = j == i && j1 == i1;
             j = j1;
         }
         i = i1;
@@ -388,7 +404,10 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
     *out = sn;
     *n_out = n;
     int dim = s->voice_dim;
-    if (!w->logmel || !(w->voice_threshold < 1) || dim <= 0 || n == 0) return HV_OK;
+    if (!w->logmel || !(w->voice_threshold < 1) || dim <= 0 || n == 0 || !tv->sig) {
+        free(whole);
+        return HV_OK;
+    }
     double *sig = malloc((size_t)n * dim * sizeof *sig), *secs = malloc((size_t)n * sizeof *secs);
     unsigned char *has = calloc((size_t)n, 1);
     int *lab = malloc((size_t)n * sizeof *lab);
@@ -399,7 +418,12 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
         hv_voice_span span = {sn[i].start, sn[i].end};
         int h = 0;
         lab[i] = sn[i].label;
-        if (lab[i] >= 0)
+        if (whole[i]) {
+            int k = sn[i].seg;
+            memcpy(sig + (size_t)i * dim, tv->sig + (size_t)k * dim, (size_t)dim * sizeof *sig);
+            secs[i] = tv->secs[k];
+            h = tv->has[k];
+        } else if (lab[i] >= 0)
             st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
                                     sig + (size_t)i * dim, &secs[i], &h, e);
         has[i] = (unsigned char)h;
@@ -433,6 +457,7 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
         memcpy(s->voice + (size_t)l * dim, learned + (size_t)r * dim, (size_t)dim * sizeof *sig);
         s->voice_has[l] = 1;
     }
+    free(whole);
     free(learned);
     free(sig);
     free(secs);
@@ -448,6 +473,7 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     word *ws = NULL;
     voices v = {0};
     voice_rows old = {0};
+    turn_voices tv = {0};
     sentence *sn = NULL;
     int nw = 0, n_sn = 0, map[HV_DIAR_SPEAKERS], *group = NULL, *label = NULL;
     hv_diar_tok *toks = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *toks);
@@ -466,8 +492,8 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     }
     if (!st && !(label = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *label)))
         st = hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
-    if (!st) st = turn_labels(s, w, &d, map, group, label, e);
-    if (!st) st = sentence_labels(s, w, &d, ws, nw, group, label, &old, &sn, &n_sn, e);
+    if (!st) st = turn_labels(s, w, &d, map, group, label, &tv, e);
+    if (!st) st = sentence_labels(s, w, &d, ws, nw, group, label, &tv, &old, &sn, &n_sn, e);
     if (st) goto done;
     out->segs = malloc((size_t)(n_sn ? n_sn : 1) * sizeof *out->segs);
     out->pos = malloc((size_t)(d.n_pos ? d.n_pos : 1) * sizeof *out->pos);
@@ -513,6 +539,9 @@ done:
     free(label);
     free(sn);
     free(old.row);
+    free(tv.sig);
+    free(tv.secs);
+    free(tv.has);
     free(v.sig);
     hv_diar_free(&d);
     return st;
