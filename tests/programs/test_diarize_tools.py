@@ -358,18 +358,24 @@ def turn_voice_cases():
            tv([(1, 0, 0), (0, 1, 0), (0, 0, 1)], (1, 0.05, 1), 1, 0.8, [0, 1, 0]) == 0)
 
 
+def diarize_tok(tmp, name):
+    """train.Tok of the demo tokenizer extended by the diarize pieces,
+    written to tmp/name."""
+    import extend_tokenizer
+    import train
+    path = os.path.join(tmp, name)
+    extend_tokenizer.extend(os.path.join(DEMO_MODEL, "tokenizer.model"), path)
+    return train.Tok(path, True)
+
+
 def sentence_voice_cases(tmp):
     """evaluate-diarize's stitch_window on test_speaker_link.c's
     sentence-voice case: a turn under voice 0's token says "e f." in voice
     0 and "g h." in voice 1; with a log-mel the second sentence takes voice
     1's label as a segment of its own, and label 0 learns voice 0 alone."""
     import numpy as np
-    import extend_tokenizer
-    import train
     E = load_evaluate_diarize()
-    path = os.path.join(tmp, "sentence-voice.model")
-    extend_tokenizer.extend(os.path.join(DEMO_MODEL, "tokenizer.model"), path)
-    tok = train.Tok(path, True)
+    tok = diarize_tok(tmp, "sentence-voice.model")
     spectra = [[[1, 2, 3, 4], [4, 3, 2, 1]], [[0, 5, 5, 0], [2, 3, 3, 2]]]
 
     def frames(v, t0, t1):
@@ -530,19 +536,14 @@ def load_evaluate_diarize():
     return E
 
 
-def evaluate_cases():
+def evaluate_cases(tmp):
     if not (shutil.which("espeak-ng") and shutil.which("sox")):
         skip_or_fail("evaluate-diarize", "espeak-ng or sox missing")
         return
     import numpy as np
     import dialogues
     E = load_evaluate_diarize()
-    import train
-    tmp = tempfile.mkdtemp(prefix="hv-diarize-eval-")
-    import extend_tokenizer
-    extend_tokenizer.extend(os.path.join(DEMO_MODEL, "tokenizer.model"), os.path.join(tmp, "tokenizer.model"))
-    tok = train.Tok(os.path.join(tmp, "tokenizer.model"), True)
-    shutil.rmtree(tmp)
+    tok = diarize_tok(tmp, "evaluate.model")
     x, units, _ = dialogues.make_dialogue(11, "test", 0, 100.0, 110.0, 3)
     ref = dialogues.reference_turns(units)
 
@@ -635,7 +636,7 @@ def main():
     turn_voice_cases()
     sentence_voice_cases(tmp)
     penalty_cases(tmp)
-    evaluate_cases()
+    evaluate_cases(tmp)
     return finish_in(tmp)
 
 
