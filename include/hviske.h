@@ -464,7 +464,10 @@ typedef struct hv_transcribe_params {
     /* Results as they come: called on the calling thread once for each
      * segment as soon as it is final, in order, with exactly what
      * hv_result_segment() of the final result gives for it (its text,
-     * tokens, times, score, and its words when word_timestamps is set). A
+     * tokens, times, score, and its words when word_timestamps is set),
+     * except, with diarize, its speaker: the label its window gave it,
+     * which the recording's end may regroup in the result (rule 8 of
+     * docs/DIARIZE.md; not with diarize_voice 1). A
      * segment is final when its chunk is transcribed (and its words timed):
      * one call per chunk with text, whatever the chunking mode. *seg and
      * everything it points to are valid only during the call (copy what
@@ -534,8 +537,10 @@ typedef struct hv_transcribe_params {
      * or a sentence whose voice another label's claims moves there (rule
      * 7, a turn of two voices becoming two segments); the
      * cosines above which two labels merge as one voice follow from it
-     * (rule 6). 0..1; 1 turns all three off; default
-     * HV_DEFAULT_DIARIZE_VOICE. */
+     * (rule 6), and at the recording's end those of rule 8, which
+     * regroups the result's segments by their own voices (a label of two
+     * voices split, a segment moved, labels of one voice merged). 0..1;
+     * 1 turns all four off; default HV_DEFAULT_DIARIZE_VOICE. */
     float diarize_voice;
 
     /* NULL (the default), or the speech detector's reading of this very
@@ -772,7 +777,8 @@ typedef struct hv_segment {
                                  without params.vad */
     int speaker;              /* with params.diarize: the turn's speaker,
                                  a label of the whole recording (0, 1,
-                                 ... in order of appearance; the model's
+                                 ... in order of appearance, a label
+                                 split off at the end after them; the model's
                                  <|spltokenK|> of each window linked
                                  across windows: docs/DIARIZE.md); -1
                                  where none (no diarize, or no speaker

@@ -113,7 +113,7 @@ static const hv_param PARAMS[] = {
     FLOAT("diarize_voice", NULL, diarize_voice, 0, 1, 0, 0, HV_DEFAULT_DIARIZE_VOICE, "X",
           "diarize: link a speaker silent in a window's overlap to an earlier label whose voice "
           "signature's cosine exceeds X, move a turn or a sentence to the label its voice claims, "
-          "and merge labels of one voice (1: off)"),
+          "merge labels of one voice, and regroup the segments by voice at the end (1: off)"),
     DOUBLE("offset_s", NULL, offset_s, 0, INFINITY, 0, 0, 0, "S",
            "transcribe from S seconds into the audio"),
     DOUBLE("duration_s", NULL, duration_s, 0, INFINITY, 0, 0, 0, "S",

@@ -85,6 +85,8 @@ typedef struct hv_result_seg {
     float temperature;        /* hv_segment's, of the decoding kept */
     double avg_logprob, compression_ratio, no_speech_prob;
     int speaker; /* hv_segment's: -1 none */
+    int voice;   /* with diarize: its signature's row in the stitch's
+                    seg_voice (rule 8); -1 none */
 } hv_result_seg;
 
 struct hv_result {

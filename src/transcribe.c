@@ -536,6 +536,7 @@ static hv_status push_turns(run *R, hv_result *res, const hv_search_out *so,
         g.word_offset = w0;
         g.n_words = w - w0;
         g.speaker = s->speaker;
+        g.voice = s->voice;
         /* our word times, inside the model's turn */
         double a = g.start_sample / rate, b = g.end_sample / rate;
         for (int i = w0; i < w; i++) {
@@ -682,7 +683,8 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
                            .avg_logprob = dd.avg_logprob,
                            .compression_ratio = dd.compression_ratio,
                            .no_speech_prob = fp.no_speech_prob,
-                           .speaker = -1};
+                           .speaker = -1,
+                           .voice = -1};
     if (p->diarize) {
         free(text);
         if ((st = push_turns(R, res, &so, &whole, &sw))) goto done;
@@ -711,6 +713,26 @@ done:
     free(feat);
     free(enc);
     free(lp0);
+    return st;
+}
+
+/* With diarize: the segments' speakers regrouped by their voices once
+ * the whole recording is known (docs/DIARIZE.md, rule 8). */
+static hv_status regroup_speakers(run *R, hv_result *res) {
+    if (!R->p->diarize || res->n_segs == 0) return HV_OK;
+    int *rows = malloc((size_t)res->n_segs * sizeof *rows);
+    int *label = malloc((size_t)res->n_segs * sizeof *label);
+    hv_status st = rows && label ? HV_OK : hv_err(&R->ctx->err, HV_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < res->n_segs; i++) {
+        rows[i] = res->segs[i].voice;
+        label[i] = res->segs[i].speaker;
+    }
+    if (!st)
+        st = hv_stitch_regroup(&R->stitch, R->p->diarize_voice, res->n_segs, rows, label,
+                               &R->ctx->err);
+    for (int i = 0; !st && i < res->n_segs; i++) res->segs[i].speaker = label[i];
+    free(rows);
+    free(label);
     return st;
 }
 
@@ -1042,7 +1064,7 @@ hv_status hv_transcribe_taps(hv_context *ctx, const float *pcm, size_t n_frames,
     }
     /* speech detection may leave the end (or everything) out */
     if (p.progress && done_s < part_s) p.progress(p.progress_user, part_s, part_s);
-    if ((st = result_finish(res, e))) goto done;
+    if ((st = regroup_speakers(&R, res)) || (st = result_finish(res, e))) goto done;
     if (taps) {
         if (!samples && (samples = malloc((n ? n : 1) * sizeof *samples)))
             memcpy(samples, x, n * sizeof *samples);
@@ -1061,7 +1083,7 @@ stopped:
     /* with a segment_callback, a stop gives what was done */
     if (st == HV_ERR_CANCELLED && p.segment_callback) {
         res->stopped = 1;
-        if ((st = result_finish(res, e)) == HV_OK) {
+        if ((st = regroup_speakers(&R, res)) == HV_OK && (st = result_finish(res, e)) == HV_OK) {
             hv_err_clear(e);
             *out = res;
             res = NULL;

@@ -359,6 +359,22 @@ def heal_labels(n, voices, share, threshold):
                 shared |= {(a, x), (x, a)}
 
 
+def _claim(sums, own, c_own, x, threshold):
+    """Rule 7's claim (the engine's claim): the label of sums {label:
+    vector}, not own, whose cosine with x is the largest, where that is
+    over threshold and c_own (own's) is not, or is VOICE_MARGIN less;
+    else None."""
+    best, to = -1.0, None
+    for g in sorted(sums):
+        if g != own:
+            c = _cosine(sums[g], x)
+            if c > best:
+                best, to = c, g
+    if to is not None and best > threshold and (c_own <= threshold or best >= c_own + VOICE_MARGIN):
+        return to
+    return None
+
+
 def turn_voice_labels(labels, sigs, group, voices, threshold):
     """The engine's hv_speaker_turn_voice (rule 7): labels, one turn's
     merged label each (a group of heal_labels' group), sigs each turn's own
@@ -377,15 +393,99 @@ def turn_voice_labels(labels, sigs, group, voices, threshold):
     for t, (own, x) in enumerate(zip(labels, sigs)):
         if x is None or own not in sums:
             continue
-        c_own, best, to = _cosine(sums[own], x), -1.0, None
-        for g in sorted(sums):
-            if g != own:
-                c = _cosine(sums[g], x)
-                if c > best:
-                    best, to = c, g
-        if to is not None and best > threshold and (c_own <= threshold or best >= c_own + VOICE_MARGIN):
+        to = _claim(sums, own, _cosine(sums[own], x), x, threshold)
+        if to is not None:
             labels[t] = to
     return labels
+
+
+SPLIT_COSINE = 0.9             # speaker_link.h's HV_SPLIT_COSINE
+SPLIT_MIN_S = 3.0              # and HV_SPLIT_MIN_S
+REGROUP_ROUNDS = 5             # and HV_REGROUP_ROUNDS
+
+
+def regroup_labels(labels, sigs, threshold, next_label):
+    """The engine's hv_speaker_regroup (rule 8, the recording's end):
+    labels, one per segment of the recording (-1: none), sigs each
+    segment's own (unit vector or None, seconds). A label whose segments
+    form two halves (spherical 2-means, seeded with the segment least like
+    the label's centroid and the one least like that) with a cosine under
+    SPLIT_COSINE, each of at least SPLIT_MIN_S, is two labels (the second
+    seed's half takes next_label, which counts up); then each segment moves to the label
+    whose centroid (the seconds-weighted sum of its segments' signatures,
+    its own left out) claims it as rule 7 does, all at once, for at most
+    REGROUP_ROUNDS rounds; then the labels merge greedily while two
+    centroids' cosine is over 1 - (1 - threshold) /
+    HEAL_SHARED_STRICTNESS (into the smaller). Returns the new labels."""
+    import numpy as np
+    labels = list(labels)
+    if not threshold < 1:
+        return labels
+    V = [None if v is None else np.asarray(v, dtype=np.float64) for v, _ in sigs]
+    S = [s for _, s in sigs]
+    for lab in sorted({x for x in labels if x >= 0}):
+        idx = [i for i, x in enumerate(labels) if x == lab and V[i] is not None]
+        if len(idx) < 2:
+            continue
+        c = sum(S[i] * V[i] for i in idx)
+        a = min(idx, key=lambda i: float(V[i] @ c))
+        b = min(idx, key=lambda i: float(V[i] @ V[a]))
+        if a == b:
+            continue
+        ca, cb, side = V[a], V[b], None
+        for _ in range(20):
+            new = [float(V[i] @ ca) < float(V[i] @ cb) for i in idx]
+            if not any(new) or all(new):
+                side = None
+                break
+            if new == side:
+                break
+            side = new
+            ca = sum(S[i] * V[i] for i, x in zip(idx, side) if not x)
+            cb = sum(S[i] * V[i] for i, x in zip(idx, side) if x)
+            na, nb = np.linalg.norm(ca), np.linalg.norm(cb)
+            if na == 0 or nb == 0:
+                side = None
+                break
+            ca, cb = ca / na, cb / nb
+        if side is None:
+            continue
+        sa = sum(S[i] for i, x in zip(idx, side) if not x)
+        sb = sum(S[i] for i, x in zip(idx, side) if x)
+        if _cosine(ca, cb) < SPLIT_COSINE and min(sa, sb) >= SPLIT_MIN_S:
+            for i, x in zip(idx, side):
+                if x:
+                    labels[i] = next_label
+            next_label += 1
+
+    def centroids():
+        cen = {}
+        for x, v, s in zip(labels, V, S):
+            if v is not None and x >= 0:
+                cen[x] = cen.get(x, 0) + s * v
+        return cen
+
+    for _ in range(REGROUP_ROUNDS):
+        cen, new = centroids(), list(labels)
+        for i, (x, v, s) in enumerate(zip(labels, V, S)):
+            if v is None or x < 0:
+                continue
+            to = _claim(cen, x, _cosine(cen[x] - s * v, v), v, threshold)
+            if to is not None:
+                new[i] = to
+        if new == labels:
+            break
+        labels = new
+    merge = 1 - (1 - threshold) / HEAL_SHARED_STRICTNESS
+    while True:
+        cen, best, pair = centroids(), merge, None
+        for a in sorted(cen):
+            for b in sorted(cen):
+                if a < b and _cosine(cen[a], cen[b]) > best:
+                    best, pair = _cosine(cen[a], cen[b]), (a, b)
+        if pair is None:
+            return labels
+        labels = [pair[0] if x == pair[1] else x for x in labels]
 
 
 def link_speakers(a, b, ta, tb, order, last_label, next_label, voice=None):

@@ -56,10 +56,16 @@ void hv_stitch_free(hv_stitch *s) {
     free(s->voice);
     free(s->voice_has);
     free(s->share);
+    free(s->seg_voice);
+    free(s->seg_secs);
+    free(s->seg_has);
     s->voice = NULL;
     s->voice_has = NULL;
     s->share = NULL;
-    s->cap_voice = 0;
+    s->seg_voice = NULL;
+    s->seg_secs = NULL;
+    s->seg_has = NULL;
+    s->cap_voice = s->n_seg = s->cap_seg = 0;
 }
 
 void hv_stitched_free(hv_stitched *o) {
@@ -466,6 +472,35 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
     return st;
 }
 
+/* The signature of a segment of w over [start, end] window seconds as
+ * the next row of s's seg_voice: its row into *row (-1 without voices). */
+static hv_status segment_voice(hv_stitch *s, const hv_stitch_window *w, double start, double end,
+                               int *row, hv_error *e) {
+    int dim = s->voice_dim;
+    *row = -1;
+    if (!w->logmel || !(w->voice_threshold < 1) || dim <= 0) return HV_OK;
+    if (s->n_seg == s->cap_seg) {
+        int cap = s->cap_seg ? 2 * s->cap_seg : 64;
+        double *x = realloc(s->seg_voice, (size_t)cap * dim * sizeof *x);
+        if (x) s->seg_voice = x;
+        double *secs = x ? realloc(s->seg_secs, (size_t)cap * sizeof *secs) : NULL;
+        if (secs) s->seg_secs = secs;
+        unsigned char *h = secs ? realloc(s->seg_has, (size_t)cap) : NULL;
+        if (!h) return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
+        s->seg_has = h;
+        s->cap_seg = cap;
+    }
+    hv_voice_span span = {start, end};
+    int r = s->n_seg, has = 0;
+    hv_status st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
+                                      s->seg_voice + (size_t)r * dim, &s->seg_secs[r], &has, e);
+    if (st) return st;
+    s->seg_has[r] = (unsigned char)has;
+    s->n_seg++;
+    *row = r;
+    return HV_OK;
+}
+
 hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitched *out,
                                hv_error *e) {
     memset(out, 0, sizeof *out);
@@ -526,7 +561,11 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
             o->last = out->pos[n_pos - 1];
             o->pos0 = pos0;
             o->n_pos = n_pos - pos0;
+            o->voice = -1;
             s->last_label = g->speaker >= 0 ? map[g->speaker] : -1;
+            if (o->speaker >= 0 &&
+                (st = segment_voice(s, w, sn[i].start, sn[i1 - 1].end, &o->voice, e)))
+                goto done;
         }
         i = i1;
     }
@@ -550,4 +589,31 @@ done:
 hv_status hv_stitch_heal(const hv_stitch *s, double threshold, int *group, hv_error *e) {
     hv_heal_in in = heal_in(s, threshold);
     return hv_speaker_heal(&in, group, e);
+}
+
+hv_status hv_stitch_regroup(const hv_stitch *s, double threshold, int n, const int *rows,
+                            int *label, hv_error *e) {
+    int dim = s->voice_dim, next = s->next_label;
+    if (n <= 0 || dim <= 0 || !(threshold < 1)) return HV_OK;
+    double *sig = malloc((size_t)n * dim * sizeof *sig), *secs = calloc((size_t)n, sizeof *secs);
+    unsigned char *has = calloc((size_t)n, 1);
+    hv_status st = sig && secs && has
+                       ? HV_OK
+                       : hv_err(e, HV_ERR_NOMEM, "out of memory regrouping speaker labels");
+    for (int i = 0; !st && i < n; i++) {
+        int r = rows[i];
+        if (r < 0 || r >= s->n_seg || !s->seg_has[r]) continue;
+        memcpy(sig + (size_t)i * dim, s->seg_voice + (size_t)r * dim, (size_t)dim * sizeof *sig);
+        secs[i] = s->seg_secs[r];
+        has[i] = 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (label[i] >= next) next = label[i] + 1;
+    hv_regroup_in in = {
+        .n = n, .dim = dim, .sig = sig, .secs = secs, .has = has, .threshold = threshold};
+    if (!st) st = hv_speaker_regroup(&in, label, &next, e);
+    free(sig);
+    free(secs);
+    free(has);
+    return st;
 }

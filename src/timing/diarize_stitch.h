@@ -3,7 +3,8 @@
  * window's turns (diarize.h) keep the words of the window's share of the
  * timeline, and its speakers are linked to the window before it from the
  * words of their overlap (speaker_link.h); its segments carry the labels
- * as merged by voice after it (hv_stitch_heal). */
+ * as merged by voice after it (hv_stitch_heal), and keep their own voice
+ * signatures for the recording's end (hv_stitch_regroup). */
 #ifndef HV_DIARIZE_STITCH_H
 #define HV_DIARIZE_STITCH_H
 
@@ -37,6 +38,12 @@ typedef struct hv_stitch {
                                  window (labels past the cap are not merged) */
     int cap_voice;
     int voice_dim; /* a signature's values; 0 before the first window's */
+    /* each segment's own signature so far, for rule 8 (hv_stitch_regroup):
+     * row r of seg_voice, seg_secs[r] its seconds, seg_has[r] 1: it has one */
+    double *seg_voice; /* [cap_seg x voice_dim] */
+    double *seg_secs;
+    unsigned char *seg_has;
+    int n_seg, cap_seg;
 } hv_stitch;
 
 /* One window: its generated tokens (EOS excluded) and where it lies. */
@@ -71,6 +78,7 @@ typedef struct hv_stitch_seg {
     double start, end; /* on the input, inside [lo, hi] */
     int first, last;   /* stream positions of its first and last kept text token */
     int pos0, n_pos;   /* its text tokens: hv_stitched.pos[pos0 .. pos0 + n_pos) */
+    int voice;         /* its signature's row in hv_stitch's seg_voice; -1 none */
 } hv_stitch_seg;
 
 typedef struct hv_stitched {
@@ -102,5 +110,12 @@ void hv_stitched_free(hv_stitched *o);
  * group[l] for each, in/out (the identity, or an earlier call's groups).
  * Only HV_ERR_NOMEM fails. */
 hv_status hv_stitch_heal(const hv_stitch *s, double threshold, int *group, hv_error *e);
+
+/* Rule 8 at the recording's end (hv_speaker_regroup, threshold
+ * diarize_voice): label[n] (in/out) of the n segments whose signatures are
+ * rows[n] of s's seg_voice (-1: none) regrouped by their voices. Only
+ * HV_ERR_NOMEM fails. */
+hv_status hv_stitch_regroup(const hv_stitch *s, double threshold, int n, const int *rows,
+                            int *label, hv_error *e);
 
 #endif

@@ -327,6 +327,23 @@ hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e) {
     return HV_OK;
 }
 
+/* Rule 7's claim on a signature x whose own label (row own of sum
+ * [n x dim], voiced[] 1 where a row has a signature) has cosine c_own with
+ * it: the row of the largest cosine, where that is over threshold and
+ * c_own is not, or is at least VOICE_MARGIN less; else -1. */
+static int claim(const double *sum, const unsigned char *voiced, int n, int dim, int own,
+                 double c_own, const double *x, double threshold) {
+    double best = -1;
+    int to = -1;
+    for (int g = 0; g < n; g++) {
+        if (g == own || !voiced[g]) continue;
+        double c = cosine(sum + (size_t)g * dim, x, dim);
+        if (c > best) best = c, to = g;
+    }
+    return to >= 0 && best > threshold && (c_own <= threshold || best >= c_own + VOICE_MARGIN) ? to
+                                                                                               : -1;
+}
+
 hv_status hv_speaker_turn_voice(const hv_heal_in *in, const int *group, int n, const double *sig,
                                 const unsigned char *has, int *label, hv_error *e) {
     int n_labels = in->n_labels < HV_HEAL_MAX_LABELS ? in->n_labels : HV_HEAL_MAX_LABELS;
@@ -343,17 +360,181 @@ hv_status hv_speaker_turn_voice(const hv_heal_in *in, const int *group, int n, c
         int own = label[t];
         if (!has[t] || own < 0 || own >= n_labels || !voiced[own]) continue;
         const double *x = sig + (size_t)t * dim;
-        double c_own = cosine(sum + (size_t)own * dim, x, dim), best = -1;
-        int to = -1;
-        for (int g = 0; g < n_labels; g++) {
-            if (g == own || !voiced[g]) continue;
-            double c = cosine(sum + (size_t)g * dim, x, dim);
-            if (c > best) best = c, to = g;
-        }
-        if (to >= 0 && best > in->threshold &&
-            (c_own <= in->threshold || best >= c_own + VOICE_MARGIN))
-            label[t] = to;
+        int to = claim(sum, voiced, n_labels, dim, own, cosine(sum + (size_t)own * dim, x, dim), x,
+                       in->threshold);
+        if (to >= 0) label[t] = to;
     }
     free(sum), free(voiced);
+    return HV_OK;
+}
+
+/* Rule 8's centroids: cen[n_ids x dim] the sum of the signed segments'
+ * signatures times their seconds per label of ids[] (ascending), voiced[]
+ * 1 where a label has one. */
+static void regroup_centroids(const hv_regroup_in *in, const int *label, const int *ids, int n_ids,
+                              double *cen, unsigned char *voiced) {
+    int dim = in->dim;
+    memset(cen, 0, (size_t)n_ids * dim * sizeof *cen);
+    memset(voiced, 0, (size_t)n_ids);
+    for (int i = 0; i < in->n; i++) {
+        if (!in->has[i] || label[i] < 0) continue;
+        int lo = 0, hi = n_ids - 1;
+        while (lo < hi) { /* ids[] is sorted */
+            int mid = (lo + hi) / 2;
+            if (ids[mid] < label[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (n_ids == 0 || ids[lo] != label[i]) continue;
+        for (int j = 0; j < dim; j++)
+            cen[(size_t)lo * dim + j] += in->secs[i] * in->sig[(size_t)i * dim + j];
+        voiced[lo] = 1;
+    }
+}
+
+/* The labels in label[] (>= 0), ascending and each once, into ids[]. */
+static int distinct_labels(const int *label, int n, int *ids) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (label[i] < 0) continue;
+        int k = 0;
+        while (k < m && ids[k] < label[i]) k++;
+        if (k < m && ids[k] == label[i]) continue;
+        memmove(ids + k + 1, ids + k, (size_t)(m - k) * sizeof *ids);
+        ids[k] = label[i];
+        m++;
+    }
+    return m;
+}
+
+/* x[dim] scaled to unit length; 0 where it is all zero. */
+static int normalise(double *x, int dim) {
+    double nx = 0;
+    for (int i = 0; i < dim; i++) nx += x[i] * x[i];
+    if (!(nx > 0)) return 0;
+    nx = sqrt(nx);
+    for (int i = 0; i < dim; i++) x[i] /= nx;
+    return 1;
+}
+
+static double dot(const double *x, const double *y, int dim) {
+    double d = 0;
+    for (int i = 0; i < dim; i++) d += x[i] * y[i];
+    return d;
+}
+
+/* Rule 8's split of one label's signed segments idx[m]: 1 with side[]
+ * (1: the seed's half) where spherical 2-means finds two halves far apart
+ * in voice, each long enough; ca, cb [dim] scratch. */
+static int split_label(const hv_regroup_in *in, const int *idx, int m, unsigned char *side,
+                       unsigned char *prev, double *ca, double *cb) {
+    int dim = in->dim;
+    const double *sig = in->sig;
+    memset(ca, 0, (size_t)dim * sizeof *ca);
+    for (int k = 0; k < m; k++)
+        for (int j = 0; j < dim; j++) ca[j] += in->secs[idx[k]] * sig[(size_t)idx[k] * dim + j];
+    int a = 0, b = 0;
+    for (int k = 1; k < m; k++)
+        if (dot(sig + (size_t)idx[k] * dim, ca, dim) < dot(sig + (size_t)idx[a] * dim, ca, dim))
+            a = k;
+    const double *va = sig + (size_t)idx[a] * dim;
+    for (int k = 1; k < m; k++)
+        if (dot(sig + (size_t)idx[k] * dim, va, dim) < dot(sig + (size_t)idx[b] * dim, va, dim))
+            b = k;
+    if (a == b) return 0;
+    memcpy(ca, va, (size_t)dim * sizeof *ca);
+    memcpy(cb, sig + (size_t)idx[b] * dim, (size_t)dim * sizeof *cb);
+    memset(prev, 2, (size_t)m); /* no assignment yet */
+    for (int step = 0; step < 20; step++) {
+        int ones = 0, same = 1;
+        for (int k = 0; k < m; k++) {
+            const double *x = sig + (size_t)idx[k] * dim;
+            side[k] = dot(x, ca, dim) < dot(x, cb, dim);
+            ones += side[k];
+            same &= side[k] == prev[k];
+        }
+        if (ones == 0 || ones == m) return 0;
+        if (same) break;
+        memcpy(prev, side, (size_t)m);
+        memset(ca, 0, (size_t)dim * sizeof *ca);
+        memset(cb, 0, (size_t)dim * sizeof *cb);
+        for (int k = 0; k < m; k++) {
+            double *c = side[k] ? cb : ca;
+            for (int j = 0; j < dim; j++) c[j] += in->secs[idx[k]] * sig[(size_t)idx[k] * dim + j];
+        }
+        if (!normalise(ca, dim) || !normalise(cb, dim)) return 0;
+    }
+    memcpy(side, prev, (size_t)m);
+    double sa = 0, sb = 0;
+    for (int k = 0; k < m; k++) *(side[k] ? &sb : &sa) += in->secs[idx[k]];
+    return cosine(ca, cb, dim) < HV_SPLIT_COSINE && fmin(sa, sb) >= HV_SPLIT_MIN_S;
+}
+
+hv_status hv_speaker_regroup(const hv_regroup_in *in, int *label, int *next_label, hv_error *e) {
+    int n = in->n, dim = in->dim;
+    if (n <= 0 || dim <= 0 || !(in->threshold < 1)) return HV_OK;
+    /* at most n labels, and as many new ones */
+    int *ids = malloc((size_t)2 * n * sizeof *ids), *idx = malloc((size_t)n * sizeof *idx);
+    int *moved = malloc((size_t)n * sizeof *moved);
+    unsigned char *side = malloc((size_t)n), *prev = malloc((size_t)n);
+    unsigned char *voiced = malloc((size_t)2 * n);
+    double *cen = malloc((size_t)2 * n * dim * sizeof *cen);
+    double *tmp = malloc((size_t)2 * dim * sizeof *tmp);
+    if (!ids || !idx || !moved || !side || !prev || !voiced || !cen || !tmp) {
+        free(ids), free(idx), free(moved), free(side), free(prev), free(voiced), free(cen),
+            free(tmp);
+        return hv_err(e, HV_ERR_NOMEM, "out of memory regrouping speaker labels");
+    }
+    /* 1. split */
+    int n_ids = distinct_labels(label, n, ids);
+    for (int l = 0; l < n_ids; l++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (label[i] == ids[l] && in->has[i]) idx[m++] = i;
+        if (m < 2 || !split_label(in, idx, m, side, prev, tmp, tmp + dim)) continue;
+        for (int k = 0; k < m; k++)
+            if (side[k]) label[idx[k]] = *next_label;
+        ++*next_label;
+    }
+    /* 2. move */
+    for (int round = 0; round < HV_REGROUP_ROUNDS; round++) {
+        n_ids = distinct_labels(label, n, ids);
+        regroup_centroids(in, label, ids, n_ids, cen, voiced);
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+            moved[i] = label[i];
+            if (!in->has[i] || label[i] < 0) continue;
+            const double *x = in->sig + (size_t)i * dim;
+            int own = 0;
+            while (ids[own] != label[i]) own++;
+            for (int j = 0; j < dim; j++) tmp[j] = cen[(size_t)own * dim + j] - in->secs[i] * x[j];
+            int to = claim(cen, voiced, n_ids, dim, own, cosine(tmp, x, dim), x, in->threshold);
+            if (to >= 0) {
+                moved[i] = ids[to];
+                changed = 1;
+            }
+        }
+        if (!changed) break;
+        memcpy(label, moved, (size_t)n * sizeof *label);
+    }
+    /* 3. merge */
+    double merge = 1 - (1 - in->threshold) / HV_HEAL_SHARED_STRICTNESS;
+    for (;;) {
+        n_ids = distinct_labels(label, n, ids);
+        regroup_centroids(in, label, ids, n_ids, cen, voiced);
+        int ba = -1, bb = -1;
+        double best = merge;
+        for (int a = 0; a < n_ids; a++)
+            for (int b = a + 1; b < n_ids; b++) {
+                if (!voiced[a] || !voiced[b]) continue;
+                double c = cosine(cen + (size_t)a * dim, cen + (size_t)b * dim, dim);
+                if (c > best) best = c, ba = a, bb = b;
+            }
+        if (ba < 0) break;
+        for (int i = 0; i < n; i++)
+            if (label[i] == ids[bb]) label[i] = ids[ba];
+    }
+    free(ids), free(idx), free(moved), free(side), free(prev), free(voiced), free(cen), free(tmp);
     return HV_OK;
 }

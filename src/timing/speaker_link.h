@@ -4,8 +4,10 @@
  * speakers, and the pairs are the one-to-one assignment with the most
  * votes; a speaker the overlap does not link may continue an earlier
  * label by its voice signature (voice.h); labels that are one voice are
- * merged (hv_speaker_heal), and a turn that another label's voice claims
- * moves there (hv_speaker_turn_voice). Pure functions over words, turns and
+ * merged (hv_speaker_heal), a turn that another label's voice claims
+ * moves there (hv_speaker_turn_voice), and at the recording's end its
+ * segments are regrouped by their own voices (hv_speaker_regroup). Pure
+ * functions over words, turns and
  * signatures, so that the rules are tested on synthetic windows
  * (tests/unit/test_speaker_link.c). */
 #ifndef HV_SPEAKER_LINK_H
@@ -148,6 +150,50 @@ hv_status hv_speaker_heal(const hv_heal_in *in, int *group, hv_error *e);
  * HV_HEAL_MAX_LABELS, keeps it. Only HV_ERR_NOMEM fails. */
 hv_status hv_speaker_turn_voice(const hv_heal_in *in, const int *group, int n, const double *sig,
                                 const unsigned char *has, int *label, hv_error *e);
+
+/* Rule 8, the recording's end (hv_speaker_regroup): a label splits where
+ * its segments' two halves have a cosine under HV_SPLIT_COSINE, whatever
+ * the threshold (a split that followed the threshold up to 1 would cut
+ * every person in two), and each half at least HV_SPLIT_MIN_S seconds of
+ * signature (a short half is too noisy to be a person); segments move
+ * between labels for at most HV_REGROUP_ROUNDS rounds (moves can swing
+ * back and forth). */
+#define HV_SPLIT_COSINE   0.9
+#define HV_SPLIT_MIN_S    3.0
+#define HV_REGROUP_ROUNDS 5
+
+/* What the end of a recording knows of its segments. */
+typedef struct hv_regroup_in {
+    int n;
+    int dim;                  /* a signature's values (voice.h) */
+    const double *sig;        /* [n x dim] each segment's own signature (a unit vector) */
+    const double *secs;       /* [n] its seconds */
+    const unsigned char *has; /* [n] 1: the segment has one */
+    double threshold;         /* diarize_voice (1: nothing changes) */
+} hv_regroup_in;
+
+/* Rule 8: the labels of a whole recording's segments (label[n], -1: none;
+ * in/out) regrouped by their own voices, with every segment known, which
+ * the windows' rules, each knowing only the recording so far, could not:
+ *   1. split: a label with two segments or more that have a signature is
+ *      cut in two by spherical 2-means (seeded with its segment least like
+ *      the label's centroid and the segment least like that one; at most
+ *      20 steps; halves compared by their seconds-weighted mean
+ *      directions); where the two halves' cosine is under
+ *      HV_SPLIT_COSINE and each half has HV_SPLIT_MIN_S, the second seed's
+ *      half takes *next_label, which counts up (labels in ascending order,
+ *      each once; a new label is not split again);
+ *   2. move: a segment moves to the label whose centroid (the sum of its
+ *      segments' signatures times their seconds) has the largest cosine
+ *      with its own, where that is over threshold and its own label's
+ *      centroid, less the segment, is not, or is at least 0.05 less (rule
+ *      7 with the whole recording's centroids); every segment at once, in
+ *      rounds until none moves, at most HV_REGROUP_ROUNDS;
+ *   3. merge: while two labels' centroids have a cosine over 1 - (1 -
+ *      threshold) / HV_HEAL_SHARED_STRICTNESS, the closest two merge into
+ *      the smaller label.
+ * Only HV_ERR_NOMEM fails. */
+hv_status hv_speaker_regroup(const hv_regroup_in *in, int *label, int *next_label, hv_error *e);
 
 /* A word's text as linking compares it, written into out[size]: letters
  * and digits of ASCII lower-cased, ASCII punctuation and spaces dropped,

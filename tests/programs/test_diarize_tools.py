@@ -39,8 +39,10 @@ train.grow_rows), issue #63 item 6:
     given again, ties); diarize.voice_signature on test_voice.c's known
     vector; the port's default threshold the engine's; diarize.heal_labels
     on test_speaker_link.c's heal cases, diarize.turn_voice_labels on its
-    turn-voice cases, evaluate-diarize's stitch_window on its sentence-voice
-    case (a turn of two voices cut between its sentences);
+    turn-voice cases, diarize.regroup_labels on its regroup cases (rule 8),
+    evaluate-diarize's stitch_window on its sentence-voice case (a turn of
+    two voices cut between its sentences) and, with regroup_labels, on its
+    regroup-window case (one token over two voices split at the end);
   * the port's greedy search penalises repetition on the classifier's
     logits, as transformers' generate and the engine do: the same tokens
     as the engine with repetition_penalty 1, 1.2 and 3.
@@ -358,6 +360,30 @@ def turn_voice_cases():
            tv([(1, 0, 0), (0, 1, 0), (0, 0, 1)], (1, 0.05, 1), 1, 0.8, [0, 1, 0]) == 0)
 
 
+def regroup_cases():
+    """diarize.regroup_labels on test_speaker_link.c's regroup cases (the
+    engine's hv_speaker_regroup, rule 8)."""
+    import math
+    import numpy as np
+    c20, s20 = math.cos(math.radians(20)), math.sin(math.radians(20))
+    A, B = (1, 0, 0), (0, 1, 0)
+
+    def rg(vs, labels, thr, next_label, secs=2.0):
+        sigs = [((np.array(v, dtype=float) / np.linalg.norm(v)) if any(v) else None, secs) for v in vs]
+        return diarize.regroup_labels(labels, sigs, thr, next_label)
+    report("regroup: split, the second seed's half takes the next label",
+           rg([A, B, A, B, B], [0] * 5, 0.8, 3) == [0, 3, 0, 3, 3])
+    report("regroup: threshold 1: off", rg([A, B, A, B, B], [0] * 5, 1, 3) == [0] * 5)
+    report("regroup: a short half stays", rg([A, A, B], [0] * 3, 0.8, 1) == [0] * 3)
+    near = [(1, 0, 0), (c20, s20, 0), (1, 0, 0), (c20, s20, 0)]
+    report("regroup: close halves stay one", rg(near, [0] * 4, 0.8, 1) == [0] * 4)
+    report("regroup: a segment moves", rg([A, A, B, B, B], [0, 0, 1, 1, 0], 0.8, 2) == [0, 0, 1, 1, 1])
+    report("regroup: one voice merges into the smaller",
+           rg([A, A, (1, .1, 0), (1, .1, 0), (0, 0, 0), B], [2, 2, 1, 1, 1, -1], 0.8, 3) == [1, 1, 1, 1, 1, -1])
+    apart = [(1, 0, 0), (1, 0, 0), (c20, s20, 0), (c20, s20, 0)]
+    report("regroup: two labels 20 degrees apart stay", rg(apart, [0, 0, 1, 1], 0.8, 2) == [0, 0, 1, 1])
+
+
 def diarize_tok(tmp, name):
     """train.Tok of the demo tokenizer extended by the diarize pieces,
     written to tmp/name."""
@@ -393,6 +419,29 @@ def sentence_voice_cases(tmp):
     alone = diarize.voice_signature(np.array(frames(0, 0, 1000), dtype=np.float32), [(0, 10)])[0]
     c = diarize._cosine(st.voices.get(0, np.zeros(8)), alone)
     report("sentence voice: label 0 learns voice 0 alone (cosine %.6f)" % c, c > 0.9999)
+
+
+def regroup_stitch_cases(tmp):
+    """evaluate-diarize's stitch_window and regroup on test_speaker_link.c's
+    regroup-window case: one speaker token over turns of two voices (4 s
+    and 6 s, three times); the segments' own signatures split the label at
+    the end, voice 1's turns taking the next label."""
+    import numpy as np
+    E = load_evaluate_diarize()
+    tok = diarize_tok(tmp, "regroup.model")
+    spectra = [[[1, 2, 3, 4], [4, 3, 2, 1]], [[0, 5, 5, 0], [2, 3, 3, 2]]]
+    lm = np.array([spectra[0 if t % 1000 < 400 else 1][t % 2] for t in range(3000)], dtype=np.float32)
+    turns = [(0, 100 * i + (0 if j == 0 else 40), min(100 * i + (40 if j == 0 else 100), 299), "abcdef"[2 * i + j])
+             for i in range(3) for j in range(2)]
+    ids = tok.voc.stream_ids(turns)
+    wins, cuts = [(0, 30 * 16000)], [0, 30 * 16000]
+    for with_ in (False, True):
+        st = E.Stitch()
+        out = E.stitch_window(st, tok, ids, 0, wins, cuts, lm if with_ else None, 0.85)
+        got = diarize.regroup_labels([h[0] for h in out], st.seg_voices, 0.85, st.next)
+        want = [0, 1, 0, 1, 0, 1] if with_ else [0] * 6
+        report("regroup window (%s log-mel): %s" % ("with" if with_ else "without", want),
+               [h[0] for h in out] == [0] * 6 and got == want, got)
 
 
 def dialogue_cases():
@@ -634,7 +683,9 @@ def main():
     link_cases()
     heal_cases()
     turn_voice_cases()
+    regroup_cases()
     sentence_voice_cases(tmp)
+    regroup_stitch_cases(tmp)
     penalty_cases(tmp)
     evaluate_cases(tmp)
     return finish_in(tmp)

@@ -2,10 +2,11 @@
  * synthetic overlaps: agreement, swapped labels, the fallbacks (turn time,
  * a silent overlap, a new speaker), conflicting evidence, labels beyond 8;
  * labels of one voice merged (hv_speaker_heal: the thresholds apart and
- * in one window, greedy order, earlier groups, the label cap); and
- * windows stitched (src/timing/diarize_stitch.c): each word once, the
- * labels of the recording, one voice under two speaker tokens, two voices
- * in one turn. */
+ * in one window, greedy order, earlier groups, the label cap); the
+ * recording's end (hv_speaker_regroup: split, move, merge); and windows
+ * stitched (src/timing/diarize_stitch.c): each word once, the labels of
+ * the recording, one voice under two speaker tokens, two voices in one
+ * turn, two voices under one token split at the end. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -442,6 +443,97 @@ static void turn_voice_cases(void) {
     CHECK_MSG(turn_voice(3, w, g, 0.8, both, 1) == 0, "turn voice: to a group");
 }
 
+/* ------------------------------------------------------------- regroup */
+
+/* hv_speaker_regroup (rule 8) over n segments with signatures v[n][VD] (a
+ * zero row: none; made unit here), secs[n], labels in label (in/out),
+ * *next the next new label (in/out). */
+static void regroup(int n, const double (*v)[VD], const double *secs, double thr, int *label,
+                    int *next) {
+    double sig[16][VD];
+    unsigned char has[16];
+    for (int i = 0; i < n; i++) {
+        double nn = sqrt(v[i][0] * v[i][0] + v[i][1] * v[i][1] + v[i][2] * v[i][2]);
+        has[i] = nn > 0;
+        for (int j = 0; j < VD; j++) sig[i][j] = nn > 0 ? v[i][j] / nn : 0;
+    }
+    hv_regroup_in in = {
+        .n = n, .dim = VD, .sig = &sig[0][0], .secs = secs, .has = has, .threshold = thr};
+    hv_error e = {0};
+    CHECK(hv_speaker_regroup(&in, label, next, &e) == HV_OK);
+}
+
+static int labels_are(const int *label, int n, const char *want) {
+    char got[64] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%d", i ? " " : "", label[i]);
+    if (strcmp(got, want) == 0) return 1;
+    fprintf(stderr, "  labels %s, not %s\n", got, want);
+    return 0;
+}
+
+static void regroup_cases(void) {
+    const double A[VD] = {1, 0, 0}, B[VD] = {0, 1, 0};
+    double c20 = cos(20 * DEG), s20 = sin(20 * DEG);
+    /* one label, two voices (cosine 0 < 1 - (1 - 0.8) / 2 = 0.9) of 4 s
+     * each: the half of the second seed (the first B, least like the
+     * first A, which is least like the centroid that leans to B) takes
+     * the next label */
+    const double ab[5][VD] = {{A[0], A[1], A[2]},
+                              {B[0], B[1], B[2]},
+                              {A[0], A[1], A[2]},
+                              {B[0], B[1], B[2]},
+                              {B[0], B[1], B[2]}};
+    const double secs2[5] = {2, 2, 2, 2, 2};
+    int l[8] = {0, 0, 0, 0, 0}, next = 3;
+    regroup(5, ab, secs2, 0.8, l, &next);
+    CHECK_MSG(labels_are(l, 5, "0 3 0 3 3") && next == 4, "regroup: split (next %d)", next);
+    int off[5] = {0, 0, 0, 0, 0};
+    next = 3;
+    regroup(5, ab, secs2, 1, off, &next);
+    CHECK_MSG(labels_are(off, 5, "0 0 0 0 0") && next == 3, "regroup: threshold 1: off");
+    /* a half under HV_SPLIT_MIN_S (B: 2 s) stays, and no other label
+     * claims it */
+    const double secs3[3] = {2, 2, 2};
+    const double aab[3][VD] = {{A[0], A[1], A[2]}, {A[0], A[1], A[2]}, {B[0], B[1], B[2]}};
+    int sh[3] = {0, 0, 0};
+    next = 1;
+    regroup(3, aab, secs3, 0.8, sh, &next);
+    CHECK_MSG(labels_are(sh, 3, "0 0 0") && next == 1, "regroup: a short half stays");
+    /* halves 20 degrees apart (cosine 0.94, over 0.9): one voice */
+    const double near[4][VD] = {{1, 0, 0}, {c20, s20, 0}, {1, 0, 0}, {c20, s20, 0}};
+    int nr[4] = {0, 0, 0, 0};
+    next = 1;
+    regroup(4, near, secs2, 0.8, nr, &next);
+    CHECK_MSG(labels_are(nr, 4, "0 0 0 0"), "regroup: close halves stay one");
+    /* a B segment under label 0 (too short to split off) moves to B's
+     * label: its own label without it is all A */
+    const double mv[5][VD] = {{A[0], A[1], A[2]},
+                              {A[0], A[1], A[2]},
+                              {B[0], B[1], B[2]},
+                              {B[0], B[1], B[2]},
+                              {B[0], B[1], B[2]}};
+    int m[5] = {0, 0, 1, 1, 0};
+    next = 2;
+    regroup(5, mv, secs2, 0.8, m, &next);
+    CHECK_MSG(labels_are(m, 5, "0 0 1 1 1"), "regroup: a segment moves");
+    /* two labels of one voice merge into the smaller, with their
+     * segments that have no signature; a segment without a label stays */
+    const double one[6][VD] = {{A[0], A[1], A[2]}, {A[0], A[1], A[2]}, {1, 0.1, 0},
+                               {1, 0.1, 0},        {0, 0, 0},          {B[0], B[1], B[2]}};
+    const double secs6[6] = {2, 2, 2, 2, 2, 2};
+    int g[6] = {2, 2, 1, 1, 1, -1};
+    next = 3;
+    regroup(6, one, secs6, 0.8, g, &next);
+    CHECK_MSG(labels_are(g, 6, "1 1 1 1 1 -1"), "regroup: one voice merges into the smaller");
+    /* two labels 20 degrees apart (0.94, under 1 - 0.2 / 8 = 0.975) stay */
+    const double apart[4][VD] = {{1, 0, 0}, {1, 0, 0}, {c20, s20, 0}, {c20, s20, 0}};
+    int g2[4] = {0, 0, 1, 1};
+    next = 2;
+    regroup(4, apart, secs2, 0.8, g2, &next);
+    CHECK_MSG(labels_are(g2, 4, "0 0 1 1"), "regroup: two labels 20 degrees apart stay");
+}
+
 /* ------------------------------------------------------------- stitch */
 
 static hv_tokenizer tok;
@@ -466,10 +558,10 @@ static void voice_frames(float *lm, int t0, int t1, int v) {
 
 /* The window's segments as "LABEL text|..." into out (with lm, voice
  * signatures at the default threshold); with bounds, "@START-END" after
- * each (to 0.01 s). */
+ * each (to 0.01 s); kept: NULL, or where the stitched window goes. */
 static void run_window_voice(hv_stitch *s, const char *spec, int window, double start, double end,
                              double lo, double hi, double prev_end, double next_start,
-                             made_logmel lm, int bounds, char *out, size_t cap) {
+                             made_logmel lm, int bounds, char *out, size_t cap, hv_stitched *kept) {
     int32_t ids[128];
     double off = start;
     hv_stitch_window w = {.tok = &tok,
@@ -505,14 +597,17 @@ static void run_window_voice(hv_stitch *s, const char *spec, int window, double 
         free(text);
         CHECK(o.segs[k].start >= lo && o.segs[k].end <= hi && o.segs[k].start <= o.segs[k].end);
     }
-    hv_stitched_free(&o);
+    if (kept)
+        *kept = o;
+    else
+        hv_stitched_free(&o);
 }
 
 static void run_window(hv_stitch *s, const char *spec, int window, double start, double end,
                        double lo, double hi, double prev_end, double next_start, char *out,
                        size_t cap) {
     run_window_voice(s, spec, window, start, end, lo, hi, prev_end, next_start,
-                     (made_logmel){NULL, 0}, 0, out, cap);
+                     (made_logmel){NULL, 0}, 0, out, cap, NULL);
 }
 
 /* A speaker silent in the overlap, known by its voice: window 0 [0, 30)
@@ -530,10 +625,10 @@ static void voice_stitch_case(void) {
     for (int with = 0; with < 2; with++) {
         hv_stitch_init(&s);
         run_window_voice(&s, "S0 T0.0 _a _b T20.0 S1 T24.0 _x _y _z T30.0", 0, 0, 30, -INFINITY, 27,
-                         0, 24, (made_logmel){with ? lm0 : NULL, 3000}, 0, out, sizeof out);
+                         0, 24, (made_logmel){with ? lm0 : NULL, 3000}, 0, out, sizeof out, NULL);
         CHECK_MSG(strcmp(out, "0 a b|1 x") == 0, "voice window 0: %s", out);
         run_window_voice(&s, "S0 T0.0 _x _y _z T6.0 S1 T8.0 _c _d T26.0", 1, 24, 54, 27, INFINITY,
-                         30, 54, (made_logmel){with ? lm1 : NULL, 3000}, 0, out, sizeof out);
+                         30, 54, (made_logmel){with ? lm1 : NULL, 3000}, 0, out, sizeof out, NULL);
         const char *want = with ? "1 y z|0 c d" : "1 y z|2 c d";
         CHECK_MSG(strcmp(out, want) == 0, "voice window 1 (%s log-mel): %s, not %s",
                   with ? "with" : "without", out, want);
@@ -557,7 +652,7 @@ static void heal_stitch_case(void) {
             hv_stitch_init(&s);
             run_window_voice(&s, "S0 T0.0 _a _b T10.0 S1 T10.0 _c _d T20.0 S2 T20.0 _e _f T30.0", 0,
                              0, 30, -INFINITY, INFINITY, 0, 30,
-                             (made_logmel){with ? lm : NULL, 3000}, 0, out, sizeof out);
+                             (made_logmel){with ? lm : NULL, 3000}, 0, out, sizeof out, NULL);
             const char *want = !with  ? "0 a b|1 c d|2 e f"
                                : same ? "0 a b|0 c d|2 e f"
                                       : "0 a b|1 c d|0 e f";
@@ -583,7 +678,7 @@ static void turn_voice_stitch_case(void) {
         hv_stitch_init(&s);
         run_window_voice(&s, "S0 T0.0 _a _b T10.0 S1 T10.0 _c _d T20.0 S0 T20.0 _e _f T30.0", 0, 0,
                          30, -INFINITY, INFINITY, 0, 30, (made_logmel){with ? lm : NULL, 3000}, 0,
-                         out, sizeof out);
+                         out, sizeof out, NULL);
         const char *want = with ? "0 a b|1 c d|1 e f" : "0 a b|1 c d|0 e f";
         CHECK_MSG(strcmp(out, want) == 0, "a turn's voice (%s log-mel): %s, not %s",
                   with ? "with" : "without", out, want);
@@ -609,9 +704,10 @@ static void sentence_voice_stitch_case(void) {
     char out[512];
     for (int with = 0; with < 2; with++) {
         hv_stitch_init(&s);
-        run_window_voice(
-            &s, "S0 T0.0 _a _b. T10.0 S1 T10.0 _c _d. T20.0 S0 T20.0 _e _f. _g _h. T30.0", 0, 0, 30,
-            -INFINITY, INFINITY, 0, 30, (made_logmel){with ? lm : NULL, 3000}, 1, out, sizeof out);
+        run_window_voice(&s,
+                         "S0 T0.0 _a _b. T10.0 S1 T10.0 _c _d. T20.0 S0 T20.0 _e _f. _g _h. T30.0",
+                         0, 0, 30, -INFINITY, INFINITY, 0, 30,
+                         (made_logmel){with ? lm : NULL, 3000}, 1, out, sizeof out, NULL);
         const char *want = with ? "0 a b.@0.00-10.00|1 c d.@10.00-20.00|0 e f.@20.00-24.86|"
                                   "1 g h.@24.86-30.00"
                                 : "0 a b.@0.00-10.00|1 c d.@10.00-20.00|0 e f. g h.@20.00-30.00";
@@ -640,10 +736,46 @@ static void sentence_voice_stitch_case(void) {
     voice_frames(lm2, 1000, 1160, 1);
     hv_stitch_init(&s);
     run_window_voice(&s, "S0 T0.0 _a _b. T10.0 S1 T10.0 _c. _d. T11.6", 0, 0, 30, -INFINITY,
-                     INFINITY, 0, 30, (made_logmel){lm2, 3000}, 0, out, sizeof out);
+                     INFINITY, 0, 30, (made_logmel){lm2, 3000}, 0, out, sizeof out, NULL);
     CHECK_MSG(strcmp(out, "0 a b.|1 c. d.") == 0, "short sentences: %s", out);
     CHECK_MSG(s.cap_voice > 1 && s.voice_has[1], "a label of short sentences keeps its voice");
     hv_stitch_free(&s);
+}
+
+/* Rule 8 at the recording's end: one window puts two voices under one
+ * speaker token, turn by turn (voice 0 4 s, voice 1 6 s, three times);
+ * no rule of the window can tell (one label, no other voice), but the
+ * segments' own signatures, kept in the stitch, split the label in two:
+ * voice 1's turns take the next label. Without a log-mel no signatures
+ * are kept and nothing changes. */
+static void regroup_stitch_case(void) {
+    static float lm[3000 * VM];
+    for (int t = 0; t < 3; t++) {
+        voice_frames(lm, t * 1000, t * 1000 + 400, 0);
+        voice_frames(lm, t * 1000 + 400, t * 1000 + 1000, 1);
+    }
+    for (int with = 0; with < 2; with++) {
+        hv_stitch s;
+        hv_stitched o;
+        char out[512];
+        hv_error e = {0};
+        hv_stitch_init(&s);
+        run_window_voice(&s,
+                         "S0 T0.0 _a T4.0 S0 T4.0 _b T10.0 S0 T10.0 _c T14.0 S0 T14.0 _d T20.0 "
+                         "S0 T20.0 _e T24.0 S0 T24.0 _f T30.0",
+                         0, 0, 30, -INFINITY, INFINITY, 0, 30,
+                         (made_logmel){with ? lm : NULL, 3000}, 0, out, sizeof out, &o);
+        CHECK_MSG(strcmp(out, "0 a|0 b|0 c|0 d|0 e|0 f") == 0, "regroup window: %s", out);
+        int rows[8], label[8], n = o.n_segs < 8 ? o.n_segs : 8;
+        for (int k = 0; k < n; k++) rows[k] = o.segs[k].voice, label[k] = o.segs[k].speaker;
+        CHECK_MSG(n == 6 && (with ? s.n_seg == 6 && rows[5] == 5 : rows[0] == -1),
+                  "regroup window: the segments' signature rows (%d)", s.n_seg);
+        CHECK(hv_stitch_regroup(&s, 0.85, n, rows, label, &e) == HV_OK);
+        CHECK_MSG(labels_are(label, n, with ? "0 1 0 1 0 1" : "0 0 0 0 0 0"),
+                  "regroup: two voices under one token (%s log-mel)", with ? "with" : "without");
+        hv_stitched_free(&o);
+        hv_stitch_free(&s);
+    }
 }
 
 static void stitch_cases(void) {
@@ -666,11 +798,13 @@ int main(void) {
     link_cases();
     heal_cases();
     turn_voice_cases();
+    regroup_cases();
     stitch_cases();
     voice_stitch_case();
     heal_stitch_case();
     turn_voice_stitch_case();
     sentence_voice_stitch_case();
+    regroup_stitch_case();
     hv_tokenizer_free(&tok);
     TEST_END();
 }
