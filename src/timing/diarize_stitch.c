@@ -330,18 +330,25 @@ static hv_heal_in heal_in(const hv_stitch *s, double threshold) {
                         .threshold = threshold};
 }
 
-/* Each turn's own voice signature (voice.h): sig [n_segs x dim], its
- * seconds, has 1 where it has one; all NULL without a log-mel. */
-typedef struct turn_voices {
+/* The own voice signatures (voice.h) of a window's turns or sentences:
+ * sig [n x dim], their seconds, has 1 where one has one; all NULL without
+ * a log-mel. */
+typedef struct span_voices {
     double *sig, *secs;
     unsigned char *has;
-} turn_voices;
+} span_voices;
+
+static void span_voices_free(span_voices *v) {
+    free(v->sig);
+    free(v->secs);
+    free(v->has);
+}
 
 /* Each of d's turns' label, merged (group), then checked against the
  * turn's own voice (rule 7, hv_speaker_turn_voice): label[d->n_segs]; the
- * turns' signatures into tv (free them with free(tv->...)). */
+ * turns' signatures into tv (free them with span_voices_free). */
 static hv_status turn_labels(const hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
-                             const int *map, const int *group, int *label, turn_voices *tv,
+                             const int *map, const int *group, int *label, span_voices *tv,
                              hv_error *e) {
     for (int k = 0; k < d->n_segs; k++) {
         int l = d->segs[k].speaker >= 0 ? map[d->segs[k].speaker] : -1;
@@ -376,11 +383,12 @@ static hv_status turn_labels(const hv_stitch *s, const hv_stitch_window *w, cons
  * speaker; a sentence that is its whole turn has tv's signature), and the
  * window's voices learned from its sentences under those labels in place
  * of its speakers' under their tokens' (old: the rows as they were before
- * the window). */
+ * the window); the sentences' signatures into sv (free them with
+ * span_voices_free; sv->sig NULL without voices). */
 static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const hv_diar *d,
                                  const word *ws, int nw, const int *group, const int *label,
-                                 const turn_voices *tv, const voice_rows *old, sentence **out,
-                                 int *n_out, hv_error *e) {
+                                 const span_voices *tv, const voice_rows *old, sentence **out,
+                                 int *n_out, span_voices *sv, hv_error *e) {
     sentence *sn = malloc((size_t)(nw ? nw : 1) * sizeof *sn);
     if (!sn) return hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     int n = 0;
@@ -414,8 +422,9 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
         free(whole);
         return HV_OK;
     }
-    double *sig = malloc((size_t)n * dim * sizeof *sig), *secs = malloc((size_t)n * sizeof *secs);
-    unsigned char *has = calloc((size_t)n, 1);
+    double *sig = sv->sig = malloc((size_t)n * dim * sizeof *sig);
+    double *secs = sv->secs = malloc((size_t)n * sizeof *secs);
+    unsigned char *has = sv->has = calloc((size_t)n, 1);
     int *lab = malloc((size_t)n * sizeof *lab);
     hv_status st = sig && secs && has && lab
                        ? HV_OK
@@ -465,17 +474,17 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
     }
     free(whole);
     free(learned);
-    free(sig);
-    free(secs);
-    free(has);
     free(lab);
     return st;
 }
 
 /* The signature of a segment of w over [start, end] window seconds as
- * the next row of s's seg_voice: its row into *row (-1 without voices). */
+ * the next row of s's seg_voice (one[dim], its seconds and has, where the
+ * segment is one sentence whose signature is known; NULL: computed here):
+ * its row into *row (-1 without voices). */
 static hv_status segment_voice(hv_stitch *s, const hv_stitch_window *w, double start, double end,
-                               int *row, hv_error *e) {
+                               const double *one, double one_secs, int one_has, int *row,
+                               hv_error *e) {
     int dim = s->voice_dim;
     *row = -1;
     if (!w->logmel || !(w->voice_threshold < 1) || dim <= 0) return HV_OK;
@@ -491,10 +500,15 @@ static hv_status segment_voice(hv_stitch *s, const hv_stitch_window *w, double s
         s->cap_seg = cap;
     }
     hv_voice_span span = {start, end};
-    int r = s->n_seg, has = 0;
-    hv_status st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
-                                      s->seg_voice + (size_t)r * dim, &s->seg_secs[r], &has, e);
-    if (st) return st;
+    int r = s->n_seg, has = one_has;
+    if (one) { /* its rows hold nothing of use without has */
+        if (has) memcpy(s->seg_voice + (size_t)r * dim, one, (size_t)dim * sizeof *one);
+        s->seg_secs[r] = one_secs;
+    } else {
+        hv_status st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
+                                          s->seg_voice + (size_t)r * dim, &s->seg_secs[r], &has, e);
+        if (st) return st;
+    }
     s->seg_has[r] = (unsigned char)has;
     s->n_seg++;
     *row = r;
@@ -508,7 +522,7 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     word *ws = NULL;
     voices v = {0};
     voice_rows old = {0};
-    turn_voices tv = {0};
+    span_voices tv = {0}, sv = {0};
     sentence *sn = NULL;
     int nw = 0, n_sn = 0, map[HV_DIAR_SPEAKERS], *group = NULL, *label = NULL;
     hv_diar_tok *toks = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *toks);
@@ -528,7 +542,7 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
     if (!st && !(label = malloc((size_t)(d.n_segs ? d.n_segs : 1) * sizeof *label)))
         st = hv_err(e, HV_ERR_NOMEM, "out of memory stitching diarize windows");
     if (!st) st = turn_labels(s, w, &d, map, group, label, &tv, e);
-    if (!st) st = sentence_labels(s, w, &d, ws, nw, group, label, &tv, &old, &sn, &n_sn, e);
+    if (!st) st = sentence_labels(s, w, &d, ws, nw, group, label, &tv, &old, &sn, &n_sn, &sv, e);
     if (st) goto done;
     out->segs = malloc((size_t)(n_sn ? n_sn : 1) * sizeof *out->segs);
     out->pos = malloc((size_t)(d.n_pos ? d.n_pos : 1) * sizeof *out->pos);
@@ -563,8 +577,12 @@ hv_status hv_stitch_window_run(hv_stitch *s, const hv_stitch_window *w, hv_stitc
             o->n_pos = n_pos - pos0;
             o->voice = -1;
             s->last_label = g->speaker >= 0 ? map[g->speaker] : -1;
+            /* a segment of one sentence has that sentence's signature */
+            int one = i1 == i + 1 && sv.sig;
             if (o->speaker >= 0 &&
-                (st = segment_voice(s, w, sn[i].start, sn[i1 - 1].end, &o->voice, e)))
+                (st = segment_voice(s, w, sn[i].start, sn[i1 - 1].end,
+                                    one ? sv.sig + (size_t)i * s->voice_dim : NULL,
+                                    one ? sv.secs[i] : 0, one ? sv.has[i] : 0, &o->voice, e)))
                 goto done;
         }
         i = i1;
@@ -578,9 +596,8 @@ done:
     free(label);
     free(sn);
     free(old.row);
-    free(tv.sig);
-    free(tv.secs);
-    free(tv.has);
+    span_voices_free(&tv);
+    span_voices_free(&sv);
     free(v.sig);
     hv_diar_free(&d);
     return st;

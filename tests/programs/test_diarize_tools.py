@@ -394,6 +394,10 @@ def diarize_tok(tmp, name):
     return train.Tok(path, True)
 
 
+# test_speaker_link.c's voice_frames: voice v's two spectra by frames
+VOICE_SPECTRA = [[[1, 2, 3, 4], [4, 3, 2, 1]], [[0, 5, 5, 0], [2, 3, 3, 2]]]
+
+
 def sentence_voice_cases(tmp):
     """evaluate-diarize's stitch_window on test_speaker_link.c's
     sentence-voice case: a turn under voice 0's token says "e f." in voice
@@ -402,10 +406,9 @@ def sentence_voice_cases(tmp):
     import numpy as np
     E = load_evaluate_diarize()
     tok = diarize_tok(tmp, "sentence-voice.model")
-    spectra = [[[1, 2, 3, 4], [4, 3, 2, 1]], [[0, 5, 5, 0], [2, 3, 3, 2]]]
 
     def frames(v, t0, t1):
-        return [spectra[v][t % 2] for t in range(t0, t1)]
+        return [VOICE_SPECTRA[v][t % 2] for t in range(t0, t1)]
     lm = np.array(frames(0, 0, 1000) + frames(1, 1000, 2000) + frames(0, 2000, 2500) + frames(1, 2500, 3000),
                   dtype=np.float32)
     ids = tok.voc.stream_ids([(0, 0, 100, "a b."), (1, 100, 200, "c d."), (0, 200, 299, "e f. g h.")])
@@ -429,8 +432,7 @@ def regroup_stitch_cases(tmp):
     import numpy as np
     E = load_evaluate_diarize()
     tok = diarize_tok(tmp, "regroup.model")
-    spectra = [[[1, 2, 3, 4], [4, 3, 2, 1]], [[0, 5, 5, 0], [2, 3, 3, 2]]]
-    lm = np.array([spectra[0 if t % 1000 < 400 else 1][t % 2] for t in range(3000)], dtype=np.float32)
+    lm = np.array([VOICE_SPECTRA[0 if t % 1000 < 400 else 1][t % 2] for t in range(3000)], dtype=np.float32)
     turns = [(0, 100 * i + (0 if j == 0 else 40), min(100 * i + (40 if j == 0 else 100), 299), "abcdef"[2 * i + j])
              for i in range(3) for j in range(2)]
     ids = tok.voc.stream_ids(turns)
