@@ -530,8 +530,8 @@ typedef struct hv_transcribe_params {
      * tokens is HV_ERR_INVALID_ARG naming the piece (hv_model_can_diarize
      * asks first). Default 0. */
     int diarize;
-    /* With diarize: the cosine of two voice signatures (spectral
-     * statistics of the recording, no voice model) at and below which a
+    /* With diarize: the cosine of two voice signatures (spectral and
+     * pitch statistics of the recording, no voice model) at and below which a
      * speaker left unlinked by the overlap is not linked to an earlier
      * label by its voice (docs/DIARIZE.md, rule 4), above which a turn
      * or a sentence whose voice another label's claims moves there (rule

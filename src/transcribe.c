@@ -10,6 +10,7 @@
 
 #include "audio/audio.h"
 #include "audio/chunking.h"
+#include "audio/pitch.h"
 #include "audio/speech.h"
 #include "audio/speech_chunks.h"
 #include "diag.h"
@@ -472,7 +473,8 @@ static double chunk_to_input(void *user, double t, int end) {
 /* With diarize: the chunk's speaker turns (docs/DIARIZE.md), parsed, cut
  * to the chunk's share of the timeline and labelled by hv_stitch. */
 static hv_status stitch_chunk(run *R, const hv_search_out *so, const hv_piece_plan *plan, int chunk,
-                              double rate, const float *logmel, int n_frames, hv_stitched *out) {
+                              double rate, const float *logmel, const float *f0, int n_frames,
+                              hv_stitched *out) {
     chunk_pos cpos = {plan, chunk, rate};
     const hv_span *first = &plan->pieces[plan->first[chunk]];
     const hv_span *last = &plan->pieces[plan->first[chunk + 1] - 1];
@@ -493,6 +495,7 @@ static hv_status stitch_chunk(run *R, const hv_search_out *so, const hv_piece_pl
         .prev_end = chunk > 0 ? plan->pieces[plan->first[chunk] - 1].end / rate : 0,
         .next_start = chunk + 1 < n ? plan->pieces[plan->first[chunk + 1]].start / rate : INFINITY,
         .logmel = logmel,
+        .f0 = f0,
         .n_frames = n_frames,
         .n_mels = R->ctx->model->fe.n_mels,
         .frame_s = R->ctx->model->fe.hop / rate,
@@ -562,7 +565,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     const hv_config *c = &m->cfg;
     const hv_transcribe_params *p = R->p;
     hv_error *e = &ctx->err;
-    float *feat = NULL, *enc = NULL, *lp0 = NULL, *logmel = NULL;
+    float *feat = NULL, *enc = NULL, *lp0 = NULL, *logmel = NULL, *f0 = NULL;
     hv_stitched sw = {0};
     int n_fr, n_valid, n_enc, enc_len;
     hv_status st;
@@ -575,6 +578,13 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + n, ctx->pool, &feat,
                                   &n_fr, &n_valid, voice ? &logmel : NULL, e)))
         goto done;
+    if (voice) {
+        if (!(f0 = malloc((size_t)n_valid * sizeof *f0))) {
+            st = hv_err(e, HV_ERR_NOMEM, "out of memory for a pitch track");
+            goto done;
+        }
+        if ((st = hv_pitch_track(x, n, c->sample_rate, m->fe.hop, n_valid, f0, e))) goto done;
+    }
     t1 = now_ms();
     int pos_builds = R->pos.builds;
     hv_engine enc_eng = ctx->eng; /* with the profile: the encoder's stages only */
@@ -661,7 +671,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         goto tapped;
     }
     if (p->diarize &&
-        (st = stitch_chunk(R, &so, plan, chunk, c->sample_rate, logmel, n_valid, &sw))) {
+        (st = stitch_chunk(R, &so, plan, chunk, c->sample_rate, logmel, f0, n_valid, &sw))) {
         free(text);
         goto done;
     }
@@ -710,6 +720,7 @@ tapped:
 done:
     hv_stitched_free(&sw);
     free(logmel);
+    free(f0);
     free(feat);
     free(enc);
     free(lp0);

@@ -243,10 +243,58 @@ def _assign(w, rows, cols, total=False):
     return (pairs, best(0, 0)) if total else pairs
 
 
-def voice_signature(logmel, spans, frame_s=0.01):
+PITCH_MIN_HZ, PITCH_MAX_HZ = 60.0, 420.0   # src/audio/pitch.h's HV_PITCH_MIN_HZ, _MAX_HZ
+PITCH_VOICED, PITCH_OCTAVE_COST = 0.45, 0.02   # and HV_PITCH_VOICED, HV_PITCH_OCTAVE_COST
+PITCH_RATE, PITCH_FRAME = 4000, 160        # and HV_PITCH_RATE, HV_PITCH_FRAME
+PITCH_BINS, PITCH_SPREAD, PITCH_WEIGHT = 35, 4, 0.5   # src/timing/voice.h's HV_VOICE_PITCH_*
+
+
+def pitch_track(samples, n_frames, sample_rate=16000, hop=160):
+    """The engine's hv_pitch_track (src/audio/pitch.c): f0 [n_frames] in
+    Hz (0: unvoiced) of the frames centred at t * hop. The engine resamples
+    to 4 kHz with soxr, this with a windowed-sinc low-pass (a pass band to
+    1.8 kHz as soxr's): the tracks agree within a semitone on most frames."""
+    import numpy as np
+    x = np.asarray(samples, dtype=np.float64).reshape(-1)
+    f0 = np.zeros(n_frames)
+    if n_frames <= 0 or not len(x):
+        return f0
+    step = sample_rate // PITCH_RATE
+    n = np.arange(-8 * step, 8 * step + 1)
+    cut = 1800.0 / sample_rate
+    h = np.sinc(2 * cut * n) * 2 * cut * np.hanning(len(n) + 2)[1:-1]
+    y = np.convolve(x, h / h.sum(), mode="same")[::step]
+    w = 0.5 - 0.5 * np.cos(2 * np.pi * (np.arange(PITCH_FRAME) + 1) / (PITCH_FRAME + 1))
+    rw = np.array([w[:PITCH_FRAME - k] @ w[k:] for k in range(PITCH_FRAME)])
+    rw /= rw[0]
+    yp = np.pad(y, (PITCH_FRAME // 2, PITCH_FRAME // 2 + PITCH_FRAME))
+    c = np.rint(np.arange(n_frames) * hop * PITCH_RATE / sample_rate).astype(int)
+    F = yp[c[:, None] + np.arange(PITCH_FRAME)[None, :]] * w
+    R = np.fft.irfft(np.abs(np.fft.rfft(F, 256, axis=1)) ** 2, 256, axis=1)[:, :PITCH_FRAME]
+    ok = R[:, 0] > 0
+    Rn = R / np.where(ok, R[:, 0], 1)[:, None] / rw
+    lag0, lag1 = int(np.ceil(PITCH_RATE / PITCH_MAX_HZ)), int(np.floor(PITCH_RATE / PITCH_MIN_HZ))
+    best = np.full(n_frames, -np.inf)
+    peak, lag = np.zeros(n_frames), np.zeros(n_frames)
+    for l in range(lag0, lag1 + 1):
+        a, b, c = Rn[:, l - 1], Rn[:, l], Rn[:, l + 1]
+        local = (b >= a) & (b >= c)    # there |dl| <= 0.5
+        den = np.where(local, a - 2 * b + c, -1)
+        dl = np.where(den < 0, 0.5 * (a - c) / den, 0.0)
+        top = b - 0.25 * (a - c) * dl
+        score = top - PITCH_OCTAVE_COST * np.log2((l + np.where(local, dl, 0)) * PITCH_MIN_HZ / PITCH_RATE)
+        take = local & (score > best)
+        best[take], peak[take], lag[take] = score[take], top[take], l + dl[take]
+    v = ok & (lag > 0) & (peak >= PITCH_VOICED)
+    f0[v] = PITCH_RATE / lag[v]
+    return f0
+
+
+def voice_signature(logmel, spans, frame_s=0.01, f0=None):
     """The engine's hv_voice_signature (src/timing/voice.c): logmel [T, M]
-    (the raw log-mel of a window), spans [(start, end)] window seconds of
-    one speaker's turns -> (unit vector [2 M] or None, seconds)."""
+    (the raw log-mel of a window), f0 [T] (pitch_track's, or None), spans
+    [(start, end)] window seconds of one speaker's turns -> (unit vector
+    [2 M + PITCH_BINS] or None, seconds)."""
     import numpy as np
     T = len(logmel)
     mask = np.zeros(T, dtype=bool)
@@ -258,12 +306,24 @@ def voice_signature(logmel, spans, frame_s=0.01):
         return None, n * frame_s
     frames = np.asarray(logmel, dtype=np.float64)[mask]
     level = frames.mean(1)
-    sp = frames[level >= np.median(level)]
+    used = level >= np.median(level)
+    sp = frames[used]
     mean = sp.mean(0)
     v = np.concatenate([mean - mean.mean(), sp.std(0)])
     v -= v.mean()
     norm = np.linalg.norm(v)
-    return (v / norm if norm > 0 else None), n * frame_s
+    if not norm > 0:
+        return None, n * frame_s
+    h = np.zeros(PITCH_BINS)
+    if f0 is not None:
+        p = np.asarray(f0, dtype=np.float64)[mask][used]
+        for s in 12 * np.log2(p[p > 0] / PITCH_MIN_HZ):
+            b = np.arange(max(int(np.ceil(s - PITCH_SPREAD)), 0), min(int(np.floor(s + PITCH_SPREAD)), PITCH_BINS - 1) + 1)
+            h[b] += np.exp(-0.5 * (s - b) ** 2)
+        if np.linalg.norm(h) > 0:
+            h *= PITCH_WEIGHT / np.linalg.norm(h)
+    v = np.concatenate([v / norm, h])
+    return v / np.linalg.norm(v), n * frame_s
 
 
 def _cosine(x, y):
@@ -319,8 +379,8 @@ def _voice_link(m, how, order, voice):
         m[k], how[k] = g, "voice"
 
 
-HEAL_APART_STRICTNESS = 4      # speaker_link.h's HV_HEAL_APART_STRICTNESS
-HEAL_SHARED_STRICTNESS = 8     # and HV_HEAL_SHARED_STRICTNESS
+HEAL_APART_STRICTNESS = 2      # speaker_link.h's HV_HEAL_APART_STRICTNESS
+HEAL_SHARED_STRICTNESS = 3     # and HV_HEAL_SHARED_STRICTNESS
 
 
 def heal_labels(n, voices, share, threshold):

@@ -176,7 +176,7 @@ static hv_status window_voices(const hv_stitch_window *w, const hv_diar *d, voic
             if (d->segs[i].speaker == k)
                 spans[n++] = (hv_voice_span){d->segs[i].start, d->segs[i].end};
         if (!n) continue;
-        st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, spans, n,
+        st = hv_voice_signature(w->logmel, w->f0, w->n_frames, w->n_mels, w->frame_s, spans, n,
                                 v->sig + (size_t)k * v->dim, &v->secs[k], &has, e);
         v->has |= (unsigned)has << k;
     }
@@ -366,7 +366,7 @@ static hv_status turn_labels(const hv_stitch *s, const hv_stitch_window *w, cons
         hv_voice_span span = {d->segs[k].start, d->segs[k].end};
         int h = 0;
         if (label[k] >= 0)
-            st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
+            st = hv_voice_signature(w->logmel, w->f0, w->n_frames, w->n_mels, w->frame_s, &span, 1,
                                     tv->sig + (size_t)k * dim, &tv->secs[k], &h, e);
         tv->has[k] = (unsigned char)h;
     }
@@ -439,7 +439,7 @@ static hv_status sentence_labels(hv_stitch *s, const hv_stitch_window *w, const 
             secs[i] = tv->secs[k];
             h = tv->has[k];
         } else if (lab[i] >= 0)
-            st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
+            st = hv_voice_signature(w->logmel, w->f0, w->n_frames, w->n_mels, w->frame_s, &span, 1,
                                     sig + (size_t)i * dim, &secs[i], &h, e);
         has[i] = (unsigned char)h;
     }
@@ -505,8 +505,9 @@ static hv_status segment_voice(hv_stitch *s, const hv_stitch_window *w, double s
         if (has) memcpy(s->seg_voice + (size_t)r * dim, one, (size_t)dim * sizeof *one);
         s->seg_secs[r] = one_secs;
     } else {
-        hv_status st = hv_voice_signature(w->logmel, w->n_frames, w->n_mels, w->frame_s, &span, 1,
-                                          s->seg_voice + (size_t)r * dim, &s->seg_secs[r], &has, e);
+        hv_status st =
+            hv_voice_signature(w->logmel, w->f0, w->n_frames, w->n_mels, w->frame_s, &span, 1,
+                               s->seg_voice + (size_t)r * dim, &s->seg_secs[r], &has, e);
         if (st) return st;
     }
     s->seg_has[r] = (unsigned char)has;

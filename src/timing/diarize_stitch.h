@@ -65,8 +65,10 @@ typedef struct hv_stitch_window {
     double next_start; /* where the window after it starts (>= end: none) */
     /* the window's raw log-mel (hv_frontend_compute's logmel) for voice
      * signatures, or NULL: rule 4 neither links its speakers nor learns
-     * their voices */
+     * their voices; and its pitch (hv_pitch_track's), or NULL: none in
+     * the signatures */
     const float *logmel; /* [n_frames x n_mels], frame t at t * frame_s s */
+    const float *f0;     /* [n_frames] */
     int n_frames, n_mels;
     double frame_s;
     double voice_threshold; /* rule 4's cosine (1: off) */

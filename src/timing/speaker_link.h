@@ -111,9 +111,10 @@ hv_status hv_speaker_link(const hv_link_in *in, int *next_label, int map[HV_DIAR
 /* How much closer to identical than rule 4's threshold two labels' voices
  * must be to merge (a cosine over 1 - (1 - threshold) / it): labels never
  * given in one window, and labels given in one (a window that names two
- * speakers is evidence of two people). */
-#define HV_HEAL_APART_STRICTNESS  4
-#define HV_HEAL_SHARED_STRICTNESS 8
+ * speakers is evidence of two people). Chosen with the pitch in the
+ * signature on tuning dialogues (docs/DIARIZE.md, rule 6). */
+#define HV_HEAL_APART_STRICTNESS  2
+#define HV_HEAL_SHARED_STRICTNESS 3
 
 /* What the end of a recording knows of its labels (hv_speaker_heal). */
 typedef struct hv_heal_in {

@@ -1,6 +1,8 @@
 /* Voice signatures from the raw log-mel (voice.h). */
 #include "timing/voice.h"
 
+#include "audio/pitch.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +12,28 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-hv_status hv_voice_signature(const float *logmel, int n_frames, int n_mels, double frame_s,
-                             const hv_voice_span *spans, int n_spans, double *sig, double *seconds,
-                             int *has, hv_error *e) {
+/* The pitch histogram of the used frames into h[HV_VOICE_PITCH_BINS],
+ * scaled to HV_VOICE_PITCH_WEIGHT (voice.h); all 0 without a voiced one */
+static void pitch_part(const float *f0, const unsigned char *in, const double *level, double median,
+                       int n_frames, double *h) {
+    double norm = 0;
+    memset(h, 0, HV_VOICE_PITCH_BINS * sizeof *h);
+    for (int t = 0; f0 && t < n_frames; t++) {
+        if (!in[t] || level[t] < median || !(f0[t] > 0)) continue;
+        double s = 12 * log2(f0[t] / HV_PITCH_MIN_HZ);
+        int b0 = (int)ceil(s - HV_VOICE_PITCH_SPREAD), b1 = (int)floor(s + HV_VOICE_PITCH_SPREAD);
+        for (int b = b0 < 0 ? 0 : b0; b <= b1 && b < HV_VOICE_PITCH_BINS; b++)
+            h[b] += exp(-0.5 * (s - b) * (s - b));
+    }
+    for (int b = 0; b < HV_VOICE_PITCH_BINS; b++) norm += h[b] * h[b];
+    if (!(norm > 0)) return;
+    norm = sqrt(norm) / HV_VOICE_PITCH_WEIGHT;
+    for (int b = 0; b < HV_VOICE_PITCH_BINS; b++) h[b] /= norm;
+}
+
+hv_status hv_voice_signature(const float *logmel, const float *f0, int n_frames, int n_mels,
+                             double frame_s, const hv_voice_span *spans, int n_spans, double *sig,
+                             double *seconds, int *has, hv_error *e) {
     *has = 0;
     *seconds = 0;
     if (n_frames <= 0 || n_mels <= 0 || !(frame_s > 0)) return HV_OK;
@@ -45,9 +66,9 @@ hv_status hv_voice_signature(const float *logmel, int n_frames, int n_mels, doub
     }
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
     double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    int dim = 2 * n_mels, used = 0;
+    int dim = 2 * n_mels, used = 0; /* the spectral part's */
     double *mean = sig, *sd = sig + n_mels;
-    memset(sig, 0, (size_t)dim * sizeof *sig);
+    memset(sig, 0, (size_t)hv_voice_dim(n_mels) * sizeof *sig);
     for (int t = 0; t < n_frames; t++) {
         if (!in[t] || level[t] < median) continue;
         used++;
@@ -71,7 +92,12 @@ hv_status hv_voice_signature(const float *logmel, int n_frames, int n_mels, doub
     for (int i = 0; i < dim; i++) sig[i] -= all, norm += sig[i] * sig[i];
     norm = sqrt(norm);
     if (norm > 0) {
-        for (int i = 0; i < dim; i++) sig[i] /= norm;
+        double *h = sig + dim, whole = 0;
+        pitch_part(f0, in, level, median, n_frames, h);
+        for (int i = 0; i < dim; i++) sig[i] /= norm, whole += sig[i] * sig[i];
+        for (int b = 0; b < HV_VOICE_PITCH_BINS; b++) whole += h[b] * h[b];
+        whole = sqrt(whole);
+        for (int i = 0; i < dim + HV_VOICE_PITCH_BINS; i++) sig[i] /= whole;
         *has = 1;
     }
 done:

@@ -296,11 +296,29 @@ def voice_link_cases(run):
     lm[100:160] = [A if t % 2 == 0 else B for t in range(100, 160)]
     lm[160:200] = -10
     v, secs = diarize.voice_signature(lm, [(1.0, 2.0)])
-    want = np.array([-.5, -.5, -.5, -.5, 1, 0, 0, 1]) / math.sqrt(3)
+    want = np.concatenate([np.array([-.5, -.5, -.5, -.5, 1, 0, 0, 1]) / math.sqrt(3), np.zeros(diarize.PITCH_BINS)])
     none, s2 = diarize.voice_signature(lm, [(0.0, 0.6), (0.3, 0.99)])
     report("voice: test_voice.c's known vector, and under 1 s none",
            v is not None and np.allclose(v, want, atol=1e-12) and abs(secs - 1) < 1e-9 and none is None
            and abs(s2 - 0.99) < 1e-9, (v, secs, s2))
+    # and its pitch: every other speech frame at 120 Hz, the pause's and
+    # the other sounds' 300 Hz not counted
+    f0 = np.array([(0 if t % 2 else 120) if 100 <= t < 160 else 300 for t in range(400)], dtype=float)
+    vp, _ = diarize.voice_signature(lm, [(1.0, 2.0)], 0.01, f0)
+    h = np.array([math.exp(-0.5 * (b - 12) ** 2) if 8 <= b <= 16 else 0 for b in range(diarize.PITCH_BINS)])
+    wantp = np.concatenate([want[:8], diarize.PITCH_WEIGHT * h / np.linalg.norm(h)]) / math.hypot(1, diarize.PITCH_WEIGHT)
+    report("voice: test_voice.c's pitch histogram", vp is not None and np.allclose(vp, wantp, atol=1e-12), vp)
+    # test_pitch.c's tones: every inner frame within 1 %; noise unvoiced
+    sr, ok = 16000, []
+    for f in (75, 110, 150, 230, 330):
+        t = np.arange(sr) / sr
+        x = 0.2 * sum(0.7 ** (k - 1) * np.sin(2 * np.pi * f * k * t + k) for k in range(1, 11))
+        p = diarize.pitch_track(x, 100)
+        ok.append((f, int(np.sum(np.abs(p[5:95] - f) <= f / 100))))
+    noise = np.random.default_rng(1).uniform(-0.5, 0.5, sr)
+    voiced = int(np.sum(diarize.pitch_track(noise, 100) > 0))
+    report("pitch: the port tracks test_pitch.c's tones, noise unvoiced",
+           all(k == 90 for _, k in ok) and voiced <= 5, (ok, voiced))
     import re
     with open(os.path.join(SOURCE_DIR, "include", "hviske.h"), encoding="utf-8") as f:
         c_default = float(re.search(r"#define HV_DEFAULT_DIARIZE_VOICE ([0-9.]+)f", f.read()).group(1))
@@ -324,9 +342,12 @@ def heal_cases():
     g = heal(v, [(0, 1), (1, 2)], 0.75)
     report("heal: one voice in two windows: one label", g == [0, 1, 0], g)
     report("heal: under the threshold, or at 1: apart",
-           heal(v, [(0, 1), (1, 2)], 0.9) == heal(v, [(0, 1), (1, 2)], 1) == [0, 1, 2])
-    g = heal(v, [(0, 1), (1, 2), (0, 2)], 0.75)
-    report("heal: sharing a window, 15 degrees: apart", g == [0, 1, 2], g)
+           heal(v, [(0, 1), (1, 2)], 0.95) == heal(v, [(0, 1), (1, 2)], 1) == [0, 1, 2])
+    v25 = [(1, 0, 0), (0, 0, 3), (math.cos(r(25)), math.sin(r(25)), 0)]
+    g = heal(v25, [(0, 1), (1, 2), (0, 2)], 0.75)
+    report("heal: sharing a window, 25 degrees: apart", g == [0, 1, 2], g)
+    g = heal(v25, [(0, 1), (1, 2)], 0.75)
+    report("heal: never sharing one, 25 degrees: one", g == [0, 1, 0], g)
     g = heal([(1, 0, 0), (0, 0, 3), (c5, s5, 0)], [(0, 1), (1, 2), (0, 2)], 0.75)
     report("heal: sharing a window, 5 degrees: one", g == [0, 1, 0], g)
     report("heal: no voice: apart", heal([(1, 0, 0), (0, 0, 3), (0, 0, 0)], [], 0.75) == [0, 1, 2])
@@ -366,6 +387,7 @@ def regroup_cases():
     import math
     import numpy as np
     c20, s20 = math.cos(math.radians(20)), math.sin(math.radians(20))
+    c25, s25 = math.cos(math.radians(25)), math.sin(math.radians(25))
     A, B = (1, 0, 0), (0, 1, 0)
 
     def rg(vs, labels, thr, next_label, secs=2.0):
@@ -380,8 +402,8 @@ def regroup_cases():
     report("regroup: a segment moves", rg([A, A, B, B, B], [0, 0, 1, 1, 0], 0.8, 2) == [0, 0, 1, 1, 1])
     report("regroup: one voice merges into the smaller",
            rg([A, A, (1, .1, 0), (1, .1, 0), (0, 0, 0), B], [2, 2, 1, 1, 1, -1], 0.8, 3) == [1, 1, 1, 1, 1, -1])
-    apart = [(1, 0, 0), (1, 0, 0), (c20, s20, 0), (c20, s20, 0)]
-    report("regroup: two labels 20 degrees apart stay", rg(apart, [0, 0, 1, 1], 0.8, 2) == [0, 0, 1, 1])
+    apart = [(1, 0, 0), (1, 0, 0), (c25, s25, 0), (c25, s25, 0)]
+    report("regroup: two labels 25 degrees apart stay", rg(apart, [0, 0, 1, 1], 0.8, 2) == [0, 0, 1, 1])
 
 
 def diarize_tok(tmp, name):
