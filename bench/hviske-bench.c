@@ -48,6 +48,8 @@ typedef struct opts {
     const char *vad_model; /* NULL: hvt_load_vad's search */
     hv_chunking chunking;  /* default auto, as the CLI */
     int threads, beams, max_tokens, runs, warmup, json, bandwidth, words, peak;
+    int diarize;         /* the diarize prompt and speaker work */
+    float diarize_voice; /* its voice threshold (hv_params_set's rule) */
 } opts;
 
 /* Provided by OpenBLAS; declared here since cblas.h variants differ. */
@@ -237,15 +239,18 @@ enum {
     S_ENC_GFLOPS,
     S_ALIGN,
     S_ALIGN_SHARE,
+    S_DIARIZE,
+    S_DIARIZE_SHARE,
     S_SKIPPED,
     S_RTF,
     S_BUSY,
     N_STATS
 };
 static const char *stat_names[N_STATS] = {
-    "total_ms",    "vad_ms",       "frontend_ms", "encoder_ms",     "cross_ms",
-    "prefill_ms",  "per_token_ms", "decoder_ms",  "encoder_gflops", "align_ms",
-    "align_share", "skipped",      "rtf",         "busy_share"};
+    "total_ms",       "vad_ms",     "frontend_ms",  "encoder_ms",
+    "cross_ms",       "prefill_ms", "per_token_ms", "decoder_ms",
+    "encoder_gflops", "align_ms",   "align_share",  "diarize_ms",
+    "diarize_share",  "skipped",    "rtf",          "busy_share"};
 
 /* parent.name = {median, min, max} of s. */
 static void json_stat(cJSON *parent, const char *name, stat3 s) {
@@ -261,10 +266,14 @@ static void usage(FILE *f) {
                "                    [--compute auto|f32|bf16]\n"
                "                    [--beams N] [--max-tokens N] [--runs R] [--warmup W]\n"
                "                    [--chunking auto|vad|energy|none] [--vad-model DIR]\n"
-               "                    [--word-timestamps] [--bandwidth] [--peak] [--json] FILE...\n"
+               "                    [--word-timestamps] [--diarize] [--diarize-voice X]\n"
+               "                    [--bandwidth] [--peak] [--json] FILE...\n"
                "vad_ms is the speech detector's time; skipped the share of the audio it kept\n"
                "from the encoder (pauses, silence, noise). align_ms is the time of the word\n"
-               "times (--word-timestamps), align_share its share of total_ms. encoder_gflops\n"
+               "times (--word-timestamps), align_share its share of total_ms. diarize_ms is\n"
+               "the speaker work of --diarize (pitch tracks, voice signatures, linking), its\n"
+               "extra tokens being in decoder_ms; diarize_share its share of total_ms.\n"
+               "encoder_gflops\n"
                "is the encoder's rate; --peak measures OpenBLAS sgemm on the encoder's shapes\n"
                "with the same threads just before and after each run (sgemm_peak_gflops) and\n"
                "the encoder's share of it (encoder_peak_share; per run: _runs), and the same\n"
@@ -334,6 +343,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
     tp.chunking = o->chunking;
     tp.vad = vad;
     tp.word_timestamps = o->words;
+    tp.diarize = o->diarize;
+    tp.diarize_voice = o->diarize_voice;
     int rc = 0, tokens = 0;
     double duration = (double)n / rate;
     /* with --peak, the sgemm peak with m = the encoder frames of the
@@ -410,6 +421,8 @@ static int bench_file(hv_model *model, const hv_vad *vad, const opts *o, const b
         v[S_ENC_GFLOPS][r] = t.encoder_ms > 0 ? t.encoder_gflop / t.encoder_ms * 1e3 : 0;
         v[S_ALIGN][r] = t.align_ms;
         v[S_ALIGN_SHARE][r] = total > 0 ? t.align_ms / total : 0;
+        v[S_DIARIZE][r] = t.diarize_ms;
+        v[S_DIARIZE_SHARE][r] = total > 0 ? t.diarize_ms / total : 0;
         v[S_RTF][r] = total / 1e3 / duration;
         v[S_BUSY][r] = total > 0 ? cpu * 1e3 / (busy_threads * total) : 0;
         if (peak_m) {
@@ -538,7 +551,10 @@ int main(int argc, char **argv) {
               .chunking = HV_CHUNKING_AUTO,
               .beams = 1,
               .runs = 5,
-              .warmup = 1};
+              .warmup = 1,
+              .diarize_voice = hv_transcribe_default_params().diarize_voice};
+    char err[1024];
+    hv_transcribe_params named = hv_transcribe_default_params(); /* --diarize-voice */
     static const struct option lo[] = {{"threads", required_argument, 0, 't'},
                                        {"beams", required_argument, 0, 'b'},
                                        {"max-tokens", required_argument, 0, 'n'},
@@ -553,6 +569,8 @@ int main(int argc, char **argv) {
                                        {"vad-model", required_argument, 0, 'V'},
                                        {"word-timestamps", no_argument, 0, 'T'},
                                        {"peak", no_argument, 0, 'P'},
+                                       {"diarize", no_argument, 0, 'D'},
+                                       {"diarize-voice", required_argument, 0, 'v'},
                                        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:t:h", lo, NULL)) != -1) {
@@ -574,6 +592,14 @@ int main(int argc, char **argv) {
             case 'B': o.bandwidth = 1; break;
             case 'T': o.words = 1; break;
             case 'P': o.peak = 1; break;
+            case 'D': o.diarize = 1; break;
+            case 'v':
+                if (hv_params_set(&named, "diarize_voice", optarg, err, sizeof err)) {
+                    fprintf(stderr, "hviske-bench: %s\n", err);
+                    return 2;
+                }
+                o.diarize_voice = named.diarize_voice;
+                break;
             case 'h': usage(stdout); return 0;
             default: usage(stderr); return 2;
         }
@@ -586,7 +612,6 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    char err[1024];
     hv_model_params mp = hv_model_default_params();
     mp.n_threads = o.threads;
     if (hv_weight_type_parse(o.weight_type, &mp.weight_type)) {

@@ -696,6 +696,9 @@ typedef struct hv_timings {
     double align_ms;      /* word times (0 without them) */
     double encoder_gflop; /* the encoder's matrix products, in 1e9 floating-
                              point operations (hviske-bench: / encoder_ms) */
+    double diarize_ms;    /* diarize's speaker work: pitch tracks, voice
+                             signatures, linking and regrouping speakers (0
+                             without it); its extra tokens are decoder_ms' */
 } hv_timings;
 
 /*

@@ -578,12 +578,16 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
     if ((st = hv_frontend_compute(&m->fe, x, n, R->dither, p->dither_seed + n, ctx->pool, &feat,
                                   &n_fr, &n_valid, voice ? &logmel : NULL, e)))
         goto done;
+    double pitch_ms = 0; /* diarize's, not the frontend's */
     if (voice) {
+        double tp = now_ms();
         if (!(f0 = malloc((size_t)n_valid * sizeof *f0))) {
             st = hv_err(e, HV_ERR_NOMEM, "out of memory for a pitch track");
             goto done;
         }
-        if ((st = hv_pitch_track(x, n, c->sample_rate, m->fe.hop, n_valid, f0, e))) goto done;
+        if ((st = hv_pitch_track(x, n, c->sample_rate, m->fe.hop, n_valid, f0, e)))
+            goto done;
+        pitch_ms = now_ms() - tp;
     }
     t1 = now_ms();
     int pos_builds = R->pos.builds;
@@ -639,7 +643,8 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         goto done;
     const hv_search_out so = dd.out;
     char *text = dd.text;
-    res->timings.frontend_ms += t1 - t0;
+    res->timings.frontend_ms += t1 - t0 - pitch_ms;
+    res->timings.diarize_ms += pitch_ms;
     res->timings.encoder_ms += t2 - t1;
     /* the products done: cached position projections count when made */
     double flops = hv_encoder_flops(c, &m->w.enc, n_fr, n_valid);
@@ -670,10 +675,14 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
         free(text);
         goto tapped;
     }
-    if (p->diarize &&
-        (st = stitch_chunk(R, &so, plan, chunk, c->sample_rate, logmel, f0, n_valid, &sw))) {
-        free(text);
-        goto done;
+    if (p->diarize) {
+        double ts = now_ms();
+        st = stitch_chunk(R, &so, plan, chunk, c->sample_rate, logmel, f0, n_valid, &sw);
+        res->timings.diarize_ms += now_ms() - ts;
+        if (st) {
+            free(text);
+            goto done;
+        }
     }
     int word_offset = res->n_words;
     if (p->word_timestamps && (st = chunk_words(R, x, n, &so, plan, chunk, res->n_tokens - so.n,
@@ -731,6 +740,7 @@ done:
  * the whole recording is known (docs/DIARIZE.md, rule 8). */
 static hv_status regroup_speakers(run *R, hv_result *res) {
     if (!R->p->diarize || res->n_segs == 0) return HV_OK;
+    double t0 = now_ms();
     int *rows = malloc((size_t)res->n_segs * sizeof *rows);
     int *label = malloc((size_t)res->n_segs * sizeof *label);
     hv_status st = rows && label ? HV_OK : hv_err(&R->ctx->err, HV_ERR_NOMEM, "out of memory");
@@ -744,6 +754,7 @@ static hv_status regroup_speakers(run *R, hv_result *res) {
     for (int i = 0; !st && i < res->n_segs; i++) res->segs[i].speaker = label[i];
     free(rows);
     free(label);
+    res->timings.diarize_ms += now_ms() - t0;
     return st;
 }
 

@@ -155,7 +155,7 @@ class Timings(ctypes.Structure):
                 ("steps_ms", ctypes.c_double), ("n_steps", ctypes.c_int),
                 ("n_tokens", ctypes.c_int), ("vad_ms", ctypes.c_double),
                 ("encoded_s", ctypes.c_double), ("align_ms", ctypes.c_double),
-                ("encoder_gflop", ctypes.c_double)]
+                ("encoder_gflop", ctypes.c_double), ("diarize_ms", ctypes.c_double)]
 
 
 class Word(ctypes.Structure):

@@ -11,7 +11,9 @@ where the CPU has one (tile_peak_gflops; elsewhere the reason), the "compute",
 "gemm" and "elementwise" keys and --compute, the encoder's per-stage profile
 (every stage, none negative, within its run's encoder time), --bandwidth's
 figures (at the start, and around each run with a step's time over the
-bound of its moment), and a clear error for a file that is not there.
+bound of its moment), --diarize's speaker work (diarize_ms, only with it;
+refused on a model without speaker tokens; --diarize-voice's range the
+library's), and a clear error for a file that is not there.
 
 Environment: HV_BINARY_DIR (the build folder with hviske-bench). Prints one
 line per case and ends with "N passed, M failed"; exits 1 when any failed.
@@ -37,9 +39,40 @@ PROFILE = ("subsampling_conv", "subsampling_linear", "ff_linear", "attn_linear",
 PROFILE_BUSY = ("ff_linear", "attn_linear", "attn_products", "attn_softmax", "layernorm")
 
 
-def bench(*args):
-    return subprocess.run([BENCH, "-m", DEMO_MODEL, "-t", "2", *args], capture_output=True,
+DIARIZE_MODEL = os.path.join(SOURCE_DIR, "models", "demo-diarize")
+
+
+def bench(*args, model=DEMO_MODEL):
+    return subprocess.run([BENCH, "-m", model, "-t", "2", *args], capture_output=True,
                           text=True, timeout=600)
+
+
+def check_diarize():
+    """--diarize: the speaker work timed apart from the stages, 0 without it."""
+    shares = {}
+    for flags in ((), ("--diarize",)):
+        p = bench("--runs", "2", "--warmup", "0", *flags, "--json", EXAMPLE, model=DIARIZE_MODEL)
+        try:
+            f = json.loads(p.stdout)["files"][0]
+            shares[flags] = (f["diarize_ms"], f["diarize_share"], f["tokens"])
+        except (ValueError, KeyError, IndexError):
+            shares[flags] = None
+            report(f"bench {' '.join(flags)} --json on the diarize model parses", False,
+                   f"rc {p.returncode}: {p.stdout[:200]} {p.stderr[-300:]}")
+    plain, dia = shares[()], shares[("--diarize",)]
+    if plain and dia:
+        report("without --diarize: diarize_ms and its share 0",
+               plain[0]["max"] == 0 and plain[1]["max"] == 0, str(plain))
+        report("--diarize: diarize_ms positive, its share of total_ms in (0, 1), and more "
+               "tokens (speakers, times)",
+               ordered(dia[0]) and dia[0]["min"] > 0 and 0 < dia[1]["min"] <= dia[1]["max"] < 1
+               and dia[2] > plain[2], str(dia))
+    p = bench("--runs", "1", "--warmup", "0", "--diarize", EXAMPLE)
+    report("--diarize on a model without speaker tokens: refused, naming the piece",
+           p.returncode == 1 and "<|spltoken0|>" in p.stderr, p.stderr[-300:])
+    p = bench("--runs", "1", "--diarize", "--diarize-voice", "1.5", EXAMPLE, model=DIARIZE_MODEL)
+    report("--diarize-voice 1.5: a usage error naming the parameter",
+           p.returncode == 2 and "diarize_voice" in p.stderr, p.stderr[-300:])
 
 
 def ordered(m):
@@ -235,6 +268,7 @@ def main():
            p.returncode == 0 and "memory read bandwidth" in p.stdout
            and "the bound of its moment" in p.stdout, p.stdout[-400:] + p.stderr[-300:])
 
+    check_diarize()
     missing = os.path.join(HERE, "no-such-audio.wav")
     p = bench("--runs", "1", missing)
     report("a missing file: non-zero exit naming it",

@@ -30,7 +30,8 @@ hand-written streams); here:
     (<|spltoken0|>) and on one with speaker but no time tokens
     (<|t:0.0|>); without --diarize both transcribe;
   * Python: diarize=True gives the CLI's chunks with speaker -1, and
-    raises InvalidArgument naming <|spltoken0|> on the plain model;
+    raises InvalidArgument naming <|spltoken0|> on the plain model; its
+    timings' diarize_ms is positive;
   * diarize_voice: --diarize-voice 0 and 1 give the same speakers (one
     speaker throughout), 1.5 is a usage error naming the option, Python's
     diarize_voice=-0.5 InvalidArgument naming it;
@@ -371,6 +372,8 @@ def main():
     res = hviske.Model(turn).transcribe(wav, diarize=True, repetition_penalty=100.0)
     report("Python: the turn's chunks and segments have speaker 0",
            res.chunks and all(c.speaker == 0 for c in res.chunks + res.segments), str(res.chunks))
+    report("Python: timings' diarize_ms, the speaker work, positive with diarize",
+           res.timings.get("diarize_ms", 0) > 0, str(res.timings))
     check_voice_param(turn, wav)
     env = dict(os.environ, PYTHONPATH=os.path.join(os.environ["HV_SOURCE_DIR"], "python"))
     p = subprocess.run([sys.executable, "-m", "hviske", "-m", turn, "--diarize",

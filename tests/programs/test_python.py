@@ -293,8 +293,8 @@ def test_parity(hviske, model):
            res.language == "da" and abs(res.duration - 48403 / 16000) < 1e-6 and
            set(t) == {"frontend_ms", "encoder_ms", "decoder_ms", "prefill_ms", "steps_ms",
                       "n_steps", "n_tokens", "vad_ms", "encoded_s", "align_ms",
-                      "encoder_gflop"} and
-           t["align_ms"] > 0 and t["encoder_gflop"] > 0 and
+                      "encoder_gflop", "diarize_ms"} and
+           t["align_ms"] > 0 and t["encoder_gflop"] > 0 and t["diarize_ms"] == 0 and
            t["n_tokens"] == len(res.tokens) and t["vad_ms"] > 0 and res.text == SENTENCE,
            f"{res} {t}")
 
