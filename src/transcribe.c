@@ -585,7 +585,7 @@ static hv_status transcribe_piece(run *R, const float *x, size_t n, const hv_pie
             st = hv_err(e, HV_ERR_NOMEM, "out of memory for a pitch track");
             goto done;
         }
-        if ((st = hv_pitch_track(x, n, c->sample_rate, m->fe.hop, n_valid, f0, e)))
+        if ((st = hv_pitch_track(x, n, c->sample_rate, m->fe.hop, n_valid, ctx->pool, f0, e)))
             goto done;
         pitch_ms = now_ms() - tp;
     }
