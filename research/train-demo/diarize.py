@@ -280,7 +280,8 @@ def pitch_track(samples, n_frames, sample_rate=16000, hop=160):
         a, b, c = Rn[:, l - 1], Rn[:, l], Rn[:, l + 1]
         local = (b >= a) & (b >= c)    # there |dl| <= 0.5
         den = np.where(local, a - 2 * b + c, -1)
-        dl = np.where(den < 0, 0.5 * (a - c) / den, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):   # den 0: not taken
+            dl = np.where(den < 0, 0.5 * (a - c) / den, 0.0)
         top = b - 0.25 * (a - c) * dl
         score = top - PITCH_OCTAVE_COST * np.log2((l + np.where(local, dl, 0)) * PITCH_MIN_HZ / PITCH_RATE)
         take = local & (score > best)

@@ -28,7 +28,8 @@ train.grow_rows), issue #63 item 6:
     most 0.10, no two people merged (with diarize_voice 1 more labels and
     a larger DER: splits only); the engine's windows: at most 30 s,
     overlapping; with the overlap's words scrambled, the turns' shared
-    time links them;
+    time links them; --save-audio writes each dialogue it scores as a
+    16 kHz 16-bit WAV file of its samples;
   * the parser is the engine's: test_diarize.c's table of streams gives
     the same segments and repair bits through diarize.parse_tokens; the
     linking is the engine's: test_speaker_link.c's cases through
@@ -609,6 +610,31 @@ def load_evaluate_diarize():
     return E
 
 
+def save_audio_case(tmp):
+    """evaluate-diarize --save-audio: the dialogue it scored, as a WAV."""
+    import subprocess
+    import wave
+    import numpy as np
+    import dialogues
+    out = os.path.join(tmp, "saved")
+    p = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "research", "train-demo",
+                                                     "evaluate-diarize"),
+                        "--model", os.path.join(SOURCE_DIR, "models", "demo-diarize"), "--backend",
+                        "oracle", "--count", "1", "--seed", "11", "--minutes", "0.2", "0.3",
+                        "--save-audio", out], capture_output=True, text=True, timeout=600)
+    x, _, _ = dialogues.make_dialogue(11, "test", 0, 12.0, 18.0, 2)
+    try:
+        with wave.open(os.path.join(out, "dialogue-00.wav")) as w:
+            fmt = (w.getnchannels(), w.getsampwidth(), w.getframerate())
+            y = np.frombuffer(w.readframes(w.getnframes()), "<i2") / 32767.0
+    except (OSError, EOFError, wave.Error) as e:
+        fmt, y = str(e), np.zeros(0)
+    report("evaluate --save-audio: the scored dialogue as a 16 kHz 16-bit WAV of its samples",
+           p.returncode == 0 and fmt == (1, 2, 16000) and len(y) == len(x)
+           and float(np.abs(y - np.clip(x, -1, 1)).max()) <= 1 / 32767 + 1e-9,
+           f"rc {p.returncode} {fmt} {len(y)} vs {len(x)} {p.stderr[-300:]}")
+
+
 def evaluate_cases(tmp):
     if not (shutil.which("espeak-ng") and shutil.which("sox")):
         skip_or_fail("evaluate-diarize", "espeak-ng or sox missing")
@@ -690,6 +716,7 @@ def evaluate_cases(tmp):
            all(b - a <= 30 * 16000 for a, b in plan) and
            all(plan[i + 1][0] < plan[i][1] and plan[i + 1][0] <= cuts[i + 1] <= plan[i][1]
                for i in range(len(plan) - 1)), (plan, cuts))
+    save_audio_case(tmp)
     scrambled, _, d2, _, _ = run(True)
     report("evaluate: without overlap words the turns' shared time links the same speakers",
            [h[0] for h in scrambled] == [h[0] for h in hyp] and abs(d2 - d) < 1e-9,
