@@ -54,14 +54,14 @@ static double mean_of(const float *x, int n) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3]) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) / n;
 }
 
-/* The pitch histogram of the used frames into h[HV_VOICE_PITCH_BINS],
- * scaled to HV_VOICE_PITCH_WEIGHT (voice.h); all 0 without a voiced one */
-static void pitch_part(const float *f0, const unsigned char *in, const double *level, double median,
-                       int n_frames, double *h) {
+/* The pitch histogram of the used frames (used[t] for t in [lo, hi)) into
+ * h[HV_VOICE_PITCH_BINS], scaled to HV_VOICE_PITCH_WEIGHT (voice.h); all 0
+ * without a voiced one */
+static void pitch_part(const float *f0, const unsigned char *used, int lo, int hi, double *h) {
     double norm = 0;
     memset(h, 0, HV_VOICE_PITCH_BINS * sizeof *h);
-    for (int t = 0; f0 && t < n_frames; t++) {
-        if (!in[t] || level[t] < median || !(f0[t] > 0)) continue;
+    for (int t = lo; f0 && t < hi; t++) {
+        if (!used[t] || !(f0[t] > 0)) continue;
         double s = 12 * log2(f0[t] / HV_PITCH_MIN_HZ);
         int b0 = (int)ceil(s - HV_VOICE_PITCH_SPREAD), b1 = (int)floor(s + HV_VOICE_PITCH_SPREAD);
         for (int b = b0 < 0 ? 0 : b0; b <= b1 && b < HV_VOICE_PITCH_BINS; b++)
@@ -86,36 +86,41 @@ hv_status hv_voice_signature(const float *logmel, const float *f0, int n_frames,
         free(level);
         return hv_err(e, HV_ERR_NOMEM, "out of memory for voice signatures");
     }
-    /* the spans' frames, each once */
-    int n = 0;
+    /* the spans' frames, each once, all within [lo, hi): a turn's
+     * signature walks its turn, not the window */
+    int n = 0, lo = n_frames, hi = 0;
     for (int i = 0; i < n_spans; i++) {
         double a = floor(spans[i].start / frame_s), b = floor(spans[i].end / frame_s);
         int t0 = a < 0 ? 0 : a > n_frames ? n_frames : (int)a;
         int t1 = b < 0 ? 0 : b > n_frames ? n_frames : (int)b;
         for (int t = t0; t < t1; t++) n += !in[t], in[t] = 1;
+        if (t0 < t1) lo = t0 < lo ? t0 : lo, hi = t1 > hi ? t1 : hi;
     }
     *seconds = n * frame_s;
     /* a second's frames counted as frames, not as a sum of frame_s */
     if (n == 0 || n < (int)ceil(HV_VOICE_MIN_S / frame_s - 1e-9)) goto done;
     double *pick = level + n_frames; /* the levels, reordered by median_of */
     int k = 0;
-    for (int t = 0; t < n_frames; t++) {
+    for (int t = lo; t < hi; t++) {
         if (!in[t]) continue;
         level[t] = mean_of(logmel + (size_t)t * n_mels, n_mels);
         pick[k++] = level[t];
     }
     double median = median_of(pick, n);
+    /* in[] becomes the frames used: those at or above the median level
+     * (the speaker's speech, not its pauses) */
+    for (int t = lo; t < hi; t++) in[t] = in[t] && !(level[t] < median);
     int dim = 2 * n_mels, used = 0; /* the spectral part's */
     double *mean = sig, *sd = sig + n_mels;
     memset(sig, 0, (size_t)hv_voice_dim(n_mels) * sizeof *sig);
-    for (int t = 0; t < n_frames; t++) {
-        if (!in[t] || level[t] < median) continue;
+    for (int t = lo; t < hi; t++) {
+        if (!in[t]) continue;
         used++;
         for (int m = 0; m < n_mels; m++) mean[m] += logmel[(size_t)t * n_mels + m];
     }
     for (int m = 0; m < n_mels; m++) mean[m] /= used;
-    for (int t = 0; t < n_frames; t++) {
-        if (!in[t] || level[t] < median) continue;
+    for (int t = lo; t < hi; t++) {
+        if (!in[t]) continue;
         for (int m = 0; m < n_mels; m++) {
             double d = logmel[(size_t)t * n_mels + m] - mean[m];
             sd[m] += d * d;
@@ -132,7 +137,7 @@ hv_status hv_voice_signature(const float *logmel, const float *f0, int n_frames,
     norm = sqrt(norm);
     if (norm > 0) {
         double *h = sig + dim, whole = 0;
-        pitch_part(f0, in, level, median, n_frames, h);
+        pitch_part(f0, in, lo, hi, h);
         for (int i = 0; i < dim; i++) sig[i] /= norm, whole += sig[i] * sig[i];
         for (int b = 0; b < HV_VOICE_PITCH_BINS; b++) whole += h[b] * h[b];
         whole = sqrt(whole);
