@@ -4,7 +4,6 @@
 #include <math.h>
 #include <soxr.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define TWO_PI 6.283185307179586476925
 #define LAG_LO ((HV_PITCH_RATE - 1) / HV_PITCH_MAX_HZ) /* one under the shortest lag */
